@@ -1,0 +1,259 @@
+/**
+ * A store that lives in this process: the kernel of the memory adapter and of
+ * the node's SQLite store. Entries sit in a Map (O(1) get and commit), expiry
+ * deadlines in a min-heap with one timer for the earliest (no sweeps), recent
+ * events in an {@link EventLog} for watch replays.
+ *
+ * A durable store passes a {@link Persistence}: each commit and each expiry is
+ * written through it, synchronously, before memory changes, so what a commit
+ * acknowledges is on disk and a failed write changes nothing.
+ *
+ * @module
+ */
+import type { Adapter, Check, CommitResult, Entry, Op, Unsubscribe, Value, WatchEvent, WatchSink } from '../../core/adapter'
+import type { Clock, TimerHandle } from '../../core/clock'
+import { ClosedError, InvalidArgumentError } from '../../core/errors'
+import { EventLog } from './event-log'
+import { MinHeap } from './heap'
+
+/** An entry as a local store keeps it. */
+export interface StoredEntry {
+  key: string
+  value: Value
+  revision: number
+  created: number
+  owner?: string
+  /** The TTL it was last written with: what it gets again after a restart. */
+  ttl?: number
+  /** When it expires, on the store's clock. */
+  expiresAt?: number
+}
+
+/** Where a durable store writes. Must throw (and write nothing) on failure. */
+export interface Persistence {
+  write(revision: number, puts: StoredEntry[], deletes: string[]): void
+}
+
+export interface LocalStoreOptions {
+  clock: Clock
+  /** How many recent events are kept for watch replays. */
+  historySize?: number
+  persistence?: Persistence
+  /** A durable store's state at start. */
+  initial?: { revision: number; entries: Iterable<StoredEntry> }
+}
+
+export class LocalStore {
+  readonly clock: Clock
+  #revision = 0
+  #entries = new Map<string, StoredEntry>()
+  #expiry = new MinHeap<{ at: number; key: string; revision: number }>()
+  #timer: TimerHandle | undefined
+  #timerAt = Infinity
+  #log: EventLog
+  #persistence: Persistence | undefined
+
+  constructor(options: LocalStoreOptions) {
+    this.clock = options.clock
+    this.#persistence = options.persistence
+    const initial = options.initial
+    if (initial) {
+      this.#revision = initial.revision
+      for (const e of initial.entries) {
+        this.#entries.set(e.key, e)
+        if (e.expiresAt !== undefined) this.#expiry.push({ at: e.expiresAt, key: e.key, revision: e.revision })
+      }
+    }
+    this.#log = new EventLog(options.historySize ?? 10_000, this.#revision)
+    this.#schedule()
+  }
+
+  get revision(): number {
+    return this.#revision
+  }
+
+  get size(): number {
+    this.#expireDue()
+    return this.#entries.size
+  }
+
+  get watchers(): number {
+    return this.#log.watchers
+  }
+
+  get(key: string): Entry | undefined {
+    this.#expireDue()
+    const e = this.#entries.get(key)
+    return e && this.#snapshot(e)
+  }
+
+  list(prefix: string): Entry[] {
+    this.#expireDue()
+    const out: Entry[] = []
+    for (const e of this.#entries.values()) if (e.key.startsWith(prefix)) out.push(this.#snapshot(e))
+    return out.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0))
+  }
+
+  commit(checks: Check[], ops: Op[]): CommitResult {
+    this.#expireDue()
+    const failed: Array<{ key: string; entry: Entry | undefined }> = []
+    for (const check of checks) {
+      const e = this.#entries.get(check.key)
+      const holds =
+        'revision' in check
+          ? check.revision === null ? e === undefined : e?.revision === check.revision
+          : check.created === null ? e === undefined : e?.created === check.created
+      if (!holds) failed.push({ key: check.key, entry: e && this.#snapshot(e) })
+    }
+    if (failed.length > 0) return { ok: false, failed }
+
+    const revision = this.#revision + 1
+    const now = this.clock.now()
+    const puts: StoredEntry[] = []
+    const deletes: string[] = []
+    const seen = new Set<string>()
+    for (const op of ops) {
+      if (seen.has(op.key)) throw new InvalidArgumentError(`ops: key ${JSON.stringify(op.key)} appears twice in one commit`)
+      seen.add(op.key)
+      const existing = this.#entries.get(op.key)
+      if (op.type === 'delete') {
+        if (existing) deletes.push(op.key)
+        continue
+      }
+      const stored: StoredEntry = {
+        key: op.key,
+        value: copy(op.value),
+        revision,
+        created: existing && !op.fresh ? existing.created : revision,
+      }
+      if (op.owner !== undefined) stored.owner = op.owner
+      if (op.ttl !== undefined) {
+        stored.ttl = op.ttl
+        stored.expiresAt = now + op.ttl
+      }
+      puts.push(stored)
+    }
+    this.#persistence?.write(revision, puts, deletes)
+
+    this.#revision = revision
+    for (const key of deletes) {
+      this.#entries.delete(key)
+      this.#log.append({ type: 'delete', key, revision })
+    }
+    for (const e of puts) {
+      this.#entries.set(e.key, e)
+      if (e.expiresAt !== undefined) this.#expiry.push({ at: e.expiresAt, key: e.key, revision })
+      this.#log.append(putEvent(e))
+    }
+    this.#schedule()
+    return { ok: true, revision, entries: puts.map((e) => this.#snapshot(e)), deleted: deletes }
+  }
+
+  watch(prefix: string, sink: WatchSink, fromRevision?: number): Unsubscribe {
+    this.#expireDue()
+    return this.#log.subscribe(prefix, sink, fromRevision)
+  }
+
+  /** Stops the expiry timer and ends every watch; the store is not used again. */
+  close(): void {
+    if (this.#timer !== undefined) this.clock.clearTimeout(this.#timer)
+    this.#timer = undefined
+    this.#log.closeAll(new ClosedError('the store was closed'))
+  }
+
+  /** Deletes every entry whose deadline has passed, each with its own revision and `expire` event. */
+  #expireDue(): void {
+    const now = this.clock.now()
+    for (let top = this.#expiry.peek(); top !== undefined && top.at <= now; top = this.#expiry.peek()) {
+      this.#expiry.pop()
+      const e = this.#entries.get(top.key)
+      // A heap item is stale once its entry was rewritten or deleted.
+      if (e === undefined || e.revision !== top.revision) continue
+      const revision = this.#revision + 1
+      this.#persistence?.write(revision, [], [e.key])
+      this.#revision = revision
+      this.#entries.delete(e.key)
+      this.#log.append({ type: 'expire', key: e.key, revision })
+    }
+  }
+
+  #schedule(): void {
+    const next = this.#expiry.peek()
+    if (next === undefined || next.at >= this.#timerAt) return
+    if (this.#timer !== undefined) this.clock.clearTimeout(this.#timer)
+    this.#timerAt = next.at
+    this.#timer = this.clock.setTimeout(() => {
+      this.#timer = undefined
+      this.#timerAt = Infinity
+      this.#expireDue()
+      this.#schedule()
+    }, next.at - this.clock.now())
+  }
+
+  #snapshot(e: StoredEntry): Entry {
+    const entry: Entry = { key: e.key, value: copy(e.value), revision: e.revision, created: e.created }
+    if (e.owner !== undefined) entry.owner = e.owner
+    if (e.expiresAt !== undefined) entry.ttl = Math.max(0, e.expiresAt - this.clock.now())
+    return entry
+  }
+}
+
+/**
+ * An Adapter over a LocalStore. Each adapter closes on its own (its watches
+ * end, its calls fail with `ClosedError`) while the store lives on for others.
+ */
+export function localAdapter(
+  name: string,
+  store: LocalStore,
+  onClose?: () => void,
+): Adapter {
+  let closed = false
+  const subscriptions = new Set<{ unsubscribe: Unsubscribe; sink: WatchSink }>()
+  const open = () => {
+    if (closed) throw new ClosedError(`the ${name} adapter is closed`)
+  }
+  return {
+    name,
+    async get(key) {
+      open()
+      return store.get(key)
+    },
+    async list(prefix) {
+      open()
+      return store.list(prefix)
+    },
+    async commit(checks, ops) {
+      open()
+      return store.commit(checks, ops)
+    },
+    async watch(prefix, sink, fromRevision) {
+      open()
+      const sub = { sink, unsubscribe: () => {} }
+      subscriptions.add(sub)
+      sub.unsubscribe = store.watch(prefix, sink, fromRevision)
+      return () => {
+        sub.unsubscribe()
+        subscriptions.delete(sub)
+      }
+    },
+    async close() {
+      if (closed) return
+      closed = true
+      for (const sub of subscriptions) sub.unsubscribe()
+      subscriptions.clear()
+      onClose?.()
+    },
+  }
+}
+
+function putEvent(e: StoredEntry): WatchEvent {
+  const event: WatchEvent = { type: 'put', key: e.key, revision: e.revision, value: copy(e.value), created: e.created }
+  if (e.owner !== undefined) event.owner = e.owner
+  if (e.ttl !== undefined) event.ttl = e.ttl
+  return event
+}
+
+/** Stored values are copies, so a caller mutating its object cannot change the store. */
+function copy(value: Value): Value {
+  return typeof value === 'object' && value !== null ? structuredClone(value) : value
+}

@@ -1,0 +1,232 @@
+/**
+ * The client: key-value operations plus the lock, lease, counter, watch and
+ * election APIs, all on one {@link Adapter}. It knows nothing of any
+ * particular store.
+ *
+ * @module
+ */
+import type { Adapter, Check, Entry, Value } from './adapter'
+import { systemClock, type Clock } from './clock'
+import type { Closable, Context } from './context'
+import { Counters } from './counters'
+import { Election, type ElectionOptions } from './election'
+import { ClosedError, ConflictError, FencedError, InvalidArgumentError } from './errors'
+import type { Fence } from './hold'
+import { Leases } from './leases'
+import { Locks } from './locks'
+import { checkKey, checkOptions, checkPrefix, checkRevision, checkTtl, checkValue } from './validate'
+import { Watch, type WatchOptions } from './watch'
+
+/** Options of a client (and of `connect`). */
+export interface ClientOptions {
+  /** This client's id, recorded as the owner of what it holds. Default: random. */
+  id?: string
+  /** The default TTL in ms of locks, leases and elections. Default 30 000. */
+  ttl?: number
+  /** The clock the client counts TTLs on. Default: the system's monotonic clock. */
+  clock?: Clock
+}
+
+/** Options of {@link Client.put}. */
+export interface PutOptions {
+  /** Milliseconds until the entry expires (on the store's clock). Default: never. */
+  ttl?: number
+  /** Write only if the entry is at this revision (`null`: only if it does not exist). Else `ConflictError`. */
+  ifRevision?: number | null
+  /** Write only while this lock (or lease) is still held with its token. Else `FencedError`. */
+  fence?: Fence
+}
+
+/** Options of {@link Client.delete}. */
+export interface DeleteOptions {
+  /** Delete only if the entry is at this revision. Else `ConflictError`. */
+  ifRevision?: number
+  /** Delete only while this lock (or lease) is still held with its token. Else `FencedError`. */
+  fence?: Fence
+}
+
+/** The default TTL of holds, in ms. */
+export const DEFAULT_TTL = 30_000
+
+/**
+ * A connection to one store. Get one from `connect(url)`, or build one from an adapter.
+ *
+ * @example
+ * import { Client } from 'zaris'
+ * import { memoryAdapter } from 'zaris/memory'
+ * const client = new Client(memoryAdapter({ namespace: 'demo' }), { id: 'worker-1' })
+ */
+export class Client implements AsyncDisposable {
+  /** This client's id: the owner of its locks, leases and candidacies. */
+  readonly id: string
+  /** Locks with TTLs and fencing tokens. */
+  readonly locks: Locks
+  /** Keys that live while kept alive. */
+  readonly leases: Leases
+  /** Atomic counters. */
+  readonly counters: Counters
+  /** The adapter under this client. */
+  readonly adapter: Adapter
+
+  readonly #ctx: Context
+  readonly #open = new Set<Closable>()
+  #closed = false
+  #closing: Promise<void> | undefined
+
+  constructor(adapter: Adapter, rawOptions?: ClientOptions) {
+    const options = checkOptions<ClientOptions>(rawOptions)
+    if (options.id !== undefined && (typeof options.id !== 'string' || options.id.length === 0 || options.id.length > 256)) {
+      throw new InvalidArgumentError('id must be a non-empty string of at most 256 characters')
+    }
+    this.id = options.id ?? randomId()
+    this.adapter = adapter
+    const ready = adapter.capabilities?.ownerGone && adapter.registerOwner ? adapter.registerOwner(this.id) : Promise.resolve()
+    ready.catch(() => {}) // reported where it is awaited, by the first hold
+    this.#ctx = {
+      adapter,
+      clock: options.clock ?? systemClock,
+      id: this.id,
+      ttl: options.ttl === undefined ? DEFAULT_TTL : checkTtl(options.ttl),
+      ready,
+      open: this.#open,
+      assertOpen: () => {
+        if (this.#closed) throw new ClosedError()
+      },
+    }
+    this.locks = new Locks(this.#ctx)
+    this.leases = new Leases(this.#ctx)
+    this.counters = new Counters(this.#ctx)
+  }
+
+  /** True once `close()` was called. */
+  get closed(): boolean {
+    return this.#closed
+  }
+
+  /**
+   * Writes `value` at `key` and resolves the entry written.
+   *
+   * @example
+   * await client.put('report:status', 'running', { ttl: 60_000 })
+   * await client.put('report:status', 'done', { fence: lock })
+   */
+  async put<V extends Value>(key: string, value: V, options?: PutOptions): Promise<Entry<V>> {
+    checkKey(key)
+    checkValue(value)
+    const o = checkOptions<PutOptions>(options)
+    const ttl = o.ttl === undefined ? undefined : checkTtl(o.ttl)
+    const checks = this.#conditions(key, o)
+    this.#ctx.assertOpen()
+    const r = await this.adapter.commit(checks, [ttl === undefined ? { type: 'set', key, value } : { type: 'set', key, value, ttl }])
+    if (!r.ok) throw this.#refusal('put', key, r.failed, o.fence)
+    return r.entries[0] as Entry<V>
+  }
+
+  /**
+   * The live entry at `key`, or `undefined`.
+   *
+   * @example
+   * const status = (await client.get('report:status'))?.value
+   */
+  async get<V extends Value = Value>(key: string): Promise<Entry<V> | undefined> {
+    checkKey(key)
+    this.#ctx.assertOpen()
+    return (await this.adapter.get(key)) as Entry<V> | undefined
+  }
+
+  /**
+   * Deletes `key`: true if a live entry was deleted.
+   *
+   * @example
+   * await client.delete('report:status', { fence: lock })
+   */
+  async delete(key: string, options?: DeleteOptions): Promise<boolean> {
+    checkKey(key)
+    const o = checkOptions<DeleteOptions>(options)
+    if (o.ifRevision === null) throw new InvalidArgumentError('ifRevision must be a revision for delete (null would mean "only if absent")')
+    const checks = this.#conditions(key, o)
+    this.#ctx.assertOpen()
+    const r = await this.adapter.commit(checks, [{ type: 'delete', key }])
+    if (!r.ok) throw this.#refusal('delete', key, r.failed, o.fence)
+    return r.deleted.includes(key)
+  }
+
+  /**
+   * Every live entry whose key starts with `prefix`, sorted by key.
+   *
+   * @example
+   * const tabs = await client.list('presence:')
+   */
+  async list(prefix: string): Promise<Entry[]> {
+    checkPrefix(prefix)
+    this.#ctx.assertOpen()
+    return this.adapter.list(prefix)
+  }
+
+  /**
+   * Watches `key` (or, with `prefix: true`, every key starting with it).
+   *
+   * @example
+   * for await (const ev of client.watch('lock:', { prefix: true, signal })) console.log(ev)
+   */
+  watch(key: string, options?: WatchOptions): Watch {
+    return new Watch(this.#ctx, key, options)
+  }
+
+  /**
+   * An election at the key `name`, seen by this client as one candidate.
+   *
+   * @example
+   * const election = client.election('leader:sync', { ttl: 5_000 })
+   */
+  election(name: string, options?: ElectionOptions): Election {
+    this.#ctx.assertOpen()
+    return new Election(this.#ctx, name, options)
+  }
+
+  /**
+   * Releases every lock and lease this client holds, ends its watches and
+   * closes the adapter. Calling it again is harmless.
+   *
+   * @example
+   * await client.close()
+   */
+  close(): Promise<void> {
+    this.#closing ??= (async () => {
+      this.#closed = true
+      const open = [...this.#open]
+      await Promise.allSettled(open.map((o) => o.close()))
+      await this.adapter.close()
+    })()
+    return this.#closing
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.close()
+  }
+
+  #conditions(key: string, o: { ifRevision?: number | null; fence?: Fence }): Check[] {
+    const checks: Check[] = []
+    if (o.ifRevision !== undefined) checks.push({ key, revision: checkRevision(o.ifRevision, 'ifRevision') })
+    if (o.fence !== undefined) {
+      const f = o.fence as Partial<Fence> | null
+      if (typeof f !== 'object' || f === null || typeof f.key !== 'string' || typeof f.token !== 'number') {
+        throw new InvalidArgumentError('fence must be a lock or lease (an object with key and token)')
+      }
+      checks.push({ key: checkKey(f.key, 'fence.key'), created: f.token })
+    }
+    return checks
+  }
+
+  #refusal(op: string, key: string, failed: Array<{ key: string }>, fence: Fence | undefined): Error {
+    if (fence && failed.some((f) => f.key === fence.key)) {
+      return new FencedError(`${op} ${JSON.stringify(key)} refused: the lock ${JSON.stringify(fence.key)} is no longer held with token ${fence.token}`)
+    }
+    return new ConflictError(`${op} ${JSON.stringify(key)} refused: the entry is not at the expected revision`)
+  }
+}
+
+function randomId(): string {
+  const c = globalThis.crypto
+  return typeof c?.randomUUID === 'function' ? c.randomUUID() : Math.random().toString(36).slice(2) + Date.now().toString(36)
+}

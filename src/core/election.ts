@@ -1,0 +1,224 @@
+/**
+ * `client.election(name)`: leader election on a lock. The leader is whoever
+ * holds the lease at `name`, whose value names the candidate; campaigning is
+ * waiting to acquire it, resigning is releasing it, and a leader that stops
+ * renewing (a crashed process, a closed tab) loses it at its TTL — at once,
+ * where the adapter can tell that its client is gone.
+ *
+ * The leader's fencing token comes with leadership: pass it (`fence`) to
+ * writes that only the leader may make, so a deposed leader that has not yet
+ * noticed cannot make them.
+ *
+ * Events (an `EventTarget`): `elected` when this candidate becomes leader,
+ * `deposed` when it stops being leader, `leader` (a `CustomEvent` whose
+ * `detail` is the new {@link Leader} or `undefined`) on every change seen.
+ *
+ * @module
+ */
+import type { Value, WatchEvent } from './adapter'
+import { acquire } from './acquire'
+import type { Context } from './context'
+import { InvalidArgumentError } from './errors'
+import { Lease } from './hold'
+import { checkKey, checkOptions, checkSignal, checkTtl } from './validate'
+import { Watch } from './watch'
+
+/** Options of `client.election`. */
+export interface ElectionOptions {
+  /** The leader's lease TTL in ms: how long a crashed leader can block. Default: the client's `ttl`. */
+  ttl?: number
+  /** How this candidate is shown to others. Default: the client's id. */
+  candidate?: string
+}
+
+/** The current leader of an election. */
+export interface Leader {
+  /** The candidate name of the leader. */
+  candidate: string
+  /** The leader's fencing token: it rises with every new term. */
+  token: number
+}
+
+/**
+ * One election, seen from one candidate.
+ *
+ * @example
+ * const election = client.election('leader:sync', { ttl: 5_000, candidate: 'tab-1' })
+ * election.addEventListener('elected', () => startSync())
+ * await election.campaign()
+ */
+export class Election extends EventTarget implements AsyncDisposable {
+  /** The key the leader's lease lives at. */
+  readonly name: string
+  /** This candidate's name. */
+  readonly candidate: string
+
+  readonly #ctx: Context
+  readonly #ttl: number
+  #term: Lease<{ candidate: string }> | undefined
+  #campaign: Promise<Lease<{ candidate: string }>> | undefined
+  #leader: Leader | undefined
+  #observer: Watch | undefined
+  #revision = 0
+
+  /** @internal Created by `client.election`. */
+  constructor(ctx: Context, name: string, rawOptions?: ElectionOptions) {
+    super()
+    const options = checkOptions<ElectionOptions>(rawOptions)
+    this.name = checkKey(name, 'name')
+    this.#ttl = options.ttl === undefined ? ctx.ttl : checkTtl(options.ttl)
+    if (options.candidate !== undefined && (typeof options.candidate !== 'string' || options.candidate === '')) {
+      throw new InvalidArgumentError('candidate must be a non-empty string')
+    }
+    this.candidate = options.candidate ?? ctx.id
+    this.#ctx = ctx
+  }
+
+  /** True while this candidate leads (its term has not ended by its own deadline). */
+  get isLeader(): boolean {
+    return this.#term?.held ?? false
+  }
+
+  /** The leader as last seen by this candidate, or `undefined`. Kept current once `campaign` or `observe` ran. */
+  get leader(): Leader | undefined {
+    return this.#leader
+  }
+
+  /**
+   * The current term's fencing token while this candidate leads.
+   *
+   * @example
+   * await client.put('sync:cursor', 42, { fence: election.term! })
+   */
+  get term(): Lease<{ candidate: string }> | undefined {
+    return this.#term?.held ? this.#term : undefined
+  }
+
+  /**
+   * Resolves when this candidate leads, with its term (a lease whose `signal`
+   * aborts when leadership ends). Rejects with `signal.reason` on abort.
+   * Calling it while leading resolves at once.
+   *
+   * @example
+   * const term = await election.campaign({ signal: AbortSignal.timeout(60_000) })
+   * term.signal.addEventListener('abort', stopSync)
+   */
+  async campaign(options?: { signal?: AbortSignal }): Promise<Lease<{ candidate: string }>> {
+    const signal = checkSignal(checkOptions<{ signal: AbortSignal }>(options).signal)
+    if (this.#term?.held) return this.#term
+    this.#startObserving()
+    this.#campaign ??= acquire(
+      this.#ctx,
+      this.name,
+      { candidate: this.candidate },
+      { ttl: this.#ttl, wait: Infinity, signal, autoRenew: true },
+      (init) => new Lease(this.#ctx, init),
+    ).then(
+      (term) => {
+        this.#campaign = undefined
+        const lease = term!
+        this.#term = lease
+        this.#setLeader({ candidate: this.candidate, token: lease.token }, lease.revision)
+        this.dispatchEvent(new Event('elected'))
+        lease.signal.addEventListener('abort', () => {
+          if (this.#term === lease) this.#term = undefined
+          this.dispatchEvent(new Event('deposed'))
+        }, { once: true })
+        return lease
+      },
+      (err) => {
+        this.#campaign = undefined
+        throw err
+      },
+    )
+    return this.#campaign
+  }
+
+  /**
+   * Gives up leadership (if held) so another candidate can take over at once.
+   * Resolves true if this candidate was leading.
+   *
+   * @example
+   * await election.resign()
+   */
+  async resign(): Promise<boolean> {
+    const term = this.#term
+    this.#term = undefined
+    return term ? term.revoke() : false
+  }
+
+  /**
+   * Every change of leader, starting with the current one (`undefined` while
+   * nobody leads). Ends when `signal` aborts or the client closes.
+   *
+   * @example
+   * for await (const leader of election.observe()) console.log('leader:', leader?.candidate)
+   */
+  async *observe(options?: { signal?: AbortSignal }): AsyncGenerator<Leader | undefined> {
+    const signal = checkSignal(checkOptions<{ signal: AbortSignal }>(options).signal)
+    const watch = new Watch(this.#ctx, this.name, { signal })
+    try {
+      await watch.ready
+      const entry = await this.#ctx.adapter.get(this.name)
+      let last = entry ? leaderOf(entry.value, entry.created) : undefined
+      let seen = entry?.revision ?? 0
+      if (entry) this.#setLeader(last, entry.revision)
+      yield last
+      for await (const ev of watch) {
+        if (ev.revision <= seen) continue
+        seen = ev.revision
+        const next = ev.type === 'put' ? leaderOf(ev.value, ev.created!) : undefined
+        if (next?.token === last?.token && next?.candidate === last?.candidate) continue
+        last = next
+        yield next
+      }
+    } finally {
+      watch.close()
+    }
+  }
+
+  /** Resigns and stops observing. */
+  async close(): Promise<void> {
+    this.#observer?.close()
+    this.#observer = undefined
+    await this.resign()
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.close()
+  }
+
+  /** Keeps `leader` current and fires `leader` events, from the first campaign on. */
+  #startObserving(): void {
+    if (this.#observer) return
+    const watch = (this.#observer = new Watch(this.#ctx, this.name))
+    void (async () => {
+      try {
+        await watch.ready
+        const entry = await this.#ctx.adapter.get(this.name)
+        if (entry) this.#setLeader(leaderOf(entry.value, entry.created), entry.revision)
+        for await (const ev of watch) this.#onEvent(ev)
+      } catch {
+        // The client closed or the store went away; `leader` simply stops changing.
+      }
+    })()
+  }
+
+  #onEvent(ev: WatchEvent): void {
+    this.#setLeader(ev.type === 'put' ? leaderOf(ev.value, ev.created!) : undefined, ev.revision)
+  }
+
+  #setLeader(leader: Leader | undefined, revision: number): void {
+    if (revision < this.#revision) return
+    this.#revision = revision
+    const before = this.#leader
+    if (before?.token === leader?.token && before?.candidate === leader?.candidate) return
+    this.#leader = leader
+    this.dispatchEvent(new CustomEvent('leader', { detail: leader }))
+  }
+}
+
+function leaderOf(value: Value | undefined, created: number): Leader | undefined {
+  const candidate = typeof value === 'object' && value !== null && !Array.isArray(value) ? value.candidate : undefined
+  return typeof candidate === 'string' ? { candidate, token: created } : undefined
+}

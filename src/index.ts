@@ -1,0 +1,56 @@
+/**
+ * zaris: locks, leases, counters, watch and leader election with fencing
+ * tokens, over one small compare-and-set adapter — the same API in a browser
+ * tab and across many machines.
+ *
+ * @module
+ */
+export { connect, clients, registerScheme } from './connect'
+export type { AdapterFactory, Clients, ConnectOptions } from './connect'
+export { Client, DEFAULT_TTL } from './core/client'
+export type { ClientOptions, DeleteOptions, PutOptions } from './core/client'
+export { Lock, Lease, Hold } from './core/hold'
+export type { Fence } from './core/hold'
+export { Locks } from './core/locks'
+export type { Holder, LockOptions } from './core/locks'
+export { Leases } from './core/leases'
+export type { LeaseOptions } from './core/leases'
+export type { AcquireOptions } from './core/acquire'
+export { Counters } from './core/counters'
+export { Watch } from './core/watch'
+export type { WatchOptions } from './core/watch'
+export { Election } from './core/election'
+export type { ElectionOptions, Leader } from './core/election'
+export { systemClock } from './core/clock'
+export type { Clock, TimerHandle } from './core/clock'
+export { parseUrl, DEFAULT_PORT } from './core/url'
+export type { Target } from './core/url'
+export type {
+  Adapter,
+  Capabilities,
+  Check,
+  CommitOptions,
+  CommitResult,
+  Entry,
+  Op,
+  Unsubscribe,
+  Value,
+  WatchEvent,
+  WatchSink,
+} from './core/adapter'
+export {
+  ZarisError,
+  InvalidArgumentError,
+  InvalidUrlError,
+  UnsupportedError,
+  ConflictError,
+  FencedError,
+  CompactedError,
+  HoldEndedError,
+  ClosedError,
+  UnavailableError,
+  UnauthorizedError,
+  isZarisError,
+  errorFromJSON,
+} from './core/errors'
+export type { ErrorCode } from './core/errors'

@@ -1,0 +1,6 @@
+/**
+ * `zaris/testing`: helpers for testing code that uses zaris.
+ *
+ * @module
+ */
+export { ManualClock } from './core/manual-clock'
