@@ -1,0 +1,233 @@
+/**
+ * The adapter contract, tested on the raw adapter: revisions, created, checks,
+ * atomicity, TTL expiry, watch order and replay. Runs in Node and the browser.
+ */
+import { describe, expect, test } from 'vitest'
+import type { Adapter, WatchEvent } from 'zaris'
+import type { FixtureFactory } from './fixture'
+import { collect, sleep, until, type Named } from './util'
+
+export function adapterCases(factory: FixtureFactory, t: Named = test): void {
+  const withAdapter = (fn: (a: Adapter, b: () => Promise<Adapter>) => Promise<void>) => async () => {
+    const fixture = await factory()
+    try {
+      await fn(await fixture.adapter(), () => fixture.adapter())
+    } finally {
+      await fixture.close()
+    }
+  }
+
+  describe('adapter contract', () => {
+    t('get of a missing key is undefined; a set is read back with revision and created', withAdapter(async (a) => {
+      expect(await a.get('missing')).toBeUndefined()
+      const r = await a.commit([], [{ type: 'set', key: 'k', value: { n: 1, s: 'x', l: [true, null] } }])
+      expect(r.ok).toBe(true)
+      if (!r.ok) return
+      expect(r.revision).toBeGreaterThan(0)
+      expect(r.entries).toHaveLength(1)
+      expect(r.entries[0]).toMatchObject({ key: 'k', value: { n: 1, s: 'x', l: [true, null] }, revision: r.revision, created: r.revision })
+      expect(await a.get('k')).toMatchObject({ key: 'k', value: { n: 1, s: 'x', l: [true, null] }, revision: r.revision, created: r.revision })
+    }))
+
+    t('revision rises strictly across commits, deletes and expiry', withAdapter(async (a) => {
+      const revs: number[] = []
+      for (let i = 0; i < 5; i++) {
+        const r = await a.commit([], [{ type: 'set', key: `k${i % 2}`, value: i }])
+        if (r.ok) revs.push(r.revision)
+      }
+      const d = await a.commit([], [{ type: 'delete', key: 'k0' }])
+      if (d.ok) revs.push(d.revision)
+      await a.commit([], [{ type: 'set', key: 'short', value: 1, ttl: 50 }])
+      await sleep(120)
+      expect(await a.get('short')).toBeUndefined()
+      const after = await a.commit([], [{ type: 'set', key: 'k2', value: 1 }])
+      if (after.ok) revs.push(after.revision)
+      expect(revs).toHaveLength(7)
+      for (let i = 1; i < revs.length; i++) expect(revs[i]).toBeGreaterThan(revs[i - 1]!)
+      // The expiry took a revision of its own between the set of `short` and `k2`.
+      expect(revs[6]! - revs[5]!).toBeGreaterThanOrEqual(3)
+    }))
+
+    t('an overwrite keeps created; a delete ends the life; fresh starts a new one', withAdapter(async (a) => {
+      const r1 = await a.commit([], [{ type: 'set', key: 'k', value: 1 }])
+      const r2 = await a.commit([], [{ type: 'set', key: 'k', value: 2 }])
+      if (!r1.ok || !r2.ok) throw new Error('commits failed')
+      expect(r2.entries[0]).toMatchObject({ revision: r2.revision, created: r1.revision })
+      const r3 = await a.commit([], [{ type: 'set', key: 'k', value: 3, fresh: true }])
+      if (!r3.ok) throw new Error('commit failed')
+      expect(r3.entries[0]!.created).toBe(r3.revision)
+      const del = await a.commit([], [{ type: 'delete', key: 'k' }])
+      expect(del.ok && del.deleted).toEqual(['k'])
+      const r4 = await a.commit([], [{ type: 'set', key: 'k', value: 4 }])
+      if (!r4.ok) throw new Error('commit failed')
+      expect(r4.entries[0]!.created).toBe(r4.revision)
+      const none = await a.commit([], [{ type: 'delete', key: 'never' }])
+      expect(none.ok && none.deleted).toEqual([])
+    }))
+
+    t('owner and ttl are stored and read back', withAdapter(async (a) => {
+      await a.commit([], [{ type: 'set', key: 'lock', value: null, ttl: 5_000, owner: 'me' }])
+      const e = await a.get('lock')
+      expect(e?.owner).toBe('me')
+      expect(e?.ttl).toBeGreaterThan(3_000)
+      expect(e?.ttl).toBeLessThanOrEqual(5_000)
+      await a.commit([], [{ type: 'set', key: 'plain', value: 'v' }])
+      const p = await a.get('plain')
+      expect(p?.owner).toBeUndefined()
+      expect(p?.ttl).toBeUndefined()
+    }))
+
+    t('a failed check writes nothing and returns the current entries of the failed checks', withAdapter(async (a) => {
+      const r1 = await a.commit([], [{ type: 'set', key: 'a', value: 1 }])
+      if (!r1.ok) throw new Error('commit failed')
+      const r = await a.commit(
+        [{ key: 'a', revision: r1.revision }, { key: 'b', revision: 999 }],
+        [{ type: 'set', key: 'a', value: 2 }, { type: 'set', key: 'c', value: 3 }],
+      )
+      expect(r.ok).toBe(false)
+      if (r.ok) return
+      expect(r.failed).toEqual([{ key: 'b', entry: undefined }])
+      expect((await a.get('a'))?.value).toBe(1)
+      expect(await a.get('c')).toBeUndefined()
+
+      const absent = await a.commit([{ key: 'a', revision: null }], [{ type: 'set', key: 'a', value: 9 }])
+      expect(absent.ok).toBe(false)
+      if (!absent.ok) expect(absent.failed[0]).toMatchObject({ key: 'a', entry: { key: 'a', value: 1, revision: r1.revision } })
+      const byCreated = await a.commit([{ key: 'a', created: r1.revision + 1 }], [{ type: 'delete', key: 'a' }])
+      expect(byCreated.ok).toBe(false)
+      const ok = await a.commit([{ key: 'a', created: r1.revision }, { key: 'z', created: null }], [{ type: 'delete', key: 'a' }])
+      expect(ok.ok).toBe(true)
+    }))
+
+    t('every entry of one commit carries the same revision', withAdapter(async (a) => {
+      const r = await a.commit([], [
+        { type: 'set', key: 'x/1', value: 1 },
+        { type: 'set', key: 'x/2', value: 2 },
+        { type: 'set', key: 'y', value: 3 },
+      ])
+      if (!r.ok) throw new Error('commit failed')
+      expect(r.entries.map((e) => e.revision)).toEqual([r.revision, r.revision, r.revision])
+      expect((await a.get('x/2'))?.revision).toBe(r.revision)
+    }))
+
+    t('list returns the live entries of a prefix, sorted by key', withAdapter(async (a) => {
+      await a.commit([], [
+        { type: 'set', key: 'p/b', value: 2 },
+        { type: 'set', key: 'p/a', value: 1 },
+        { type: 'set', key: 'p/c', value: 3, ttl: 40 },
+        { type: 'set', key: 'q/a', value: 4 },
+      ])
+      await sleep(100)
+      const list = await a.list('p/')
+      expect(list.map((e) => [e.key, e.value])).toEqual([['p/a', 1], ['p/b', 2]])
+      expect((await a.list('')).map((e) => e.key)).toEqual(['p/a', 'p/b', 'q/a'])
+    }))
+
+    t('keys like __proto__ and constructor are ordinary keys and values', withAdapter(async (a) => {
+      const value = JSON.parse('{"__proto__": {"polluted": true}, "constructor": 1}')
+      await a.commit([], [{ type: 'set', key: '__proto__', value }, { type: 'set', key: 'constructor', value: 'c' }])
+      const e = await a.get('__proto__')
+      expect(Object.keys(e!.value as object).sort()).toEqual(['__proto__', 'constructor'])
+      expect((await a.get('constructor'))?.value).toBe('c')
+      expect(({} as Record<string, unknown>).polluted).toBeUndefined()
+    }))
+
+    t('an entry expires at its TTL: absent to reads and checks, reported once as expire', withAdapter(async (a) => {
+      const events: WatchEvent[] = []
+      const unwatch = await a.watch('ttl/', { event: (e) => events.push(e), error: () => {} })
+      const r = await a.commit([], [{ type: 'set', key: 'ttl/k', value: 1, ttl: 80 }])
+      if (!r.ok) throw new Error('commit failed')
+      await sleep(160)
+      expect(await a.get('ttl/k')).toBeUndefined()
+      const create = await a.commit([{ key: 'ttl/k', revision: null }], [{ type: 'set', key: 'ttl/other', value: 1 }])
+      expect(create.ok).toBe(true)
+      await until(() => events.some((e) => e.type === 'expire'))
+      await sleep(50)
+      unwatch()
+      const expires = events.filter((e) => e.type === 'expire')
+      expect(expires).toHaveLength(1)
+      expect(expires[0]).toMatchObject({ key: 'ttl/k' })
+      expect(expires[0]!.revision).toBeGreaterThan(r.revision)
+    }))
+
+    t('expiry happens with nobody reading or writing', withAdapter(async (a) => {
+      const events: WatchEvent[] = []
+      const unwatch = await a.watch('idle/', { event: (e) => events.push(e), error: () => {} })
+      await a.commit([], [{ type: 'set', key: 'idle/k', value: 1, ttl: 60 }])
+      await until(() => events.some((e) => e.type === 'expire'), 3_000)
+      unwatch()
+      expect(events.map((e) => e.type)).toEqual(['put', 'expire'])
+    }))
+
+    t('watch delivers put, delete and expire of a prefix in revision order', withAdapter(async (a) => {
+      const events: WatchEvent[] = []
+      const unwatch = await a.watch('w/', { event: (e) => events.push(e), error: () => {} })
+      await a.commit([], [{ type: 'set', key: 'w/a', value: 1, owner: 'o1' }])
+      await a.commit([], [{ type: 'set', key: 'other', value: 1 }])
+      await a.commit([], [{ type: 'set', key: 'w/b', value: 2, ttl: 50 }])
+      await a.commit([], [{ type: 'delete', key: 'w/a' }])
+      await until(() => events.length >= 4, 3_000)
+      unwatch()
+      expect(events.map((e) => [e.type, e.key])).toEqual([['put', 'w/a'], ['put', 'w/b'], ['delete', 'w/a'], ['expire', 'w/b']])
+      expect(events[0]).toMatchObject({ value: 1, owner: 'o1', created: events[0]!.revision })
+      for (let i = 1; i < events.length; i++) expect(events[i]!.revision).toBeGreaterThan(events[i - 1]!.revision)
+    }))
+
+    t('watch from a revision replays what came after it, then follows', withAdapter(async (a) => {
+      const r1 = await a.commit([], [{ type: 'set', key: 'h/a', value: 1 }])
+      await a.commit([], [{ type: 'set', key: 'h/b', value: 2 }])
+      await a.commit([], [{ type: 'delete', key: 'h/a' }])
+      if (!r1.ok) throw new Error('commit failed')
+      const events: WatchEvent[] = []
+      const unwatch = await a.watch('h/', { event: (e) => events.push(e), error: () => {} }, r1.revision)
+      await a.commit([], [{ type: 'set', key: 'h/c', value: 3 }])
+      await until(() => events.length >= 3)
+      unwatch()
+      expect(events.map((e) => [e.type, e.key])).toEqual([['put', 'h/b'], ['delete', 'h/a'], ['put', 'h/c']])
+    }))
+
+    t('a watcher on another adapter of the same store sees the events; unsubscribe stops them', withAdapter(async (a, another) => {
+      const b = await another()
+      const events: WatchEvent[] = []
+      const unwatch = await b.watch('x/', { event: (e) => events.push(e), error: () => {} })
+      await a.commit([], [{ type: 'set', key: 'x/1', value: 1 }])
+      await until(() => events.length === 1)
+      unwatch()
+      await a.commit([], [{ type: 'set', key: 'x/2', value: 2 }])
+      await sleep(100)
+      expect(events.map((e) => e.key)).toEqual(['x/1'])
+      await b.close()
+    }))
+
+    t('of many racing create-if-absent commits on one key, exactly one wins', withAdapter(async (a, another) => {
+      const adapters = [a, ...(await Promise.all([another(), another(), another()]))]
+      const results = await Promise.all(
+        Array.from({ length: 16 }, (_, i) =>
+          adapters[i % adapters.length]!.commit([{ key: 'race', revision: null }], [{ type: 'set', key: 'race', value: i }]),
+        ),
+      )
+      expect(results.filter((r) => r.ok)).toHaveLength(1)
+      await Promise.all(adapters.slice(1).map((x) => x.close()))
+    }))
+
+    t('watch events arrive in order while many writers commit at once', withAdapter(async (a, another) => {
+      const b = await another()
+      const events: WatchEvent[] = []
+      const unwatch = await b.watch('m/', { event: (e) => events.push(e), error: () => {} })
+      await Promise.all(Array.from({ length: 40 }, (_, i) => a.commit([], [{ type: 'set', key: `m/${i % 5}`, value: i }])))
+      await until(() => events.length >= 40)
+      await sleep(50)
+      unwatch()
+      expect(events).toHaveLength(40)
+      expect(collect(events.map((e) => e.revision))).toEqual({ increasing: true, unique: 40 })
+      await b.close()
+    }))
+
+    t('a closed adapter refuses calls with ClosedError', withAdapter(async (_a, another) => {
+      const b = await another()
+      await b.close()
+      await expect(b.get('k')).rejects.toMatchObject({ code: 'CLOSED' })
+      await b.close() // twice is harmless
+    }))
+  })
+}

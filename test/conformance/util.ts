@@ -1,0 +1,37 @@
+/** Small helpers for the conformance suite; nothing here is Node-only. */
+import { test } from 'vitest'
+
+/** `test` or a wrapper of it that skips named tests with a reason. */
+export type Named = (name: string, fn: () => Promise<void>, timeout?: number) => void
+
+export function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms))
+}
+
+/** Polls `cond` until it holds; throws after `timeout` ms so a test fails instead of hanging. */
+export async function until(cond: () => boolean | Promise<boolean>, timeout = 5_000): Promise<void> {
+  const deadline = Date.now() + timeout
+  while (!(await cond())) {
+    if (Date.now() > deadline) throw new Error(`condition not met within ${timeout} ms`)
+    await sleep(5)
+  }
+}
+
+/** Whether a list of numbers strictly rises, and how many distinct ones it has. */
+export function collect(numbers: number[]): { increasing: boolean; unique: number } {
+  return {
+    increasing: numbers.every((n, i) => i === 0 || n > numbers[i - 1]!),
+    unique: new Set(numbers).size,
+  }
+}
+
+/** Builds the `test` a suite uses, skipping the named tests with their reason. */
+export function namedTest(skips: Array<{ reason: string; tests: string[] }> = []): Named {
+  const reasons = new Map<string, string>()
+  for (const s of skips) for (const name of s.tests) reasons.set(name, s.reason)
+  return (name, fn, timeout) => {
+    const reason = reasons.get(name)
+    if (reason) test.skip(`${name} [skipped: ${reason}]`, fn)
+    else test(name, fn, timeout)
+  }
+}
