@@ -8,6 +8,7 @@ export default defineConfig({
   entry: {
     index: 'src/index.ts',
     memory: 'src/adapters/memory.ts',
+    indexeddb: 'src/adapters/indexeddb/index.ts',
     testing: 'src/testing.ts',
   },
   format: ['esm', 'cjs'],

@@ -1,11 +1,13 @@
 import { fileURLToPath } from 'node:url'
 import { defineConfig } from 'vitest/config'
+import { playwright } from '@vitest/browser-playwright'
 
 const src = (path: string) => fileURLToPath(new URL(`./src/${path}`, import.meta.url))
 
 /** `import 'zaris'` in tests, examples and the demo means this source tree. */
 const alias = {
   'zaris/memory': src('adapters/memory.ts'),
+  'zaris/indexeddb': src('adapters/indexeddb/index.ts'),
   'zaris/testing': src('testing.ts'),
   zaris: src('index.ts'),
 }
@@ -23,6 +25,27 @@ export default defineConfig({
           environment: 'node',
           testTimeout: 20_000,
           hookTimeout: 30_000,
+        },
+      },
+      {
+        extends: true,
+        test: {
+          name: 'browser',
+          include: ['test/**/*.browser.test.ts'],
+          testTimeout: 30_000,
+          hookTimeout: 30_000,
+          browser: {
+            enabled: true,
+            headless: true,
+            // Debian's Chromium (downloads are not possible here); the same flags as test/browser-harness/chromium.ts.
+            provider: playwright({
+              launchOptions: {
+                executablePath: process.env.ZARIS_CHROMIUM ?? '/usr/bin/chromium',
+                args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+              },
+            }),
+            instances: [{ browser: 'chromium' }],
+          },
         },
       },
     ],

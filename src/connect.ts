@@ -66,6 +66,7 @@ async function openAdapter(target: Target, options: ConnectOptions): Promise<Ada
     case 'custom':
       return customSchemes.get(target.scheme)!(target.url, options)
     case 'indexeddb':
+      return (await import('./adapters/indexeddb')).fromUrl(target.namespace)
     case 'http':
     case 'redis':
       throw new UnsupportedError(`${target.url}: the ${target.kind} adapter is not part of this version of zaris yet`)

@@ -1,0 +1,93 @@
+/**
+ * A clock whose timers run in a dedicated Worker. Browsers throttle the
+ * timers of hidden pages (Chrome: aligned to 1 s at once, and to one wake-up
+ * a minute after five minutes hidden), which would starve a holder's
+ * auto-renewal of a 30 s lock; a dedicated worker's timers are not subject to
+ * that wake-up throttling, and its message wakes the page as a task, not a
+ * timer. Where a worker cannot be made (no `Worker`, a CSP without `blob:`),
+ * it falls back to the page's own timers.
+ *
+ * @module
+ */
+import type { Clock, TimerHandle } from '../../core/clock'
+
+/** A {@link Clock} whose timers survive background-tab throttling; `close()` ends its worker. */
+export interface BackgroundClock extends Clock {
+  /** True when the timers run in a worker (false: the page's timers, throttled in hidden tabs). */
+  readonly inWorker: boolean
+  /** Terminates the worker; pending timers never fire. */
+  close(): void
+}
+
+// Runs in the worker: one timer per id, each answered with its id.
+const WORKER_SOURCE = `
+const timers = new Map()
+onmessage = (e) => {
+  const [op, id, ms] = e.data
+  if (op === 'set') timers.set(id, setTimeout(() => { timers.delete(id); postMessage(id) }, ms))
+  else { clearTimeout(timers.get(id)); timers.delete(id) }
+}
+`
+
+interface Handle {
+  id: number
+}
+
+/**
+ * Creates a monotonic clock whose timers run in a dedicated Worker, so that
+ * `autoRenew` keeps renewing in a hidden tab. Pass it to `connect`.
+ *
+ * @example
+ * import { connect } from 'zaris'
+ * import { backgroundClock } from 'zaris/indexeddb'
+ * const client = await connect('zaris://idb/app', { clock: backgroundClock() })
+ */
+export function backgroundClock(): BackgroundClock {
+  const worker = makeWorker()
+  if (!worker) {
+    return {
+      inWorker: false,
+      now: () => performance.now(),
+      setTimeout: (fn, ms) => globalThis.setTimeout(fn, Math.max(0, ms)) as unknown as TimerHandle,
+      clearTimeout: (h) => globalThis.clearTimeout(h as unknown as ReturnType<typeof setTimeout>),
+      close() {},
+    }
+  }
+  const pending = new Map<number, () => void>()
+  let next = 1
+  worker.onmessage = (e: MessageEvent<number>) => {
+    const fn = pending.get(e.data)
+    pending.delete(e.data)
+    fn?.()
+  }
+  return {
+    inWorker: true,
+    now: () => performance.now(),
+    setTimeout(fn, ms) {
+      const id = next++
+      pending.set(id, fn)
+      worker.postMessage(['set', id, Math.max(0, ms)])
+      return { id } satisfies Handle as unknown as TimerHandle
+    },
+    clearTimeout(handle) {
+      const id = (handle as unknown as Handle).id
+      if (pending.delete(id)) worker.postMessage(['clear', id])
+    },
+    close() {
+      pending.clear()
+      worker.terminate()
+    },
+  }
+}
+
+function makeWorker(): Worker | undefined {
+  const g = globalThis as { Worker?: typeof Worker; Blob?: typeof Blob; URL?: typeof URL }
+  if (!g.Worker || !g.Blob || !g.URL?.createObjectURL) return undefined
+  try {
+    const url = URL.createObjectURL(new Blob([WORKER_SOURCE], { type: 'text/javascript' }))
+    // The URL stays valid for the page's life: revoking it before the worker has loaded would fail the load.
+    return new Worker(url)
+  } catch {
+    return undefined
+  }
+}

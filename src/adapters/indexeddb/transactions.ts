@@ -1,0 +1,216 @@
+/**
+ * The store's transactions. Each is one IndexedDB transaction in which only
+ * IndexedDB requests are awaited (anything else would let it auto-commit
+ * half way), so a commit's checks, writes, log record and revision bump land
+ * together or not at all, and readwrite transactions of all tabs serialize.
+ *
+ * Every readwrite transaction first deletes the entries whose deadline has
+ * passed, each with a revision and an `expire` event of its own; since the
+ * transactions serialize, whichever tab gets there first does it, once.
+ *
+ * @module
+ */
+import type { Check, CommitResult, Entry, Op, WatchEvent } from '../../core/adapter'
+import type { Database, LogRecord, StoredEntry } from './schema'
+import { prefixRange } from './schema'
+
+type WriteTx = ReturnType<typeof writeTx>
+
+function writeTx(db: Database) {
+  return db.transaction(['entries', 'meta', 'log'], 'readwrite')
+}
+
+/** What a readwrite transaction did, for the watch feed and the expiry timers of every tab. */
+export interface Outcome {
+  records: LogRecord[]
+  /** The earliest deadline among the entries this transaction wrote. */
+  nextExpiry?: number
+}
+
+/** True when `e` has expired at `now`. */
+export function expired(e: StoredEntry, now: number): boolean {
+  return e.expiresAt !== undefined && e.expiresAt <= now
+}
+
+/** The entry as a read returns it. */
+export function toEntry(e: StoredEntry, now: number): Entry {
+  const entry: Entry = { key: e.key, value: e.value, revision: e.revision, created: e.created }
+  if (e.owner !== undefined) entry.owner = e.owner
+  if (e.expiresAt !== undefined) entry.ttl = Math.max(0, e.expiresAt - now)
+  return entry
+}
+
+/** Deletes every due entry inside `tx`: returns the revision after, the log records, and the keys deleted. */
+async function expireDue(tx: WriteTx, now: number): Promise<{ revision: number; records: LogRecord[]; keys: Set<string> }> {
+  const [stored, due] = await Promise.all([
+    tx.objectStore('meta').get('revision'),
+    tx.objectStore('entries').index('expiresAt').getAll(IDBKeyRange.upperBound(now)),
+  ])
+  let revision = stored ?? 0
+  const records: LogRecord[] = []
+  const keys = new Set<string>()
+  const entries = tx.objectStore('entries')
+  for (const e of due) {
+    revision++
+    void entries.delete(e.key)
+    keys.add(e.key)
+    records.push({ revision, events: [{ type: 'expire', key: e.key, revision }] })
+  }
+  return { revision, records, keys }
+}
+
+/** Writes the log records and the revision, and drops history older than `historySize` revisions. */
+function finish(tx: WriteTx, revision: number, records: LogRecord[], historySize: number): void {
+  if (records.length === 0) return
+  const log = tx.objectStore('log')
+  for (const r of records) void log.put(r)
+  void tx.objectStore('meta').put(revision, 'revision')
+  if (revision > historySize) void log.delete(IDBKeyRange.upperBound(revision - historySize))
+}
+
+/** Aborts `tx` (ignoring that it may already be over) and rethrows. */
+async function run<T>(tx: WriteTx, body: () => Promise<T>): Promise<T> {
+  try {
+    const result = await body()
+    await tx.done
+    return result
+  } catch (err) {
+    try {
+      tx.abort()
+    } catch {
+      // Already finished or aborted.
+    }
+    tx.done.catch(() => {})
+    throw err
+  }
+}
+
+/** `Adapter.commit` as one readwrite transaction; `ops` were validated (no key twice). */
+export function commitTx(
+  db: Database,
+  checks: Check[],
+  ops: Op[],
+  now: number,
+  historySize: number,
+): Promise<{ result: CommitResult; outcome: Outcome }> {
+  const tx = writeTx(db)
+  return run(tx, async () => {
+    const entries = tx.objectStore('entries')
+    const expiry = await expireDue(tx, now)
+    let revision = expiry.revision
+    const records = expiry.records
+    const keys = [...new Set([...checks.map((c) => c.key), ...ops.map((o) => o.key)])]
+    const found = await Promise.all(keys.map((k) => (expiry.keys.has(k) ? undefined : entries.get(k))))
+    const current = new Map<string, StoredEntry>()
+    keys.forEach((k, i) => {
+      const e = found[i]
+      if (e && !expired(e, now)) current.set(k, e)
+    })
+
+    const failed: Array<{ key: string; entry: Entry | undefined }> = []
+    for (const check of checks) {
+      const e = current.get(check.key)
+      const holds =
+        'revision' in check
+          ? check.revision === null ? e === undefined : e?.revision === check.revision
+          : check.created === null ? e === undefined : e?.created === check.created
+      if (!holds) failed.push({ key: check.key, entry: e && toEntry(e, now) })
+    }
+    if (failed.length > 0) {
+      finish(tx, revision, records, historySize)
+      return { result: { ok: false as const, failed }, outcome: { records } }
+    }
+
+    revision++
+    const events: WatchEvent[] = []
+    const written: StoredEntry[] = []
+    const deleted: string[] = []
+    let nextExpiry: number | undefined
+    for (const op of ops) {
+      const existing = current.get(op.key)
+      if (op.type === 'delete') {
+        if (existing) {
+          void entries.delete(op.key)
+          deleted.push(op.key)
+          events.push({ type: 'delete', key: op.key, revision })
+        }
+        continue
+      }
+      const stored: StoredEntry = {
+        key: op.key,
+        value: op.value,
+        revision,
+        created: existing && !op.fresh ? existing.created : revision,
+      }
+      if (op.owner !== undefined) stored.owner = op.owner
+      if (op.ttl !== undefined) {
+        stored.ttl = op.ttl
+        stored.expiresAt = now + op.ttl
+        nextExpiry = Math.min(nextExpiry ?? Infinity, stored.expiresAt)
+      }
+      void entries.put(stored)
+      written.push(stored)
+      const event: WatchEvent = { type: 'put', key: op.key, revision, value: op.value, created: stored.created }
+      if (op.owner !== undefined) event.owner = op.owner
+      if (op.ttl !== undefined) event.ttl = op.ttl
+      events.push(event)
+    }
+    records.push({ revision, events })
+    finish(tx, revision, records, historySize)
+    const outcome: Outcome = { records }
+    if (nextExpiry !== undefined) outcome.nextExpiry = nextExpiry
+    return {
+      result: { ok: true as const, revision, entries: written.map((e) => toEntry(e, now)), deleted },
+      outcome,
+    }
+  })
+}
+
+/** Expires what is due; resolves the records written and the earliest deadline left. */
+export function sweepTx(db: Database, now: number, historySize: number): Promise<Outcome> {
+  const tx = writeTx(db)
+  return run(tx, async () => {
+    const expiry = await expireDue(tx, now)
+    finish(tx, expiry.revision, expiry.records, historySize)
+    const outcome: Outcome = { records: expiry.records }
+    const next = await earliestIn(tx.objectStore('entries').index('expiresAt'))
+    if (next !== undefined) outcome.nextExpiry = next
+    return outcome
+  })
+}
+
+async function earliestIn(index: { openKeyCursor(): Promise<{ key: unknown } | null> }): Promise<number | undefined> {
+  const cursor = await index.openKeyCursor()
+  return cursor ? (cursor.key as number) : undefined
+}
+
+/** The earliest deadline of any entry, or undefined. */
+export function earliestExpiry(db: Database): Promise<number | undefined> {
+  return earliestIn(db.transaction('entries').store.index('expiresAt'))
+}
+
+/** The stored entry at `key` (possibly expired: the caller decides). */
+export function readEntry(db: Database, key: string): Promise<StoredEntry | undefined> {
+  return db.get('entries', key)
+}
+
+/** Every stored entry whose key starts with `prefix`, in key order (possibly expired). */
+export async function readPrefix(db: Database, prefix: string): Promise<StoredEntry[]> {
+  const all = await db.getAll('entries', prefixRange(prefix))
+  return all.filter((e) => e.key.startsWith(prefix))
+}
+
+/** The store's revision and every log record after `after`, read together. */
+export async function readLog(db: Database, after: number): Promise<{ revision: number; records: LogRecord[] }> {
+  const tx = db.transaction(['meta', 'log'])
+  const [revision, records] = await Promise.all([
+    tx.objectStore('meta').get('revision'),
+    tx.objectStore('log').getAll(IDBKeyRange.lowerBound(after, true)),
+  ])
+  return { revision: revision ?? 0, records }
+}
+
+/** The store's revision. */
+export async function readRevision(db: Database): Promise<number> {
+  return (await db.get('meta', 'revision')) ?? 0
+}

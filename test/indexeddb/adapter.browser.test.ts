@@ -1,0 +1,227 @@
+/**
+ * The IndexedDB adapter in real Chromium, several adapters on one namespace
+ * standing in for tabs (each has its own connection and BroadcastChannel, as
+ * a tab would). The multi-tab behaviour with real pages is in tabs.test.ts.
+ */
+import { afterEach, describe, expect, it } from 'vitest'
+import { Client, isZarisError, type Adapter, type WatchEvent } from 'zaris'
+import { indexedDbAdapter } from 'zaris/indexeddb'
+
+const opened: Array<{ close(): Promise<unknown> }> = []
+const names: string[] = []
+
+function namespace(): string {
+  const ns = `t-${Math.random().toString(36).slice(2, 10)}`
+  names.push(ns)
+  return ns
+}
+
+function adapterOn(ns: string, options: { historySize?: number } = {}): Adapter {
+  const a = indexedDbAdapter({ namespace: ns, ...options })
+  opened.push(a)
+  return a
+}
+
+function clientOn(ns: string, id?: string): Client {
+  const c = new Client(adapterOn(ns), id ? { id } : {})
+  opened.push(c)
+  return c
+}
+
+afterEach(async () => {
+  await Promise.all(opened.splice(0).map((o) => o.close()))
+  await Promise.all(
+    names.splice(0).map(
+      (ns) =>
+        new Promise<void>((resolve) => {
+          const r = indexedDB.deleteDatabase(`zaris:${ns}`)
+          r.onsuccess = r.onerror = r.onblocked = () => resolve()
+        }),
+    ),
+  )
+})
+
+function collect(adapter: Adapter, prefix: string, from?: number) {
+  const events: WatchEvent[] = []
+  const errors: Error[] = []
+  const ready = adapter.watch(prefix, { event: (e) => events.push(e), error: (e) => errors.push(e) }, from)
+  return { events, errors, ready }
+}
+
+async function until(cond: () => boolean, ms = 5000): Promise<void> {
+  const end = Date.now() + ms
+  while (!cond()) {
+    if (Date.now() > end) throw new Error('condition not met in time')
+    await new Promise((r) => setTimeout(r, 5))
+  }
+}
+
+describe('indexeddb adapter', () => {
+  it('commits with a store-wide revision and created semantics, including fresh', async () => {
+    const a = adapterOn(namespace())
+    const r1 = await a.commit([{ key: 'k', revision: null }], [{ type: 'set', key: 'k', value: { n: 1 } }])
+    expect(r1.ok && r1.revision).toBe(1)
+    const r2 = await a.commit([], [{ type: 'set', key: 'k', value: 2 }, { type: 'set', key: 'j', value: 'x' }])
+    expect(r2.ok && r2.entries.map((e) => [e.key, e.revision, e.created])).toEqual([
+      ['k', 2, 1],
+      ['j', 2, 2],
+    ])
+    const r3 = await a.commit([{ key: 'k', created: 1 }], [{ type: 'set', key: 'k', value: 3, fresh: true }])
+    expect(r3.ok && r3.entries[0]!.created).toBe(3)
+    const bad = await a.commit([{ key: 'k', created: 1 }, { key: 'j', revision: 2 }], [{ type: 'delete', key: 'k' }])
+    expect(bad.ok).toBe(false)
+    if (!bad.ok) expect(bad.failed).toEqual([{ key: 'k', entry: { key: 'k', value: 3, revision: 3, created: 3 } }])
+    const del = await a.commit([{ key: 'k', revision: 3 }], [{ type: 'delete', key: 'k' }])
+    expect(del.ok && del.deleted).toEqual(['k'])
+    const again = await a.commit([], [{ type: 'set', key: 'k', value: 5 }])
+    expect(again.ok && again.entries[0]).toEqual({ key: 'k', value: 5, revision: 5, created: 5 })
+    expect((await a.list('')).map((e) => e.key)).toEqual(['j', 'k'])
+  })
+
+  it('rejects a commit that names a key twice', async () => {
+    const a = adapterOn(namespace())
+    const err = await a
+      .commit([], [{ type: 'set', key: 'k', value: 1 }, { type: 'delete', key: 'k' }])
+      .catch((e: unknown) => e)
+    expect(isZarisError(err, 'INVALID_ARGUMENT')).toBe(true)
+  })
+
+  it('lists by prefix in key order, including prefixes ending in \\uffff', async () => {
+    const a = adapterOn(namespace())
+    for (const k of ['b', 'a:2', 'a:1', 'a', 'a\uffff', 'a\uffff\uffff', 'ab']) {
+      await a.commit([], [{ type: 'set', key: k, value: k }])
+    }
+    expect((await a.list('a:')).map((e) => e.key)).toEqual(['a:1', 'a:2'])
+    expect((await a.list('a\uffff')).map((e) => e.key)).toEqual(['a\uffff', 'a\uffff\uffff'])
+    expect((await a.list('')).length).toBe(7)
+  })
+
+  it('keeps entries and the revision across a reopen (as across a reload)', async () => {
+    const ns = namespace()
+    const a = adapterOn(ns)
+    await a.commit([], [{ type: 'set', key: 'k', value: 'v', ttl: 60_000 }])
+    await a.commit([], [{ type: 'set', key: 'j', value: 'w' }])
+    await a.close()
+    const b = adapterOn(ns)
+    const e = await b.get('k')
+    expect(e?.value).toBe('v')
+    expect(e!.ttl).toBeGreaterThan(50_000)
+    const r = await b.commit([], [{ type: 'set', key: 'k', value: 'v2' }])
+    expect(r.ok && r.revision).toBe(3)
+  })
+
+  it('expires an entry for every reader at once, with exactly one expire event seen by every "tab"', async () => {
+    const ns = namespace()
+    const tabs = [adapterOn(ns), adapterOn(ns), adapterOn(ns)]
+    const watches = tabs.map((t) => collect(t, 'e'))
+    await Promise.all(watches.map((w) => w.ready))
+    const r = await tabs[0]!.commit([], [{ type: 'set', key: 'e1', value: 1, ttl: 80 }])
+    expect(r.ok).toBe(true)
+    await new Promise((res) => setTimeout(res, 90))
+    // Absent to every read even before any tab has committed the expiry.
+    expect(await tabs[1]!.get('e1')).toBeUndefined()
+    expect(await tabs[2]!.list('e')).toEqual([])
+    await until(() => watches.every((w) => w.events.length >= 2))
+    await new Promise((res) => setTimeout(res, 100))
+    for (const w of watches) {
+      expect(w.events.map((e) => [e.type, e.revision])).toEqual([
+        ['put', 1],
+        ['expire', 2],
+      ])
+    }
+    const next = await tabs[2]!.commit([], [{ type: 'set', key: 'x', value: 1 }])
+    expect(next.ok && next.revision).toBe(3)
+  })
+
+  it('expires with nobody writing and nobody reading (each tab runs an expiry timer)', async () => {
+    const ns = namespace()
+    const writer = adapterOn(ns)
+    const watcher = collect(adapterOn(ns), '')
+    await watcher.ready
+    await writer.commit([], [{ type: 'set', key: 'a', value: 1, ttl: 50 }, { type: 'set', key: 'b', value: 1, ttl: 30 }])
+    await until(() => watcher.events.length >= 4)
+    expect(watcher.events.map((e) => [e.type, e.key, e.revision])).toEqual([
+      ['put', 'a', 1],
+      ['put', 'b', 1],
+      ['expire', 'b', 2],
+      ['expire', 'a', 3],
+    ])
+  })
+
+  it('delivers every tab\'s commits to every watcher in revision order, none lost or doubled', async () => {
+    const ns = namespace()
+    const tabs = [adapterOn(ns), adapterOn(ns), adapterOn(ns), adapterOn(ns)]
+    const watches = tabs.map((t) => collect(t, 'c:'))
+    await Promise.all(watches.map((w) => w.ready))
+    const per = 40
+    await Promise.all(
+      tabs.map(async (t, i) => {
+        for (let n = 0; n < per; n++) await t.commit([], [{ type: 'set', key: `c:${i}`, value: n }])
+      }),
+    )
+    await tabs[0]!.commit([], [{ type: 'set', key: 'other', value: 1 }])
+    const total = tabs.length * per
+    await until(() => watches.every((w) => w.events.length >= total))
+    await new Promise((res) => setTimeout(res, 50))
+    for (const w of watches) {
+      expect(w.events.map((e) => e.revision)).toEqual(Array.from({ length: total }, (_, i) => i + 1))
+      expect(w.errors).toEqual([])
+    }
+  })
+
+  it('replays from a revision, and says plainly when that history is gone', async () => {
+    const ns = namespace()
+    const a = adapterOn(ns, { historySize: 5 })
+    for (let n = 0; n < 8; n++) await a.commit([], [{ type: 'set', key: `k${n}`, value: n }])
+    const replay = collect(adapterOn(ns, { historySize: 5 }), 'k', 4)
+    await replay.ready
+    await until(() => replay.events.length === 4)
+    expect(replay.events.map((e) => e.revision)).toEqual([5, 6, 7, 8])
+    const old = collect(adapterOn(ns, { historySize: 5 }), 'k', 1)
+    await old.ready
+    expect(old.errors).toHaveLength(1)
+    expect(isZarisError(old.errors[0], 'COMPACTED')).toBe(true)
+  })
+
+  it('ownerGone resolves when the owner\'s client closes, not while it lives', async () => {
+    const ns = namespace()
+    const holder = clientOn(ns, 'holder-1')
+    const waiter = adapterOn(ns)
+    expect(waiter.capabilities?.ownerGone).toBe(true)
+    const lock = await holder.locks.acquire('lock:a', { ttl: 60_000 })
+    expect(lock).not.toBeNull()
+    let gone = false
+    const stop = new AbortController()
+    const p = waiter.ownerGone!('holder-1', stop.signal).then(() => (gone = true))
+    await new Promise((r) => setTimeout(r, 100))
+    expect(gone).toBe(false)
+    // The adapter closing is what a closed tab looks like to the Web Locks API.
+    await holder.adapter.close()
+    await p
+    expect(gone).toBe(true)
+  })
+
+  it('a waiter takes a lock over at once when its holder\'s client is gone', async () => {
+    const ns = namespace()
+    const holder = clientOn(ns, 'tab-a')
+    const other = clientOn(ns, 'tab-b')
+    const lock = await holder.locks.acquire('lock:a', { ttl: 30_000 })
+    expect(lock).not.toBeNull()
+    const waiting = other.locks.acquire('lock:a', { wait: 20_000, ttl: 30_000 })
+    await new Promise((r) => setTimeout(r, 50))
+    const t0 = performance.now()
+    await holder.adapter.close() // no release: as if the tab died
+    const taken = await waiting
+    const ms = performance.now() - t0
+    expect(taken).not.toBeNull()
+    expect(taken!.token).toBeGreaterThan(lock!.token)
+    console.log(`takeover after the holder's adapter closed: ${ms.toFixed(1)} ms (TTL 30000 ms)`)
+  })
+
+  it('lets exactly one of many clients win a race for a lock', async () => {
+    const ns = namespace()
+    const clients = Array.from({ length: 6 }, (_, i) => clientOn(ns, `c${i}`))
+    const locks = await Promise.all(clients.map((c) => c.locks.acquire('lock:race', { ttl: 10_000 })))
+    expect(locks.filter((l) => l !== null)).toHaveLength(1)
+  })
+})
