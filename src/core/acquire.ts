@@ -16,6 +16,7 @@ import type { Entry, Value, WatchEvent } from './adapter'
 import { sleep } from './clock'
 import type { Context } from './context'
 import { isZarisError } from './errors'
+import { keepAlive } from './keep-alive'
 import type { Hold, HoldInit } from './hold'
 import { checkBoolean, checkKey, checkOptions, checkSignal, checkTtl, checkWait } from './validate'
 
@@ -102,6 +103,7 @@ type Wake = 'changed' | 'timeout' | 'owner-gone'
 /** Resolves when `current` may have stopped holding its key; rejects if `signal` aborts. */
 function waitForChange(ctx: Context, current: Entry, left: number, signal: AbortSignal | undefined): Promise<Wake> {
   const stop = new AbortController()
+  const letGo = keepAlive()
   const onAbort = () => stop.abort(signal!.reason)
   signal?.addEventListener('abort', onAbort, { once: true })
 
@@ -131,6 +133,7 @@ function waitForChange(ctx: Context, current: Entry, left: number, signal: Abort
   return woken.finally(() => {
     signal?.removeEventListener('abort', onAbort)
     stop.abort(new Error('settled'))
+    letGo()
   }).catch((err) => {
     // Our own cleanup abort is not an error; the caller's signal is.
     if (signal?.aborted) throw signal.reason

@@ -25,6 +25,7 @@ import type { Unsubscribe, Value, WatchEvent } from './adapter'
 import type { TimerHandle } from './clock'
 import { driftMargin, type Context } from './context'
 import { HoldEndedError } from './errors'
+import { keepAlive } from './keep-alive'
 import { checkTtl } from './validate'
 
 /** How a hold starts: the entry its acquiring commit wrote, and when the request was sent. */
@@ -72,6 +73,7 @@ export abstract class Hold<V extends Value = Value> implements AsyncDisposable, 
   #watching = false
   #unwatch: Unsubscribe | undefined
   #finishing: Promise<boolean> | undefined
+  readonly #letGo = keepAlive()
 
   /** @internal Created by `locks.acquire` and `leases.grant`. */
   constructor(ctx: Context, init: HoldInit<V>) {
@@ -259,6 +261,7 @@ export abstract class Hold<V extends Value = Value> implements AsyncDisposable, 
     if (this.#renewTimer !== undefined) clock.clearTimeout(this.#renewTimer)
     this.#unwatch?.()
     this.#ctx.open.delete(this)
+    this.#letGo()
     this.#controller.abort(reason)
   }
 }

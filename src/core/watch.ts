@@ -11,6 +11,7 @@
  */
 import type { Unsubscribe, WatchEvent } from './adapter'
 import type { Context } from './context'
+import { keepAlive } from './keep-alive'
 import { checkBoolean, checkKey, checkOptions, checkPrefix, checkRevision, checkSignal } from './validate'
 
 /** Options of `client.watch`. */
@@ -49,6 +50,7 @@ export class Watch implements AsyncIterableIterator<WatchEvent>, AsyncDisposable
   #done = false
   #last = -1
   #unsubscribe: Unsubscribe | undefined
+  #letGo: () => void = () => {}
 
   /** @internal Created by `client.watch`. */
   constructor(ctx: Context, key: string, rawOptions?: WatchOptions) {
@@ -60,6 +62,7 @@ export class Watch implements AsyncIterableIterator<WatchEvent>, AsyncDisposable
     ctx.assertOpen()
     this.#ctx = ctx
     ctx.open.add(this)
+    this.#letGo = keepAlive()
     const onAbort = () => this.close()
     this.#signal?.addEventListener('abort', onAbort, { once: true })
     if (this.#signal?.aborted) this.close()
@@ -113,6 +116,7 @@ export class Watch implements AsyncIterableIterator<WatchEvent>, AsyncDisposable
     this.#done = true
     this.#unsubscribe?.()
     this.#ctx.open.delete(this)
+    this.#letGo()
     this.#settle({ value: undefined, done: true })
   }
 
@@ -128,6 +132,7 @@ export class Watch implements AsyncIterableIterator<WatchEvent>, AsyncDisposable
     if (this.#done) return
     this.#done = true
     this.#ctx.open.delete(this)
+    this.#letGo()
     if (this.#failWaiting) {
       const reject = this.#failWaiting
       this.#waiting = this.#failWaiting = undefined
