@@ -42,8 +42,3 @@ export function memoryAdapter(options: MemoryAdapterOptions = {}): Adapter {
   }
   return localAdapter('memory', store)
 }
-
-/** Creates the memory adapter for a parsed `zaris://inproc/<namespace>` URL (used by `connect`). */
-export function fromUrl(namespace: string, options: { clock?: Clock }): Adapter {
-  return memoryAdapter({ namespace, clock: options.clock })
-}

@@ -29,7 +29,9 @@ export type Value = string | number | boolean | null | Value[] | { [key: string]
  * const e = await client.get('report:status') // { key, value: 'running', revision: 12, created: 12 }
  */
 export interface Entry<V extends Value = Value> {
+  /** The entry's key. */
   key: string
+  /** The stored value. */
   value: V
   /** The revision of the commit that last wrote this entry. */
   revision: number
@@ -90,8 +92,11 @@ export type CommitResult =
  * for await (const ev of client.watch('lock:', { prefix: true })) console.log(ev.type, ev.key, ev.revision)
  */
 export interface WatchEvent {
+  /** A write, a delete, or an expiry (a delete the store made when a TTL ran out). */
   type: 'put' | 'delete' | 'expire'
+  /** The key that changed. */
   key: string
+  /** The store revision of the change. */
   revision: number
   /** The written value, on `put`. */
   value?: Value
@@ -109,7 +114,9 @@ export interface WatchEvent {
  * when `fromRevision` is older than the history the store keeps).
  */
 export interface WatchSink {
+  /** One event, in revision order. */
   event(event: WatchEvent): void
+  /** The watch failed and is over. */
   error(error: Error): void
 }
 

@@ -70,7 +70,7 @@ export class Client implements AsyncDisposable {
 
   readonly #ctx: Context
   readonly #open = new Set<Closable>()
-  #closed = false
+  readonly #closedController = new AbortController()
   #closing: Promise<void> | undefined
 
   constructor(adapter: Adapter, rawOptions?: ClientOptions) {
@@ -89,8 +89,9 @@ export class Client implements AsyncDisposable {
       ttl: options.ttl === undefined ? DEFAULT_TTL : checkTtl(options.ttl),
       ready,
       open: this.#open,
+      closed: this.#closedController.signal,
       assertOpen: () => {
-        if (this.#closed) throw new ClosedError()
+        if (this.closed) throw new ClosedError()
       },
     }
     this.locks = new Locks(this.#ctx)
@@ -100,7 +101,7 @@ export class Client implements AsyncDisposable {
 
   /** True once `close()` was called. */
   get closed(): boolean {
-    return this.#closed
+    return this.#closedController.signal.aborted
   }
 
   /**
@@ -193,7 +194,7 @@ export class Client implements AsyncDisposable {
    */
   close(): Promise<void> {
     this.#closing ??= (async () => {
-      this.#closed = true
+      this.#closedController.abort(new ClosedError())
       const open = [...this.#open]
       await Promise.allSettled(open.map((o) => o.close()))
       await this.adapter.close()

@@ -22,6 +22,7 @@ export interface Clock {
   now(): number
   /** Calls `fn` once `ms` have passed on this clock. Must not keep a Node process alive. */
   setTimeout(fn: () => void, ms: number): TimerHandle
+  /** Cancels a timer; a handle that already fired or was cleared is ignored. */
   clearTimeout(handle: TimerHandle): void
 }
 

@@ -23,6 +23,8 @@ export interface Context {
   readonly ready: Promise<void>
   /** Holds and watches, ended by `close()`. */
   readonly open: Set<Closable>
+  /** Aborts (with a `ClosedError`) when the client closes, ending waits. */
+  readonly closed: AbortSignal
   /** Throws `ClosedError` once the client is closed. */
   assertOpen(): void
 }

@@ -40,14 +40,24 @@ export interface HoldInit<V extends Value> {
   autoRenew: boolean
 }
 
-/** The fields of a hold that fenced writes need. */
+/**
+ * What a fenced write checks: a lock or lease key and the token it must still be held with.
+ *
+ * @example
+ * await client.put('report', 'done', { fence: lock }) // a Lock is a Fence
+ */
 export interface Fence {
+  /** The lock or lease key. */
   readonly key: string
+  /** The fencing token the key must still be held with. */
   readonly token: number
 }
 
 /**
  * The shared machinery of locks and leases. Use {@link Lock} and {@link Lease}.
+ *
+ * @example
+ * function stopWhenLost(hold: Hold) { hold.signal.addEventListener('abort', () => console.log(hold.signal.reason)) }
  */
 export abstract class Hold<V extends Value = Value> implements AsyncDisposable, Fence {
   /** The key this hold owns. */

@@ -32,16 +32,19 @@ export class ManualClock implements Clock {
     this.#now = start
   }
 
+  /** The current time of this clock, in ms. */
   now(): number {
     return this.#now
   }
 
+  /** Calls `fn` when `advance` passes `ms` from now. */
   setTimeout(fn: () => void, ms: number): TimerHandle {
     const handle = {} as TimerHandle
     this.#timers.set(handle, { at: this.#now + Math.max(0, ms), seq: this.#seq++, fn })
     return handle
   }
 
+  /** Cancels a timer. */
   clearTimeout(handle: TimerHandle): void {
     this.#timers.delete(handle)
   }

@@ -82,6 +82,7 @@ export class Watch implements AsyncIterableIterator<WatchEvent>, AsyncDisposable
     this.ready.catch(() => {})
   }
 
+  /** The next event; waits for one. Rejects when the watch failed (for example `CompactedError`). */
   next(): Promise<IteratorResult<WatchEvent>> {
     const ev = this.#queue.shift()
     if (ev) return Promise.resolve({ value: ev, done: false })
@@ -97,6 +98,7 @@ export class Watch implements AsyncIterableIterator<WatchEvent>, AsyncDisposable
     })
   }
 
+  /** Ends the watch (`break` in `for await` calls this). */
   async return(): Promise<IteratorResult<WatchEvent>> {
     this.close()
     return { value: undefined, done: true }
