@@ -1,0 +1,19 @@
+import { fileURLToPath } from 'node:url'
+import { defineConfig } from 'vite'
+
+const src = (path: string) => fileURLToPath(new URL(`../src/${path}`, import.meta.url))
+
+/** The demo page: `import 'zaris'` means this repository's source. */
+export default defineConfig({
+  root: fileURLToPath(new URL('.', import.meta.url)),
+  base: './',
+  resolve: {
+    alias: {
+      'zaris/indexeddb': src('adapters/indexeddb/index.ts'),
+      'zaris/memory': src('adapters/memory.ts'),
+      zaris: src('index.ts'),
+    },
+  },
+  build: { outDir: 'dist', emptyOutDir: true, target: 'es2022' },
+  server: { port: 5173, strictPort: false },
+})
