@@ -8,6 +8,9 @@ const src = (path: string) => fileURLToPath(new URL(`./src/${path}`, import.meta
 const alias = {
   'zaris/memory': src('adapters/memory.ts'),
   'zaris/indexeddb': src('adapters/indexeddb/index.ts'),
+  'zaris/http': src('adapters/http/index.ts'),
+  'zaris/server': src('server/index.ts'),
+  'zaris/redis': src('adapters/redis/index.ts'),
   'zaris/testing': src('testing.ts'),
   zaris: src('index.ts'),
 }

@@ -68,8 +68,9 @@ async function openAdapter(target: Target, options: ConnectOptions): Promise<Ada
     case 'indexeddb':
       return (await import('./adapters/indexeddb')).fromUrl(target.namespace)
     case 'http':
+      return (await import('./adapters/http/client')).fromUrl(target.endpoints, target.namespace, options)
     case 'redis':
-      throw new UnsupportedError(`${target.url}: the ${target.kind} adapter is not part of this version of zaris yet`)
+      return (await import('./adapters/redis')).fromUrl(target.url, target.namespace, options)
     default:
       throw new InvalidUrlError(`cannot open ${JSON.stringify((target as Target).url)}`)
   }

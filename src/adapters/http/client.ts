@@ -1,0 +1,312 @@
+/**
+ * The HTTP adapter: a client of zaris nodes, `zaris://host:port/ns` or
+ * `http(s)://host:port/ns`, the same in Node and in the browser.
+ *
+ * - Several addresses (`zaris://h1:7861,h2:7861/ns`) fail over in order, and
+ *   requests stay with the first node that answers. They are meant for nodes
+ *   that share one store (a Redis behind them); nodes with separate stores are
+ *   separate lock domains, and failing over between them breaks exclusivity.
+ * - Every commit carries a request id, reused when it is retried, so a commit
+ *   whose answer was lost is not applied twice by a node that saw it.
+ * - Errors from the node travel as `{ code, message }` and are rebuilt with
+ *   `errorFromJSON`; a node nobody can reach gives `UnavailableError`.
+ * - A lock holder counts its TTL on its own clock from before its request,
+ *   so the client's and the node's clocks need not agree.
+ *
+ * @module
+ */
+import type { z } from 'zod'
+import type { Adapter, CommitResult, Entry, Unsubscribe } from '../../core/adapter'
+import { ClosedError, InvalidArgumentError, UnauthorizedError, UnavailableError, ZarisError, errorFromJSON } from '../../core/errors'
+import { checkKey } from '../../core/validate'
+import { API_PREFIX, NAMESPACE_PATTERN, commitResponse, errorBody, fromCommitResponse, getResponse, listResponse, parseWith, stripEntry } from './protocol'
+import { fetchTransport, hasNodeHttp, type Transport } from './transport'
+import { openWatch, type WatchContext } from './watch-stream'
+
+/** Options of {@link httpAdapter}. */
+export interface HttpAdapterOptions {
+  /** Node base URLs, tried in order: `http://127.0.0.1:7861`. */
+  endpoints: string[]
+  /** The namespace on the node. */
+  namespace: string
+  /** Bearer token of a node started with `--token`. */
+  token?: string
+  /** `auto` (default): node:http in Node, fetch elsewhere. Or a transport of your own. */
+  transport?: 'auto' | 'fetch' | 'node' | Transport
+  /** Ms one attempt may take before it counts as failed. Default 10 000. */
+  timeout?: number
+  /** Extra rounds over the endpoints before a request fails with UnavailableError. Default 2. */
+  retries?: number
+  /** Ms a broken watch keeps reconnecting before it ends with UnavailableError. Default 60 000. */
+  watchReconnectLimit?: number
+}
+
+/**
+ * Creates an adapter on zaris nodes.
+ *
+ * @example
+ * import { Client } from 'zaris'
+ * import { httpAdapter } from 'zaris/http'
+ * const client = new Client(httpAdapter({ endpoints: ['http://127.0.0.1:7861'], namespace: 'demo' }))
+ */
+export function httpAdapter(options: HttpAdapterOptions): Adapter {
+  return new HttpAdapter(options)
+}
+
+/**
+ * Creates the adapter for a parsed `zaris://host:port/ns` URL (used by `connect`).
+ *
+ * @example
+ * const adapter = fromUrl(['http://127.0.0.1:7861'], 'demo', { token })
+ */
+export function fromUrl(endpoints: string[], namespace: string, options: { token?: unknown }): Adapter {
+  if (options.token !== undefined && typeof options.token !== 'string') throw new InvalidArgumentError('token must be a string')
+  return new HttpAdapter({ endpoints, namespace, token: options.token })
+}
+
+class HttpAdapter implements Adapter {
+  readonly name = 'http'
+  readonly #endpoints: string[]
+  readonly #namespace: string
+  readonly #headers: Record<string, string>
+  readonly #timeout: number
+  readonly #rounds: number
+  readonly #reconnectLimit: number
+  readonly #choice: HttpAdapterOptions['transport']
+  readonly #closer = new AbortController()
+  readonly #watches = new Set<Unsubscribe>()
+  #transport: Promise<Transport> | undefined
+  #preferred = 0
+
+  constructor(options: HttpAdapterOptions) {
+    if (typeof options !== 'object' || options === null) throw new InvalidArgumentError('httpAdapter: options must be an object')
+    if (!Array.isArray(options.endpoints) || options.endpoints.length === 0) {
+      throw new InvalidArgumentError('endpoints must be a non-empty array of node URLs like http://127.0.0.1:7861')
+    }
+    this.#endpoints = options.endpoints.map((e) => {
+      if (typeof e !== 'string' || !/^https?:\/\/[^/?#\s]+$/i.test(e.replace(/\/+$/, ''))) {
+        throw new InvalidArgumentError(`endpoints: ${JSON.stringify(e)} is not a node URL like http://127.0.0.1:7861`)
+      }
+      return e.replace(/\/+$/, '')
+    })
+    if (typeof options.namespace !== 'string' || !NAMESPACE_PATTERN.test(options.namespace)) {
+      throw new InvalidArgumentError('namespace may use only letters, digits and . _ ~ - (1-128 characters)')
+    }
+    this.#namespace = options.namespace
+    this.#headers = { accept: 'application/json' }
+    if (options.token !== undefined) {
+      if (typeof options.token !== 'string' || options.token === '' || /\s/.test(options.token)) {
+        throw new InvalidArgumentError('token must be a non-empty string without whitespace')
+      }
+      this.#headers.authorization = `Bearer ${options.token}`
+    }
+    this.#timeout = positive(options.timeout, 10_000, 'timeout')
+    const retries = options.retries ?? 2
+    if (!Number.isSafeInteger(retries) || retries < 0) throw new InvalidArgumentError(`retries must be an integer >= 0, got ${String(retries)}`)
+    this.#rounds = 1 + retries
+    this.#reconnectLimit = positive(options.watchReconnectLimit, 60_000, 'watchReconnectLimit')
+    this.#choice = options.transport ?? 'auto'
+  }
+
+  async get(key: string): Promise<Entry | undefined> {
+    checkKey(key)
+    const r = await this.#call('get', { key }, getResponse)
+    return r.entry === null ? undefined : stripEntry(r.entry)
+  }
+
+  async list(prefix: string): Promise<Entry[]> {
+    const r = await this.#call('list', { prefix }, listResponse)
+    return r.entries.map(stripEntry)
+  }
+
+  async commit(checks: Parameters<Adapter['commit']>[0], ops: Parameters<Adapter['commit']>[1], options?: { requestId?: string }): Promise<CommitResult> {
+    // One id for every attempt of this commit: the node answers a retry with the first result.
+    const requestId = options?.requestId ?? newRequestId()
+    return fromCommitResponse(await this.#call('commit', { checks, ops, requestId }, commitResponse))
+  }
+
+  async watch(prefix: string, sink: Parameters<Adapter['watch']>[1], fromRevision?: number): Promise<Unsubscribe> {
+    this.#assertOpen()
+    const unsubscribe = await openWatch(this.#watchContext(), prefix, sink, fromRevision)
+    const tracked = () => {
+      this.#watches.delete(tracked)
+      unsubscribe()
+    }
+    this.#watches.add(tracked)
+    return tracked
+  }
+
+  async close(): Promise<void> {
+    if (this.#closer.signal.aborted) return
+    this.#closer.abort(new ClosedError('the http adapter is closed'))
+    for (const w of [...this.#watches]) w()
+    const t = this.#transport
+    this.#transport = undefined
+    if (t) (await t.catch(() => undefined))?.close()
+  }
+
+  #assertOpen(): void {
+    if (this.#closer.signal.aborted) throw new ClosedError('the http adapter is closed')
+  }
+
+  #url(endpoint: string, op: string): string {
+    return `${endpoint}${API_PREFIX}/${this.#namespace}/${op}`
+  }
+
+  #getTransport(): Promise<Transport> {
+    this.#transport ??= (async () => {
+      const choice = this.#choice
+      if (typeof choice === 'object') return choice
+      if (choice === 'node' || (choice === 'auto' && hasNodeHttp())) {
+        const { nodeTransport } = await import('./node-transport')
+        return nodeTransport()
+      }
+      return fetchTransport()
+    })()
+    return this.#transport
+  }
+
+  /** Posts `payload` to `op`, failing over across endpoints and retrying in rounds with backoff. */
+  async #call<S extends z.ZodType>(op: string, payload: unknown, schema: S): Promise<z.output<S>> {
+    this.#assertOpen()
+    const transport = await this.#getTransport()
+    const body = JSON.stringify(payload)
+    const headers = { ...this.#headers, 'content-type': 'application/json' }
+    const n = this.#endpoints.length
+    let lastError: Error | undefined
+    for (let round = 0; round < this.#rounds; round++) {
+      if (round > 0) await pause(100 * 2 ** (round - 1) * (0.5 + Math.random() / 2), this.#closer.signal)
+      const start = this.#preferred
+      for (let i = 0; i < n; i++) {
+        this.#assertOpen()
+        const index = (start + i) % n
+        const endpoint = this.#endpoints[index]!
+        const signal = anySignal(this.#closer.signal, this.#timeout)
+        let status: number
+        let text: string
+        try {
+          const res = await transport.send({ method: 'POST', url: this.#url(endpoint, op), headers, body, signal: signal.signal })
+          status = res.status
+          text = await res.text()
+        } catch (err) {
+          this.#assertOpen()
+          lastError = signal.timedOut() ? new Error(`no answer within ${this.#timeout} ms`) : asError(err)
+          continue
+        } finally {
+          signal.dispose()
+        }
+        if (status === 200) {
+          this.#preferred = index
+          let json: unknown
+          try {
+            json = JSON.parse(text)
+          } catch {
+            throw new ZarisError('INTERNAL', `${endpoint} answered ${op} with something that is not JSON; is it a zaris node?`)
+          }
+          try {
+            return parseWith(schema, json, 'response')
+          } catch (err) {
+            throw new ZarisError('INTERNAL', `${endpoint} sent an invalid ${op} response: ${(err as Error).message}`)
+          }
+        }
+        const error = errorOf(status, text, endpoint)
+        // A node that cannot serve right now (shutting down, its store unreachable): try the next.
+        if (status === 502 || status === 503 || status === 504) {
+          lastError = error
+          continue
+        }
+        throw error
+      }
+    }
+    throw new UnavailableError(
+      `no zaris node answered ${op} (${this.#endpoints.join(', ')}): ${lastError?.message ?? 'unknown error'}`,
+      { cause: lastError },
+    )
+  }
+
+  #watchContext(): WatchContext {
+    return {
+      transport: () => this.#getTransport(),
+      endpoints: this.#endpoints,
+      preferred: () => this.#preferred,
+      prefer: (i) => {
+        this.#preferred = i
+      },
+      url: (endpoint, op) => this.#url(endpoint, op),
+      headers: () => ({ ...this.#headers }),
+      closed: this.#closer.signal,
+      timeoutMs: this.#timeout,
+      rounds: this.#rounds,
+      reconnectLimitMs: this.#reconnectLimit,
+      errorOf,
+    }
+  }
+}
+
+/** The error a node's non-200 answer stands for. */
+function errorOf(status: number, text: string, endpoint: string): ZarisError {
+  try {
+    const parsed = errorBody.safeParse(JSON.parse(text))
+    if (parsed.success) return errorFromJSON(parsed.data.error)
+  } catch {
+    // not JSON: fall through
+  }
+  if (status === 401) return new UnauthorizedError(`${endpoint} refused the credentials`)
+  if (status >= 500) return new UnavailableError(`${endpoint} answered HTTP ${status}`)
+  return new ZarisError('INTERNAL', `${endpoint} answered HTTP ${status}; is it a zaris node?`)
+}
+
+/** A 128-bit random id; crypto.getRandomValues works in insecure browser contexts too. */
+function newRequestId(): string {
+  const bytes = new Uint8Array(16)
+  globalThis.crypto.getRandomValues(bytes)
+  let id = ''
+  for (const b of bytes) id += b.toString(16).padStart(2, '0')
+  return id
+}
+
+/** Aborts on the adapter's close or after `ms`, whichever is first. */
+function anySignal(closed: AbortSignal, ms: number): { signal: AbortSignal; timedOut(): boolean; dispose(): void } {
+  const controller = new AbortController()
+  let timedOut = false
+  const onClose = () => controller.abort(closed.reason)
+  closed.addEventListener('abort', onClose, { once: true })
+  const timer = setTimeout(() => {
+    timedOut = true
+    controller.abort(new Error('timeout'))
+  }, ms)
+  ;(timer as { unref?: () => void }).unref?.()
+  return {
+    signal: controller.signal,
+    timedOut: () => timedOut,
+    dispose() {
+      clearTimeout(timer)
+      closed.removeEventListener('abort', onClose)
+    },
+  }
+}
+
+function pause(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer)
+      signal.removeEventListener('abort', done)
+      resolve()
+    }
+    const timer = setTimeout(done, ms)
+    ;(timer as { unref?: () => void }).unref?.()
+    signal.addEventListener('abort', done, { once: true })
+  })
+}
+
+function asError(err: unknown): Error {
+  return err instanceof Error ? err : new Error(String(err))
+}
+
+function positive(value: unknown, fallback: number, name: string): number {
+  if (value === undefined) return fallback
+  if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) {
+    throw new InvalidArgumentError(`${name} must be a positive number, got ${String(value)}`)
+  }
+  return value
+}

@@ -1,0 +1,68 @@
+/**
+ * The Node transport: `node:http` / `node:https` with a keep-alive agent.
+ * The modules are imported at run time by a name bundlers do not follow, so
+ * this file can sit in a browser bundle without pulling Node built-ins in;
+ * the adapter only loads it where {@link hasNodeHttp} holds.
+ *
+ * Pooled idle sockets do not keep the process alive (Node's agent unrefs
+ * them), so a process that holds and watches nothing exits on its own.
+ *
+ * @module
+ */
+import type * as Http from 'node:http'
+import type * as Https from 'node:https'
+import type { Transport, TransportResponse } from './transport'
+
+/**
+ * Creates the Node transport.
+ *
+ * @example
+ * const adapter = httpAdapter({ endpoints, namespace: 'demo', transport: await nodeTransport() })
+ */
+export async function nodeTransport(): Promise<Transport> {
+  const load = (name: string) => import(/* @vite-ignore */ name)
+  const http = (await load('node:http')) as typeof Http
+  let https: typeof Https | undefined
+  const agent = new http.Agent({ keepAlive: true, scheduling: 'lifo' })
+  let secureAgent: Https.Agent | undefined
+  return {
+    name: 'node:http',
+    async send(r) {
+      const secure = r.url.startsWith('https:')
+      if (secure && !https) {
+        https = (await load('node:https')) as typeof Https
+        secureAgent = new https.Agent({ keepAlive: true, scheduling: 'lifo' })
+      }
+      const headers: Record<string, string> = { ...r.headers }
+      if (r.body !== undefined) headers['content-length'] = String(Buffer.byteLength(r.body))
+      return new Promise<TransportResponse>((resolve, reject) => {
+        const options = { method: r.method, headers, signal: r.signal }
+        const req = secure
+          ? https!.request(r.url, { ...options, agent: secureAgent })
+          : http.request(r.url, { ...options, agent })
+        req.on('error', reject)
+        req.on('response', (res) => {
+          res.on('error', () => {}) // surfaced by the reader
+          resolve({
+            status: res.statusCode ?? 0,
+            text: () =>
+              new Promise<string>((done, fail) => {
+                const chunks: Buffer[] = []
+                res.on('data', (c: Buffer) => chunks.push(c))
+                res.on('end', () => done(Buffer.concat(chunks).toString('utf8')))
+                res.on('error', fail)
+                res.on('aborted', () => fail(new Error('the response was cut off')))
+              }),
+            chunks: () => res as AsyncIterable<Uint8Array>,
+            cancel: () => res.destroy(),
+          })
+        })
+        req.end(r.body)
+      })
+    },
+    close() {
+      agent.destroy()
+      secureAgent?.destroy()
+    },
+  }
+}

@@ -1,0 +1,207 @@
+/**
+ * The wire protocol between the HTTP adapter and a zaris node, as zod
+ * schemas that both ends validate with: the node every request body, the
+ * adapter every response and every watch event. JSON over HTTP:
+ *
+ * ```
+ * POST /v1/<ns>/get     { key }                       -> { entry: Entry | null }
+ * POST /v1/<ns>/list    { prefix }                    -> { entries: Entry[] }
+ * POST /v1/<ns>/commit  { checks, ops, requestId? }   -> CommitResult
+ * GET  /v1/<ns>/watch?prefix=P[&from=R]               -> text/event-stream
+ *      (Last-Event-ID: R resumes after revision R; each change event's id is its revision)
+ * GET  /healthz, GET /metrics
+ * any error                                           -> 4xx/5xx { error: { code, message } }
+ * ```
+ *
+ * @module
+ */
+import { z } from 'zod'
+import type { Check, CommitResult, Entry, Op, Value, WatchEvent } from '../../core/adapter'
+import { InvalidArgumentError, type ErrorCode } from '../../core/errors'
+import { checkValue, MAX_KEY_LENGTH } from '../../core/validate'
+
+/** The path prefix of this version of the protocol. */
+export const API_PREFIX = '/v1'
+
+/** Namespaces on the wire follow the connection-string rule. */
+export const NAMESPACE_PATTERN = /^[A-Za-z0-9._~-]{1,128}$/
+
+/** The SSE event names a watch stream uses besides plain change events. */
+export const SSE_READY = 'ready'
+export const SSE_ERROR = 'error'
+
+const MAX_OPS = 1_000
+const MAX_TTL = 2_147_483_647
+
+const key = z.string().min(1, 'must not be empty').max(MAX_KEY_LENGTH, `must be at most ${MAX_KEY_LENGTH} characters`)
+const prefix = z.string().max(MAX_KEY_LENGTH, `must be at most ${MAX_KEY_LENGTH} characters`)
+const revision = z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER)
+const ttl = z.number().positive('must be a positive number of milliseconds').max(MAX_TTL, `must be at most ${MAX_TTL} ms`)
+const owner = z.string().min(1).max(256)
+
+/** A storable value: JSON data, finite numbers, at most 64 levels deep (the core's own rule). */
+const value = z.custom<Value>().superRefine((v, ctx) => {
+  try {
+    checkValue(v, 'value')
+  } catch (err) {
+    ctx.addIssue({ code: 'custom', message: err instanceof Error ? err.message : 'cannot be stored' })
+  }
+})
+
+/** Exactly one of `revision` and `created`, as the Check type says. */
+const check = z
+  .strictObject({ key, revision: revision.nullable().optional(), created: revision.nullable().optional() })
+  .superRefine((c, ctx) => {
+    if ((c.revision === undefined) === (c.created === undefined)) {
+      ctx.addIssue({ code: 'custom', message: 'a check has exactly one of revision and created' })
+    }
+  })
+  .transform((c): Check => (c.revision !== undefined ? { key: c.key, revision: c.revision } : { key: c.key, created: c.created! }))
+
+const op = z.discriminatedUnion('type', [
+  z.strictObject({ type: z.literal('set'), key, value, ttl: ttl.optional(), owner: owner.optional(), fresh: z.boolean().optional() }),
+  z.strictObject({ type: z.literal('delete'), key }),
+])
+
+/** A client request id: what makes a retried commit act once. */
+export const requestIdSchema = z.string().regex(/^[A-Za-z0-9_-]{8,128}$/, 'must be 8-128 letters, digits, _ or -')
+
+/** Body of `POST /v1/<ns>/get`. */
+export const getRequest = z.strictObject({ key })
+/** Body of `POST /v1/<ns>/list`. */
+export const listRequest = z.strictObject({ prefix })
+/** Body of `POST /v1/<ns>/commit`. */
+export const commitRequest = z.strictObject({
+  checks: z.array(check).max(MAX_OPS, `at most ${MAX_OPS} checks`),
+  ops: z.array(op).max(MAX_OPS, `at most ${MAX_OPS} ops`).transform((ops) => ops as Op[]),
+  requestId: requestIdSchema.optional(),
+})
+/** Query of `GET /v1/<ns>/watch` (`from` may also come as `Last-Event-ID`). */
+export const watchQuery = z.strictObject({
+  prefix,
+  from: z
+    .string()
+    .regex(/^\d{1,16}$/, 'must be a revision (digits)')
+    .transform(Number)
+    .optional(),
+})
+
+export type GetRequest = z.input<typeof getRequest>
+export type ListRequest = z.input<typeof listRequest>
+export type CommitRequest = z.input<typeof commitRequest>
+
+const entry = z.strictObject({
+  key,
+  value,
+  revision,
+  created: revision,
+  owner: owner.optional(),
+  ttl: z.number().nonnegative().optional(),
+})
+
+/** Response of `get`. */
+export const getResponse = z.strictObject({ entry: entry.nullable() })
+/** Response of `list`. */
+export const listResponse = z.strictObject({ entries: z.array(entry) })
+/** Response of `commit`: a {@link CommitResult}, `undefined` entries sent as `null`. */
+export const commitResponse = z.discriminatedUnion('ok', [
+  z.strictObject({ ok: z.literal(true), revision, entries: z.array(entry), deleted: z.array(key) }),
+  z.strictObject({ ok: z.literal(false), failed: z.array(z.strictObject({ key, entry: entry.nullable() })) }),
+])
+
+/** A change event of a watch stream (the SSE `data`; its `id` is the revision). */
+export const watchEvent = z.strictObject({
+  type: z.enum(['put', 'delete', 'expire']),
+  key,
+  revision,
+  value: value.optional(),
+  created: revision.optional(),
+  owner: owner.optional(),
+  ttl: ttl.optional(),
+})
+
+/**
+ * The first event of every watch stream, sent once the node delivers every
+ * later change: the store's revision then (when the store can tell) and the
+ * heartbeat interval, so the client can tell a dead stream from a quiet one.
+ */
+export const readyEvent = z.strictObject({ revision: revision.optional(), heartbeat: z.number().int().positive() })
+
+/** Every error body the node sends. */
+export const errorBody = z.strictObject({ error: z.strictObject({ code: z.string().min(1).max(64), message: z.string().max(4_096) }) })
+
+/** Wire form of a get response. */
+export function toGetResponse(e: Entry | undefined): z.output<typeof getResponse> {
+  return { entry: e ?? null }
+}
+
+/** Wire form of a commit result (JSON has no `undefined`). */
+export function toCommitResponse(r: CommitResult): z.output<typeof commitResponse> {
+  return r.ok ? r : { ok: false, failed: r.failed.map((f) => ({ key: f.key, entry: f.entry ?? null })) }
+}
+
+/** Rebuilds a commit result from its wire form. */
+export function fromCommitResponse(r: z.output<typeof commitResponse>): CommitResult {
+  if (r.ok) return { ok: true, revision: r.revision, entries: r.entries.map(stripEntry), deleted: r.deleted }
+  return { ok: false, failed: r.failed.map((f) => ({ key: f.key, entry: f.entry === null ? undefined : stripEntry(f.entry) })) }
+}
+
+/** An entry without the optional members zod may leave as `undefined`. */
+export function stripEntry(e: z.output<typeof entry>): Entry {
+  const out: Entry = { key: e.key, value: e.value, revision: e.revision, created: e.created }
+  if (e.owner !== undefined) out.owner = e.owner
+  if (e.ttl !== undefined) out.ttl = e.ttl
+  return out
+}
+
+/** A watch event without `undefined` members. */
+export function stripEvent(e: z.output<typeof watchEvent>): WatchEvent {
+  const out: WatchEvent = { type: e.type, key: e.key, revision: e.revision }
+  if (e.value !== undefined) out.value = e.value
+  if (e.created !== undefined) out.created = e.created
+  if (e.owner !== undefined) out.owner = e.owner
+  if (e.ttl !== undefined) out.ttl = e.ttl
+  return out
+}
+
+/**
+ * Parses `input` with `schema`, or throws an `InvalidArgumentError` whose
+ * message names the field at fault (`ops.0.ttl: must be at most …`).
+ *
+ * @example
+ * const body = parseWith(commitRequest, JSON.parse(text), 'body')
+ */
+export function parseWith<S extends z.ZodType>(schema: S, input: unknown, what: string): z.output<S> {
+  const r = schema.safeParse(input)
+  if (r.success) return r.data
+  const issue = r.error.issues[0]!
+  const path = issue.path.length > 0 ? issue.path.map(String).join('.') : what
+  throw new InvalidArgumentError(`${path}: ${issue.message}`)
+}
+
+/** The HTTP status of each error code, shared so both ends agree. */
+export function statusOf(code: ErrorCode | string): number {
+  switch (code) {
+    case 'INVALID_ARGUMENT':
+    case 'INVALID_URL':
+      return 400
+    case 'UNAUTHORIZED':
+      return 401
+    case 'CONFLICT':
+    case 'FENCED':
+      return 409
+    case 'COMPACTED':
+      return 410
+    case 'TOO_LARGE':
+      return 413
+    case 'UNSUPPORTED':
+      return 415
+    case 'RATE_LIMITED':
+      return 429
+    case 'UNAVAILABLE':
+    case 'CLOSED':
+      return 503
+    default:
+      return 500
+  }
+}

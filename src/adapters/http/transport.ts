@@ -1,0 +1,97 @@
+/**
+ * How the HTTP adapter moves bytes: a small interface with two
+ * implementations. Browsers (and any runtime with `fetch`) use
+ * {@link fetchTransport}; Node uses `node:http` with a keep-alive agent
+ * (`./node-transport`), which on loopback is 2.5-3x faster than Node 20's
+ * `fetch`. A transport knows nothing of zaris: it sends a request and hands
+ * back the status and the body, whole or as a stream of chunks.
+ *
+ * @module
+ */
+
+/** One HTTP request. */
+export interface TransportRequest {
+  method: 'GET' | 'POST'
+  url: string
+  headers: Record<string, string>
+  body?: string
+  /** Aborts the request (and the reading of its body). */
+  signal: AbortSignal
+}
+
+/** One HTTP response; read it with `text()` or `chunks()`, once. */
+export interface TransportResponse {
+  status: number
+  text(): Promise<string>
+  chunks(): AsyncIterable<Uint8Array>
+  /** Stops reading and frees the connection. */
+  cancel(): void
+}
+
+/**
+ * Sends HTTP requests for the adapter. Rejects on network failure (refused,
+ * reset, aborted); any HTTP status resolves.
+ *
+ * @example
+ * const t = fetchTransport()
+ * const res = await t.send({ method: 'GET', url: 'http://127.0.0.1:7861/healthz', headers: {}, signal: AbortSignal.timeout(1000) })
+ */
+export interface Transport {
+  readonly name: string
+  send(request: TransportRequest): Promise<TransportResponse>
+  /** Frees pooled connections. */
+  close(): void
+}
+
+/**
+ * A transport over `fetch` (the browser's, or the one given).
+ *
+ * @example
+ * const adapter = httpAdapter({ endpoints: ['http://127.0.0.1:7861'], namespace: 'demo', transport: fetchTransport() })
+ */
+export function fetchTransport(fetchImpl: typeof fetch = (...args) => globalThis.fetch(...args)): Transport {
+  return {
+    name: 'fetch',
+    async send(r) {
+      const res = await fetchImpl(r.url, {
+        method: r.method,
+        headers: r.headers,
+        body: r.body,
+        signal: r.signal,
+        cache: 'no-store',
+        credentials: 'omit',
+        redirect: 'error',
+      })
+      return {
+        status: res.status,
+        text: () => res.text(),
+        chunks: () => readChunks(res.body),
+        cancel: () => {
+          res.body?.cancel().catch(() => {})
+        },
+      }
+    },
+    close() {},
+  }
+}
+
+/** A web stream as an async iterable (not every browser iterates streams natively). */
+async function* readChunks(body: ReadableStream<Uint8Array> | null): AsyncIterable<Uint8Array> {
+  if (!body) return
+  const reader = body.getReader()
+  try {
+    for (;;) {
+      const { done, value } = await reader.read()
+      if (done) return
+      yield value
+    }
+  } finally {
+    reader.cancel().catch(() => {})
+  }
+}
+
+/** True in Node (and runtimes that provide node:http), where the faster transport applies. */
+export function hasNodeHttp(): boolean {
+  const p = (globalThis as { process?: { versions?: { node?: string } } }).process
+  return typeof p?.versions?.node === 'string' && typeof (globalThis as { document?: unknown }).document === 'undefined'
+}

@@ -1,0 +1,496 @@
+/**
+ * The zaris node as a web-standard fetch handler (`Request` -> `Response`)
+ * around any adapter, so it can be embedded in any server; `listen()` in
+ * `./node` serves it from Node's http module without the Request/Response
+ * round trip. Namespaces come from the URL path: `/v1/<ns>/<op>`.
+ *
+ * What it guarantees to callers on the wire:
+ * - Every body is validated with the protocol's zod schemas; a bad one gets
+ *   400 and a JSON error naming the field. Nothing in a body is merged into
+ *   an object, so keys like `__proto__` stay ordinary data.
+ * - A commit with a `requestId` acts once: a retry gets the original answer.
+ * - A watch is an SSE stream whose event ids are revisions; `Last-Event-ID`
+ *   resumes it, and a resume older than the store's history gets 410 COMPACTED.
+ * - Errors are `{ error: { code, message } }`; never a stack trace.
+ *
+ * @module
+ */
+import type { Adapter, Unsubscribe, WatchEvent } from '../core/adapter'
+import { ClosedError, CompactedError, InvalidArgumentError, UnauthorizedError, UnsupportedError, ZarisError, isZarisError } from '../core/errors'
+import {
+  API_PREFIX,
+  NAMESPACE_PATTERN,
+  SSE_ERROR,
+  SSE_READY,
+  commitRequest,
+  getRequest,
+  listRequest,
+  parseWith,
+  statusOf,
+  toCommitResponse,
+  toGetResponse,
+  watchQuery,
+} from '../adapters/http/protocol'
+import { bearerChecker } from './auth'
+import { Metrics } from './metrics'
+import { ReplayCache, type ReplayCacheOptions } from './replay-cache'
+
+/** Options of {@link createHandler}. */
+export interface HandlerOptions {
+  /** The adapter that serves a namespace; called once per namespace, and closed by `close()`. */
+  adapterFor(namespace: string): Adapter | Promise<Adapter>
+  /**
+   * The store's current revision, read right after a watch is established, so
+   * a client can resume a watch that has seen no event yet. Optional.
+   */
+  revisionOf?(namespace: string): number | Promise<number>
+  /** Require `Authorization: Bearer <token>` on everything but `/healthz` and preflights. */
+  token?: string
+  /** Origins allowed to call from a browser (exact matches; never `*`). Default: none. */
+  cors?: string[]
+  /** Accept only these `Host` names (without port), against DNS rebinding. Default: any. */
+  hosts?: string[]
+  /** Largest request body in bytes. Default 64 KiB. */
+  maxBodyBytes?: number
+  /** Most open watch streams; past it, 429. Default 1 000. */
+  maxWatchers?: number
+  /** Comment sent on quiet watch streams every this many ms. Default 15 000. */
+  heartbeatMs?: number
+  /** Bounds of the memory of request ids. */
+  replay?: ReplayCacheOptions
+  /** Where unexpected errors are reported (never with a token). Default: console.error. */
+  log?: (line: string) => void
+}
+
+/** One request as the handler sees it: enough of `Request` and of Node's IncomingMessage. */
+export interface Exchange {
+  method: string
+  url: URL
+  header(name: string): string | null
+  /** The body as text; rejects with a TOO_LARGE error past `limit` bytes. */
+  body(limit: number): Promise<string>
+}
+
+/** Where a streamed reply writes; `write` returns false once the peer is too far behind. */
+export interface StreamSink {
+  write(chunk: string): boolean
+  end(): void
+}
+
+/** A reply: a complete body, or a stream started once headers are out (returns its stop function). */
+export type Reply =
+  | { status: number; headers: Record<string, string>; body: string }
+  | { status: number; headers: Record<string, string>; stream: (out: StreamSink) => () => void }
+
+/**
+ * A node's request handler.
+ *
+ * @example
+ * const handler = createHandler({ adapterFor: (ns) => memoryAdapter({ namespace: ns }) })
+ * Bun.serve({ fetch: handler.fetch })
+ */
+export interface Handler {
+  /** Serves a web-standard request. */
+  fetch(request: Request): Promise<Response>
+  /** Serves a request in the handler's own terms (what `listen()` uses). */
+  handle(exchange: Exchange): Promise<Reply>
+  readonly metrics: Metrics
+  /** Open watch streams. */
+  readonly watchers: number
+  /** Ends every watch stream and closes the adapters the handler opened. */
+  close(): Promise<void>
+}
+
+const JSON_HEADERS = { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' }
+const ROUTE = new RegExp(`^${API_PREFIX}/([^/]*)/(get|list|commit|watch)$`)
+const LOOPBACK_HOSTS = ['localhost', '127.0.0.1', '[::1]']
+
+/** The host names a loopback-bound node accepts: see {@link HandlerOptions.hosts}. */
+export const loopbackHosts: readonly string[] = LOOPBACK_HOSTS
+
+/**
+ * Creates the node's handler around the adapters `adapterFor` gives.
+ *
+ * @example
+ * import { createHandler } from 'zaris/server'
+ * import { memoryAdapter } from 'zaris/memory'
+ * const handler = createHandler({ adapterFor: (namespace) => memoryAdapter({ namespace }) })
+ * const res = await handler.fetch(new Request('http://node/healthz'))
+ */
+export function createHandler(options: HandlerOptions): Handler {
+  if (typeof options?.adapterFor !== 'function') throw new InvalidArgumentError('createHandler: adapterFor(namespace) is required')
+  const maxBody = positive(options.maxBodyBytes, 64 * 1024, 'maxBodyBytes')
+  const maxWatchers = positive(options.maxWatchers, 1_000, 'maxWatchers')
+  const heartbeatMs = positive(options.heartbeatMs, 15_000, 'heartbeatMs')
+  for (const origin of options.cors ?? []) {
+    if (!/^https?:\/\/[^/\s*]+$/i.test(origin)) {
+      throw new InvalidArgumentError(`cors: ${JSON.stringify(origin)} is not an origin like http://localhost:5173 (no paths, no *)`)
+    }
+  }
+  const origins = new Set(options.cors ?? [])
+  const hosts = options.hosts && new Set(options.hosts.map((h) => h.toLowerCase()))
+  const authorized = options.token === undefined ? undefined : bearerChecker(checkToken(options.token))
+  const log = options.log ?? ((line: string) => console.error(line))
+  const metrics = new Metrics()
+  const replays = new ReplayCache(options.replay)
+  const adapters = new Map<string, Promise<Adapter>>()
+  const streams = new Set<() => void>()
+  let watchers = 0
+  let closed = false
+
+  const adapterOf = (ns: string): Promise<Adapter> => {
+    let a = adapters.get(ns)
+    if (!a) {
+      a = Promise.resolve().then(() => options.adapterFor(ns))
+      a.catch(() => adapters.delete(ns))
+      adapters.set(ns, a)
+    }
+    return a
+  }
+
+  const json = (status: number, value: unknown, headers: Record<string, string> = {}): Reply => ({
+    status,
+    headers: { ...JSON_HEADERS, ...headers },
+    body: JSON.stringify(value),
+  })
+
+  const errorReply = (err: unknown): Reply => {
+    if (isZarisError(err)) {
+      const headers: Record<string, string> = {}
+      if (err.code === 'UNAUTHORIZED') headers['www-authenticate'] = 'Bearer'
+      if (err.code === 'TOO_LARGE') headers.connection = 'close'
+      return json(statusOf(err.code), { error: err.toJSON() }, headers)
+    }
+    log(`zaris node: internal error: ${err instanceof Error ? err.message : String(err)}`)
+    return json(500, { error: { code: 'INTERNAL', message: 'internal error' } })
+  }
+
+  async function readJson(ex: Exchange): Promise<unknown> {
+    const type = ex.header('content-type') ?? ''
+    // Only application/json: a cross-origin page cannot send it without a CORS preflight.
+    if (!/^application\/json\s*(;|$)/i.test(type)) throw new UnsupportedError('content-type must be application/json')
+    const text = await ex.body(maxBody)
+    try {
+      return JSON.parse(text)
+    } catch {
+      throw new InvalidArgumentError('body: malformed JSON')
+    }
+  }
+
+  async function route(ex: Exchange, name: (route: string) => void): Promise<Reply> {
+    if (closed) throw new ClosedError('the node is shutting down')
+    const path = ex.url.pathname
+    if (hosts) {
+      const host = (ex.header('host') ?? '').toLowerCase().replace(/:\d+$/, '')
+      if (!hosts.has(host)) return json(403, { error: { code: 'UNAUTHORIZED', message: `host ${JSON.stringify(host)} is not served here` } })
+    }
+    if (ex.method === 'OPTIONS') {
+      name('preflight')
+      const origin = ex.header('origin')
+      if (origin === null || !origins.has(origin)) return json(403, { error: { code: 'UNAUTHORIZED', message: 'origin not allowed' } })
+      return {
+        status: 204,
+        headers: {
+          'access-control-allow-methods': 'GET, POST',
+          'access-control-allow-headers': 'authorization, content-type, last-event-id',
+          'access-control-max-age': '600',
+        },
+        body: '',
+      }
+    }
+    if (path === '/healthz') {
+      name('healthz')
+      return json(200, { ok: true })
+    }
+    if (authorized && !(await authorized(ex.header('authorization')))) {
+      throw new UnauthorizedError('missing or wrong bearer token')
+    }
+    if (path === '/metrics') {
+      name('metrics')
+      if (ex.method !== 'GET') return methodNotAllowed('GET')
+      return {
+        status: 200,
+        headers: { 'content-type': 'text/plain; version=0.0.4; charset=utf-8', 'cache-control': 'no-store' },
+        body: metrics.render({ watchers, locksHeld: await locksHeld(), namespaces: adapters.size }),
+      }
+    }
+    const m = ROUTE.exec(path)
+    if (!m) {
+      name('other')
+      return json(404, { error: { code: 'INVALID_ARGUMENT', message: `no such endpoint: ${ex.method} ${path.slice(0, 200)}` } })
+    }
+    const ns = decodeURIComponentSafe(m[1]!)
+    const op = m[2]!
+    name(op)
+    if (!NAMESPACE_PATTERN.test(ns)) {
+      throw new InvalidArgumentError('namespace: may use only letters, digits and . _ ~ - (1-128 characters)')
+    }
+    if (op === 'watch') {
+      if (ex.method !== 'GET') return methodNotAllowed('GET')
+      return watch(ex, ns)
+    }
+    if (ex.method !== 'POST') return methodNotAllowed('POST')
+    const body = await readJson(ex)
+    const adapter = await adapterOf(ns)
+    switch (op) {
+      case 'get': {
+        const { key } = parseWith(getRequest, body, 'body')
+        return json(200, toGetResponse(await adapter.get(key)))
+      }
+      case 'list': {
+        const { prefix } = parseWith(listRequest, body, 'body')
+        return json(200, { entries: await adapter.list(prefix) })
+      }
+      default: {
+        const { checks, ops, requestId } = parseWith(commitRequest, body, 'body')
+        const apply = async () => {
+          const r = await adapter.commit(checks, ops, requestId === undefined ? undefined : { requestId })
+          if (r.ok) metrics.commits++
+          else metrics.conflicts++
+          return JSON.stringify(toCommitResponse(r))
+        }
+        if (requestId === undefined) return { status: 200, headers: { ...JSON_HEADERS }, body: await apply() }
+        const { body: answer, replayed } = await replays.run(`${ns}\u0000${requestId}`, apply)
+        if (replayed) metrics.replays++
+        return { status: 200, headers: { ...JSON_HEADERS, ...(replayed ? { 'x-zaris-replayed': '1' } : {}) }, body: answer }
+      }
+    }
+  }
+
+  async function watch(ex: Exchange, ns: string): Promise<Reply> {
+    const query: Record<string, string> = {}
+    for (const [k, v] of ex.url.searchParams) {
+      if (k in query) throw new InvalidArgumentError(`${k}: given twice`)
+      query[k] = v
+    }
+    const lastEventId = ex.header('last-event-id')
+    if (lastEventId !== null) query.from = lastEventId.trim()
+    const { prefix, from } = parseWith(watchQuery, { prefix: '', ...query }, 'query')
+    if (watchers >= maxWatchers) throw new ZarisError('RATE_LIMITED', `too many watchers (${maxWatchers}); close some and retry`)
+    watchers++
+    let released = false
+    const release = () => {
+      if (!released) {
+        released = true
+        watchers--
+      }
+    }
+    try {
+      const adapter = await adapterOf(ns)
+      // Until the stream is attached, events wait here; an error before then becomes the HTTP answer.
+      let pending: string[] | undefined = []
+      let early: Error | undefined
+      let out: StreamSink | undefined
+      let stop: (() => void) | undefined
+      const emit = (chunk: string) => {
+        if (pending) pending.push(chunk)
+        else if (out && !out.write(chunk)) stop?.() // the peer fell too far behind: it will resume
+      }
+      const sink = {
+        event: (ev: WatchEvent) => emit(`id: ${ev.revision}\ndata: ${JSON.stringify(ev)}\n\n`),
+        error: (err: Error) => {
+          if (pending && !out) {
+            early ??= err
+            return
+          }
+          emit(`event: ${SSE_ERROR}\ndata: ${JSON.stringify(toWire(err))}\n\n`)
+          stop?.()
+        },
+      }
+      const unsubscribe: Unsubscribe = await adapter.watch(prefix, sink, from)
+      const revision = early ? undefined : await options.revisionOf?.(ns)
+      if (!early && from !== undefined && revision !== undefined && from > revision) {
+        // The client saw revisions this store never reached: the store was reset (a memory node restarted).
+        early = new CompactedError(`watch from revision ${from}: this store is at revision ${revision}; it was reset, so read the current state again`)
+      }
+      if (early) {
+        unsubscribe()
+        throw early
+      }
+      if (closed) {
+        unsubscribe()
+        throw new ClosedError('the node is shutting down')
+      }
+      const ready = revision === undefined ? { heartbeat: heartbeatMs } : { revision, heartbeat: heartbeatMs }
+      return {
+        status: 200,
+        headers: { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-store', 'x-accel-buffering': 'no' },
+        stream(sinkOut) {
+          out = sinkOut
+          let timer: ReturnType<typeof setInterval> | undefined
+          const end = () => {
+            if (!stop) return
+            stop = undefined
+            streams.delete(end)
+            if (timer !== undefined) clearInterval(timer)
+            unsubscribe()
+            release()
+            sinkOut.end()
+          }
+          stop = end
+          streams.add(end)
+          const queued = pending ?? []
+          pending = undefined
+          sinkOut.write(`retry: 1000\n\n`)
+          for (const chunk of queued) sinkOut.write(chunk)
+          sinkOut.write(`event: ${SSE_READY}\ndata: ${JSON.stringify(ready)}\n\n`)
+          timer = setInterval(() => {
+            if (!sinkOut.write(`: ping\n\n`)) end()
+          }, heartbeatMs)
+          ;(timer as { unref?: () => void }).unref?.()
+          return end
+        },
+      }
+    } catch (err) {
+      release()
+      throw err
+    }
+  }
+
+  async function locksHeld(): Promise<number> {
+    let n = 0
+    for (const a of adapters.values()) {
+      try {
+        for (const e of await (await a).list('')) if (e.owner !== undefined) n++
+      } catch {
+        // A namespace that cannot answer is not counted.
+      }
+    }
+    return n
+  }
+
+  async function handle(ex: Exchange): Promise<Reply> {
+    const started = performance.now()
+    let routeName = 'other'
+    let reply: Reply
+    try {
+      reply = await route(ex, (r) => (routeName = r))
+    } catch (err) {
+      reply = errorReply(err)
+    }
+    const origin = ex.header('origin')
+    if (origin !== null && origins.has(origin)) {
+      reply.headers['access-control-allow-origin'] = origin
+      reply.headers.vary = 'Origin'
+    }
+    reply.headers['x-content-type-options'] = 'nosniff'
+    metrics.observe(routeName, reply.status, (performance.now() - started) / 1000)
+    return reply
+  }
+
+  return {
+    handle,
+    metrics,
+    get watchers() {
+      return watchers
+    },
+    async fetch(request) {
+      const ex: Exchange = {
+        method: request.method,
+        url: new URL(request.url),
+        header: (n) => request.headers.get(n),
+        body: (limit) => readLimited(request, limit),
+      }
+      const reply = await handle(ex)
+      if ('body' in reply) return new Response(reply.status === 204 ? null : reply.body, { status: reply.status, headers: reply.headers })
+      const encoder = new TextEncoder()
+      let stop: (() => void) | undefined
+      const body = new ReadableStream<Uint8Array>({
+        start(controller) {
+          stop = reply.stream({
+            write(chunk) {
+              try {
+                controller.enqueue(encoder.encode(chunk))
+              } catch {
+                return false
+              }
+              return (controller.desiredSize ?? 0) > -1024 * 1024
+            },
+            end() {
+              try {
+                controller.close()
+              } catch {
+                // already closed or cancelled
+              }
+            },
+          })
+        },
+        cancel() {
+          stop?.()
+        },
+      })
+      request.signal?.addEventListener('abort', () => stop?.(), { once: true })
+      return new Response(body, { status: reply.status, headers: reply.headers })
+    },
+    async close() {
+      if (closed) return
+      closed = true
+      for (const end of [...streams]) end()
+      const opened = [...adapters.values()]
+      adapters.clear()
+      await Promise.allSettled(opened.map(async (a) => (await a).close()))
+    },
+  }
+
+  function methodNotAllowed(allow: string): Reply {
+    return json(405, { error: { code: 'INVALID_ARGUMENT', message: `method not allowed; use ${allow}` } }, { allow })
+  }
+}
+
+/** A TOO_LARGE error for a body past `limit` bytes. */
+export function tooLarge(limit: number): ZarisError {
+  return new ZarisError('TOO_LARGE', `body: larger than ${limit} bytes`)
+}
+
+async function readLimited(request: Request, limit: number): Promise<string> {
+  const declared = Number(request.headers.get('content-length') ?? NaN)
+  if (declared > limit) throw tooLarge(limit)
+  if (!request.body) return ''
+  const reader = request.body.getReader()
+  const chunks: Uint8Array[] = []
+  let size = 0
+  for (;;) {
+    const { done, value } = await reader.read()
+    if (done) break
+    size += value.byteLength
+    if (size > limit) {
+      await reader.cancel().catch(() => {})
+      throw tooLarge(limit)
+    }
+    chunks.push(value)
+  }
+  const all = new Uint8Array(size)
+  let at = 0
+  for (const c of chunks) {
+    all.set(c, at)
+    at += c.byteLength
+  }
+  return new TextDecoder().decode(all)
+}
+
+function toWire(err: Error): { code: string; message: string } {
+  return isZarisError(err) ? err.toJSON() : { code: 'INTERNAL', message: 'internal error' }
+}
+
+function decodeURIComponentSafe(s: string): string {
+  try {
+    return decodeURIComponent(s)
+  } catch {
+    return s
+  }
+}
+
+function positive(value: unknown, fallback: number, name: string): number {
+  if (value === undefined) return fallback
+  if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) {
+    throw new InvalidArgumentError(`${name} must be a positive number, got ${String(value)}`)
+  }
+  return value
+}
+
+function checkToken(token: unknown): string {
+  if (typeof token !== 'string' || token.length < 8 || /\s/.test(token)) {
+    throw new InvalidArgumentError('token must be a string of at least 8 characters without whitespace')
+  }
+  return token
+}

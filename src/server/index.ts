@@ -1,0 +1,20 @@
+/**
+ * `zaris/server`: the zaris node, to embed. `createHandler` is a
+ * web-standard fetch handler around any adapter; `listen` serves it from
+ * Node; `memoryBackend` and `sqliteBackend` are the stores `zaris serve` uses.
+ *
+ * @example
+ * import { createHandler, listen, memoryBackend } from 'zaris/server'
+ * const backend = memoryBackend()
+ * const node = await listen(createHandler({ adapterFor: backend.adapterFor, revisionOf: backend.revisionOf }), { port: 7861 })
+ *
+ * @module
+ */
+export { createHandler, loopbackHosts } from './handler'
+export type { Exchange, Handler, HandlerOptions, Reply, StreamSink } from './handler'
+export { listen } from './node'
+export type { ListenOptions, Listening } from './node'
+export { memoryBackend, sqliteBackend } from './backends'
+export type { Backend } from './backends'
+export { Metrics } from './metrics'
+export type { ReplayCacheOptions } from './replay-cache'

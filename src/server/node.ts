@@ -1,0 +1,166 @@
+/**
+ * Serves a {@link Handler} from Node's http module: the fast path, without
+ * building a `Request` and `Response` per call. Slow clients are cut off by
+ * header and request timeouts; bodies are read up to the handler's limit and
+ * no further.
+ *
+ * @module
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { tooLarge, type Exchange, type Handler } from './handler'
+
+/** Options of {@link listen}. */
+export interface ListenOptions {
+  /** Default 7861; 0 picks a free port. */
+  port?: number
+  /** Default 127.0.0.1. */
+  host?: string
+  /** Ms a client has to send its request headers. Default 10 000. */
+  headersTimeoutMs?: number
+  /** Ms a client has to send its whole request. Default 30 000. */
+  requestTimeoutMs?: number
+}
+
+/**
+ * A listening node.
+ *
+ * @example
+ * const node = await listen(handler, { port: 0 })
+ * console.log(node.url) // http://127.0.0.1:49152
+ * await node.close()
+ */
+export interface Listening {
+  /** `http://host:port` the node answers on. */
+  readonly url: string
+  readonly host: string
+  readonly port: number
+  readonly server: Server
+  /** Stops accepting, ends watch streams, waits for open requests (2 s at most) and closes the handler. */
+  close(): Promise<void>
+}
+
+/** A streamed reply whose peer has this much unsent is cut off (it resumes from its last revision). */
+const MAX_BUFFERED = 1024 * 1024
+
+/**
+ * Serves `handler` on a TCP port.
+ *
+ * @example
+ * import { createHandler, listen, memoryBackend } from 'zaris/server'
+ * const backend = memoryBackend()
+ * const node = await listen(createHandler({ adapterFor: backend.adapterFor }), { port: 7861 })
+ */
+export async function listen(handler: Handler, options: ListenOptions = {}): Promise<Listening> {
+  const server = createServer(
+    {
+      headersTimeout: options.headersTimeoutMs ?? 10_000,
+      requestTimeout: options.requestTimeoutMs ?? 30_000,
+      keepAliveTimeout: 5_000,
+    },
+    (req, res) => {
+      serve(handler, req, res).catch(() => {
+        if (!res.headersSent) res.writeHead(500, { 'content-type': 'application/json' })
+        res.end('{"error":{"code":"INTERNAL","message":"internal error"}}')
+      })
+    },
+  )
+  const host = options.host ?? '127.0.0.1'
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject)
+    server.listen(options.port ?? 7861, host, () => {
+      server.off('error', reject)
+      resolve()
+    })
+  })
+  const address = server.address() as AddressInfo
+  const shownHost = address.family === 'IPv6' ? `[${address.address}]` : address.address
+  let closing: Promise<void> | undefined
+  return {
+    url: `http://${shownHost}:${address.port}`,
+    host: address.address,
+    port: address.port,
+    server,
+    close() {
+      closing ??= new Promise<void>((resolve) => {
+        server.close(() => resolve())
+        void handler.close().then(() => {
+          server.closeIdleConnections()
+          setTimeout(() => server.closeAllConnections(), 2_000).unref()
+        })
+      })
+      return closing
+    },
+  }
+}
+
+async function serve(handler: Handler, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const exchange: Exchange = {
+    method: req.method ?? 'GET',
+    // The Host header is not trusted to build URLs; only the path and query are used.
+    url: new URL(req.url ?? '/', 'http://zaris.invalid'),
+    header: (name) => {
+      const v = req.headers[name]
+      return v === undefined ? null : Array.isArray(v) ? v.join(', ') : v
+    },
+    body: (limit) => readBody(req, limit),
+  }
+  const reply = await handler.handle(exchange)
+  if ('body' in reply) {
+    if (reply.status !== 204) reply.headers['content-length'] = String(Buffer.byteLength(reply.body))
+    res.writeHead(reply.status, reply.headers)
+    res.end(reply.status === 204 ? undefined : reply.body)
+    return
+  }
+  res.writeHead(reply.status, reply.headers)
+  res.flushHeaders()
+  req.socket.setNoDelay(true)
+  const stop = reply.stream({
+    write(chunk) {
+      if (res.destroyed || res.writableEnded) return false
+      res.write(chunk)
+      return res.writableLength < MAX_BUFFERED
+    },
+    end() {
+      if (!res.writableEnded) res.end()
+    },
+  })
+  res.on('close', stop)
+}
+
+/** Reads the body up to `limit` bytes; past it, rejects at once and stops buffering. */
+function readBody(req: IncomingMessage, limit: number): Promise<string> {
+  const declared = Number(req.headers['content-length'] ?? NaN)
+  if (declared > limit) return Promise.reject(tooLarge(limit))
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = []
+    let size = 0
+    const onData = (chunk: Buffer) => {
+      size += chunk.length
+      if (size > limit) {
+        cleanup()
+        // Keep draining (the reply closes the connection) so the client can read the 413.
+        req.resume()
+        reject(tooLarge(limit))
+        return
+      }
+      chunks.push(chunk)
+    }
+    const onEnd = () => {
+      cleanup()
+      resolve(Buffer.concat(chunks).toString('utf8'))
+    }
+    const onError = (err: Error) => {
+      cleanup()
+      reject(err)
+    }
+    const cleanup = () => {
+      req.off('data', onData)
+      req.off('end', onEnd)
+      req.off('error', onError)
+    }
+    req.on('data', onData)
+    req.on('end', onEnd)
+    req.on('error', onError)
+  })
+}

@@ -1,0 +1,93 @@
+/**
+ * Remembers recent commits by client request id, so that a commit whose
+ * answer was lost and that the client sends again gets the original answer
+ * instead of being applied a second time (which could grant a second lock or
+ * add twice to a counter). A retry that arrives while the original is still
+ * running waits for it.
+ *
+ * Bounded three ways: entry count, total size of the remembered answers and
+ * age. An id older than that is forgotten; clients retry within seconds. The
+ * cache is per node and per process: a durable store (the SQLite store)
+ * additionally keeps ids with its commits, so a retry after a restart is
+ * recognised too.
+ *
+ * @module
+ */
+
+export interface ReplayCacheOptions {
+  /** Most ids remembered. Default 10 000. */
+  maxEntries?: number
+  /** Most bytes of remembered answers. Default 16 MiB. */
+  maxBytes?: number
+  /** How long an id is remembered, in ms. Default 10 minutes. */
+  ttlMs?: number
+  now?: () => number
+}
+
+interface Slot {
+  answer: Promise<string>
+  at: number
+  bytes: number
+}
+
+/**
+ * A bounded map from request id to the serialized answer of its commit.
+ *
+ * @example
+ * const cache = new ReplayCache()
+ * const body = await cache.run(`${ns}:${requestId}`, async () => JSON.stringify(await adapter.commit(checks, ops)))
+ */
+export class ReplayCache {
+  readonly #maxEntries: number
+  readonly #maxBytes: number
+  readonly #ttlMs: number
+  readonly #now: () => number
+  #slots = new Map<string, Slot>()
+  #bytes = 0
+
+  constructor(options: ReplayCacheOptions = {}) {
+    this.#maxEntries = options.maxEntries ?? 10_000
+    this.#maxBytes = options.maxBytes ?? 16 * 1024 * 1024
+    this.#ttlMs = options.ttlMs ?? 10 * 60_000
+    this.#now = options.now ?? Date.now
+  }
+
+  get size(): number {
+    return this.#slots.size
+  }
+
+  /**
+   * The answer remembered for `id`, or the answer of `apply()`, remembered.
+   * `replayed` says which. A failed `apply` is not remembered: its retry runs again.
+   */
+  async run(id: string, apply: () => Promise<string>): Promise<{ body: string; replayed: boolean }> {
+    this.#prune()
+    const slot = this.#slots.get(id)
+    if (slot) return { body: await slot.answer, replayed: true }
+    const answer = apply()
+    const fresh: Slot = { answer, at: this.#now(), bytes: 0 }
+    this.#slots.set(id, fresh)
+    try {
+      const body = await answer
+      if (this.#slots.get(id) === fresh) {
+        fresh.bytes = body.length * 2
+        this.#bytes += fresh.bytes
+        this.#prune()
+      }
+      return { body, replayed: false }
+    } catch (err) {
+      if (this.#slots.get(id) === fresh) this.#slots.delete(id)
+      throw err
+    }
+  }
+
+  #prune(): void {
+    const oldest = this.#now() - this.#ttlMs
+    // Map order is insertion order, so the first slots are the oldest.
+    for (const [id, slot] of this.#slots) {
+      if (slot.at > oldest && this.#slots.size <= this.#maxEntries && this.#bytes <= this.#maxBytes) break
+      this.#slots.delete(id)
+      this.#bytes -= slot.bytes
+    }
+  }
+}

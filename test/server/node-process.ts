@@ -1,0 +1,86 @@
+/**
+ * Starts `zaris serve` as an OS process of its own, the way users run it
+ * (`node --import tsx src/server/cli.ts serve ...`), and reads the address
+ * from the one line it prints.
+ */
+import { spawn, type ChildProcess } from 'node:child_process'
+import { resolve } from 'node:path'
+
+export const root = resolve(import.meta.dirname, '../..')
+
+export interface NodeProcess {
+  /** `http://127.0.0.1:PORT` */
+  url: string
+  port: number
+  proc: ChildProcess
+  /** Everything the process wrote so far. */
+  output(): string
+  /** SIGTERM, and resolves the exit code. */
+  stop(): Promise<number | null>
+  /** SIGKILL (kill -9), resolves once it is gone. */
+  kill9(): Promise<void>
+}
+
+/** Runs `serve` with `args`; resolves once it listens. */
+export async function startNode(args: string[] = [], env: Record<string, string> = {}): Promise<NodeProcess> {
+  const proc = spawn(process.execPath, ['--import', 'tsx', 'src/server/cli.ts', 'serve', '--port', '0', ...args], {
+    cwd: root,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  let out = ''
+  proc.stdout!.on('data', (d) => (out += d))
+  proc.stderr!.on('data', (d) => (out += d))
+  const exited = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)))
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`the node did not start within 20 s:\n${out}`)), 20_000)
+    const check = () => {
+      const m = /listening on (http:\/\/\S+)/.exec(out)
+      if (m) {
+        clearTimeout(timer)
+        proc.stdout!.off('data', check)
+        resolve(m[1]!)
+      }
+    }
+    proc.stdout!.on('data', check)
+    void exited.then((code) => {
+      clearTimeout(timer)
+      reject(new Error(`the node exited with ${code} before listening:\n${out}`))
+    })
+  })
+  return {
+    url,
+    port: Number(new URL(url).port),
+    proc,
+    output: () => out,
+    async stop() {
+      if (proc.exitCode !== null || proc.signalCode !== null) return proc.exitCode
+      proc.kill('SIGTERM')
+      return exited
+    },
+    async kill9() {
+      if (proc.exitCode !== null || proc.signalCode !== null) return
+      proc.kill('SIGKILL')
+      await exited
+    },
+  }
+}
+
+/** Runs `serve` with `args` and resolves its exit code and output (for refusals). */
+export function runServe(args: string[], env: Record<string, string> = {}): Promise<{ code: number | null; output: string }> {
+  return new Promise((resolve) => {
+    const proc = spawn(process.execPath, ['--import', 'tsx', 'src/server/cli.ts', 'serve', ...args], {
+      cwd: root,
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
+    let out = ''
+    proc.stdout.on('data', (d) => (out += d))
+    proc.stderr.on('data', (d) => (out += d))
+    const timer = setTimeout(() => proc.kill('SIGKILL'), 20_000)
+    proc.once('exit', (code) => {
+      clearTimeout(timer)
+      resolve({ code, output: out })
+    })
+  })
+}
