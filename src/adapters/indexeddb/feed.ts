@@ -1,17 +1,17 @@
 /**
- * The watch feed of one adapter: its subscribers, each with a cursor (the
- * last revision it has seen), fed from three sources — this adapter's own
- * commits, other tabs' commits announced over BroadcastChannel, and the
- * change log in IndexedDB.
+ * The watch feed of one page (per namespace): every revision of the store,
+ * in order, handed to the page's watchers. Records come from the page's own
+ * commits and from other tabs' announcements over BroadcastChannel; the
+ * change log in IndexedDB fills what is missing.
  *
- * Announcements may arrive out of revision order (two tabs commit at once)
- * or not at all (a frozen tab). A record is handed to a subscriber only if
- * it is the very next revision after its cursor; anything else sends the
- * feed to the log, which holds every revision, to read from the lowest
- * cursor. Since every announced revision was committed before it was
- * announced, and readwrite transactions serialize, the log then holds every
- * revision up to it. So each subscriber sees revision order, none lost or
- * doubled.
+ * The feed keeps `head`, the revision up to which it has every record, and a
+ * ring of the latest records so that a watch from a recent revision replays
+ * from memory. Announcements may arrive out of revision order (two tabs
+ * commit at once): a record beyond `head + 1` waits in `pending` while the
+ * log is read from `head`. Every announced revision was committed before it
+ * was announced, and readwrite transactions serialize, so the log then holds
+ * every revision up to it. Each watcher therefore sees revision order, none
+ * lost or doubled.
  *
  * @module
  */
@@ -22,112 +22,169 @@ import type { LogRecord } from './schema'
 interface Subscriber {
   prefix: string
   sink: WatchSink
+  /** The last revision this subscriber has been handed. */
   cursor: number
+  closed?: boolean
 }
 
-/** How the feed reads the store: the revision and the log after a revision. */
+/** How the feed reads the store. */
 export interface FeedSource {
-  revision(): Promise<number>
+  /** The store's revision and every log record after `after`, read together. */
   log(after: number): Promise<{ revision: number; records: LogRecord[] }>
   /** How many revisions the log keeps. */
   historySize: number
 }
 
+const RING = 2_000
+
 export class Feed {
   readonly #source: FeedSource
   readonly #subscribers = new Set<Subscriber>()
-  /** The highest revision known to be committed. */
-  #known = 0
-  #pumping = false
-  #again = false
+  #head = -1
+  #ring: LogRecord[] = []
+  #pending = new Map<number, LogRecord>()
+  #started: Promise<void> | undefined
+  #filling = false
+  #fillAgain = false
 
   constructor(source: FeedSource) {
     this.#source = source
   }
 
-  get size(): number {
-    return this.#subscribers.size
+  /** Learns the store's revision: the feed has every record after it. */
+  start(): Promise<void> {
+    this.#started ??= this.#source.log(Infinity).then(({ revision }) => {
+      this.#head = Math.max(this.#head, revision)
+      this.#drain()
+    })
+    this.#started.catch(() => (this.#started = undefined))
+    return this.#started
   }
 
-  /** Subscribes from `fromRevision`, or from the store's current revision. */
+  /** The revision up to which this page has seen every record. */
+  get head(): number {
+    return this.#head
+  }
+
+  /** Subscribes from `fromRevision`, or from now. */
   async subscribe(prefix: string, sink: WatchSink, fromRevision?: number): Promise<Unsubscribe> {
-    const revision = await this.#source.revision()
-    this.#known = Math.max(this.#known, revision)
-    const compacted = Math.max(0, revision - this.#source.historySize)
-    if (fromRevision !== undefined && fromRevision < compacted) {
-      sink.error(
-        new CompactedError(
-          `watch from revision ${fromRevision}: history up to revision ${compacted} is gone; read the current state and watch from its revision`,
-        ),
-      )
-      return () => {}
-    }
-    const subscriber: Subscriber = { prefix, sink, cursor: fromRevision ?? revision }
-    this.#subscribers.add(subscriber)
-    if (subscriber.cursor < this.#known) this.#pump()
-    return () => {
+    await this.start()
+    const subscriber: Subscriber = { prefix, sink, cursor: fromRevision ?? this.#head }
+    const remove = () => {
+      subscriber.closed = true
       this.#subscribers.delete(subscriber)
     }
-  }
-
-  /** Records of consecutive revisions, committed by this tab or announced by another. */
-  receive(records: LogRecord[]): void {
-    if (records.length === 0) return
-    this.#known = Math.max(this.#known, records[records.length - 1]!.revision)
-    if (this.#subscribers.size === 0) return
-    let behind = false
-    for (const s of this.#subscribers) {
-      for (const record of records) {
-        if (record.revision === s.cursor + 1) this.#deliver(s, record)
-      }
-      if (s.cursor < this.#known) behind = true
+    if (subscriber.cursor >= this.#oldest()) {
+      this.#replay(subscriber)
+      this.#subscribers.add(subscriber)
+      return remove
     }
-    if (behind) this.#pump()
+    // Older than the ring: read the log, then take the rest from the ring.
+    for (;;) {
+      const { revision, records } = await this.#source.log(subscriber.cursor)
+      const compacted = Math.max(0, revision - this.#source.historySize)
+      if (subscriber.cursor < compacted) {
+        sink.error(
+          new CompactedError(
+            `watch from revision ${subscriber.cursor}: history up to revision ${compacted} is gone; read the current state and watch from its revision`,
+          ),
+        )
+        return () => {}
+      }
+      for (const record of records) {
+        if (record.revision > this.#head) break
+        if (record.revision === subscriber.cursor + 1) this.#deliver(subscriber, record)
+      }
+      // The ring moved past what the log read covered: read again from where we are.
+      if (subscriber.cursor < this.#oldest()) continue
+      this.#replay(subscriber)
+      this.#subscribers.add(subscriber)
+      return remove
+    }
   }
 
-  /** Looks at the store for revisions nobody announced (after a freeze, say). */
+  /** Records committed by this page or announced by another tab, in any order. */
+  receive(records: LogRecord[]): void {
+    for (const r of records) if (r.revision > this.#head) this.#pending.set(r.revision, r)
+    this.#drain()
+  }
+
+  /** Looks at the log for revisions nobody announced (after the page was frozen, say). */
   poll(): void {
-    if (this.#subscribers.size > 0) this.#pump(true)
+    this.#fill(true)
   }
 
-  /** Ends every subscription without an error (the adapter is closing). */
+  /** Ends every subscription quietly (the store is closing). */
   clear(): void {
+    for (const s of this.#subscribers) s.closed = true
     this.#subscribers.clear()
   }
 
-  /** Reads the log from the lowest cursor until every subscriber has caught up with what is known. */
-  #pump(force = false): void {
-    if (this.#pumping) {
-      this.#again = true
+  /** The lowest revision a subscriber can start from without the log. */
+  #oldest(): number {
+    const ring = this.#ring.length > 0 ? this.#ring[0]!.revision - 1 : this.#head
+    // Memory may hold more than the log keeps; promise no more than the log does, in every tab alike.
+    return Math.max(ring, this.#head - this.#source.historySize)
+  }
+
+  #replay(s: Subscriber): void {
+    for (const record of this.#ring) if (record.revision === s.cursor + 1) this.#deliver(s, record)
+    // Nothing between the cursor and head is missing from the ring, so the cursor is at head now.
+    s.cursor = Math.max(s.cursor, this.#head)
+  }
+
+  #drain(): void {
+    if (this.#head < 0) return // not started: `start` reads the revision and drains
+    for (;;) {
+      const next = this.#pending.get(this.#head + 1)
+      if (!next) break
+      this.#pending.delete(next.revision)
+      this.#append(next)
+    }
+    for (const rev of this.#pending.keys()) if (rev <= this.#head) this.#pending.delete(rev)
+    if (this.#pending.size > 0) this.#fill(false)
+  }
+
+  #append(record: LogRecord): void {
+    this.#head = record.revision
+    this.#ring.push(record)
+    if (this.#ring.length > RING * 2) this.#ring = this.#ring.slice(-RING)
+    for (const s of this.#subscribers) if (record.revision === s.cursor + 1) this.#deliver(s, record)
+  }
+
+  /** Reads the log from `head` until nothing pending is beyond it. */
+  #fill(force: boolean): void {
+    if (this.#head < 0) return
+    if (this.#filling) {
+      this.#fillAgain = true
       return
     }
-    this.#pumping = true
+    this.#filling = true
     void (async () => {
       try {
         do {
-          this.#again = false
-          let lowest = Infinity
-          for (const s of this.#subscribers) lowest = Math.min(lowest, s.cursor)
-          if (lowest === Infinity || (!force && lowest >= this.#known)) continue
+          this.#fillAgain = false
+          if (!force && this.#pending.size === 0) break
           force = false
-          const { revision, records } = await this.#source.log(lowest)
-          this.#known = Math.max(this.#known, revision)
+          const { revision, records } = await this.#source.log(this.#head)
           const compacted = Math.max(0, revision - this.#source.historySize)
-          for (const s of this.#subscribers) {
-            if (s.cursor < compacted) {
-              this.#subscribers.delete(s)
-              s.sink.error(new CompactedError(`watch fell behind: history up to revision ${compacted} is gone`))
-              continue
-            }
-            for (const record of records) if (record.revision > s.cursor) this.#deliver(s, record)
-            // The read saw every revision up to `revision`, empty ones included.
-            s.cursor = Math.max(s.cursor, revision)
+          if (this.#head < compacted) {
+            // This page slept through more history than the log keeps: watchers must start over.
+            const behind = [...this.#subscribers]
+            this.clear()
+            for (const s of behind) s.sink.error(new CompactedError(`watch fell behind: history up to revision ${compacted} is gone`))
+            this.#ring = []
+            this.#head = revision
+            this.#pending.clear()
+            continue
           }
-        } while (this.#again)
+          for (const r of records) if (r.revision > this.#head) this.#pending.set(r.revision, r)
+          this.#drain()
+        } while (this.#fillAgain)
       } catch {
         // The database went away (closed, deleted): nothing more to deliver.
       } finally {
-        this.#pumping = false
+        this.#filling = false
       }
     })()
   }
@@ -135,6 +192,7 @@ export class Feed {
   #deliver(s: Subscriber, record: LogRecord): void {
     s.cursor = record.revision
     for (const event of record.events) {
+      if (s.closed) return
       if (!event.key.startsWith(s.prefix)) continue
       try {
         s.sink.event(copyEvent(event))

@@ -12,25 +12,14 @@
  *
  * @module
  */
-import type { Adapter, Check, Op, Unsubscribe, WatchSink } from '../../core/adapter'
+import type { Adapter, Check, CommitResult, Op, Unsubscribe, Value, WatchSink } from '../../core/adapter'
 import type { Clock, TimerHandle } from '../../core/clock'
-import { ClosedError, InvalidArgumentError, UnavailableError, UnsupportedError } from '../../core/errors'
+import { ClosedError, InvalidArgumentError, UnsupportedError } from '../../core/errors'
 import { checkKey } from '../../core/validate'
-import { Feed } from './feed'
 import { Liveness, webLocks } from './liveness'
-import { openStore, type Database, type LogRecord } from './schema'
-import {
-  commitTx,
-  earliestExpiry,
-  expired,
-  readEntry,
-  readLog,
-  readPrefix,
-  readRevision,
-  sweepTx,
-  toEntry,
-  type Outcome,
-} from './transactions'
+import type { Database } from './schema'
+import { SharedStore } from './shared'
+import { expired, readEntry, readPrefix, toEntry } from './transactions'
 
 export { backgroundClock } from './background-clock'
 export type { BackgroundClock } from './background-clock'
@@ -104,82 +93,52 @@ export function fromUrl(namespace: string): Promise<Adapter> {
 
 class IndexedDbStore {
   readonly adapter: Adapter
-  readonly #namespace: string
-  readonly #historySize: number
-  readonly #clock: Clock
+  readonly #shared: SharedStore
   readonly #liveness: Liveness | undefined
-  readonly #channel: BroadcastChannel
-  readonly #feed: Feed
   readonly #unwatch = new Set<Unsubscribe>()
-  #db: Promise<Database> | undefined
-  #gone = false
   #closed = false
-  #timer: TimerHandle | undefined
-  #timerAt = Infinity
-  #sweeping = false
-  #sweepAgain = false
 
   constructor(options: IndexedDbAdapterOptions) {
     assertSupported()
     if (typeof options !== 'object' || options === null) throw new InvalidArgumentError('options must be an object')
-    this.#namespace = checkKey(options.namespace ?? 'default', 'namespace')
+    const namespace = checkKey(options.namespace ?? 'default', 'namespace')
     const historySize = options.historySize ?? 10_000
     if (!Number.isInteger(historySize) || historySize < 1) {
       throw new InvalidArgumentError(`historySize must be a positive integer, got ${String(historySize)}`)
     }
-    this.#historySize = historySize
-    this.#clock = options.clock ?? wallClock
     const locks = options.liveness === false ? undefined : webLocks()
-    this.#liveness = locks && new Liveness(locks, this.#namespace)
-    this.#feed = new Feed({
-      historySize,
-      revision: async () => readRevision(await this.db()),
-      log: async (after) => readLog(await this.db(), after),
-    })
-    this.#channel = new BroadcastChannel(`zaris:idb:${this.#namespace}`)
-    this.#channel.onmessage = (ev: MessageEvent<Outcome>) => this.#received(ev.data)
+    this.#liveness = locks && new Liveness(locks, namespace)
+    this.#shared = SharedStore.acquire(namespace, historySize, options.clock ?? wallClock)
     this.adapter = this.#makeAdapter()
   }
 
-  /** The open database, opened on first use. */
+  /** The open database. */
   db(): Promise<Database> {
     if (this.#closed) return Promise.reject(new ClosedError('the indexeddb adapter is closed'))
-    if (this.#gone) {
-      return Promise.reject(new UnavailableError(`the IndexedDB database of ${JSON.stringify(this.#namespace)} was deleted or upgraded by another tab`))
-    }
-    if (!this.#db) {
-      this.#db = openStore(this.#namespace, () => this.#onGone())
-      this.#db.then(
-        async (db) => this.#armExpiry(await earliestExpiry(db)),
-        () => {},
-      )
-      this.#db.catch(() => (this.#db = undefined)) // a failed open is retried by the next call
-    }
-    return this.#db
+    return this.#shared.db()
   }
 
   #makeAdapter(): Adapter {
     const liveness = this.#liveness
+    const clock = this.#shared.clock
     const adapter: Adapter = {
       name: 'indexeddb',
       capabilities: { ownerGone: liveness !== undefined },
       get: async (key) => {
-        const db = await this.db()
-        const e = await readEntry(db, key)
-        const now = this.#clock.now()
+        const e = await readEntry(await this.db(), key)
+        const now = clock.now()
         if (!e) return undefined
         if (expired(e, now)) {
-          this.#armExpiry(now)
+          this.#shared.armExpiry(now)
           return undefined
         }
         return toEntry(e, now)
       },
       list: async (prefix) => {
-        const db = await this.db()
-        const all = await readPrefix(db, prefix)
-        const now = this.#clock.now()
+        const all = await readPrefix(await this.db(), prefix)
+        const now = clock.now()
         const live = all.filter((e) => !expired(e, now))
-        if (live.length < all.length) this.#armExpiry(now)
+        if (live.length < all.length) this.#shared.armExpiry(now)
         return live.map((e) => toEntry(e, now))
       },
       commit: (checks, ops) => this.#commit(checks, ops),
@@ -193,104 +152,46 @@ class IndexedDbStore {
     return adapter
   }
 
-  async #commit(checks: Check[], ops: Op[]) {
+  async #commit(checks: Check[], ops: Op[]): Promise<CommitResult> {
+    if (this.#closed) throw new ClosedError('the indexeddb adapter is closed')
     const seen = new Set<string>()
     for (const op of ops) {
       if (seen.has(op.key)) throw new InvalidArgumentError(`ops: key ${JSON.stringify(op.key)} appears twice in one commit`)
       seen.add(op.key)
     }
-    const db = await this.db()
-    // Snapshot values now: the transaction, the result and the events must not see later mutations.
-    const frozen = ops.map((op) => (op.type === 'set' && typeof op.value === 'object' && op.value !== null ? { ...op, value: structuredClone(op.value) } : op))
-    const { result, outcome } = await commitTx(db, checks, frozen, this.#clock.now(), this.#historySize)
-    this.#announce(outcome)
-    if (result.ok) {
-      for (const e of result.entries) if (typeof e.value === 'object' && e.value !== null) e.value = structuredClone(e.value)
-    }
+    // Values are copied now: the transaction, the result and the events must not see later mutations.
+    const copied = ops.map((op) => (op.type === 'set' ? { ...op, value: copy(op.value) } : op))
+    const result = await this.#shared.commit(checks, copied)
+    // Results share nothing with the store's records or with other commits of the batch.
+    if (result.ok) for (const e of result.entries) e.value = copy(e.value)
+    else for (const f of result.failed) if (f.entry) f.entry = { ...f.entry, value: copy(f.entry.value) }
     return result
   }
 
   async #watch(prefix: string, sink: WatchSink, fromRevision?: number): Promise<Unsubscribe> {
-    if (this.#closed) throw new ClosedError('the indexeddb adapter is closed')
-    const unsubscribe = await this.#feed.subscribe(prefix, sink, fromRevision)
-    if (this.#closed) {
-      unsubscribe()
-      throw new ClosedError('the indexeddb adapter is closed')
-    }
+    await this.db()
+    const unsubscribe = await this.#shared.feed.subscribe(prefix, sink, fromRevision)
     const done = () => {
       unsubscribe()
       this.#unwatch.delete(done)
+    }
+    if (this.#closed) {
+      unsubscribe()
+      throw new ClosedError('the indexeddb adapter is closed')
     }
     this.#unwatch.add(done)
     return done
   }
 
-  /** Tells this tab's watchers and every other tab what a transaction did. */
-  #announce(outcome: Outcome): void {
-    if (outcome.records.length === 0 && outcome.nextExpiry === undefined) return
-    if (!this.#closed) {
-      try {
-        this.#channel.postMessage(outcome)
-      } catch {
-        // The channel closed under us; other tabs catch up from the log.
-      }
-    }
-    this.#received(outcome)
-  }
-
-  #received(outcome: Outcome): void {
-    if (this.#closed) return
-    this.#feed.receive(outcome.records as LogRecord[])
-    if (outcome.nextExpiry !== undefined) this.#armExpiry(outcome.nextExpiry)
-  }
-
-  /** Makes sure this tab's expiry timer fires by `at` (wall time). */
-  #armExpiry(at: number | undefined): void {
-    if (at === undefined || this.#closed || at >= this.#timerAt) return
-    if (this.#timer !== undefined) this.#clock.clearTimeout(this.#timer)
-    this.#timerAt = at
-    this.#timer = this.#clock.setTimeout(() => {
-      this.#timer = undefined
-      this.#timerAt = Infinity
-      void this.#sweep()
-    }, at - this.#clock.now())
-  }
-
-  async #sweep(): Promise<void> {
-    if (this.#closed) return
-    if (this.#sweeping) {
-      this.#sweepAgain = true
-      return
-    }
-    this.#sweeping = true
-    try {
-      do {
-        this.#sweepAgain = false
-        const outcome = await sweepTx(await this.db(), this.#clock.now(), this.#historySize)
-        this.#announce(outcome)
-      } while (this.#sweepAgain && !this.#closed)
-    } catch {
-      // Closed or deleted under us; another tab sweeps.
-    } finally {
-      this.#sweeping = false
-    }
-  }
-
-  #onGone(): void {
-    this.#gone = true
-    void this.#db?.then((db) => db.close(), () => {})
-  }
-
   async #close(): Promise<void> {
     if (this.#closed) return
     this.#closed = true
-    if (this.#timer !== undefined) this.#clock.clearTimeout(this.#timer)
     for (const done of [...this.#unwatch]) done()
-    this.#feed.clear()
-    this.#channel.close()
     this.#liveness?.close()
-    const db = this.#db
-    this.#db = undefined
-    if (db) await db.then((d) => d.close(), () => {})
+    await this.#shared.release()
   }
+}
+
+function copy(value: Value): Value {
+  return typeof value === 'object' && value !== null ? structuredClone(value) : value
 }

@@ -18,6 +18,30 @@ export function webLocks(): LockManager | undefined {
   return nav?.locks && typeof nav.locks.request === 'function' ? nav.locks : undefined
 }
 
+/** One Web Locks request per owner per page, shared by every waiter for that owner. */
+interface Probe {
+  promise: Promise<void>
+  users: number
+  controller: AbortController
+  linger?: ReturnType<typeof setTimeout>
+}
+
+const probes = new Map<string, Probe>()
+
+/** How long a probe stays queued after its last waiter left, in ms. */
+const LINGER = 2_000
+
+/** Resolves once an exclusive request for `name` is granted with no registration queued behind it. */
+async function waitUntilGone(locks: LockManager, name: string, signal: AbortSignal): Promise<void> {
+  for (;;) {
+    const gone = await locks.request(name, { mode: 'exclusive', signal }, async () => {
+      const state = await locks.query()
+      return !state.pending?.some((l) => l.name === name && l.mode === 'shared')
+    })
+    if (gone) return
+  }
+}
+
 export class Liveness {
   readonly #locks: LockManager
   readonly #prefix: string
@@ -50,16 +74,48 @@ export class Liveness {
   }
 
   /** Resolves when no live client of `owner` is left; rejects with `signal`'s reason on abort. */
-  async gone(owner: string, signal: AbortSignal): Promise<void> {
+  gone(owner: string, signal: AbortSignal): Promise<void> {
+    signal.throwIfAborted()
     const name = this.#prefix + owner
-    const both = AbortSignal.any([signal, this.#closing.signal])
-    for (;;) {
-      const gone = await this.#locks.request(name, { mode: 'exclusive', signal: both }, async () => {
-        const state = await this.#locks.query()
-        return !state.pending?.some((l) => l.name === name && l.mode === 'shared')
-      })
-      if (gone) return
+    let probe = probes.get(name)
+    if (!probe) {
+      const controller = new AbortController()
+      probe = { promise: waitUntilGone(this.#locks, name, controller.signal), users: 0, controller }
+      const settled = probe
+      probes.set(name, probe)
+      // A settled probe is not reused: a client of the same id may start later.
+      probe.promise.then(
+        () => probes.get(name) === settled && probes.delete(name),
+        () => probes.get(name) === settled && probes.delete(name),
+      )
     }
+    const shared = probe
+    shared.users++
+    if (shared.linger !== undefined) clearTimeout(shared.linger)
+    shared.linger = undefined
+    return new Promise<void>((resolve, reject) => {
+      let done = false
+      const leave = () => {
+        if (done) return false
+        done = true
+        signal.removeEventListener('abort', onAbort)
+        if (--shared.users === 0) {
+          // Waiters come and go with every change of holder: keep the request queued a moment for the next one.
+          shared.linger = setTimeout(() => {
+            if (shared.users > 0) return
+            if (probes.get(name) === shared) probes.delete(name)
+            shared.controller.abort(new Error('no waiter left'))
+          }, LINGER)
+        }
+        return true
+      }
+      const onAbort = () => leave() && reject(signal.reason)
+      signal.addEventListener('abort', onAbort, { once: true })
+      shared.promise.then(
+        () => leave() && resolve(),
+        (err: unknown) => leave() && reject(err),
+      )
+    })
   }
 
   /** Releases every liveness lock this adapter holds and ends its probes. */

@@ -85,84 +85,95 @@ async function run<T>(tx: WriteTx, body: () => Promise<T>): Promise<T> {
   }
 }
 
-/** `Adapter.commit` as one readwrite transaction; `ops` were validated (no key twice). */
-export function commitTx(
+/** One `Adapter.commit` call; its ops were validated (no key twice) and its values copied. */
+export interface CommitRequest {
+  checks: Check[]
+  ops: Op[]
+}
+
+/**
+ * Applies a batch of commits in one readwrite transaction, one after the
+ * other, each with a revision of its own — as if each had had a transaction
+ * to itself, but with one round trip of reads and one disk commit for all.
+ * Every read the batch needs is issued at once, before any write.
+ */
+export function commitBatch(
   db: Database,
-  checks: Check[],
-  ops: Op[],
+  requests: CommitRequest[],
   now: number,
   historySize: number,
-): Promise<{ result: CommitResult; outcome: Outcome }> {
+): Promise<{ results: CommitResult[]; outcome: Outcome }> {
   const tx = writeTx(db)
   return run(tx, async () => {
     const entries = tx.objectStore('entries')
-    const expiry = await expireDue(tx, now)
-    let revision = expiry.revision
-    const records = expiry.records
-    const keys = [...new Set([...checks.map((c) => c.key), ...ops.map((o) => o.key)])]
-    const found = await Promise.all(keys.map((k) => (expiry.keys.has(k) ? undefined : entries.get(k))))
-    const current = new Map<string, StoredEntry>()
-    keys.forEach((k, i) => {
-      const e = found[i]
-      if (e && !expired(e, now)) current.set(k, e)
-    })
+    const keys = [...new Set(requests.flatMap((r) => [...r.checks.map((c) => c.key), ...r.ops.map((o) => o.key)]))]
+    const [stored, due, ...found] = await Promise.all([
+      tx.objectStore('meta').get('revision'),
+      entries.index('expiresAt').getAll(IDBKeyRange.upperBound(now)),
+      ...keys.map((k) => entries.get(k)),
+    ])
+    const state = new Map<string, StoredEntry | undefined>()
+    keys.forEach((k, i) => state.set(k, found[i] as StoredEntry | undefined))
 
-    const failed: Array<{ key: string; entry: Entry | undefined }> = []
-    for (const check of checks) {
-      const e = current.get(check.key)
-      const holds =
-        'revision' in check
-          ? check.revision === null ? e === undefined : e?.revision === check.revision
-          : check.created === null ? e === undefined : e?.created === check.created
-      if (!holds) failed.push({ key: check.key, entry: e && toEntry(e, now) })
-    }
-    if (failed.length > 0) {
-      finish(tx, revision, records, historySize)
-      return { result: { ok: false as const, failed }, outcome: { records } }
+    let revision = (stored as number | undefined) ?? 0
+    const records: LogRecord[] = []
+    for (const e of due as StoredEntry[]) {
+      revision++
+      void entries.delete(e.key)
+      if (state.has(e.key)) state.set(e.key, undefined)
+      records.push({ revision, events: [{ type: 'expire', key: e.key, revision }] })
     }
 
-    revision++
-    const events: WatchEvent[] = []
-    const written: StoredEntry[] = []
-    const deleted: string[] = []
     let nextExpiry: number | undefined
-    for (const op of ops) {
-      const existing = current.get(op.key)
-      if (op.type === 'delete') {
-        if (existing) {
-          void entries.delete(op.key)
-          deleted.push(op.key)
-          events.push({ type: 'delete', key: op.key, revision })
+    const results: CommitResult[] = requests.map(({ checks, ops }) => {
+      const failed: Array<{ key: string; entry: Entry | undefined }> = []
+      for (const check of checks) {
+        const e = state.get(check.key)
+        const holds =
+          'revision' in check
+            ? check.revision === null ? e === undefined : e?.revision === check.revision
+            : check.created === null ? e === undefined : e?.created === check.created
+        if (!holds) failed.push({ key: check.key, entry: e && toEntry(e, now) })
+      }
+      if (failed.length > 0) return { ok: false as const, failed }
+
+      revision++
+      const events: WatchEvent[] = []
+      const written: StoredEntry[] = []
+      const deleted: string[] = []
+      for (const op of ops) {
+        const existing = state.get(op.key)
+        if (op.type === 'delete') {
+          if (existing) {
+            void entries.delete(op.key)
+            state.set(op.key, undefined)
+            deleted.push(op.key)
+            events.push({ type: 'delete', key: op.key, revision })
+          }
+          continue
         }
-        continue
+        const e: StoredEntry = { key: op.key, value: op.value, revision, created: existing && !op.fresh ? existing.created : revision }
+        if (op.owner !== undefined) e.owner = op.owner
+        if (op.ttl !== undefined) {
+          e.ttl = op.ttl
+          e.expiresAt = now + op.ttl
+          nextExpiry = Math.min(nextExpiry ?? Infinity, e.expiresAt)
+        }
+        void entries.put(e)
+        state.set(op.key, e)
+        written.push(e)
+        const event: WatchEvent = { type: 'put', key: op.key, revision, value: op.value, created: e.created }
+        if (op.owner !== undefined) event.owner = op.owner
+        if (op.ttl !== undefined) event.ttl = op.ttl
+        events.push(event)
       }
-      const stored: StoredEntry = {
-        key: op.key,
-        value: op.value,
-        revision,
-        created: existing && !op.fresh ? existing.created : revision,
-      }
-      if (op.owner !== undefined) stored.owner = op.owner
-      if (op.ttl !== undefined) {
-        stored.ttl = op.ttl
-        stored.expiresAt = now + op.ttl
-        nextExpiry = Math.min(nextExpiry ?? Infinity, stored.expiresAt)
-      }
-      void entries.put(stored)
-      written.push(stored)
-      const event: WatchEvent = { type: 'put', key: op.key, revision, value: op.value, created: stored.created }
-      if (op.owner !== undefined) event.owner = op.owner
-      if (op.ttl !== undefined) event.ttl = op.ttl
-      events.push(event)
-    }
-    records.push({ revision, events })
+      records.push({ revision, events })
+      return { ok: true as const, revision, entries: written.map((e) => toEntry(e, now)), deleted }
+    })
     finish(tx, revision, records, historySize)
     const outcome: Outcome = { records }
     if (nextExpiry !== undefined) outcome.nextExpiry = nextExpiry
-    return {
-      result: { ok: true as const, revision, entries: written.map((e) => toEntry(e, now)), deleted },
-      outcome,
-    }
+    return { results, outcome }
   })
 }
 
@@ -208,9 +219,4 @@ export async function readLog(db: Database, after: number): Promise<{ revision: 
     tx.objectStore('log').getAll(IDBKeyRange.lowerBound(after, true)),
   ])
   return { revision: revision ?? 0, records }
-}
-
-/** The store's revision. */
-export async function readRevision(db: Database): Promise<number> {
-  return (await db.get('meta', 'revision')) ?? 0
 }
