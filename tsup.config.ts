@@ -9,6 +9,7 @@ export default defineConfig({
     index: 'src/index.ts',
     memory: 'src/adapters/memory.ts',
     indexeddb: 'src/adapters/indexeddb/index.ts',
+    redis: 'src/adapters/redis/index.ts',
     testing: 'src/testing.ts',
   },
   format: ['esm', 'cjs'],

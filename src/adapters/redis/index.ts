@@ -1,0 +1,262 @@
+/**
+ * The Redis adapter, `redis://[user:pass@]host:port[/db]?ns=NAME` (and
+ * `rediss://` for TLS): a zaris store in a Redis that many processes and
+ * machines share. Node only; the Redis client, ioredis, is an optional peer
+ * dependency loaded when this adapter is first used.
+ *
+ * Every operation is one Lua script (see `scripts.ts`), so checks, writes,
+ * the store-wide revision, TTL deadlines and the watch log change together or
+ * not at all. TTLs run on Redis's clock. Watches follow a capped Redis Stream.
+ *
+ * @module
+ */
+import type { RedisOptions } from 'ioredis'
+import type { Adapter, Check, CommitOptions, CommitResult, Entry, Op, Unsubscribe, Value, WatchSink } from '../../core/adapter'
+import { ClosedError, InvalidArgumentError } from '../../core/errors'
+import { checkKey, checkOptions, checkPrefix, checkTtl, checkValue, describe } from '../../core/validate'
+import { decodeEntry } from './codec'
+import { parseRedisUrl, shareClient, shareUrl, type RedisClient, type ScriptCommands, type SharedConnection } from './connection'
+import { Space } from './space'
+
+export type { RedisClient } from './connection'
+
+/** Options of {@link redisAdapter}. */
+export interface RedisAdapterOptions {
+  /** `redis://[user:pass@]host:port[/db]?ns=NAME` or `rediss://…`. Give this or `client`. */
+  url?: string
+  /**
+   * An ioredis `Redis` or `Cluster` you opened yourself (Sentinel, Cluster, custom TLS…).
+   * The adapter uses it and a duplicate for watches; `close()` leaves it open.
+   */
+  client?: RedisClient
+  /** The zaris namespace: stores with different namespaces never see each other. Default: the URL's `ns`, else `default`. */
+  namespace?: string
+  /** ioredis options for the connection opened from `url` (for example `tls`). */
+  redis?: RedisOptions
+  /** How many recent revisions of events are kept for watches that resume from a revision. Default 10 000. */
+  historySize?: number
+  /** How long (ms) a commit's answer is kept, so a retried request is answered instead of applied twice. Default 120 000. */
+  requestRetention?: number
+}
+
+const NAMESPACE = /^[A-Za-z0-9._~-]{1,128}$/
+
+/**
+ * Opens a zaris store in Redis. Resolves once Redis answers.
+ *
+ * @example
+ * import { Client } from 'zaris'
+ * import { redisAdapter } from 'zaris/redis'
+ * const client = new Client(await redisAdapter({ url: 'redis://127.0.0.1:6379/0', namespace: 'jobs' }))
+ */
+export async function redisAdapter(options: RedisAdapterOptions): Promise<Adapter> {
+  const o = checkOptions<RedisAdapterOptions>(options)
+  if ((o.url === undefined) === (o.client === undefined)) throw new InvalidArgumentError('redisAdapter needs exactly one of url or client')
+  const parsed = o.url === undefined ? undefined : parseRedisUrl(checkString(o.url, 'url'))
+  const namespace = o.namespace ?? parsed?.namespace ?? 'default'
+  if (typeof namespace !== 'string' || !NAMESPACE.test(namespace)) {
+    throw new InvalidArgumentError(`namespace must be 1-128 letters, digits or . _ ~ -, got ${describe(namespace)}`)
+  }
+  const historySize = checkCount(o.historySize ?? 10_000, 'historySize')
+  const requestRetention = checkCount(o.requestRetention ?? 120_000, 'requestRetention')
+  if (o.redis !== undefined && (typeof o.redis !== 'object' || o.redis === null)) throw new InvalidArgumentError('redis must be an object of ioredis options')
+  if (o.client !== undefined && (typeof o.client !== 'object' || o.client === null || typeof o.client.defineCommand !== 'function')) {
+    throw new InvalidArgumentError('client must be an ioredis Redis or Cluster instance')
+  }
+  const connection = parsed ? await shareUrl(parsed.url, o.redis, `zaris:${namespace}`) : shareClient(o.client!)
+  return new RedisAdapter(connection, Space.of(connection, namespace, { historySize }), requestRetention)
+}
+
+/**
+ * Creates the adapter for a parsed `redis://` or `rediss://` URL (used by
+ * `connect`); `options.redis` holds ioredis options, for example `tls`.
+ *
+ * @example
+ * const adapter = await fromUrl('redis://127.0.0.1:6379/0?ns=jobs', 'jobs', {})
+ */
+export function fromUrl(url: string, namespace: string, options: { readonly [option: string]: unknown }): Promise<Adapter> {
+  return redisAdapter({ url, namespace, redis: options.redis as RedisOptions | undefined })
+}
+
+/** One adapter: its own closed state and watches, on a namespace shared with the process's other adapters. */
+class RedisAdapter implements Adapter {
+  readonly name = 'redis'
+  readonly #connection: SharedConnection
+  readonly #space: Space
+  readonly #retention: number
+  readonly #watches = new Set<Unsubscribe>()
+  #closed = false
+
+  constructor(connection: SharedConnection, space: Space, retention: number) {
+    this.#connection = connection
+    this.#space = space
+    this.#retention = retention
+  }
+
+  async get(key: string): Promise<Entry | undefined> {
+    checkKey(key)
+    checkUnicode(key, 'key')
+    const [now, , raw] = (await this.#script('get', 'zarisGet', key)) as [string, string, unknown]
+    if (typeof raw !== 'string') return undefined
+    const entry = decodeEntry(key, raw, Number(now))
+    this.#space.see(entry.revision)
+    return entry
+  }
+
+  async list(prefix: string): Promise<Entry[]> {
+    checkPrefix(prefix)
+    checkUnicode(prefix, 'prefix')
+    const [now, , pairs] = (await this.#script('list', 'zarisList', prefix)) as [string, string, string[]]
+    const out: Entry[] = []
+    for (let i = 0; i + 1 < pairs.length; i += 2) out.push(decodeEntry(pairs[i]!, pairs[i + 1]!, Number(now)))
+    for (const e of out) this.#space.see(e.revision)
+    // Redis orders by UTF-8 bytes; the contract orders as JavaScript compares strings.
+    return out.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0))
+  }
+
+  async commit(checks: Check[], ops: Op[], options?: CommitOptions): Promise<CommitResult> {
+    if (!Array.isArray(checks)) throw new InvalidArgumentError('checks must be an array')
+    if (!Array.isArray(ops)) throw new InvalidArgumentError('ops must be an array')
+    const args: Array<string | number> = [checks.length]
+    checks.forEach((check, i) => args.push(...encodeCheck(check, `checks[${i}]`)))
+    args.push(ops.length)
+    const seen = new Set<string>()
+    const encoded = ops.map((op, i) => {
+      const e = encodeOp(op, `ops[${i}]`)
+      if (seen.has(e.key)) throw new InvalidArgumentError(`ops: key ${JSON.stringify(e.key)} appears twice in one commit`)
+      seen.add(e.key)
+      args.push(...e.args)
+      return e
+    })
+    const requestId = options?.requestId
+    if (requestId !== undefined && (typeof requestId !== 'string' || requestId.length === 0 || requestId.length > 256)) {
+      throw new InvalidArgumentError('requestId must be a non-empty string of at most 256 characters')
+    }
+    // Every commit carries a request id, so ioredis may resend one cut off by a dropped connection.
+    const request = requestId ?? globalThis.crypto.randomUUID()
+    const [status, now, , payload] = (await this.#script('commit', 'zarisCommit', request, this.#retention, ...args)) as [string, string, string, unknown]
+    if (status === 'fail') {
+      const pairs = payload as unknown[]
+      const failed: Array<{ key: string; entry: Entry | undefined }> = []
+      for (let i = 0; i + 1 < pairs.length; i += 2) {
+        const key = pairs[i] as string
+        const raw = pairs[i + 1]
+        failed.push({ key, entry: typeof raw === 'string' ? decodeEntry(key, raw, Number(now)) : undefined })
+      }
+      return { ok: false, failed }
+    }
+    const answer = String(payload).split(' ')
+    const revision = Number(answer[0])
+    this.#space.see(revision)
+    const entries: Entry[] = []
+    const deleted: string[] = []
+    encoded.forEach((op, i) => {
+      const a = answer[i + 1]!
+      if (op.type === 'delete') {
+        if (a === 'd1') deleted.push(op.key)
+        return
+      }
+      const entry: Entry = { key: op.key, value: JSON.parse(op.json) as Value, revision, created: Number(a) }
+      if (op.owner !== undefined) entry.owner = op.owner
+      if (op.ttl !== undefined) entry.ttl = op.ttl
+      entries.push(entry)
+    })
+    return { ok: true, revision, entries, deleted }
+  }
+
+  async watch(prefix: string, sink: WatchSink, fromRevision?: number): Promise<Unsubscribe> {
+    checkPrefix(prefix)
+    checkUnicode(prefix, 'prefix')
+    if (typeof sink !== 'object' || sink === null || typeof sink.event !== 'function' || typeof sink.error !== 'function') {
+      throw new InvalidArgumentError('sink must be an object with event and error functions')
+    }
+    if (fromRevision !== undefined && (!Number.isSafeInteger(fromRevision) || fromRevision < 0)) {
+      throw new InvalidArgumentError(`fromRevision must be an integer >= 0, got ${describe(fromRevision)}`)
+    }
+    this.#open()
+    const unsubscribe = await this.#space.watch(prefix, sink, fromRevision)
+    if (this.#closed) {
+      unsubscribe()
+      return () => {}
+    }
+    const tracked = () => {
+      this.#watches.delete(tracked)
+      unsubscribe()
+    }
+    this.#watches.add(tracked)
+    return tracked
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return
+    this.#closed = true
+    for (const unsubscribe of [...this.#watches]) unsubscribe()
+    this.#space.release()
+    await this.#connection.release()
+  }
+
+  #script(what: string, name: keyof ScriptCommands, ...args: Array<string | number>): Promise<unknown[]> {
+    this.#open()
+    return this.#space.script(what, name, ...args)
+  }
+
+  #open(): void {
+    if (this.#closed) throw new ClosedError('the redis adapter is closed')
+  }
+}
+
+function encodeCheck(check: Check, name: string): string[] {
+  if (typeof check !== 'object' || check === null) throw new InvalidArgumentError(`${name} must be an object with key and revision or created`)
+  const key = checkUnicode(checkKey(check.key, `${name}.key`), `${name}.key`)
+  const byRevision = 'revision' in check
+  if (byRevision === 'created' in check) throw new InvalidArgumentError(`${name} must have exactly one of revision and created`)
+  const want = byRevision ? (check as { revision: unknown }).revision : (check as { created: unknown }).created
+  if (want !== null && (typeof want !== 'number' || !Number.isSafeInteger(want) || want < 0)) {
+    throw new InvalidArgumentError(`${name}.${byRevision ? 'revision' : 'created'} must be an integer >= 0 or null, got ${describe(want)}`)
+  }
+  return [key, byRevision ? 'r' : 'c', want === null ? '' : String(want)]
+}
+
+interface EncodedOp {
+  type: 'set' | 'delete'
+  key: string
+  json: string
+  owner?: string
+  ttl?: number
+  args: string[]
+}
+
+function encodeOp(op: Op, name: string): EncodedOp {
+  if (typeof op !== 'object' || op === null) throw new InvalidArgumentError(`${name} must be an object`)
+  const key = checkUnicode(checkKey(op.key, `${name}.key`), `${name}.key`)
+  if (op.type === 'delete') return { type: 'delete', key, json: '', args: ['d', key, '', '', '', ''] }
+  if (op.type !== 'set') throw new InvalidArgumentError(`${name}.type must be 'set' or 'delete', got ${describe((op as { type: unknown }).type)}`)
+  const json = JSON.stringify(checkValue(op.value, `${name}.value`))
+  const out: EncodedOp = { type: 'set', key, json, args: [] }
+  if (op.ttl !== undefined) out.ttl = checkTtl(op.ttl, `${name}.ttl`)
+  if (op.owner !== undefined) {
+    if (typeof op.owner !== 'string') throw new InvalidArgumentError(`${name}.owner must be a string, got ${describe(op.owner)}`)
+    out.owner = checkUnicode(op.owner, `${name}.owner`)
+  }
+  if (op.fresh !== undefined && typeof op.fresh !== 'boolean') throw new InvalidArgumentError(`${name}.fresh must be a boolean`)
+  out.args = ['s', key, json, out.ttl === undefined ? '' : String(out.ttl), out.owner === undefined ? '' : '=' + out.owner, op.fresh ? '1' : '']
+  return out
+}
+
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/
+
+/** Redis stores UTF-8: a string with a lone surrogate would come back changed. */
+function checkUnicode(s: string, name: string): string {
+  if (LONE_SURROGATE.test(s)) throw new InvalidArgumentError(`${name} contains a lone surrogate, which Redis cannot store unchanged`)
+  return s
+}
+
+function checkString(s: unknown, name: string): string {
+  if (typeof s !== 'string') throw new InvalidArgumentError(`${name} must be a string, got ${describe(s)}`)
+  return s
+}
+
+function checkCount(n: unknown, name: string): number {
+  if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < 1) throw new InvalidArgumentError(`${name} must be an integer >= 1, got ${describe(n)}`)
+  return n
+}

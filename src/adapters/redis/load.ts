@@ -1,0 +1,56 @@
+/**
+ * Loads ioredis on first use, and turns its failures into zaris errors.
+ *
+ * The module name sits in a variable, with the bundlers' ignore comments, so
+ * that no bundler follows the import into a browser build: ioredis is loaded
+ * by Node at run time or not at all.
+ *
+ * @module
+ */
+import type { Redis, RedisOptions } from 'ioredis'
+import { UnavailableError, UnsupportedError, ZarisError } from '../../core/errors'
+
+/** The ioredis `Redis` class. */
+export type RedisConstructor = new (options: RedisOptions) => Redis
+
+/**
+ * Imports the ioredis package (or `name`, for tests) and returns its `Redis`
+ * class, or throws an `UnsupportedError` saying how to install it.
+ */
+export async function loadIoredis(name = 'ioredis'): Promise<RedisConstructor> {
+  let mod: Record<string, unknown>
+  try {
+    mod = (await import(/* @vite-ignore */ /* webpackIgnore: true */ name)) as Record<string, unknown>
+  } catch (err) {
+    const code = (err as { code?: unknown }).code
+    if (code === 'ERR_MODULE_NOT_FOUND' || code === 'MODULE_NOT_FOUND' || /Cannot find (module|package)/.test(String(err))) {
+      throw new UnsupportedError(
+        `the Redis adapter needs the ioredis package, which is not installed: run \`npm install ioredis\` (it is an optional peer dependency of zaris)`,
+      )
+    }
+    throw new UnsupportedError(`the Redis adapter could not load ioredis: ${String(err)}`)
+  }
+  // ESM sees the named export; CommonJS interop may nest it under `default`.
+  const inner = mod.default as Record<string, unknown> | undefined
+  const Redis = mod.Redis ?? inner?.Redis ?? inner?.default ?? inner
+  if (typeof Redis !== 'function') throw new UnsupportedError(`the module ${JSON.stringify(name)} does not export the ioredis Redis class`)
+  return Redis as RedisConstructor
+}
+
+/** Redis replies that mean "not now" (a replica, a loading or busy server), not "never". */
+const TRANSIENT = /^(READONLY|LOADING|MASTERDOWN|CLUSTERDOWN|TRYAGAIN|BUSY|MOVED|ASK|NOREPLICAS|OOM)\b/
+
+/**
+ * A zaris error for a failed Redis call: `UnavailableError` when Redis could
+ * not be reached or cannot answer now (the call may or may not have been
+ * applied), `ZarisError('INTERNAL')` for anything else Redis refused.
+ */
+export function redisError(err: unknown, what: string): ZarisError {
+  if (err instanceof ZarisError) return err
+  const message = err instanceof Error ? err.message : String(err)
+  const name = err instanceof Error ? err.name : ''
+  if (name === 'ReplyError' && !TRANSIENT.test(message)) {
+    return new ZarisError('INTERNAL', `redis refused ${what}: ${message}`, { cause: err })
+  }
+  return new UnavailableError(`redis ${what} failed (it may or may not have been applied): ${message}`, { cause: err })
+}

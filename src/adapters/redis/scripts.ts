@@ -1,0 +1,307 @@
+/**
+ * The Lua scripts of the Redis adapter. Every read and write of a namespace
+ * is one script, so Redis runs it atomically against every other client.
+ *
+ * Keys (all share the hash tag `{ns}`, so a namespace lives in one Redis
+ * Cluster slot, and every key a script touches is declared in KEYS):
+ *
+ * 1. `rev`  string  the store-wide revision counter (INCR)
+ * 2. `data` hash    key -> `<rev> <created> <deadline|-> <ttl|-> <value json>[\n<owner>]`
+ * 3. `idx`  zset    every stored key at score 0, for prefix ranges (ZRANGEBYLEX)
+ * 4. `exp`  zset    key -> deadline in microseconds on Redis's clock (TIME)
+ * 5. `log`  stream  the events, id `<revision>-<n>`; trimmed to the last `history` revisions
+ * 6. `req`  hash    requestId -> the answer of the commit that carried it
+ * 7. `reqt` zset    requestId -> when it was answered, for pruning
+ *
+ * Every revision appends at least one stream entry (an `n` no-op when a commit
+ * changed nothing), and the last entry of a revision carries `z`, so a reader
+ * can tell a gap from a quiet stretch: the entry after `r-s` must be `r-(s+1)`,
+ * or `(r+1)-0` when `r-s` was the last of its revision.
+ *
+ * Expiry: Redis's own key TTLs are not used, because an expiry must take a
+ * revision and an event. Every script first expires the due entries of `exp`
+ * (each with its own revision and `e` event), and treats any entry whose
+ * deadline has passed as expired the moment it touches it.
+ *
+ * Numbers are passed to Redis with `%d`: Lua's default number-to-string
+ * conversion keeps only 14 digits, too few for microsecond deadlines.
+ *
+ * @module
+ */
+
+/** The common start of every script: keys, clock, expiry, revisions. ARGV[1..3] = history, sweep limit, minimum revision. */
+const PRELUDE = `
+local K_REV, K_DATA, K_IDX, K_EXP, K_LOG, K_REQ, K_REQT = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
+local HISTORY = tonumber(ARGV[1])
+local SWEEP = tonumber(ARGV[2])
+local MINREV = tonumber(ARGV[3])
+local clock = redis.call('TIME')
+local NOW = tonumber(clock[1]) * 1000000 + tonumber(clock[2])
+local LAST_REV = nil
+local FLOOR = nil
+
+local function fmt(n) return string.format('%d', n) end
+
+-- The next revision. It never falls below the newest revision in the log or
+-- one a client has already seen (MINREV): if Redis lost the counter (a
+-- restart without persistence, a failover to a stale replica), revisions and
+-- fencing tokens still rise for every client that was connected.
+local function next_rev()
+  if not FLOOR then
+    FLOOR = MINREV
+    local newest = redis.call('XREVRANGE', K_LOG, '+', '-', 'COUNT', 1)
+    if newest[1] then
+      local r = tonumber(string.match(newest[1][1], '^(%d+)'))
+      if r > FLOOR then FLOOR = r end
+    end
+  end
+  local rev = redis.call('INCR', K_REV)
+  if rev <= FLOOR then
+    rev = FLOOR + 1
+    redis.call('SET', K_REV, fmt(rev))
+  end
+  FLOOR = rev
+  LAST_REV = rev
+  return rev
+end
+
+local function parse(raw)
+  local rev, created, deadline = string.match(raw, '^(%d+) (%d+) (%S+) ')
+  return tonumber(rev), tonumber(created), tonumber(deadline)
+end
+
+local function remove(key)
+  redis.call('HDEL', K_DATA, key)
+  redis.call('ZREM', K_IDX, key)
+  redis.call('ZREM', K_EXP, key)
+end
+
+local function expire(key)
+  local rev = next_rev()
+  redis.call('XADD', K_LOG, fmt(rev) .. '-0', 't', 'e', 'k', key, 'z', '1')
+  remove(key)
+end
+
+-- The raw entry at key if it is live; an entry past its deadline is expired here.
+local function live(key)
+  local raw = redis.call('HGET', K_DATA, key)
+  if not raw then return false end
+  local _, _, deadline = parse(raw)
+  if deadline and deadline <= NOW then
+    expire(key)
+    return false
+  end
+  return raw
+end
+
+-- Expires up to SWEEP due entries, earliest deadline first.
+local function sweep()
+  local due = redis.call('ZRANGEBYSCORE', K_EXP, '-inf', fmt(NOW), 'LIMIT', 0, SWEEP)
+  for _, key in ipairs(due) do
+    if redis.call('HEXISTS', K_DATA, key) == 1 then expire(key) else redis.call('ZREM', K_EXP, key) end
+  end
+end
+
+-- Trims the log to the last HISTORY revisions; returns Redis's time and the
+-- microseconds until the earliest deadline (-1: none), for the caller's timer.
+local function finish()
+  if LAST_REV and LAST_REV > HISTORY then
+    redis.call('XTRIM', K_LOG, 'MINID', '~', fmt(LAST_REV - HISTORY + 1) .. '-0')
+  end
+  local first = redis.call('ZRANGE', K_EXP, 0, 0, 'WITHSCORES')
+  local next_in = -1
+  if first[2] then
+    next_in = tonumber(first[2]) - NOW
+    if next_in < 0 then next_in = 0 end
+  end
+  return fmt(NOW), fmt(next_in)
+end
+`
+
+/** `get`: ARGV[4] = key. Returns `{now, nextIn, raw|nil}`. */
+export const GET_SCRIPT = `${PRELUDE}
+sweep()
+local raw = live(ARGV[4])
+local now, next_in = finish()
+return {now, next_in, raw}
+`
+
+/** `list`: ARGV[4] = prefix. Returns `{now, nextIn, {key, raw, ...}}` in byte order of the keys. */
+export const LIST_SCRIPT = `${PRELUDE}
+sweep()
+local prefix = ARGV[4]
+local lo, hi = '-', '+'
+if prefix ~= '' then
+  -- No UTF-8 string contains the byte 0xFF, so this bounds every key that starts with prefix.
+  lo = '[' .. prefix
+  hi = '[' .. prefix .. '\\255'
+end
+local out = {}
+for _, key in ipairs(redis.call('ZRANGEBYLEX', K_IDX, lo, hi)) do
+  local raw = live(key)
+  if raw then
+    out[#out + 1] = key
+    out[#out + 1] = raw
+  end
+end
+local now, next_in = finish()
+return {now, next_in, out}
+`
+
+/**
+ * `commit`: ARGV[4] = requestId ('' for none), ARGV[5] = how long answers are
+ * kept for retries (ms), ARGV[6] = number of checks, then per check
+ * `key, 'r'|'c', expected ('' = no live entry)`, then the number of ops, then
+ * per op `'s'|'d', key, value json, ttl ms ('' = none), '=' .. owner ('' = none), '1' if fresh`.
+ *
+ * Returns `{'ok'|'dup', now, nextIn, answer}` where answer is
+ * `<revision> <per op: created, or d1|d0 for a delete that did / did not delete>`,
+ * or `{'fail', now, nextIn, {key, raw|nil, ...}}` with the failed checks.
+ */
+export const COMMIT_SCRIPT = `${PRELUDE}
+local request = ARGV[4]
+if request ~= '' then
+  local answer = redis.call('HGET', K_REQ, request)
+  if answer then
+    local now, next_in = finish()
+    return {'dup', now, next_in, answer}
+  end
+end
+sweep()
+
+local i = 6
+local failed = {}
+for _ = 1, tonumber(ARGV[i]) do
+  local key, kind, want = ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
+  i = i + 3
+  local raw = live(key)
+  local holds
+  if want == '' then
+    holds = not raw
+  elseif not raw then
+    holds = false
+  else
+    local rev, created = parse(raw)
+    if kind == 'r' then holds = rev == tonumber(want) else holds = created == tonumber(want) end
+  end
+  if not holds then
+    failed[#failed + 1] = key
+    failed[#failed + 1] = raw
+  end
+end
+if #failed > 0 then
+  local now, next_in = finish()
+  return {'fail', now, next_in, failed}
+end
+
+-- Every key of the commit is brought up to date (expired if due) before the
+-- commit takes its revision, so the expiries come first in revision order.
+local n = tonumber(ARGV[i + 1])
+i = i + 2
+local ops = {}
+for o = 1, n do
+  local op = {typ = ARGV[i], key = ARGV[i + 1], value = ARGV[i + 2], ttl = ARGV[i + 3], owner = ARGV[i + 4], fresh = ARGV[i + 5]}
+  i = i + 6
+  op.raw = live(op.key)
+  ops[o] = op
+end
+
+local rev = next_rev()
+local srev = fmt(rev)
+local events = {}
+local answer = {srev}
+for o = 1, n do
+  local op = ops[o]
+  if op.typ == 'd' then
+    if op.raw then
+      events[#events + 1] = {'t', 'd', 'k', op.key}
+      answer[#answer + 1] = 'd1'
+    else
+      answer[#answer + 1] = 'd0'
+    end
+  else
+    local created = rev
+    if op.raw and op.fresh ~= '1' then
+      local _, c = parse(op.raw)
+      created = c
+    end
+    local deadline, ttl = '-', '-'
+    if op.ttl ~= '' then
+      ttl = op.ttl
+      deadline = fmt(NOW + math.ceil(tonumber(op.ttl) * 1000))
+    end
+    op.deadline = deadline
+    op.entry = srev .. ' ' .. fmt(created) .. ' ' .. deadline .. ' ' .. ttl .. ' ' .. op.value
+    local event = {'t', 'p', 'k', op.key, 'v', op.value, 'c', fmt(created)}
+    if op.owner ~= '' then
+      op.entry = op.entry .. '\\n' .. string.sub(op.owner, 2)
+      event[#event + 1] = 'o'
+      event[#event + 1] = string.sub(op.owner, 2)
+    end
+    if op.ttl ~= '' then
+      event[#event + 1] = 'l'
+      event[#event + 1] = op.ttl
+    end
+    events[#events + 1] = event
+    answer[#answer + 1] = fmt(created)
+  end
+end
+if #events == 0 then events[1] = {'t', 'n'} end
+local last = events[#events]
+last[#last + 1] = 'z'
+last[#last + 1] = '1'
+
+-- The log first: XADD is the one write that can refuse (an id below the
+-- stream's newest), and then nothing else has been written.
+for e = 1, #events do
+  redis.call('XADD', K_LOG, srev .. '-' .. (e - 1), unpack(events[e]))
+end
+for o = 1, n do
+  local op = ops[o]
+  if op.typ == 'd' then
+    if op.raw then remove(op.key) end
+  else
+    redis.call('HSET', K_DATA, op.key, op.entry)
+    redis.call('ZADD', K_IDX, 0, op.key)
+    if op.deadline ~= '-' then
+      redis.call('ZADD', K_EXP, op.deadline, op.key)
+    else
+      redis.call('ZREM', K_EXP, op.key)
+    end
+  end
+end
+
+local text = table.concat(answer, ' ')
+if request ~= '' then
+  redis.call('HSET', K_REQ, request, text)
+  redis.call('ZADD', K_REQT, fmt(NOW), request)
+  local old = redis.call('ZRANGEBYSCORE', K_REQT, '-inf', fmt(NOW - tonumber(ARGV[5]) * 1000), 'LIMIT', 0, 100)
+  if #old > 0 then
+    redis.call('HDEL', K_REQ, unpack(old))
+    redis.call('ZREM', K_REQT, unpack(old))
+  end
+end
+local now, next_in = finish()
+return {'ok', now, next_in, text}
+`
+
+/** `expire`: expires what is due. Returns `{now, nextIn}`. */
+export const EXPIRE_SCRIPT = `${PRELUDE}
+sweep()
+local now, next_in = finish()
+return {now, next_in}
+`
+
+/**
+ * `replay`: ARGV[4] = first stream id to return ('' for none), ARGV[5] = at most how many.
+ * Returns `{now, nextIn, revision, entries}`: the store's revision and the log
+ * from that id, read in one step so a reader can tell "nothing yet" from "gone".
+ */
+export const REPLAY_SCRIPT = `${PRELUDE}
+sweep()
+local entries = {}
+if ARGV[4] ~= '' then entries = redis.call('XRANGE', K_LOG, ARGV[4], '+', 'COUNT', ARGV[5]) end
+local rev = redis.call('GET', K_REV) or '0'
+local now, next_in = finish()
+return {now, next_in, rev, entries}
+`

@@ -1,0 +1,173 @@
+/**
+ * One namespace on one shared connection: runs the scripts with the
+ * namespace's keys, follows its log for watchers, and keeps the timer that
+ * makes expiry events arrive when nobody reads or writes. Every adapter of
+ * the process on that namespace and connection uses the same one.
+ *
+ * @module
+ */
+import type { Redis } from 'ioredis'
+import type { Unsubscribe, WatchSink } from '../../core/adapter'
+import { systemClock, type TimerHandle } from '../../core/clock'
+import { LOG_KEY_INDEX, namespaceKeys, type LogEntry, type RawLogEntry } from './codec'
+import { SocketHold, type RedisClient, type ScriptCommands, type SharedConnection } from './connection'
+import { Follower } from './follower'
+import { redisError } from './load'
+
+/** Due entries one script expires at most before its own work (the rest: the next script, or when touched). */
+const SWEEP_LIMIT = 500
+
+export interface SpaceOptions {
+  historySize: number
+}
+
+export class Space {
+  readonly #connection: SharedConnection
+  readonly #keys: string[]
+  readonly #history: number
+  readonly #follower: Follower
+  #reader: RedisClient | undefined
+  #readerHold: SocketHold | undefined
+  #users = 0
+  #closed = false
+  /** The highest revision seen here; the store's revision is never let fall below it. */
+  #seen = 0
+  #timer: TimerHandle | undefined
+  #timerAt = Infinity
+
+  /** The namespace's state on `connection`, created on first use. */
+  static of(connection: SharedConnection, namespace: string, options: SpaceOptions): Space {
+    const key = `${namespace}\u0000${options.historySize}`
+    let space = connection.spaces.get(key) as Space | undefined
+    if (!space || space.#closed) {
+      space = new Space(connection, namespace, options)
+      connection.spaces.set(key, space)
+      const s = space
+      s.#forget = () => {
+        if (connection.spaces.get(key) === s) connection.spaces.delete(key)
+      }
+    }
+    space.#users++
+    return space
+  }
+
+  #forget: () => void = () => {}
+
+  private constructor(connection: SharedConnection, namespace: string, options: SpaceOptions) {
+    this.#connection = connection
+    this.#keys = namespaceKeys(namespace)
+    this.#history = options.historySize
+    this.#follower = new Follower({
+      replay: async (startId, count) => {
+        const r = (await this.script('watch', 'zarisReplay', startId, count)) as [string, string, unknown, RawLogEntry[]]
+        const revision = Number(r[2])
+        this.see(revision)
+        return { revision, entries: r[3] ?? [] }
+      },
+      read: async (afterId, count, blockMs) => {
+        const reply = (await this.#readerClient().xread('COUNT', count, 'BLOCK', blockMs, 'STREAMS', this.#keys[LOG_KEY_INDEX]!, afterId)) as
+          | Array<[string, RawLogEntry[]]>
+          | null
+        return reply?.[0]?.[1] ?? null
+      },
+      revision: async () => Number((await this.#readerClient().get(this.#keys[0]!)) ?? 0),
+      saw: (entry) => this.#saw(entry),
+      active: (active) => {
+        this.#readerHold?.[active ? 'hold' : 'release']()
+        // Learn the earliest deadline now: entries written before anyone watched need their expiry events too.
+        if (active) void this.#expireDue()
+        else this.#clearTimer()
+      },
+    })
+  }
+
+  /** Runs a script with the namespace's keys and the common arguments. */
+  async script(what: string, name: keyof ScriptCommands, ...args: Array<string | number>): Promise<unknown[]> {
+    const hold = this.#connection.hold
+    hold.hold()
+    try {
+      const reply = (await this.#connection.client[name](...this.#keys, this.#history, SWEEP_LIMIT, this.#seen, ...args)) as unknown[]
+      const nextIn = Number(reply[name === 'zarisCommit' ? 2 : 1])
+      if (nextIn >= 0) this.#schedule(nextIn / 1000)
+      return reply
+    } catch (err) {
+      throw redisError(err, what)
+    } finally {
+      hold.release()
+    }
+  }
+
+  watch(prefix: string, sink: WatchSink, fromRevision?: number): Promise<Unsubscribe> {
+    return this.#follower.subscribe(prefix, sink, fromRevision)
+  }
+
+  see(revision: number): void {
+    if (revision > this.#seen) this.#seen = revision
+  }
+
+  /** One adapter is done with this namespace; the last one stops its reader and timer. */
+  release(): void {
+    if (--this.#users > 0) return
+    this.#closed = true
+    this.#forget()
+    this.#clearTimer()
+    this.#follower.close()
+    this.#reader?.disconnect()
+  }
+
+  #readerClient(): RedisClient {
+    if (!this.#reader) {
+      const client = this.#connection.client
+      // A connection of its own: XREAD BLOCK holds up every other command on its connection.
+      // It waits through outages rather than failing, since its reads resume from a cursor.
+      const reader =
+        'nodes' in client ? client.duplicate() : client.duplicate({ maxRetriesPerRequest: null, enableAutoPipelining: false, lazyConnect: false })
+      reader.on('error', () => {})
+      this.#reader = reader
+      if (this.#connection.owned) {
+        this.#readerHold = new SocketHold(reader as Redis)
+        if (this.#follower.size > 0) this.#readerHold.hold()
+      }
+    }
+    return this.#reader
+  }
+
+  #saw(entry: LogEntry): void {
+    this.see(entry.id.rev)
+    const ttl = entry.event?.ttl
+    // Another client wrote an entry with a TTL: make sure the watchers here hear of its expiry.
+    if (ttl !== undefined) this.#schedule(ttl)
+  }
+
+  /** Runs the expiry script in `ms` (or sooner, if it is already due sooner), while someone watches. */
+  #schedule(ms: number): void {
+    if (this.#closed || this.#follower.size === 0) return
+    // +1 ms: the timer must not fire before the deadline has passed on Redis's clock.
+    const delay = Math.ceil(ms) + 1
+    const at = systemClock.now() + delay
+    if (at >= this.#timerAt) return
+    this.#clearTimer()
+    this.#timerAt = at
+    this.#timer = systemClock.setTimeout(() => {
+      this.#timer = undefined
+      this.#timerAt = Infinity
+      void this.#expireDue()
+    }, delay)
+  }
+
+  #clearTimer(): void {
+    if (this.#timer !== undefined) systemClock.clearTimeout(this.#timer)
+    this.#timer = undefined
+    this.#timerAt = Infinity
+  }
+
+  async #expireDue(): Promise<void> {
+    if (this.#closed || this.#follower.size === 0) return
+    try {
+      await this.script('expire', 'zarisExpire')
+    } catch {
+      // Redis is unreachable: try again soon, the watchers still wait for their events.
+      this.#schedule(1_000)
+    }
+  }
+}

@@ -1,0 +1,133 @@
+/**
+ * Starts a real `redis-server` for a test: a free loopback port, a temporary
+ * directory, no persistence by default (`--save '' --appendonly no`), or an
+ * append-only file fsynced on every write (`durable: true`). Stop it with
+ * `stop()`; `kill()` is a `kill -9`; `start()` again on the same port and
+ * directory is a restart.
+ */
+import { spawn, type ChildProcess } from 'node:child_process'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { createConnection, createServer } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+
+export const REDIS_SERVER = process.env.ZARIS_REDIS_SERVER ?? 'redis-server'
+
+export interface RedisServerOptions {
+  /** `--appendonly yes --appendfsync always`: every acknowledged write is on disk. */
+  durable?: boolean
+  /** More `redis-server` arguments, for example `['--requirepass', 'secret']`. */
+  args?: string[]
+}
+
+export class RedisServer {
+  readonly dir: string
+  readonly options: RedisServerOptions
+  port = 0
+  #process: ChildProcess | undefined
+  #log = ''
+
+  constructor(options: RedisServerOptions = {}) {
+    this.options = options
+    this.dir = mkdtempSync(join(tmpdir(), 'zaris-redis-'))
+  }
+
+  /** `redis://127.0.0.1:<port>/<db>?ns=<namespace>` */
+  url(namespace: string, db = 0): string {
+    return `redis://127.0.0.1:${this.port}/${db}?ns=${namespace}`
+  }
+
+  get pid(): number | undefined {
+    return this.#process?.pid
+  }
+
+  async start(): Promise<this> {
+    if (this.#process) throw new Error('redis-server is already running')
+    if (this.port === 0) this.port = await freePort()
+    const persistence = this.options.durable ? ['--appendonly', 'yes', '--appendfsync', 'always'] : ['--appendonly', 'no']
+    const args = ['--port', String(this.port), '--bind', '127.0.0.1', '--dir', this.dir, '--save', '', ...persistence, '--daemonize', 'no', ...(this.options.args ?? [])]
+    const child = spawn(REDIS_SERVER, args, { stdio: ['ignore', 'pipe', 'pipe'] })
+    this.#log = ''
+    child.stdout!.on('data', (d: Buffer) => (this.#log += d.toString()))
+    child.stderr!.on('data', (d: Buffer) => (this.#log += d.toString()))
+    const exited = new Promise<never>((_, reject) => {
+      child.once('error', reject)
+      child.once('exit', (code) => reject(new Error(`redis-server exited with ${code} before it was ready:\n${this.#log}`)))
+    })
+    exited.catch(() => {})
+    this.#process = child
+    child.once('exit', () => {
+      if (this.#process === child) this.#process = undefined
+    })
+    await Promise.race([exited, this.#ready()])
+    return this
+  }
+
+  /** SIGTERM, and wait for the process to exit. */
+  async stop(): Promise<void> {
+    await this.#signal('SIGTERM')
+  }
+
+  /** kill -9: no chance to flush anything that was not already on disk. */
+  async kill(): Promise<void> {
+    await this.#signal('SIGKILL')
+  }
+
+  /** Stops the server if it runs and removes its directory. */
+  async dispose(): Promise<void> {
+    await this.stop()
+    rmSync(this.dir, { recursive: true, force: true })
+  }
+
+  async #signal(signal: NodeJS.Signals): Promise<void> {
+    const child = this.#process
+    if (!child) return
+    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
+    child.kill(signal)
+    await exited
+    this.#process = undefined
+  }
+
+  /** Polls with PING until the server answers PONG (not LOADING). */
+  async #ready(): Promise<void> {
+    const deadline = Date.now() + 10_000
+    while (Date.now() < deadline) {
+      if ((await ping(this.port).catch(() => '')) === '+PONG') return
+      await new Promise((r) => setTimeout(r, 20))
+    }
+    throw new Error(`redis-server on port ${this.port} did not answer within 10 s:\n${this.#log}`)
+  }
+}
+
+/** Starts a server; the caller disposes of it. */
+export async function startRedis(options?: RedisServerOptions): Promise<RedisServer> {
+  return new RedisServer(options).start()
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer()
+    server.once('error', reject)
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number }
+      server.close(() => resolve(port))
+    })
+  })
+}
+
+function ping(port: number): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = createConnection({ host: '127.0.0.1', port })
+    let data = ''
+    socket.setTimeout(1_000, () => socket.destroy(new Error('timeout')))
+    socket.once('error', reject)
+    socket.once('connect', () => socket.write('PING\r\n'))
+    socket.on('data', (d) => {
+      data += d.toString()
+      if (data.includes('\r\n')) {
+        socket.destroy()
+        resolve(data.split('\r\n')[0]!)
+      }
+    })
+  })
+}
