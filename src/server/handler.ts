@@ -158,7 +158,6 @@ export function createHandler(options: HandlerOptions): Handler {
     if (isZarisError(err)) {
       const headers: Record<string, string> = {}
       if (err.code === 'UNAUTHORIZED') headers['www-authenticate'] = 'Bearer'
-      if (err.code === 'TOO_LARGE') headers.connection = 'close'
       return json(statusOf(err.code), { error: err.toJSON() }, headers)
     }
     log(`zaris node: internal error: ${err instanceof Error ? err.message : String(err)}`)

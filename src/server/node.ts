@@ -40,6 +40,9 @@ export interface Listening {
   close(): Promise<void>
 }
 
+/** Bytes past the body limit read and dropped before the connection is cut. */
+const MAX_DRAIN = 4 * 1024 * 1024
+
 /** A streamed reply whose peer has this much unsent is cut off (it resumes from its last revision). */
 const MAX_BUFFERED = 1024 * 1024
 
@@ -131,7 +134,10 @@ async function serve(handler: Handler, req: IncomingMessage, res: ServerResponse
 /** Reads the body up to `limit` bytes; past it, rejects at once and stops buffering. */
 function readBody(req: IncomingMessage, limit: number): Promise<string> {
   const declared = Number(req.headers['content-length'] ?? NaN)
-  if (declared > limit) return Promise.reject(tooLarge(limit))
+  if (declared > limit) {
+    drain(req, limit, 0)
+    return Promise.reject(tooLarge(limit))
+  }
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = []
     let size = 0
@@ -139,8 +145,7 @@ function readBody(req: IncomingMessage, limit: number): Promise<string> {
       size += chunk.length
       if (size > limit) {
         cleanup()
-        // Keep draining (the reply closes the connection) so the client can read the 413.
-        req.resume()
+        drain(req, limit, size)
         reject(tooLarge(limit))
         return
       }
@@ -163,4 +168,14 @@ function readBody(req: IncomingMessage, limit: number): Promise<string> {
     req.on('end', onEnd)
     req.on('error', onError)
   })
+}
+
+/** Reads and drops the rest of a refused body, so a client still sending can read the 413; past a cap, hangs up. */
+function drain(req: IncomingMessage, limit: number, already: number): void {
+  let drained = already
+  req.on('data', (c: Buffer) => {
+    drained += c.length
+    if (drained > limit + MAX_DRAIN) req.socket.destroy()
+  })
+  req.resume()
 }

@@ -27,7 +27,7 @@ function suite(name: string, args: () => string[]) {
       const opened: Array<{ close(): Promise<void> }> = []
       return {
         async connect(options) {
-          const client: Client = await connect(`zaris://127.0.0.1:${node.port}/${namespace}`, options)
+          const client: Client = await connect(`zaris://127.0.0.1:${node.port}/${namespace}`, { ...options })
           opened.push(client)
           return client
         },
@@ -40,7 +40,7 @@ function suite(name: string, args: () => string[]) {
           await Promise.all(opened.map((c) => c.close()))
         },
       }
-    }, { scale: 0.5 })
+    }, { scale: 0.25 })
   })
 }
 

@@ -126,6 +126,8 @@ class RemoteWatch {
       })
       if (this.#stopped || outcome.kind === 'stopped') return undefined
       if (outcome.kind === 'failed' && outcome.fatal) return outcome.error
+      // A full watcher table is reported to a new watch; an established one waits for a slot.
+      if (outcome.kind === 'failed' && !established() && isZarisError(outcome.error, 'RATE_LIMITED')) return outcome.error
       if (outcome.kind === 'ended' && outcome.healthy) {
         // The stream was fine and ended (the node restarting, a proxy timeout): resume now.
         if (this.#last === undefined) {
