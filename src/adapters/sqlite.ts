@@ -100,7 +100,10 @@ export async function openSqlite(file: string, options: SqliteOptions = {}): Pro
     db.close()
     throw err
   }
-  return new SqliteStoresImpl(db, file, options)
+  const stores = new SqliteStoresImpl(db, file, options)
+  // Load every namespace now, so TTLs restart from the restart, not from a namespace's first use.
+  stores.loadAll()
+  return stores
 }
 
 function migrate(db: BetterSqlite3.Database): void {
@@ -169,6 +172,11 @@ class SqliteStoresImpl implements SqliteStores {
       pruneOld: db.prepare('DELETE FROM zaris_requests WHERE at < ?'),
       pruneMany: db.prepare('DELETE FROM zaris_requests WHERE rowid <= (SELECT max(rowid) FROM zaris_requests) - ?'),
     }
+  }
+
+  /** @internal Loads every namespace the file holds. */
+  loadAll(): void {
+    for (const { ns } of this.#db.prepare('SELECT ns FROM zaris_stores').all() as Array<{ ns: string }>) this.#load(ns)
   }
 
   revision(namespace: string): number {

@@ -46,7 +46,7 @@ async function snapshot(): Promise<string> {
 describe('a node started with --token', () => {
   test('answers /healthz without the token, everything else needs it (401 with a JSON error)', async () => {
     expect((await fetch(`${node.url}/healthz`)).status).toBe(200)
-    for (const headers of [{ 'content-type': 'application/json' }, { 'content-type': 'application/json', authorization: 'Bearer wrong-token-0123456789' }, { 'content-type': 'application/json', authorization: TOKEN }]) {
+    for (const headers of [{ 'content-type': 'application/json' } as Record<string, string>, { 'content-type': 'application/json', authorization: 'Bearer wrong-token-0123456789' }, { 'content-type': 'application/json', authorization: TOKEN }]) {
       const r = await post('get', JSON.stringify({ key: 'k' }), headers)
       expect(r.status).toBe(401)
       expect(r.headers.get('www-authenticate')).toBe('Bearer')
