@@ -1,0 +1,53 @@
+/**
+ * Serves the harness page with Vite (the library from source, as the tests
+ * see it) on a free loopback port, and launches Chromium for multi-tab tests.
+ */
+import { fileURLToPath } from 'node:url'
+import { chromium, type Browser, type LaunchOptions } from 'playwright'
+import { createServer, type ViteDevServer } from 'vite'
+import { chromiumLaunchOptions } from './chromium'
+
+const here = (path: string) => fileURLToPath(new URL(path, import.meta.url))
+
+export interface Harness {
+  url: string
+  browser: Browser
+  close(): Promise<void>
+}
+
+/** Starts the dev server and a browser; `close` stops both. */
+export async function startHarness(launch: LaunchOptions = chromiumLaunchOptions()): Promise<Harness> {
+  const server: ViteDevServer = await createServer({
+    configFile: false,
+    root: here('.'),
+    logLevel: 'error',
+    resolve: {
+      alias: {
+        'zaris/indexeddb': here('../../src/adapters/indexeddb/index.ts'),
+        'zaris/memory': here('../../src/adapters/memory.ts'),
+        zaris: here('../../src/index.ts'),
+      },
+    },
+    // Pre-bundling would reload the page mid-test when it discovers `idb`; idb is plain ESM anyway.
+    optimizeDeps: { noDiscovery: true, include: [] },
+    server: { host: '127.0.0.1', port: 0, strictPort: false, hmr: false, watch: null, fs: { allow: [here('../..')] } },
+  })
+  await server.listen()
+  const address = server.httpServer?.address()
+  if (!address || typeof address === 'string') throw new Error('the harness server has no port')
+  let browser: Browser
+  try {
+    browser = await chromium.launch(launch)
+  } catch (err) {
+    await server.close()
+    throw err
+  }
+  return {
+    url: `http://127.0.0.1:${address.port}/`,
+    browser,
+    async close() {
+      await browser.close().catch(() => {})
+      await server.close()
+    },
+  }
+}
