@@ -1,0 +1,94 @@
+/**
+ * `zaris` + `zaris/indexeddb` bundled for the browser the way an app would
+ * (Vite, minified): no chunk may import a Node built-in, and the sizes a
+ * `zaris://idb` app loads are printed (min+gzip).
+ */
+import { fileURLToPath } from 'node:url'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { gzipSync } from 'node:zlib'
+import { builtinModules } from 'node:module'
+import { build, type Rollup } from 'vite'
+import { describe, expect, it } from 'vitest'
+
+const src = (path: string) => fileURLToPath(new URL(`../../src/${path}`, import.meta.url))
+
+type Chunk = Rollup.OutputChunk
+
+/** Bundles `code` as an app's entry for the browser; resolves the chunks and the build's warnings. */
+async function bundle(code: string): Promise<{ chunks: Chunk[]; warnings: string[] }> {
+  const dir = mkdtempSync(join(tmpdir(), 'zaris-bundle-'))
+  const entry = join(dir, 'app.ts')
+  writeFileSync(entry, code)
+  const warnings: string[] = []
+  try {
+    const result = (await build({
+      configFile: false,
+      logLevel: 'silent',
+      root: dir,
+      resolve: {
+        alias: {
+          'zaris/indexeddb': src('adapters/indexeddb/index.ts'),
+          zaris: src('index.ts'),
+        },
+      },
+      build: {
+        write: false,
+        minify: true,
+        target: 'es2022',
+        modulePreload: false,
+        rollupOptions: { input: entry, onwarn: (w) => void warnings.push(String(w.message)) },
+      },
+    })) as Rollup.RollupOutput | Rollup.RollupOutput[]
+    const outputs = (Array.isArray(result) ? result : [result]).flatMap((r) => r.output)
+    return { chunks: outputs.filter((o): o is Chunk => o.type === 'chunk'), warnings }
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
+}
+
+const builtins = new Set([...builtinModules, ...builtinModules.map((m) => `node:${m}`)])
+
+function assertNoNodeBuiltins({ chunks, warnings }: { chunks: Chunk[]; warnings: string[] }): void {
+  expect(chunks.length).toBeGreaterThan(0)
+  for (const c of chunks) {
+    const imports = [...c.imports, ...c.dynamicImports]
+    expect(imports.filter((i) => builtins.has(i) || i.startsWith('node:')), c.fileName).toEqual([])
+    expect(c.code, c.fileName).not.toMatch(/__vite-browser-external|from\s*["']node:|import\(\s*["']node:/)
+  }
+  expect(warnings.filter((w) => /externalized for browser compatibility|node:/.test(w))).toEqual([])
+}
+
+const gz = (chunks: Chunk[]) => chunks.reduce((t, c) => t + gzipSync(c.code, { level: 9 }).length, 0)
+const min = (chunks: Chunk[]) => chunks.reduce((t, c) => t + Buffer.byteLength(c.code), 0)
+const kb = (n: number) => `${(n / 1024).toFixed(1)} KiB`
+const hasModule = (c: Chunk, path: string) => Object.keys(c.modules).some((m) => m.includes(path))
+
+describe('browser bundle', () => {
+  it('zaris + zaris/indexeddb bundle with no Node built-in', async () => {
+    const both = await bundle(
+      "import { connect } from 'zaris'\nimport { indexedDbAdapter, backgroundClock } from 'zaris/indexeddb'\n" +
+        'Object.assign(globalThis, { app: { connect, indexedDbAdapter, backgroundClock } })\n',
+    )
+    assertNoNodeBuiltins(both)
+    const entry = both.chunks.filter((c) => c.isEntry)
+    expect(entry.some((c) => hasModule(c, 'adapters/indexeddb/shared'))).toBe(true)
+
+    // The usual app: only `connect`, which loads the IndexedDB adapter as a chunk of its own.
+    const lazy = await bundle("import { connect } from 'zaris'\nObject.assign(globalThis, { open: () => connect('zaris://idb/app') })\n")
+    assertNoNodeBuiltins(lazy)
+    const lazyEntry = lazy.chunks.filter((c) => c.isEntry)
+    const idbChunk = lazy.chunks.filter((c) => !c.isEntry && hasModule(c, 'adapters/indexeddb/shared'))
+    expect(idbChunk).toHaveLength(1)
+    expect(lazyEntry.some((c) => hasModule(c, 'adapters/indexeddb'))).toBe(false)
+
+    console.log(
+      'browser bundle (vite, minified, gzip -9):\n' +
+        `  zaris + zaris/indexeddb imported statically: ${kb(min(entry))} min, ${kb(gz(entry))} min+gzip\n` +
+        `  import { connect } from 'zaris': entry ${kb(min(lazyEntry))} min, ${kb(gz(lazyEntry))} min+gzip; ` +
+        `+ the indexeddb chunk loaded by zaris://idb ${kb(min(idbChunk))} min, ${kb(gz(idbChunk))} min+gzip\n` +
+        `  every chunk (all adapters connect can load): ${kb(min(lazy.chunks))} min, ${kb(gz(lazy.chunks))} min+gzip`,
+    )
+  }, 60_000)
+})
