@@ -59,7 +59,12 @@ export class RedisServer {
     child.once('exit', () => {
       if (this.#process === child) this.#process = undefined
     })
-    await Promise.race([exited, this.#ready()])
+    try {
+      await Promise.race([exited, this.#ready()])
+    } catch (err) {
+      await this.kill()
+      throw err
+    }
     return this
   }
 
@@ -88,11 +93,12 @@ export class RedisServer {
     this.#process = undefined
   }
 
-  /** Polls with PING until the server answers PONG (not LOADING). */
+  /** Polls with PING until the server answers PONG, or asks for a password (not LOADING). */
   async #ready(): Promise<void> {
     const deadline = Date.now() + 10_000
     while (Date.now() < deadline) {
-      if ((await ping(this.port).catch(() => '')) === '+PONG') return
+      const answer = await ping(this.port).catch(() => '')
+      if (answer === '+PONG' || answer.startsWith('-NOAUTH')) return
       await new Promise((r) => setTimeout(r, 20))
     }
     throw new Error(`redis-server on port ${this.port} did not answer within 10 s:\n${this.#log}`)

@@ -65,14 +65,19 @@ export interface LogEntry {
   id: StreamId
   /** The last entry of its revision. */
   last: boolean
+  /** The store's epoch when it was written. */
+  epoch: string
   event?: WatchEvent
+  /** On the entry that reports lost history: the newest revision Redis still had. */
+  lost?: number
 }
 
 export function decodeLogEntry([id, fields]: RawLogEntry): LogEntry {
   const f: Record<string, string> = Object.create(null)
   for (let i = 0; i + 1 < fields.length; i += 2) f[fields[i]!] = fields[i + 1]!
   const sid = parseId(id)
-  const out: LogEntry = { id: sid, last: f.z === '1' }
+  const out: LogEntry = { id: sid, last: f.z === '1', epoch: f.g ?? '' }
+  if (f.t === 'x') out.lost = Number(f.a)
   const key = f.k
   if (key === undefined) return out
   switch (f.t) {

@@ -11,7 +11,7 @@
  * @module
  */
 import type { Cluster, Redis, RedisOptions } from 'ioredis'
-import { InvalidArgumentError, InvalidUrlError, UnavailableError } from '../../core/errors'
+import { InvalidArgumentError, InvalidUrlError, UnauthorizedError, UnavailableError } from '../../core/errors'
 import { loadIoredis } from './load'
 import { COMMIT_SCRIPT, EXPIRE_SCRIPT, GET_SCRIPT, LIST_SCRIPT, REPLAY_SCRIPT } from './scripts'
 
@@ -96,14 +96,24 @@ export async function openRedis(url: string, options: RedisOptions | undefined, 
   }
   const Redis = await loadIoredis()
   const redis = new (Redis as unknown as new (url: string, options: RedisOptions) => Redis)(url, { ...DEFAULTS, connectionName, ...options, lazyConnect: true })
-  // Failures reach the caller through the commands; without a listener ioredis prints them.
-  redis.on('error', () => {})
+  // Later failures reach the caller through the commands; without a listener ioredis prints them.
+  let cause: unknown
+  const onError = (err: unknown) => (cause ??= err)
+  redis.on('error', onError)
   try {
     await redis.connect()
   } catch (err) {
     redis.disconnect()
-    throw new UnavailableError(`cannot connect to Redis at ${redact(url)}: ${(err as Error).message}`, { cause: err })
+    cause ??= err
+    const message = cause instanceof Error ? cause.message : String(cause)
+    if (/WRONGPASS|NOAUTH|invalid (username|password)/i.test(message)) {
+      throw new UnauthorizedError(`Redis at ${redact(url)} refused the credentials: ${message}`)
+    }
+    throw new UnavailableError(`cannot connect to Redis at ${redact(url)}: ${message}`, { cause })
+  } finally {
+    redis.off('error', onError)
   }
+  redis.on('error', () => {})
   return redis
 }
 

@@ -15,7 +15,8 @@
  * entry and the last one of a revision is marked, so the entry after a cursor
  * is known exactly. When the log was trimmed past a cursor (a subscriber asked
  * for old history, or the reader fell behind), or the store's revision went
- * back (Redis lost data), the subscribers concerned get a `CompactedError`.
+ * back, its epoch changed or it logged lost history (Redis lost data), the
+ * subscribers concerned get a `CompactedError`.
  * A dropped connection is not a gap: the reader resumes from its cursor.
  *
  * @module
@@ -33,6 +34,8 @@ interface Cursor extends StreamId {
 interface Reader {
   cursor: Cursor
   generation: number
+  /** The store's epoch ('' until it has one): an entry of another epoch means Redis lost everything. */
+  epoch: string
   /** The last entries read, contiguous; `base` is the position just before the first. */
   ring: LogEntry[]
   base: Cursor
@@ -51,8 +54,8 @@ interface Subscriber {
 
 /** What the follower needs from the adapter. */
 export interface FollowerIo {
-  /** The store's revision and up to `count` log entries from `startId` (inclusive; '' for none), in one atomic step. */
-  replay(startId: string, count: number): Promise<{ revision: number; entries: RawLogEntry[] }>
+  /** The store's revision and epoch, and up to `count` log entries from `startId` (inclusive; '' for none), in one atomic step. */
+  replay(startId: string, count: number): Promise<{ revision: number; epoch: string; entries: RawLogEntry[] }>
   /** Log entries after `afterId`, waiting up to `blockMs`; null when none came. Runs on the reader's connection. */
   read(afterId: string, count: number, blockMs: number): Promise<RawLogEntry[] | null>
   /** The store's revision, read on the reader's connection. */
@@ -130,7 +133,7 @@ export class Follower {
 
   async #catchUp(sub: Subscriber): Promise<void> {
     for (;;) {
-      const { revision, entries } = await this.#io.replay(startOf(sub.cursor), BATCH)
+      const { revision, epoch, entries } = await this.#io.replay(startOf(sub.cursor), BATCH)
       if (sub.done) return
       const decoded = entries.map(decodeLogEntry)
       if (decoded.length === 0 && sub.cursor.last && sub.cursor.rev > revision) {
@@ -144,7 +147,10 @@ export class Follower {
           ),
         )
       }
-      for (const entry of decoded) this.#deliver(sub, entry)
+      for (const entry of decoded) {
+        if (entry.lost !== undefined) return this.#fail(sub, new CompactedError(lostMessage(entry.lost)))
+        this.#deliver(sub, entry)
+      }
       if (decoded.length === BATCH) continue
       const reader = this.#reader
       // The reader may have read past this subscriber while the replay was on its way; read up to it first.
@@ -153,14 +159,14 @@ export class Follower {
         continue
       }
       this.#live.add(sub)
-      if (!reader) this.#start(sub.cursor)
+      if (!reader) this.#start(sub.cursor, epoch)
       return
     }
   }
 
-  #start(cursor: Cursor): void {
+  #start(cursor: Cursor, epoch: string): void {
     const generation = ++this.#generation
-    this.#reader = { cursor: { ...cursor }, generation, ring: [], base: { ...cursor }, idleSince: 0 }
+    this.#reader = { cursor: { ...cursor }, generation, epoch, ring: [], base: { ...cursor }, idleSince: 0 }
     void this.#follow(generation)
   }
 
@@ -199,6 +205,13 @@ export class Follower {
         )
       }
       for (const entry of entries) {
+        if (reader.epoch === '') reader.epoch = entry.epoch
+        if (entry.lost !== undefined) return this.#failReader(lostMessage(entry.lost))
+        if (entry.epoch !== reader.epoch) {
+          return this.#failReader(
+            `the store started over (Redis lost its data: restarted without persistence, or flushed); read the current state and watch again`,
+          )
+        }
         reader.cursor = cursorOf(entry)
         remember(reader, entry)
         for (const sub of this.#live) if (isAfter(entry.id, sub.cursor)) this.#deliver(sub, entry)
@@ -257,6 +270,10 @@ export class Follower {
     this.#live.delete(sub)
     if (this.#subscribers.delete(sub) && this.#subscribers.size === 0 && !this.#closed) this.#io.active(false)
   }
+}
+
+function lostMessage(newest: number): string {
+  return `Redis lost the history after revision ${newest} (a restart without persistence, or a failover to a replica that was behind): the events and entries written after it are gone; read the current state and watch again`
 }
 
 function remember(reader: Reader, entry: LogEntry): void {

@@ -8,7 +8,7 @@
  * @module
  */
 import type { Redis, RedisOptions } from 'ioredis'
-import { UnavailableError, UnsupportedError, ZarisError } from '../../core/errors'
+import { UnauthorizedError, UnavailableError, UnsupportedError, ZarisError } from '../../core/errors'
 
 /** The ioredis `Redis` class. */
 export type RedisConstructor = new (options: RedisOptions) => Redis
@@ -49,6 +49,9 @@ export function redisError(err: unknown, what: string): ZarisError {
   if (err instanceof ZarisError) return err
   const message = err instanceof Error ? err.message : String(err)
   const name = err instanceof Error ? err.name : ''
+  if (name === 'ReplyError' && /^(NOAUTH|WRONGPASS|NOPERM)\b/.test(message)) {
+    return new UnauthorizedError(`redis refused ${what}: ${message}`)
+  }
   if (name === 'ReplyError' && !TRANSIENT.test(message)) {
     return new ZarisError('INTERNAL', `redis refused ${what}: ${message}`, { cause: err })
   }

@@ -5,7 +5,8 @@
  * Keys (all share the hash tag `{ns}`, so a namespace lives in one Redis
  * Cluster slot, and every key a script touches is declared in KEYS):
  *
- * 1. `rev`  string  the store-wide revision counter (INCR)
+ * 1. `rev`  hash    `n`: the store-wide revision counter (HINCRBY); `g`: the epoch, Redis's
+ *                   time when the counter was created, which changes if Redis lost everything
  * 2. `data` hash    key -> `<rev> <created> <deadline|-> <ttl|-> <value json>[\n<owner>]`
  * 3. `idx`  zset    every stored key at score 0, for prefix ranges (ZRANGEBYLEX)
  * 4. `exp`  zset    key -> deadline in microseconds on Redis's clock (TIME)
@@ -16,7 +17,10 @@
  * Every revision appends at least one stream entry (an `n` no-op when a commit
  * changed nothing), and the last entry of a revision carries `z`, so a reader
  * can tell a gap from a quiet stretch: the entry after `r-s` must be `r-(s+1)`,
- * or `(r+1)-0` when `r-s` was the last of its revision.
+ * or `(r+1)-0` when `r-s` was the last of its revision. Every entry carries
+ * the epoch `g`. When a script finds the store behind a revision a client has
+ * already seen (Redis lost writes), it moves the counter past it and logs an
+ * `x` entry first, so readers learn that the store lost history.
  *
  * Expiry: Redis's own key TTLs are not used, because an expiry must take a
  * revision and an event. Every script first expires the due entries of `exp`
@@ -42,27 +46,70 @@ local FLOOR = nil
 
 local function fmt(n) return string.format('%d', n) end
 
+-- The store's epoch, created with its revision counter.
+local EPOCH = nil
+local function epoch()
+  if not EPOCH then
+    EPOCH = redis.call('HGET', K_REV, 'g')
+    if not EPOCH then
+      EPOCH = fmt(NOW)
+      redis.call('HSET', K_REV, 'g', EPOCH)
+    end
+  end
+  return EPOCH
+end
+
 -- The next revision. It never falls below the newest revision in the log or
 -- one a client has already seen (MINREV): if Redis lost the counter (a
 -- restart without persistence, a failover to a stale replica), revisions and
--- fencing tokens still rise for every client that was connected.
+-- fencing tokens still rise for every client that was connected. LOST is set
+-- to the newest revision Redis still had when it had lost later ones.
+local LOST = nil
 local function next_rev()
   if not FLOOR then
-    FLOOR = MINREV
-    local newest = redis.call('XREVRANGE', K_LOG, '+', '-', 'COUNT', 1)
-    if newest[1] then
-      local r = tonumber(string.match(newest[1][1], '^(%d+)'))
-      if r > FLOOR then FLOOR = r end
+    local newest = 0
+    local last = redis.call('XREVRANGE', K_LOG, '+', '-', 'COUNT', 1)
+    if last[1] then newest = tonumber(string.match(last[1][1], '^(%d+)')) end
+    FLOOR = math.max(newest, MINREV)
+    local rev = redis.call('HINCRBY', K_REV, 'n', 1)
+    if rev <= FLOOR then
+      if MINREV > newest and MINREV >= rev then LOST = newest end
+      rev = FLOOR + 1
+      redis.call('HSET', K_REV, 'n', fmt(rev))
     end
+    FLOOR = rev
+    LAST_REV = rev
+    return rev
   end
-  local rev = redis.call('INCR', K_REV)
-  if rev <= FLOOR then
-    rev = FLOOR + 1
-    redis.call('SET', K_REV, fmt(rev))
-  end
-  FLOOR = rev
+  local rev = redis.call('HINCRBY', K_REV, 'n', 1)
   LAST_REV = rev
   return rev
+end
+
+-- Appends the events of revision rev to the log: ids rev-0, rev-1, ..., the
+-- epoch on each, the last one marked. A revision that found history lost
+-- starts with the x entry that says so.
+local function append(rev, events)
+  local srev = fmt(rev)
+  local g = epoch()
+  local seq = 0
+  if LOST then
+    redis.call('XADD', K_LOG, srev .. '-0', 't', 'x', 'a', fmt(LOST), 'g', g)
+    LOST = nil
+    seq = 1
+  end
+  if #events == 0 then events = {{'t', 'n'}} end
+  for e = 1, #events do
+    local fields = events[e]
+    fields[#fields + 1] = 'g'
+    fields[#fields + 1] = g
+    if e == #events then
+      fields[#fields + 1] = 'z'
+      fields[#fields + 1] = '1'
+    end
+    redis.call('XADD', K_LOG, srev .. '-' .. seq, unpack(fields))
+    seq = seq + 1
+  end
 end
 
 local function parse(raw)
@@ -77,8 +124,7 @@ local function remove(key)
 end
 
 local function expire(key)
-  local rev = next_rev()
-  redis.call('XADD', K_LOG, fmt(rev) .. '-0', 't', 'e', 'k', key, 'z', '1')
+  append(next_rev(), {{'t', 'e', 'k', key}})
   remove(key)
 end
 
@@ -246,16 +292,9 @@ for o = 1, n do
     answer[#answer + 1] = fmt(created)
   end
 end
-if #events == 0 then events[1] = {'t', 'n'} end
-local last = events[#events]
-last[#last + 1] = 'z'
-last[#last + 1] = '1'
-
 -- The log first: XADD is the one write that can refuse (an id below the
 -- stream's newest), and then nothing else has been written.
-for e = 1, #events do
-  redis.call('XADD', K_LOG, srev .. '-' .. (e - 1), unpack(events[e]))
-end
+append(rev, events)
 for o = 1, n do
   local op = ops[o]
   if op.typ == 'd' then
@@ -294,14 +333,15 @@ return {now, next_in}
 
 /**
  * `replay`: ARGV[4] = first stream id to return ('' for none), ARGV[5] = at most how many.
- * Returns `{now, nextIn, revision, entries}`: the store's revision and the log
- * from that id, read in one step so a reader can tell "nothing yet" from "gone".
+ * Returns `{now, nextIn, revision, entries, epoch}`: the store's revision and
+ * the log from that id, read in one step so a reader can tell "nothing yet"
+ * from "gone".
  */
 export const REPLAY_SCRIPT = `${PRELUDE}
 sweep()
 local entries = {}
 if ARGV[4] ~= '' then entries = redis.call('XRANGE', K_LOG, ARGV[4], '+', 'COUNT', ARGV[5]) end
-local rev = redis.call('GET', K_REV) or '0'
+local state = redis.call('HMGET', K_REV, 'n', 'g')
 local now, next_in = finish()
-return {now, next_in, rev, entries}
+return {now, next_in, state[1] or '0', entries, state[2] or ''}
 `

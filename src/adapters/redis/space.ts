@@ -59,10 +59,10 @@ export class Space {
     this.#history = options.historySize
     this.#follower = new Follower({
       replay: async (startId, count) => {
-        const r = (await this.script('watch', 'zarisReplay', startId, count)) as [string, string, unknown, RawLogEntry[]]
+        const r = (await this.script('watch', 'zarisReplay', startId, count)) as [string, string, unknown, RawLogEntry[], unknown]
         const revision = Number(r[2])
         this.see(revision)
-        return { revision, entries: r[3] ?? [] }
+        return { revision, epoch: String(r[4] ?? ''), entries: r[3] ?? [] }
       },
       read: async (afterId, count, blockMs) => {
         const reply = (await this.#readerClient().xread('COUNT', count, 'BLOCK', blockMs, 'STREAMS', this.#keys[LOG_KEY_INDEX]!, afterId)) as
@@ -70,7 +70,7 @@ export class Space {
           | null
         return reply?.[0]?.[1] ?? null
       },
-      revision: async () => Number((await this.#readerClient().get(this.#keys[0]!)) ?? 0),
+      revision: async () => Number((await this.#readerClient().hget(this.#keys[0]!, 'n')) ?? 0),
       saw: (entry) => this.#saw(entry),
       active: (active) => {
         this.#readerHold?.[active ? 'hold' : 'release']()

@@ -1,0 +1,232 @@
+/**
+ * The Redis adapter beyond the shared contract: URLs and credentials, the key
+ * layout (one hash tag, no KEYS), Redis's clock for deadlines, idempotent
+ * retries, expiry reported once with many expiry timers running, and an idle
+ * process that exits. Against a real redis-server.
+ */
+import { spawn } from 'node:child_process'
+import Redis from 'ioredis'
+import { afterAll, beforeAll, describe, expect, test } from 'vitest'
+import { connect, type Adapter, type WatchEvent } from 'zaris'
+import { redisAdapter } from 'zaris/redis'
+import { loadIoredis } from '../../src/adapters/redis/load'
+import { until } from '../conformance/util'
+import { startRedis, type RedisServer } from './server'
+
+let server: RedisServer
+let raw: Redis
+beforeAll(async () => {
+  server = await startRedis()
+  raw = new Redis(server.port, '127.0.0.1')
+})
+afterAll(async () => {
+  raw?.disconnect()
+  await server?.dispose()
+})
+
+let n = 0
+const fresh = () => `t${++n}-${Math.random().toString(36).slice(2, 8)}`
+
+async function keysOf(pattern = '*'): Promise<string[]> {
+  const found: string[] = []
+  let cursor = '0'
+  do {
+    const [next, keys] = await raw.scan(cursor, 'MATCH', pattern, 'COUNT', 1000)
+    cursor = next
+    found.push(...keys)
+  } while (cursor !== '0')
+  return found.sort()
+}
+
+describe('connection strings', () => {
+  test('connect opens redis:// URLs; namespaces and database numbers are separate stores', async () => {
+    const ns = fresh()
+    const a = await connect(server.url(ns, 0))
+    const b = await connect(server.url(ns + '-other', 0))
+    const c = await connect(server.url(ns, 1))
+    await a.put('k', 'a')
+    await b.put('k', 'b')
+    await c.put('k', 'c')
+    await a.put('k', 'a2')
+    expect((await a.get('k'))?.value).toBe('a2')
+    expect((await b.get('k'))?.value).toBe('b')
+    expect((await c.get('k'))?.value).toBe('c')
+    expect((await a.get('k'))?.revision).toBe(2)
+    expect((await c.get('k'))?.revision).toBe(1)
+    await Promise.all([a.close(), b.close(), c.close()])
+  })
+
+  test('user:pass in the URL authenticates; wrong credentials are UNAUTHORIZED, nobody listening is UNAVAILABLE', async () => {
+    const secured = await startRedis({ args: ['--user', 'alice', 'on', '>s3cret', '~*', '&*', '+@all', '--requirepass', 'pw'] })
+    try {
+      const ns = fresh()
+      const alice = await connect(`redis://alice:s3cret@127.0.0.1:${secured.port}/0?ns=${ns}`)
+      await alice.put('k', 1)
+      const byDefault = await connect(`redis://:pw@127.0.0.1:${secured.port}/0?ns=${ns}`)
+      expect((await byDefault.get('k'))?.value).toBe(1)
+      await Promise.all([alice.close(), byDefault.close()])
+
+      const wrong = connect(`redis://alice:wrong@127.0.0.1:${secured.port}/0?ns=${ns}`)
+      await expect(wrong).rejects.toMatchObject({ code: 'UNAUTHORIZED' })
+      // The password does not leak into the message.
+      await expect(wrong).rejects.toThrow(/alice:\*\*\*@/)
+      await expect(connect(`redis://127.0.0.1:${secured.port}/0?ns=${ns}`)).rejects.toMatchObject({ code: 'UNAUTHORIZED' })
+    } finally {
+      await secured.dispose()
+    }
+    await expect(connect(`redis://127.0.0.1:${secured.port}/0?ns=x`)).rejects.toMatchObject({ code: 'UNAVAILABLE' })
+  })
+
+  test('bad input is refused with a message naming it', async () => {
+    await expect(connect(`redis://127.0.0.1:${server.port}/0`)).rejects.toMatchObject({ code: 'INVALID_URL', message: expect.stringContaining('?ns=') })
+    await expect(redisAdapter({ url: `redis://127.0.0.1:${server.port}/x/y` })).rejects.toMatchObject({ code: 'INVALID_URL' })
+    await expect(redisAdapter({ url: server.url('a{b}') })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', message: expect.stringContaining('namespace') })
+    await expect(redisAdapter({} as never)).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', message: expect.stringContaining('url or client') })
+    await expect(redisAdapter({ url: server.url('h'), historySize: 0 })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', message: expect.stringContaining('historySize') })
+    const a = await redisAdapter({ url: server.url(fresh()) })
+    await expect(a.get('\uD800x')).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', message: expect.stringContaining('surrogate') })
+    await expect(a.commit([], [{ type: 'set', key: 'k', value: 1, ttl: -1 }])).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' })
+    await expect(a.commit([{ key: 'k' } as never], [])).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', message: expect.stringContaining('checks[0]') })
+    await expect(a.commit([], [{ type: 'set', key: 'k', value: 1 }, { type: 'delete', key: 'k' }])).rejects.toMatchObject({
+      code: 'INVALID_ARGUMENT',
+      message: expect.stringContaining('twice'),
+    })
+    await a.close()
+  })
+
+  test('without ioredis installed, the adapter says so with an UnsupportedError', async () => {
+    // A real failed resolution: a package that is not installed.
+    await expect(loadIoredis('ioredis-not-installed-zaris-test')).rejects.toMatchObject({
+      code: 'UNSUPPORTED',
+      message: expect.stringContaining('npm install ioredis'),
+    })
+    expect(typeof (await loadIoredis())).toBe('function')
+  })
+})
+
+describe('layout in Redis', () => {
+  test('every key of a namespace carries its hash tag (one Cluster slot), and nothing else is written', async () => {
+    const ns = fresh()
+    const a = await redisAdapter({ url: server.url(ns) })
+    const events: WatchEvent[] = []
+    const unwatch = await a.watch('', { event: (e) => events.push(e), error: () => {} })
+    await a.commit([], [{ type: 'set', key: 'k', value: 1, ttl: 60_000, owner: 'me' }])
+    await a.commit([], [{ type: 'set', key: 'j', value: 2 }], { requestId: 'req-1234567890' })
+    await a.commit([], [{ type: 'delete', key: 'j' }])
+    await until(() => events.length === 3)
+    unwatch()
+    const keys = await keysOf(`zaris:{${ns}}:*`)
+    expect(keys.length).toBeGreaterThanOrEqual(5)
+    for (const key of keys) expect(key).toMatch(new RegExp(`^zaris:\\{${ns}\\}:(rev|data|idx|exp|log|req|reqt)$`))
+    // Nothing outside the namespace's keys mentions it.
+    expect((await keysOf(`*${ns}*`)).filter((k) => !keys.includes(k))).toEqual([])
+    await a.close()
+  })
+
+  test('list reads the key index: no KEYS or SCAN, and other namespaces are not read', async () => {
+    const ns = fresh()
+    const a = await redisAdapter({ url: server.url(ns) })
+    const other = await redisAdapter({ url: server.url(ns + 'x') })
+    await other.commit([], Array.from({ length: 50 }, (_, i) => ({ type: 'set' as const, key: `p/${i}`, value: i })))
+    await a.commit([], [{ type: 'set', key: 'p/b', value: 2 }, { type: 'set', key: 'p/a', value: 1 }, { type: 'set', key: 'q', value: 3 }, { type: 'set', key: 'p', value: 0 }])
+    await raw.config('RESETSTAT')
+    expect((await a.list('p/')).map((e) => e.key)).toEqual(['p/a', 'p/b'])
+    expect((await a.list('p')).map((e) => e.key)).toEqual(['p', 'p/a', 'p/b'])
+    expect((await a.list('')).map((e) => e.key)).toEqual(['p', 'p/a', 'p/b', 'q'])
+    expect(await a.list('zzz')).toEqual([])
+    const stats = (await raw.info('commandstats')) as string
+    expect(stats).not.toMatch(/cmdstat_keys:/)
+    expect(stats).not.toMatch(/cmdstat_scan:/)
+    expect(stats).toMatch(/cmdstat_zrangebylex:calls=4,/)
+    await Promise.all([a.close(), other.close()])
+  })
+
+  test("deadlines are kept on Redis's clock (TIME), not the client's", async () => {
+    const ns = fresh()
+    const a = await redisAdapter({ url: server.url(ns) })
+    await a.commit([], [{ type: 'set', key: 'k', value: 1, ttl: 10_000 }])
+    const [sec, usec] = (await raw.time()) as [string | number, string | number]
+    const nowMicros = Number(sec) * 1e6 + Number(usec)
+    const deadline = Number(await raw.zscore(`zaris:{${ns}}:exp`, 'k'))
+    expect(deadline - nowMicros).toBeGreaterThan(9_000_000)
+    expect(deadline - nowMicros).toBeLessThanOrEqual(10_000_000)
+    const ttl = (await a.get('k'))!.ttl!
+    expect(ttl).toBeGreaterThan(9_000)
+    expect(ttl).toBeLessThanOrEqual(10_000)
+    await a.close()
+  })
+
+  test('keys, values and owners round-trip unchanged: spaces, newlines, emoji, deep JSON', async () => {
+    const a = await redisAdapter({ url: server.url(fresh()) })
+    const key = 'a b\nc 😀 \u00ff\u0000'
+    const value = { s: 'line\nnext 😀', n: [1.5, -2, 2 ** 53 - 1, 1e-300], nested: { deep: [[[null, true, false, '']]] }, empty: [], obj: {} }
+    const owner = 'owner with spaces\nand a newline'
+    const r = await a.commit([], [{ type: 'set', key, value, owner, ttl: 60_000 }])
+    expect(r.ok && r.entries[0]).toMatchObject({ key, value, owner })
+    const e = await a.get(key)
+    expect(e).toMatchObject({ key, value, owner })
+    expect((await a.list('a b'))[0]).toMatchObject({ key, value, owner })
+    await a.close()
+  })
+})
+
+describe('commits', () => {
+  test('a commit retried with the same requestId is answered, not applied twice', async () => {
+    const a = await redisAdapter({ url: server.url(fresh()) })
+    const once = await a.commit([{ key: 'k', revision: null }], [{ type: 'set', key: 'k', value: 1 }], { requestId: 'retry-0123456789' })
+    const again = await a.commit([{ key: 'k', revision: null }], [{ type: 'set', key: 'k', value: 1 }], { requestId: 'retry-0123456789' })
+    expect(once.ok).toBe(true)
+    expect(again).toEqual(once)
+    const next = await a.commit([], [{ type: 'set', key: 'other', value: 2 }])
+    expect(next.ok && once.ok && next.revision).toBe(once.ok && once.revision + 1)
+    await a.close()
+  })
+
+  test('an expiry is one revision and one expire event, however many adapters run expiry timers', async () => {
+    const ns = fresh()
+    // Distinct ioredis options: separate connections, as separate processes would have.
+    const adapters: Adapter[] = await Promise.all([1, 2, 3].map((i) => redisAdapter({ url: server.url(ns), redis: { connectionName: `p${i}` } })))
+    const seen = adapters.map(() => [] as WatchEvent[])
+    const unwatch = await Promise.all(adapters.map((a, i) => a.watch('x', { event: (e) => seen[i]!.push(e), error: () => {} })))
+    const r = await adapters[0]!.commit([], [{ type: 'set', key: 'x', value: 1, ttl: 80 }])
+    await until(() => seen.every((s) => s.some((e) => e.type === 'expire')), 3_000)
+    await new Promise((resolve) => setTimeout(resolve, 200))
+    const after = await adapters[1]!.commit([], [{ type: 'set', key: 'y', value: 1 }])
+    for (const s of seen) {
+      expect(s.map((e) => [e.type, e.revision])).toEqual([['put', r.ok && r.revision], ['expire', r.ok && r.revision + 1]])
+    }
+    expect(after.ok && after.revision).toBe(r.ok && r.revision + 2)
+    unwatch.forEach((u) => u())
+    await Promise.all(adapters.map((a) => a.close()))
+  })
+})
+
+describe('process lifetime', () => {
+  test('a process whose client holds and watches nothing exits on its own with the connection open', async () => {
+    const script = `
+      import { connect } from './src/index.ts'
+      const c = await connect(${JSON.stringify(server.url(fresh()))})
+      await c.put('k', 1)
+      const w = c.watch('k')
+      await w.ready
+      w.close()
+      console.log('done', (await c.get('k')).value)
+    `
+    const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: process.cwd(), stdio: ['ignore', 'pipe', 'pipe'] })
+    let out = ''
+    child.stdout.on('data', (d) => (out += d))
+    child.stderr.on('data', (d) => (out += d))
+    const code = await new Promise<number | null>((resolve) => {
+      const timer = setTimeout(() => {
+        child.kill('SIGKILL')
+        resolve(null)
+      }, 15_000)
+      child.on('exit', (c) => {
+        clearTimeout(timer)
+        resolve(c)
+      })
+    })
+    expect(out).toContain('done 1')
+    expect(code).toBe(0)
+  }, 30_000)
+})
