@@ -137,3 +137,55 @@ function ping(port: number): Promise<string> {
     })
   })
 }
+
+/** A Redis Cluster of `size` masters (no replicas) on free loopback ports. */
+export class RedisCluster {
+  readonly nodes: RedisServer[]
+
+  private constructor(nodes: RedisServer[]) {
+    this.nodes = nodes
+  }
+
+  static async start(size = 3): Promise<RedisCluster> {
+    const nodes = Array.from({ length: size }, () => new RedisServer({ args: ['--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf', '--cluster-node-timeout', '2000'] }))
+    const cluster = new RedisCluster(nodes)
+    try {
+      await Promise.all(nodes.map((n) => n.start()))
+      const addresses = nodes.map((n) => `127.0.0.1:${n.port}`)
+      await run(REDIS_CLI, ['--cluster', 'create', ...addresses, '--cluster-replicas', '0', '--cluster-yes'])
+      // Every node must agree that all slots are served before the cluster takes commands.
+      const deadline = Date.now() + 20_000
+      for (const node of nodes) {
+        while (!(await run(REDIS_CLI, ['-p', String(node.port), 'cluster', 'info'])).includes('cluster_state:ok')) {
+          if (Date.now() > deadline) throw new Error('the Redis Cluster did not reach cluster_state:ok within 20 s')
+          await new Promise((r) => setTimeout(r, 100))
+        }
+      }
+    } catch (err) {
+      await cluster.dispose()
+      throw err
+    }
+    return cluster
+  }
+
+  get startupNodes(): Array<{ host: string; port: number }> {
+    return this.nodes.map((n) => ({ host: '127.0.0.1', port: n.port }))
+  }
+
+  async dispose(): Promise<void> {
+    await Promise.all(this.nodes.map((n) => n.dispose()))
+  }
+}
+
+export const REDIS_CLI = process.env.ZARIS_REDIS_CLI ?? 'redis-cli'
+
+function run(command: string, args: string[]): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'] })
+    let out = ''
+    child.stdout!.on('data', (d: Buffer) => (out += d.toString()))
+    child.stderr!.on('data', (d: Buffer) => (out += d.toString()))
+    child.once('error', reject)
+    child.once('exit', (code) => (code === 0 ? resolve(out) : reject(new Error(`${command} ${args.join(' ')} exited with ${code}:\n${out}`))))
+  })
+}
