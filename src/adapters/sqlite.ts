@@ -15,8 +15,8 @@
  *   counted from the restart, whatever the wall clock did meanwhile: no lock
  *   is freed before its holder could have known it lost it (holders count
  *   their TTL from before their last successful write);
- * - the watch history starts empty: a watch resuming from before the restart
- *   gets `CompactedError` unless nothing happened since its revision;
+ * - the watch history is kept in the file too (the last `historySize`
+ *   events), so a watch resuming across the restart misses nothing;
  * - commits made with a request id are remembered (10 minutes by default),
  *   so a commit whose answer was lost in the crash is not applied twice
  *   when the client retries it.
@@ -27,9 +27,9 @@
  * @module
  */
 import type BetterSqlite3 from 'better-sqlite3'
-import type { Adapter, CommitResult, Entry, Value } from '../core/adapter'
+import type { Adapter, CommitResult, Entry, Value, WatchEvent, WatchSink } from '../core/adapter'
 import { systemClock, type Clock } from '../core/clock'
-import { ClosedError, UnavailableError, UnsupportedError } from '../core/errors'
+import { ClosedError, CompactedError, UnavailableError, UnsupportedError, isZarisError } from '../core/errors'
 import { LocalStore, localAdapter, type StoredEntry } from './shared/local-store'
 
 /** Options of {@link openSqlite}. */
@@ -58,8 +58,8 @@ export interface SqliteStores {
   readonly file: string
   /** An adapter on the namespace's store (loaded from the file on first use). */
   adapter(namespace: string): Adapter
-  /** The namespace's current revision. */
-  revision(namespace: string): number
+  /** The namespace's current revision, and the epoch that names this file's store of it. */
+  position(namespace: string): { revision: number; epoch: string }
   /** Stops expiry timers, ends watches and closes the file. */
   close(): void
 }
@@ -112,7 +112,14 @@ function migrate(db: BetterSqlite3.Database): void {
     throw new UnsupportedError(`the data file was written by a newer zaris (schema ${version}; this one reads ${SCHEMA_VERSION})`)
   }
   db.exec(`
-    CREATE TABLE IF NOT EXISTS zaris_stores (ns TEXT PRIMARY KEY, revision INTEGER NOT NULL) WITHOUT ROWID;
+    CREATE TABLE IF NOT EXISTS zaris_stores (
+      ns TEXT PRIMARY KEY, revision INTEGER NOT NULL, compacted INTEGER NOT NULL DEFAULT 0, epoch TEXT NOT NULL
+    ) WITHOUT ROWID;
+    CREATE TABLE IF NOT EXISTS zaris_events (
+      ns TEXT NOT NULL, revision INTEGER NOT NULL, seq INTEGER NOT NULL, type TEXT NOT NULL, key TEXT NOT NULL,
+      value TEXT, created INTEGER, owner TEXT, ttl REAL,
+      PRIMARY KEY (ns, revision, seq)
+    ) WITHOUT ROWID;
     CREATE TABLE IF NOT EXISTS zaris_entries (
       ns TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL,
       revision INTEGER NOT NULL, created INTEGER NOT NULL, owner TEXT, ttl REAL,
@@ -131,21 +138,30 @@ class SqliteStoresImpl implements SqliteStores {
   readonly #db: BetterSqlite3.Database
   readonly #options: SqliteOptions
   readonly #baseClock: Clock
-  readonly #stores = new Map<string, { store: LocalStore; clock: FreezableClock }>()
+  readonly #stores = new Map<string, Loaded>()
   readonly #requestTtlMs: number
   readonly #maxRequests: number
+  readonly #historySize: number
   #writes = 0
+  /** The namespace whose commit is running: its deletes are `delete` events, any other is an expiry. */
+  #committing: string | undefined
   #closed = false
   readonly #sql: {
-    revision: BetterSqlite3.Statement<[string], { revision: number }>
+    revision: BetterSqlite3.Statement<[string], { revision: number; epoch: string }>
+    createStore: BetterSqlite3.Statement<[string, string]>
     entries: BetterSqlite3.Statement<[string], Row>
-    setRevision: BetterSqlite3.Statement<[string, number]>
+    setRevision: BetterSqlite3.Statement<[number, string]>
     put: BetterSqlite3.Statement<[string, string, string, number, number, string | null, number | null]>
     del: BetterSqlite3.Statement<[string, string]>
     findRequest: BetterSqlite3.Statement<[string, string], { result: string }>
     putRequest: BetterSqlite3.Statement<[string, string, number, string]>
     pruneOld: BetterSqlite3.Statement<[number]>
     pruneMany: BetterSqlite3.Statement<[number]>
+    event: BetterSqlite3.Statement<[string, number, number, string, string, string | null, number | null, string | null, number | null]>
+    events: BetterSqlite3.Statement<[string, number], EventRow>
+    compacted: BetterSqlite3.Statement<[string], { compacted: number }>
+    pruneEvents: BetterSqlite3.Statement<[string, number]>
+    setCompacted: BetterSqlite3.Statement<[number, string]>
   }
 
   constructor(db: BetterSqlite3.Database, file: string, options: SqliteOptions) {
@@ -156,11 +172,10 @@ class SqliteStoresImpl implements SqliteStores {
     this.#requestTtlMs = options.requestTtlMs ?? 10 * 60_000
     this.#maxRequests = options.maxRequests ?? 100_000
     this.#sql = {
-      revision: db.prepare('SELECT revision FROM zaris_stores WHERE ns = ?'),
+      revision: db.prepare('SELECT revision, epoch FROM zaris_stores WHERE ns = ?'),
+      createStore: db.prepare('INSERT INTO zaris_stores (ns, revision, compacted, epoch) VALUES (?, 0, 0, ?)'),
       entries: db.prepare('SELECT key, value, revision, created, owner, ttl FROM zaris_entries WHERE ns = ?'),
-      setRevision: db.prepare(
-        'INSERT INTO zaris_stores (ns, revision) VALUES (?, ?) ON CONFLICT (ns) DO UPDATE SET revision = excluded.revision',
-      ),
+      setRevision: db.prepare('UPDATE zaris_stores SET revision = ? WHERE ns = ?'),
       put: db.prepare(
         `INSERT INTO zaris_entries (ns, key, value, revision, created, owner, ttl) VALUES (?, ?, ?, ?, ?, ?, ?)
          ON CONFLICT (ns, key) DO UPDATE SET value = excluded.value, revision = excluded.revision,
@@ -171,7 +186,13 @@ class SqliteStoresImpl implements SqliteStores {
       putRequest: db.prepare('INSERT OR REPLACE INTO zaris_requests (ns, id, at, result) VALUES (?, ?, ?, ?)'),
       pruneOld: db.prepare('DELETE FROM zaris_requests WHERE at < ?'),
       pruneMany: db.prepare('DELETE FROM zaris_requests WHERE rowid <= (SELECT max(rowid) FROM zaris_requests) - ?'),
+      event: db.prepare('INSERT INTO zaris_events (ns, revision, seq, type, key, value, created, owner, ttl) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)'),
+      events: db.prepare('SELECT revision, type, key, value, created, owner, ttl FROM zaris_events WHERE ns = ? AND revision > ? ORDER BY revision, seq'),
+      compacted: db.prepare('SELECT compacted FROM zaris_stores WHERE ns = ?'),
+      pruneEvents: db.prepare('DELETE FROM zaris_events WHERE ns = ? AND revision <= ?'),
+      setCompacted: db.prepare('UPDATE zaris_stores SET compacted = max(compacted, ?) WHERE ns = ?'),
     }
+    this.#historySize = options.historySize ?? 10_000
   }
 
   /** @internal Loads every namespace the file holds. */
@@ -179,8 +200,9 @@ class SqliteStoresImpl implements SqliteStores {
     for (const { ns } of this.#db.prepare('SELECT ns FROM zaris_stores').all() as Array<{ ns: string }>) this.#load(ns)
   }
 
-  revision(namespace: string): number {
-    return this.#load(namespace).store.revision
+  position(namespace: string): { revision: number; epoch: string } {
+    const { store, epoch } = this.#load(namespace)
+    return { revision: store.revision, epoch }
   }
 
   adapter(namespace: string): Adapter {
@@ -192,25 +214,55 @@ class SqliteStoresImpl implements SqliteStores {
       name: 'sqlite',
       commit: async (checks, ops, options) => {
         const id = options?.requestId
-        if (id === undefined) return base.commit(checks, ops)
-        const seen = sql.findRequest.get(namespace, id)
-        if (seen) return JSON.parse(seen.result) as CommitResult
+        if (id !== undefined) {
+          const seen = sql.findRequest.get(namespace, id)
+          if (seen) return JSON.parse(seen.result) as CommitResult
+        }
         // Expiries due now are written first, under their own revisions; the
         // clock then stands still through the commit, so the one write made
-        // with the request id pending is the commit's own.
-        // The store commits synchronously inside base.commit's call, so the
-        // pending id cannot leak to another commit.
+        // while `committing` is set is the commit's own. The store commits
+        // synchronously inside base.commit's call, so nothing else runs between.
         let result: Promise<CommitResult>
         clock.freeze()
         try {
           void store.size
-          this.#pending = { namespace, id }
+          this.#committing = namespace
+          this.#pending = id === undefined ? undefined : { namespace, id }
           result = base.commit(checks, ops)
         } finally {
+          this.#committing = undefined
           this.#pending = undefined
           clock.thaw()
         }
         return result
+      },
+      watch: async (prefix, sink, fromRevision) => {
+        if (fromRevision === undefined) return base.watch(prefix, sink)
+        // The in-memory history first; if it does not reach back far enough
+        // (a restart emptied it), the file's history. All of it synchronous,
+        // so no event falls between the replay and the subscription.
+        let compacted = false
+        let subscribing = true
+        const probe: WatchSink = {
+          event: (ev) => sink.event(ev),
+          error: (err) => {
+            if (subscribing && isZarisError(err, 'COMPACTED')) compacted = true
+            else sink.error(err)
+          },
+        }
+        const fromMemory = base.watch(prefix, probe, fromRevision)
+        subscribing = false
+        if (!compacted) return fromMemory
+        const gone = sql.compacted.get(namespace)?.compacted ?? 0
+        if (fromRevision < gone) {
+          sink.error(new CompactedError(`watch from revision ${fromRevision}: history up to revision ${gone} is gone; read the current state and watch from its revision`))
+          return () => {}
+        }
+        const now = store.revision
+        for (const row of sql.events.all(namespace, fromRevision)) {
+          if (row.revision <= now && row.key.startsWith(prefix)) deliver(sink, toEvent(row))
+        }
+        return base.watch(prefix, sink, now)
       },
     }
   }
@@ -225,13 +277,18 @@ class SqliteStoresImpl implements SqliteStores {
     this.#db.close()
   }
 
-  #load(namespace: string): { store: LocalStore; clock: FreezableClock } {
+  #load(namespace: string): Loaded {
     if (this.#closed) throw new ClosedError('the SQLite store is closed')
     let loaded = this.#stores.get(namespace)
     if (loaded) return loaded
     const clock = new FreezableClock(this.#baseClock)
     const now = clock.now()
-    const revision = this.#sql.revision.get(namespace)?.revision ?? 0
+    let row = this.#sql.revision.get(namespace)
+    if (!row) {
+      row = { revision: 0, epoch: newEpoch() }
+      this.#sql.createStore.run(namespace, row.epoch)
+    }
+    const revision = row.revision
     const entries: StoredEntry[] = this.#sql.entries.all(namespace).map((r) => {
       const e: StoredEntry = { key: r.key, value: JSON.parse(r.value) as Value, revision: r.revision, created: r.created }
       if (r.owner !== null) e.owner = r.owner
@@ -247,7 +304,7 @@ class SqliteStoresImpl implements SqliteStores {
       initial: { revision, entries },
       persistence: { write: (rev, puts, deletes) => this.#write(namespace, rev, puts, deletes) },
     })
-    loaded = { store, clock }
+    loaded = { store, clock, epoch: row.epoch }
     this.#stores.set(namespace, loaded)
     return loaded
   }
@@ -255,12 +312,24 @@ class SqliteStoresImpl implements SqliteStores {
   #write(namespace: string, revision: number, puts: StoredEntry[], deletes: string[]): void {
     const sql = this.#sql
     const pending = this.#pending?.namespace === namespace ? this.#pending : undefined
+    const deleteType = this.#committing === namespace ? 'delete' : 'expire'
     try {
       this.#db.transaction(() => {
-        sql.setRevision.run(namespace, revision)
-        for (const key of deletes) sql.del.run(namespace, key)
+        sql.setRevision.run(revision, namespace)
+        let seq = 0
+        // Events in the order the store reports them: deletes, then puts.
+        for (const key of deletes) {
+          sql.del.run(namespace, key)
+          sql.event.run(namespace, revision, seq++, deleteType, key, null, null, null, null)
+        }
         for (const e of puts) {
-          sql.put.run(namespace, e.key, JSON.stringify(e.value), e.revision, e.created, e.owner ?? null, e.ttl ?? null)
+          const value = JSON.stringify(e.value)
+          sql.put.run(namespace, e.key, value, e.revision, e.created, e.owner ?? null, e.ttl ?? null)
+          sql.event.run(namespace, revision, seq++, 'put', e.key, value, e.created, e.owner ?? null, e.ttl ?? null)
+        }
+        if (revision % 1_000 === 0) {
+          sql.pruneEvents.run(namespace, revision - this.#historySize)
+          sql.setCompacted.run(revision - this.#historySize, namespace)
         }
         if (pending) {
           const result: CommitResult = { ok: true, revision, entries: puts.map(toEntry), deleted: deletes }
@@ -274,6 +343,45 @@ class SqliteStoresImpl implements SqliteStores {
     } catch (err) {
       throw new UnavailableError(`the node could not write its data file: ${(err as Error).message}`, { cause: err })
     }
+  }
+}
+
+interface Loaded {
+  store: LocalStore
+  clock: FreezableClock
+  epoch: string
+}
+
+/** A random id for one store's life in this file. */
+function newEpoch(): string {
+  const bytes = new Uint8Array(9)
+  globalThis.crypto.getRandomValues(bytes)
+  return Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('')
+}
+
+interface EventRow {
+  revision: number
+  type: string
+  key: string
+  value: string | null
+  created: number | null
+  owner: string | null
+  ttl: number | null
+}
+
+function toEvent(row: EventRow): WatchEvent {
+  if (row.type !== 'put') return { type: row.type as 'delete' | 'expire', key: row.key, revision: row.revision }
+  const ev: WatchEvent = { type: 'put', key: row.key, revision: row.revision, value: JSON.parse(row.value!) as Value, created: row.created! }
+  if (row.owner !== null) ev.owner = row.owner
+  if (row.ttl !== null) ev.ttl = row.ttl
+  return ev
+}
+
+function deliver(sink: WatchSink, event: WatchEvent): void {
+  try {
+    sink.event(event)
+  } catch {
+    // A sink that throws must not stop the replay for the others.
   }
 }
 

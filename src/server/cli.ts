@@ -133,7 +133,7 @@ export async function serveCommand(args: ServeArgs, log: (line: string) => void 
   const backend: Backend = args.data === undefined ? memoryBackend() : await sqliteBackend(args.data)
   const handler = createHandler({
     adapterFor: backend.adapterFor,
-    revisionOf: backend.revisionOf,
+    positionOf: backend.positionOf,
     token: args.token,
     cors: args.cors,
     // Loopback without a token: accept only loopback Host names, so a web page cannot reach the node by DNS rebinding.

@@ -40,10 +40,13 @@ export interface HandlerOptions {
   /** The adapter that serves a namespace; called once per namespace, and closed by `close()`. */
   adapterFor(namespace: string): Adapter | Promise<Adapter>
   /**
-   * The store's current revision, read right after a watch is established, so
-   * a client can resume a watch that has seen no event yet. Optional.
+   * The store's current revision and epoch (an id of this life of the store),
+   * read right after a watch is established: the revision lets a client resume
+   * a watch that has seen no event yet, the epoch tells it when the store it
+   * resumes against is not the one it watched (reset, or a different store).
+   * Optional; without it those two cases cannot be told.
    */
-  revisionOf?(namespace: string): number | Promise<number>
+  positionOf?(namespace: string): StorePosition | Promise<StorePosition>
   /** Require `Authorization: Bearer <token>` on everything but `/healthz` and preflights. */
   token?: string
   /** Origins allowed to call from a browser (exact matches; never `*`). Default: none. */
@@ -60,6 +63,12 @@ export interface HandlerOptions {
   replay?: ReplayCacheOptions
   /** Where unexpected errors are reported (never with a token). Default: console.error. */
   log?: (line: string) => void
+}
+
+/** Where a store is: its revision, and the epoch that names this life of it. */
+export interface StorePosition {
+  revision: number
+  epoch: string
 }
 
 /** One request as the handler sees it: enough of `Request` and of Node's IncomingMessage. */
@@ -87,7 +96,7 @@ export type Reply =
  *
  * @example
  * const handler = createHandler({ adapterFor: (ns) => memoryAdapter({ namespace: ns }) })
- * Bun.serve({ fetch: handler.fetch })
+ * Deno.serve({ fetch: handler.fetch })
  */
 export interface Handler {
   /** Serves a web-standard request. */
@@ -264,7 +273,7 @@ export function createHandler(options: HandlerOptions): Handler {
     }
     const lastEventId = ex.header('last-event-id')
     if (lastEventId !== null) query.from = lastEventId.trim()
-    const { prefix, from } = parseWith(watchQuery, { prefix: '', ...query }, 'query')
+    const { prefix, from, epoch } = parseWith(watchQuery, { prefix: '', ...query }, 'query')
     if (watchers >= maxWatchers) throw new ZarisError('RATE_LIMITED', `too many watchers (${maxWatchers}); close some and retry`)
     watchers++
     let released = false
@@ -297,7 +306,11 @@ export function createHandler(options: HandlerOptions): Handler {
         },
       }
       const unsubscribe: Unsubscribe = await adapter.watch(prefix, sink, from)
-      const revision = early ? undefined : await options.revisionOf?.(ns)
+      const position = early ? undefined : await options.positionOf?.(ns)
+      const revision = position?.revision
+      if (!early && position && epoch !== undefined && epoch !== position.epoch) {
+        early = new CompactedError(`watch from revision ${from ?? 0}: the store here is not the one that history came from (it was reset or replaced); read the current state again`)
+      }
       if (!early && from !== undefined && revision !== undefined && from > revision) {
         // The client saw revisions this store never reached: the store was reset (a memory node restarted).
         early = new CompactedError(`watch from revision ${from}: this store is at revision ${revision}; it was reset, so read the current state again`)
@@ -310,7 +323,7 @@ export function createHandler(options: HandlerOptions): Handler {
         unsubscribe()
         throw new ClosedError('the node is shutting down')
       }
-      const ready = revision === undefined ? { heartbeat: heartbeatMs } : { revision, heartbeat: heartbeatMs }
+      const ready = position === undefined ? { heartbeat: heartbeatMs } : { revision: position.revision, epoch: position.epoch, heartbeat: heartbeatMs }
       return {
         status: 200,
         headers: { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-store', 'x-accel-buffering': 'no' },

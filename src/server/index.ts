@@ -6,12 +6,12 @@
  * @example
  * import { createHandler, listen, memoryBackend } from 'zaris/server'
  * const backend = memoryBackend()
- * const node = await listen(createHandler({ adapterFor: backend.adapterFor, revisionOf: backend.revisionOf }), { port: 7861 })
+ * const node = await listen(createHandler({ adapterFor: backend.adapterFor, positionOf: backend.positionOf }), { port: 7861 })
  *
  * @module
  */
 export { createHandler, loopbackHosts } from './handler'
-export type { Exchange, Handler, HandlerOptions, Reply, StreamSink } from './handler'
+export type { Exchange, Handler, HandlerOptions, Reply, StorePosition, StreamSink } from './handler'
 export { listen } from './node'
 export type { ListenOptions, Listening } from './node'
 export { memoryBackend, sqliteBackend } from './backends'

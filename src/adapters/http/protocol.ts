@@ -7,8 +7,9 @@
  * POST /v1/<ns>/get     { key }                       -> { entry: Entry | null }
  * POST /v1/<ns>/list    { prefix }                    -> { entries: Entry[] }
  * POST /v1/<ns>/commit  { checks, ops, requestId? }   -> CommitResult
- * GET  /v1/<ns>/watch?prefix=P[&from=R]               -> text/event-stream
- *      (Last-Event-ID: R resumes after revision R; each change event's id is its revision)
+ * GET  /v1/<ns>/watch?prefix=P[&from=R][&epoch=E]     -> text/event-stream
+ *      (Last-Event-ID: R resumes after revision R; each change event's id is its revision;
+ *       epoch E, from the stream's `ready` event, makes a resume fail plainly if the store was reset)
  * GET  /healthz, GET /metrics
  * any error                                           -> 4xx/5xx { error: { code, message } }
  * ```
@@ -76,9 +77,13 @@ export const commitRequest = z.strictObject({
   ops: z.array(op).max(MAX_OPS, `at most ${MAX_OPS} ops`).transform((ops) => ops as Op[]),
   requestId: requestIdSchema.optional(),
 })
+/** Names one life of a store: a store that was reset (a memory node restarted) gets a new epoch. */
+const epochSchema = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'must be 1-64 letters, digits, _ or -')
+
 /** Query of `GET /v1/<ns>/watch` (`from` may also come as `Last-Event-ID`). */
 export const watchQuery = z.strictObject({
   prefix,
+  epoch: epochSchema.optional(),
   from: z
     .string()
     .regex(/^\d{1,16}$/, 'must be a revision (digits)')
@@ -125,7 +130,7 @@ export const watchEvent = z.strictObject({
  * later change: the store's revision then (when the store can tell) and the
  * heartbeat interval, so the client can tell a dead stream from a quiet one.
  */
-export const readyEvent = z.strictObject({ revision: revision.optional(), heartbeat: z.number().int().positive() })
+export const readyEvent = z.strictObject({ revision: revision.optional(), epoch: epochSchema.optional(), heartbeat: z.number().int().positive() })
 
 /** Every error body the node sends. */
 export const errorBody = z.strictObject({ error: z.strictObject({ code: z.string().min(1).max(64), message: z.string().max(4_096) }) })

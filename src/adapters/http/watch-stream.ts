@@ -59,6 +59,8 @@ class RemoteWatch {
   readonly #prefix: string
   readonly #sink: WatchSink
   #last: number | undefined
+  /** The epoch of the store this watch has seen events of; a resume against another fails plainly. */
+  #epoch: string | undefined
   #stopped = false
   #attempt: AbortController | undefined
   #heartbeat = 15_000
@@ -168,7 +170,7 @@ class RemoteWatch {
     let failure: Outcome | undefined
     try {
       const transport = await ctx.transport()
-      const query = `?prefix=${encodeURIComponent(this.#prefix)}`
+      const query = `?prefix=${encodeURIComponent(this.#prefix)}${this.#epoch === undefined ? '' : `&epoch=${this.#epoch}`}`
       const headers: Record<string, string> = { ...ctx.headers(), accept: 'text/event-stream' }
       if (this.#last !== undefined) headers['last-event-id'] = String(this.#last)
       const res = await transport.send({ method: 'GET', url: ctx.url(endpoint, 'watch') + query, headers, signal: attempt.signal })
@@ -187,6 +189,7 @@ class RemoteWatch {
               const r = parseWith(readyEvent, JSON.parse(message.data), 'ready')
               this.#heartbeat = r.heartbeat
               if (r.revision !== undefined) this.#last = Math.max(this.#last ?? 0, r.revision)
+              this.#epoch ??= r.epoch
               ready = true
               ctx.prefer(index)
               onReady()
