@@ -35,6 +35,8 @@ export default defineConfig({
         test: {
           name: 'browser',
           include: ['test/**/*.browser.test.ts'],
+          // A zaris node for test/http/node.browser.test.ts, with CORS for the test page.
+          globalSetup: ['test/http/browser-setup.ts'],
           testTimeout: 30_000,
           hookTimeout: 30_000,
           browser: {

@@ -209,10 +209,22 @@ class SqliteStoresImpl implements SqliteStores {
     const { store, clock } = this.#load(namespace)
     const base = localAdapter('sqlite', store)
     const sql = this.#sql
+    const open = () => {
+      if (this.#closed) throw new ClosedError('the SQLite store is closed')
+    }
     return {
       ...base,
       name: 'sqlite',
+      get: async (key) => {
+        open()
+        return base.get(key)
+      },
+      list: async (prefix) => {
+        open()
+        return base.list(prefix)
+      },
       commit: async (checks, ops, options) => {
+        open()
         const id = options?.requestId
         if (id !== undefined) {
           const seen = sql.findRequest.get(namespace, id)
@@ -237,6 +249,7 @@ class SqliteStoresImpl implements SqliteStores {
         return result
       },
       watch: async (prefix, sink, fromRevision) => {
+        open()
         if (fromRevision === undefined) return base.watch(prefix, sink)
         // The in-memory history first; if it does not reach back far enough
         // (a restart emptied it), the file's history. All of it synchronous,
