@@ -142,11 +142,18 @@ describe('indexeddb across tabs (Chromium, Playwright)', () => {
       const token = await holder.evaluate(
         async ({ store, ttl }) => {
           const c = await window.zaris.connect(`zaris://idb/${store}`, { id: 'frozen-holder' })
-          const lock = (await c.locks.acquire('lock:frozen', { ttl }))!
+          // No auto-renew: a page stopped while one of its IndexedDB transactions is in flight keeps
+          // that transaction open and blocks every tab's writes (see the README); the test stops it
+          // between transactions, as a hung tab usually is.
+          const lock = (await c.locks.acquire('lock:frozen', { ttl, autoRenew: false }))!
           window.kept.client = c
           window.kept.lock = lock
           window.kept.ticks = 0
-          setInterval(() => (window.kept.ticks = (window.kept.ticks as number) + 1), 50)
+          window.kept.hang = false
+          setInterval(() => {
+            window.kept.ticks = (window.kept.ticks as number) + 1
+            if (window.kept.hang) debugger
+          }, 50)
           await c.put('frozen:data', 'by holder', { fence: lock })
           return lock.token
         },
@@ -174,14 +181,14 @@ describe('indexeddb across tabs (Chromium, Playwright)', () => {
       const frozenByLifecycle = ticksDuring <= 1
       await cdp.send('Debugger.enable')
       const paused = new Promise<void>((resolve) => cdp.once('Debugger.paused', () => resolve()))
-      await cdp.send('Debugger.pause')
-      await paused // the page's next task (its 50 ms interval) stops in the debugger
+      await holder.evaluate(() => (window.kept.hang = true))
+      await paused // the page's 50 ms interval stops at its debugger statement
       const r = await other.evaluate(() => window.kept.result as Promise<{ waited: number; token: number }>)
       // The hung tab is alive (its liveness lock is held), so only its TTL can free the lock.
       expect(r.token).toBeGreaterThan(token)
       expect(r.waited).toBeGreaterThan(ttl / 2)
-      await cdp.send('Debugger.resume')
-      await cdp.send('Debugger.disable')
+      await cdp.send('Debugger.disable') // lets the page run on; its debugger statement does nothing now
+      await holder.evaluate(() => (window.kept.hang = false))
       const woke = await holder.evaluate(async () => {
         const lock = window.kept.lock as import('zaris').Lock
         const c = window.kept.client as import('zaris').Client

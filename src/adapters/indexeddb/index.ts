@@ -24,7 +24,12 @@ import { expired, readEntry, readPrefix, toEntry } from './transactions'
 export { backgroundClock } from './background-clock'
 export type { BackgroundClock } from './background-clock'
 
-/** Options of {@link indexedDbAdapter}. */
+/**
+ * Options of {@link indexedDbAdapter}.
+ *
+ * @example
+ * const options: IndexedDbAdapterOptions = { namespace: 'app', historySize: 1_000 }
+ */
 export interface IndexedDbAdapterOptions {
   /** The store: one IndexedDB database (`zaris:<namespace>`) per namespace. Default `default`. */
   namespace?: string
@@ -82,11 +87,21 @@ export function indexedDbAdapter(options: IndexedDbAdapterOptions = {}): Adapter
  */
 export async function openIndexedDb(options: IndexedDbAdapterOptions = {}): Promise<Adapter> {
   const store = new IndexedDbStore(options)
-  await store.db()
+  try {
+    await store.db()
+  } catch (err) {
+    await store.adapter.close()
+    throw err
+  }
   return store.adapter
 }
 
-/** Opens the adapter for a parsed `zaris://idb/<namespace>` URL (used by `connect`). */
+/**
+ * Opens the adapter for a parsed `zaris://idb/<namespace>` URL (used by `connect`).
+ *
+ * @example
+ * const adapter = await fromUrl('app') // what connect('zaris://idb/app') uses
+ */
 export function fromUrl(namespace: string): Promise<Adapter> {
   return openIndexedDb({ namespace })
 }
