@@ -202,16 +202,8 @@ describe('commits', () => {
 })
 
 describe('process lifetime', () => {
-  test('a process whose client holds and watches nothing exits on its own with the connection open', async () => {
-    const script = `
-      import { connect } from './src/index.ts'
-      const c = await connect(${JSON.stringify(server.url(fresh()))})
-      await c.put('k', 1)
-      const w = c.watch('k')
-      await w.ready
-      w.close()
-      console.log('done', (await c.get('k')).value)
-    `
+  async function runScript(body: string): Promise<{ code: number | null; out: string }> {
+    const script = `import { connect } from './src/index.ts'\nconst c = await connect(${JSON.stringify(server.url(fresh()))})\n${body}`
     const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: process.cwd(), stdio: ['ignore', 'pipe', 'pipe'] })
     let out = ''
     child.stdout.on('data', (d) => (out += d))
@@ -226,7 +218,28 @@ describe('process lifetime', () => {
         resolve(c)
       })
     })
+    return { code, out }
+  }
+
+  test('a process whose client holds and watches nothing exits on its own with the connection open', async () => {
+    const { code, out } = await runScript(`
+      await c.put('k', 1)
+      const w = c.watch('k')
+      await w.ready
+      w.close()
+      console.log('done', (await c.get('k')).value)
+    `)
     expect(out).toContain('done 1')
+    expect(code).toBe(0)
+  }, 30_000)
+
+  test('awaiting close() in an otherwise idle process completes (exit 0, not an unsettled await)', async () => {
+    const { code, out } = await runScript(`
+      const lock = await c.locks.acquire('lock:a')
+      await c.close()
+      console.log('closed', lock.held)
+    `)
+    expect(out).toContain('closed false')
     expect(code).toBe(0)
   }, 30_000)
 })

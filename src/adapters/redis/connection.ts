@@ -190,23 +190,28 @@ interface Entry {
 }
 
 function wrap(client: RedisClient, owned: boolean, forget: () => void): Entry {
+  const hold = new SocketHold(owned ? (client as Redis) : undefined)
   const entry: Entry = {
     users: 0,
     closed: false,
     connection: {
       client: defineScripts(client),
       owned,
-      hold: new SocketHold(owned ? (client as Redis) : undefined),
+      hold,
       spaces: new Map<string, unknown>(),
       async release() {
         if (--entry.users > 0) return
         entry.closed = true
         forget()
         if (!owned) return
+        // QUIT is a call in flight like any other: without the hold, an idle process would exit before its answer.
+        hold.hold()
         try {
           await client.quit()
         } catch {
           client.disconnect()
+        } finally {
+          hold.release()
         }
       },
     },
