@@ -11,6 +11,7 @@ import { connect, type Adapter, type WatchEvent } from 'zaris'
 import { redisAdapter } from 'zaris/redis'
 import { loadIoredis } from '../../src/adapters/redis/load'
 import { until } from '../conformance/util'
+import { TcpProxy } from './proxy'
 import { startRedis, type RedisServer } from './server'
 
 let server: RedisServer
@@ -180,6 +181,29 @@ describe('commits', () => {
     const next = await a.commit([], [{ type: 'set', key: 'other', value: 2 }])
     expect(next.ok && once.ok && next.revision).toBe(once.ok && once.revision + 1)
     await a.close()
+  })
+
+  test('a commit whose answer was lost with the connection is resent on reconnect and applied once', async () => {
+    const ns = fresh()
+    const proxy = await new TcpProxy(server.port).start()
+    const client = await connect(proxy.url(ns))
+    const observer = await redisAdapter({ url: server.url(ns) })
+    await client.put('warm-up', 1)
+    proxy.holdReplies()
+    // Applied by Redis; the answer never arrives, then the connection drops and ioredis sends it again.
+    const acquiring = client.locks.acquire('lock:once', { autoRenew: false })
+    await until(async () => (await observer.get('lock:once')) !== undefined)
+    proxy.cut()
+    const lock = await acquiring
+    // Sent twice, applied once: the second run answered the first one's result, so the lock is ours.
+    expect(lock).not.toBeNull()
+    const entry = (await observer.get('lock:once'))!
+    expect(entry).toMatchObject({ owner: client.id, created: lock!.token, revision: lock!.token })
+    const next = await observer.commit([], [{ type: 'set', key: 'after', value: 1 }])
+    expect(next.ok && next.revision).toBe(lock!.token + 1)
+    await lock!.release()
+    await Promise.all([client.close(), observer.close()])
+    await proxy.stop()
   })
 
   test('an expiry is one revision and one expire event, however many adapters run expiry timers', async () => {

@@ -55,6 +55,14 @@ export class TcpProxy {
     }
   }
 
+  /** Lets requests through but holds back every answer: the server acts, the client hears nothing. */
+  holdReplies(): void {
+    for (const { client, upstream } of this.#pairs) {
+      upstream.unpipe(client)
+      upstream.pause()
+    }
+  }
+
   /** Moves bytes again, the waiting ones first. */
   thaw(): void {
     this.#frozen = false
