@@ -172,6 +172,18 @@ describe('layout in Redis', () => {
 })
 
 describe('commits', () => {
+  test('position() is the revision and an epoch that stays the same for the life of the store', async () => {
+    const a = await redisAdapter({ url: server.url(fresh()) })
+    const start = await a.position()
+    expect(start.revision).toBe(0)
+    expect(start.epoch).toMatch(/^\d+$/)
+    const r = await a.commit([], [{ type: 'set', key: 'k', value: 1 }])
+    expect(await a.position()).toEqual({ revision: r.ok && r.revision, epoch: start.epoch })
+    const other = await redisAdapter({ url: server.url(fresh()) })
+    expect((await other.position()).epoch).not.toBe('')
+    await Promise.all([a.close(), other.close()])
+  })
+
   test('a commit retried with the same requestId is answered, not applied twice', async () => {
     const a = await redisAdapter({ url: server.url(fresh()) })
     const once = await a.commit([{ key: 'k', revision: null }], [{ type: 'set', key: 'k', value: 1 }], { requestId: 'retry-0123456789' })

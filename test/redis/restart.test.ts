@@ -30,6 +30,8 @@ describe('redis-server restarts', () => {
     const ns = fresh()
     const client = await connect(server.url(ns))
     const tokens: number[] = []
+    const positions = await redisAdapter({ url: server.url(ns), redis: { connectionName: 'positions' } })
+    const { epoch } = await positions.position()
 
     for (let round = 0; round < 3; round++) {
       const lock = (await client.locks.acquire('lock:job', { ttl: 60_000, autoRenew: false }))!
@@ -70,6 +72,9 @@ describe('redis-server restarts', () => {
       await client.put('job:result', { round, token: lock.token, after: true }, { fence: lock })
       expect(await lock.release()).toBe(true)
     }
+    // The same store: its epoch survived the restarts.
+    expect((await positions.position()).epoch).toBe(epoch)
+    await positions.close()
     const final = await newProcess(server, ns)
     const last = (await final.locks.acquire('lock:job', { autoRenew: false }))!
     tokens.push(last.token)
@@ -92,9 +97,11 @@ describe('redis-server restarts', () => {
     for (let i = 0; i < 5; i++) await client.put('k', i)
     await until(() => events.length === 6)
     const before = (await client.get('k'))!.revision
+    const { epoch } = await watcher.position()
 
     await server.kill()
     await server.start()
+    expect((await watcher.position()).epoch).not.toBe(epoch)
 
     // The risk the docs describe: a process that never saw the old store gets revision 1 again.
     const stranger = await newProcess(server, ns)

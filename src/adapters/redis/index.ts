@@ -42,6 +42,22 @@ export interface RedisAdapterOptions {
 const NAMESPACE = /^[A-Za-z0-9._~-]{1,128}$/
 
 /**
+ * The Redis adapter: the five members of the contract, plus `position()`.
+ *
+ * @example
+ * const adapter = await redisAdapter({ url: 'redis://127.0.0.1:6379/0?ns=jobs' })
+ * const { revision, epoch } = await adapter.position()
+ */
+export interface RedisAdapter extends Adapter {
+  /**
+   * The store's current revision, and its epoch: an id of this life of the
+   * store, which changes only if Redis lost everything (a restart without
+   * persistence, a flush). What a zaris node in front of Redis tells watchers.
+   */
+  position(): Promise<{ revision: number; epoch: string }>
+}
+
+/**
  * Opens a zaris store in Redis. Resolves once Redis answers.
  *
  * @example
@@ -49,7 +65,7 @@ const NAMESPACE = /^[A-Za-z0-9._~-]{1,128}$/
  * import { redisAdapter } from 'zaris/redis'
  * const client = new Client(await redisAdapter({ url: 'redis://127.0.0.1:6379/0', namespace: 'jobs' }))
  */
-export async function redisAdapter(options: RedisAdapterOptions): Promise<Adapter> {
+export async function redisAdapter(options: RedisAdapterOptions): Promise<RedisAdapter> {
   const o = checkOptions<RedisAdapterOptions>(options)
   if ((o.url === undefined) === (o.client === undefined)) throw new InvalidArgumentError('redisAdapter needs exactly one of url or client')
   const parsed = o.url === undefined ? undefined : parseRedisUrl(checkString(o.url, 'url'))
@@ -64,7 +80,7 @@ export async function redisAdapter(options: RedisAdapterOptions): Promise<Adapte
     throw new InvalidArgumentError('client must be an ioredis Redis or Cluster instance')
   }
   const connection = parsed ? await shareUrl(parsed.url, o.redis, `zaris:${namespace}`) : shareClient(o.client!)
-  return new RedisAdapter(connection, Space.of(connection, namespace, { historySize }), requestRetention)
+  return new NamespaceAdapter(connection, Space.of(connection, namespace, { historySize }), requestRetention)
 }
 
 /**
@@ -74,12 +90,12 @@ export async function redisAdapter(options: RedisAdapterOptions): Promise<Adapte
  * @example
  * const adapter = await fromUrl('redis://127.0.0.1:6379/0?ns=jobs', 'jobs', {})
  */
-export function fromUrl(url: string, namespace: string, options: { readonly [option: string]: unknown }): Promise<Adapter> {
+export function fromUrl(url: string, namespace: string, options: { readonly [option: string]: unknown }): Promise<RedisAdapter> {
   return redisAdapter({ url, namespace, redis: options.redis as RedisOptions | undefined })
 }
 
 /** One adapter: its own closed state and watches, on a namespace shared with the process's other adapters. */
-class RedisAdapter implements Adapter {
+class NamespaceAdapter implements RedisAdapter {
   readonly name = 'redis'
   readonly #connection: SharedConnection
   readonly #space: Space
@@ -185,6 +201,13 @@ class RedisAdapter implements Adapter {
     }
     this.#watches.add(tracked)
     return tracked
+  }
+
+  async position(): Promise<{ revision: number; epoch: string }> {
+    const r = (await this.#script('position', 'zarisReplay', '', 0)) as [string, string, unknown, unknown, unknown]
+    const revision = Number(r[2])
+    this.#space.see(revision)
+    return { revision, epoch: String(r[4]) }
   }
 
   async close(): Promise<void> {

@@ -341,7 +341,8 @@ export const REPLAY_SCRIPT = `${PRELUDE}
 sweep()
 local entries = {}
 if ARGV[4] ~= '' then entries = redis.call('XRANGE', K_LOG, ARGV[4], '+', 'COUNT', ARGV[5]) end
-local state = redis.call('HMGET', K_REV, 'n', 'g')
+-- The epoch exists from the first time anyone asks where the store is, so it never changes under a live store.
+local g = epoch()
 local now, next_in = finish()
-return {now, next_in, state[1] or '0', entries, state[2] or ''}
+return {now, next_in, redis.call('HGET', K_REV, 'n') or '0', entries, g}
 `
