@@ -1,6 +1,6 @@
 /**
- * Where a node keeps its stores: in memory (the default) or in a SQLite file
- * (`--data`). A backend gives the handler one adapter per namespace and the
+ * Where a node keeps its stores: in memory (the default), in a SQLite file
+ * (`--data`), or in a Redis that several nodes share (`--redis`). A backend gives the handler one adapter per namespace and the
  * namespace's current revision (so watches can be resumed before their first event).
  *
  * @module
@@ -20,8 +20,8 @@ import type { StorePosition } from './handler'
 export interface Backend {
   /** What `zaris serve` prints: `memory` or `sqlite <file>`. */
   readonly description: string
-  adapterFor(namespace: string): Adapter
-  positionOf(namespace: string): StorePosition
+  adapterFor(namespace: string): Adapter | Promise<Adapter>
+  positionOf(namespace: string): StorePosition | Promise<StorePosition>
   close(): Promise<void>
 }
 
@@ -67,6 +67,40 @@ export async function sqliteBackend(file: string, options: { clock?: Clock; hist
     positionOf: (ns) => db.position(ns),
     async close() {
       db.close()
+    },
+  }
+}
+
+/**
+ * Stores in a shared Redis (needs `ioredis`): the node keeps no state of its
+ * own, so several nodes on one Redis serve one store.
+ *
+ * @example
+ * const backend = await redisBackend('redis://127.0.0.1:6379/0')
+ */
+export async function redisBackend(url: string): Promise<Backend> {
+  const { redisAdapter } = await import('../adapters/redis')
+  const { redact } = await import('../adapters/redis/connection')
+  const adapters = new Map<string, ReturnType<typeof redisAdapter>>()
+  const adapterOf = (ns: string) => {
+    let a = adapters.get(ns)
+    if (!a) {
+      a = redisAdapter({ url, namespace: ns })
+      a.catch(() => adapters.delete(ns))
+      adapters.set(ns, a)
+    }
+    return a
+  }
+  // Fail at start, not at the first request, when Redis cannot be reached.
+  await (await redisAdapter({ url, namespace: 'zaris-node-probe' })).close()
+  return {
+    description: `redis ${redact(url)}`,
+    adapterFor: (ns) => adapterOf(ns),
+    positionOf: async (ns) => (await adapterOf(ns)).position(),
+    async close() {
+      const all = [...adapters.values()]
+      adapters.clear()
+      await Promise.allSettled(all.map(async (a) => (await a).close()))
     },
   }
 }

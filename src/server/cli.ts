@@ -2,8 +2,8 @@
  * The `zaris` command:
  *
  * ```
- * zaris serve [--port 7861] [--host 127.0.0.1] [--data FILE] [--token SECRET]
- *             [--cors ORIGIN...] [--insecure]
+ * zaris serve [--port 7861] [--host 127.0.0.1] [--data FILE | --redis URL]
+ *             [--token SECRET] [--cors ORIGIN...] [--insecure]
  * ```
  *
  * Prints one line when it listens (address and store), stops cleanly on
@@ -14,7 +14,7 @@
  */
 import { isIP } from 'node:net'
 import { isZarisError } from '../core/errors'
-import { memoryBackend, sqliteBackend, type Backend } from './backends'
+import { memoryBackend, redisBackend, sqliteBackend, type Backend } from './backends'
 import { createHandler, loopbackHosts } from './handler'
 import { listen } from './node'
 
@@ -23,6 +23,7 @@ const USAGE = `usage: zaris serve [options]
   --port N          port to listen on (default 7861; 0 picks a free one)
   --host ADDR       address to bind (default 127.0.0.1)
   --data FILE       keep entries in this SQLite file (default: memory)
+  --redis URL       keep entries in this Redis, shared with other nodes (redis://host:6379/0)
   --token SECRET    require "Authorization: Bearer SECRET" (or set ZARIS_TOKEN)
   --cors ORIGIN...  let these browser origins call the node (exact origins, never *)
   --insecure        allow binding a non-loopback address without a token
@@ -35,6 +36,7 @@ export interface ServeArgs {
   port: number
   host: string
   data?: string
+  redis?: string
   token?: string
   cors: string[]
   insecure: boolean
@@ -80,6 +82,9 @@ export function parseServeArgs(argv: string[], env: Record<string, string | unde
       case '--data':
         args.data = value()
         break
+      case '--redis':
+        args.redis = value()
+        break
       case '--token':
         args.token = value()
         break
@@ -103,6 +108,7 @@ export function parseServeArgs(argv: string[], env: Record<string, string | unde
         throw new UsageError(`unknown option ${JSON.stringify(arg)}`)
     }
   }
+  if (args.data !== undefined && args.redis !== undefined) throw new UsageError('--data and --redis are two different stores; give one')
   args.cors = args.cors.map((o) => o.trim()).filter((o) => o !== '')
   if (args.cors.includes('*')) throw new UsageError('--cors takes exact origins; * is not allowed')
   if (args.token !== undefined && (args.token.length < 8 || /\s/.test(args.token))) {
@@ -130,7 +136,8 @@ export function isLoopback(host: string): boolean {
  * await serveCommand(parseServeArgs(['--port', '7861'], process.env))
  */
 export async function serveCommand(args: ServeArgs, log: (line: string) => void = console.log): Promise<void> {
-  const backend: Backend = args.data === undefined ? memoryBackend() : await sqliteBackend(args.data)
+  const backend: Backend =
+    args.redis !== undefined ? await redisBackend(args.redis) : args.data !== undefined ? await sqliteBackend(args.data) : memoryBackend()
   const handler = createHandler({
     adapterFor: backend.adapterFor,
     positionOf: backend.positionOf,
