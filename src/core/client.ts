@@ -84,7 +84,7 @@ export class Client implements AsyncDisposable {
     ready.catch(() => {}) // reported where it is awaited, by the first hold
     this.#ctx = {
       adapter,
-      clock: options.clock ?? systemClock,
+      clock: options.clock ?? adapter.holderClock ?? systemClock,
       id: this.id,
       ttl: options.ttl === undefined ? DEFAULT_TTL : checkTtl(options.ttl),
       ready,

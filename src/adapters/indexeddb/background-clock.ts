@@ -80,6 +80,20 @@ export function backgroundClock(): BackgroundClock {
   }
 }
 
+let shared: BackgroundClock | undefined
+
+/**
+ * The page's one background clock, made on first use: what IndexedDB clients
+ * count their holds on by default (one worker per page, however many clients).
+ *
+ * @example
+ * const clock = pageBackgroundClock()
+ */
+export function pageBackgroundClock(): BackgroundClock {
+  shared ??= backgroundClock()
+  return shared
+}
+
 function makeWorker(): Worker | undefined {
   const g = globalThis as { Worker?: typeof Worker; Blob?: typeof Blob; URL?: typeof URL }
   if (!g.Worker || !g.Blob || !g.URL?.createObjectURL) return undefined

@@ -16,12 +16,13 @@ import type { Adapter, Check, CommitResult, Op, Unsubscribe, Value, WatchSink } 
 import type { Clock, TimerHandle } from '../../core/clock'
 import { ClosedError, InvalidArgumentError, UnsupportedError } from '../../core/errors'
 import { checkKey } from '../../core/validate'
+import { pageBackgroundClock } from './background-clock'
 import { Liveness, webLocks } from './liveness'
 import type { Database } from './schema'
 import { SharedStore } from './shared'
 import { expired, readEntry, readPrefix, toEntry } from './transactions'
 
-export { backgroundClock } from './background-clock'
+export { backgroundClock, pageBackgroundClock } from './background-clock'
 export type { BackgroundClock } from './background-clock'
 
 /**
@@ -139,6 +140,8 @@ class IndexedDbStore {
     const adapter: Adapter = {
       name: 'indexeddb',
       capabilities: { ownerGone: liveness !== undefined },
+      // Holders renew from a worker's timers, which hidden tabs do not throttle.
+      holderClock: pageBackgroundClock(),
       get: async (key) => {
         const e = await readEntry(await this.db(), key)
         const now = clock.now()
