@@ -26,6 +26,8 @@ export class Space {
   readonly #keys: string[]
   readonly #history: number
   readonly #follower: Follower
+  /** Removes this space from its connection once the last adapter let it go. */
+  readonly #forget: () => void
   #reader: RedisClient | undefined
   #readerHold: SocketHold | undefined
   #users = 0
@@ -39,22 +41,17 @@ export class Space {
   static of(connection: SharedConnection, namespace: string, options: SpaceOptions): Space {
     const key = `${namespace}\u0000${options.historySize}`
     let space = connection.spaces.get(key) as Space | undefined
-    if (!space || space.#closed) {
-      space = new Space(connection, namespace, options)
+    if (!space) {
+      space = new Space(connection, namespace, options, () => connection.spaces.delete(key))
       connection.spaces.set(key, space)
-      const s = space
-      s.#forget = () => {
-        if (connection.spaces.get(key) === s) connection.spaces.delete(key)
-      }
     }
     space.#users++
     return space
   }
 
-  #forget: () => void = () => {}
-
-  private constructor(connection: SharedConnection, namespace: string, options: SpaceOptions) {
+  private constructor(connection: SharedConnection, namespace: string, options: SpaceOptions, forget: () => void) {
     this.#connection = connection
+    this.#forget = forget
     this.#keys = namespaceKeys(namespace)
     this.#history = options.historySize
     this.#follower = new Follower({
