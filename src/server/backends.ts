@@ -20,8 +20,11 @@ import type { StorePosition } from './handler'
 export interface Backend {
   /** What `zaris serve` prints: `memory` or `sqlite <file>`. */
   readonly description: string
+  /** The adapter of a namespace's store (for `createHandler`). */
   adapterFor(namespace: string): Adapter | Promise<Adapter>
+  /** The revision and epoch of a namespace's store (for `createHandler`). */
   positionOf(namespace: string): StorePosition | Promise<StorePosition>
+  /** Closes every store. */
   close(): Promise<void>
 }
 

@@ -67,14 +67,19 @@ export interface HandlerOptions {
 
 /** Where a store is: its revision, and the epoch that names this life of it. */
 export interface StorePosition {
+  /** The store's current revision. */
   revision: number
+  /** An id of this life of the store: it changes when the store is reset or replaced. */
   epoch: string
 }
 
 /** One request as the handler sees it: enough of `Request` and of Node's IncomingMessage. */
 export interface Exchange {
+  /** The HTTP method. */
   method: string
+  /** The request URL; only its path and query are used. */
   url: URL
+  /** A request header (lowercase name), or null. */
   header(name: string): string | null
   /** The body as text; rejects with a TOO_LARGE error past `limit` bytes. */
   body(limit: number): Promise<string>
@@ -82,7 +87,9 @@ export interface Exchange {
 
 /** Where a streamed reply writes; `write` returns false once the peer is too far behind. */
 export interface StreamSink {
+  /** Sends a chunk; false once the peer is too far behind (the stream is then ended). */
   write(chunk: string): boolean
+  /** Ends the response. */
   end(): void
 }
 
@@ -103,6 +110,7 @@ export interface Handler {
   fetch(request: Request): Promise<Response>
   /** Serves a request in the handler's own terms (what `listen()` uses). */
   handle(exchange: Exchange): Promise<Reply>
+  /** The counters behind `/metrics`. */
   readonly metrics: Metrics
   /** Open watch streams. */
   readonly watchers: number

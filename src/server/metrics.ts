@@ -25,8 +25,11 @@ interface Histogram {
  * console.log(metrics.render({ watchers: 3, locksHeld: 1 }))
  */
 export class Metrics {
+  /** Commits applied. */
   commits = 0
+  /** Commits refused because a check did not hold. */
   conflicts = 0
+  /** Retried commits answered with their first result. */
   replays = 0
   #requests = new Map<string, number>()
   #latency = new Map<string, Histogram>()

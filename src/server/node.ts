@@ -33,8 +33,11 @@ export interface ListenOptions {
 export interface Listening {
   /** `http://host:port` the node answers on. */
   readonly url: string
+  /** The address bound. */
   readonly host: string
+  /** The port bound (the one picked, for port 0). */
   readonly port: number
+  /** Node's http server, for anything this API does not cover. */
   readonly server: Server
   /** Stops accepting, ends watch streams, waits for open requests (2 s at most) and closes the handler. */
   close(): Promise<void>

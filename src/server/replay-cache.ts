@@ -21,6 +21,7 @@ export interface ReplayCacheOptions {
   maxBytes?: number
   /** How long an id is remembered, in ms. Default 10 minutes. */
   ttlMs?: number
+  /** The clock ids age on (ms). Default `Date.now`. */
   now?: () => number
 }
 

@@ -11,9 +11,13 @@
 
 /** One HTTP request. */
 export interface TransportRequest {
+  /** `GET` for watches, `POST` for the rest. */
   method: 'GET' | 'POST'
+  /** The absolute URL. */
   url: string
+  /** Request headers, lowercase names. */
   headers: Record<string, string>
+  /** The JSON body of a POST. */
   body?: string
   /** Aborts the request (and the reading of its body). */
   signal: AbortSignal
@@ -21,8 +25,11 @@ export interface TransportRequest {
 
 /** One HTTP response; read it with `text()` or `chunks()`, once. */
 export interface TransportResponse {
+  /** The HTTP status. */
   status: number
+  /** The whole body as text. */
   text(): Promise<string>
+  /** The body as it arrives (a watch stream). */
   chunks(): AsyncIterable<Uint8Array>
   /** Stops reading and frees the connection. */
   cancel(): void
@@ -37,7 +44,9 @@ export interface TransportResponse {
  * const res = await t.send({ method: 'GET', url: 'http://127.0.0.1:7861/healthz', headers: {}, signal: AbortSignal.timeout(1000) })
  */
 export interface Transport {
+  /** For messages: `fetch` or `node:http`. */
   readonly name: string
+  /** Sends one request; resolves once the status and headers are in. */
   send(request: TransportRequest): Promise<TransportResponse>
   /** Frees pooled connections. */
   close(): void
