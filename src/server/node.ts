@@ -63,6 +63,8 @@ export async function listen(handler: Handler, options: ListenOptions = {}): Pro
       headersTimeout: options.headersTimeoutMs ?? 10_000,
       requestTimeout: options.requestTimeoutMs ?? 30_000,
       keepAliveTimeout: 5_000,
+      // How often the two timeouts above are enforced (Node's default is every 30 s).
+      connectionsCheckingInterval: 1_000,
     },
     (req, res) => {
       serve(handler, req, res).catch(() => {
