@@ -261,3 +261,57 @@ describe('the fetch handler, embedded', () => {
     await backend.close()
   })
 })
+
+describe('dead streams and metrics', () => {
+  test('a watch stream that goes quiet (no heartbeat) is dropped and resumed', async () => {
+    const backend = memoryBackend()
+    const listening = await listen(createHandler({ adapterFor: backend.adapterFor, positionOf: backend.positionOf, heartbeatMs: 100 }), { port: 0 })
+    cleanup.push(async () => {
+      await listening.close()
+      await backend.close()
+    })
+    // A proxy that passes the first watch stream up to its `ready` event and then holds it silent.
+    let watches = 0
+    const proxy = createServer((req, res) => {
+      const first = req.url!.includes('/watch') && ++watches === 1
+      const up = httpRequest(new URL(req.url!, listening.url), { method: req.method, headers: req.headers }, (upRes) => {
+        res.writeHead(upRes.statusCode!, upRes.headers)
+        let seen = ''
+        upRes.on('data', (chunk) => {
+          if (first && seen.includes('event: ready')) return // silence from here on
+          seen += chunk
+          res.write(chunk)
+        })
+        upRes.on('end', () => res.end())
+      })
+      req.pipe(up)
+    })
+    await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', r))
+    cleanup.push(() => new Promise((r) => { proxy.closeAllConnections(); proxy.close(r) }))
+    const client = new Client(httpAdapter({ endpoints: [`http://127.0.0.1:${(proxy.address() as AddressInfo).port}`], namespace: 'quiet' }))
+    const watch = client.watch('k')
+    await watch.ready
+    await client.put('k', 'after the silence')
+    expect((await watch.next()).value).toMatchObject({ value: 'after the silence', revision: 1 })
+    expect(watches).toBe(2) // the silent stream was given up on and a new one opened
+    await client.close()
+  })
+
+  test('/metrics counts commits, conflicts, watchers and locks held', async () => {
+    const n = await node()
+    const client = await connect(`zaris://127.0.0.1:${n.port}/m`)
+    const lock = await client.locks.acquire('lock:m', { ttl: 10_000, autoRenew: false })
+    expect(await client.locks.acquire('lock:m')).toBeNull()
+    const watch = client.watch('x')
+    await watch.ready
+    const text = await (await fetch(`${n.url}/metrics`)).text()
+    expect(text).toMatch(/^zaris_commits_total 1$/m)
+    expect(text).toMatch(/^zaris_commit_conflicts_total 1$/m)
+    expect(text).toMatch(/^zaris_watchers 1$/m)
+    expect(text).toMatch(/^zaris_locks_held 1$/m)
+    expect(text).toMatch(/^zaris_request_duration_seconds_count\{route="commit"\} 2$/m)
+    expect(text).toMatch(/^# TYPE zaris_request_duration_seconds histogram$/m)
+    await lock!.release()
+    await client.close()
+  })
+})

@@ -209,8 +209,9 @@ class RemoteWatch {
         },
       })
       for await (const chunk of res.chunks()) {
-        arm(ready ? this.#heartbeat * 3 : ctx.timeoutMs)
         parser.feed(decoder.decode(chunk, { stream: true }))
+        // Once the stream is open, silence longer than three heartbeats means it is dead.
+        arm(ready ? this.#heartbeat * 3 : ctx.timeoutMs)
         if (failure) {
           res.cancel()
           return failure
