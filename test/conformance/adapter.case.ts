@@ -168,7 +168,9 @@ export function adapterCases(factory: FixtureFactory, t: Named = test): void {
       await a.commit([], [{ type: 'delete', key: 'w/a' }])
       await until(() => events.length >= 4, 3_000)
       unwatch()
-      expect(events.map((e) => [e.type, e.key])).toEqual([['put', 'w/a'], ['put', 'w/b'], ['delete', 'w/a'], ['expire', 'w/b']])
+      expect(events.slice(0, 2).map((e) => [e.type, e.key])).toEqual([['put', 'w/a'], ['put', 'w/b']])
+      // A slow store may expire w/b before the delete of w/a lands; either order is a valid history.
+      expect(events.slice(2).map((e) => `${e.type} ${e.key}`).sort()).toEqual(['delete w/a', 'expire w/b'])
       expect(events[0]).toMatchObject({ value: 1, owner: 'o1', created: events[0]!.revision })
       for (let i = 1; i < events.length; i++) expect(events[i]!.revision).toBeGreaterThan(events[i - 1]!.revision)
     }))

@@ -288,7 +288,9 @@ export function primitiveCases(factory: FixtureFactory, t: Named, options: Primi
         events.push(ev)
         if (events.length === 4) break
       }
-      expect(events.map((e) => [e.type, e.key])).toEqual([['put', 'job:1'], ['put', 'job:2'], ['delete', 'job:1'], ['expire', 'job:2']])
+      // The expiry may land before or after the delete (a slow store), but each event comes once, in revision order.
+      expect(events.slice(0, 2).map((e) => [e.type, e.key])).toEqual([['put', 'job:1'], ['put', 'job:2']])
+      expect(events.slice(2).map((e) => `${e.type} ${e.key}`).sort()).toEqual(['delete job:1', 'expire job:2'])
       expect(collect(events.map((e) => e.revision)).increasing).toBe(true)
     }))
 
