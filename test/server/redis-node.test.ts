@@ -15,7 +15,7 @@ beforeAll(async () => {
 })
 afterAll(async () => {
   await Promise.all(nodes.map((n) => n.kill9()))
-  await redis?.stop()
+  await redis?.dispose()
 })
 
 test('two nodes on one Redis are one lock domain, and a client fails over between them', async () => {
