@@ -14,7 +14,9 @@ interface Spell {
   how?: string
 }
 
-const WINDOW = 60_000
+/** The window shown: since the first spell (at least 10 s), at most the last minute. */
+const MIN_WINDOW = 10_000
+const MAX_WINDOW = 60_000
 const SVG = 'http://www.w3.org/2000/svg'
 const COLORS = ['#2f6fed', '#16803c', '#b25e00', '#8e44ad', '#c0392b', '#137a8a']
 
@@ -22,7 +24,7 @@ export function timeline(root: HTMLElement, client: Client, say: (msg: string, e
   const spells: Spell[] = []
   const figure = h('div', { class: 'timeline', 'data-testid': 'timeline' })
   root.replaceChildren(
-    h('h2', { id: 'timeline-title' }, 'Who held the lock — last minute'),
+    h('h2', { id: 'timeline-title' }, 'Who held the lock, and with which token'),
     figure,
   )
 
@@ -46,9 +48,12 @@ export function timeline(root: HTMLElement, client: Client, say: (msg: string, e
   function draw() {
     const now = performance.now()
     const owners = [...new Set(spells.map((s) => s.owner))]
-    const width = 900
+    // Drawn at the figure's own width, so that text stays readable on a phone.
+    const width = Math.max(320, figure.clientWidth || 900)
     const lane = 30
-    const left = 130
+    const left = Math.min(130, width / 4)
+    const first = spells.find((s) => (s.end ?? now) >= now - MAX_WINDOW)?.start ?? now
+    const WINDOW = Math.min(MAX_WINDOW, Math.max(MIN_WINDOW, now - first + 2_000))
     const height = Math.max(1, owners.length) * lane + 24
     const x = (t: number) => left + ((t - (now - WINDOW)) / WINDOW) * (width - left - 10)
     const svg = document.createElementNS(SVG, 'svg')
@@ -76,7 +81,7 @@ export function timeline(root: HTMLElement, client: Client, say: (msg: string, e
       g.append(el('title', {}, `${s.owner}: token ${s.token}${s.how ? `, ${s.how}` : ', holding'}`))
       svg.append(g)
     }
-    svg.append(el('text', { x: left, y: height - 4, 'font-size': 11, fill: '#5b6572' }, '−60 s'))
+    svg.append(el('text', { x: left, y: height - 4, 'font-size': 11, fill: '#5b6572' }, `−${Math.round(WINDOW / 1000)} s`))
     svg.append(el('text', { x: width - 40, y: height - 4, 'font-size': 11, fill: '#5b6572' }, 'now'))
     figure.replaceChildren(spells.length ? svg : h('p', { class: 'empty' }, 'Nobody has held the lock since this tab opened.'))
   }
