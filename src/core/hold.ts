@@ -76,6 +76,8 @@ export abstract class Hold<V extends Value = Value> implements AsyncDisposable, 
   #ttl: number
   #revision: number
   #deadline: number
+  /** When the request behind the current deadline was sent. */
+  #deadlineSentAt: number
   #controller = new AbortController()
   #ended = false
   #deadlineTimer: TimerHandle | undefined
@@ -96,6 +98,7 @@ export abstract class Hold<V extends Value = Value> implements AsyncDisposable, 
     this.#revision = init.revision
     this.#autoRenew = init.autoRenew
     this.#deadline = init.sentAt + init.ttl - driftMargin(init.ttl)
+    this.#deadlineSentAt = init.sentAt
     ctx.open.add(this)
     this.#arm()
   }
@@ -167,10 +170,16 @@ export abstract class Hold<V extends Value = Value> implements AsyncDisposable, 
       void this.#deleteGuarded().catch(() => {})
       return false
     }
-    this.#ttl = ttl
     this.#revision = Math.max(this.#revision, result.revision)
-    this.#deadline = Math.max(this.#deadline, sentAt + ttl - driftMargin(ttl))
-    this.#arm()
+    // Of renewals answered out of order, the one sent last decides: whichever
+    // the store applied last, it expires no earlier than that one's deadline.
+    // (Taking the later deadline instead would be wrong after a shorter TTL.)
+    if (sentAt >= this.#deadlineSentAt) {
+      this.#ttl = ttl
+      this.#deadlineSentAt = sentAt
+      this.#deadline = sentAt + ttl - driftMargin(ttl)
+      this.#arm()
+    }
     return true
   }
 

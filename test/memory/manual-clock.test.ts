@@ -86,3 +86,18 @@ describe('ManualClock', () => {
     await Promise.all([a.close(), b.close()])
   })
 })
+
+describe('renewals with another TTL', () => {
+  test('a renewal with a shorter TTL brings the holder\'s deadline forward with the store\'s', async () => {
+    const { clock, a, b } = await setup()
+    const lock = (await a.locks.acquire('lock:shorter', { ttl: 10_000, autoRenew: false }))!
+    await clock.advance(1_000)
+    expect(await lock.renew(1_000)).toBe(true)
+    expect(lock.ttl).toBe(1_000)
+    await clock.advance(988) // 1000 - (10 + 2): the holder lets go first
+    expect(lock.held).toBe(false)
+    await clock.advance(12)
+    expect(await b.locks.acquire('lock:shorter')).not.toBeNull()
+    await Promise.all([a.close(), b.close()])
+  })
+})
