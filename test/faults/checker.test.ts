@@ -1,0 +1,148 @@
+/**
+ * The checker on hand-made histories: a clean one passes, and each kind of
+ * bad history is caught, with the records that show it.
+ */
+import { describe, expect, test } from 'vitest'
+import { checkHistory, formatViolations, type HistoryRecord } from './checker'
+
+/** A clean run: two holders in turn, each writes once fenced, a watcher sees everything. */
+function clean(): HistoryRecord[] {
+  return [
+    { type: 'watch-start', client: 'w', watch: 'main', prefix: '', from: 0, at: 0 },
+    { type: 'acquire', client: 'a', lock: 'lock:r', token: 1, invokedAt: 1, at: 2 },
+    { type: 'write', client: 'a', resource: 'r', lock: 'lock:r', token: 1, outcome: 'accepted', revision: 2, invokedAt: 3, at: 4 },
+    { type: 'write', client: 'a', resource: 'r', lock: 'lock:r', token: 1, outcome: 'accepted', revision: 3, invokedAt: 5, at: 6 },
+    { type: 'release', client: 'a', lock: 'lock:r', token: 1, released: true, at: 8 },
+    { type: 'acquire', client: 'b', lock: 'lock:r', token: 5, invokedAt: 3, at: 12 },
+    { type: 'write', client: 'b', resource: 'r', lock: 'lock:r', token: 5, outcome: 'accepted', revision: 6, invokedAt: 13, at: 14 },
+    { type: 'write', client: 'a', resource: 'r', lock: 'lock:r', token: 1, outcome: 'refused', invokedAt: 15, at: 16 },
+    { type: 'loss', client: 'b', lock: 'lock:r', token: 5, reason: 'EXPIRED', at: 30 },
+    // 4 is a release (a delete), 7 an expiry: revisions the history does not know of, delivered anyway.
+    ...[1, 2, 3, 4, 5, 6, 7].map((revision): HistoryRecord => ({ type: 'watch-event', client: 'w', watch: 'main', key: revision === 2 || revision === 3 || revision === 6 ? 'r' : 'lock:r', kind: 'put', revision, at: 20 + revision })),
+    { type: 'watch-end', client: 'w', watch: 'main', reason: 'closed', through: 7, at: 40 },
+    { type: 'final', resource: 'r', revision: 6, token: 5, at: 50 },
+  ]
+}
+
+function kinds(history: HistoryRecord[]): string[] {
+  return checkHistory(history).violations.map((v) => v.kind)
+}
+
+describe('the history checker', () => {
+  test('passes a clean history and counts it', () => {
+    const r = checkHistory(clean())
+    expect(r.violations).toEqual([])
+    expect(r.ok).toBe(true)
+    expect(r.stats).toMatchObject({ acquisitions: 2, accepted: 3, refused: 1, losses: 1, releases: 1, watchEvents: 7, unhandled: 0 })
+  })
+
+  test('catches a stale write: an accepted write with a smaller token after a larger one', () => {
+    const h = clean().filter((r) => r.type !== 'final')
+    h.push({ type: 'write', client: 'a', resource: 'r', lock: 'lock:r', token: 1, outcome: 'accepted', revision: 8, invokedAt: 31, at: 32 })
+    const r = checkHistory(h)
+    expect(r.violations.map((v) => v.kind)).toEqual(['stale-write'])
+    expect(r.violations[0]!.message).toContain('token 1 was accepted at revision 8, after b')
+    expect(formatViolations(r)).toContain('"revision":8')
+  })
+
+  test('the stale check follows store order (revisions), not the order records arrive in', () => {
+    const h = clean()
+    // Recorded late, but accepted at revision 5 < 6: no violation by itself...
+    h.push({ type: 'write', client: 'c', resource: 'r', lock: 'lock:r', token: 4, outcome: 'accepted', revision: 5.5, invokedAt: 9, at: 10 })
+    expect(kinds(h)).not.toContain('stale-write')
+    // ...while a token 4 accepted after token 5 (revision 7) is one.
+    const bad = clean()
+    bad.push({ type: 'write', client: 'c', resource: 'r', lock: 'lock:r', token: 4, outcome: 'accepted', revision: 7, invokedAt: 9, at: 31 })
+    expect(kinds(bad)).toContain('stale-write')
+  })
+
+  test('catches a token granted twice', () => {
+    const h = clean()
+    h.push({ type: 'acquire', client: 'c', lock: 'lock:r', token: 5, invokedAt: 11, at: 12 })
+    expect(kinds(h)).toContain('double-grant')
+  })
+
+  test('catches a token that went backwards, per client and in real time across clients', () => {
+    const own = clean()
+    own.push({ type: 'acquire', client: 'b', lock: 'lock:other', token: 4, invokedAt: 40, at: 41 })
+    expect(kinds(own)).toContain('token-regression')
+
+    // c asked after b had its token 5, and got 4: a store that lost its counter.
+    const cross = clean()
+    cross.push({ type: 'acquire', client: 'c', lock: 'lock:s', token: 4, invokedAt: 20, at: 21 })
+    const r = checkHistory(cross)
+    expect(r.violations.map((v) => v.kind)).toEqual(['token-regression'])
+    expect(r.violations[0]!.message).toContain('invoked after b had already been granted token 5')
+
+    // Overlapping in time, any order is fine.
+    const overlapping = clean()
+    overlapping.push({ type: 'acquire', client: 'c', lock: 'lock:s', token: 4, invokedAt: 11, at: 21 })
+    expect(kinds(overlapping)).toEqual([])
+  })
+
+  test('catches an acknowledged revision that went backwards or repeated', () => {
+    const h = clean()
+    h.push({ type: 'write', client: 'c', resource: 'other', outcome: 'accepted', revision: 4, invokedAt: 20, at: 21 })
+    expect(kinds(h)).toEqual(['revision-regression'])
+    const twice = clean()
+    twice.push({ type: 'write', client: 'c', resource: 'other', outcome: 'accepted', revision: 6, invokedAt: 13, at: 14 })
+    expect(kinds(twice)).toContain('revision-regression')
+  })
+
+  test('catches a watch that reordered, doubled or skipped', () => {
+    const reordered = clean().map((r) => (r.type === 'watch-event' && (r.revision === 5 || r.revision === 6) ? { ...r, revision: 11 - r.revision } : r))
+    expect(kinds(reordered)).toEqual(['watch-reorder'])
+
+    const doubled = clean()
+    doubled.splice(doubled.length - 2, 0, { type: 'watch-event', client: 'w', watch: 'main', key: 'r', kind: 'put', revision: 7, at: 31 })
+    expect(kinds(doubled)).toEqual(['watch-double'])
+
+    // Revision 3 (an accepted write to r) never reached the watcher.
+    const skipped = clean().filter((r) => !(r.type === 'watch-event' && r.revision === 3))
+    const r = checkHistory(skipped)
+    expect(r.violations.map((v) => v.kind)).toEqual(['watch-skip'])
+    expect(r.violations[0]!.message).toContain('never delivered revision 3')
+
+    // Missing events at the end count once the owner said it waited through them.
+    const tail = clean().filter((r) => !(r.type === 'watch-event' && r.revision >= 6))
+    expect(kinds(tail)).toEqual(['watch-skip'])
+    // An honest end (COMPACTED) does not expect what came after it.
+    const compacted = tail.map((r) => (r.type === 'watch-end' ? { ...r, reason: 'COMPACTED', through: undefined } : r))
+    expect(kinds(compacted)).toEqual([])
+  })
+
+  test('a watch on a prefix expects only the keys under it', () => {
+    const h = clean().filter((r) => !(r.type === 'watch-event' && [2, 3, 6].includes(r.revision)))
+    h.push({ type: 'watch-start', client: 'w', watch: 'locks', prefix: 'lock:', from: 0, at: 0 })
+    for (const revision of [1, 5]) h.push({ type: 'watch-event', client: 'w', watch: 'locks', key: 'lock:r', kind: 'put', revision, at: 40 })
+    const r = checkHistory(h)
+    // 'main' (prefix '') misses 2, 3 and 6; 'locks' misses nothing.
+    expect(r.violations.map((v) => [v.kind, v.message.slice(0, 10)])).toEqual([
+      ['watch-skip', 'watch w/ma'],
+      ['watch-skip', 'watch w/ma'],
+      ['watch-skip', 'watch w/ma'],
+    ])
+  })
+
+  test('catches a lost acknowledged write', () => {
+    const h = clean().map((r) => (r.type === 'final' ? { ...r, revision: 3, token: 1 } : r))
+    expect(kinds(h)).toEqual(['lost-write'])
+    const absent = clean().map((r) => (r.type === 'final' ? { ...r, revision: 0, token: undefined } : r))
+    expect(kinds(absent)).toEqual(['lost-write'])
+    const replaced = clean().map((r) => (r.type === 'final' ? { ...r, token: 4 } : r))
+    expect(kinds(replaced)).toEqual(['lost-write'])
+  })
+
+  test('catches an unhandled rejection in a client', () => {
+    const h = clean()
+    h.push({ type: 'unhandled', client: 'b', error: 'UnavailableError: no zaris node answered commit', at: 33 })
+    expect(kinds(h)).toEqual(['unhandled'])
+  })
+
+  test('unknown and refused writes never count as accepted', () => {
+    const h = clean()
+    h.push({ type: 'write', client: 'a', resource: 'r', lock: 'lock:r', token: 1, outcome: 'unknown', invokedAt: 31, at: 32 })
+    h.push({ type: 'write', client: 'a', resource: 'r', lock: 'lock:r', token: 1, outcome: 'refused', invokedAt: 33, at: 34 })
+    expect(kinds(h)).toEqual([])
+  })
+})

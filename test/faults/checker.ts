@@ -1,0 +1,387 @@
+/**
+ * The history checker of the fault-injection suite, in the manner of Jepsen
+ * and etcd's robustness tests: clients record what they did and saw while
+ * faults are injected, and the checker decides afterwards whether any of it
+ * broke a promise of zaris. It runs in Node and in the browser (no imports).
+ *
+ * What it fails on:
+ * - `stale-write`: an accepted fenced write whose token is smaller than a
+ *   token accepted earlier (in store order) for the same resource. An equal
+ *   token is the same hold writing again, which is allowed.
+ * - `double-grant`: one token handed to two acquisitions.
+ * - `token-regression`: an acquisition whose token is not larger than that of
+ *   an acquisition that had completed before it was invoked (real time), or
+ *   than the client's own previous one.
+ * - `revision-regression`: an acknowledged write whose revision is not larger
+ *   than one acknowledged before it was sent (a store that lost its counter).
+ * - `watch-reorder`, `watch-double`, `watch-skip`: a watcher that saw a
+ *   revision after a larger one, saw one twice, or silently missed a revision
+ *   the history knows was written to a key it watches.
+ * - `lost-write`: a resource whose final state is older than its latest
+ *   acknowledged write.
+ * - `unhandled`: an unhandled rejection or uncaught exception in a client.
+ */
+
+/** Milliseconds on a clock all recording processes share (`performance.timeOrigin + performance.now()`). */
+export type Time = number
+
+/** A lock (or lease, or election term) was granted. */
+export interface AcquireRecord {
+  type: 'acquire'
+  client: string
+  lock: string
+  token: number
+  /** When the request was sent. */
+  invokedAt: Time
+  /** When the grant was received. */
+  at: Time
+}
+
+/** A write to a resource, fenced by a token or plain. */
+export interface WriteRecord {
+  type: 'write'
+  client: string
+  resource: string
+  /** The lock it was fenced by, if any. */
+  lock?: string
+  /** The fencing token it carried, if any. */
+  token?: number
+  /** accepted: acknowledged by the store; refused: the fence did not hold; unknown: no answer (it may have applied). */
+  outcome: 'accepted' | 'refused' | 'unknown'
+  /** The store revision of an accepted write. */
+  revision?: number
+  invokedAt: Time
+  at: Time
+}
+
+/** The holder learnt that its hold ended without releasing it (its signal aborted). */
+export interface LossRecord {
+  type: 'loss'
+  client: string
+  lock: string
+  token: number
+  /** The HoldEndedError code: EXPIRED, STOLEN, LOST. */
+  reason: string
+  at: Time
+}
+
+/** The holder released its hold. */
+export interface ReleaseRecord {
+  type: 'release'
+  client: string
+  lock: string
+  token: number
+  /** What `release()` resolved: true if it was still held. */
+  released: boolean
+  at: Time
+}
+
+/** A watch began: every revision after `from` of a key under `prefix` must reach it. */
+export interface WatchStartRecord {
+  type: 'watch-start'
+  client: string
+  watch: string
+  prefix: string
+  from: number
+  at: Time
+}
+
+/** One event a watch delivered. */
+export interface WatchEventRecord {
+  type: 'watch-event'
+  client: string
+  watch: string
+  key: string
+  kind: 'put' | 'delete' | 'expire'
+  revision: number
+  at: Time
+}
+
+/**
+ * A watch ended. `reason` is `closed` (by its owner), or the error code it
+ * ended with (`COMPACTED` is an honest end, never a silent gap). With
+ * `through`, the owner waited until the store was past that revision, so
+ * every known revision up to it is expected.
+ */
+export interface WatchEndRecord {
+  type: 'watch-end'
+  client: string
+  watch: string
+  reason: string
+  through?: number
+  at: Time
+}
+
+/** An unhandled rejection or uncaught exception in a client. */
+export interface UnhandledRecord {
+  type: 'unhandled'
+  client: string
+  error: string
+  at: Time
+}
+
+/** The state of a resource read after the run (`revision` 0: absent). */
+export interface FinalRecord {
+  type: 'final'
+  resource: string
+  revision: number
+  token?: number
+  at: Time
+}
+
+/** Anything else a client wants in the history (ignored by the checks). */
+export interface NoteRecord {
+  type: 'note'
+  client: string
+  text: string
+  at: Time
+  [extra: string]: unknown
+}
+
+export type HistoryRecord =
+  | AcquireRecord
+  | WriteRecord
+  | LossRecord
+  | ReleaseRecord
+  | WatchStartRecord
+  | WatchEventRecord
+  | WatchEndRecord
+  | UnhandledRecord
+  | FinalRecord
+  | NoteRecord
+
+export type ViolationKind =
+  | 'stale-write'
+  | 'double-grant'
+  | 'token-regression'
+  | 'revision-regression'
+  | 'watch-reorder'
+  | 'watch-double'
+  | 'watch-skip'
+  | 'lost-write'
+  | 'unhandled'
+
+export interface Violation {
+  kind: ViolationKind
+  message: string
+  /** The records that show it. */
+  records: HistoryRecord[]
+}
+
+export interface HistoryStats {
+  records: number
+  acquisitions: number
+  accepted: number
+  refused: number
+  unknown: number
+  losses: number
+  releases: number
+  watchEvents: number
+  unhandled: number
+}
+
+export interface CheckOptions {
+  /**
+   * How far apart two processes' clocks may be, in ms, before a real-time
+   * order counts: B follows A only if B was invoked more than this after A
+   * completed. Default 2 (processes of one machine).
+   */
+  clockMargin?: number
+}
+
+export interface CheckResult {
+  ok: boolean
+  violations: Violation[]
+  stats: HistoryStats
+}
+
+/** Checks a history; see the module comment for what fails it. */
+export function checkHistory(history: readonly HistoryRecord[], options: CheckOptions = {}): CheckResult {
+  const margin = options.clockMargin ?? 2
+  const violations: Violation[] = []
+  const add = (kind: ViolationKind, message: string, records: HistoryRecord[]) => violations.push({ kind, message, records })
+  const of = <T extends HistoryRecord['type']>(type: T) => history.filter((r): r is Extract<HistoryRecord, { type: T }> => r.type === type)
+
+  const acquires = of('acquire')
+  const writes = of('write')
+  const accepted = writes.filter((w) => w.outcome === 'accepted')
+
+  // Each token names one acquisition.
+  const byToken = new Map<number, AcquireRecord>()
+  for (const a of acquires) {
+    const seen = byToken.get(a.token)
+    if (seen) add('double-grant', `token ${a.token} was granted twice: to ${seen.client} (${seen.lock}) and to ${a.client} (${a.lock})`, [seen, a])
+    else byToken.set(a.token, a)
+  }
+
+  // A client's own acquisitions rise (tokens are store revisions).
+  const lastOf = new Map<string, AcquireRecord>()
+  for (const a of acquires) {
+    const prev = lastOf.get(a.client)
+    if (prev && a.token <= prev.token) add('token-regression', `${a.client} got token ${a.token} after token ${prev.token}`, [prev, a])
+    lastOf.set(a.client, a)
+  }
+  // Across clients, in real time: an acquisition invoked after another completed gets a larger token.
+  for (const v of realTimeRegressions(acquires, (a) => a.invokedAt, (a) => a.at, (a) => a.token, margin)) {
+    add('token-regression', `${v.later.client} got token ${v.later.token} for ${v.later.lock}, invoked after ${v.earlier.client} had already been granted token ${v.earlier.token}`, [v.earlier, v.later])
+  }
+
+  // Acknowledged revisions rise in real time too, and are unique.
+  const byRevision = new Map<number, WriteRecord>()
+  for (const w of accepted) {
+    if (w.revision === undefined) continue
+    const seen = byRevision.get(w.revision)
+    if (seen) add('revision-regression', `revision ${w.revision} was acknowledged twice: to ${seen.client} (${seen.resource}) and ${w.client} (${w.resource})`, [seen, w])
+    else byRevision.set(w.revision, w)
+    if (w.token !== undefined && w.revision <= w.token) add('revision-regression', `a write fenced by token ${w.token} got the older revision ${w.revision}`, [w])
+  }
+  const withRevision = accepted.filter((w) => w.revision !== undefined)
+  for (const v of realTimeRegressions(withRevision, (w) => w.invokedAt, (w) => w.at, (w) => w.revision!, margin)) {
+    add('revision-regression', `${v.later.client}'s write to ${v.later.resource} got revision ${v.later.revision}, sent after revision ${v.earlier.revision} had been acknowledged`, [v.earlier, v.later])
+  }
+
+  // Fencing: in store order, the tokens of accepted writes to a resource never fall.
+  const perResource = groupBy(accepted, (w) => w.resource)
+  for (const [resource, list] of perResource) {
+    const fenced = list.filter((w) => w.token !== undefined && w.revision !== undefined).sort((a, b) => a.revision! - b.revision!)
+    let max: WriteRecord | undefined
+    for (const w of fenced) {
+      if (max && w.token! < max.token!) {
+        add('stale-write', `${resource}: ${w.client}'s write with token ${w.token} was accepted at revision ${w.revision}, after ${max.client}'s write with token ${max.token} (revision ${max.revision})`, [max, w])
+      }
+      if (!max || w.token! > max.token!) max = w
+    }
+  }
+
+  // No acknowledged write lost: the final state is at least the latest acknowledged write.
+  for (const f of of('final')) {
+    const list = (perResource.get(f.resource) ?? []).filter((w) => w.revision !== undefined)
+    if (list.length === 0) continue
+    const latest = list.reduce((a, b) => (b.revision! > a.revision! ? b : a))
+    if (f.revision < latest.revision!) {
+      add('lost-write', `${f.resource}: the acknowledged write at revision ${latest.revision} by ${latest.client} is gone; the final state is at revision ${f.revision || 'none (absent)'}`, [latest, f])
+    } else if (f.revision === latest.revision && latest.token !== undefined && f.token !== undefined && f.token !== latest.token) {
+      add('lost-write', `${f.resource}: at revision ${f.revision} the final state carries token ${f.token}, the acknowledged write carried ${latest.token}`, [latest, f])
+    }
+  }
+
+  checkWatches(history, accepted, acquires, add)
+
+  for (const u of of('unhandled')) add('unhandled', `${u.client}: ${u.error}`, [u])
+
+  return {
+    ok: violations.length === 0,
+    violations,
+    stats: {
+      records: history.length,
+      acquisitions: acquires.length,
+      accepted: accepted.length,
+      refused: writes.filter((w) => w.outcome === 'refused').length,
+      unknown: writes.filter((w) => w.outcome === 'unknown').length,
+      losses: of('loss').length,
+      releases: of('release').length,
+      watchEvents: of('watch-event').length,
+      unhandled: of('unhandled').length,
+    },
+  }
+}
+
+function checkWatches(
+  history: readonly HistoryRecord[],
+  accepted: WriteRecord[],
+  acquires: AcquireRecord[],
+  add: (kind: ViolationKind, message: string, records: HistoryRecord[]) => void,
+): void {
+  // Revisions the history knows were written, with the key each wrote.
+  const known: Array<{ revision: number; key: string; record: HistoryRecord }> = []
+  for (const w of accepted) if (w.revision !== undefined) known.push({ revision: w.revision, key: w.resource, record: w })
+  for (const a of acquires) known.push({ revision: a.token, key: a.lock, record: a })
+  known.sort((a, b) => a.revision - b.revision)
+
+  const watches = new Map<string, { start?: WatchStartRecord; events: WatchEventRecord[]; end?: WatchEndRecord }>()
+  const entry = (id: string) => {
+    let w = watches.get(id)
+    if (!w) watches.set(id, (w = { events: [] }))
+    return w
+  }
+  for (const r of history) {
+    if (r.type === 'watch-start') entry(`${r.client}/${r.watch}`).start = r
+    else if (r.type === 'watch-event') entry(`${r.client}/${r.watch}`).events.push(r)
+    else if (r.type === 'watch-end') entry(`${r.client}/${r.watch}`).end = r
+  }
+  for (const [id, w] of watches) {
+    const seen = new Map<number, WatchEventRecord>()
+    let last: WatchEventRecord | undefined
+    for (const ev of w.events) {
+      const twice = seen.get(ev.revision)
+      if (twice) add('watch-double', `watch ${id} delivered revision ${ev.revision} twice`, [twice, ev])
+      else if (last && ev.revision < last.revision) add('watch-reorder', `watch ${id} delivered revision ${ev.revision} after ${last.revision}`, [last, ev])
+      seen.set(ev.revision, ev)
+      if (!last || ev.revision > last.revision) last = ev
+    }
+    if (!w.start) continue
+    const start = w.start
+    const upTo = Math.max(last?.revision ?? start.from, w.end?.reason === 'closed' && w.end.through !== undefined ? w.end.through : -Infinity)
+    for (const k of known) {
+      if (k.revision <= start.from || k.revision > upTo || !k.key.startsWith(start.prefix)) continue
+      if (!seen.has(k.revision)) {
+        add('watch-skip', `watch ${id} (prefix ${JSON.stringify(start.prefix)} from ${start.from}) never delivered revision ${k.revision} (${k.key}), though it delivered up to ${last?.revision ?? 'nothing'}`, [start, k.record])
+      }
+    }
+  }
+}
+
+/**
+ * Pairs (earlier, later) where `later` was invoked more than `margin` after
+ * `earlier` completed, yet its value is not larger. Sweeps in invocation
+ * order, keeping the largest value among operations completed by then.
+ */
+function realTimeRegressions<T>(ops: T[], invoked: (op: T) => number, completed: (op: T) => number, value: (op: T) => number, margin: number): Array<{ earlier: T; later: T }> {
+  const byCompletion = [...ops].sort((a, b) => completed(a) - completed(b))
+  const byInvocation = [...ops].sort((a, b) => invoked(a) - invoked(b))
+  const out: Array<{ earlier: T; later: T }> = []
+  let i = 0
+  let best: T | undefined
+  for (const op of byInvocation) {
+    while (i < byCompletion.length && completed(byCompletion[i]!) + margin < invoked(op)) {
+      const c = byCompletion[i++]!
+      if (!best || value(c) > value(best)) best = c
+    }
+    if (best && best !== op && value(op) <= value(best)) out.push({ earlier: best, later: op })
+  }
+  return out
+}
+
+function groupBy<T>(xs: T[], key: (x: T) => string): Map<string, T[]> {
+  const m = new Map<string, T[]>()
+  for (const x of xs) {
+    const k = key(x)
+    const list = m.get(k)
+    if (list) list.push(x)
+    else m.set(k, [x])
+  }
+  return m
+}
+
+/** A readable report of a failed check: each violation with the records that show it. */
+export function formatViolations(result: CheckResult, limit = 10): string {
+  const lines = [`${result.violations.length} violation(s) in ${result.stats.records} records:`]
+  for (const v of result.violations.slice(0, limit)) {
+    lines.push(`- ${v.kind}: ${v.message}`)
+    for (const r of v.records) lines.push(`    ${JSON.stringify(r)}`)
+  }
+  if (result.violations.length > limit) lines.push(`... and ${result.violations.length - limit} more`)
+  return lines.join('\n')
+}
+
+/** Throws with the failing history when the check fails; returns the stats otherwise. */
+export function assertHistory(history: readonly HistoryRecord[], options?: CheckOptions): HistoryStats {
+  const result = checkHistory(history, options)
+  if (!result.ok) throw new Error(formatViolations(result))
+  return result.stats
+}
+
+/** A clock every process of a machine shares, unaffected by changes to `Date`. */
+export function sharedNow(): Time {
+  return performance.timeOrigin + performance.now()
+}
