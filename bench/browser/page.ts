@@ -1,0 +1,256 @@
+/**
+ * The bench page: bundled with esbuild and served on loopback, opened in
+ * several tabs of one Chromium. Node drives it with `page.evaluate`; every
+ * timing is taken inside the page (absolute times for cross-tab figures, so
+ * the CDP round trips of the driver are never part of them).
+ *
+ * One "holder" protocol for every lock kind, so the cross-tab scenarios run
+ * the same steps for zaris and its peers: `hold` (resolves once held),
+ * `wait` (starts waiting, stamps the time it got the lock), `release`
+ * (stamps the time it let go), `waited` (resolves that stamp).
+ */
+import { createLeaderElection, BroadcastChannel as LibChannel } from 'broadcast-channel'
+import { connect, type Client, type Lock } from 'zaris'
+import { absNow, loop, sleep, type Trial } from '../lib/measure'
+
+type Kind = 'zaris' | 'weblocks' | 'raw' | 'zaris-election' | 'bc-election'
+
+interface Held {
+  /** Lets go; resolves the time just before letting go. */
+  release(): Promise<number>
+}
+
+const clients = new Map<string, Promise<Client>>()
+/** One zaris client per namespace and tab. */
+function client(ns: string): Promise<Client> {
+  let c = clients.get(ns)
+  if (!c) clients.set(ns, (c = connect(`zaris://idb/${ns}`)))
+  return c
+}
+
+let rawDb: Promise<IDBDatabase> | undefined
+/** A plain IndexedDB database with one object store: the ceiling. */
+function raw(): Promise<IDBDatabase> {
+  rawDb ??= new Promise((resolve, reject) => {
+    const req = indexedDB.open('bench-raw', 1)
+    req.onupgradeneeded = () => req.result.createObjectStore('kv')
+    req.onsuccess = () => resolve(req.result)
+    req.onerror = () => reject(req.error)
+  })
+  return rawDb
+}
+
+/** One readwrite transaction that puts or deletes `key`, resolved on complete. */
+async function rawTx(key: string, put: boolean): Promise<void> {
+  const db = await raw()
+  await new Promise<void>((resolve, reject) => {
+    const tx = db.transaction('kv', 'readwrite')
+    const store = tx.objectStore('kv')
+    if (put) store.put({ holder: 'x', at: Date.now() }, key)
+    else store.delete(key)
+    tx.oncomplete = () => resolve()
+    tx.onerror = tx.onabort = () => reject(tx.error)
+  })
+}
+
+let held: Held | undefined
+let waiting: Promise<number> | undefined
+
+/** Takes `key` with `kind`, waiting as long as it takes; resolves the time it was taken. */
+async function take(kind: Kind, ns: string, key: string, first: boolean): Promise<{ at: number; held: Held }> {
+  switch (kind) {
+    case 'zaris': {
+      const c = await client(ns)
+      const lock = (await c.locks.acquire(key, { ttl: 30_000, wait: Infinity })) as Lock
+      const at = absNow()
+      return {
+        at,
+        held: {
+          async release() {
+            const t0 = absNow()
+            await lock.release()
+            return t0
+          },
+        },
+      }
+    }
+    case 'weblocks': {
+      let letGo!: () => void
+      const gone = new Promise<void>((r) => (letGo = r))
+      const at = await new Promise<number>((granted) => {
+        void navigator.locks.request(key, () => {
+          granted(absNow())
+          return gone
+        })
+      })
+      return {
+        at,
+        held: {
+          async release() {
+            const t0 = absNow()
+            letGo()
+            return t0
+          },
+        },
+      }
+    }
+    case 'raw': {
+      // What a handoff must cost at least: the holder's transaction, one message, the taker's transaction.
+      const channel = new BroadcastChannel(`bench-raw:${key}`)
+      await raw()
+      const at = await new Promise<number>((resolve) => {
+        channel.onmessage = async () => {
+          await rawTx(key, true)
+          resolve(absNow())
+        }
+        // The first holder takes it without a handoff.
+        if (first) void rawTx(key, true).then(() => resolve(absNow()))
+      })
+      channel.onmessage = null
+      return {
+        at,
+        held: {
+          async release() {
+            const t0 = absNow()
+            await rawTx(key, false)
+            channel.postMessage('free')
+            channel.close()
+            return t0
+          },
+        },
+      }
+    }
+    case 'zaris-election': {
+      const c = await client(ns)
+      const election = c.election(key, { ttl: 30_000 })
+      const term = await election.campaign()
+      const at = absNow()
+      return {
+        at,
+        held: {
+          async release() {
+            const t0 = absNow()
+            await term.revoke()
+            return t0
+          },
+        },
+      }
+    }
+    case 'bc-election': {
+      const channel = new LibChannel(`bench-leader:${ns}:${key}`)
+      const elector = createLeaderElection(channel)
+      await elector.awaitLeadership()
+      const at = absNow()
+      return {
+        at,
+        held: {
+          async release() {
+            const t0 = absNow()
+            await elector.die()
+            return t0
+          },
+        },
+      }
+    }
+  }
+}
+
+const api = {
+  absNow,
+  async ready(ns: string): Promise<void> {
+    await (await client(ns)).get('warm')
+    await raw()
+  },
+  /** One-tab throughput: acquire + release back to back. */
+  async loop(kind: 'zaris' | 'weblocks' | 'raw', ns: string, durationMs: number): Promise<Trial> {
+    if (kind === 'zaris') {
+      const c = await client(ns)
+      return loop(async () => {
+        const lock = await c.locks.acquire('lock:one-tab', { ttl: 30_000 })
+        if (!lock) throw new Error('the bench lock was not free')
+        await lock.release()
+      }, durationMs)
+    }
+    if (kind === 'weblocks') return loop(() => navigator.locks.request('bench:one-tab', async () => {}), durationMs)
+    return loop(async () => {
+      await rawTx('one-tab', true)
+      await rawTx('one-tab', false)
+    }, durationMs)
+  },
+  /** Takes the lock and keeps it; resolves once held. */
+  async hold(kind: Kind, ns: string, key: string): Promise<void> {
+    held = (await take(kind, ns, key, true)).held
+  },
+  /** Starts waiting for the lock (the time it is taken is kept); resolves after `settleMs`, once the wait is set up. */
+  async wait(kind: Kind, ns: string, key: string, settleMs: number): Promise<void> {
+    waiting = take(kind, ns, key, false).then((r) => {
+      held = r.held
+      return r.at
+    })
+    await sleep(settleMs)
+  },
+  /** Lets go of the held lock; resolves the time just before. */
+  async release(): Promise<number> {
+    const h = held
+    held = undefined
+    if (!h) throw new Error('nothing is held in this tab')
+    return h.release()
+  },
+  /** Resolves the time the waiting tab took the lock. */
+  waited(): Promise<number> {
+    if (!waiting) throw new Error('this tab is not waiting')
+    const w = waiting
+    waiting = undefined
+    return w
+  },
+  /** Cross-tab notification, receiving side: collects latencies of messages stamped by the sender. */
+  async listen(kind: 'zaris' | 'bc', ns: string): Promise<void> {
+    listened = []
+    if (kind === 'bc') {
+      const channel = new BroadcastChannel(`bench-watch:${ns}`)
+      channel.onmessage = (ev: MessageEvent<number>) => listened.push(absNow() - ev.data)
+      stopListening = () => channel.close()
+      return
+    }
+    const c = await client(ns)
+    const controller = new AbortController()
+    const watch = c.watch('watch:', { prefix: true, signal: controller.signal })
+    await watch.ready
+    void (async () => {
+      for await (const ev of watch) if (typeof ev.value === 'number') listened.push(absNow() - ev.value)
+    })()
+    stopListening = () => controller.abort()
+  },
+  /** Sending side: `count` stamped messages (or puts), `gapMs` apart. */
+  async send(kind: 'zaris' | 'bc', ns: string, count: number, gapMs: number): Promise<void> {
+    const channel = kind === 'bc' ? new BroadcastChannel(`bench-watch:${ns}`) : undefined
+    const c = kind === 'zaris' ? await client(ns) : undefined
+    for (let i = 0; i < count; i++) {
+      if (channel) channel.postMessage(absNow())
+      else await c!.put(`watch:${i % 4}`, absNow())
+      await sleep(gapMs)
+    }
+    channel?.close()
+  },
+  /** Stops listening and resolves the latencies (ms, uncorrected for the tabs' clock offsets). */
+  async collect(): Promise<number[]> {
+    await sleep(20)
+    stopListening?.()
+    stopListening = undefined
+    const out = listened
+    listened = []
+    return out
+  },
+}
+let listened: number[] = []
+let stopListening: (() => void) | undefined
+
+declare global {
+  interface Window {
+    bench: typeof api
+    benchReady: boolean
+  }
+}
+
+window.bench = api
+window.benchReady = true

@@ -1,0 +1,92 @@
+/**
+ * Issue 7's targets, checked against the rows of one run.
+ *
+ * @module
+ */
+import type { Row } from './compare'
+import { fmtBytes, fmtMs, fmtOps, fmtRatio, type Scenario, type Target } from './report'
+
+/** The ratio a target compares, the limit and the direction it must be on. */
+interface Spec {
+  text: string
+  scenario: string
+  zaris: string
+  peer: string
+  /** `ops`: zaris ops/s ÷ peer ops/s must be >= limit. `latency`: zaris p50 ÷ peer p50 must be <= limit. `cost`: peer ops/s ÷ zaris ops/s (per-op cost ratio) <= limit. */
+  kind: 'ops' | 'latency' | 'cost'
+  limit: number
+  chart: string
+}
+
+const specs: Spec[] = [
+  { text: 'memory acquire+release >= 0.5x async-mutex (TTL and fencing on)', scenario: 'memory', zaris: 'zaris memory', peer: 'async-mutex', kind: 'ops', limit: 0.5, chart: 'memory vs async-mutex' },
+  { text: 'IndexedDB acquire+release >= 0.8x two readwrite transactions', scenario: 'one-tab', zaris: 'zaris idb', peer: '2 IndexedDB readwrite txs', kind: 'ops', limit: 0.8, chart: 'IndexedDB vs 2-tx ceiling' },
+  { text: 'cross-tab handoff <= 1.5x (tx + BroadcastChannel message + tx)', scenario: 'handoff', zaris: 'zaris idb', peer: 'tx + BroadcastChannel msg + tx', kind: 'latency', limit: 1.5, chart: 'handoff vs tx+msg+tx' },
+  { text: 'holder tab closed -> next holder no slower than navigator.locks', scenario: 'holder-closed', zaris: 'zaris idb lock', peer: 'navigator.locks', kind: 'latency', limit: 1, chart: 'holder tab closed vs Web Locks' },
+  { text: 'leader tab closed -> new leader no slower than broadcast-channel', scenario: 'leader-closed', zaris: 'zaris idb election', peer: 'broadcast-channel LeaderElection', kind: 'latency', limit: 1, chart: 'leader tab closed vs broadcast-channel' },
+  { text: 'through a node (memory): acquire+release >= 1.0x redlock', scenario: 'remote-1', zaris: 'zaris node (memory)', peer: 'redlock', kind: 'ops', limit: 1, chart: 'node (memory) vs redlock' },
+  { text: '16 clients with wait, node (memory): >= 2x the successes/s of Redis try-acquire polling', scenario: 'remote-16', zaris: 'zaris node (memory), wait', peer: 'Redis SET NX polling', kind: 'ops', limit: 2, chart: '16 clients: node vs Redis polling' },
+  { text: 'durable node (--data): acquire+release >= 2x etcd\'s raw transaction cycle', scenario: 'durable', zaris: 'zaris node (--data)', peer: 'etcd txn (lease, put-if-absent)', kind: 'ops', limit: 2, chart: '--data node vs etcd txn' },
+  { text: 'flat per-op cost up to 100k keys, memory (<= 1.2x the 10-key figure)', scenario: 'scale-memory', zaris: '100k other keys', peer: '10 other keys', kind: 'cost', limit: 1.2, chart: 'memory: 100k keys vs 10' },
+  { text: 'flat per-op cost up to 100k keys, --data node (<= 1.2x the 10-key figure)', scenario: 'scale-data', zaris: '100k other keys', peer: '10 other keys', kind: 'cost', limit: 1.2, chart: '--data node: 100k keys vs 10' },
+]
+
+function find(scenarios: Scenario[], id: string, label: string): { s?: Scenario; r?: Row } {
+  const s = scenarios.find((x) => x.id === id)
+  return { s, r: s?.rows.find((x) => x.contender === label) }
+}
+
+export function evaluateTargets(scenarios: Scenario[]): Target[] {
+  const out: Target[] = []
+  for (const spec of specs) {
+    const z = find(scenarios, spec.scenario, spec.zaris)
+    const p = find(scenarios, spec.scenario, spec.peer)
+    if (!z.s) continue // the group did not run (BENCH_ONLY)
+    if (z.s.skipped || !z.r || !p.r) {
+      out.push({ text: spec.text, measured: `not measured: ${z.s.skipped ?? 'a row is missing'}`, met: null })
+      continue
+    }
+    if (spec.kind === 'ops') {
+      const r = z.r.opsPerSec / p.r.opsPerSec
+      out.push({
+        text: spec.text,
+        measured: `${fmtRatio(r)} (${fmtOps(z.r.opsPerSec)} vs ${fmtOps(p.r.opsPerSec)} ops/s)`,
+        met: r >= spec.limit,
+        chart: { label: spec.chart, value: r, goal: spec.limit },
+      })
+    } else if (spec.kind === 'latency') {
+      const r = z.r.p50 / p.r.p50
+      out.push({
+        text: spec.text,
+        measured: `${fmtRatio(r)} (p50 ${fmtMs(z.r.p50)} vs ${fmtMs(p.r.p50)})`,
+        met: r <= spec.limit,
+        chart: { label: spec.chart, value: 1 / r, goal: 1 / spec.limit },
+      })
+    } else {
+      const r = p.r.opsPerSec / z.r.opsPerSec
+      out.push({
+        text: spec.text,
+        measured: `${fmtRatio(r)} (per op ${fmtMs(1000 / z.r.opsPerSec)} vs ${fmtMs(1000 / p.r.opsPerSec)})`,
+        met: r <= spec.limit,
+        chart: { label: spec.chart, value: 1 / r, goal: 1 / spec.limit },
+      })
+    }
+  }
+  // 16 clients: at most 2 attempts per success.
+  const many = find(scenarios, 'remote-16', 'zaris node (memory), wait')
+  if (many.s && !many.s.skipped && many.r) {
+    const a = (many.r.extra.attempts ?? NaN) / (many.r.extra.successes ?? NaN)
+    out.push({ text: '16 clients with wait, node (memory): <= 2 attempts per success', measured: `${a.toFixed(2)} attempts per success`, met: a <= 2 })
+  }
+  const bundle = find(scenarios, 'bundle', 'zaris + zaris/indexeddb')
+  if (bundle.s && bundle.r) {
+    const gz = bundle.r.extra.gzip ?? NaN
+    out.push({
+      text: 'zaris + IndexedDB adapter <= 8 kB min+gzip',
+      measured: `${fmtBytes(gz)} min+gzip (${gz} bytes)`,
+      met: gz <= 8000,
+      chart: { label: 'bundle: 8 kB / size', value: 8000 / gz, goal: 1 },
+    })
+  }
+  return out
+}

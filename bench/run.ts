@@ -1,0 +1,78 @@
+/**
+ * `npm run bench`: every scenario of issue 7, zaris and its peers side by
+ * side in one run. Prints the table, writes bench/RESULTS.md,
+ * bench/results.json and bench/results.svg.
+ *
+ * Environment: BENCH_ONLY=memory,browser,... runs some groups (results go to
+ * bench/.partial/ instead of the tracked files); BENCH_QUICK=1 shortens every
+ * trial; BENCH_TRIALS=N sets the trials per contender (default 5).
+ *
+ * @module
+ */
+import { mkdirSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { machine, versions } from './lib/machine'
+import { markdownReport, svgChart, textReport, type Results, type Scenario } from './lib/report'
+import { evaluateTargets } from './lib/targets'
+import { browserScenarios } from './scenarios/browser'
+import { bundleScenario } from './scenarios/bundle'
+import type { BenchContext } from './scenarios/context'
+import { durableScenarios } from './scenarios/durable'
+import { memoryScenario } from './scenarios/memory'
+import { redisScenarios } from './scenarios/redis'
+import { remoteScenarios } from './scenarios/remote'
+import { scaleScenarios } from './scenarios/scale'
+
+const groups: Record<string, (ctx: BenchContext) => Promise<Scenario | Scenario[]>> = {
+  memory: memoryScenario,
+  browser: browserScenarios,
+  remote: remoteScenarios,
+  durable: durableScenarios,
+  redis: redisScenarios,
+  scale: scaleScenarios,
+  bundle: bundleScenario,
+}
+
+async function main(): Promise<void> {
+  const started = performance.now()
+  const only = process.env.BENCH_ONLY?.split(',').map((s) => s.trim()).filter(Boolean)
+  for (const name of only ?? []) if (!groups[name]) throw new Error(`BENCH_ONLY: no group ${name}; groups: ${Object.keys(groups).join(', ')}`)
+  const ctx: BenchContext = {
+    trials: Number(process.env.BENCH_TRIALS ?? 5),
+    quick: process.env.BENCH_QUICK === '1',
+    log: (line) => process.stderr.write(`[bench ${((performance.now() - started) / 1000).toFixed(0).padStart(3)} s] ${line}\n`),
+  }
+  const date = new Date().toISOString()
+  const m = machine()
+  const scenarios: Scenario[] = []
+  for (const [name, run] of Object.entries(groups)) {
+    if (only && !only.includes(name)) continue
+    ctx.log(`${name}...`)
+    const out = await run(ctx)
+    scenarios.push(...(Array.isArray(out) ? out : [out]))
+  }
+  const results: Results = {
+    date,
+    machine: m,
+    versions: versions(),
+    durationSec: (performance.now() - started) / 1000,
+    scenarios,
+    targets: evaluateTargets(scenarios),
+  }
+  console.log(textReport(results))
+  const dir = fileURLToPath(new URL(only ? './.partial/' : './', import.meta.url))
+  mkdirSync(dir, { recursive: true })
+  writeFileSync(join(dir, 'RESULTS.md'), markdownReport(results))
+  writeFileSync(join(dir, 'results.svg'), svgChart(results))
+  writeFileSync(join(dir, 'results.json'), JSON.stringify(results, null, 1) + '\n')
+  ctx.log(`done in ${results.durationSec.toFixed(0)} s; wrote ${join(dir, 'RESULTS.md')}`)
+}
+
+main().then(
+  () => process.exit(0),
+  (err) => {
+    console.error(err)
+    process.exit(1)
+  },
+)

@@ -1,0 +1,177 @@
+/**
+ * The browser scenarios, in headless Chromium: one tab's acquire + release,
+ * handoff between tabs, a holder's or leader's tab closed, and cross-tab
+ * watch latency — zaris on IndexedDB against navigator.locks,
+ * broadcast-channel's LeaderElection, a bare BroadcastChannel message and
+ * raw IndexedDB transactions.
+ *
+ * @module
+ */
+import { startBrowser, type BenchBrowser, type Tab } from '../browser/driver'
+import { alternate, type Contender } from '../lib/compare'
+import { absNow, type Trial } from '../lib/measure'
+import type { Scenario } from '../lib/report'
+import type { BenchContext } from './context'
+
+type Kind = 'zaris' | 'weblocks' | 'raw' | 'zaris-election' | 'bc-election'
+
+export async function browserScenarios(ctx: BenchContext): Promise<Scenario[]> {
+  let b: BenchBrowser
+  try {
+    b = await startBrowser()
+  } catch (err) {
+    const why = `Chromium could not be started (${(err as Error).message.split('\n')[0]})`
+    return ['one-tab', 'handoff', 'tab-closed', 'leader-closed', 'watch'].map((id) => ({ id, title: id, op: '-', metric: 'ops', rows: [], skipped: why }))
+  }
+  try {
+    return [await oneTab(ctx, b), await handoff(ctx, b), await tabClosed(ctx, b, 'holder'), await tabClosed(ctx, b, 'leader'), await watchLatency(ctx, b)]
+  } finally {
+    await b.close()
+  }
+}
+
+async function oneTab(ctx: BenchContext, b: BenchBrowser): Promise<Scenario> {
+  ctx.log('browser: one tab')
+  const tab = await b.tab()
+  const ns = 'one-tab'
+  await tab.page.evaluate((ns) => window.bench.ready(ns), ns)
+  const dur = ctx.quick ? 200 : 500
+  const contender = (label: string, kind: 'zaris' | 'weblocks' | 'raw', zaris: boolean): Contender => ({
+    label,
+    zaris,
+    trial: () => tab.page.evaluate(([kind, ns, dur]) => window.bench.loop(kind, ns, dur), [kind, ns, dur] as const),
+  })
+  const rows = await alternate(
+    [contender('zaris idb', 'zaris', true), contender('navigator.locks', 'weblocks', false), contender('2 IndexedDB readwrite txs', 'raw', false)],
+    ctx.trials,
+  )
+  await tab.close()
+  return {
+    id: 'one-tab',
+    title: 'One tab: IndexedDB lock',
+    op: 'acquire + release in one tab (zaris://idb; a Web Lock request; or two bare readwrite transactions, the ceiling)',
+    metric: 'ops',
+    rows,
+  }
+}
+
+/** Moves a lock back and forth between two tabs; each handoff timed from the holder's release to the waiter's grant. */
+async function handoff(ctx: BenchContext, b: BenchBrowser): Promise<Scenario> {
+  ctx.log('browser: handoff')
+  const tabs = [await b.tab(), await b.tab()] as const
+  const ns = 'handoff'
+  for (const t of tabs) await t.page.evaluate((ns) => window.bench.ready(ns), ns)
+  const perTrial = ctx.quick ? 6 : 12
+  const contender = (label: string, kind: Kind, zaris: boolean): Contender => ({
+    label,
+    zaris,
+    async trial(index) {
+      const key = `handoff-${kind}-${index}`
+      const start = performance.now()
+      await tabs[0].page.evaluate(([kind, ns, key]) => window.bench.hold(kind, ns, key), [kind, ns, key] as const)
+      const lat: number[] = []
+      for (let i = 0; i < perTrial; i++) {
+        const [from, to] = i % 2 === 0 ? [tabs[0], tabs[1]] : [tabs[1], tabs[0]]
+        await to.page.evaluate(([kind, ns, key]) => window.bench.wait(kind, ns, key, 15), [kind, ns, key] as const)
+        const t0 = await from.page.evaluate(() => window.bench.release())
+        const t1 = await to.page.evaluate(() => window.bench.waited())
+        lat.push(t1 - to.offset - (t0 - from.offset))
+      }
+      await tabs[perTrial % 2]!.page.evaluate(() => window.bench.release())
+      return { ops: lat.length, ms: performance.now() - start, lat }
+    },
+  })
+  const rows = await alternate(
+    [
+      contender('zaris idb', 'zaris', true),
+      contender('navigator.locks', 'weblocks', false),
+      contender('tx + BroadcastChannel msg + tx', 'raw', false),
+    ],
+    ctx.trials,
+    { throughput: false },
+  )
+  for (const t of tabs) await t.close()
+  return {
+    id: 'handoff',
+    title: 'Across tabs: handoff',
+    op: 'the holder tab releases -> the waiting tab holds (time from release call to grant)',
+    metric: 'latency',
+    rows,
+    notes: ['"tx + BroadcastChannel msg + tx" is the floor issue 7 measures against: the holder\'s transaction, one message, the taker\'s transaction.'],
+  }
+}
+
+/** The holding (or leading) tab is closed; time from `page.close()` to the waiting tab's grant. */
+async function tabClosed(ctx: BenchContext, b: BenchBrowser, what: 'holder' | 'leader'): Promise<Scenario> {
+  ctx.log(`browser: ${what} tab closed`)
+  const ns = `${what}-closed`
+  const waiter = await b.tab()
+  await waiter.page.evaluate((ns) => window.bench.ready(ns), ns)
+  const trials = ctx.quick ? 3 : Math.max(8, ctx.trials + 3)
+  const contender = (label: string, kind: Kind, zaris: boolean): Contender => ({
+    label,
+    zaris,
+    async trial(index): Promise<Trial> {
+      const key = `${what}-${kind}-${index}`
+      const holder: Tab = await b.tab()
+      await holder.page.evaluate(([kind, ns, key]) => window.bench.hold(kind, ns, key), [kind, ns, key] as const)
+      await waiter.page.evaluate(([kind, ns, key]) => window.bench.wait(kind, ns, key, 30), [kind, ns, key] as const)
+      const start = performance.now()
+      const t0 = absNow()
+      await holder.close()
+      const t1 = await waiter.page.evaluate(() => window.bench.waited())
+      await waiter.page.evaluate(() => window.bench.release())
+      return { ops: 1, ms: performance.now() - start, lat: [t1 - waiter.offset - t0] }
+    },
+  })
+  const contenders =
+    what === 'holder'
+      ? [contender('zaris idb lock', 'zaris', true), contender('navigator.locks', 'weblocks', false)]
+      : [contender('zaris idb election', 'zaris-election', true), contender('broadcast-channel LeaderElection', 'bc-election', false)]
+  const rows = await alternate(contenders, trials, { throughput: false })
+  await waiter.close()
+  return {
+    id: `${what}-closed`,
+    title: what === 'holder' ? 'Across tabs: holder tab closed' : 'Across tabs: leader tab closed',
+    op:
+      what === 'holder'
+        ? 'the holding tab is closed (page.close) -> the waiting tab holds the lock'
+        : 'the leader\'s tab is closed (page.close) -> the other candidate leads',
+    metric: 'latency',
+    rows,
+    notes: ['One sample per trial (a fresh tab each time), so p99 is the worst trial.'],
+  }
+}
+
+/** A put in one tab seen by a watcher in another, against one BroadcastChannel message. */
+async function watchLatency(ctx: BenchContext, b: BenchBrowser): Promise<Scenario> {
+  ctx.log('browser: watch')
+  const ns = 'watch'
+  const [sender, receiver] = [await b.tab(), await b.tab()]
+  for (const t of [sender, receiver]) await t.page.evaluate((ns) => window.bench.ready(ns), ns)
+  const count = ctx.quick ? 10 : 25
+  const contender = (label: string, kind: 'zaris' | 'bc', zaris: boolean): Contender => ({
+    label,
+    zaris,
+    async trial() {
+      const start = performance.now()
+      await receiver.page.evaluate(([kind, ns]) => window.bench.listen(kind, ns), [kind, ns] as const)
+      await sender.page.evaluate(([kind, ns, count]) => window.bench.send(kind, ns, count, 4), [kind, ns, count] as const)
+      const raw = await receiver.page.evaluate(() => window.bench.collect())
+      const skew = receiver.offset - sender.offset
+      return { ops: raw.length, ms: performance.now() - start, lat: raw.map((l) => l - skew) }
+    },
+  })
+  const rows = await alternate([contender('zaris idb watch', 'zaris', true), contender('BroadcastChannel message', 'bc', false)], ctx.trials, {
+    throughput: false,
+  })
+  await sender.close()
+  await receiver.close()
+  return {
+    id: 'watch',
+    title: 'Across tabs: watch latency',
+    op: 'a put in one tab -> the event in another tab\'s watch (or one postMessage -> onmessage)',
+    metric: 'latency',
+    rows,
+  }
+}

@@ -1,0 +1,3 @@
+import type { Scenario } from '../lib/report'
+import type { BenchContext } from './context'
+export async function bundleScenario(ctx: BenchContext): Promise<Scenario[]> { void ctx; return [] }
