@@ -40,7 +40,8 @@ describe('the history checker', () => {
     const h = clean().filter((r) => r.type !== 'final')
     h.push({ type: 'write', client: 'a', resource: 'r', lock: 'lock:r', token: 1, outcome: 'accepted', revision: 8, invokedAt: 31, at: 32 })
     const r = checkHistory(h)
-    expect(r.violations.map((v) => v.kind)).toEqual(['stale-write'])
+    // Both rules see it: a smaller token after a larger one, and a write after the release.
+    expect(r.violations.map((v) => v.kind)).toEqual(['stale-write', 'stale-write'])
     expect(r.violations[0]!.message).toContain('token 1 was accepted at revision 8, after b')
     expect(formatViolations(r)).toContain('"revision":8')
   })
@@ -54,6 +55,14 @@ describe('the history checker', () => {
     const bad = clean()
     bad.push({ type: 'write', client: 'c', resource: 'r', lock: 'lock:r', token: 4, outcome: 'accepted', revision: 7, invokedAt: 9, at: 31 })
     expect(kinds(bad)).toContain('stale-write')
+  })
+
+  test('catches a write accepted after its holder released the lock', () => {
+    const h = clean().filter((r) => r.type !== 'final')
+    h.push({ type: 'write', client: 'a', resource: 'r2', lock: 'lock:r', token: 1, outcome: 'accepted', revision: 9, invokedAt: 31, at: 32 })
+    const r = checkHistory(h)
+    expect(r.violations.map((v) => v.kind)).toEqual(['stale-write'])
+    expect(r.violations[0]!.message).toContain('after it had released that lock')
   })
 
   test('catches a token granted twice', () => {

@@ -6,8 +6,9 @@
  *
  * What it fails on:
  * - `stale-write`: an accepted fenced write whose token is smaller than a
- *   token accepted earlier (in store order) for the same resource. An equal
- *   token is the same hold writing again, which is allowed.
+ *   token accepted earlier (in store order) for the same resource (an equal
+ *   token is the same hold writing again, which is allowed), or one sent
+ *   after its holder had released that lock.
  * - `double-grant`: one token handed to two acquisitions.
  * - `token-regression`: an acquisition whose token is not larger than that of
  *   an acquisition that had completed before it was invoked (real time), or
@@ -251,6 +252,15 @@ export function checkHistory(history: readonly HistoryRecord[], options: CheckOp
       }
       if (!max || w.token! > max.token!) max = w
     }
+  }
+
+  // A successful release deleted the lock entry: nothing fenced by that token may be accepted after it.
+  const releasedAt = new Map<string, ReleaseRecord>()
+  for (const r of of('release')) if (r.released) releasedAt.set(`${r.client}\u0000${r.lock}\u0000${r.token}`, r)
+  for (const w of accepted) {
+    if (w.token === undefined || w.lock === undefined) continue
+    const r = releasedAt.get(`${w.client}\u0000${w.lock}\u0000${w.token}`)
+    if (r && w.invokedAt > r.at) add('stale-write', `${w.client}'s write to ${w.resource} fenced by token ${w.token} was accepted after it had released that lock`, [r, w])
   }
 
   // No acknowledged write lost: the final state is at least the latest acknowledged write.

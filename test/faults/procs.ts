@@ -1,0 +1,115 @@
+/**
+ * Client processes for the fault tests: spawn a worker (worker.ts) with its
+ * own history file, signal it (kill -9, SIGSTOP, SIGCONT), wait for what it
+ * prints, and read back its history. Every process started here is tracked
+ * so a test can end them all in `afterAll`.
+ */
+import { spawn, type ChildProcess } from 'node:child_process'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join, resolve } from 'node:path'
+import type { HistoryRecord } from './checker'
+import { readHistory } from './recorder'
+import type { WorkerConfig } from './worker'
+
+export const root = resolve(import.meta.dirname, '../..')
+
+export interface WorkerProcess {
+  id: string
+  proc: ChildProcess
+  log: string
+  /** What it printed (stdout and stderr). */
+  output(): string
+  /** Resolves when it exits: its code, or the signal that ended it. */
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>
+  alive(): boolean
+  kill9(): Promise<void>
+  pause(): void
+  resume(): void
+  history(): HistoryRecord[]
+  /** Resolves the first match of `pattern` in its output. */
+  waitFor(pattern: RegExp, timeoutMs?: number): Promise<RegExpExecArray>
+}
+
+/** A place for history files, removed by `dispose()`, with every process it started. */
+export class Workspace {
+  readonly dir = mkdtempSync(join(tmpdir(), 'zaris-faults-'))
+  readonly workers: WorkerProcess[] = []
+
+  /** Starts a worker; `clock` sets ZARIS_CLOCK_OFFSET_MS / ZARIS_CLOCK_JUMPS through shift-clock.ts. */
+  spawn(config: Omit<WorkerConfig, 'log'>, clock?: { offsetMs?: number; jumps?: string }): WorkerProcess {
+    const log = join(this.dir, `${config.id}.jsonl`)
+    const full: WorkerConfig = { ...config, log }
+    const imports = ['--import', 'tsx', ...(clock ? ['--import', './test/faults/shift-clock.ts'] : [])]
+    const env: NodeJS.ProcessEnv = { ...process.env }
+    if (clock?.offsetMs !== undefined) env.ZARIS_CLOCK_OFFSET_MS = String(clock.offsetMs)
+    if (clock?.jumps !== undefined) env.ZARIS_CLOCK_JUMPS = clock.jumps
+    const proc = spawn(process.execPath, [...imports, 'test/faults/worker.ts', JSON.stringify(full)], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] })
+    let out = ''
+    proc.stdout!.on('data', (d) => (out += d))
+    proc.stderr!.on('data', (d) => (out += d))
+    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((done) => proc.once('exit', (code, signal) => done({ code, signal })))
+    const alive = () => proc.exitCode === null && proc.signalCode === null
+    const worker: WorkerProcess = {
+      id: config.id,
+      proc,
+      log,
+      output: () => out,
+      exited,
+      alive,
+      async kill9() {
+        if (!alive()) return
+        proc.kill('SIGKILL')
+        await exited
+      },
+      pause: () => void (alive() && proc.kill('SIGSTOP')),
+      resume: () => void (alive() && proc.kill('SIGCONT')),
+      history: () => readHistory([log]),
+      waitFor: (pattern, timeoutMs = 30_000) => waitFor(() => out, pattern, timeoutMs, () => !alive()),
+    }
+    this.workers.push(worker)
+    return worker
+  }
+
+  /** The histories of every worker started here. */
+  history(): HistoryRecord[] {
+    return readHistory(this.workers.map((w) => w.log))
+  }
+
+  /** kill -9 (after SIGCONT, in case it was stopped) whatever still runs, and removes the directory. */
+  async dispose(): Promise<void> {
+    await Promise.all(
+      this.workers.map(async (w) => {
+        w.resume()
+        await w.kill9()
+      }),
+    )
+    rmSync(this.dir, { recursive: true, force: true })
+  }
+}
+
+/** Polls `get()` until `pattern` matches; fails after `timeoutMs` or once `gone()`. */
+export function waitFor(get: () => string, pattern: RegExp, timeoutMs = 30_000, gone: () => boolean = () => false): Promise<RegExpExecArray> {
+  const deadline = performance.now() + timeoutMs
+  return new Promise((resolve, reject) => {
+    const tick = () => {
+      const m = pattern.exec(get())
+      if (m) return resolve(m)
+      if (gone()) return reject(new Error(`the process ended without printing ${pattern}:\n${get().slice(-2000)}`))
+      if (performance.now() > deadline) return reject(new Error(`nothing matched ${pattern} within ${timeoutMs} ms:\n${get().slice(-2000)}`))
+      setTimeout(tick, 10)
+    }
+    tick()
+  })
+}
+
+/** Polls `check()` until it is true. */
+export async function until(check: () => boolean | Promise<boolean>, timeoutMs = 30_000, what = 'the condition'): Promise<void> {
+  const deadline = performance.now() + timeoutMs
+  while (!(await check())) {
+    if (performance.now() > deadline) throw new Error(`${what} did not happen within ${timeoutMs} ms`)
+    await new Promise((r) => setTimeout(r, 10))
+  }
+}
+
+export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms))
