@@ -15,23 +15,19 @@ import { fileURLToPath } from 'node:url'
 import { machine, versions } from './lib/machine'
 import { markdownReport, svgChart, textReport, type Results, type Scenario } from './lib/report'
 import { evaluateTargets } from './lib/targets'
-import { browserScenarios } from './scenarios/browser'
-import { bundleScenario } from './scenarios/bundle'
 import type { BenchContext } from './scenarios/context'
-import { durableScenarios } from './scenarios/durable'
-import { memoryScenario } from './scenarios/memory'
-import { redisScenarios } from './scenarios/redis'
-import { remoteScenarios } from './scenarios/remote'
-import { scaleScenarios } from './scenarios/scale'
 
-const groups: Record<string, (ctx: BenchContext) => Promise<Scenario | Scenario[]>> = {
-  memory: memoryScenario,
-  browser: browserScenarios,
-  remote: remoteScenarios,
-  durable: durableScenarios,
-  redis: redisScenarios,
-  scale: scaleScenarios,
-  bundle: bundleScenario,
+type Group = (ctx: BenchContext) => Promise<Scenario | Scenario[]>
+
+/** Loaded one at a time, so a group that fails to load or run is reported and the others still run. */
+const groups: Record<string, () => Promise<Group>> = {
+  memory: async () => (await import('./scenarios/memory')).memoryScenario,
+  browser: async () => (await import('./scenarios/browser')).browserScenarios,
+  remote: async () => (await import('./scenarios/remote')).remoteScenarios,
+  durable: async () => (await import('./scenarios/durable')).durableScenarios,
+  redis: async () => (await import('./scenarios/redis')).redisScenarios,
+  scale: async () => (await import('./scenarios/scale')).scaleScenarios,
+  bundle: async () => (await import('./scenarios/bundle')).bundleScenario,
 }
 
 async function main(): Promise<void> {
@@ -46,11 +42,17 @@ async function main(): Promise<void> {
   const date = new Date().toISOString()
   const m = machine()
   const scenarios: Scenario[] = []
-  for (const [name, run] of Object.entries(groups)) {
+  for (const [name, load] of Object.entries(groups)) {
     if (only && !only.includes(name)) continue
     ctx.log(`${name}...`)
-    const out = await run(ctx)
-    scenarios.push(...(Array.isArray(out) ? out : [out]))
+    try {
+      const out = await (await load())(ctx)
+      scenarios.push(...(Array.isArray(out) ? out : [out]))
+    } catch (err) {
+      const why = `the ${name} group failed: ${(err as Error).message.split('\n').slice(0, 3).join(' ')}`
+      ctx.log(why)
+      scenarios.push({ id: name, title: `${name} (failed)`, op: '-', metric: 'ops', rows: [], skipped: why })
+    }
   }
   const results: Results = {
     date,

@@ -90,12 +90,11 @@ function versus(s: Scenario, row: Row): string {
 
 function tableRows(s: Scenario): string[][] {
   const extraNames = [...new Set(Object.values(s.columns ?? {}).flatMap((c) => Object.keys(c)))]
-  const header = ['contender', 'ops/s', 'p50', 'p99', `zaris/peer (${metricName[s.metric]})`, ...extraNames]
+  const timed = s.metric !== 'size'
+  const header = ['contender', ...(timed ? ['ops/s', 'p50', 'p99'] : []), `zaris/peer (${metricName[s.metric]})`, ...extraNames]
   const body = s.rows.map((r) => [
     (r.zaris ? '' : '  ') + r.contender,
-    fmtOps(r.opsPerSec),
-    fmtMs(r.p50),
-    fmtMs(r.p99),
+    ...(timed ? [fmtOps(r.opsPerSec), fmtMs(r.p50), fmtMs(r.p99)] : []),
     versus(s, r),
     ...extraNames.map((n) => s.columns?.[r.contender]?.[n] ?? ''),
   ])

@@ -1,3 +1,74 @@
-import type { Scenario } from '../lib/report'
+/**
+ * Bundle size: what a browser app ships, built the way an app builds (Vite,
+ * minified, es2022), gzip -9: zaris with the IndexedDB adapter, against
+ * broadcast-channel (its channel and its LeaderElection).
+ *
+ * @module
+ */
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { gzipSync } from 'node:zlib'
+import { build, type Rollup } from 'vite'
+import type { Row } from '../lib/compare'
+import { fmtBytes, type Scenario } from '../lib/report'
 import type { BenchContext } from './context'
-export async function bundleScenario(ctx: BenchContext): Promise<Scenario[]> { void ctx; return [] }
+
+const src = (path: string) => fileURLToPath(new URL(`../../src/${path}`, import.meta.url))
+const root = fileURLToPath(new URL('../../', import.meta.url))
+
+/** Bundles `code` as an app's entry for the browser; resolves its chunks. */
+async function bundle(code: string): Promise<Rollup.OutputChunk[]> {
+  // Inside the repo, so that broadcast-channel resolves from its node_modules as in an app.
+  mkdirSync(join(root, 'bench/.partial'), { recursive: true })
+  const dir = mkdtempSync(join(root, 'bench/.partial/bundle-'))
+  const entry = join(dir, 'app.ts')
+  writeFileSync(entry, code)
+  try {
+    const result = (await build({
+      configFile: false,
+      logLevel: 'silent',
+      root: dir,
+      resolve: { alias: { 'zaris/indexeddb': src('adapters/indexeddb/index.ts'), zaris: src('index.ts') } },
+      build: { write: false, minify: true, target: 'es2022', modulePreload: false, rollupOptions: { input: entry } },
+      cacheDir: join(dir, '.vite'),
+    })) as Rollup.RollupOutput | Rollup.RollupOutput[]
+    return (Array.isArray(result) ? result : [result]).flatMap((r) => r.output).filter((o): o is Rollup.OutputChunk => o.type === 'chunk')
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
+}
+
+function row(label: string, zaris: boolean, chunks: Rollup.OutputChunk[]): Row {
+  const min = chunks.reduce((t, c) => t + Buffer.byteLength(c.code), 0)
+  const gzip = chunks.reduce((t, c) => t + gzipSync(c.code, { level: 9 }).length, 0)
+  return { contender: label, zaris, opsPerSec: NaN, p50: NaN, p99: NaN, trials: 1, n: 0, extra: { min, gzip } }
+}
+
+export async function bundleScenario(ctx: BenchContext): Promise<Scenario> {
+  ctx.log('bundle: vite builds')
+  const modules = (c: Rollup.OutputChunk) => Object.keys(c.modules).join(' ')
+  const staticBoth = await bundle(
+    "import { connect } from 'zaris'\nimport { indexedDbAdapter } from 'zaris/indexeddb'\nObject.assign(globalThis, { app: { connect, indexedDbAdapter } })\n",
+  )
+  // The usual app calls connect('zaris://idb/...'): the entry chunk, plus the IndexedDB chunk it loads.
+  const lazy = await bundle("import { connect } from 'zaris'\nObject.assign(globalThis, { open: () => connect('zaris://idb/app') })\n")
+  const loaded = lazy.filter((c) => c.isEntry || /adapters\/indexeddb\//.test(modules(c)))
+  const bc = await bundle("import { BroadcastChannel, createLeaderElection } from 'broadcast-channel'\nObject.assign(globalThis, { BroadcastChannel, createLeaderElection })\n")
+  const rows = [
+    row('zaris + zaris/indexeddb', true, staticBoth.filter((c) => c.isEntry)),
+    row("connect('zaris://idb/…'): entry + idb chunk", true, loaded),
+    row('broadcast-channel (channel + LeaderElection)', false, bc),
+  ]
+  const columns: Record<string, Record<string, string>> = {}
+  for (const r of rows) columns[r.contender] = { min: fmtBytes(r.extra.min!), 'min+gzip': fmtBytes(r.extra.gzip!) }
+  return {
+    id: 'bundle',
+    title: 'Bundle size (browser)',
+    op: 'Vite production build (minified, es2022) of an app that imports it; gzip -9 of every chunk it loads',
+    metric: 'size',
+    rows,
+    columns,
+    notes: ['zaris + zaris/indexeddb includes idb (the IndexedDB promise wrapper) and zod is not in it; kB = 1000 bytes.'],
+  }
+}

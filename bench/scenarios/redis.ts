@@ -1,3 +1,72 @@
+/**
+ * The Redis adapter against the same peers as the node: Redis `SET NX PX` +
+ * Lua release through ioredis, and redlock, on one redis-server of the
+ * bench's own; one client, and 16 contending clients.
+ *
+ * @module
+ */
+import { Redis } from 'ioredis'
+import { redisAdapter } from 'zaris/redis'
+import { alternate } from '../lib/compare'
+import { contention, oneClient, redisPeer, redlockPeer, scriptAttempts, zarisPeer, type LockPeer } from '../lib/locks'
 import type { Scenario } from '../lib/report'
+import { redis as startRedis } from '../lib/procs'
 import type { BenchContext } from './context'
-export async function redisScenarios(ctx: BenchContext): Promise<Scenario[]> { void ctx; return [] }
+import { CLIENTS, RETRY, contentionScenario } from './remote'
+
+export async function redisScenarios(ctx: BenchContext): Promise<Scenario[]> {
+  const server = await startRedis()
+  const conns: Redis[] = []
+  const peers: LockPeer[] = []
+  const conn = () => {
+    const r = new Redis({ host: '127.0.0.1', port: server.port })
+    conns.push(r)
+    return r
+  }
+  const make = (p: LockPeer) => (peers.push(p), p)
+  // Each zaris client gets its own ioredis connection, as the Redis peers do (a shared one would pipeline them).
+  const zaris = async () => make(zarisPeer(await redisAdapter({ client: conn(), namespace: 'bench' })))
+  try {
+    const dur = ctx.quick ? 200 : 500
+    ctx.log('redis: one client')
+    const z1 = await zaris()
+    const setnx = make(redisPeer(conn(), RETRY))
+    const redlock = make(redlockPeer(conn(), RETRY))
+    const single = await alternate(
+      [
+        { label: 'zaris redis adapter', zaris: true, trial: () => oneClient(z1, 'lock:one', dur) },
+        { label: 'Redis SET NX PX + Lua release', zaris: false, trial: () => oneClient(setnx, 'lock:one:setnx', dur) },
+        { label: 'redlock', zaris: false, trial: () => oneClient(redlock, 'lock:one:redlock', dur) },
+      ],
+      ctx.trials,
+    )
+    ctx.log(`redis: ${CLIENTS} clients`)
+    const zs = await Promise.all(Array.from({ length: CLIENTS }, zaris))
+    const polls = Array.from({ length: CLIENTS }, () => make(redisPeer(conn(), RETRY)))
+    const redlocks = Array.from({ length: CLIENTS }, () => make(redlockPeer(conn(), RETRY)))
+    const counter = conn()
+    const cdur = ctx.quick ? 400 : 1_000
+    const many = await alternate(
+      [
+        { label: 'zaris redis adapter, wait', zaris: true, trial: (i) => contention(zs, `lock:many:${i}`, cdur) },
+        { label: 'Redis SET NX polling', zaris: false, trial: (i) => contention(polls, `lock:many:setnx:${i}`, cdur) },
+        { label: 'redlock, retrying', zaris: false, trial: (i) => contention(redlocks, `lock:many:redlock:${i}`, cdur, scriptAttempts(counter)) },
+      ],
+      ctx.trials,
+    )
+    return [
+      {
+        id: 'redis-1',
+        title: 'Redis adapter, one client',
+        op: 'acquire + release of an uncontended lock on a local redis-server (zaris: one Lua script per commit)',
+        metric: 'ops',
+        rows: single,
+      },
+      contentionScenario('redis-16', `Redis adapter, ${CLIENTS} contending clients`, many),
+    ]
+  } finally {
+    await Promise.allSettled(peers.map((p) => p.close()))
+    for (const c of conns) c.disconnect()
+    await server.dispose()
+  }
+}
