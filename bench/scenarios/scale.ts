@@ -15,6 +15,7 @@ import { oneClient, zarisPeer } from '../lib/locks'
 import type { Scenario } from '../lib/report'
 import { fmtRatio } from '../lib/report'
 import { node, tempDir } from '../lib/procs'
+import type { NodeProcess } from '../../test/server/node-process'
 import type { BenchContext } from './context'
 
 const SIZES = [10, 10_000, 100_000]
@@ -68,7 +69,7 @@ export async function scaleScenarios(ctx: BenchContext): Promise<Scenario[]> {
 
   ctx.log('scale: --data node')
   const dir = tempDir('zaris-bench-scale-')
-  const nodes = []
+  const nodes: NodeProcess[] = []
   try {
     for (const n of SIZES) nodes.push(await node(['--data', join(dir.path, `scale-${n}.db`), '--max-body', String(1 << 20)]))
     const peers = await Promise.all(
