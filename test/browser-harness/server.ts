@@ -15,8 +15,11 @@ export interface Harness {
   close(): Promise<void>
 }
 
+/** Starts a browser some other way than `chromium.launch` (see real-tabs.ts); `close` stops it. */
+export type BrowserLauncher = () => Promise<{ browser: Browser; close(): Promise<void> }>
+
 /** Starts the dev server and a browser; `close` stops both. */
-export async function startHarness(launch: LaunchOptions = chromiumLaunchOptions()): Promise<Harness> {
+export async function startHarness(launch: LaunchOptions | BrowserLauncher = chromiumLaunchOptions()): Promise<Harness> {
   const server: ViteDevServer = await createServer({
     configFile: false,
     root: here('.'),
@@ -30,23 +33,28 @@ export async function startHarness(launch: LaunchOptions = chromiumLaunchOptions
     },
     // Pre-bundling would reload the page mid-test when it discovers `idb`; idb is plain ESM anyway.
     optimizeDeps: { noDiscovery: true, include: [] },
-    server: { host: '127.0.0.1', port: 0, strictPort: false, hmr: false, watch: null, fs: { allow: [here('../..')] } },
+    server: { host: '127.0.0.1', port: 0, strictPort: false, hmr: false, ws: false, watch: null, fs: { allow: [here('../..')] } },
   })
   await server.listen()
   const address = server.httpServer?.address()
   if (!address || typeof address === 'string') throw new Error('the harness server has no port')
-  let browser: Browser
+  let launched: Awaited<ReturnType<BrowserLauncher>>
   try {
-    browser = await chromium.launch(launch)
+    if (typeof launch === 'function') {
+      launched = await launch()
+    } else {
+      const browser = await chromium.launch(launch)
+      launched = { browser, close: () => browser.close() }
+    }
   } catch (err) {
     await server.close()
     throw err
   }
   return {
     url: `http://127.0.0.1:${address.port}/`,
-    browser,
+    browser: launched.browser,
     async close() {
-      await browser.close().catch(() => {})
+      await launched.close().catch(() => {})
       await server.close()
     },
   }

@@ -1,7 +1,8 @@
 /**
  * backgroundClock: timers that run in a dedicated Worker, for auto-renewal
- * in hidden tabs. (Real hidden-tab throttling cannot be produced in headless
- * Chromium, where every page counts as visible; see the README.)
+ * in hidden tabs. (Pages under vitest's Playwright provider always count as
+ * visible; the renewal in a really hidden, throttled tab is tested in
+ * lifecycle.test.ts.)
  */
 import { describe, expect, it } from 'vitest'
 import { Client } from 'zaris'

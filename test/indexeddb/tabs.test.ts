@@ -134,7 +134,7 @@ describe('indexeddb across tabs (Chromium, Playwright)', () => {
     console.log(`failover after closing the holder tab (TTL 30000 ms): ${figures.map((f) => `${f} ms`).join(', ')}`)
   }, 120_000)
 
-  it('a frozen holder loses the lock at its TTL; when it wakes its signal is aborted and its fenced writes fail', async () => {
+  it('a hung holder (paused in the debugger) loses the lock at its TTL; when it wakes its signal is aborted and its fenced writes fail', async () => {
     await withContext(async (ctx, open) => {
       const store = ns()
       const [holder, other] = [await open(), await open()]
@@ -169,9 +169,10 @@ describe('indexeddb across tabs (Chromium, Playwright)', () => {
           return { waited: Date.now() - started, token: lock.token }
         })
       }, store)
-      // Freeze the holder. Headless Chromium accepts Page.setWebLifecycleState but does not freeze
-      // a page it considers visible (every headless page is), so the holder is also stopped with the
-      // debugger: no timer, no callback runs, and it keeps its Web Locks — a live tab that hangs.
+      // Hang the holder. Page.setWebLifecycleState has no effect on pages of a Playwright-made context
+      // (its focus emulation keeps every page visible), so this tries it, and then stops the holder in
+      // the debugger: no timer, no callback runs, and it keeps its Web Locks — a live tab that hangs.
+      // A real freeze is tested in lifecycle.test.ts, on tabs without that emulation.
       const cdp = await ctx.newCDPSession(holder)
       const ticksBefore = await holder.evaluate(() => window.kept.ticks as number)
       await cdp.send('Page.setWebLifecycleState', { state: 'frozen' })
