@@ -105,10 +105,8 @@ function waitForChange(ctx: Context, current: Entry, left: number, signal: Abort
   const stop = new AbortController()
   const letGo = keepAlive()
   const onAbort = () => stop.abort(signal!.reason)
-  const onClose = () => stop.abort(ctx.closed.reason)
   signal?.addEventListener('abort', onAbort, { once: true })
-  ctx.closed.addEventListener('abort', onClose, { once: true })
-  if (ctx.closed.aborted) onClose()
+  const unregister = ctx.onClose((reason) => stop.abort(reason))
 
   const woken = new Promise<Wake>((resolve, reject) => {
     stop.signal.addEventListener('abort', () => reject(stop.signal.reason), { once: true })
@@ -135,7 +133,7 @@ function waitForChange(ctx: Context, current: Entry, left: number, signal: Abort
   })
   return woken.finally(() => {
     signal?.removeEventListener('abort', onAbort)
-    ctx.closed.removeEventListener('abort', onClose)
+    unregister()
     stop.abort(new Error('settled'))
     letGo()
   }).catch((err) => {

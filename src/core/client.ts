@@ -70,7 +70,8 @@ export class Client implements AsyncDisposable {
 
   readonly #ctx: Context
   readonly #open = new Set<Closable>()
-  readonly #closedController = new AbortController()
+  #closed = false
+  readonly #onClose = new Set<(reason: Error) => void>()
   #closing: Promise<void> | undefined
 
   constructor(adapter: Adapter, rawOptions?: ClientOptions) {
@@ -89,7 +90,14 @@ export class Client implements AsyncDisposable {
       ttl: options.ttl === undefined ? DEFAULT_TTL : checkTtl(options.ttl),
       ready,
       open: this.#open,
-      closed: this.#closedController.signal,
+      onClose: (fn) => {
+        if (this.#closed) {
+          fn(new ClosedError())
+          return () => {}
+        }
+        this.#onClose.add(fn)
+        return () => this.#onClose.delete(fn)
+      },
       assertOpen: () => {
         if (this.closed) throw new ClosedError()
       },
@@ -101,7 +109,7 @@ export class Client implements AsyncDisposable {
 
   /** True once `close()` was called. */
   get closed(): boolean {
-    return this.#closedController.signal.aborted
+    return this.#closed
   }
 
   /**
@@ -194,7 +202,9 @@ export class Client implements AsyncDisposable {
    */
   close(): Promise<void> {
     this.#closing ??= (async () => {
-      this.#closedController.abort(new ClosedError())
+      this.#closed = true
+      for (const fn of this.#onClose) fn(new ClosedError())
+      this.#onClose.clear()
       const open = [...this.#open]
       await Promise.allSettled(open.map((o) => o.close()))
       await this.adapter.close()

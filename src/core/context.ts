@@ -23,8 +23,12 @@ export interface Context {
   readonly ready: Promise<void>
   /** Holds and watches, ended by `close()`. */
   readonly open: Set<Closable>
-  /** Aborts (with a `ClosedError`) when the client closes, ending waits. */
-  readonly closed: AbortSignal
+  /**
+   * Calls `fn` with a `ClosedError` when the client closes (at once if it is
+   * closed); returns the function that unregisters it. A set of callbacks
+   * rather than listeners on one AbortSignal, which Node warns about past 10.
+   */
+  onClose(fn: (reason: Error) => void): () => void
   /** Throws `ClosedError` once the client is closed. */
   assertOpen(): void
 }

@@ -227,8 +227,23 @@ export abstract class Hold<V extends Value = Value> implements AsyncDisposable, 
   #arm(): void {
     const clock = this.#ctx.clock
     if (this.#deadlineTimer !== undefined) clock.clearTimeout(this.#deadlineTimer)
-    this.#deadlineTimer = clock.setTimeout(() => this.#checkDeadline(), this.#deadline - clock.now())
+    this.#armDeadline()
     if (this.#autoRenew) this.#scheduleRenew(this.#ttl / 3)
+  }
+
+  /**
+   * Timers may fire a little before the clock reaches their due time (Node
+   * rounds to whole ms and uses the loop's cached time): if it is not due
+   * yet, look again then, so the signal aborts at the deadline and not at
+   * whatever reads `held` next.
+   */
+  #armDeadline(): void {
+    const clock = this.#ctx.clock
+    this.#deadlineTimer = clock.setTimeout(() => {
+      this.#deadlineTimer = undefined
+      this.#checkDeadline()
+      if (!this.#ended) this.#armDeadline()
+    }, this.#deadline - clock.now())
   }
 
   #scheduleRenew(delay: number): void {
