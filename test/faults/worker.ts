@@ -18,6 +18,7 @@
  * Prints `held <token>` when it first holds a lock and `done` at the end.
  */
 import { existsSync } from 'node:fs'
+import { monitorEventLoopDelay } from 'node:perf_hooks'
 import { connect, type Lock } from 'zaris'
 import { sharedNow } from './checker'
 import { recordedOps } from './ops'
@@ -60,7 +61,16 @@ const work = () => {
   return max > 0 ? sleep(min + random() * (max - min)) : Promise.resolve()
 }
 const client = await connect(config.url, { id: config.id })
-const ops = recordedOps(client, config.id, record)
+// How late this process's timers ran, reported with each loss: a starved process learns late, like a paused one.
+const loopDelay = monitorEventLoopDelay({ resolution: 5 })
+loopDelay.enable()
+const ops = recordedOps(client, config.id, (r) => {
+  record(r)
+  if (r.type === 'loss') {
+    record({ type: 'note', client: config.id, text: 'event loop delay', at: r.at, maxMs: loopDelay.max / 1e6, p99Ms: loopDelay.percentile(99) / 1e6 })
+    loopDelay.reset()
+  }
+})
 ops.note('started', { pid: process.pid, wallSkew: Date.now() - sharedNow() })
 const options = { ttl: config.ttl, wait: config.wait, autoRenew: config.autoRenew ?? true }
 
