@@ -52,6 +52,10 @@ export interface WorkerConfig {
 }
 
 const config = JSON.parse(process.argv[2]!) as WorkerConfig
+// Kept alive by hand: while the HTTP adapter waits between retries to an unreachable node, nothing
+// else keeps Node's loop alive and the process would end at once with code 13 ("unsettled top-level
+// await") in the middle of a call (reported as a bug; see RELIABILITY.md).
+const alive = setInterval(() => {}, 60_000)
 const record = fileRecorder(config.log)
 recordUnhandled(record, config.id)
 const random = prng(config.seed ?? 1)
@@ -120,3 +124,4 @@ if (config.mode === 'rounds') {
 await client.close().catch(() => {})
 ops.note('done')
 console.log('done')
+clearInterval(alive)
