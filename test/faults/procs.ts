@@ -38,7 +38,8 @@ export class Workspace {
 
   /** Starts a worker; `clock` sets ZARIS_CLOCK_OFFSET_MS / ZARIS_CLOCK_JUMPS through shift-clock.ts. */
   spawn(config: Omit<WorkerConfig, 'log'>, clock?: { offsetMs?: number; jumps?: string }): WorkerProcess {
-    const log = join(this.dir, `${config.id}.jsonl`)
+    // One file per process, even when a test reuses a client id.
+    const log = join(this.dir, `${config.id}.${this.workers.length}.jsonl`)
     const full: WorkerConfig = { ...config, log }
     const imports = ['--import', 'tsx', ...(clock ? ['--import', './test/faults/shift-clock.ts'] : [])]
     const env: NodeJS.ProcessEnv = { ...process.env }
