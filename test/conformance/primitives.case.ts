@@ -165,8 +165,9 @@ export function primitiveCases(factory: FixtureFactory, t: Named, options: Primi
 
     t('autoRenew keeps a lock past several TTLs', withStore(async (f) => {
       const [a, b] = await clientsOf(f, 2)
-      const lock = (await a!.locks.acquire('lock:auto', { ttl: 300 }))!
-      await sleep(1_000)
+      // Three TTLs; a TTL long enough that a loaded machine's slow round trip is not a lost lock.
+      const lock = (await a!.locks.acquire('lock:auto', { ttl: 1_000 }))!
+      await sleep(3_000)
       expect(lock.held).toBe(true)
       expect(lock.signal.aborted).toBe(false)
       expect(await b!.locks.acquire('lock:auto')).toBeNull()
