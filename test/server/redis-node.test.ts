@@ -42,4 +42,4 @@ test('two nodes on one Redis are one lock domain, and a client fails over betwee
   expect(ev).toMatchObject({ key: 'job:2', value: 2 })
   expect(await both.locks.holder('lock:one')).toMatchObject({ owner: 'on-a' })
   await Promise.all([both.close(), onB.close(), onA.close().catch(() => {})])
-}, 60_000)
+}, 120_000)
