@@ -30,7 +30,7 @@ export interface Tab {
   close(): Promise<void>
 }
 
-async function buildPage(): Promise<Map<string, string>> {
+async function buildPage(minify: boolean): Promise<Map<string, string>> {
   const result = (await build({
     configFile: false,
     logLevel: 'silent',
@@ -41,7 +41,7 @@ async function buildPage(): Promise<Map<string, string>> {
         zaris: here('../../src/index.ts'),
       },
     },
-    build: { write: false, minify: true, target: 'es2022', modulePreload: false, rollupOptions: { input: here('index.html') } },
+    build: { write: false, minify, target: 'es2022', modulePreload: false, rollupOptions: { input: here('index.html') } },
   })) as Rollup.RollupOutput | Rollup.RollupOutput[]
   const files = new Map<string, string>()
   for (const out of (Array.isArray(result) ? result : [result]).flatMap((r) => r.output)) {
@@ -68,9 +68,9 @@ function serve(files: Map<string, string>): Promise<{ server: Server; url: strin
   })
 }
 
-/** Builds and serves the page and launches Chromium. */
-export async function startBrowser(): Promise<BenchBrowser> {
-  const files = await buildPage()
+/** Builds and serves the page and launches Chromium. `minify: false` keeps names readable in profiles. */
+export async function startBrowser(options: { minify?: boolean } = {}): Promise<BenchBrowser> {
+  const files = await buildPage(options.minify ?? true)
   const { server, url } = await serve(files)
   let browser: Browser
   try {

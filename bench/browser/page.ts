@@ -157,6 +157,8 @@ async function take(kind: Kind, ns: string, key: string, first: boolean): Promis
 
 const api = {
   absNow,
+  /** The tab's zaris client of a namespace (for the profiling tools). */
+  client,
   async ready(ns: string): Promise<void> {
     await (await client(ns)).get('warm')
     await raw()
@@ -253,4 +255,6 @@ declare global {
 }
 
 window.bench = api
+// Callbacks that Node passes to page.evaluate were compiled by tsx with esbuild's keepNames, which calls __name.
+;(globalThis as { __name?: unknown }).__name = (f: unknown) => f
 window.benchReady = true

@@ -51,8 +51,8 @@ export function tempDir(prefix: string): { path: string; remove(): void } {
 }
 
 /** `zaris serve` as a process of its own (see test/server/node-process.ts). */
-export async function node(args: string[] = []): Promise<NodeProcess> {
-  const n = await startNode(args)
+export async function node(args: string[] = [], env: Record<string, string> = {}): Promise<NodeProcess> {
+  const n = await startNode(args, env)
   const pid = n.proc.pid!
   live.add(pid)
   const stop = n.stop.bind(n)

@@ -140,6 +140,12 @@ export function markdownReport(results: Results): string {
     '',
     '![zaris relative to each peer](results.svg)',
     '',
+    'Why each missed target is missed, with profiles, and what would close it: [FINDINGS.md](FINDINGS.md).',
+    '',
+    '## Summary',
+    '',
+    summaryTable(results),
+    '',
     '## Targets',
     '',
     md(['', 'target', 'measured']),
@@ -172,8 +178,10 @@ export function summaryTable(results: Results): string {
     }
     const figure = (r: Row) =>
       s.metric === 'ops' ? `${fmtOps(r.opsPerSec)} ops/s` : s.metric === 'size' ? `${fmtBytes(r.extra.gzip ?? NaN)}` : `${fmtMs(r.p50)} p50`
-    const peers = s.rows.filter((r) => !r.zaris)
-    for (const z of s.rows.filter((r) => r.zaris)) {
+    // A scenario of zaris rows only (scale) compares its last row with its first.
+    const onlyZaris = s.rows.every((r) => r.zaris)
+    const peers = onlyZaris ? s.rows.slice(0, 1) : s.rows.filter((r) => !r.zaris)
+    for (const z of onlyZaris ? s.rows.slice(-1) : s.rows.filter((r) => r.zaris)) {
       for (const p of peers) out.push(md([`${s.title}: ${z.contender}`, figure(z), `${p.contender} ${figure(p)}`, fmtRatio(ratio(s.metric, z, p))]))
     }
   }
