@@ -21,14 +21,14 @@ try {
   for (let i = 0; i < 10; i++) {
     const key = `k${i}`
     const h = await b.tab()
-    await h.page.evaluate(([ns, key]) => window.bench.hold('zaris', ns, key), [ns, key])
-    await w.page.evaluate(([ns, key]) => window.bench.wait('zaris', ns, key, 30), [ns, key])
-    await w.page.evaluate(async ([ns, key]) => {
+    await h.page.evaluate(([ns, key] as const) => window.bench.hold('zaris', ns, key), [ns, key] as const)
+    await w.page.evaluate(([ns, key] as const) => window.bench.wait('zaris', ns, key, 30), [ns, key] as const)
+    await w.page.evaluate(async ([ns, key] as const) => {
       const c = await window.bench.client(ns)
       const owner = (await c.locks.holder(key))!.owner
       const g = window as unknown as { freeAt: Promise<number> }
       g.freeAt = new Promise((resolve) => void navigator.locks.request(`zaris:${ns}:owner:${owner}`, { mode: 'exclusive' }, async () => resolve(window.bench.absNow())))
-    }, [ns, key])
+    }, [ns, key] as const)
     const t0 = absNow()
     await h.close()
     const t1 = await w.page.evaluate(() => window.bench.waited())
