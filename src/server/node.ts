@@ -8,6 +8,7 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
+import { InvalidArgumentError } from '../core/errors'
 import { tooLarge, type Exchange, type Handler } from './handler'
 
 /** Options of {@link listen}. */
@@ -136,6 +137,9 @@ async function serve(handler: Handler, req: IncomingMessage, res: ServerResponse
   res.on('close', stop)
 }
 
+/** Decodes request bodies; `ignoreBOM` keeps a leading BOM, which JSON.parse then refuses, as before. */
+const UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true })
+
 /** Reads the body up to `limit` bytes; past it, rejects at once and stops buffering. */
 function readBody(req: IncomingMessage, limit: number): Promise<string> {
   const declared = Number(req.headers['content-length'] ?? NaN)
@@ -158,7 +162,12 @@ function readBody(req: IncomingMessage, limit: number): Promise<string> {
     }
     const onEnd = () => {
       cleanup()
-      resolve(Buffer.concat(chunks).toString('utf8'))
+      // Strict: invalid UTF-8 is refused, not replaced with U+FFFD (which would write a key the client never sent).
+      try {
+        resolve(UTF8.decode(Buffer.concat(chunks)))
+      } catch {
+        reject(new InvalidArgumentError('body: not valid UTF-8'))
+      }
     }
     const onError = (err: Error) => {
       cleanup()

@@ -42,7 +42,7 @@ test(`a contender whose clock jumps ±1 h is not granted a lock that a renewing 
     const h = holder.history()
     const c = contender.history()
     // The shift took effect in both processes.
-    const skew = (r: typeof h) => (r.find((x) => x.type === 'note' && x.text === 'started') as { wallSkew: number }).wallSkew
+    const skew = (r: typeof h) => (r.find((x) => x.type === 'note' && x.text === 'started') as unknown as { wallSkew: number }).wallSkew
     expect(Math.abs(skew(h))).toBeGreaterThan(HOUR / 2)
     expect(Math.abs(skew(c))).toBeGreaterThan(HOUR / 2)
     expect(h.some((r) => r.type === 'loss'), 'the renewing holder never lost its lock').toBe(false)
