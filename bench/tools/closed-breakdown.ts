@@ -21,9 +21,9 @@ try {
   for (let i = 0; i < 10; i++) {
     const key = `k${i}`
     const h = await b.tab()
-    await h.page.evaluate(([ns, key] as const) => window.bench.hold('zaris', ns, key), [ns, key] as const)
-    await w.page.evaluate(([ns, key] as const) => window.bench.wait('zaris', ns, key, 30), [ns, key] as const)
-    await w.page.evaluate(async ([ns, key] as const) => {
+    await h.page.evaluate(([ns, key]) => window.bench.hold('zaris', ns, key), [ns, key] as const)
+    await w.page.evaluate(([ns, key]) => window.bench.wait('zaris', ns, key, 30), [ns, key] as const)
+    await w.page.evaluate(async ([ns, key]) => {
       const c = await window.bench.client(ns)
       const owner = (await c.locks.holder(key))!.owner
       const g = window as unknown as { freeAt: Promise<number> }

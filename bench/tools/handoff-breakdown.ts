@@ -26,8 +26,8 @@ try {
   const parts: Record<string, number[]> = { 'release call -> release resolved (holder)': [], 'release call -> announcement heard (waiter tab)': [], 'announcement heard -> waiter holds': [], 'total handoff': [] }
   for (let i = 0; i < 30; i++) {
     const key = `k${i}`
-    await a.page.evaluate(([ns, key] as const) => window.bench.hold('zaris', ns, key), [ns, key] as const)
-    await w.page.evaluate(([ns, key] as const) => window.bench.wait('zaris', ns, key, 15), [ns, key] as const)
+    await a.page.evaluate(([ns, key]) => window.bench.hold('zaris', ns, key), [ns, key] as const)
+    await w.page.evaluate(([ns, key]) => window.bench.wait('zaris', ns, key, 15), [ns, key] as const)
     await w.page.evaluate(() => ((window as unknown as { heard: number[] }).heard = []))
     const t0 = (await a.page.evaluate(() => window.bench.release())) - a.offset
     const t1 = (await a.page.evaluate(() => window.bench.absNow())) - a.offset
