@@ -11,6 +11,8 @@
  * - A commit with a `requestId` acts once: a retry gets the original answer.
  * - A watch is an SSE stream whose event ids are revisions; `Last-Event-ID`
  *   resumes it, and a resume older than the store's history gets 410 COMPACTED.
+ * - `events` answers the same history as one JSON page, for a client that
+ *   already streams the namespace and needs the past of one prefix.
  * - Errors are `{ error: { code, message } }`; never a stack trace.
  *
  * @module
@@ -23,6 +25,7 @@ import {
   SSE_ERROR,
   SSE_READY,
   commitRequest,
+  eventsQuery,
   getRequest,
   listRequest,
   parseWith,
@@ -119,7 +122,10 @@ export interface Handler {
 }
 
 const JSON_HEADERS = { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' }
-const ROUTE = new RegExp(`^${API_PREFIX}/([^/]*)/(get|list|commit|watch)$`)
+const ROUTE = new RegExp(`^${API_PREFIX}/([^/]*)/(get|list|commit|watch|events)$`)
+/** An `events` page stops at a revision boundary once it holds this many events or bytes. */
+const PAGE_EVENTS = 1_000
+const PAGE_BYTES = 1024 * 1024
 const LOOPBACK_HOSTS = ['localhost', '127.0.0.1', '[::1]']
 
 /** The host names a loopback-bound node accepts: see {@link HandlerOptions.hosts}. */
@@ -245,6 +251,10 @@ export function createHandler(options: HandlerOptions): Handler {
       if (ex.method !== 'GET') return methodNotAllowed('GET')
       return watch(ex, ns)
     }
+    if (op === 'events') {
+      if (ex.method !== 'GET') return methodNotAllowed('GET')
+      return history(ex, ns)
+    }
     if (ex.method !== 'POST') return methodNotAllowed('POST')
     const body = await readJson(ex)
     const adapter = await adapterOf(ns)
@@ -273,12 +283,66 @@ export function createHandler(options: HandlerOptions): Handler {
     }
   }
 
-  async function watch(ex: Exchange, ns: string): Promise<Reply> {
+  function queryOf(ex: Exchange): Record<string, string> {
     const query: Record<string, string> = {}
     for (const [k, v] of ex.url.searchParams) {
       if (k in query) throw new InvalidArgumentError(`${k}: given twice`)
       query[k] = v
     }
+    return query
+  }
+
+  /**
+   * One page of the history after `after`: what a watch from `after` would
+   * replay. The whole namespace is followed (and filtered here) so that
+   * `through` can say up to where the page is complete even when the prefix
+   * saw no change: the store's revision, or where a full page was cut.
+   */
+  async function history(ex: Exchange, ns: string): Promise<Reply> {
+    const { prefix, after, epoch } = parseWith(eventsQuery, { prefix: '', ...queryOf(ex) }, 'query')
+    const adapter = await adapterOf(ns)
+    const parts: string[] = []
+    let bytes = 0
+    let through = after
+    let more = false
+    let early: Error | undefined
+    const sink = {
+      event: (ev: WatchEvent) => {
+        if (more) return
+        // Cut only between revisions, so `through` is complete.
+        if (ev.revision !== through && (parts.length >= PAGE_EVENTS || bytes >= PAGE_BYTES)) {
+          more = true
+          return
+        }
+        through = ev.revision
+        if (!ev.key.startsWith(prefix)) return
+        const part = JSON.stringify(ev)
+        parts.push(part)
+        bytes += part.length
+      },
+      error: (err: Error) => {
+        early ??= err
+      },
+    }
+    const unsubscribe = await adapter.watch('', sink, after)
+    try {
+      const position = early ? undefined : await options.positionOf?.(ns)
+      if (!early && position && epoch !== undefined && epoch !== position.epoch) {
+        early = new CompactedError(`events after revision ${after}: the store here is not the one that history came from (it was reset or replaced); read the current state again`)
+      }
+      if (!early && position && after > position.revision) {
+        early = new CompactedError(`events after revision ${after}: this store is at revision ${position.revision}; it was reset, so read the current state again`)
+      }
+      if (early) throw early
+      if (!more && position) through = Math.max(through, position.revision)
+    } finally {
+      unsubscribe()
+    }
+    return { status: 200, headers: { ...JSON_HEADERS }, body: `{"events":[${parts.join(',')}],"through":${through},"more":${more}}` }
+  }
+
+  async function watch(ex: Exchange, ns: string): Promise<Reply> {
+    const query = queryOf(ex)
     const lastEventId = ex.header('last-event-id')
     if (lastEventId !== null) query.from = lastEventId.trim()
     const { prefix, from, epoch } = parseWith(watchQuery, { prefix: '', ...query }, 'query')

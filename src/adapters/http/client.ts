@@ -12,16 +12,31 @@
  *   `errorFromJSON`; a node nobody can reach gives `UnavailableError`.
  * - A lock holder counts its TTL on its own clock from before its request,
  *   so the client's and the node's clocks need not agree.
+ * - All watches of one adapter share one event stream of the namespace
+ *   (`./watch-hub`): one connection however many watches and lock waiters
+ *   there are, which a browser's six connections per origin need.
  *
  * @module
  */
 import type { z } from 'zod'
 import type { Adapter, CommitResult, Entry, Unsubscribe } from '../../core/adapter'
 import { ClosedError, InvalidArgumentError, UnauthorizedError, UnavailableError, ZarisError, errorFromJSON } from '../../core/errors'
-import { checkKey } from '../../core/validate'
-import { API_PREFIX, NAMESPACE_PATTERN, commitResponse, errorBody, fromCommitResponse, getResponse, listResponse, parseWith, stripEntry } from './protocol'
+import { MAX_KEY_LENGTH, checkKey } from '../../core/validate'
+import {
+  API_PREFIX,
+  NAMESPACE_PATTERN,
+  commitResponse,
+  errorBody,
+  eventsResponse,
+  fromCommitResponse,
+  getResponse,
+  listResponse,
+  parseWith,
+  stripEntry,
+  stripEvent,
+} from './protocol'
 import { fetchTransport, hasNodeHttp, type Transport } from './transport'
-import { openWatch, type WatchContext } from './watch-stream'
+import { WatchHub, type HistoryPage, type HubContext } from './watch-hub'
 
 /** Options of {@link httpAdapter}. */
 export interface HttpAdapterOptions {
@@ -39,6 +54,11 @@ export interface HttpAdapterOptions {
   retries?: number
   /** Ms a broken watch keeps reconnecting before it ends with UnavailableError. Default 60 000. */
   watchReconnectLimit?: number
+  /**
+   * Ms the shared watch stream stays open after the last watch ended, ready
+   * for the next one (it never keeps a Node process alive meanwhile). Default 2 000.
+   */
+  watchLinger?: number
 }
 
 /**
@@ -72,11 +92,17 @@ class HttpAdapter implements Adapter {
   readonly #timeout: number
   readonly #rounds: number
   readonly #reconnectLimit: number
+  readonly #linger: number
   readonly #choice: HttpAdapterOptions['transport']
   readonly #closer = new AbortController()
-  readonly #watches = new Set<Unsubscribe>()
+  #hub: WatchHub | undefined
   #transport: Promise<Transport> | undefined
   #preferred = 0
+  /** The highest revision seen in an answer: a new watch never reports older changes. */
+  #seen = -1
+  /** Request ids are this adapter's random prefix and a counter: unique, and cheap to make. */
+  readonly #idPrefix = randomHex(16)
+  #ids = 0
 
   constructor(options: HttpAdapterOptions) {
     if (typeof options !== 'object' || options === null) throw new InvalidArgumentError('httpAdapter: options must be an object')
@@ -105,41 +131,49 @@ class HttpAdapter implements Adapter {
     if (!Number.isSafeInteger(retries) || retries < 0) throw new InvalidArgumentError(`retries must be an integer >= 0, got ${String(retries)}`)
     this.#rounds = 1 + retries
     this.#reconnectLimit = positive(options.watchReconnectLimit, 60_000, 'watchReconnectLimit')
+    this.#linger = options.watchLinger === 0 ? 0 : positive(options.watchLinger, 2_000, 'watchLinger')
     this.#choice = options.transport ?? 'auto'
   }
 
   async get(key: string): Promise<Entry | undefined> {
     checkKey(key)
     const r = await this.#call('get', { key }, getResponse)
-    return r.entry === null ? undefined : stripEntry(r.entry)
+    if (r.entry === null) return undefined
+    this.#saw(r.entry.revision)
+    return stripEntry(r.entry)
   }
 
   async list(prefix: string): Promise<Entry[]> {
     const r = await this.#call('list', { prefix }, listResponse)
+    for (const e of r.entries) this.#saw(e.revision)
     return r.entries.map(stripEntry)
   }
 
   async commit(checks: Parameters<Adapter['commit']>[0], ops: Parameters<Adapter['commit']>[1], options?: { requestId?: string }): Promise<CommitResult> {
     // One id for every attempt of this commit: the node answers a retry with the first result.
-    const requestId = options?.requestId ?? newRequestId()
-    return fromCommitResponse(await this.#call('commit', { checks, ops, requestId }, commitResponse))
+    const requestId = options?.requestId ?? `${this.#idPrefix}-${(this.#ids++).toString(36)}`
+    const r = fromCommitResponse(await this.#call('commit', { checks, ops, requestId }, commitResponse))
+    if (r.ok) this.#saw(r.revision)
+    else for (const f of r.failed) if (f.entry) this.#saw(f.entry.revision)
+    return r
   }
 
   async watch(prefix: string, sink: Parameters<Adapter['watch']>[1], fromRevision?: number): Promise<Unsubscribe> {
     this.#assertOpen()
-    const unsubscribe = await openWatch(this.#watchContext(), prefix, sink, fromRevision)
-    const tracked = () => {
-      this.#watches.delete(tracked)
-      unsubscribe()
+    if (typeof prefix !== 'string' || prefix.length > MAX_KEY_LENGTH) {
+      throw new InvalidArgumentError(`prefix must be a string of at most ${MAX_KEY_LENGTH} characters`)
     }
-    this.#watches.add(tracked)
-    return tracked
+    if (fromRevision !== undefined && (!Number.isSafeInteger(fromRevision) || fromRevision < 0)) {
+      throw new InvalidArgumentError(`fromRevision must be an integer >= 0, got ${String(fromRevision)}`)
+    }
+    this.#hub ??= new WatchHub(this.#hubContext())
+    return this.#hub.watch(prefix, sink, fromRevision)
   }
 
   async close(): Promise<void> {
     if (this.#closer.signal.aborted) return
     this.#closer.abort(new ClosedError('the http adapter is closed'))
-    for (const w of [...this.#watches]) w()
+    this.#hub?.close()
     const t = this.#transport
     this.#transport = undefined
     if (t) (await t.catch(() => undefined))?.close()
@@ -166,12 +200,20 @@ class HttpAdapter implements Adapter {
     return this.#transport
   }
 
-  /** Posts `payload` to `op`, failing over across endpoints and retrying in rounds with backoff. */
-  async #call<S extends z.ZodType>(op: string, payload: unknown, schema: S): Promise<z.output<S>> {
+  #saw(revision: number): void {
+    if (revision > this.#seen) this.#seen = revision
+  }
+
+  /**
+   * Posts `payload` to `op` (or GETs it with `payload` as the query), failing
+   * over across endpoints and retrying in rounds with backoff.
+   */
+  async #call<S extends z.ZodType>(op: string, payload: unknown, schema: S, method: 'GET' | 'POST' = 'POST'): Promise<z.output<S>> {
     this.#assertOpen()
     const transport = await this.#getTransport()
-    const body = JSON.stringify(payload)
-    const headers = { ...this.#headers, 'content-type': 'application/json' }
+    const body = method === 'POST' ? JSON.stringify(payload) : undefined
+    const query = method === 'GET' ? `?${new URLSearchParams(payload as Record<string, string>)}` : ''
+    const headers: Record<string, string> = method === 'POST' ? { ...this.#headers, 'content-type': 'application/json' } : { ...this.#headers }
     const n = this.#endpoints.length
     let lastError: Error | undefined
     for (let round = 0; round < this.#rounds; round++) {
@@ -185,7 +227,7 @@ class HttpAdapter implements Adapter {
         let status: number
         let text: string
         try {
-          const res = await transport.send({ method: 'POST', url: this.#url(endpoint, op), headers, body, signal: signal.signal })
+          const res = await transport.send({ method, url: this.#url(endpoint, op) + query, headers, body, signal: signal.signal })
           status = res.status
           text = await res.text()
         } catch (err) {
@@ -224,7 +266,7 @@ class HttpAdapter implements Adapter {
     )
   }
 
-  #watchContext(): WatchContext {
+  #hubContext(): HubContext {
     return {
       transport: () => this.#getTransport(),
       endpoints: this.#endpoints,
@@ -234,11 +276,18 @@ class HttpAdapter implements Adapter {
       },
       url: (endpoint, op) => this.#url(endpoint, op),
       headers: () => ({ ...this.#headers }),
-      closed: this.#closer.signal,
       timeoutMs: this.#timeout,
       rounds: this.#rounds,
       reconnectLimitMs: this.#reconnectLimit,
+      lingerMs: this.#linger,
       errorOf,
+      history: async (prefix, after, epoch): Promise<HistoryPage> => {
+        const query: Record<string, string> = { prefix, after: String(after) }
+        if (epoch !== undefined) query.epoch = epoch
+        const page = await this.#call('events', query, eventsResponse, 'GET')
+        return { events: page.events.map(stripEvent), through: page.through, more: page.more }
+      },
+      seen: () => this.#seen,
     }
   }
 }
@@ -256,9 +305,9 @@ function errorOf(status: number, text: string, endpoint: string): ZarisError {
   return new ZarisError('INTERNAL', `${endpoint} answered HTTP ${status}; is it a zaris node?`)
 }
 
-/** A 128-bit random id; crypto.getRandomValues works in insecure browser contexts too. */
-function newRequestId(): string {
-  const bytes = new Uint8Array(16)
+/** `n` random bytes as hex; crypto.getRandomValues works in insecure browser contexts too. */
+function randomHex(n: number): string {
+  const bytes = new Uint8Array(n)
   globalThis.crypto.getRandomValues(bytes)
   let id = ''
   for (const b of bytes) id += b.toString(16).padStart(2, '0')

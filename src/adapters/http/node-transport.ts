@@ -55,6 +55,10 @@ export async function nodeTransport(): Promise<Transport> {
               }),
             chunks: () => res as AsyncIterable<Uint8Array>,
             cancel: () => res.destroy(),
+            ref: (on) => {
+              if (on) res.socket?.ref()
+              else res.socket?.unref()
+            },
           })
         })
         req.end(r.body)

@@ -10,6 +10,8 @@
  * GET  /v1/<ns>/watch?prefix=P[&from=R][&epoch=E]     -> text/event-stream
  *      (Last-Event-ID: R resumes after revision R; each change event's id is its revision;
  *       epoch E, from the stream's `ready` event, makes a resume fail plainly if the store was reset)
+ * GET  /v1/<ns>/events?after=R[&prefix=P][&epoch=E]   -> { events, through, more }
+ *      (the history after R, one page: complete for every revision up to `through`)
  * GET  /healthz, GET /metrics
  * any error                                           -> 4xx/5xx { error: { code, message } }
  * ```
@@ -91,6 +93,16 @@ export const watchQuery = z.strictObject({
     .optional(),
 })
 
+/** Query of `GET /v1/<ns>/events`: the recorded events after revision `after`. */
+export const eventsQuery = z.strictObject({
+  prefix,
+  epoch: epochSchema.optional(),
+  after: z
+    .string()
+    .regex(/^\d{1,16}$/, 'must be a revision (digits)')
+    .transform(Number),
+})
+
 export type GetRequest = z.input<typeof getRequest>
 export type ListRequest = z.input<typeof listRequest>
 export type CommitRequest = z.input<typeof commitRequest>
@@ -124,6 +136,13 @@ export const watchEvent = z.strictObject({
   owner: owner.optional(),
   ttl: ttl.optional(),
 })
+
+/**
+ * Response of `GET /v1/<ns>/events`: the events after `after` for the prefix,
+ * in revision order, complete for every revision up to `through`; `more` when
+ * the page was cut short (ask again after `through`).
+ */
+export const eventsResponse = z.strictObject({ events: z.array(watchEvent), through: revision, more: z.boolean() })
 
 /**
  * The first event of every watch stream, sent once the node delivers every

@@ -33,6 +33,12 @@ export interface TransportResponse {
   chunks(): AsyncIterable<Uint8Array>
   /** Stops reading and frees the connection. */
   cancel(): void
+  /**
+   * Whether this response's connection keeps a Node process alive (default
+   * true); a watch stream lingering with no subscriber lets go. Optional:
+   * where there is no process to keep alive, leave it out.
+   */
+  ref?(on: boolean): void
 }
 
 /**

@@ -1,27 +1,40 @@
 /**
- * A watch over HTTP: a server-sent-event stream read through the transport
- * (Node 20 has no EventSource, and EventSource cannot send a token), parsed
- * by `eventsource-parser`.
+ * The event stream of one HTTP adapter: a single server-sent-event
+ * connection that follows every change of the namespace (prefix ''), read
+ * through the transport (Node 20 has no EventSource, and EventSource cannot
+ * send a token) and parsed by `eventsource-parser`. The watch hub
+ * (`./watch-hub`) shares it among all the adapter's watches.
  *
- * Every change event's id is its revision. The watch remembers the last
- * revision it delivered (or, before any event, the store revision the node
- * reported when the stream opened) and, when the stream breaks, reconnects
- * with `Last-Event-ID` set to it, trying the node addresses in order with
- * backoff. The node replays what came after, and anything at or below the
- * remembered revision is dropped, so nothing is lost or doubled. When the
- * node no longer has that history, the sink gets a `CompactedError`; when no
- * node answers for `reconnectLimitMs`, an `UnavailableError`.
+ * It hands on each change once, in revision order, with no gap:
+ * - It remembers the last revision it handed on and which keys of it (one
+ *   commit may change several keys under one revision). When the connection
+ *   breaks it reconnects with backoff, trying the node addresses in order,
+ *   and sends `Last-Event-ID` — the revision before, so a revision cut off
+ *   halfway is replayed whole — and drops whatever it already handed on.
+ * - Every resume carries the store's epoch (from the first `ready`), so a
+ *   store that was reset (a memory node restarted) fails it plainly with
+ *   `CompactedError` instead of passing its new history off as the old one;
+ *   so does a resume older than the history the node keeps.
+ * - A stream opened fresh starts after the revision the node reports in its
+ *   first `ready`; one opened from a revision starts right after it. On the
+ *   first connection nothing is handed on before `ready`.
+ * - A resumed stream takes nothing from `ready`'s revision: a node in front
+ *   of Redis may read its store's revision before every earlier event has
+ *   reached the stream, and those events must still be delivered.
+ *
+ * When no node answers for `reconnectLimitMs` (or, before the first `ready`,
+ * after every address was tried `rounds` times) the stream ends with
+ * `UnavailableError`.
  *
  * @module
  */
 import { createParser } from 'eventsource-parser'
-import type { Unsubscribe, WatchSink } from '../../core/adapter'
 import type { WatchEvent } from '../../core/adapter'
-import { ClosedError, UnavailableError, ZarisError, errorFromJSON, isZarisError } from '../../core/errors'
+import { UnavailableError, ZarisError, errorFromJSON, isZarisError } from '../../core/errors'
 import { SSE_ERROR, SSE_READY, errorBody, parseWith, readyEvent, stripEvent, watchEvent } from './protocol'
-import type { Transport } from './transport'
+import type { Transport, TransportResponse } from './transport'
 
-/** What a watch needs from its adapter. */
+/** What a watch stream needs from its adapter. */
 export interface WatchContext {
   transport(): Promise<Transport>
   endpoints: readonly string[]
@@ -30,88 +43,128 @@ export interface WatchContext {
   prefer(index: number): void
   url(endpoint: string, op: string): string
   headers(): Record<string, string>
-  /** Aborts when the adapter closes. */
-  closed: AbortSignal
   /** Ms to open a stream (until its `ready` event). */
   timeoutMs: number
   /** Rounds over the endpoints before the first connection gives up. */
   rounds: number
-  /** Ms of failed reconnects after which the watch ends with UnavailableError. */
+  /** Ms of failed reconnects after which the stream ends with UnavailableError. */
   reconnectLimitMs: number
   /** Turns a non-200 answer into an error. */
   errorOf(status: number, body: string, endpoint: string): ZarisError
+}
+
+/** Where a stream reports to. */
+export interface StreamListener {
+  /**
+   * The node delivers every later change. `first` on the first connection,
+   * with `start`: the revision the stream starts after (undefined when a
+   * fresh stream's node did not say).
+   */
+  ready(first: boolean, start: number | undefined): void
+  /** One change, in revision order, never twice; `size` is its length on the wire. */
+  event(event: WatchEvent, size: number): void
+  /** The connection broke after `ready`; the stream is reconnecting. */
+  interrupted(): void
+  /** The stream is over: it cannot go on without a gap, or no node answered. */
+  ended(error: Error): void
 }
 
 type Outcome = { kind: 'stopped' } | { kind: 'ended'; healthy: boolean } | { kind: 'failed'; error: Error; fatal: boolean }
 
 const MAX_BACKOFF = 5_000
 
-/**
- * Opens a watch; resolves once the node delivers every later event (its
- * `ready`), or when the sink was told that the history asked for is gone.
- */
-export function openWatch(ctx: WatchContext, prefix: string, sink: WatchSink, fromRevision?: number): Promise<Unsubscribe> {
-  return new RemoteWatch(ctx, prefix, sink, fromRevision).start()
-}
-
-class RemoteWatch {
+export class EventStream {
   readonly #ctx: WatchContext
-  readonly #prefix: string
-  readonly #sink: WatchSink
+  readonly #listener: StreamListener
+  readonly #from: number | undefined
+  readonly #stopper = new AbortController()
+  /** The last revision handed on, or where the stream starts. */
   #last: number | undefined
-  /** The epoch of the store this watch has seen events of; a resume against another fails plainly. */
+  /** The keys of `#last` handed on so far; undefined while `#last` is a start, not an event. */
+  #partial: Set<string> | undefined
+  /** The epoch of the store this stream follows; a resume against another fails plainly. */
   #epoch: string | undefined
-  #stopped = false
+  #opened = false
   #attempt: AbortController | undefined
+  #response: TransportResponse | undefined
+  #ref = true
   #heartbeat = 15_000
 
-  constructor(ctx: WatchContext, prefix: string, sink: WatchSink, fromRevision?: number) {
+  /** Opens the stream: fresh, or `from` a revision (every change after it). */
+  constructor(ctx: WatchContext, listener: StreamListener, from?: number) {
     this.#ctx = ctx
-    this.#prefix = prefix
-    this.#sink = sink
-    this.#last = fromRevision
+    this.#listener = listener
+    this.#from = from
+    this.#last = from
+    void this.#run().then(
+      (error) => {
+        if (error && !this.stopped) listener.ended(error)
+      },
+      (err) => {
+        if (!this.stopped) listener.ended(asError(err))
+      },
+    )
   }
 
-  start(): Promise<Unsubscribe> {
-    const unsubscribe = () => this.#stop()
-    return new Promise((resolve, reject) => {
-      let established = false
-      const onReady = () => {
-        if (!established) {
-          established = true
-          resolve(unsubscribe)
-        }
-      }
-      this.#run(onReady, () => established).then(
-        (end) => {
-          if (end === undefined) {
-            if (!established) reject(new ClosedError('the http adapter was closed while the watch was opening'))
-            return
-          }
-          if (established) this.#sink.error(end)
-          else if (isZarisError(end, 'COMPACTED')) {
-            // As a local store does: the watch is set up, and its sink is told at once.
-            this.#sink.error(end)
-            resolve(() => {})
-          } else reject(end)
-        },
-        (err) => (established ? this.#sink.error(err) : reject(err)),
-      )
-      this.#ctx.closed.addEventListener('abort', this.#onClose, { once: true })
-      if (this.#ctx.closed.aborted) this.#stop()
-    })
+  /** The epoch of the store, once the node said. */
+  get epoch(): string | undefined {
+    return this.#epoch
   }
 
-  readonly #onClose = () => this.#stop()
+  /** The last revision handed on (or where the stream starts). */
+  get last(): number | undefined {
+    return this.#last
+  }
 
-  #stop(): void {
-    this.#stopped = true
-    this.#ctx.closed.removeEventListener('abort', this.#onClose)
+  /** True once the node sent its first `ready`. */
+  get opened(): boolean {
+    return this.#opened
+  }
+
+  /** True if the stream was opened from a revision (not fresh). */
+  get resumed(): boolean {
+    return this.#from !== undefined
+  }
+
+  get stopped(): boolean {
+    return this.#stopper.signal.aborted
+  }
+
+  /** Closes the connection for good; the listener hears nothing more. */
+  stop(): void {
+    this.#stopper.abort()
     this.#attempt?.abort()
   }
 
-  /** Connects, reads, reconnects; resolves the error that ends the watch, or undefined when stopped. */
-  async #run(onReady: () => void, established: () => boolean): Promise<Error | undefined> {
+  /** Whether the connection keeps a Node process alive (a lingering stream lets go). */
+  ref(on: boolean): void {
+    this.#ref = on
+    this.#response?.ref?.(on)
+  }
+
+  /** The revision to resume after: the one before a revision that may have been cut off halfway. */
+  #resumeFrom(): number | undefined {
+    if (this.#last === undefined) return undefined
+    return this.#partial ? this.#last - 1 : this.#last
+  }
+
+  /** Hands `event` on unless it already was. */
+  #accept(event: WatchEvent, size: number): void {
+    const last = this.#last
+    if (last !== undefined) {
+      if (event.revision < last) return
+      if (event.revision === last && (this.#partial === undefined || this.#partial.has(event.key))) return
+    }
+    if (event.revision !== last || this.#partial === undefined) {
+      this.#last = event.revision
+      this.#partial = new Set()
+    }
+    this.#partial.add(event.key)
+    this.#listener.event(event, size)
+  }
+
+  /** Connects, reads, reconnects; resolves the error that ends the stream, or undefined when stopped. */
+  async #run(): Promise<Error | undefined> {
     const ctx = this.#ctx
     const n = ctx.endpoints.length
     let index = ctx.preferred()
@@ -119,17 +172,17 @@ class RemoteWatch {
     let failingSince: number | undefined
     let backoff = 100
     let lastError: Error | undefined
-    while (!this.#stopped) {
+    while (!this.stopped) {
       const outcome = await this.#session(ctx.endpoints[index]!, index, () => {
         failures = 0
         failingSince = undefined
         backoff = 100
-        onReady()
       })
-      if (this.#stopped || outcome.kind === 'stopped') return undefined
+      if (this.stopped || outcome.kind === 'stopped') return undefined
+      if (this.#opened) this.#listener.interrupted()
       if (outcome.kind === 'failed' && outcome.fatal) return outcome.error
-      // A full watcher table is reported to a new watch; an established one waits for a slot.
-      if (outcome.kind === 'failed' && !established() && isZarisError(outcome.error, 'RATE_LIMITED')) return outcome.error
+      // A full watcher table is reported to a new stream; an established one waits for a slot.
+      if (outcome.kind === 'failed' && !this.#opened && isZarisError(outcome.error, 'RATE_LIMITED')) return outcome.error
       if (outcome.kind === 'ended' && outcome.healthy) {
         // The stream was fine and ended (the node restarting, a proxy timeout): resume now.
         if (this.#last === undefined) {
@@ -140,15 +193,15 @@ class RemoteWatch {
       if (outcome.kind === 'failed') lastError = outcome.error
       failures++
       failingSince ??= Date.now()
-      if (!established() && failures >= n * ctx.rounds) {
+      if (!this.#opened && failures >= n * ctx.rounds) {
         return unavailable(`no zaris node opened the watch at ${ctx.endpoints.join(', ')}`, lastError)
       }
-      if (established() && Date.now() - failingSince > ctx.reconnectLimitMs) {
+      if (this.#opened && Date.now() - failingSince > ctx.reconnectLimitMs) {
         return unavailable(`the watch lost its node and none answered for ${ctx.reconnectLimitMs} ms`, lastError)
       }
       index = (index + 1) % n
       if (failures % n === 0) {
-        await pause(backoff * (0.5 + Math.random() / 2), ctx.closed)
+        await pause(backoff * (0.5 + Math.random() / 2), this.#stopper.signal)
         backoff = Math.min(backoff * 2, MAX_BACKOFF)
       }
     }
@@ -159,7 +212,7 @@ class RemoteWatch {
     const ctx = this.#ctx
     const attempt = new AbortController()
     this.#attempt = attempt
-    if (this.#stopped) return { kind: 'stopped' }
+    if (this.stopped) return { kind: 'stopped' }
     let ready = false
     let idle: ReturnType<typeof setTimeout> | undefined
     const arm = (ms: number) => {
@@ -168,11 +221,14 @@ class RemoteWatch {
     }
     arm(ctx.timeoutMs)
     let failure: Outcome | undefined
+    // On the first connection, changes wait for `ready`: it says where a fresh stream starts.
+    let early: Array<{ event: WatchEvent; size: number }> | undefined = this.#opened ? undefined : []
     try {
       const transport = await ctx.transport()
-      const query = `?prefix=${encodeURIComponent(this.#prefix)}${this.#epoch === undefined ? '' : `&epoch=${this.#epoch}`}`
+      const query = `?prefix=${this.#epoch === undefined ? '' : `&epoch=${this.#epoch}`}`
       const headers: Record<string, string> = { ...ctx.headers(), accept: 'text/event-stream' }
-      if (this.#last !== undefined) headers['last-event-id'] = String(this.#last)
+      const from = this.#resumeFrom()
+      if (from !== undefined) headers['last-event-id'] = String(from)
       const res = await transport.send({ method: 'GET', url: ctx.url(endpoint, 'watch') + query, headers, signal: attempt.signal })
       if (res.status !== 200) {
         const error = ctx.errorOf(res.status, await res.text(), endpoint)
@@ -180,28 +236,37 @@ class RemoteWatch {
         const fatal = !(res.status >= 500 || res.status === 429)
         return { kind: 'failed', error, fatal }
       }
+      this.#response = res
+      res.ref?.(this.#ref)
       const decoder = new TextDecoder()
       const parser = createParser({
         onEvent: (message) => {
-          if (failure) return
+          if (failure || this.stopped) return
           try {
             if (message.event === SSE_READY) {
               const r = parseWith(readyEvent, JSON.parse(message.data), 'ready')
               this.#heartbeat = r.heartbeat
-              if (r.revision !== undefined) this.#last = Math.max(this.#last ?? 0, r.revision)
               this.#epoch ??= r.epoch
               ready = true
               ctx.prefer(index)
               onReady()
+              const first = !this.#opened
+              if (first) {
+                this.#opened = true
+                if (this.#from === undefined) this.#last = r.revision
+              }
+              this.#listener.ready(first, first ? this.#last : undefined)
+              const held = early ?? []
+              early = undefined
+              for (const e of held) this.#accept(e.event, e.size)
             } else if (message.event === SSE_ERROR) {
               const { error } = parseWith(errorBody, { error: JSON.parse(message.data) }, 'error')
               const err = errorFromJSON(error)
               failure = { kind: 'failed', error: err, fatal: !(err.code === 'UNAVAILABLE' || err.code === 'CLOSED') }
             } else {
-              const ev = stripEvent(parseWith(watchEvent, JSON.parse(message.data), 'event'))
-              if (this.#last !== undefined && ev.revision <= this.#last) return
-              this.#last = ev.revision
-              deliver(this.#sink, ev)
+              const event = stripEvent(parseWith(watchEvent, JSON.parse(message.data), 'event'))
+              if (early) early.push({ event, size: message.data.length })
+              else this.#accept(event, message.data.length)
             }
           } catch (err) {
             failure = { kind: 'failed', error: new ZarisError('INTERNAL', `the node sent a bad watch event: ${(err as Error).message}`), fatal: true }
@@ -209,6 +274,10 @@ class RemoteWatch {
         },
       })
       for await (const chunk of res.chunks()) {
+        if (this.stopped) {
+          res.cancel()
+          return { kind: 'stopped' }
+        }
         parser.feed(decoder.decode(chunk, { stream: true }))
         // Once the stream is open, silence longer than three heartbeats means it is dead.
         arm(ready ? this.#heartbeat * 3 : ctx.timeoutMs)
@@ -216,29 +285,18 @@ class RemoteWatch {
           res.cancel()
           return failure
         }
-        if (this.#stopped) {
-          res.cancel()
-          return { kind: 'stopped' }
-        }
       }
-      return this.#stopped ? { kind: 'stopped' } : { kind: 'ended', healthy: ready }
+      return this.stopped ? { kind: 'stopped' } : { kind: 'ended', healthy: ready }
     } catch (err) {
-      if (this.#stopped) return { kind: 'stopped' }
+      if (this.stopped) return { kind: 'stopped' }
       if (failure) return failure
       const reason = attempt.signal.aborted ? attempt.signal.reason : err
       return ready ? { kind: 'ended', healthy: true } : { kind: 'failed', error: asError(reason), fatal: false }
     } finally {
+      this.#response = undefined
       if (idle !== undefined) clearTimeout(idle)
       attempt.abort()
     }
-  }
-}
-
-function deliver(sink: WatchSink, event: WatchEvent): void {
-  try {
-    sink.event(event)
-  } catch {
-    // A sink that throws must not end the stream for the events after it.
   }
 }
 
@@ -256,7 +314,7 @@ function unref<T>(timer: T): T {
 }
 
 /** Waits `ms`, or less if `signal` aborts; never rejects. */
-function pause(ms: number, signal: AbortSignal): Promise<void> {
+export function pause(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
     if (signal.aborted) return resolve()
     const done = () => {
