@@ -39,3 +39,22 @@ test('a page gets the node\'s errors as zaris errors', async () => {
   await expect(dead.get('k')).rejects.toSatisfy((e) => isZarisError(e, 'UNAVAILABLE'))
   await dead.close()
 })
+
+test('a page with a dozen watches and lock waiters on one client still has connections for its requests', async () => {
+  // A browser gives an origin six HTTP/1.1 connections; one stream per watch used them all up.
+  const node = inject('zarisNodeUrl')
+  const ns = `browser-many-${Math.random().toString(36).slice(2)}`
+  const page = await connect(`${node}/${ns}`)
+  const other = await connect(`${node}/${ns}`)
+  const watches = Array.from({ length: 12 }, (_, i) => page.watch(`key:${i}`))
+  await Promise.all(watches.map((w) => w.ready))
+  const held = await Promise.all(Array.from({ length: 4 }, (_, i) => other.locks.acquire(`lock:${i}`, { ttl: 10_000 })))
+  const waiting = held.map((_, i) => page.locks.acquire(`lock:${i}`, { ttl: 10_000, wait: 10_000 }))
+  for (let i = 0; i < 12; i++) await page.put(`key:${i}`, i)
+  expect(await page.get('key:11')).toMatchObject({ value: 11 })
+  for (let i = 0; i < 12; i++) expect((await watches[i]!.next()).value).toMatchObject({ key: `key:${i}`, value: i })
+  await Promise.all(held.map((l) => l!.release()))
+  const got = await Promise.all(waiting)
+  expect(got.map((l, i) => l!.token > held[i]!.token)).toEqual([true, true, true, true])
+  await Promise.all([page.close(), other.close()])
+})
