@@ -200,7 +200,7 @@ export function svgChart(results: Results): string {
   const plotW = 420
   const rowH = 26
   const top = 58
-  const height = top + bars.length * rowH + 46
+  const height = top + bars.length * rowH + 40
   const width = labelW + plotW + 80
   const lo = Math.log10(Math.min(0.05, ...bars.map((b) => Math.min(b.value, b.goal)) .map((v) => v / 1.5)))
   const hi = Math.log10(Math.max(20, ...bars.map((b) => Math.max(b.value, b.goal)).map((v) => v * 1.5)))
@@ -210,7 +210,7 @@ export function svgChart(results: Results): string {
     `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="system-ui, sans-serif" font-size="12">`,
     `<rect width="100%" height="100%" fill="#fff"/>`,
     `<text x="12" y="20" font-size="15" font-weight="600">zaris relative to the peer each target names (log scale; right of 1x = zaris ahead)</text>`,
-    `<text x="12" y="38" fill="#555">${esc(`${results.date.slice(0, 10)} · ${results.machine.cpu}, ${results.machine.cores} cores · bar: measured · ▲ target · green met, red missed`)}</text>`,
+    `<text x="12" y="38" fill="#555">${esc(`${results.date.slice(0, 10)} · ${results.machine.cpu}, ${results.machine.cores} cores · bar: measured · ▼ and line: target · green met, red missed`)}</text>`,
   ]
   for (const v of ticks) {
     parts.push(`<line x1="${x(v)}" y1="${top - 6}" x2="${x(v)}" y2="${top + bars.length * rowH}" stroke="${v === 1 ? '#333' : '#ddd'}"/>`)
@@ -223,8 +223,9 @@ export function svgChart(results: Results): string {
     const color = b.met === false ? '#d9534f' : '#3c9a5f'
     parts.push(`<text x="${labelW - 8}" y="${y + 16}" text-anchor="end">${esc(b.label)}</text>`)
     parts.push(`<rect x="${Math.min(x1, xv)}" y="${y + 5}" width="${Math.max(1, Math.abs(xv - x1))}" height="${rowH - 10}" fill="${color}"/>`)
-    parts.push(`<path d="M ${x(b.goal)} ${y + rowH - 4} l -5 7 l 10 0 z" fill="#222"/>`)
-    parts.push(`<text x="${Math.max(x1, xv) + 6}" y="${y + 16}" fill="#222">${fmtRatio(b.value)}</text>`)
+    parts.push(`<line x1="${x(b.goal)}" y1="${y + 2}" x2="${x(b.goal)}" y2="${y + rowH - 2}" stroke="#111" stroke-width="2"/>`)
+    parts.push(`<path d="M ${x(b.goal) - 5} ${y + 1} l 10 0 l -5 6 z" fill="#111"/>`)
+    parts.push(`<text x="${labelW + plotW + 10}" y="${y + 16}" fill="#222">${fmtRatio(b.value)}</text>`)
   })
   parts.push(`<text x="12" y="${height - 8}" fill="#555">${esc('Throughput targets: zaris ops/s ÷ peer ops/s. Latency targets: peer p50 ÷ zaris p50. Size: 8 kB ÷ bundle size.')}</text>`)
   parts.push('</svg>')
