@@ -186,6 +186,50 @@ describe('a holder tab that goes away', () => {
   }
 })
 
+describe('takeover after a clean release', () => {
+  const n = count(30, 300)
+  test(`from one tab to a waiting other, ${n} times (figure)`, async () => {
+    const history: HistoryRecord[] = []
+    const { ctx, open } = await context(history)
+    try {
+      const store = ns('release')
+      const [a, b] = [await open(), await open()]
+      for (const [tab, id] of [[a, 'a'], [b, 'b']] as const) {
+        await tab.evaluate(async ({ store, id }) => {
+          window.kept.client = await window.zaris.connect(`zaris://idb/${store}`, { id })
+        }, { store, id })
+      }
+      const times: number[] = []
+      let [holder, waiter] = [a, b]
+      for (let i = 0; i < n; i++) {
+        await holder.evaluate(async () => {
+          window.kept.lock = await (window.kept.client as import('zaris').Client).locks.acquire('lock:handover', { ttl: 30_000, wait: 10_000 })
+        })
+        await waiter.evaluate(() => {
+          window.kept.waiting = (window.kept.client as import('zaris').Client).locks
+            .acquire('lock:handover', { ttl: 30_000, wait: 10_000 })
+            .then((l) => ((window.kept.lock = l), performance.timeOrigin + performance.now()))
+        })
+        await sleep(15)
+        const released = await holder.evaluate(async () => {
+          const at = performance.timeOrigin + performance.now()
+          await (window.kept.lock as import('zaris').Lock).release()
+          return at
+        })
+        const granted = await waiter.evaluate(() => window.kept.waiting as Promise<number>)
+        times.push(granted - released)
+        await waiter.evaluate(() => (window.kept.lock as import('zaris').Lock).release())
+        ;[holder, waiter] = [waiter, holder]
+      }
+      const q = quantiles(times)
+      expect(times).toHaveLength(n)
+      await figure('takeover after a clean release: IndexedDB (two tabs)', { handovers: n, p50_ms: q.p50, p99_ms: q.p99, max_ms: q.max })
+    } finally {
+      await ctx.close()
+    }
+  }, timeout(60_000, 300_000))
+})
+
 describe('20 tabs opened at once elect a leader while busy loops stall them', () => {
   const seconds = count(5, 30)
   test(`for ${seconds} s: one leader at a time by token order, fenced writes rise, all agree at the end`, async () => {
