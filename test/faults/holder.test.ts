@@ -27,7 +27,7 @@ afterAll(async () => {
 const url = (ns: string) => `zaris://127.0.0.1:${node.port}/${ns}`
 
 describe('a holder killed with kill -9', () => {
-  const runs = count(3, 30)
+  const runs = count(3, 20)
   test(`its lock frees itself after the TTL and not before; ${runs} runs`, async () => {
     const ttl = 1_000
     const takeovers: number[] = []
@@ -80,7 +80,7 @@ describe('a holder killed with kill -9', () => {
 })
 
 describe('a holder paused with SIGSTOP past its TTL', () => {
-  const runs = count(2, 20)
+  const runs = count(2, 10)
   test(`on SIGCONT its signal has aborted and its fenced writes are refused; ${runs} runs`, async () => {
     const ttl = 800
     let refused = 0

@@ -38,7 +38,7 @@ async function proxy(): Promise<FaultProxy> {
 
 describe('a holder cut off from the node', () => {
   const faults = ['blackhole', 'drop', 'delay'] as const
-  const runs = count(1, 10)
+  const runs = count(1, 5)
   for (const fault of faults) {
     test(`${fault}: it steps down by its own deadline, before the contender is granted; ${runs} run(s)`, async () => {
       const ttl = 1_500
