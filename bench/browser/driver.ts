@@ -89,7 +89,7 @@ export async function startBrowser(options: { minify?: boolean } = {}): Promise<
       await page.goto(url)
       await page.waitForFunction(() => window.benchReady === true)
       let best = { rtt: Infinity, offset: 0 }
-      for (let i = 0; i < 7; i++) {
+      for (let i = 0; i < 15; i++) {
         const before = absNow()
         const pageNow = await page.evaluate(() => window.bench.absNow())
         const after = absNow()

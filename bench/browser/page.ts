@@ -205,47 +205,73 @@ const api = {
     waiting = undefined
     return w
   },
-  /** Cross-tab notification, receiving side: collects latencies of messages stamped by the sender. */
-  async listen(kind: 'zaris' | 'bc', ns: string): Promise<void> {
-    listened = []
+  /**
+   * Cross-tab notification, echoing side: answers every ping (a put of
+   * `watch:ping`, or a BroadcastChannel message) with a pong the same way.
+   */
+  async echo(kind: 'zaris' | 'bc', ns: string): Promise<void> {
     if (kind === 'bc') {
       const channel = new BroadcastChannel(`bench-watch:${ns}`)
-      channel.onmessage = (ev: MessageEvent<number>) => listened.push(absNow() - ev.data)
-      stopListening = () => channel.close()
+      channel.onmessage = (ev: MessageEvent<{ ping: number }>) => {
+        if (ev.data.ping !== undefined) channel.postMessage({ pong: ev.data.ping })
+      }
+      stopEcho = () => channel.close()
       return
     }
     const c = await client(ns)
     const controller = new AbortController()
-    const watch = c.watch('watch:', { prefix: true, signal: controller.signal })
+    const watch = c.watch('watch:ping', { signal: controller.signal })
     await watch.ready
     void (async () => {
-      for await (const ev of watch) if (typeof ev.value === 'number') listened.push(absNow() - ev.value)
+      for await (const ev of watch) if (ev.type === 'put') await c.put('watch:pong', ev.value!)
     })()
-    stopListening = () => controller.abort()
+    stopEcho = () => controller.abort()
   },
-  /** Sending side: `count` stamped messages (or puts), `gapMs` apart. */
-  async send(kind: 'zaris' | 'bc', ns: string, count: number, gapMs: number): Promise<void> {
-    const channel = kind === 'bc' ? new BroadcastChannel(`bench-watch:${ns}`) : undefined
-    const c = kind === 'zaris' ? await client(ns) : undefined
+  stopEcho(): void {
+    stopEcho?.()
+    stopEcho = undefined
+  },
+  /**
+   * Cross-tab notification, pinging side: `count` round trips, each timed on
+   * this tab's clock alone and halved (a put, seen by the other tab's watch,
+   * answered by a put seen by this tab's watch; or a message and its answer).
+   */
+  async ping(kind: 'zaris' | 'bc', ns: string, count: number, gapMs: number): Promise<Trial> {
+    const lat: number[] = []
+    let pong: ((n: number) => void) | undefined
+    const arrived = (n: number) => pong?.(n)
+    let stop: () => void
+    let send: (n: number) => Promise<unknown>
+    if (kind === 'bc') {
+      const channel = new BroadcastChannel(`bench-watch:${ns}`)
+      channel.onmessage = (ev: MessageEvent<{ pong?: number }>) => ev.data.pong !== undefined && arrived(ev.data.pong)
+      send = async (n) => channel.postMessage({ ping: n })
+      stop = () => channel.close()
+    } else {
+      const c = await client(ns)
+      const controller = new AbortController()
+      const watch = c.watch('watch:pong', { signal: controller.signal })
+      await watch.ready
+      void (async () => {
+        for await (const ev of watch) if (ev.type === 'put' && typeof ev.value === 'number') arrived(ev.value)
+      })()
+      send = (n) => c.put('watch:ping', n)
+      stop = () => controller.abort()
+    }
+    const start = performance.now()
     for (let i = 0; i < count; i++) {
-      if (channel) channel.postMessage(absNow())
-      else await c!.put(`watch:${i % 4}`, absNow())
+      const back = new Promise<void>((resolve) => (pong = (n) => n === i && resolve()))
+      const t = performance.now()
+      await send(i)
+      await back
+      lat.push((performance.now() - t) / 2)
       await sleep(gapMs)
     }
-    channel?.close()
-  },
-  /** Stops listening and resolves the latencies (ms, uncorrected for the tabs' clock offsets). */
-  async collect(): Promise<number[]> {
-    await sleep(20)
-    stopListening?.()
-    stopListening = undefined
-    const out = listened
-    listened = []
-    return out
+    stop()
+    return { ops: count, ms: performance.now() - start, lat }
   },
 }
-let listened: number[] = []
-let stopListening: (() => void) | undefined
+let stopEcho: (() => void) | undefined
 
 declare global {
   interface Window {

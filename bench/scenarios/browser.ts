@@ -69,14 +69,19 @@ async function handoff(ctx: BenchContext, b: BenchBrowser): Promise<Scenario> {
       const key = `handoff-${kind}-${index}`
       const start = performance.now()
       await tabs[0].page.evaluate(([kind, ns, key]) => window.bench.hold(kind, ns, key), [kind, ns, key] as const)
-      const lat: number[] = []
+      // released[i]: when the holder of handoff i let go; taken[i]: when the other tab got it, each on its own tab's clock.
+      const released: number[] = []
+      const taken: number[] = []
       for (let i = 0; i < perTrial; i++) {
         const [from, to] = i % 2 === 0 ? [tabs[0], tabs[1]] : [tabs[1], tabs[0]]
         await to.page.evaluate(([kind, ns, key]) => window.bench.wait(kind, ns, key, 15), [kind, ns, key] as const)
-        const t0 = await from.page.evaluate(() => window.bench.release())
-        const t1 = await to.page.evaluate(() => window.bench.waited())
-        lat.push(t1 - to.offset - (t0 - from.offset))
+        released.push(await from.page.evaluate(() => window.bench.release()))
+        taken.push(await to.page.evaluate(() => window.bench.waited()))
       }
+      // Two handoffs in a row, on one clock each: the first tab's time from letting go to
+      // getting it back, minus how long the other tab held it. No clock offset enters.
+      const lat: number[] = []
+      for (let i = 0; i + 1 < perTrial; i++) lat.push((taken[i + 1]! - released[i]! - (released[i + 1]! - taken[i]!)) / 2)
       await tabs[perTrial % 2]!.page.evaluate(() => window.bench.release())
       return { ops: lat.length, ms: performance.now() - start, lat }
     },
@@ -94,7 +99,7 @@ async function handoff(ctx: BenchContext, b: BenchBrowser): Promise<Scenario> {
   return {
     id: 'handoff',
     title: 'Across tabs: handoff',
-    op: 'the holder tab releases -> the waiting tab holds (time from release call to grant)',
+    op: 'the holder tab releases -> the waiting tab holds (release call to grant; each sample is half of two handoffs in a row, timed on each tab\'s own clock)',
     metric: 'latency',
     rows,
     notes: ['"tx + BroadcastChannel msg + tx" is the floor issue 7 measures against: the holder\'s transaction, one message, the taker\'s transaction.'],
@@ -143,34 +148,32 @@ async function tabClosed(ctx: BenchContext, b: BenchBrowser, what: 'holder' | 'l
   }
 }
 
-/** A put in one tab seen by a watcher in another, against one BroadcastChannel message. */
+/** A put in one tab seen by a watcher in another, against one BroadcastChannel message: half a ping-pong, timed in one tab. */
 async function watchLatency(ctx: BenchContext, b: BenchBrowser): Promise<Scenario> {
   ctx.log('browser: watch')
   const ns = 'watch'
-  const [sender, receiver] = [await b.tab(), await b.tab()]
-  for (const t of [sender, receiver]) await t.page.evaluate((ns) => window.bench.ready(ns), ns)
+  const [pinger, echoer] = [await b.tab(), await b.tab()]
+  for (const t of [pinger, echoer]) await t.page.evaluate((ns) => window.bench.ready(ns), ns)
   const count = ctx.quick ? 10 : 25
   const contender = (label: string, kind: 'zaris' | 'bc', zaris: boolean): Contender => ({
     label,
     zaris,
     async trial() {
-      const start = performance.now()
-      await receiver.page.evaluate(([kind, ns]) => window.bench.listen(kind, ns), [kind, ns] as const)
-      await sender.page.evaluate(([kind, ns, count]) => window.bench.send(kind, ns, count, 4), [kind, ns, count] as const)
-      const raw = await receiver.page.evaluate(() => window.bench.collect())
-      const skew = receiver.offset - sender.offset
-      return { ops: raw.length, ms: performance.now() - start, lat: raw.map((l) => l - skew) }
+      await echoer.page.evaluate(([kind, ns]) => window.bench.echo(kind, ns), [kind, ns] as const)
+      const t = await pinger.page.evaluate(([kind, ns, count]) => window.bench.ping(kind, ns, count, 3), [kind, ns, count] as const)
+      await echoer.page.evaluate(() => window.bench.stopEcho())
+      return t
     },
   })
   const rows = await alternate([contender('zaris idb watch', 'zaris', true), contender('BroadcastChannel message', 'bc', false)], ctx.trials, {
     throughput: false,
   })
-  await sender.close()
-  await receiver.close()
+  await pinger.close()
+  await echoer.close()
   return {
     id: 'watch',
     title: 'Across tabs: watch latency',
-    op: 'a put in one tab -> the event in another tab\'s watch (or one postMessage -> onmessage)',
+    op: 'a put in one tab -> the event in another tab\'s watch (or postMessage -> onmessage); half of a ping-pong timed in one tab',
     metric: 'latency',
     rows,
   }
