@@ -7,7 +7,7 @@
  * write accepted, no token regression, no double grant, no watch gap, no
  * unhandled rejection.
  *
- * Short run: 4 processes x 25 acquisitions; long run (ZARIS_FAULT_SCALE=1):
+ * Short run: 4 processes x 20 acquisitions; long run (ZARIS_FAULT_SCALE=1):
  * 16 processes x 500.
  */
 import { afterAll, expect, test } from 'vitest'
@@ -26,7 +26,7 @@ afterAll(async () => {
 })
 
 const processes = count(4, 16)
-const rounds = count(25, 500)
+const rounds = count(20, 500)
 
 test(`${processes} processes x ${rounds} acquisitions through a node, with random kill -9 and SIGSTOP`, async () => {
   const random = prng(seedFor('soak'))

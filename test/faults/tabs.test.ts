@@ -187,7 +187,7 @@ describe('a holder tab that goes away', () => {
 })
 
 describe('takeover after a clean release', () => {
-  const n = count(30, 300)
+  const n = count(20, 300)
   test(`from one tab to a waiting other, ${n} times (figure)`, async () => {
     const history: HistoryRecord[] = []
     const { ctx, open } = await context(history)
@@ -231,7 +231,7 @@ describe('takeover after a clean release', () => {
 })
 
 describe('20 tabs opened at once elect a leader while busy loops stall them', () => {
-  const seconds = count(5, 30)
+  const seconds = count(3, 30)
   test(`for ${seconds} s: one leader at a time by token order, fenced writes rise, all agree at the end`, async () => {
     const history: HistoryRecord[] = []
     const { ctx, open } = await context(history)
@@ -330,8 +330,8 @@ describe('20 tabs opened at once elect a leader while busy loops stall them', ()
 })
 
 describe('tabs taking one lock in rounds while tabs are closed and crashed', () => {
-  const tabsN = count(4, 8)
-  const rounds = count(15, 100)
+  const tabsN = count(3, 8)
+  const rounds = count(12, 100)
   test(`${tabsN} tabs x ${rounds} rounds with closes and crashes: no stale write, tokens rise, the watcher misses nothing`, async () => {
     const history: HistoryRecord[] = []
     const { ctx, open } = await context(history)
