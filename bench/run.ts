@@ -1,7 +1,7 @@
 /**
  * `npm run bench`: every scenario of issue 7, zaris and its peers side by
  * side in one run. Prints the table, writes bench/RESULTS.md,
- * bench/results.json and bench/results.svg.
+ * bench/results.json, bench/results.svg and bench/SUMMARY.md (the README's table).
  *
  * Environment: BENCH_ONLY=memory,browser,... runs some groups (results go to
  * bench/.partial/ instead of the tracked files); BENCH_QUICK=1 shortens every
@@ -13,7 +13,7 @@ import { mkdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { machine, versions } from './lib/machine'
-import { markdownReport, svgChart, textReport, type Results, type Scenario } from './lib/report'
+import { markdownReport, readmeSummary, svgChart, textReport, type Results, type Scenario } from './lib/report'
 import { evaluateTargets } from './lib/targets'
 import type { BenchContext } from './scenarios/context'
 
@@ -68,6 +68,8 @@ async function main(): Promise<void> {
   writeFileSync(join(dir, 'RESULTS.md'), markdownReport(results))
   writeFileSync(join(dir, 'results.svg'), svgChart(results))
   writeFileSync(join(dir, 'results.json'), JSON.stringify(results, null, 1) + '\n')
+  // The table README.md's Benchmarks section shows (copied by hand: the README is not generated).
+  writeFileSync(join(dir, 'SUMMARY.md'), `Measured ${date.slice(0, 10)} on ${m.cpu}, ${m.cores} cores (shared, loaded).\n\n${readmeSummary(results)}\n`)
   ctx.log(`done in ${results.durationSec.toFixed(0)} s; wrote ${join(dir, 'RESULTS.md')}`)
 }
 

@@ -231,3 +231,12 @@ export function svgChart(results: Results): string {
   parts.push('</svg>')
   return parts.join('\n') + '\n'
 }
+
+/** The README's summary: every target, what this run measured, met or not. */
+export function readmeSummary(results: Results): string {
+  return [
+    md(['target (issue 7)', 'measured (zaris/peer)', '']),
+    md(['---', '---', '---']),
+    ...results.targets.map((t) => md([t.text, t.measured, t.met === null ? 'not measured' : t.met ? 'met' : 'missed'])),
+  ].join('\n')
+}
