@@ -34,6 +34,28 @@ async function serve(options: { historySize?: number } = {}): Promise<{ url: str
   return { url: node.url, handler }
 }
 
+/** A proxy in front of `target` that holds each answer of `GET /events` back for `ms`. */
+async function slowHistory(target: string, ms: number): Promise<{ url: string; histories: () => number }> {
+  let histories = 0
+  const proxy = createServer((req, res) => {
+    const history = req.url!.includes('/events')
+    if (history) histories++
+    const up = httpRequest(new URL(req.url!, target), { method: req.method, headers: req.headers }, (upRes) => {
+      const answer = () => {
+        res.writeHead(upRes.statusCode!, upRes.headers)
+        upRes.pipe(res)
+      }
+      if (history) setTimeout(answer, ms)
+      else answer()
+    })
+    up.on('error', () => res.destroy())
+    req.pipe(up)
+  })
+  await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', r))
+  cleanup.push(() => new Promise((r) => { proxy.closeAllConnections(); proxy.close(r) }))
+  return { url: `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`, histories: () => histories }
+}
+
 function recorder() {
   const events: WatchEvent[] = []
   const errors: Error[] = []
@@ -97,7 +119,9 @@ describe('one stream per adapter', () => {
     for (let i = 0; i < 20; i++) {
       await writer.commit([], [{ type: 'set', key: `p/${i % 3}`, value: i }, { type: 'set', key: `q/${i}`, value: i }])
     }
-    const adapter = httpAdapter({ endpoints: [url], namespace: ns })
+    // The history answers come late, so changes certainly reach the stream while a watch catches up.
+    const proxy = await slowHistory(url, 80)
+    const adapter = httpAdapter({ endpoints: [proxy.url], namespace: ns })
     const other = recorder()
     await adapter.watch('q/', other.sink) // opens the adapter's stream at revision 20
 
@@ -128,6 +152,7 @@ describe('one stream per adapter', () => {
     await until(() => done(reference) && watches.every((w) => done(w.r)))
 
     expect(reference.events.length).toBeGreaterThan(60)
+    expect(proxy.histories()).toBe(4) // the watch within the ring needed none
     for (const { from, r } of watches) {
       expect(r.errors).toEqual([])
       expect(r.events.map(brief)).toEqual(reference.events.filter((e) => e.revision > from).map(brief))
