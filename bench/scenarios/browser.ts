@@ -112,7 +112,7 @@ async function tabClosed(ctx: BenchContext, b: BenchBrowser, what: 'holder' | 'l
   const ns = `${what}-closed`
   const waiter = await b.tab()
   await waiter.page.evaluate((ns) => window.bench.ready(ns), ns)
-  const trials = ctx.quick ? 3 : Math.max(8, ctx.trials + 3)
+  const trials = ctx.quick ? 4 : Math.max(7, ctx.trials + 2)
   const contender = (label: string, kind: Kind, zaris: boolean): Contender => ({
     label,
     zaris,

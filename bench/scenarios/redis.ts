@@ -45,7 +45,7 @@ export async function redisScenarios(ctx: BenchContext): Promise<Scenario[]> {
     const polls = Array.from({ length: CLIENTS }, () => make(redisPeer(conn(), RETRY)))
     const redlocks = Array.from({ length: CLIENTS }, () => make(redlockPeer(conn(), RETRY)))
     const counter = conn()
-    const cdur = ctx.quick ? 400 : 1_000
+    const cdur = ctx.quick ? 400 : 800
     const many = await alternate(
       [
         { label: 'zaris redis adapter, wait', zaris: true, trial: (i) => contention(zs, `lock:many:${i}`, cdur) },

@@ -62,7 +62,7 @@ export async function remoteScenarios(ctx: BenchContext): Promise<Scenario[]> {
       redlockConn: redisConn(),
     }
     const redlocks = many(() => make(redlockPeer(redisConn(), RETRY)))
-    const cdur = ctx.quick ? 400 : 1_000
+    const cdur = ctx.quick ? 400 : 800
     const contenders: Contender[] = [
       { label: 'zaris node (memory), wait', zaris: true, trial: (i) => contention(group.mem, `lock:many:${i}`, cdur) },
       { label: 'zaris node (--data), wait', zaris: true, trial: (i) => contention(group.data, `lock:many:${i}`, cdur) },
