@@ -42,4 +42,4 @@ test('every public symbol has TSDoc', () => {
     }
   }
   expect(missing).toEqual([])
-})
+}, 120_000)
