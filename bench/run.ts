@@ -67,6 +67,7 @@ async function main(): Promise<void> {
     machine: m,
     versions: versions(),
     durationSec: (performance.now() - started) / 1000,
+    loadAtEnd: machine().load,
     scenarios,
     targets: evaluateTargets(scenarios),
   }
