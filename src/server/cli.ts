@@ -158,7 +158,6 @@ export async function serveCommand(args: ServeArgs, log: (line: string) => void 
   }
   const auth = args.token === undefined ? 'no token' : 'bearer token'
   const cors = args.cors.length === 0 ? 'cors off' : `cors ${args.cors.join(' ')}`
-  log(`zaris node listening on ${node.url} (store: ${backend.description}; ${auth}; ${cors})`)
   await new Promise<void>((resolve) => {
     const stop = (signal: string) => {
       process.off('SIGINT', onInt)
@@ -170,6 +169,8 @@ export async function serveCommand(args: ServeArgs, log: (line: string) => void 
     const onTerm = () => stop('SIGTERM')
     process.on('SIGINT', onInt)
     process.on('SIGTERM', onTerm)
+    // Only now: whoever waits for this line may signal at once, and must not meet the default action (exit).
+    log(`zaris node listening on ${node.url} (store: ${backend.description}; ${auth}; ${cors})`)
   })
   await node.close()
   await backend.close()

@@ -164,20 +164,25 @@ describe('a node started with --token', () => {
   })
 
   test('watchers past the cap get 429 (RATE_LIMITED), and a freed slot is usable again', async () => {
-    const client = await connect(`zaris://127.0.0.1:${node.port}/sec`, { token: TOKEN })
-    const watches = [client.watch('a'), client.watch('b'), client.watch('c')]
+    // A client's watches share one stream, so three clients fill the three slots.
+    const url = `zaris://127.0.0.1:${node.port}/sec`
+    const clients = await Promise.all([0, 1, 2].map(() => connect(url, { token: TOKEN })))
+    const watches = clients.map((c, i) => c.watch('abc'[i]!))
     await Promise.all(watches.map((w) => w.ready))
+    const more = clients[0]!.watch('a2') // on a client that has its stream: no slot needed
+    await more.ready
     const res = await fetch(`${node.url}/v1/sec/watch?prefix=d`, { headers: auth })
     expect(res.status).toBe(429)
     expect((await res.json()).error.code).toBe('RATE_LIMITED')
+    const client = await connect(url, { token: TOKEN })
     const extra = client.watch('d')
     await expect(extra.ready).rejects.toSatisfy((e) => isZarisError(e, 'RATE_LIMITED'))
-    watches[0]!.close()
+    await clients[0]!.close()
     const metrics = async () => (await (await fetch(`${node.url}/metrics`, { headers: auth })).text()).match(/^zaris_watchers (\d+)$/m)?.[1]
     for (let i = 0; i < 100 && (await metrics()) !== '2'; i++) await new Promise((r) => setTimeout(r, 20))
     const again = client.watch('e')
     await again.ready
-    await client.close()
+    await Promise.all([client, ...clients].map((c) => c.close()))
   })
 
   test('the token never appears in the output of the node', () => {
