@@ -78,7 +78,10 @@ export abstract class Hold<V extends Value = Value> implements AsyncDisposable, 
   #deadline: number
   /** When the request behind the current deadline was sent. */
   #deadlineSentAt: number
-  #controller = new AbortController()
+  /** Made on first read of `signal`: most holds end without anyone listening. */
+  #controller: AbortController | undefined
+  /** Why the hold ended; built lazily, since an error captures a stack. */
+  #reason: (() => HoldEndedError) | undefined
   #ended = false
   #deadlineTimer: TimerHandle | undefined
   #renewTimer: TimerHandle | undefined
@@ -109,6 +112,10 @@ export abstract class Hold<V extends Value = Value> implements AsyncDisposable, 
    */
   get signal(): AbortSignal {
     this.#observe()
+    if (!this.#controller) {
+      this.#controller = new AbortController()
+      if (this.#reason) this.#controller.abort(this.#reason())
+    }
     return this.#controller.signal
   }
 
@@ -187,7 +194,7 @@ export abstract class Hold<V extends Value = Value> implements AsyncDisposable, 
   protected finish(reason: 'RELEASED' | 'CLOSED' = 'RELEASED'): Promise<boolean> {
     if (this.#finishing) return this.#finishing.then(() => false, () => false)
     const wasHeld = this.held
-    this.#end(new HoldEndedError(reason, `${this.#what()} was ${reason === 'CLOSED' ? 'ended by client.close()' : 'released'}`))
+    this.#end(() => new HoldEndedError(reason, `${this.#what()} was ${reason === 'CLOSED' ? 'ended by client.close()' : 'released'}`))
     this.#finishing = this.#deleteGuarded().then(
       (deleted) => wasHeld && deleted,
       (err) => {
@@ -287,7 +294,7 @@ export abstract class Hold<V extends Value = Value> implements AsyncDisposable, 
     )
   }
 
-  #end(reason: HoldEndedError): void {
+  #end(reason: HoldEndedError | (() => HoldEndedError)): void {
     if (this.#ended) return
     this.#ended = true
     const clock = this.#ctx.clock
@@ -296,7 +303,9 @@ export abstract class Hold<V extends Value = Value> implements AsyncDisposable, 
     this.#unwatch?.()
     this.#ctx.open.delete(this)
     this.#letGo()
-    this.#controller.abort(reason)
+    let made: HoldEndedError | undefined
+    this.#reason = () => (made ??= typeof reason === 'function' ? reason() : reason)
+    this.#controller?.abort(this.#reason())
   }
 }
 
