@@ -57,6 +57,14 @@ describe('the history checker', () => {
     expect(kinds(bad)).toContain('stale-write')
   })
 
+  test('catches two clients writing with one token', () => {
+    const h = clean().filter((r) => r.type !== 'final')
+    h.push({ type: 'write', client: 'c', resource: 'r', lock: 'lock:r', token: 5, outcome: 'accepted', revision: 8, invokedAt: 31, at: 32 })
+    const r = checkHistory(h)
+    expect(r.violations.map((v) => v.kind)).toEqual(['stale-write'])
+    expect(r.violations[0]!.message).toContain('two holders with one token')
+  })
+
   test('catches a write accepted after its holder released the lock', () => {
     const h = clean().filter((r) => r.type !== 'final')
     h.push({ type: 'write', client: 'a', resource: 'r2', lock: 'lock:r', token: 1, outcome: 'accepted', revision: 9, invokedAt: 31, at: 32 })

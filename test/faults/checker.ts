@@ -6,9 +6,10 @@
  *
  * What it fails on:
  * - `stale-write`: an accepted fenced write whose token is smaller than a
- *   token accepted earlier (in store order) for the same resource (an equal
- *   token is the same hold writing again, which is allowed), or one sent
- *   after its holder had released that lock.
+ *   token accepted earlier (in store order) for the same resource, or equal
+ *   to one another client wrote with (an equal token from the same client is
+ *   the same hold writing again), or one sent after its holder had released
+ *   that lock.
  * - `double-grant`: one token handed to two acquisitions.
  * - `token-regression`: an acquisition whose token is not larger than that of
  *   an acquisition that had completed before it was invoked (real time), or
@@ -249,6 +250,8 @@ export function checkHistory(history: readonly HistoryRecord[], options: CheckOp
     for (const w of fenced) {
       if (max && w.token! < max.token!) {
         add('stale-write', `${resource}: ${w.client}'s write with token ${w.token} was accepted at revision ${w.revision}, after ${max.client}'s write with token ${max.token} (revision ${max.revision})`, [max, w])
+      } else if (max && w.token === max.token && w.client !== max.client) {
+        add('stale-write', `${resource}: ${max.client} and ${w.client} both wrote with token ${w.token} (revisions ${max.revision} and ${w.revision}): two holders with one token`, [max, w])
       }
       if (!max || w.token! > max.token!) max = w
     }
@@ -391,7 +394,15 @@ export function assertHistory(history: readonly HistoryRecord[], options?: Check
   return result.stats
 }
 
-/** A clock every process of a machine shares, unaffected by changes to `Date`. */
+/**
+ * A clock every process of a machine shares, unaffected by changes to `Date`:
+ * in Node the system's monotonic clock (`process.hrtime`, CLOCK_MONOTONIC,
+ * the same for every process); in a browser `performance.timeOrigin + now()`.
+ * Not `timeOrigin` in Node: it is fixed at process start from two clock
+ * readings, and a process starved or stopped between them is off by ms for
+ * its whole life (the soak saw a replacement worker 3 ms ahead).
+ */
 export function sharedNow(): Time {
-  return performance.timeOrigin + performance.now()
+  const hrtime = (globalThis as { process?: { hrtime?: { bigint?: () => bigint } } }).process?.hrtime
+  return hrtime?.bigint ? Number(hrtime.bigint()) / 1e6 : performance.timeOrigin + performance.now()
 }

@@ -5,9 +5,10 @@
  * - With an append-only file fsynced on every write: nothing acknowledged is
  *   lost, nothing goes backwards, no stale write, the watch misses nothing.
  * - Without persistence (Redis forgets everything): the README's promise is
- *   narrower — tokens keep rising for clients that stayed connected, stale
- *   writes are still refused, and a watcher is told (COMPACTED) rather than
- *   left with a silent gap; acknowledged writes are lost, as documented.
+ *   much narrower: acknowledged writes and locks are lost, tokens can be
+ *   granted twice and two holders of one token can both write (as the README
+ *   warns; counted and reported here), but a watcher is told (COMPACTED)
+ *   rather than left with a silent gap, and no client fails unhandled.
  */
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
@@ -75,9 +76,12 @@ for (const durable of [true, false]) {
     if (durable) {
       expect(result.violations, formatViolations(result)).toEqual([])
     } else {
-      // Forgetting everything loses acknowledged writes, and may reissue revisions to keys nobody
-      // held across the loss; what must still hold: no stale write, no token regression, no silent watch gap.
-      const allowed = ['lost-write', 'revision-regression']
+      // Forgetting everything loses acknowledged writes and locks, and the revision counter starts
+      // again below what some clients saw: a token can be granted twice, go backwards across
+      // clients, and two holders of one token can both pass fencing (the README's Redis section
+      // says a store that loses data behaves like a failover). Counted and reported, not refused.
+      // What must still hold: no silent watch gap, no unhandled rejection.
+      const allowed = ['lost-write', 'revision-regression', 'double-grant', 'token-regression', 'stale-write']
       expect(result.violations.filter((v) => !allowed.includes(v.kind)), formatViolations(result)).toEqual([])
     }
     await figure(`Redis ${durable ? 'appendfsync always' : 'no persistence'}: restarted under the adapter`, {
@@ -91,6 +95,7 @@ for (const durable of [true, false]) {
       watch_ended: history.find((r) => r.type === 'watch-end')?.type === 'watch-end' ? (history.find((r) => r.type === 'watch-end') as { reason: string }).reason : 'no',
       lost_writes: byKind('lost-write'),
       revision_regressions: byKind('revision-regression'),
+      double_grants: byKind('double-grant'),
       stale_writes: byKind('stale-write'),
       token_regressions: byKind('token-regression'),
     })

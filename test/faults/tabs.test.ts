@@ -150,7 +150,7 @@ async function inflict(fault: Fault, ctx: BrowserContext, page: Page): Promise<v
 }
 
 describe('a holder tab that goes away', () => {
-  const runs = count(1, 5)
+  const runs = count(1, 3)
   for (const fault of ['close', 'crash', 'closeTarget'] as const) {
     test(`${fault}: another tab takes the lock over (long before the TTL), the old token is dead; ${runs} run(s)`, async () => {
       const takeovers: number[] = []
@@ -187,7 +187,7 @@ describe('a holder tab that goes away', () => {
 })
 
 describe('takeover after a clean release', () => {
-  const n = count(20, 300)
+  const n = count(20, 100)
   test(`from one tab to a waiting other, ${n} times (figure)`, async () => {
     const history: HistoryRecord[] = []
     const { ctx, open } = await context(history)
