@@ -11,6 +11,7 @@
  */
 import type { WatchEvent } from '../../core/adapter'
 
+/** The stream's recent events, complete after `floor`, bounded in events and bytes. */
 export class EventRing {
   readonly #maxEvents: number
   readonly #maxBytes: number

@@ -81,6 +81,7 @@ const RING_BYTES = 1024 * 1024
 /** History requests that bring nothing new before a catch-up gives up. */
 const MAX_STALLS = 5
 
+/** The watches of one adapter, multiplexed over its one event stream. */
 export class WatchHub {
   readonly #ctx: HubContext
   readonly #ring = new EventRing(RING_EVENTS, RING_BYTES)

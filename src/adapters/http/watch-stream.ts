@@ -73,6 +73,7 @@ type Outcome = { kind: 'stopped' } | { kind: 'ended'; healthy: boolean } | { kin
 
 const MAX_BACKOFF = 5_000
 
+/** One SSE connection following a namespace, resumed without gap or duplicate until it ends for good. */
 export class EventStream {
   readonly #ctx: WatchContext
   readonly #listener: StreamListener
