@@ -126,9 +126,11 @@ describe('one stream per adapter', () => {
     await adapter.watch('q/', other.sink) // opens the adapter's stream at revision 20
 
     let writing = true
+    let written = 0
     const writes = (async () => {
       for (let i = 0; writing; i++) {
-        await writer.commit([], [{ type: 'set', key: `p/${i % 4}`, value: i }, { type: 'delete', key: `p/${(i + 2) % 4}` }])
+        const r = await writer.commit([], [{ type: 'set', key: `p/${i % 4}`, value: i }, { type: 'delete', key: `p/${(i + 2) % 4}` }])
+        if (r.ok) written = r.revision
       }
     })()
     await sleep(30)
@@ -139,7 +141,8 @@ describe('one stream per adapter', () => {
       watches.push({ from, r })
       await sleep(20)
     }
-    const recent = (await writer.get('p/0'))!.revision - 1
+    await until(() => written > 0)
+    const recent = written - 1
     const fromRing = recorder()
     await adapter.watch('p/', fromRing.sink, recent) // within the stream's ring
     watches.push({ from: recent, r: fromRing })
