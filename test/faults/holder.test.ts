@@ -33,6 +33,7 @@ describe('a holder killed with kill -9', () => {
     const takeovers: number[] = []
     const afterExpiry: number[] = []
     let accepted = 0
+    let lostBeforeKill = 0
     for (let run = 0; run < runs; run++) {
       const ns = `kill-${run}`
       const holder = ws.spawn({ url: url(ns), id: `holder-${run}`, mode: 'hold', locks: ['lock:a'], ttl, wait: 10_000, interval: 20 })
@@ -46,8 +47,17 @@ describe('a holder killed with kill -9', () => {
       // The node's view right after the kill: the lock is held for `ttl` more at most.
       const askedAt = sharedNow()
       const held = await client.locks.holder('lock:a')
-      expect(held?.token).toBe(Number(token))
-      const freeNoEarlierThan = askedAt + held!.ttl!
+      if (held === undefined) {
+        // On a starved machine a renewal can come too late: then the holder stepped down by its own
+        // deadline before it was killed, and the lock was already free. Nothing to time in this run.
+        expect(holder.history().some((r) => r.type === 'loss'), 'a free lock means the holder had recorded its loss').toBe(true)
+        lostBeforeKill++
+        accepted += assertHistory(holder.history()).accepted
+        await client.close()
+        continue
+      }
+      expect(held.token).toBe(Number(token))
+      const freeNoEarlierThan = askedAt + held.ttl!
       const lock = await ops.take('lock:a', { ttl, wait: 10_000 })
       const acquiredAt = sharedNow()
       expect(lock).toBeDefined()
@@ -62,13 +72,15 @@ describe('a holder killed with kill -9', () => {
       accepted += assertHistory([...holder.history(), ...history]).accepted
       await client.close()
     }
-    expect(accepted).toBeGreaterThan(runs * 2)
+    expect(accepted).toBeGreaterThan(runs)
+    expect(takeovers.length).toBeGreaterThan(0)
     // Liveness, not speed: the lock came free in the end (the figure is printed).
     expect(Math.max(...takeovers)).toBeLessThan(ttl + 5_000)
     const q = quantiles(takeovers)
     const e = quantiles(afterExpiry)
     await figure('takeover after kill -9 of a renewing holder (node, TTL 1000 ms)', {
-      runs,
+      runs: takeovers.length,
+      holder_lost_before_the_kill: lostBeforeKill,
       p50_ms: q.p50,
       p99_ms: q.p99,
       max_ms: q.max,
@@ -84,6 +96,7 @@ describe('a holder paused with SIGSTOP past its TTL', () => {
   test(`on SIGCONT its signal has aborted and its fenced writes are refused; ${runs} runs`, async () => {
     const ttl = 800
     let refused = 0
+    let lostBeforePause = 0
     const learnt: number[] = []
     for (let run = 0; run < runs; run++) {
       const ns = `stop-${run}`
@@ -110,17 +123,20 @@ describe('a holder paused with SIGSTOP past its TTL', () => {
       const loss = h.find((r) => r.type === 'loss')
       expect(loss, 'the paused holder recorded the loss of its lock').toBeDefined()
       expect(['EXPIRED', 'STOLEN']).toContain((loss as { reason: string }).reason)
-      expect(loss!.at).toBeGreaterThan(resumedAt) // it could only learn once running again
+      // A stopped process records nothing: it learnt either once running again or, on a starved
+      // machine where a renewal came too late, by its own deadline before it was stopped.
+      expect(loss!.at < pausedAt || loss!.at > resumedAt).toBe(true)
+      if (loss!.at < pausedAt) lostBeforePause++
       // A write sent before the pause may be answered after it (accepted: the lock was still held then);
       // every write sent after the resume is refused.
       const after = h.filter((r) => r.type === 'write' && r.invokedAt > resumedAt)
       expect(after.length, JSON.stringify(h.filter((r) => r.type !== 'note' || r.at > pausedAt))).toBeGreaterThanOrEqual(2)
       expect(after.every((r) => r.type === 'write' && r.outcome === 'refused')).toBe(true)
-      learnt.push(loss!.at - resumedAt)
+      if (loss!.at > resumedAt) learnt.push(loss!.at - resumedAt)
       refused += assertHistory([...h, ...history]).refused
     }
     expect(refused).toBeGreaterThanOrEqual(runs * 3)
     const q = quantiles(learnt)
-    await figure('SIGSTOP past the TTL, then SIGCONT: the holder learns of its loss', { runs, after_resume_p50_ms: q.p50, after_resume_max_ms: q.max, stale_writes_refused: refused, stale_writes_accepted: 0 })
+    await figure('SIGSTOP past the TTL, then SIGCONT: the holder learns of its loss', { runs, lost_before_the_pause: lostBeforePause, after_resume_p50_ms: q.p50, after_resume_max_ms: q.max, stale_writes_refused: refused, stale_writes_accepted: 0 })
   }, timeout(60_000, 300_000))
 })

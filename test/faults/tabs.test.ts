@@ -46,8 +46,9 @@ async function context(history: HistoryRecord[]): Promise<{ ctx: BrowserContext;
   })
   const open = async () => {
     const page = await ctx.newPage()
-    await page.goto(harness.url)
-    await page.waitForFunction(() => window.harnessReady === true)
+    // Generous: on a loaded machine a new tab can take long to load the harness page.
+    await page.goto(harness.url, { timeout: 120_000 })
+    await page.waitForFunction(() => window.harnessReady === true, undefined, { timeout: 120_000 })
     return page
   }
   return { ctx, open }
@@ -363,6 +364,7 @@ describe('tabs taking one lock in rounds while tabs are closed and crashed', () 
         const [id, page] = running[Math.floor(random() * running.length)]!
         live.delete(id)
         await inflict(random() < 0.5 ? 'close' : 'crash', ctx, page)
+        await page.close().catch(() => {}) // a crashed tab's page stays open until closed
         faults++
         await spawn()
       }
