@@ -549,7 +549,12 @@ async function readLimited(request: Request, limit: number): Promise<string> {
     all.set(c, at)
     at += c.byteLength
   }
-  return new TextDecoder().decode(all)
+  try {
+    // Strict, as the Node listener: replacing bad bytes with U+FFFD would write a key the client never sent.
+    return new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(all)
+  } catch {
+    throw new InvalidArgumentError('body: not valid UTF-8')
+  }
 }
 
 function toWire(err: Error): { code: string; message: string } {

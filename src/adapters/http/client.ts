@@ -342,8 +342,8 @@ function pause(ms: number, signal: AbortSignal): Promise<void> {
       signal.removeEventListener('abort', done)
       resolve()
     }
+    // Ref'd: a call waiting to retry is work in progress, and must keep a Node process alive until it settles.
     const timer = setTimeout(done, ms)
-    ;(timer as { unref?: () => void }).unref?.()
     signal.addEventListener('abort', done, { once: true })
   })
 }
