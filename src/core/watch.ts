@@ -49,6 +49,8 @@ export class Watch implements AsyncIterableIterator<WatchEvent>, AsyncDisposable
   #error: unknown
   #done = false
   #last = -1
+  /** Keys already delivered at revision `#last`: one commit may change several keys. */
+  #lastKeys = new Set<string>()
   #unsubscribe: Unsubscribe | undefined
   #letGo: () => void = () => {}
 
@@ -123,9 +125,11 @@ export class Watch implements AsyncIterableIterator<WatchEvent>, AsyncDisposable
   }
 
   #push(ev: WatchEvent): void {
-    if (this.#done || ev.revision <= this.#last) return
+    if (this.#done || ev.revision < this.#last || (ev.revision === this.#last && this.#lastKeys.has(ev.key))) return
     if (this.#prefix ? !ev.key.startsWith(this.#key) : ev.key !== this.#key) return
+    if (ev.revision !== this.#last) this.#lastKeys.clear()
     this.#last = ev.revision
+    this.#lastKeys.add(ev.key)
     if (this.#waiting) this.#settle({ value: ev, done: false })
     else this.#queue.push(ev)
   }

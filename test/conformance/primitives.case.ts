@@ -295,6 +295,20 @@ export function primitiveCases(factory: FixtureFactory, t: Named, options: Primi
       expect(collect(events.map((e) => e.revision)).increasing).toBe(true)
     }))
 
+    t('a prefix watch delivers every key of a multi-key commit once', withStore(async (f) => {
+      const c = await f.connect()
+      const watch = c.watch('multi/', { prefix: true })
+      await watch.ready
+      const r = await c.adapter.commit([], [{ type: 'set', key: 'multi/a', value: 1 }, { type: 'set', key: 'multi/b', value: 2 }])
+      const keys: string[] = []
+      for await (const ev of watch) {
+        keys.push(ev.key)
+        expect(ev.revision).toBe(r.ok ? r.revision : -1)
+        if (keys.length === 2) break
+      }
+      expect(keys.sort()).toEqual(['multi/a', 'multi/b'])
+    }))
+
     t('an exact-key watch ignores other keys; an aborted watch ends quietly', withStore(async (f) => {
       const c = await f.connect()
       const controller = new AbortController()
