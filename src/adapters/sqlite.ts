@@ -4,9 +4,17 @@
  * through to SQLite (better-sqlite3, loaded only when used) before memory
  * changes and before the commit is acknowledged.
  *
- * Durability: WAL journal with `synchronous = FULL`, one transaction per
- * commit, so an acknowledged commit survives a crash of the process or the
- * machine; a failed write changes nothing and the commit fails.
+ * Durability: WAL journal with `synchronous = FULL`, so an acknowledged
+ * commit survives a crash of the process or the machine. Commits made while
+ * a transaction is still being written are written together in the next one
+ * (group commit: one fsync for all of them); each is answered, and its events
+ * shown to watches, only once its transaction is on disk, and reads see only
+ * what is on disk. A commit writes one row per event and nothing else: the
+ * revision is the events' maximum, a request id is a column of the commit's
+ * first event, and the entries table is a checkpoint brought up to date every
+ * 1 000 revisions (a load replays the events after it). A failed write fails
+ * its commit only; a failed transaction fails the commits in it and reloads
+ * their namespaces from the file.
  *
  * After a restart:
  * - the revision continues from the last one written, so fencing tokens keep
@@ -27,10 +35,10 @@
  * @module
  */
 import type BetterSqlite3 from 'better-sqlite3'
-import type { Adapter, CommitResult, Entry, Value, WatchEvent, WatchSink } from '../core/adapter'
+import type { Adapter, Check, CommitResult, Entry, Op, Unsubscribe, Value, WatchEvent, WatchSink } from '../core/adapter'
 import { systemClock, type Clock } from '../core/clock'
 import { ClosedError, CompactedError, UnavailableError, UnsupportedError, isZarisError } from '../core/errors'
-import { LocalStore, localAdapter, type StoredEntry } from './shared/local-store'
+import { LocalStore, type StoredEntry } from './shared/local-store'
 
 /** Options of {@link openSqlite}. */
 export interface SqliteOptions {
@@ -40,11 +48,20 @@ export interface SqliteOptions {
   historySize?: number
   /** How long a commit's request id is remembered, in ms. Default 10 minutes. */
   requestTtlMs?: number
-  /** Most request ids remembered. Default 100 000. */
+  /** Most request ids remembered per namespace. Default 100 000. */
   maxRequests?: number
+  /**
+   * @internal Called just before a group's transaction is committed; a throw
+   * fails the group as a failed disk write would (for tests).
+   */
+  beforeSync?: () => void
 }
 
-const SCHEMA_VERSION = 1
+const SCHEMA_VERSION = 2
+/** Revisions between two checkpoints of a namespace's entries (each also prunes its history). */
+const CHECKPOINT_EVERY = 1_000
+/** Most commits one group takes before it is written at once. */
+const MAX_GROUP = 1_000
 
 /**
  * A SQLite file holding the stores of any number of namespaces.
@@ -60,7 +77,7 @@ export interface SqliteStores {
   adapter(namespace: string): Adapter
   /** The namespace's current revision, and the epoch that names this file's store of it. */
   position(namespace: string): { revision: number; epoch: string }
-  /** Stops expiry timers, ends watches and closes the file. */
+  /** Writes what is pending, stops expiry timers, ends watches and closes the file. */
   close(): void
 }
 
@@ -75,7 +92,8 @@ interface Row {
 
 /**
  * Opens (creating if needed) a SQLite file as zaris stores. Needs the
- * optional peer dependency `better-sqlite3`.
+ * optional peer dependency `better-sqlite3`. A file written by an older
+ * zaris is upgraded in place; one written by a newer zaris is refused.
  *
  * @example
  * const stores = await openSqlite('/var/lib/zaris/data.db')
@@ -90,47 +108,121 @@ export async function openSqlite(file: string, options: SqliteOptions = {}): Pro
     throw new UnsupportedError(`a durable store needs the package better-sqlite3 (npm install better-sqlite3): ${(err as Error).message}`)
   }
   const db = new Database(file)
+  let legacyRequests: boolean
   try {
     db.pragma('journal_mode = WAL')
     // FULL: the WAL is synced at every commit, so an acknowledged commit survives power loss too.
+    // (NORMAL would not: in WAL mode it syncs only at checkpoints, so the last commits can vanish.)
     db.pragma('synchronous = FULL')
     db.pragma('busy_timeout = 5000')
-    migrate(db)
+    legacyRequests = migrate(db)
   } catch (err) {
     db.close()
     throw err
   }
-  const stores = new SqliteStoresImpl(db, file, options)
+  const stores = new SqliteStoresImpl(db, file, options, legacyRequests)
   // Load every namespace now, so TTLs restart from the restart, not from a namespace's first use.
   stores.loadAll()
   return stores
 }
 
-function migrate(db: BetterSqlite3.Database): void {
+/**
+ * Brings the file to the current schema. Schema 1 (the first release) kept
+ * the current revision in `zaris_stores` and request ids in their own table;
+ * schema 2 writes only `zaris_events` per commit: `zaris_stores.revision`
+ * becomes the checkpoint the entries table reflects (which a schema 1 file's
+ * revision already is), and request ids are columns of the events. A schema 1
+ * `zaris_requests` table is still read until its ids expire.
+ *
+ * @returns whether the file has a schema 1 `zaris_requests` table.
+ */
+function migrate(db: BetterSqlite3.Database): boolean {
   const version = db.pragma('user_version', { simple: true }) as number
   if (version > SCHEMA_VERSION) {
     throw new UnsupportedError(`the data file was written by a newer zaris (schema ${version}; this one reads ${SCHEMA_VERSION})`)
   }
-  db.exec(`
-    CREATE TABLE IF NOT EXISTS zaris_stores (
-      ns TEXT PRIMARY KEY, revision INTEGER NOT NULL, compacted INTEGER NOT NULL DEFAULT 0, epoch TEXT NOT NULL
-    ) WITHOUT ROWID;
-    CREATE TABLE IF NOT EXISTS zaris_events (
-      ns TEXT NOT NULL, revision INTEGER NOT NULL, seq INTEGER NOT NULL, type TEXT NOT NULL, key TEXT NOT NULL,
-      value TEXT, created INTEGER, owner TEXT, ttl REAL,
-      PRIMARY KEY (ns, revision, seq)
-    ) WITHOUT ROWID;
-    CREATE TABLE IF NOT EXISTS zaris_entries (
-      ns TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL,
-      revision INTEGER NOT NULL, created INTEGER NOT NULL, owner TEXT, ttl REAL,
-      PRIMARY KEY (ns, key)
-    ) WITHOUT ROWID;
-    CREATE TABLE IF NOT EXISTS zaris_requests (
-      ns TEXT NOT NULL, id TEXT NOT NULL, at INTEGER NOT NULL, result TEXT NOT NULL
-    );
-    CREATE UNIQUE INDEX IF NOT EXISTS zaris_requests_id ON zaris_requests (ns, id);
-    PRAGMA user_version = ${SCHEMA_VERSION};
-  `)
+  db.transaction(() => {
+    db.exec(`
+      CREATE TABLE IF NOT EXISTS zaris_stores (
+        ns TEXT PRIMARY KEY, revision INTEGER NOT NULL, compacted INTEGER NOT NULL DEFAULT 0, epoch TEXT NOT NULL
+      ) WITHOUT ROWID;
+      CREATE TABLE IF NOT EXISTS zaris_events (
+        ns TEXT NOT NULL, revision INTEGER NOT NULL, seq INTEGER NOT NULL, type TEXT NOT NULL, key TEXT NOT NULL,
+        value TEXT, created INTEGER, owner TEXT, ttl REAL, request_id TEXT, at INTEGER,
+        PRIMARY KEY (ns, revision, seq)
+      ) WITHOUT ROWID;
+      CREATE TABLE IF NOT EXISTS zaris_entries (
+        ns TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL,
+        revision INTEGER NOT NULL, created INTEGER NOT NULL, owner TEXT, ttl REAL,
+        PRIMARY KEY (ns, key)
+      ) WITHOUT ROWID;
+    `)
+    const columns = new Set((db.prepare('PRAGMA table_info(zaris_events)').all() as Array<{ name: string }>).map((c) => c.name))
+    if (!columns.has('request_id')) db.exec('ALTER TABLE zaris_events ADD COLUMN request_id TEXT')
+    if (!columns.has('at')) db.exec('ALTER TABLE zaris_events ADD COLUMN at INTEGER')
+    db.pragma(`user_version = ${SCHEMA_VERSION}`)
+  })()
+  return db.prepare(`SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'zaris_requests'`).get() !== undefined
+}
+
+/**
+ * Commits written together in one SQLite transaction, hence one fsync:
+ * every commit made while the transaction is open joins it, and it is
+ * committed on the next turn of the event loop (or before anything reads).
+ * Nothing in it is acknowledged, or shown to a watch, before that commit.
+ */
+interface Group {
+  namespaces: Set<string>
+  commits: number
+  /** Watch deliveries held until the group is on disk, in order. */
+  held: Array<() => void>
+  done: Promise<void>
+  resolve: () => void
+  reject: (err: Error) => void
+  failed?: UnavailableError
+}
+
+/** A commit remembered by its request id. */
+interface Remembered {
+  revision: number
+  at: number
+  result: CommitResult
+  /** The group it was written in, until that group is on disk. */
+  group?: Group
+}
+
+interface Loaded {
+  store: LocalStore
+  clock: FreezableClock
+  epoch: string
+  /** The revision the entries table reflects. */
+  checkpoint: number
+  /** Entries changed since the checkpoint (null: deleted), written at the next one. */
+  dirty: Map<string, StoredEntry | null>
+  /** Request ids, oldest first. */
+  requests: Map<string, Remembered>
+  sinks: Set<GatedSink>
+}
+
+/** A watch's sink that holds deliveries while a group is not yet on disk. */
+class GatedSink implements WatchSink {
+  #dead = false
+  constructor(
+    readonly sink: WatchSink,
+    readonly hold: (deliver: () => void) => void,
+  ) {}
+  event(ev: WatchEvent): void {
+    if (!this.#dead) this.hold(() => !this.#dead && this.sink.event(ev))
+  }
+  error(err: Error): void {
+    if (!this.#dead) this.hold(() => this.kill(err))
+  }
+  /** Ends the watch now with `err`; nothing more is delivered. */
+  kill(err: Error): void {
+    if (this.#dead) return
+    this.#dead = true
+    this.sink.error(err)
+  }
 }
 
 class SqliteStoresImpl implements SqliteStores {
@@ -142,57 +234,23 @@ class SqliteStoresImpl implements SqliteStores {
   readonly #requestTtlMs: number
   readonly #maxRequests: number
   readonly #historySize: number
-  #writes = 0
   /** The namespace whose commit is running: its deletes are `delete` events, any other is an expiry. */
   #committing: string | undefined
+  /** The request id of the commit running. */
+  #pending: string | undefined
+  #group: Group | undefined
   #closed = false
-  readonly #sql: {
-    revision: BetterSqlite3.Statement<[string], { revision: number; epoch: string }>
-    createStore: BetterSqlite3.Statement<[string, string]>
-    entries: BetterSqlite3.Statement<[string], Row>
-    setRevision: BetterSqlite3.Statement<[number, string]>
-    put: BetterSqlite3.Statement<[string, string, string, number, number, string | null, number | null]>
-    del: BetterSqlite3.Statement<[string, string]>
-    findRequest: BetterSqlite3.Statement<[string, string], { result: string }>
-    putRequest: BetterSqlite3.Statement<[string, string, number, string]>
-    pruneOld: BetterSqlite3.Statement<[number]>
-    pruneMany: BetterSqlite3.Statement<[number]>
-    event: BetterSqlite3.Statement<[string, number, number, string, string, string | null, number | null, string | null, number | null]>
-    events: BetterSqlite3.Statement<[string, number], EventRow>
-    compacted: BetterSqlite3.Statement<[string], { compacted: number }>
-    pruneEvents: BetterSqlite3.Statement<[string, number]>
-    setCompacted: BetterSqlite3.Statement<[number, string]>
-  }
+  readonly #sql: ReturnType<typeof prepare>
 
-  constructor(db: BetterSqlite3.Database, file: string, options: SqliteOptions) {
+  constructor(db: BetterSqlite3.Database, file: string, options: SqliteOptions, legacyRequests: boolean) {
     this.#db = db
     this.file = file
     this.#options = options
     this.#baseClock = options.clock ?? systemClock
     this.#requestTtlMs = options.requestTtlMs ?? 10 * 60_000
     this.#maxRequests = options.maxRequests ?? 100_000
-    this.#sql = {
-      revision: db.prepare('SELECT revision, epoch FROM zaris_stores WHERE ns = ?'),
-      createStore: db.prepare('INSERT INTO zaris_stores (ns, revision, compacted, epoch) VALUES (?, 0, 0, ?)'),
-      entries: db.prepare('SELECT key, value, revision, created, owner, ttl FROM zaris_entries WHERE ns = ?'),
-      setRevision: db.prepare('UPDATE zaris_stores SET revision = ? WHERE ns = ?'),
-      put: db.prepare(
-        `INSERT INTO zaris_entries (ns, key, value, revision, created, owner, ttl) VALUES (?, ?, ?, ?, ?, ?, ?)
-         ON CONFLICT (ns, key) DO UPDATE SET value = excluded.value, revision = excluded.revision,
-           created = excluded.created, owner = excluded.owner, ttl = excluded.ttl`,
-      ),
-      del: db.prepare('DELETE FROM zaris_entries WHERE ns = ? AND key = ?'),
-      findRequest: db.prepare('SELECT result FROM zaris_requests WHERE ns = ? AND id = ?'),
-      putRequest: db.prepare('INSERT OR REPLACE INTO zaris_requests (ns, id, at, result) VALUES (?, ?, ?, ?)'),
-      pruneOld: db.prepare('DELETE FROM zaris_requests WHERE at < ?'),
-      pruneMany: db.prepare('DELETE FROM zaris_requests WHERE rowid <= (SELECT max(rowid) FROM zaris_requests) - ?'),
-      event: db.prepare('INSERT INTO zaris_events (ns, revision, seq, type, key, value, created, owner, ttl) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)'),
-      events: db.prepare('SELECT revision, type, key, value, created, owner, ttl FROM zaris_events WHERE ns = ? AND revision > ? ORDER BY revision, seq'),
-      compacted: db.prepare('SELECT compacted FROM zaris_stores WHERE ns = ?'),
-      pruneEvents: db.prepare('DELETE FROM zaris_events WHERE ns = ? AND revision <= ?'),
-      setCompacted: db.prepare('UPDATE zaris_stores SET compacted = max(compacted, ?) WHERE ns = ?'),
-    }
     this.#historySize = options.historySize ?? 10_000
+    this.#sql = prepare(db, legacyRequests)
   }
 
   /** @internal Loads every namespace the file holds. */
@@ -201,168 +259,420 @@ class SqliteStoresImpl implements SqliteStores {
   }
 
   position(namespace: string): { revision: number; epoch: string } {
+    this.#flushOrThrow()
     const { store, epoch } = this.#load(namespace)
     return { revision: store.revision, epoch }
   }
 
   adapter(namespace: string): Adapter {
-    const { store, clock } = this.#load(namespace)
-    const base = localAdapter('sqlite', store)
-    const sql = this.#sql
+    this.#load(namespace)
+    let closed = false
+    const subscriptions = new Set<Unsubscribe>()
     const open = () => {
       if (this.#closed) throw new ClosedError('the SQLite store is closed')
+      if (closed) throw new ClosedError('the sqlite adapter is closed')
     }
     return {
-      ...base,
       name: 'sqlite',
       get: async (key) => {
         open()
-        return base.get(key)
+        return this.#read(namespace, (store) => store.get(key))
       },
       list: async (prefix) => {
         open()
-        return base.list(prefix)
+        return this.#read(namespace, (store) => store.list(prefix))
       },
       commit: async (checks, ops, options) => {
         open()
-        const id = options?.requestId
-        if (id !== undefined) {
-          const seen = sql.findRequest.get(namespace, id)
-          if (seen) return JSON.parse(seen.result) as CommitResult
-        }
-        // Expiries due now are written first, under their own revisions; the
-        // clock then stands still through the commit, so the one write made
-        // while `committing` is set is the commit's own. The store commits
-        // synchronously inside base.commit's call, so nothing else runs between.
-        let result: Promise<CommitResult>
-        clock.freeze()
-        try {
-          void store.size
-          this.#committing = namespace
-          this.#pending = id === undefined ? undefined : { namespace, id }
-          result = base.commit(checks, ops)
-        } finally {
-          this.#committing = undefined
-          this.#pending = undefined
-          clock.thaw()
-        }
-        return result
+        return this.#commit(namespace, checks, ops, options?.requestId)
       },
       watch: async (prefix, sink, fromRevision) => {
         open()
-        if (fromRevision === undefined) return base.watch(prefix, sink)
-        // The in-memory history first; if it does not reach back far enough
-        // (a restart emptied it), the file's history. All of it synchronous,
-        // so no event falls between the replay and the subscription.
-        let compacted = false
-        let subscribing = true
-        const probe: WatchSink = {
-          event: (ev) => sink.event(ev),
-          error: (err) => {
-            if (subscribing && isZarisError(err, 'COMPACTED')) compacted = true
-            else sink.error(err)
-          },
+        const stop = this.#watch(namespace, prefix, sink, fromRevision)
+        subscriptions.add(stop)
+        return () => {
+          stop()
+          subscriptions.delete(stop)
         }
-        const fromMemory = base.watch(prefix, probe, fromRevision)
-        subscribing = false
-        if (!compacted) return fromMemory
-        const gone = sql.compacted.get(namespace)?.compacted ?? 0
-        if (fromRevision < gone) {
-          sink.error(new CompactedError(`watch from revision ${fromRevision}: history up to revision ${gone} is gone; read the current state and watch from its revision`))
-          return () => {}
-        }
-        const now = store.revision
-        for (const row of sql.events.all(namespace, fromRevision)) {
-          if (row.revision <= now && row.key.startsWith(prefix)) deliver(sink, toEvent(row))
-        }
-        return base.watch(prefix, sink, now)
+      },
+      close: async () => {
+        if (closed) return
+        closed = true
+        for (const stop of subscriptions) stop()
+        subscriptions.clear()
       },
     }
   }
 
-  #pending: { namespace: string; id: string } | undefined
-
   close(): void {
     if (this.#closed) return
+    this.#flush()
     this.#closed = true
     for (const { store } of this.#stores.values()) store.close()
     this.#stores.clear()
     this.#db.close()
   }
 
+  /** A read sees only what is on disk: pending commits are written first, and so is any expiry the read made due. */
+  #read<T>(namespace: string, read: (store: LocalStore) => T): T {
+    this.#flushOrThrow()
+    const out = read(this.#load(namespace).store)
+    this.#flushOrThrow()
+    return out
+  }
+
+  async #commit(namespace: string, checks: Check[], ops: Op[], id: string | undefined): Promise<CommitResult> {
+    const { store, clock, requests } = this.#load(namespace)
+    if (id !== undefined) {
+      const seen = requests.get(id)
+      if (seen) {
+        if (seen.group) await seen.group.done
+        return JSON.parse(JSON.stringify(seen.result)) as CommitResult
+      }
+    }
+    // Expiries due now are written first, under their own revisions; the
+    // clock then stands still through the commit, so the one write made
+    // while `committing` is set is the commit's own. The store commits
+    // synchronously, so nothing else runs between.
+    let result: CommitResult
+    clock.freeze()
+    try {
+      void store.size
+      this.#committing = namespace
+      this.#pending = id
+      result = store.commit(checks, ops)
+    } finally {
+      this.#committing = undefined
+      this.#pending = undefined
+      clock.thaw()
+    }
+    const group = this.#group
+    if (group === undefined) return result
+    if (group.commits >= MAX_GROUP) this.#flush()
+    // A success, and a failed check too, rest on the group's commits: neither is told before they are on disk.
+    await group.done
+    return result
+  }
+
+  #watch(namespace: string, prefix: string, sink: WatchSink, fromRevision: number | undefined): Unsubscribe {
+    this.#flushOrThrow()
+    const loaded = this.#load(namespace)
+    const { store } = loaded
+    const gated = new GatedSink(sink, (deliver) => this.#hold(deliver))
+    loaded.sinks.add(gated)
+    let unsubscribe: Unsubscribe
+    if (fromRevision === undefined) {
+      unsubscribe = store.watch(prefix, gated)
+    } else {
+      // The in-memory history first; if it does not reach back far enough
+      // (a restart emptied it), the file's history. All of it synchronous,
+      // so no event falls between the replay and the subscription.
+      let compacted = false
+      let subscribing = true
+      const probe: WatchSink = {
+        event: (ev) => gated.event(ev),
+        error: (err) => {
+          if (subscribing && isZarisError(err, 'COMPACTED')) compacted = true
+          else gated.error(err)
+        },
+      }
+      unsubscribe = store.watch(prefix, probe, fromRevision)
+      subscribing = false
+      if (compacted) {
+        const gone = this.#sql.compacted.get(namespace)?.compacted ?? 0
+        if (fromRevision < gone) {
+          gated.error(new CompactedError(`watch from revision ${fromRevision}: history up to revision ${gone} is gone; read the current state and watch from its revision`))
+          unsubscribe = () => {}
+        } else {
+          const now = store.revision
+          for (const row of this.#sql.events.all(namespace, fromRevision)) {
+            if (row.revision <= now && row.key.startsWith(prefix)) deliver(gated, toEvent(row))
+          }
+          unsubscribe = store.watch(prefix, gated, now)
+        }
+      }
+    }
+    // An expiry the subscription made due is written before the watch starts.
+    this.#flush()
+    return () => {
+      unsubscribe()
+      loaded.sinks.delete(gated)
+    }
+  }
+
+  #hold(deliver: () => void): void {
+    if (this.#group) this.#group.held.push(deliver)
+    else deliver()
+  }
+
+  /** The open group, opened if there is none. */
+  #begin(): Group {
+    if (this.#group) return this.#group
+    this.#sql.begin.run()
+    let resolve!: () => void
+    let reject!: (err: Error) => void
+    const done = new Promise<void>((res, rej) => {
+      resolve = res
+      reject = rej
+    })
+    done.catch(() => {}) // a group nobody waits on (expiries only) must not be an unhandled rejection
+    const group: Group = { namespaces: new Set(), commits: 0, held: [], done, resolve, reject }
+    this.#group = group
+    setImmediate(() => this.#flush(group))
+    return group
+  }
+
+  /** Commits the open group (one fsync), then tells its watches and its commits. */
+  #flush(group = this.#group): void {
+    if (group === undefined || group !== this.#group) return
+    this.#group = undefined
+    try {
+      this.#maintain(group)
+      this.#options.beforeSync?.()
+      this.#sql.commit.run()
+    } catch (err) {
+      this.#fail(group, err)
+      return
+    }
+    for (const deliver of group.held) {
+      try {
+        deliver()
+      } catch {
+        // A sink that throws must not stop the others.
+      }
+    }
+    group.held = []
+    group.resolve()
+  }
+
+  #flushOrThrow(): void {
+    const group = this.#group
+    this.#flush()
+    if (group?.failed) throw group.failed
+  }
+
+  /**
+   * A group that did not reach the disk: its commits fail, its held events
+   * are dropped, and every namespace it wrote is reloaded from the file, so
+   * memory again holds only what is on disk. Their watches end (unavailable),
+   * and resume from the last revision they saw.
+   */
+  #fail(group: Group, err: unknown): void {
+    if (group.failed) return
+    const error = new UnavailableError(`the node could not write its data file: ${(err as Error).message}`, { cause: err })
+    group.failed = error
+    if (this.#group === group) this.#group = undefined
+    try {
+      if (this.#db.inTransaction) this.#sql.rollback.run()
+    } catch {
+      // Already rolled back by SQLite.
+    }
+    group.held = []
+    for (const namespace of group.namespaces) {
+      const loaded = this.#stores.get(namespace)
+      if (!loaded) continue
+      this.#stores.delete(namespace)
+      for (const sink of loaded.sinks) sink.kill(error)
+      loaded.sinks.clear()
+      loaded.store.close()
+    }
+    group.reject(error)
+  }
+
+  /** Checkpoints (and prunes the history of) every namespace of the group that is due. */
+  #maintain(group: Group): void {
+    for (const namespace of group.namespaces) {
+      const loaded = this.#stores.get(namespace)
+      if (!loaded || loaded.store.revision - loaded.checkpoint < CHECKPOINT_EVERY) continue
+      try {
+        this.#db.transaction(() => this.#checkpoint(namespace, loaded))()
+      } catch {
+        // The commits need not wait for housekeeping: it is tried again at the next group.
+        continue
+      }
+      loaded.dirty.clear()
+      loaded.checkpoint = loaded.store.revision
+    }
+  }
+
+  /**
+   * Writes the entries changed since the last checkpoint, then drops the
+   * events no longer needed: older than the history kept, and older than the
+   * oldest request id remembered (its answer is rebuilt from its events).
+   */
+  #checkpoint(namespace: string, loaded: Loaded): void {
+    const sql = this.#sql
+    const revision = loaded.store.revision
+    for (const [key, e] of loaded.dirty) {
+      if (e === null) sql.del.run(namespace, key)
+      else sql.put.run(namespace, key, JSON.stringify(e.value), e.revision, e.created, e.owner ?? null, e.ttl ?? null)
+    }
+    sql.setCheckpoint.run(revision, namespace)
+    const since = Date.now() - this.#requestTtlMs
+    for (const [id, r] of loaded.requests) {
+      if (r.at >= since && loaded.requests.size <= this.#maxRequests) break
+      loaded.requests.delete(id)
+    }
+    let oldest = Infinity
+    for (const r of loaded.requests.values()) {
+      oldest = r.revision
+      break
+    }
+    const cut = Math.min(revision - this.#historySize, oldest - 1)
+    if (cut > 0) {
+      sql.pruneEvents.run(namespace, cut)
+      sql.setCompacted.run(cut, namespace)
+    }
+    sql.pruneLegacy?.run(namespace, since)
+  }
+
   #load(namespace: string): Loaded {
     if (this.#closed) throw new ClosedError('the SQLite store is closed')
-    let loaded = this.#stores.get(namespace)
-    if (loaded) return loaded
+    const known = this.#stores.get(namespace)
+    if (known) return known
+    const sql = this.#sql
     const clock = new FreezableClock(this.#baseClock)
     const now = clock.now()
-    let row = this.#sql.revision.get(namespace)
+    let row = sql.storeRow.get(namespace)
     if (!row) {
       row = { revision: 0, epoch: newEpoch() }
-      this.#sql.createStore.run(namespace, row.epoch)
+      sql.createStore.run(namespace, row.epoch)
+      // Inside an open group the new row is written (or lost) with it.
+      this.#group?.namespaces.add(namespace)
     }
-    const revision = row.revision
-    const entries: StoredEntry[] = this.#sql.entries.all(namespace).map((r) => {
-      const e: StoredEntry = { key: r.key, value: JSON.parse(r.value) as Value, revision: r.revision, created: r.created }
-      if (r.owner !== null) e.owner = r.owner
-      if (r.ttl !== null) {
-        e.ttl = r.ttl
-        e.expiresAt = now + r.ttl // the whole TTL again, from the restart
+    const checkpoint = row.revision
+    const entries = new Map<string, StoredEntry>()
+    for (const r of sql.entries.all(namespace)) entries.set(r.key, fromRow(r))
+    const dirty = new Map<string, StoredEntry | null>()
+    const requests = new Map<string, Remembered>()
+    const since = Date.now() - this.#requestTtlMs
+    if (sql.legacyRequests) {
+      for (const r of sql.legacyRequests.all(namespace, since)) {
+        const result = JSON.parse(r.result) as CommitResult
+        requests.set(r.id, { revision: result.ok ? result.revision : 0, at: r.at, result })
       }
-      return e
-    })
-    const store = new LocalStore({
+    }
+    // Replay the events after the checkpoint, and rebuild the answers of the
+    // request ids still remembered (which may reach further back).
+    const firstRequest = sql.firstRequest.get(namespace, since)?.revision ?? Infinity
+    let revision = checkpoint
+    let answer: { ok: true; revision: number; entries: Entry[]; deleted: string[] } | undefined
+    for (const e of sql.scan.iterate(namespace, Math.min(checkpoint, firstRequest - 1))) {
+      if (e.seq === 0) {
+        answer = undefined
+        if (e.requestId !== null && e.at !== null && e.at >= since) {
+          answer = { ok: true, revision: e.revision, entries: [], deleted: [] }
+          requests.set(e.requestId, { revision: e.revision, at: e.at, result: answer })
+        }
+      }
+      if (e.type === 'none') continue
+      const put = e.type === 'put' ? fromRow({ ...e, value: e.value!, created: e.created! }) : undefined
+      if (answer) {
+        if (put) answer.entries.push(toEntry(put))
+        else answer.deleted.push(e.key)
+      }
+      if (e.revision <= checkpoint) continue
+      revision = e.revision
+      if (put) entries.set(e.key, put)
+      else entries.delete(e.key)
+      dirty.set(e.key, put ?? null)
+    }
+    for (const e of entries.values()) if (e.ttl !== undefined) e.expiresAt = now + e.ttl // the whole TTL again, from the restart
+    const loaded: Loaded = { store: undefined as unknown as LocalStore, clock, epoch: row.epoch, checkpoint, dirty, requests, sinks: new Set() }
+    loaded.store = new LocalStore({
       clock,
       historySize: this.#options.historySize,
-      initial: { revision, entries },
-      persistence: { write: (rev, puts, deletes) => this.#write(namespace, rev, puts, deletes) },
+      initial: { revision, entries: entries.values() },
+      persistence: { write: (rev, puts, deletes) => this.#write(namespace, loaded, rev, puts, deletes) },
     })
-    loaded = { store, clock, epoch: row.epoch }
     this.#stores.set(namespace, loaded)
     return loaded
   }
 
-  #write(namespace: string, revision: number, puts: StoredEntry[], deletes: string[]): void {
+  /**
+   * One commit (or expiry) into the open group: its events only, one row
+   * each (a commit that changed nothing writes a `none` row, so the revision
+   * is always the events' maximum), the request id on the first. In a
+   * savepoint, so a failed write leaves the group's other commits as they were.
+   */
+  #write(namespace: string, loaded: Loaded, revision: number, puts: StoredEntry[], deletes: string[]): void {
     const sql = this.#sql
-    const pending = this.#pending?.namespace === namespace ? this.#pending : undefined
+    const id = this.#committing === namespace ? this.#pending : undefined
     const deleteType = this.#committing === namespace ? 'delete' : 'expire'
+    let group: Group | undefined
+    const at = id === undefined ? null : Date.now()
     try {
+      group = this.#begin()
       this.#db.transaction(() => {
-        sql.setRevision.run(revision, namespace)
         let seq = 0
+        const first = () => (seq === 0 ? [id ?? null, at] as const : [null, null] as const)
         // Events in the order the store reports them: deletes, then puts.
-        for (const key of deletes) {
-          sql.del.run(namespace, key)
-          sql.event.run(namespace, revision, seq++, deleteType, key, null, null, null, null)
-        }
+        for (const key of deletes) sql.event.run(namespace, revision, seq, deleteType, key, null, null, null, null, ...first()), seq++
         for (const e of puts) {
-          const value = JSON.stringify(e.value)
-          sql.put.run(namespace, e.key, value, e.revision, e.created, e.owner ?? null, e.ttl ?? null)
-          sql.event.run(namespace, revision, seq++, 'put', e.key, value, e.created, e.owner ?? null, e.ttl ?? null)
+          sql.event.run(namespace, revision, seq, 'put', e.key, JSON.stringify(e.value), e.created, e.owner ?? null, e.ttl ?? null, ...first())
+          seq++
         }
-        if (revision % 1_000 === 0) {
-          sql.pruneEvents.run(namespace, revision - this.#historySize)
-          sql.setCompacted.run(revision - this.#historySize, namespace)
-        }
-        if (pending) {
-          const result: CommitResult = { ok: true, revision, entries: puts.map(toEntry), deleted: deletes }
-          sql.putRequest.run(namespace, pending.id, Date.now(), JSON.stringify(result))
-        }
-        if (++this.#writes % 1_000 === 0) {
-          sql.pruneOld.run(Date.now() - this.#requestTtlMs)
-          sql.pruneMany.run(this.#maxRequests)
-        }
+        if (seq === 0) sql.event.run(namespace, revision, 0, 'none', '', null, null, null, null, id ?? null, at)
       })()
     } catch (err) {
+      // Some errors (disk full, I/O) make SQLite roll back the whole transaction: the group is lost.
+      if (group && !this.#db.inTransaction) this.#fail(group, err)
       throw new UnavailableError(`the node could not write its data file: ${(err as Error).message}`, { cause: err })
+    }
+    group.namespaces.add(namespace)
+    group.commits++
+    for (const key of deletes) loaded.dirty.set(key, null)
+    for (const e of puts) loaded.dirty.set(e.key, e)
+    if (id !== undefined) {
+      const result: CommitResult = { ok: true, revision, entries: puts.map(toEntry), deleted: [...deletes] }
+      loaded.requests.set(id, { revision, at: at!, result, group })
+      if (loaded.requests.size > this.#maxRequests) loaded.requests.delete(loaded.requests.keys().next().value!)
     }
   }
 }
 
-interface Loaded {
-  store: LocalStore
-  clock: FreezableClock
-  epoch: string
+function prepare(db: BetterSqlite3.Database, legacyRequests: boolean) {
+  return {
+    begin: db.prepare('BEGIN IMMEDIATE'),
+    commit: db.prepare('COMMIT'),
+    rollback: db.prepare('ROLLBACK'),
+    storeRow: db.prepare<[string], { revision: number; epoch: string }>('SELECT revision, epoch FROM zaris_stores WHERE ns = ?'),
+    createStore: db.prepare<[string, string]>('INSERT INTO zaris_stores (ns, revision, compacted, epoch) VALUES (?, 0, 0, ?)'),
+    entries: db.prepare<[string], Row>('SELECT key, value, revision, created, owner, ttl FROM zaris_entries WHERE ns = ?'),
+    setCheckpoint: db.prepare<[number, string]>('UPDATE zaris_stores SET revision = ? WHERE ns = ?'),
+    put: db.prepare<[string, string, string, number, number, string | null, number | null]>(
+      `INSERT INTO zaris_entries (ns, key, value, revision, created, owner, ttl) VALUES (?, ?, ?, ?, ?, ?, ?)
+       ON CONFLICT (ns, key) DO UPDATE SET value = excluded.value, revision = excluded.revision,
+         created = excluded.created, owner = excluded.owner, ttl = excluded.ttl`,
+    ),
+    del: db.prepare<[string, string]>('DELETE FROM zaris_entries WHERE ns = ? AND key = ?'),
+    event: db.prepare<[string, number, number, string, string, string | null, number | null, string | null, number | null, string | null, number | null]>(
+      'INSERT INTO zaris_events (ns, revision, seq, type, key, value, created, owner, ttl, request_id, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+    ),
+    events: db.prepare<[string, number], EventRow>(
+      `SELECT revision, type, key, value, created, owner, ttl FROM zaris_events WHERE ns = ? AND revision > ? AND type <> 'none' ORDER BY revision, seq`,
+    ),
+    scan: db.prepare<[string, number], EventRow & { seq: number; requestId: string | null; at: number | null }>(
+      'SELECT revision, seq, type, key, value, created, owner, ttl, request_id AS requestId, at FROM zaris_events WHERE ns = ? AND revision > ? ORDER BY revision, seq',
+    ),
+    firstRequest: db.prepare<[string, number], { revision: number | null }>(
+      'SELECT min(revision) AS revision FROM zaris_events WHERE ns = ? AND request_id IS NOT NULL AND at >= ?',
+    ),
+    compacted: db.prepare<[string], { compacted: number }>('SELECT compacted FROM zaris_stores WHERE ns = ?'),
+    pruneEvents: db.prepare<[string, number]>('DELETE FROM zaris_events WHERE ns = ? AND revision <= ?'),
+    setCompacted: db.prepare<[number, string]>('UPDATE zaris_stores SET compacted = max(compacted, ?) WHERE ns = ?'),
+    legacyRequests: legacyRequests
+      ? db.prepare<[string, number], { id: string; at: number; result: string }>('SELECT id, at, result FROM zaris_requests WHERE ns = ? AND at >= ? ORDER BY rowid')
+      : undefined,
+    pruneLegacy: legacyRequests ? db.prepare<[string, number]>('DELETE FROM zaris_requests WHERE ns = ? AND at < ?') : undefined,
+  }
+}
+
+function fromRow(r: Row): StoredEntry {
+  const e: StoredEntry = { key: r.key, value: JSON.parse(r.value) as Value, revision: r.revision, created: r.created }
+  if (r.owner !== null) e.owner = r.owner
+  if (r.ttl !== null) e.ttl = r.ttl
+  return e
 }
 
 /** A random id for one store's life in this file. */
