@@ -14,6 +14,10 @@
  * - `events` answers the same history as one JSON page, for a client that
  *   already streams the namespace and needs the past of one prefix.
  * - Errors are `{ error: { code, message } }`; never a stack trace.
+ * - `get`, `list` and `commit` are also served as frames of a persistent
+ *   connection (`upgrade`, see the protocol module): each frame goes through
+ *   the very code a POST does, after the same token and Host checks, made
+ *   once for the connection.
  *
  * @module
  */
@@ -22,9 +26,14 @@ import { ClosedError, CompactedError, InvalidArgumentError, UnauthorizedError, U
 import {
   API_PREFIX,
   NAMESPACE_PATTERN,
+  FRAMES_PATH,
+  FRAMES_PROTOCOL,
+  FRAME_ENVELOPE_BYTES,
   SSE_ERROR,
   SSE_READY,
+  answerFrame,
   commitRequest,
+  parseRequestFrame,
   eventsQuery,
   getRequest,
   listRequest,
@@ -101,6 +110,23 @@ export type Reply =
   | { status: number; headers: Record<string, string>; body: string }
   | { status: number; headers: Record<string, string>; stream: (out: StreamSink) => () => void }
 
+/** One answer of a framed connection. */
+export interface FrameAnswer {
+  /** The answer frame, newline included. */
+  frame: string
+  /** The request frame could not be read at all: send the answer, then close the connection. */
+  fatal: boolean
+}
+
+/** A framed connection the node accepted; requests may overlap. */
+export interface FrameSession {
+  /** Answers one request frame (its text, without the newline). Never rejects. */
+  answer(frame: string): Promise<FrameAnswer>
+}
+
+/** The outcome of an upgrade request: a session, or the HTTP reply that refuses it. */
+export type UpgradeOutcome = { session: FrameSession } | { reply: Reply }
+
 /**
  * A node's request handler.
  *
@@ -113,6 +139,14 @@ export interface Handler {
   fetch(request: Request): Promise<Response>
   /** Serves a request in the handler's own terms (what `listen()` uses). */
   handle(exchange: Exchange): Promise<Reply>
+  /**
+   * Decides on a request for a framed connection (`GET /v1/frames`,
+   * `Upgrade: zaris-frames/1`), checking it like any request; the server
+   * then switches protocols and hands each frame to the session.
+   */
+  upgrade(exchange: Exchange): Promise<UpgradeOutcome>
+  /** The longest request frame accepted, in bytes: the body limit and the envelope. */
+  readonly maxFrameBytes: number
   /** The counters behind `/metrics`. */
   readonly metrics: Metrics
   /** Open watch streams. */
@@ -123,6 +157,8 @@ export interface Handler {
 
 const JSON_HEADERS = { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' }
 const ROUTE = new RegExp(`^${API_PREFIX}/([^/]*)/(get|list|commit|watch|events)$`)
+/** The routes a frame may name: the POSTs. */
+type CallOp = 'get' | 'list' | 'commit'
 /** An `events` page stops at a revision boundary once it holds this many events or bytes. */
 const PAGE_EVENTS = 1_000
 const PAGE_BYTES = 1024 * 1024
@@ -202,10 +238,8 @@ export function createHandler(options: HandlerOptions): Handler {
   async function route(ex: Exchange, name: (route: string) => void): Promise<Reply> {
     if (closed) throw new ClosedError('the node is shutting down')
     const path = ex.url.pathname
-    if (hosts) {
-      const host = (ex.header('host') ?? '').toLowerCase().replace(/:\d+$/, '')
-      if (!hosts.has(host)) return json(403, { error: { code: 'UNAUTHORIZED', message: `host ${JSON.stringify(host)} is not served here` } })
-    }
+    const refused = hostRefusal(ex)
+    if (refused) return refused
     if (ex.method === 'OPTIONS') {
       name('preflight')
       const origin = ex.header('origin')
@@ -224,9 +258,7 @@ export function createHandler(options: HandlerOptions): Handler {
       name('healthz')
       return json(200, { ok: true })
     }
-    if (authorized && !(await authorized(ex.header('authorization')))) {
-      throw new UnauthorizedError('missing or wrong bearer token')
-    }
+    await checkBearer(ex)
     if (path === '/metrics') {
       name('metrics')
       if (ex.method !== 'GET') return methodNotAllowed('GET')
@@ -241,12 +273,9 @@ export function createHandler(options: HandlerOptions): Handler {
       name('other')
       return json(404, { error: { code: 'INVALID_ARGUMENT', message: `no such endpoint: ${ex.method} ${path.slice(0, 200)}` } })
     }
-    const ns = decodeURIComponentSafe(m[1]!)
     const op = m[2]!
     name(op)
-    if (!NAMESPACE_PATTERN.test(ns)) {
-      throw new InvalidArgumentError('namespace: may use only letters, digits and . _ ~ - (1-128 characters)')
-    }
+    const ns = namespaceOf(m[1]!)
     if (op === 'watch') {
       if (ex.method !== 'GET') return methodNotAllowed('GET')
       return watch(ex, ns)
@@ -256,7 +285,37 @@ export function createHandler(options: HandlerOptions): Handler {
       return history(ex, ns)
     }
     if (ex.method !== 'POST') return methodNotAllowed('POST')
-    const body = await readJson(ex)
+    return call(ns, op as CallOp, await readJson(ex))
+  }
+
+  /** Refuses a Host not served here (against DNS rebinding), when hosts are configured. */
+  function hostRefusal(ex: Exchange): Reply | undefined {
+    if (!hosts) return undefined
+    const host = (ex.header('host') ?? '').toLowerCase().replace(/:\d+$/, '')
+    if (hosts.has(host)) return undefined
+    return json(403, { error: { code: 'UNAUTHORIZED', message: `host ${JSON.stringify(host)} is not served here` } })
+  }
+
+  async function checkBearer(ex: Exchange): Promise<void> {
+    if (authorized && !(await authorized(ex.header('authorization')))) {
+      throw new UnauthorizedError('missing or wrong bearer token')
+    }
+  }
+
+  /** The namespace of a route's path segment, checked. */
+  function namespaceOf(segment: string): string {
+    const ns = decodeURIComponentSafe(segment)
+    if (!NAMESPACE_PATTERN.test(ns)) {
+      throw new InvalidArgumentError('namespace: may use only letters, digits and . _ ~ - (1-128 characters)')
+    }
+    return ns
+  }
+
+  /**
+   * `get`, `list` and `commit` on a parsed JSON body: the one code path of
+   * a POST and of a frame (validation, replay cache, commit metrics).
+   */
+  async function call(ns: string, op: CallOp, body: unknown): Promise<Reply> {
     const adapter = await adapterOf(ns)
     switch (op) {
       case 'get': {
@@ -431,6 +490,73 @@ export function createHandler(options: HandlerOptions): Handler {
     }
   }
 
+  /** One request frame, answered: the frame's route runs through {@link call} like a POST. */
+  async function answerFrameText(text: string): Promise<FrameAnswer> {
+    const started = performance.now()
+    let id: number
+    let path: string
+    let body: unknown
+    try {
+      ;({ id, path, body } = parseRequestFrame(text))
+    } catch (err) {
+      const reply = errorReply(err)
+      metrics.observe('frames', reply.status, (performance.now() - started) / 1000)
+      return { frame: answerFrame(null, reply.status, 'body' in reply ? reply.body : '{}'), fatal: true }
+    }
+    let routeName = 'other'
+    let reply: Reply
+    try {
+      if (closed) throw new ClosedError('the node is shutting down')
+      const m = ROUTE.exec(path)
+      if (!m) {
+        reply = json(404, { error: { code: 'INVALID_ARGUMENT', message: `no such endpoint: ${path.slice(0, 200)}` } })
+      } else {
+        const op = m[2]!
+        routeName = op
+        const ns = namespaceOf(m[1]!)
+        if (op === 'watch' || op === 'events') {
+          reply = json(400, { error: { code: 'INVALID_ARGUMENT', message: `${op} is not served over frames; use GET ${path.slice(0, 200)}` } })
+        } else {
+          reply = await call(ns, op as CallOp, body)
+        }
+      }
+    } catch (err) {
+      reply = errorReply(err)
+    }
+    metrics.observe(routeName, reply.status, (performance.now() - started) / 1000)
+    return { frame: answerFrame(id, reply.status, 'body' in reply ? reply.body : '{}'), fatal: false }
+  }
+
+  const session: FrameSession = { answer: answerFrameText }
+
+  async function upgrade(ex: Exchange): Promise<UpgradeOutcome> {
+    const started = performance.now()
+    let outcome: UpgradeOutcome
+    try {
+      if (closed) throw new ClosedError('the node is shutting down')
+      const refused = hostRefusal(ex)
+      if (refused) outcome = { reply: refused }
+      else {
+        await checkBearer(ex)
+        const path = ex.url.pathname
+        if (path !== FRAMES_PATH) {
+          outcome = { reply: json(404, { error: { code: 'INVALID_ARGUMENT', message: `no such endpoint: upgrade at ${path.slice(0, 200)}; use ${FRAMES_PATH}` } }) }
+        } else if (ex.method !== 'GET') {
+          outcome = { reply: methodNotAllowed('GET') }
+        } else if ((ex.header('upgrade') ?? '').trim().toLowerCase() !== FRAMES_PROTOCOL) {
+          outcome = { reply: json(400, { error: { code: 'INVALID_ARGUMENT', message: `upgrade: only ${FRAMES_PROTOCOL} is served here` } }) }
+        } else {
+          outcome = { session }
+        }
+      }
+    } catch (err) {
+      outcome = { reply: errorReply(err) }
+    }
+    if ('reply' in outcome) outcome.reply.headers['x-content-type-options'] = 'nosniff'
+    metrics.observe('frames', 'session' in outcome ? 101 : outcome.reply.status, (performance.now() - started) / 1000)
+    return outcome
+  }
+
   async function locksHeld(): Promise<number> {
     let n = 0
     for (const a of adapters.values()) {
@@ -464,6 +590,8 @@ export function createHandler(options: HandlerOptions): Handler {
 
   return {
     handle,
+    upgrade,
+    maxFrameBytes: maxBody + FRAME_ENVELOPE_BYTES,
     metrics,
     get watchers() {
       return watchers

@@ -2,14 +2,18 @@
  * Serves a {@link Handler} from Node's http module: the fast path, without
  * building a `Request` and `Response` per call. Slow clients are cut off by
  * header and request timeouts; bodies are read up to the handler's limit and
- * no further.
+ * no further. A request to upgrade to the framed protocol is checked by the
+ * handler and, once accepted, served by `./frames`; any other upgrade is refused.
  *
  * @module
  */
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
-import type { AddressInfo } from 'node:net'
+import { STATUS_CODES, createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
+import type { AddressInfo, Socket } from 'node:net'
+import type { Duplex } from 'node:stream'
 import { InvalidArgumentError } from '../core/errors'
-import { tooLarge, type Exchange, type Handler } from './handler'
+import { FRAMES_PROTOCOL } from '../adapters/http/protocol'
+import { serveFrames, type FrameConnection } from './frames'
+import { tooLarge, type Exchange, type Handler, type Reply } from './handler'
 
 /** Options of {@link listen}. */
 export interface ListenOptions {
@@ -40,7 +44,7 @@ export interface Listening {
   readonly port: number
   /** Node's http server, for anything this API does not cover. */
   readonly server: Server
-  /** Stops accepting, ends watch streams, waits for open requests (2 s at most) and closes the handler. */
+  /** Stops accepting, ends watch streams and framed connections, waits for open requests (2 s at most) and closes the handler. */
   close(): Promise<void>
 }
 
@@ -74,6 +78,23 @@ export async function listen(handler: Handler, options: ListenOptions = {}): Pro
       })
     },
   )
+  const framed = new Set<FrameConnection>()
+  let closing: Promise<void> | undefined
+  server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    socket.on('error', () => {})
+    handler.upgrade(exchangeOf(req)).then(
+      (outcome) => {
+        if (socket.destroyed) return
+        if ('reply' in outcome) return refuse(socket, outcome.reply)
+        socket.write(`HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: ${FRAMES_PROTOCOL}\r\n\r\n`)
+        const conn = serveFrames(socket as Socket, head, outcome.session, { maxFrameBytes: handler.maxFrameBytes })
+        framed.add(conn)
+        socket.on('close', () => framed.delete(conn))
+        if (closing) conn.end()
+      },
+      () => socket.destroy(),
+    )
+  })
   const host = options.host ?? '127.0.0.1'
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject)
@@ -84,7 +105,6 @@ export async function listen(handler: Handler, options: ListenOptions = {}): Pro
   })
   const address = server.address() as AddressInfo
   const shownHost = address.family === 'IPv6' ? `[${address.address}]` : address.address
-  let closing: Promise<void> | undefined
   return {
     url: `http://${shownHost}:${address.port}`,
     host: address.address,
@@ -93,9 +113,14 @@ export async function listen(handler: Handler, options: ListenOptions = {}): Pro
     close() {
       closing ??= new Promise<void>((resolve) => {
         server.close(() => resolve())
+        // Framed connections stop reading now; their clients fail over as they see the end.
+        for (const conn of framed) conn.end()
         void handler.close().then(() => {
           server.closeIdleConnections()
-          setTimeout(() => server.closeAllConnections(), 2_000).unref()
+          setTimeout(() => {
+            server.closeAllConnections()
+            for (const conn of framed) conn.destroy()
+          }, 2_000).unref()
         })
       })
       return closing
@@ -103,8 +128,8 @@ export async function listen(handler: Handler, options: ListenOptions = {}): Pro
   }
 }
 
-async function serve(handler: Handler, req: IncomingMessage, res: ServerResponse): Promise<void> {
-  const exchange: Exchange = {
+function exchangeOf(req: IncomingMessage): Exchange {
+  return {
     method: req.method ?? 'GET',
     // The Host header is not trusted to build URLs; only the path and query are used.
     url: new URL(req.url ?? '/', 'http://zaris.invalid'),
@@ -114,7 +139,19 @@ async function serve(handler: Handler, req: IncomingMessage, res: ServerResponse
     },
     body: (limit) => readBody(req, limit),
   }
-  const reply = await handler.handle(exchange)
+}
+
+/** Answers a refused upgrade on the raw socket (no ServerResponse exists for it) and closes. */
+function refuse(socket: Duplex, reply: Reply): void {
+  const body = 'body' in reply ? reply.body : ''
+  const headers: Record<string, string> = { ...reply.headers, 'content-length': String(Buffer.byteLength(body)), connection: 'close' }
+  let head = `HTTP/1.1 ${reply.status} ${STATUS_CODES[reply.status] ?? ''}\r\n`
+  for (const [name, value] of Object.entries(headers)) head += `${name}: ${value}\r\n`
+  socket.end(`${head}\r\n${body}`)
+}
+
+async function serve(handler: Handler, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const reply = await handler.handle(exchangeOf(req))
   if ('body' in reply) {
     if (reply.status !== 204) reply.headers['content-length'] = String(Buffer.byteLength(reply.body))
     res.writeHead(reply.status, reply.headers)

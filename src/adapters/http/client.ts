@@ -225,11 +225,14 @@ class HttpAdapter implements Adapter {
         const endpoint = this.#endpoints[index]!
         const signal = anySignal(this.#closer.signal, this.#timeout)
         let status: number
-        let text: string
+        let text = ''
+        let parsed: { json: unknown } | undefined
         try {
           const res = await transport.send({ method, url: this.#url(endpoint, op) + query, headers, body, signal: signal.signal })
           status = res.status
-          text = await res.text()
+          // An answer frame comes parsed already.
+          if (status === 200 && res.json) parsed = { json: await res.json() }
+          else text = await res.text()
         } catch (err) {
           this.#assertOpen()
           lastError = signal.timedOut() ? new Error(`no answer within ${this.#timeout} ms`) : asError(err)
@@ -240,10 +243,13 @@ class HttpAdapter implements Adapter {
         if (status === 200) {
           this.#preferred = index
           let json: unknown
-          try {
-            json = JSON.parse(text)
-          } catch {
-            throw new ZarisError('INTERNAL', `${endpoint} answered ${op} with something that is not JSON; is it a zaris node?`)
+          if (parsed) json = parsed.json
+          else {
+            try {
+              json = JSON.parse(text)
+            } catch {
+              throw new ZarisError('INTERNAL', `${endpoint} answered ${op} with something that is not JSON; is it a zaris node?`)
+            }
           }
           try {
             return parseWith(schema, json, 'response')

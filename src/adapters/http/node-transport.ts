@@ -1,17 +1,27 @@
 /**
- * The Node transport: `node:http` / `node:https` with a keep-alive agent.
+ * The Node transport: `node:http` / `node:https` with a keep-alive agent,
+ * and `get`, `list` and `commit` as frames over one persistent connection
+ * per node (`./framed-transport`) wherever the node accepts the upgrade.
  * The modules are imported at run time by a name bundlers do not follow, so
  * this file can sit in a browser bundle without pulling Node built-ins in;
  * the adapter only loads it where {@link hasNodeHttp} holds.
  *
  * Pooled idle sockets do not keep the process alive (Node's agent unrefs
- * them), so a process that holds and watches nothing exits on its own.
+ * them, the framed connection unrefs itself when idle), so a process that
+ * holds and watches nothing exits on its own.
  *
  * @module
  */
 import type * as Http from 'node:http'
 import type * as Https from 'node:https'
+import { Frames } from './framed-transport'
 import type { Transport, TransportResponse } from './transport'
+
+/** Options of {@link nodeTransport}. */
+export interface NodeTransportOptions {
+  /** Send `get`, `list` and `commit` as frames of one persistent connection (default true); false: plain HTTP only. */
+  frames?: boolean
+}
 
 /**
  * Creates the Node transport.
@@ -19,18 +29,26 @@ import type { Transport, TransportResponse } from './transport'
  * @example
  * const adapter = httpAdapter({ endpoints, namespace: 'demo', transport: await nodeTransport() })
  */
-export async function nodeTransport(): Promise<Transport> {
+export async function nodeTransport(options: NodeTransportOptions = {}): Promise<Transport> {
   const load = (name: string) => import(/* @vite-ignore */ name)
   const http = (await load('node:http')) as typeof Http
   let https: typeof Https | undefined
   const agent = new http.Agent({ keepAlive: true, scheduling: 'lifo' })
   let secureAgent: Https.Agent | undefined
+  const frames =
+    options.frames === false
+      ? undefined
+      : new Frames({ http, https: async () => (https ??= (await load('node:https')) as typeof Https) })
   return {
-    name: 'node:http',
+    name: frames ? 'node:http+frames' : 'node:http',
     async send(r) {
+      if (frames) {
+        const framed = await frames.send(r)
+        if (framed) return framed
+      }
       const secure = r.url.startsWith('https:')
-      if (secure && !https) {
-        https = (await load('node:https')) as typeof Https
+      if (secure && !secureAgent) {
+        https ??= (await load('node:https')) as typeof Https
         secureAgent = new https.Agent({ keepAlive: true, scheduling: 'lifo' })
       }
       const headers: Record<string, string> = { ...r.headers }
@@ -65,6 +83,7 @@ export async function nodeTransport(): Promise<Transport> {
       })
     },
     close() {
+      frames?.close()
       agent.destroy()
       secureAgent?.destroy()
     },

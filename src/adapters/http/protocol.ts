@@ -16,6 +16,31 @@
  * any error                                           -> 4xx/5xx { error: { code, message } }
  * ```
  *
+ * Framed connection (what the adapter's Node transport uses for get, list and
+ * commit; browsers and tools keep to plain HTTP). The client asks once:
+ *
+ * ```
+ * GET /v1/frames  Connection: Upgrade, Upgrade: zaris-frames/1 [, Authorization]
+ *   -> 101 Switching Protocols (or any HTTP error: the client then stays on HTTP)
+ * ```
+ *
+ * The node checks the token and the Host on that request exactly as on any
+ * other. From then on the socket carries one JSON object per line (UTF-8,
+ * `\n` ends a frame; JSON text never holds a raw newline), requests
+ * pipelined and answered in any order, matched by `id`:
+ *
+ * ```
+ * client: {"id":7,"path":"/v1/<ns>/commit","body":{ same body as the POST }}
+ * node:   {"id":7,"status":200,"body":{ same answer as the HTTP response }}
+ * ```
+ *
+ * `path` is the POST's path (`get`, `list` or `commit`), and each frame goes
+ * through the same validation, replay cache and metrics as the POST. A frame
+ * the node cannot read (not JSON, no usable id, invalid UTF-8, longer than
+ * the node's body limit and 1 KiB of envelope) is answered with `id: null` and the connection is
+ * closed. A connection has at most {@link FRAMES_MAX_PENDING} requests in
+ * flight: past it the node stops reading, and the client sends over HTTP.
+ *
  * @module
  */
 import { z } from 'zod'
@@ -32,6 +57,47 @@ export const NAMESPACE_PATTERN = /^[A-Za-z0-9._~-]{1,128}$/
 /** The SSE event names a watch stream uses besides plain change events. */
 export const SSE_READY = 'ready'
 export const SSE_ERROR = 'error'
+
+/** The `Upgrade` token of the framed protocol, and the path that accepts it. */
+export const FRAMES_PROTOCOL = 'zaris-frames/1'
+export const FRAMES_PATH = `${API_PREFIX}/frames`
+/** Bytes a request frame may hold beyond the body limit: its envelope. */
+export const FRAME_ENVELOPE_BYTES = 1024
+/** Most requests in flight on one framed connection. */
+export const FRAMES_MAX_PENDING = 256
+
+/** A request frame, as read by the node: the envelope only; `body` is validated like a POST body. */
+export interface RequestFrame {
+  id: number
+  path: string
+  body: unknown
+}
+
+/**
+ * Reads a request frame's envelope, or throws an `InvalidArgumentError`
+ * naming what is wrong. Hand-written: it runs for every request.
+ *
+ * @example
+ * const { id, path, body } = parseRequestFrame('{"id":1,"path":"/v1/demo/get","body":{"key":"a"}}')
+ */
+export function parseRequestFrame(text: string): RequestFrame {
+  let frame: unknown
+  try {
+    frame = JSON.parse(text)
+  } catch {
+    throw new InvalidArgumentError('frame: malformed JSON')
+  }
+  if (typeof frame !== 'object' || frame === null || Array.isArray(frame)) throw new InvalidArgumentError('frame: must be a JSON object')
+  const { id, path, body } = frame as Record<string, unknown>
+  if (typeof id !== 'number' || !Number.isSafeInteger(id) || id < 0) throw new InvalidArgumentError('frame.id: must be an integer >= 0')
+  if (typeof path !== 'string' || path.length > 512) throw new InvalidArgumentError('frame.path: must be a path like /v1/<ns>/get')
+  return { id, path, body }
+}
+
+/** An answer frame, from a JSON body text (the node's replies are JSON already: no second serialization). */
+export function answerFrame(id: number | null, status: number, bodyJson: string): string {
+  return `{"id":${id},"status":${status},"body":${bodyJson}}\n`
+}
 
 const MAX_OPS = 1_000
 const MAX_TTL = 2_147_483_647

@@ -3,7 +3,8 @@
  * implementations. Browsers (and any runtime with `fetch`) use
  * {@link fetchTransport}; Node uses `node:http` with a keep-alive agent
  * (`./node-transport`), which on loopback is 2.5-3x faster than Node 20's
- * `fetch`. A transport knows nothing of zaris: it sends a request and hands
+ * `fetch`, and sends `get`, `list` and `commit` as frames of one persistent
+ * connection per node (`./framed-transport`) where the node accepts it. A transport knows nothing of zaris: it sends a request and hands
  * back the status and the body, whole or as a stream of chunks.
  *
  * @module
@@ -29,6 +30,11 @@ export interface TransportResponse {
   status: number
   /** The whole body as text. */
   text(): Promise<string>
+  /**
+   * The body parsed as JSON, when the transport has it parsed already (an
+   * answer frame); absent otherwise: read `text()`.
+   */
+  json?(): Promise<unknown>
   /** The body as it arrives (a watch stream). */
   chunks(): AsyncIterable<Uint8Array>
   /** Stops reading and frees the connection. */

@@ -1,0 +1,363 @@
+/**
+ * The framed half of the Node transport: `get`, `list` and `commit` POSTs go
+ * over one persistent connection per node (the protocol module describes
+ * it), pipelined and matched by id, instead of one HTTP exchange each, which
+ * in Node costs several times a round trip on loopback.
+ *
+ * - The connection is opened with an HTTP upgrade carrying the request's
+ *   `Authorization`; a node that answers anything but 101 (an older node, a
+ *   proxy in between), or nothing within 2 s, is served over plain HTTP, and
+ *   asked again 30 s later.
+ * - A request whose attempt times out while nothing came back on its
+ *   connection since it was sent takes the connection down with it: the
+ *   connection may be dead (a cut route), and the retry opens a fresh one.
+ *   A connection that closes fails every request on it; the adapter retries
+ *   them, commits under their request ids.
+ * - The socket keeps a Node process alive only while a request is waiting
+ *   for its answer, as the HTTP agent's pooled sockets do.
+ * - At most {@link FRAMES_MAX_PENDING} requests wait on one connection;
+ *   the next go over HTTP until some are answered.
+ *
+ * @module
+ */
+import type * as Http from 'node:http'
+import type * as Https from 'node:https'
+import type { Socket } from 'node:net'
+import { FRAMES_MAX_PENDING, FRAMES_PATH, FRAMES_PROTOCOL } from './protocol'
+import type { TransportRequest, TransportResponse } from './transport'
+
+/** How long a node that refused the upgrade is served over HTTP before it is asked again. */
+const REFUSED_FOR_MS = 30_000
+/**
+ * An upgrade unanswered this long counts as refused: something between
+ * client and node (a proxy passing the Upgrade header on but not the
+ * switched connection) may swallow it, and the request still has time to go
+ * over HTTP.
+ */
+const UPGRADE_TIMEOUT_MS = 2_000
+/** An answer frame longer than this means the peer is not a zaris node (or is broken): the connection is cut. */
+const MAX_ANSWER_BYTES = 256 * 1024 * 1024
+const NEWLINE = 10
+
+/** The modules the connections are opened with. */
+export interface FrameModules {
+  http: typeof Http
+  https(): Promise<typeof Https>
+}
+
+interface Pending {
+  resolve(res: TransportResponse): void
+  reject(err: Error): void
+  /** How many answers had arrived when this request was sent. */
+  seen: number
+  signal: AbortSignal
+  onAbort(): void
+}
+
+/** One upgrade in progress, shared by the requests waiting for it. */
+interface Opening {
+  promise: Promise<Connection | undefined>
+  waiters: number
+  abort(): void
+}
+
+/** What is known of one node (origin and credentials). */
+interface Link {
+  conn?: Connection
+  opening?: Opening
+  refusedUntil: number
+}
+
+/**
+ * The framed connections of one transport, one per node and token.
+ *
+ * @example
+ * const frames = new Frames({ http, https: () => import('node:https') })
+ * const res = await frames.send(request) // undefined: send it over HTTP
+ */
+export class Frames {
+  readonly #modules: FrameModules
+  readonly #links = new Map<string, Link>()
+  #closed = false
+
+  constructor(modules: FrameModules) {
+    this.#modules = modules
+  }
+
+  /**
+   * Sends a POST over the node's framed connection, opening it if need be.
+   * Resolves undefined when this request should go over HTTP instead (the
+   * node refused the upgrade, the connection is full, the request is not a
+   * plain JSON POST); rejects on network failure, as a transport does.
+   */
+  async send(r: TransportRequest): Promise<TransportResponse | undefined> {
+    if (this.#closed || r.method !== 'POST' || r.body === undefined || r.body.includes('\n')) return undefined
+    const at = r.url.indexOf('/', r.url.indexOf('//') + 2)
+    if (at === -1 || r.url.includes('?', at)) return undefined
+    const origin = r.url.slice(0, at)
+    const authorization = r.headers.authorization
+    const key = authorization === undefined ? origin : `${origin} ${authorization}`
+    let link = this.#links.get(key)
+    if (!link) this.#links.set(key, (link = { refusedUntil: 0 }))
+    let conn = link.conn
+    if (!conn || conn.closed) {
+      if (link.refusedUntil > Date.now()) return undefined
+      conn = await this.#connect(link, origin, authorization, r.signal)
+      if (!conn) return undefined
+    }
+    if (conn.full) return undefined
+    return conn.request(r.url.slice(at), r.body, r.signal)
+  }
+
+  /** Closes every connection; requests on them fail. */
+  close(): void {
+    this.#closed = true
+    for (const link of this.#links.values()) {
+      link.opening?.abort()
+      link.conn?.destroy(new Error('the transport was closed'))
+    }
+    this.#links.clear()
+  }
+
+  /** The link's connection, opened once however many requests wait for it; each waiter gives up on its own signal. */
+  async #connect(link: Link, origin: string, authorization: string | undefined, signal: AbortSignal): Promise<Connection | undefined> {
+    if (!link.opening) {
+      const controller = new AbortController()
+      const opening: Opening = {
+        promise: this.#upgrade(origin, authorization, controller.signal),
+        waiters: 0,
+        abort: () => controller.abort(new Error('no one waits for this connection any more')),
+      }
+      link.opening = opening
+      opening.promise.then(
+        (conn) => {
+          if (link.opening === opening) link.opening = undefined
+          if (!conn) link.refusedUntil = Date.now() + REFUSED_FOR_MS
+          else if (this.#closed) conn.destroy(new Error('the transport was closed'))
+          else {
+            link.conn = conn
+            conn.onClose = () => {
+              if (link.conn === conn) link.conn = undefined
+            }
+          }
+        },
+        () => {
+          if (link.opening === opening) link.opening = undefined
+        },
+      )
+    }
+    const opening = link.opening
+    opening.waiters++
+    try {
+      return await untilAborted(opening.promise, signal)
+    } finally {
+      opening.waiters--
+      if (signal.aborted && opening.waiters === 0 && link.opening === opening) opening.abort()
+    }
+  }
+
+  /** Asks the node to switch to frames: a connection on 101, undefined on any other answer. */
+  async #upgrade(origin: string, authorization: string | undefined, signal: AbortSignal): Promise<Connection | undefined> {
+    const mod = origin.startsWith('https:') ? await this.#modules.https() : this.#modules.http
+    return new Promise<Connection | undefined>((resolve, reject) => {
+      const headers: Record<string, string> = { connection: 'Upgrade', upgrade: FRAMES_PROTOCOL }
+      if (authorization !== undefined) headers.authorization = authorization
+      const req = mod.request(`${origin}${FRAMES_PATH}`, { method: 'GET', headers, agent: false })
+      // Not the request's own `signal` option: once upgraded, the socket outlives the request.
+      const onAbort = () => req.destroy(signal.reason as Error)
+      signal.addEventListener('abort', onAbort, { once: true })
+      const timer = setTimeout(() => {
+        signal.removeEventListener('abort', onAbort)
+        req.destroy()
+        resolve(undefined)
+      }, UPGRADE_TIMEOUT_MS)
+      timer.unref()
+      req.on('error', (err) => {
+        clearTimeout(timer)
+        signal.removeEventListener('abort', onAbort)
+        reject(err)
+      })
+      req.on('response', (res) => {
+        clearTimeout(timer)
+        signal.removeEventListener('abort', onAbort)
+        // Anything but 101: this node (or what stands before it) speaks HTTP only.
+        res.resume()
+        resolve(undefined)
+      })
+      req.on('upgrade', (res, socket: Socket, head: Buffer) => {
+        clearTimeout(timer)
+        signal.removeEventListener('abort', onAbort)
+        if (res.statusCode !== 101 || String(res.headers.upgrade ?? '').toLowerCase() !== FRAMES_PROTOCOL) {
+          socket.destroy()
+          resolve(undefined)
+          return
+        }
+        if (signal.aborted) {
+          socket.destroy()
+          reject(signal.reason as Error)
+          return
+        }
+        resolve(new Connection(socket, head, origin))
+      })
+      req.end()
+    })
+  }
+}
+
+/** One framed connection to a node. */
+class Connection {
+  closed = false
+  onClose: (() => void) | undefined
+  readonly #socket: Socket
+  readonly #origin: string
+  readonly #pending = new Map<number, Pending>()
+  #nextId = 0
+  /** Answers received: a request that times out with none since it was sent suspects the connection. */
+  #received = 0
+  #parts: Buffer[] = []
+  #size = 0
+
+  constructor(socket: Socket, head: Buffer, origin: string) {
+    this.#socket = socket
+    this.#origin = origin
+    socket.setNoDelay(true)
+    socket.setKeepAlive(true, 15_000)
+    // Idle, the connection does not keep the process alive; a waiting request refs it.
+    socket.unref()
+    socket.on('data', (chunk: Buffer) => this.#onData(chunk))
+    socket.on('error', () => {})
+    socket.on('close', () => this.destroy(new Error(`the connection to ${this.#origin} closed`)))
+    if (head.length > 0) this.#onData(head)
+  }
+
+  /** Whether as many requests wait as one connection may carry. */
+  get full(): boolean {
+    return this.#pending.size >= FRAMES_MAX_PENDING
+  }
+
+  request(path: string, body: string, signal: AbortSignal): Promise<TransportResponse> {
+    return new Promise<TransportResponse>((resolve, reject) => {
+      if (this.closed) return reject(new Error(`the connection to ${this.#origin} closed`))
+      if (signal.aborted) return reject(signal.reason as Error)
+      const id = this.#nextId++
+      const pending: Pending = {
+        resolve,
+        reject,
+        seen: this.#received,
+        signal,
+        onAbort: () => {
+          if (this.#pending.get(id) !== pending) return
+          this.#forget(id, pending)
+          reject(signal.reason as Error)
+          // Nothing came back since it was sent: the connection may be dead, so the retry gets a new one.
+          if (this.#received === pending.seen) this.destroy(new Error(`no answer from ${this.#origin} on its connection`))
+        },
+      }
+      signal.addEventListener('abort', pending.onAbort, { once: true })
+      this.#pending.set(id, pending)
+      if (this.#pending.size === 1) this.#socket.ref()
+      this.#socket.write(`{"id":${id},"path":${JSON.stringify(path)},"body":${body}}\n`)
+    })
+  }
+
+  /** Cuts the connection; every waiting request fails with `why`. */
+  destroy(why: Error): void {
+    if (this.closed) return
+    this.closed = true
+    this.#socket.destroy()
+    const pending = [...this.#pending]
+    this.#pending.clear()
+    for (const [, p] of pending) {
+      p.signal.removeEventListener('abort', p.onAbort)
+      p.reject(why)
+    }
+    this.onClose?.()
+  }
+
+  #forget(id: number, pending: Pending): void {
+    this.#pending.delete(id)
+    pending.signal.removeEventListener('abort', pending.onAbort)
+    if (this.#pending.size === 0) this.#socket.unref()
+  }
+
+  #onData(chunk: Buffer): void {
+    let start = 0
+    for (;;) {
+      const nl = chunk.indexOf(NEWLINE, start)
+      if (nl === -1) break
+      let line: Buffer
+      if (this.#parts.length > 0) {
+        this.#parts.push(chunk.subarray(start, nl))
+        line = Buffer.concat(this.#parts, this.#size + nl - start)
+        this.#parts = []
+        this.#size = 0
+      } else {
+        line = chunk.subarray(start, nl)
+      }
+      start = nl + 1
+      this.#onAnswer(line)
+      if (this.closed) return
+    }
+    if (start < chunk.length) {
+      this.#size += chunk.length - start
+      if (this.#size > MAX_ANSWER_BYTES) return this.destroy(new Error(`${this.#origin} sent an answer frame over ${MAX_ANSWER_BYTES} bytes`))
+      this.#parts.push(chunk.subarray(start))
+    }
+  }
+
+  #onAnswer(line: Buffer): void {
+    this.#received++
+    let answer: { id?: unknown; status?: unknown; body?: unknown }
+    try {
+      answer = JSON.parse(line.toString('utf8')) as typeof answer
+    } catch {
+      return this.destroy(new Error(`${this.#origin} sent a frame that is not JSON; is it a zaris node?`))
+    }
+    const { id, status, body } = answer ?? {}
+    if (id === null) {
+      // The node could not read one of our frames and closes; say why to the requests that fail with it.
+      const message = (body as { error?: { message?: unknown } } | undefined)?.error?.message
+      return this.destroy(new Error(`${this.#origin} refused a frame: ${typeof message === 'string' ? message : 'unknown error'}`))
+    }
+    if (typeof id !== 'number' || typeof status !== 'number') {
+      return this.destroy(new Error(`${this.#origin} sent a frame without id or status; is it a zaris node?`))
+    }
+    const pending = this.#pending.get(id)
+    // An answer to a request that gave up (timed out) is dropped.
+    if (!pending) return
+    this.#forget(id, pending)
+    pending.resolve(framedResponse(status, body))
+  }
+}
+
+/** An answer frame as a transport response; the body was parsed with the frame, so `json()` skips a second parse. */
+function framedResponse(status: number, body: unknown): TransportResponse {
+  return {
+    status,
+    json: () => Promise.resolve(body),
+    text: () => Promise.resolve(JSON.stringify(body) ?? ''),
+    async *chunks() {
+      yield new TextEncoder().encode(JSON.stringify(body) ?? '')
+    },
+    cancel() {},
+  }
+}
+
+/** `promise`, or a rejection with the signal's reason once it aborts. */
+function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason as Error)
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason as Error)
+    signal.addEventListener('abort', onAbort, { once: true })
+    promise.then(
+      (v) => {
+        signal.removeEventListener('abort', onAbort)
+        resolve(v)
+      },
+      (err: unknown) => {
+        signal.removeEventListener('abort', onAbort)
+        reject(err as Error)
+      },
+    )
+  })
+}
