@@ -259,7 +259,7 @@ class SqliteStoresImpl implements SqliteStores {
   }
 
   position(namespace: string): { revision: number; epoch: string } {
-    this.#flushOrThrow()
+    this.#flush()
     const { store, epoch } = this.#load(namespace)
     return { revision: store.revision, epoch }
   }
@@ -313,9 +313,13 @@ class SqliteStoresImpl implements SqliteStores {
     this.#db.close()
   }
 
-  /** A read sees only what is on disk: pending commits are written first, and so is any expiry the read made due. */
+  /**
+   * A read sees only what is on disk: pending commits are written first (if
+   * that fails, their namespaces are reloaded from the file), and so is any
+   * expiry the read made due.
+   */
   #read<T>(namespace: string, read: (store: LocalStore) => T): T {
-    this.#flushOrThrow()
+    this.#flush()
     const out = read(this.#load(namespace).store)
     this.#flushOrThrow()
     return out
@@ -355,7 +359,7 @@ class SqliteStoresImpl implements SqliteStores {
   }
 
   #watch(namespace: string, prefix: string, sink: WatchSink, fromRevision: number | undefined): Unsubscribe {
-    this.#flushOrThrow()
+    this.#flush()
     const loaded = this.#load(namespace)
     const { store } = loaded
     const gated = new GatedSink(sink, (deliver) => this.#hold(deliver))
@@ -565,6 +569,7 @@ class SqliteStoresImpl implements SqliteStores {
           requests.set(e.requestId, { revision: e.revision, at: e.at, result: answer })
         }
       }
+      if (e.revision > checkpoint) revision = e.revision
       if (e.type === 'none') continue
       const put = e.type === 'put' ? fromRow({ ...e, value: e.value!, created: e.created! }) : undefined
       if (answer) {
@@ -572,7 +577,6 @@ class SqliteStoresImpl implements SqliteStores {
         else answer.deleted.push(e.key)
       }
       if (e.revision <= checkpoint) continue
-      revision = e.revision
       if (put) entries.set(e.key, put)
       else entries.delete(e.key)
       dirty.set(e.key, put ?? null)

@@ -9,6 +9,7 @@ import { join } from 'node:path'
 import { afterAll, expect, test } from 'vitest'
 import { Client, isZarisError, type WatchEvent } from 'zaris'
 import { ManualClock } from 'zaris/testing'
+import Database from 'better-sqlite3'
 import { openSqlite } from '../../src/adapters/sqlite'
 
 const dir = mkdtempSync(join(tmpdir(), 'zaris-sqlite-'))
@@ -116,4 +117,187 @@ test('a closed store refuses calls', async () => {
   const a = db.adapter('x')
   db.close()
   await expect(a.get('k')).rejects.toSatisfy((e) => isZarisError(e, 'CLOSED'))
+})
+
+test('group commit: concurrent commits share transactions, keep serial revisions, and a failed check in a group leaves the others alone', async () => {
+  const file = join(dir, 'group.db')
+  let syncs = 0
+  const db1 = await openSqlite(file, { beforeSync: () => void syncs++ })
+  const a = db1.adapter('g')
+  const events: WatchEvent[] = []
+  await a.watch('', collect(events))
+  // Issued in one turn of the event loop: one transaction for all 20.
+  const results = await Promise.all(
+    Array.from({ length: 20 }, (_, i) =>
+      // Every 5th commit checks a key that was never written with a revision it cannot have: it must fail alone.
+      i % 5 === 4
+        ? a.commit([{ key: 'never', revision: 7 }], [{ type: 'set', key: `bad:${i}`, value: i }])
+        : a.commit([{ key: `k:${i}`, revision: null }], [{ type: 'set', key: `k:${i}`, value: i }]),
+    ),
+  )
+  expect(syncs).toBe(1)
+  expect(results.filter((r) => !r.ok)).toHaveLength(4)
+  const revisions = results.flatMap((r) => (r.ok ? [r.revision] : []))
+  expect(revisions).toEqual(Array.from({ length: 16 }, (_, i) => i + 1)) // in call order, no gaps
+  expect(events.map((e) => e.revision)).toEqual(revisions)
+  expect(await a.get('bad:4')).toBeUndefined()
+  db1.close()
+  const db2 = await openSqlite(file)
+  const b = db2.adapter('g')
+  expect((await b.list('k:')).map((e) => [e.key, e.revision])).toEqual(
+    [...Array(20).keys()].filter((i) => i % 5 !== 4).map((i, n) => [`k:${i}`, n + 1]).sort((x, y) => (x[0]! < y[0]! ? -1 : 1)),
+  )
+  expect((await b.commit([], [{ type: 'set', key: 'next', value: 1 }])).ok && 'ok').toBe('ok')
+  expect(db2.position('g').revision).toBe(17)
+  db2.close()
+})
+
+test('nothing of a group is answered, shown to a watch or read before it is on disk', async () => {
+  const file = join(dir, 'visible.db')
+  const seen: string[] = []
+  let db: Awaited<ReturnType<typeof openSqlite>> | undefined
+  const events: WatchEvent[] = []
+  db = await openSqlite(file, { beforeSync: () => void seen.push(`sync with ${events.length} events`) })
+  const a = db.adapter('v')
+  await a.watch('', collect(events))
+  let answered = false
+  const commit = a.commit([], [{ type: 'set', key: 'x', value: 1 }]).then((r) => {
+    answered = true
+    return r
+  })
+  expect(answered).toBe(false)
+  expect(events).toEqual([])
+  // A read in the same turn writes the group first, then reads.
+  expect((await a.get('x'))?.value).toBe(1)
+  expect(seen).toEqual(['sync with 0 events'])
+  expect(events.map((e) => e.key)).toEqual(['x'])
+  expect((await commit).ok).toBe(true)
+  db.close()
+})
+
+test('a transaction that fails to reach the disk fails every commit in it, and memory goes back to the file', async () => {
+  const file = join(dir, 'fail.db')
+  let failNext = false
+  const db = await openSqlite(file, {
+    beforeSync: () => {
+      if (failNext) {
+        failNext = false
+        throw new Error('injected: fsync failed')
+      }
+    },
+  })
+  const a = db.adapter('f')
+  const before = await a.commit([], [{ type: 'set', key: 'kept', value: 1 }], { requestId: 'req-kept-001' })
+  const events: WatchEvent[] = []
+  await a.watch('', collect(events))
+  failNext = true
+  const lost = await Promise.allSettled([
+    a.commit([], [{ type: 'set', key: 'lost:1', value: 1 }], { requestId: 'req-lost-001' }),
+    a.commit([{ key: 'kept', revision: 1 }], [{ type: 'delete', key: 'kept' }]),
+    a.commit([{ key: 'kept', revision: 99 }], [{ type: 'set', key: 'lost:2', value: 2 }]), // a failed check, told nothing either
+  ])
+  expect(lost.map((r) => r.status === 'rejected' && isZarisError(r.reason, 'UNAVAILABLE'))).toEqual([true, true, true])
+  // No event of the lost group was shown; the watch ended so its owner resumes from what it saw.
+  expect(events).toEqual([{ type: 'delete', key: 'error:UNAVAILABLE', revision: -1 }])
+  expect(await a.get('lost:1')).toBeUndefined()
+  expect(await a.get('kept')).toMatchObject({ value: 1, revision: 1 })
+  // The request id of a lost commit is not remembered: a retry applies it, under the next revision.
+  const retry = await a.commit([], [{ type: 'set', key: 'lost:1', value: 1 }], { requestId: 'req-lost-001' })
+  expect(retry).toMatchObject({ ok: true, revision: 2 })
+  expect(await a.commit([], [{ type: 'set', key: 'kept', value: 1 }], { requestId: 'req-kept-001' })).toEqual(before)
+  db.close()
+  const again = await openSqlite(file)
+  expect(again.position('f').revision).toBe(2)
+  expect(await again.adapter('f').get('lost:2')).toBeUndefined()
+  again.close()
+})
+
+test('the same request id twice in one group is applied once', async () => {
+  const db = await openSqlite(join(dir, 'dup.db'))
+  const a = db.adapter('d')
+  const [x, y] = await Promise.all([
+    a.commit([], [{ type: 'set', key: 'n', value: 1 }], { requestId: 'req-dup-0001' }),
+    a.commit([], [{ type: 'set', key: 'n', value: 1 }], { requestId: 'req-dup-0001' }),
+  ])
+  expect(y).toEqual(x)
+  expect(db.position('d').revision).toBe(1)
+  db.close()
+})
+
+test('after checkpoints and pruning: entries, empty commits and old request ids survive a reopen', async () => {
+  const file = join(dir, 'checkpoint.db')
+  const db1 = await openSqlite(file, { historySize: 10 })
+  const a1 = db1.adapter('c')
+  const remembered = await a1.commit([], [{ type: 'set', key: 'first', value: { deep: [1] }, owner: 'o', ttl: 60_000 }], { requestId: 'req-early-01' })
+  // In rounds of 25 concurrent commits (groups), past two checkpoints and on for a replay after the last.
+  for (let round = 0; round < 100; round++) {
+    await Promise.all(
+      Array.from({ length: 25 }, (_, j) => {
+        const i = round * 25 + j
+        return a1.commit([], [{ type: 'set', key: `k:${i % 7}`, value: i }, ...(i % 3 === 0 ? [{ type: 'delete' as const, key: `k:${(i + 1) % 7}` }] : [])])
+      }),
+    )
+  }
+  const empty = await a1.commit([], [{ type: 'delete', key: 'never-there' }]) // changes nothing, still a revision
+  const state = await a1.list('')
+  db1.close()
+  const db2 = await openSqlite(file, { historySize: 10 })
+  const a2 = db2.adapter('c')
+  expect(db2.position('c').revision).toBe(empty.ok && empty.revision)
+  expect((await a2.list('')).map(({ ttl: _, ...e }) => e)).toEqual(state.map(({ ttl: _, ...e }) => e))
+  const again = await a2.commit([], [{ type: 'set', key: 'first', value: { deep: [1] }, owner: 'o', ttl: 60_000 }], { requestId: 'req-early-01' })
+  // The same answer (a remembered answer gives the TTL the entry was written with, the first the time left).
+  expect(again).toMatchObject({ ok: true, revision: 1, deleted: [], entries: [{ key: 'first', value: { deep: [1] }, owner: 'o', revision: 1, created: 1, ttl: 60_000 }] })
+  expect(remembered).toMatchObject({ ok: true, revision: 1, entries: [{ key: 'first', revision: 1 }] })
+  expect(db2.position('c').revision).toBe(empty.ok && empty.revision) // not applied again
+  db2.close()
+})
+
+test('a file written by schema 1 is upgraded in place: state, revision, epoch, history and request ids carry over', async () => {
+  const file = join(dir, 'schema1.db')
+  const old = new Database(file)
+  old.pragma('journal_mode = WAL')
+  // Schema 1 as the first release wrote it: the revision in zaris_stores, request ids in their own table.
+  old.exec(`
+    CREATE TABLE zaris_stores (ns TEXT PRIMARY KEY, revision INTEGER NOT NULL, compacted INTEGER NOT NULL DEFAULT 0, epoch TEXT NOT NULL) WITHOUT ROWID;
+    CREATE TABLE zaris_events (ns TEXT NOT NULL, revision INTEGER NOT NULL, seq INTEGER NOT NULL, type TEXT NOT NULL, key TEXT NOT NULL,
+      value TEXT, created INTEGER, owner TEXT, ttl REAL, PRIMARY KEY (ns, revision, seq)) WITHOUT ROWID;
+    CREATE TABLE zaris_entries (ns TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL, revision INTEGER NOT NULL, created INTEGER NOT NULL,
+      owner TEXT, ttl REAL, PRIMARY KEY (ns, key)) WITHOUT ROWID;
+    CREATE TABLE zaris_requests (ns TEXT NOT NULL, id TEXT NOT NULL, at INTEGER NOT NULL, result TEXT NOT NULL);
+    CREATE UNIQUE INDEX zaris_requests_id ON zaris_requests (ns, id);
+    INSERT INTO zaris_stores VALUES ('m', 4, 0, 'epoch-of-v1');
+    INSERT INTO zaris_events VALUES ('m', 1, 0, 'put', 'a', '1', 1, NULL, NULL), ('m', 2, 0, 'put', 'b', '{"x":2}', 2, 'o', 5000),
+      ('m', 3, 0, 'delete', 'a', NULL, NULL, NULL, NULL);
+    INSERT INTO zaris_entries VALUES ('m', 'b', '{"x":2}', 2, 2, 'o', 5000);
+    PRAGMA user_version = 1;
+  `)
+  const answer = { ok: true, revision: 3, entries: [], deleted: ['a'] }
+  old.prepare('INSERT INTO zaris_requests VALUES (?, ?, ?, ?)').run('m', 'req-v1-00001', Date.now(), JSON.stringify(answer))
+  old.close()
+
+  const db1 = await openSqlite(file)
+  const a1 = db1.adapter('m')
+  expect(db1.position('m')).toEqual({ revision: 4, epoch: 'epoch-of-v1' }) // revision 4 was a commit that changed nothing
+  expect(await a1.get('b')).toMatchObject({ value: { x: 2 }, revision: 2, owner: 'o' })
+  expect((await a1.get('b'))?.ttl).toBeGreaterThan(4_000) // the whole TTL again
+  expect(await a1.get('a')).toBeUndefined()
+  expect(await a1.commit([], [{ type: 'delete', key: 'a' }], { requestId: 'req-v1-00001' })).toEqual(answer)
+  expect(await a1.commit([], [{ type: 'set', key: 'c', value: 3 }])).toMatchObject({ ok: true, revision: 5 })
+  db1.close()
+
+  const db2 = await openSqlite(file)
+  const events: WatchEvent[] = []
+  ;(await db2.adapter('m').watch('', collect(events), 0))()
+  expect(events.map((e) => `${e.type}:${e.key}@${e.revision}`)).toEqual(['put:a@1', 'put:b@2', 'delete:a@3', 'put:c@5'])
+  expect(db2.position('m').revision).toBe(5)
+  db2.close()
+})
+
+test('a file written by a newer schema is refused with an error naming it', async () => {
+  const file = join(dir, 'future.db')
+  const future = new Database(file)
+  future.pragma('user_version = 99')
+  future.close()
+  await expect(openSqlite(file)).rejects.toSatisfy((e) => isZarisError(e, 'UNSUPPORTED') && /schema 99/.test((e as Error).message))
 })
