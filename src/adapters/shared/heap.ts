@@ -38,17 +38,33 @@ export class MinHeap<T extends Due> {
     const top = items[0]
     const last = items.pop()
     if (items.length === 0 || last === undefined) return top
-    let i = 0
+    this.#siftDown(last, 0)
+    return top
+  }
+
+  /**
+   * Keeps only the items `keep` accepts, in O(n): for a store that leaves
+   * stale items in the heap and drops them in bulk rather than one by one.
+   */
+  retain(keep: (item: T) => boolean): void {
+    const items = this.#items.filter(keep)
+    this.#items = items
+    // Floyd's heap construction: sift down every parent, last first.
+    for (let i = (items.length >> 1) - 1; i >= 0; i--) this.#siftDown(items[i]!, i)
+  }
+
+  /** Places `item` at or below slot `i`, moving smaller children up. */
+  #siftDown(item: T, i: number): void {
+    const items = this.#items
     for (;;) {
       const left = 2 * i + 1
       if (left >= items.length) break
       const right = left + 1
       const child = right < items.length && items[right]!.at < items[left]!.at ? right : left
-      if (items[child]!.at >= last.at) break
+      if (items[child]!.at >= item.at) break
       items[i] = items[child]!
       i = child
     }
-    items[i] = last
-    return top
+    items[i] = item
   }
 }

@@ -4,6 +4,13 @@
  * deadlines in a min-heap with one timer for the earliest (no sweeps), recent
  * events in an {@link EventLog} for watch replays.
  *
+ * A deleted key keeps its Map slot as a tombstone (`undefined`) instead of
+ * being removed: in V8 (Node 20) a `delete` followed by a `set` of the same
+ * key costs time proportional to the Map's size (each cycle lengthens the
+ * key's hash chain until the table is rehashed), and a lock's release +
+ * acquire is exactly that cycle. Tombstones are dropped by rebuilding the Map
+ * once they outnumber the live entries, so that costs O(1) amortised.
+ *
  * A durable store passes a {@link Persistence}: each commit and each expiry is
  * written through it, synchronously, before memory changes, so what a commit
  * acknowledges is on disk and a failed write changes nothing.
@@ -43,10 +50,19 @@ export interface LocalStoreOptions {
   initial?: { revision: number; entries: Iterable<StoredEntry> }
 }
 
+/** Below this many tombstones the Map is never rebuilt: a rebuild of a small store would cost more than it saves. */
+const MIN_TOMBSTONES = 1024
+/** Below this many stale expiry items the heap is never compacted. */
+const MIN_STALE_EXPIRY = 1024
+
 export class LocalStore {
   readonly clock: Clock
   #revision = 0
-  #entries = new Map<string, StoredEntry>()
+  /** Live entries, and tombstones (`undefined`) of deleted keys: read a tombstone as absent everywhere. */
+  #entries = new Map<string, StoredEntry | undefined>()
+  /** How many values in `#entries` are live; the rest are tombstones. */
+  #live = 0
+  /** One item per TTL write; an item is stale once its entry was rewritten or deleted, and is skipped when it comes due. */
   #expiry = new MinHeap<{ at: number; key: string; revision: number }>()
   #timer: TimerHandle | undefined
   #timerAt = Infinity
@@ -60,6 +76,7 @@ export class LocalStore {
     if (initial) {
       this.#revision = initial.revision
       for (const e of initial.entries) {
+        if (this.#entries.get(e.key) === undefined) this.#live++
         this.#entries.set(e.key, e)
         if (e.expiresAt !== undefined) this.#expiry.push({ at: e.expiresAt, key: e.key, revision: e.revision })
       }
@@ -74,7 +91,7 @@ export class LocalStore {
 
   get size(): number {
     this.#expireDue()
-    return this.#entries.size
+    return this.#live
   }
 
   get watchers(): number {
@@ -90,7 +107,7 @@ export class LocalStore {
   list(prefix: string): Entry[] {
     this.#expireDue()
     const out: Entry[] = []
-    for (const e of this.#entries.values()) if (e.key.startsWith(prefix)) out.push(this.#snapshot(e))
+    for (const e of this.#entries.values()) if (e !== undefined && e.key.startsWith(prefix)) out.push(this.#snapshot(e))
     return out.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0))
   }
 
@@ -137,14 +154,16 @@ export class LocalStore {
 
     this.#revision = revision
     for (const key of deletes) {
-      this.#entries.delete(key)
+      this.#remove(key)
       this.#log.append({ type: 'delete', key, revision })
     }
     for (const e of puts) {
+      if (this.#entries.get(e.key) === undefined) this.#live++
       this.#entries.set(e.key, e)
       if (e.expiresAt !== undefined) this.#expiry.push({ at: e.expiresAt, key: e.key, revision })
       this.#log.append(putEvent(e))
     }
+    this.#compact()
     this.#schedule()
     return { ok: true, revision, entries: puts.map((e) => this.#snapshot(e)), deleted: deletes }
   }
@@ -164,6 +183,7 @@ export class LocalStore {
   /** Deletes every entry whose deadline has passed, each with its own revision and `expire` event. */
   #expireDue(): void {
     const now = this.clock.now()
+    let expired = false
     for (let top = this.#expiry.peek(); top !== undefined && top.at <= now; top = this.#expiry.peek()) {
       this.#expiry.pop()
       const e = this.#entries.get(top.key)
@@ -172,8 +192,34 @@ export class LocalStore {
       const revision = this.#revision + 1
       this.#persistence?.write(revision, [], [e.key])
       this.#revision = revision
-      this.#entries.delete(e.key)
+      this.#remove(e.key)
       this.#log.append({ type: 'expire', key: e.key, revision })
+      expired = true
+    }
+    if (expired) this.#compact()
+  }
+
+  /** Deletes a live entry, leaving a tombstone (see the module comment for why not `Map.delete`). */
+  #remove(key: string): void {
+    this.#entries.set(key, undefined)
+    this.#live--
+  }
+
+  /**
+   * Drops tombstones once they outnumber the live entries, and stale expiry
+   * items once they outnumber the live entries: each rebuild costs O(live)
+   * and follows at least as many deletes or TTL writes, so O(1) amortised.
+   */
+  #compact(): void {
+    const live = this.#live
+    if (this.#entries.size - live > Math.max(live, MIN_TOMBSTONES)) {
+      const entries = new Map<string, StoredEntry | undefined>()
+      for (const [key, e] of this.#entries) if (e !== undefined) entries.set(key, e)
+      this.#entries = entries
+    }
+    // Every live entry has at most one fresh item, so the rest are stale.
+    if (this.#expiry.size - live > Math.max(live, MIN_STALE_EXPIRY)) {
+      this.#expiry.retain((item) => this.#entries.get(item.key)?.revision === item.revision)
     }
   }
 
