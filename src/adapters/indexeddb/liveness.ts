@@ -9,6 +9,21 @@
  * tabs) both count; the prober, once granted, checks that no registration is
  * queued behind it (one that arrived while it waited) before it believes it.
  *
+ * A tab that is closing says so first: on `pagehide` with `persisted` false
+ * (the page is being discarded, not kept in the back/forward cache) and when
+ * an adapter closes, it posts "client X, registration N, is gone" on the
+ * namespace's liveness BroadcastChannel, which the other tabs hear well
+ * before the browser frees the dying tab's locks. The Web Lock stays the
+ * backstop for crashes and frozen pages, which announce nothing.
+ *
+ * An announcement names an id, and ids can be reused (an `id` given to
+ * `connect` again after a reload, or in two tabs at once), so hearing one is
+ * not enough: each registration also holds an exclusive lock of its own
+ * (`…:instance:<nonce>:<id>`), and a waiter believes an announcement only if
+ * `locks.query()`, asked after it saw the entry it wants to take over, shows
+ * no registration of that id other than the announced ones. A client
+ * registers before it writes, so any writer of that entry shows up there.
+ *
  * @module
  */
 
@@ -31,6 +46,9 @@ const probes = new Map<string, Probe>()
 /** How long a probe stays queued after its last waiter left, in ms. */
 const LINGER = 2_000
 
+/** How long an announcement is remembered (for a waiter that reads the dead owner's entry later), in ms. */
+const REMEMBER = 60_000
+
 /** Resolves once an exclusive request for `name` is granted with no registration queued behind it. */
 async function waitUntilGone(locks: LockManager, name: string, signal: AbortSignal): Promise<void> {
   for (;;) {
@@ -42,41 +60,203 @@ async function waitUntilGone(locks: LockManager, name: string, signal: AbortSign
   }
 }
 
-export class Liveness {
+/** "Registration `nonce` of client `owner` is gone", as posted on the channel. */
+interface Announcement {
+  owner: string
+  nonce: string
+}
+
+function isAnnouncement(data: unknown): data is Announcement {
+  const a = data as Partial<Announcement> | null
+  return typeof a === 'object' && a !== null && typeof a.owner === 'string' && typeof a.nonce === 'string'
+}
+
+/** A random registration id: never reused, unlike client ids. */
+function makeNonce(): string {
+  const bytes = new Uint8Array(12)
+  globalThis.crypto.getRandomValues(bytes)
+  return Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('')
+}
+
+/**
+ * The announcements of one namespace in this page: the channel they travel
+ * on, those heard lately, and the waiters listening for them.
+ */
+class Hub {
   readonly #locks: LockManager
-  readonly #prefix: string
-  readonly #closing = new AbortController()
+  /** The shared registration lock of an owner is `#ownerPrefix + owner`. */
+  readonly #ownerPrefix: string
+  /** An owner's registration lock of its own is `#instancePrefix + nonce + ':' + owner`. */
+  readonly #instancePrefix: string
+  readonly #channel: BroadcastChannel
+  readonly #heard = new Map<string, { nonces: Set<string>; at: number }>()
+  readonly #ears = new Map<string, Set<() => void>>()
+  refs = 0
 
   constructor(locks: LockManager, namespace: string) {
     this.#locks = locks
-    this.#prefix = `zaris:${namespace}:owner:`
+    this.#ownerPrefix = `zaris:${namespace}:owner:`
+    this.#instancePrefix = `zaris:${namespace}:instance:`
+    this.#channel = new BroadcastChannel(`zaris:idb:${namespace}:gone`)
+    this.#channel.onmessage = (ev: MessageEvent<unknown>) => {
+      if (isAnnouncement(ev.data)) this.#hear(ev.data)
+    }
   }
 
-  /** Holds `owner`'s liveness lock until {@link close}; resolves once it is held (or queued behind a live twin). */
-  register(owner: string): Promise<void> {
-    const name = this.#prefix + owner
-    const signal = this.#closing.signal
-    return new Promise<void>((resolve, reject) => {
-      this.#locks
-        .request(name, { mode: 'shared', signal }, () => {
-          resolve()
-          return new Promise<void>((release) => signal.addEventListener('abort', () => release(), { once: true }))
-        })
-        .catch((err: unknown) => {
-          if (!signal.aborted) reject(err)
-        })
-      // Queued (a prober holds the name for an instant, or waits in front of
-      // us while a twin of this id is alive): the id is alive either way.
-      void this.#locks.query().then((state) => {
-        if (state.held?.some((l) => l.name === name)) resolve()
-      })
+  ownerLock(owner: string): string {
+    return this.#ownerPrefix + owner
+  }
+
+  instanceLock(owner: string, nonce: string): string {
+    return `${this.#instancePrefix}${nonce}:${owner}`
+  }
+
+  /** Tells the other tabs (synchronously: the page may be dying) and this page's waiters. */
+  announce(a: Announcement): void {
+    try {
+      this.#channel.postMessage(a)
+    } catch {
+      // The channel is closed; the Web Lock tells the others a moment later.
+    }
+    this.#hear(a)
+  }
+
+  /** Calls `onGone` once an announcement shows that no registration of `owner` is left; returns the way to stop listening. */
+  listen(owner: string, onGone: () => void): () => void {
+    let ears = this.#ears.get(owner)
+    if (!ears) this.#ears.set(owner, (ears = new Set()))
+    const ear = () => onGone()
+    ears.add(ear)
+    // Heard before this waiter came: check now (after it saw the entry it wants), not with an older query.
+    if (this.#heard.has(owner)) void this.#check(owner).then((gone) => gone && ears.has(ear) && onGone())
+    return () => {
+      ears.delete(ear)
+      if (ears.size === 0 && this.#ears.get(owner) === ears) this.#ears.delete(owner)
+    }
+  }
+
+  close(): void {
+    this.#channel.close()
+    this.#heard.clear()
+    this.#ears.clear()
+  }
+
+  #hear(a: Announcement): void {
+    const now = Date.now()
+    for (const [owner, h] of this.#heard) if (now - h.at > REMEMBER) this.#heard.delete(owner)
+    let h = this.#heard.get(a.owner)
+    if (!h) this.#heard.set(a.owner, (h = { nonces: new Set(), at: now }))
+    h.nonces.add(a.nonce)
+    h.at = now
+    const ears = this.#ears.get(a.owner)
+    if (!ears || ears.size === 0) return
+    void this.#check(a.owner).then((gone) => {
+      if (gone) for (const ear of [...ears]) ear()
     })
+  }
+
+  /**
+   * True when every registration of `owner` the lock manager knows (held or
+   * queued) is one announced as gone. An owner's shared registration locks
+   * are counted too, so a registration without a lock of its own (an older
+   * version of zaris in another tab) is never taken for dead.
+   */
+  async #check(owner: string): Promise<boolean> {
+    const announced = this.#heard.get(owner)?.nonces
+    if (!announced) return false
+    let state: LockManagerSnapshot
+    try {
+      state = await this.#locks.query()
+    } catch {
+      return false
+    }
+    const ownerLock = this.ownerLock(owner)
+    const suffix = `:${owner}`
+    let shared = 0
+    let dying = 0
+    for (const l of [...(state.held ?? []), ...(state.pending ?? [])]) {
+      const name = l.name ?? ''
+      if (name === ownerLock) {
+        if (l.mode === 'shared') shared++
+        continue
+      }
+      if (!name.startsWith(this.#instancePrefix) || !name.endsWith(suffix)) continue
+      const nonce = name.slice(this.#instancePrefix.length, name.length - suffix.length)
+      if (nonce.includes(':')) continue // another owner whose id ends in `:<owner>`
+      if (!announced.has(nonce)) return false
+      dying++
+    }
+    return shared <= dying
+  }
+}
+
+const hubs = new Map<string, Hub>()
+
+/** Every open Liveness of this page: what `pagehide` announces. */
+const openLiveness = new Set<Liveness>()
+let listening = false
+
+function onPageHide(ev: Event): void {
+  // Kept in the back/forward cache: the page may come back, alive, with its holds.
+  if ((ev as PageTransitionEvent).persisted) return
+  for (const l of openLiveness) l.announce()
+}
+
+export class Liveness {
+  readonly #locks: LockManager
+  readonly #namespace: string
+  readonly #hub: Hub
+  readonly #closing = new AbortController()
+  readonly #registrations: Announcement[] = []
+
+  constructor(locks: LockManager, namespace: string) {
+    this.#locks = locks
+    this.#namespace = namespace
+    let hub = hubs.get(namespace)
+    if (!hub) hubs.set(namespace, (hub = new Hub(locks, namespace)))
+    hub.refs++
+    this.#hub = hub
+    openLiveness.add(this)
+    const g = globalThis as { addEventListener?: typeof addEventListener; document?: unknown }
+    if (!listening && g.document && typeof g.addEventListener === 'function') {
+      listening = true
+      g.addEventListener('pagehide', onPageHide)
+    }
+  }
+
+  /** Holds `owner`'s liveness locks until {@link close}; resolves once they are held (or queued behind a live twin). */
+  async register(owner: string): Promise<void> {
+    const nonce = makeNonce()
+    const signal = this.#closing.signal
+    const hold = (name: string, mode: LockMode) =>
+      new Promise<void>((resolve, reject) => {
+        this.#locks
+          .request(name, { mode, signal }, () => {
+            resolve()
+            return new Promise<void>((release) => signal.addEventListener('abort', () => release(), { once: true }))
+          })
+          .catch((err: unknown) => {
+            if (!signal.aborted) reject(err)
+          })
+        if (mode === 'shared') {
+          // Queued (a prober holds the name for an instant, or waits in front of
+          // us while a twin of this id is alive): the id is alive either way.
+          void this.#locks.query().then((state) => {
+            if (state.held?.some((l) => l.name === name)) resolve()
+          })
+        }
+      })
+    // The lock of its own first, so a waiter's query that sees this client's shared lock sees it too.
+    const instance = hold(this.#hub.instanceLock(owner, nonce), 'exclusive')
+    const shared = hold(this.#hub.ownerLock(owner), 'shared')
+    this.#registrations.push({ owner, nonce })
+    await Promise.all([instance, shared])
   }
 
   /** Resolves when no live client of `owner` is left; rejects with `signal`'s reason on abort. */
   gone(owner: string, signal: AbortSignal): Promise<void> {
     signal.throwIfAborted()
-    const name = this.#prefix + owner
+    const name = this.#hub.ownerLock(owner)
     let probe = probes.get(name)
     if (!probe) {
       const controller = new AbortController()
@@ -95,9 +275,11 @@ export class Liveness {
     shared.linger = undefined
     return new Promise<void>((resolve, reject) => {
       let done = false
+      let unlisten = () => {}
       const leave = () => {
         if (done) return false
         done = true
+        unlisten()
         signal.removeEventListener('abort', onAbort)
         if (--shared.users === 0) {
           // Waiters come and go with every change of holder: keep the request queued a moment for the next one.
@@ -111,6 +293,7 @@ export class Liveness {
       }
       const onAbort = () => leave() && reject(signal.reason)
       signal.addEventListener('abort', onAbort, { once: true })
+      unlisten = this.#hub.listen(owner, () => leave() && resolve())
       shared.promise.then(
         () => leave() && resolve(),
         (err: unknown) => leave() && reject(err),
@@ -118,8 +301,20 @@ export class Liveness {
     })
   }
 
-  /** Releases every liveness lock this adapter holds and ends its probes. */
+  /** Says that every client registered here is gone (the page is being discarded, or this adapter closes). */
+  announce(): void {
+    for (const r of this.#registrations) this.#hub.announce(r)
+  }
+
+  /** Announces, then releases every liveness lock this adapter holds and ends its probes. */
   close(): void {
+    if (this.#closing.signal.aborted) return
+    this.announce()
     this.#closing.abort(new Error('closed'))
+    openLiveness.delete(this)
+    if (--this.#hub.refs === 0) {
+      this.#hub.close()
+      if (hubs.get(this.#namespace) === this.#hub) hubs.delete(this.#namespace)
+    }
   }
 }
