@@ -62,10 +62,18 @@ export function serveFrames(socket: Socket, head: Buffer, session: FrameSession,
   let skipping: { id: number; bytes: number } | undefined
   let ending = false
   let done = false
+  /** Bytes read but not yet split, left when the connection had to stop taking requests. */
+  let rest: Buffer | undefined
 
   const canRead = () => !ending && !done && inflight < maxPending && socket.writableLength < maxBuffered
   const resume = () => {
-    if (canRead() && socket.isPaused()) socket.resume()
+    if (!canRead()) return
+    if (rest) {
+      const r = rest
+      rest = undefined
+      onData(r)
+    }
+    if (canRead() && !rest && socket.isPaused()) socket.resume()
   }
 
   /** Answers a frame that could not be read, and closes. */
@@ -155,6 +163,12 @@ export function serveFrames(socket: Socket, head: Buffer, session: FrameSession,
       // A blank line (or a lone CR) between frames is tolerated.
       if (frame.length > 1 || (frame.length === 1 && frame[0] !== 13)) dispatch(frame)
       if (done) return
+      if (!canRead()) {
+        // Enough in flight (or unread): the rest waits, and TCP holds back the sender meanwhile.
+        socket.pause()
+        if (start < chunk.length) rest = chunk.subarray(start)
+        return
+      }
     }
     if (start < chunk.length) {
       size += chunk.length - start
@@ -180,17 +194,20 @@ export function serveFrames(socket: Socket, head: Buffer, session: FrameSession,
   socket.on('close', () => {
     done = true
   })
+  const end = () => {
+    if (ending || done) return
+    ending = true
+    socket.pause()
+    if (inflight === 0) finish()
+  }
   socket.on('drain', resume)
   socket.on('data', onData)
+  // The server's sockets allow half-open connections: a client that is done sending gets its answers, then the end.
+  socket.on('end', end)
   if (head.length > 0) onData(head)
 
   return {
-    end() {
-      if (ending || done) return
-      ending = true
-      socket.pause()
-      if (inflight === 0) finish()
-    },
+    end,
     destroy() {
       done = true
       socket.destroy()

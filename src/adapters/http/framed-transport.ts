@@ -126,7 +126,11 @@ export class Frames {
       const opening: Opening = {
         promise: this.#upgrade(origin, authorization, controller.signal),
         waiters: 0,
-        abort: () => controller.abort(new Error('no one waits for this connection any more')),
+        abort: () => {
+          // At once, not when the aborted request errors: a request that comes meanwhile opens anew.
+          if (link.opening === opening) link.opening = undefined
+          controller.abort(new Error('no one waits for this connection any more'))
+        },
       }
       link.opening = opening
       opening.promise.then(
