@@ -8,17 +8,20 @@
  * when that entry's TTL should have run out (in case no event comes) and,
  * where the adapter can tell, when the holder's client is gone.
  *
- * Waiters are not queued: on a release every waiter retries and one wins.
+ * Waiters stand in line (wait-queue.ts): only the first tries the key when it
+ * frees, so a release costs one attempt, not one per waiter. A plain try
+ * (`wait: 0`) does not queue and may take a free key before the line does.
  *
  * @module
  */
-import type { Entry, Value, WatchEvent } from './adapter'
+import type { Check, Entry, Op, Value, WatchEvent } from './adapter'
 import { sleep } from './clock'
 import type { Context } from './context'
 import { isZarisError } from './errors'
 import { keepAlive } from './keep-alive'
 import type { Hold, HoldInit } from './hold'
-import { checkBoolean, checkKey, checkOptions, checkSignal, checkTtl, checkWait } from './validate'
+import { checkBoolean, checkUserKey, checkOptions, checkSignal, checkTtl, checkWait } from './validate'
+import { WaitQueue } from './wait-queue'
 
 /** Options shared by `locks.acquire` and `leases.grant`. */
 export interface AcquireOptions {
@@ -47,7 +50,7 @@ export async function acquire<V extends Value, H extends Hold<V>>(
   rawOptions: AcquireOptions | undefined,
   make: (init: HoldInit<V>) => H,
 ): Promise<H | null> {
-  checkKey(key)
+  checkUserKey(key)
   const options = checkOptions<AcquireOptions>(rawOptions)
   const ttl = options.ttl === undefined ? ctx.ttl : checkTtl(options.ttl)
   const wait = options.wait === undefined ? 0 : checkWait(options.wait)
@@ -60,17 +63,24 @@ export async function acquire<V extends Value, H extends Hold<V>>(
 
   const waitUntil = ctx.clock.now() + wait
   const set = { type: 'set' as const, key, value, ttl, owner: ctx.id }
-  const attempt = async (current: Entry | undefined, fresh: boolean) => {
+  /** One try at the key; with `place`, the same commit takes us out of the line. */
+  const attempt = async (current: Entry | undefined, fresh: boolean, place?: Entry) => {
     const sentAt = ctx.clock.now()
-    const check = current ? { key, revision: current.revision } : { key, revision: null }
-    const r = await ctx.adapter.commit([check], [fresh ? { ...set, fresh } : set])
+    const checks: Check[] = [current ? { key, revision: current.revision } : { key, revision: null }]
+    const ops: Op[] = [fresh ? { ...set, fresh } : set]
+    if (place) {
+      checks.push({ key: place.key, created: place.created })
+      ops.push({ type: 'delete', key: place.key })
+    }
+    const r = await ctx.adapter.commit(checks, ops)
     if (r.ok) {
       const entry = r.entries[0]!
       return { hold: make({ key, value, token: entry.created, revision: entry.revision, ttl, sentAt, autoRenew }) }
     }
-    return { current: r.failed[0]?.entry }
+    return { current: r.failed.find((f) => f.key === key)?.entry, lostPlace: r.failed.some((f) => f.key !== key) }
   }
 
+  // Try at once; `steal` retries over whoever holds it.
   let current: Entry | undefined
   for (;;) {
     signal?.throwIfAborted()
@@ -83,22 +93,82 @@ export async function acquire<V extends Value, H extends Hold<V>>(
       if (s.hold) return s.hold
       continue
     }
-    const left = waitUntil - ctx.clock.now()
-    if (!current || left <= 0) {
-      if (!current) continue // it vanished between the check and now: try again at once
-      return null
+    if (current) break // held: wait below, or give up
+    // it vanished between the check and now: try again at once
+  }
+  if (waitUntil - ctx.clock.now() <= 0) return null
+
+  const line = WaitQueue.for(ctx, key)
+  let first = false // nobody is ahead of us in line any more
+  try {
+    for (;;) {
+      signal?.throwIfAborted()
+      ctx.assertOpen()
+      const left = waitUntil - ctx.clock.now()
+      if (left <= 0) return null
+      if (!first) {
+        const ahead = await line?.ahead()
+        if (ahead) {
+          // Wait for the waiter ahead to leave the line. The patrol covers one
+          // that died in line on a store that cannot tell us: if the key is
+          // free then, try it.
+          const woke = await waitForChange(ctx, ahead, Math.min(left, PATROL), signal)
+          if (woke === 'owner-gone') await line!.evict(ahead)
+          current = undefined // unknown until we look
+          if (woke !== 'timeout' || waitUntil - ctx.clock.now() <= 0) continue
+          current = await ctx.adapter.get(key)
+          if (current) continue
+        } else {
+          // The waiter ahead just left, most often by taking the key: look before trying.
+          if (current === undefined) current = await ctx.adapter.get(key)
+          first = true
+        }
+      }
+      if (!current) {
+        const r = await attempt(undefined, false, line?.entry)
+        if (r.hold) return r.hold
+        if (r.lostPlace) {
+          line!.lost()
+          first = false
+        }
+        current = r.current
+        continue
+      }
+      const woke = await waitForChange(ctx, current, left, signal)
+      if (woke === 'owner-gone') {
+        // The holder's client is dead: take its entry over, but only if it is
+        // still the very entry we saw (same revision, so same owner and life).
+        const s = await attempt(current, true, line?.entry)
+        if (s.hold) return s.hold
+        if (s.lostPlace) {
+          line!.lost()
+          first = false
+        }
+        current = s.current
+      } else if (typeof woke === 'object') {
+        // A put is a renewal or a new holder: wait on it; a delete or expiry frees the key.
+        current = woke.type === 'put' ? entryOf(woke) : undefined
+      } else if (woke === 'changed') {
+        current = await ctx.adapter.get(key)
+      }
     }
-    const woke = await waitForChange(ctx, current, left, signal)
-    if (woke === 'owner-gone') {
-      // The holder's client is dead: take its entry over, but only if it is
-      // still the very entry we saw (same revision, so same owner and life).
-      const s = await attempt(current, true)
-      if (s.hold) return s.hold
-    }
+  } finally {
+    line?.leave()
   }
 }
 
-type Wake = 'changed' | 'timeout' | 'owner-gone'
+function entryOf(ev: WatchEvent): Entry {
+  const e: Entry = { key: ev.key, value: ev.value ?? null, revision: ev.revision, created: ev.created ?? ev.revision }
+  if (ev.owner !== undefined) e.owner = ev.owner
+  if (ev.ttl !== undefined) e.ttl = ev.ttl
+  return e
+}
+
+/** How often a waiter behind others checks whether the key is free, in ms. */
+const PATROL = 1_000
+
+/** What ended a wait: the first event after the entry, its time, its owner's death, or `changed` (look again). */
+type Wake = WatchEvent | 'changed' | 'timeout' | 'owner-gone'
 
 /** Resolves when `current` may have stopped holding its key; rejects if `signal` aborts. */
 function waitForChange(ctx: Context, current: Entry, left: number, signal: AbortSignal | undefined): Promise<Wake> {
@@ -112,7 +182,7 @@ function waitForChange(ctx: Context, current: Entry, left: number, signal: Abort
     stop.signal.addEventListener('abort', () => reject(stop.signal.reason), { once: true })
     const sink = {
       event: (ev: WatchEvent) => {
-        if (ev.key === current.key && ev.revision > current.revision) resolve('changed')
+        if (ev.key === current.key && ev.revision > current.revision) resolve(ev)
       },
       // A watch that cannot replay (history compacted, transport down): retry soon instead.
       error: () => {

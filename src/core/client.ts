@@ -14,7 +14,8 @@ import { ClosedError, ConflictError, FencedError, InvalidArgumentError } from '.
 import type { Fence } from './hold'
 import { Leases } from './leases'
 import { Locks } from './locks'
-import { checkKey, checkOptions, checkPrefix, checkRevision, checkTtl, checkValue } from './validate'
+import { isQueueKey } from './reserved'
+import { checkUserKey, checkOptions, checkPrefix, checkRevision, checkTtl, checkValue } from './validate'
 import { Watch, type WatchOptions } from './watch'
 
 /** Options of a client (and of `connect`). */
@@ -120,7 +121,7 @@ export class Client implements AsyncDisposable {
    * await client.put('report:status', 'done', { fence: lock })
    */
   async put<V extends Value>(key: string, value: V, options?: PutOptions): Promise<Entry<V>> {
-    checkKey(key)
+    checkUserKey(key)
     checkValue(value)
     const o = checkOptions<PutOptions>(options)
     const ttl = o.ttl === undefined ? undefined : checkTtl(o.ttl)
@@ -138,7 +139,7 @@ export class Client implements AsyncDisposable {
    * const status = (await client.get('report:status'))?.value
    */
   async get<V extends Value = Value>(key: string): Promise<Entry<V> | undefined> {
-    checkKey(key)
+    checkUserKey(key)
     this.#ctx.assertOpen()
     return (await this.adapter.get(key)) as Entry<V> | undefined
   }
@@ -150,7 +151,7 @@ export class Client implements AsyncDisposable {
    * await client.delete('report:status', { fence: lock })
    */
   async delete(key: string, options?: DeleteOptions): Promise<boolean> {
-    checkKey(key)
+    checkUserKey(key)
     const o = checkOptions<DeleteOptions>(options)
     if (o.ifRevision === null) throw new InvalidArgumentError('ifRevision must be a revision for delete (null would mean "only if absent")')
     const checks = this.#conditions(key, o)
@@ -169,7 +170,9 @@ export class Client implements AsyncDisposable {
   async list(prefix: string): Promise<Entry[]> {
     checkPrefix(prefix)
     this.#ctx.assertOpen()
-    return this.adapter.list(prefix)
+    const entries = await this.adapter.list(prefix)
+    // Wait-queue entries sort first (U+0001) and are ours, not the user's.
+    return entries.some((e) => isQueueKey(e.key)) ? entries.filter((e) => !isQueueKey(e.key)) : entries
   }
 
   /**
@@ -224,7 +227,7 @@ export class Client implements AsyncDisposable {
       if (typeof f !== 'object' || f === null || typeof f.key !== 'string' || typeof f.token !== 'number') {
         throw new InvalidArgumentError('fence must be a lock or lease (an object with key and token)')
       }
-      checks.push({ key: checkKey(f.key, 'fence.key'), created: f.token })
+      checks.push({ key: checkUserKey(f.key, 'fence.key'), created: f.token })
     }
     return checks
   }

@@ -7,7 +7,7 @@
  */
 import type { Context } from './context'
 import { InvalidArgumentError } from './errors'
-import { checkKey } from './validate'
+import { checkUserKey } from './validate'
 
 /**
  * The counter API of a client.
@@ -31,7 +31,7 @@ export class Counters {
    * await client.counters.increment('jobs:done', 5)
    */
   async increment(key: string, delta = 1): Promise<number> {
-    checkKey(key)
+    checkUserKey(key)
     if (!Number.isSafeInteger(delta)) throw new InvalidArgumentError(`delta must be a safe integer, got ${String(delta)}`)
     this.#ctx.assertOpen()
     let current = await this.#ctx.adapter.get(key)
@@ -58,7 +58,7 @@ export class Counters {
    * const n = await client.counters.get('jobs:done')
    */
   async get(key: string): Promise<number> {
-    checkKey(key)
+    checkUserKey(key)
     this.#ctx.assertOpen()
     const entry = await this.#ctx.adapter.get(key)
     if (entry === undefined) return 0

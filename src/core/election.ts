@@ -20,7 +20,7 @@ import { acquire } from './acquire'
 import type { Context } from './context'
 import { InvalidArgumentError } from './errors'
 import { Lease } from './hold'
-import { checkKey, checkOptions, checkSignal, checkTtl } from './validate'
+import { checkUserKey, checkOptions, checkSignal, checkTtl } from './validate'
 import { Watch } from './watch'
 
 /** Options of `client.election`. */
@@ -65,7 +65,7 @@ export class Election extends EventTarget implements AsyncDisposable {
   constructor(ctx: Context, name: string, rawOptions?: ElectionOptions) {
     super()
     const options = checkOptions<ElectionOptions>(rawOptions)
-    this.name = checkKey(name, 'name')
+    this.name = checkUserKey(name, 'name')
     this.#ttl = options.ttl === undefined ? ctx.ttl : checkTtl(options.ttl)
     if (options.candidate !== undefined && (typeof options.candidate !== 'string' || options.candidate === '')) {
       throw new InvalidArgumentError('candidate must be a non-empty string')

@@ -10,7 +10,7 @@
 import { acquire, type AcquireOptions } from './acquire'
 import type { Context } from './context'
 import { Lock } from './hold'
-import { checkKey } from './validate'
+import { checkUserKey } from './validate'
 
 /** Options of {@link Locks.acquire}. */
 export type LockOptions = AcquireOptions
@@ -58,7 +58,7 @@ export class Locks {
    * const h = await client.locks.holder('lock:nightly-report') // { owner, token, ttl }
    */
   async holder(key: string): Promise<Holder | undefined> {
-    checkKey(key)
+    checkUserKey(key)
     this.#ctx.assertOpen()
     const entry = await this.#ctx.adapter.get(key)
     if (!entry || entry.owner === undefined) return undefined

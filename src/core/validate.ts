@@ -7,6 +7,7 @@
  */
 import type { Value } from './adapter'
 import { InvalidArgumentError } from './errors'
+import { isQueueKey } from './reserved'
 
 /** Keys longer than this are refused: they are names, not payloads. */
 export const MAX_KEY_LENGTH = 1024
@@ -20,6 +21,15 @@ export function checkKey(key: unknown, name = 'key'): string {
     throw new InvalidArgumentError(`${name} is ${key.length} characters long; the limit is ${MAX_KEY_LENGTH}`)
   }
   return key
+}
+
+/** A key given to the public API: {@link checkKey}, and not one of zaris's reserved keys. */
+export function checkUserKey(key: unknown, name = 'key'): string {
+  checkKey(key, name)
+  if (isQueueKey(key as string)) {
+    throw new InvalidArgumentError(`${name} must not start with U+0001 "q": zaris keeps those keys for its wait queues`)
+  }
+  return key as string
 }
 
 /** A prefix may be empty (everything). */

@@ -12,7 +12,8 @@
 import type { Unsubscribe, WatchEvent } from './adapter'
 import type { Context } from './context'
 import { keepAlive } from './keep-alive'
-import { checkBoolean, checkKey, checkOptions, checkPrefix, checkRevision, checkSignal } from './validate'
+import { isQueueKey } from './reserved'
+import { checkBoolean, checkUserKey, checkOptions, checkPrefix, checkRevision, checkSignal } from './validate'
 
 /** Options of `client.watch`. */
 export interface WatchOptions {
@@ -58,7 +59,7 @@ export class Watch implements AsyncIterableIterator<WatchEvent>, AsyncDisposable
   constructor(ctx: Context, key: string, rawOptions?: WatchOptions) {
     const options = checkOptions<WatchOptions>(rawOptions)
     this.#prefix = checkBoolean(options.prefix, 'prefix') ?? false
-    this.#key = this.#prefix ? checkPrefix(key) : checkKey(key)
+    this.#key = this.#prefix ? checkPrefix(key) : checkUserKey(key)
     this.#signal = checkSignal(options.signal)
     const from = options.fromRevision === undefined ? undefined : (checkRevision(options.fromRevision, 'fromRevision') ?? undefined)
     ctx.assertOpen()
@@ -126,7 +127,7 @@ export class Watch implements AsyncIterableIterator<WatchEvent>, AsyncDisposable
 
   #push(ev: WatchEvent): void {
     if (this.#done || ev.revision < this.#last || (ev.revision === this.#last && this.#lastKeys.has(ev.key))) return
-    if (this.#prefix ? !ev.key.startsWith(this.#key) : ev.key !== this.#key) return
+    if (this.#prefix ? !ev.key.startsWith(this.#key) || isQueueKey(ev.key) : ev.key !== this.#key) return
     if (ev.revision !== this.#last) this.#lastKeys.clear()
     this.#last = ev.revision
     this.#lastKeys.add(ev.key)

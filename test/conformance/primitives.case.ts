@@ -4,7 +4,7 @@
  * Runs in Node and the browser, on real time with short TTLs.
  */
 import { describe, expect } from 'vitest'
-import { isZarisError, type Client, type Lock, type WatchEvent } from 'zaris'
+import { Client, isZarisError, type Adapter, type Lock, type WatchEvent } from 'zaris'
 import type { FixtureFactory, StoreFixture } from './fixture'
 import { collect, sleep, until, type Named } from './util'
 
@@ -207,6 +207,121 @@ export function primitiveCases(factory: FixtureFactory, t: Named, options: Primi
       expect((lock.signal.reason as { code: string }).code).toBe('CLOSED')
       expect(await b!.locks.holder('lock:close')).toBeUndefined()
       await expect(a!.get('x')).rejects.toMatchObject({ code: 'CLOSED' })
+    }))
+
+    // The wait queue (src/core/wait-queue.ts): entries under U+0001 "q" + key + U+0001.
+    const queueOf = (key: string) => `\u0001q${key}\u0001`
+    /** A client on a raw adapter of the store that counts its tries at `key` (a commit that sets it only if absent). */
+    const countingClient = async (f: StoreFixture, id: string, key: string) => {
+      const inner = await f.adapter()
+      let tries = 0
+      const adapter: Adapter = {
+        name: inner.name,
+        capabilities: inner.capabilities,
+        holderClock: inner.holderClock,
+        get: (k) => inner.get(k),
+        list: (prefix) => inner.list(prefix),
+        commit: (checks, ops, options) => {
+          if (checks.some((c) => c.key === key && 'revision' in c && c.revision === null) && ops.some((o) => o.key === key && o.type === 'set')) tries++
+          return inner.commit(checks, ops, options)
+        },
+        watch: (prefix, sink, from) => inner.watch(prefix, sink, from),
+        close: () => inner.close(),
+      }
+      if (inner.ownerGone) adapter.ownerGone = (owner, signal) => inner.ownerGone!(owner, signal)
+      if (inner.registerOwner) adapter.registerOwner = (owner) => inner.registerOwner!(owner)
+      return { client: new Client(adapter, { id }), tries: () => tries, inner }
+    }
+
+    t('waiters get the lock in the order they came, with one try each after their first', withStore(async (f) => {
+      const [holder] = await clientsOf(f, 1)
+      let lock = (await holder!.locks.acquire('lock:line', { ttl: 30_000 }))!
+      const waiters = await Promise.all(['w0', 'w1', 'w2', 'w3', 'w4'].map((id) => countingClient(f, id, 'lock:line')))
+      const order: string[] = []
+      const done = waiters.map(async (w, i) => {
+        await sleep(i * 150) // stagger so that the arrival order is known
+        const got = await w.client.locks.acquire('lock:line', { ttl: 30_000, wait: 30_000 })
+        if (!got) throw new Error(`${w.client.id} waited in vain`)
+        order.push(w.client.id)
+        await sleep(20)
+        await got.release()
+      })
+      await sleep(5 * 150 + 100)
+      const raw = waiters[0]!.inner
+      expect((await raw.list(queueOf('lock:line'))).map((e) => e.owner)).toEqual(['w0', 'w1', 'w2', 'w3', 'w4'].sort())
+      await lock.release()
+      await Promise.all(done)
+      expect(order).toEqual(['w0', 'w1', 'w2', 'w3', 'w4'])
+      // One failed try on arrival, one winning try when first in line.
+      const tries = waiters.map((w) => w.tries())
+      expect(tries.reduce((a, b) => a + b, 0)).toBeLessThanOrEqual(2 * waiters.length + 1)
+      await until(async () => (await raw.list(queueOf('lock:line'))).length === 0)
+      lock = (await holder!.locks.acquire('lock:line', { ttl: 1_000 }))!
+      expect(lock).not.toBeNull()
+      await lock.release()
+      await Promise.all(waiters.map((w) => w.client.close()))
+    }), 60_000)
+
+    t('a waiter that gives up or aborts leaves the line; the next one is served', withStore(async (f) => {
+      const [a, b, c, d] = await clientsOf(f, 4)
+      const lock = (await a!.locks.acquire('lock:leave', { ttl: 30_000 }))!
+      const controller = new AbortController()
+      const aborted = b!.locks.acquire('lock:leave', { wait: 30_000, signal: controller.signal })
+      aborted.catch(() => {})
+      await sleep(100)
+      const gaveUp = c!.locks.acquire('lock:leave', { wait: 300 })
+      await sleep(100)
+      const served = d!.locks.acquire('lock:leave', { wait: 30_000 })
+      await sleep(100)
+      controller.abort(new Error('no longer needed'))
+      await expect(aborted).rejects.toThrow('no longer needed')
+      expect(await gaveUp).toBeNull()
+      const raw = await f.adapter()
+      await until(async () => (await raw.list(queueOf('lock:leave'))).length === 1)
+      expect((await raw.list(queueOf('lock:leave')))[0]!.owner).toBe('c3')
+      await lock.release()
+      const next = await served
+      expect(next).not.toBeNull()
+      await next!.release()
+      await until(async () => (await raw.list(queueOf('lock:leave'))).length === 0)
+    }))
+
+    t('a waiter that died in line does not stop the line: the next waiter takes the free lock', withStore(async (f) => {
+      const [a, b] = await clientsOf(f, 2)
+      const raw = await f.adapter()
+      const lock = (await a!.locks.acquire('lock:ghost', { ttl: 30_000 }))!
+      // A waiter whose process died: its place stays until its TTL (a minute here).
+      const ghost = `${queueOf('lock:ghost')}ghost.1`
+      expect((await raw.commit([{ key: ghost, revision: null }], [{ type: 'set', key: ghost, value: null, ttl: 60_000, owner: 'ghost' }])).ok).toBe(true)
+      const waiting = b!.locks.acquire('lock:ghost', { ttl: 30_000, wait: 20_000 })
+      await sleep(100)
+      await lock.release()
+      const next = await waiting
+      expect(next).not.toBeNull() // found free on a patrol, long before the ghost's place expires
+      await next!.release()
+      expect((await raw.list(queueOf('lock:ghost'))).map((e) => e.owner)).toEqual(['ghost'])
+    }), 30_000)
+
+    t('wait-queue entries are not user data: hidden from list and prefix watch, refused as keys', withStore(async (f) => {
+      const [a, b] = await clientsOf(f, 2)
+      const events: WatchEvent[] = []
+      const controller = new AbortController()
+      const watch = a!.watch('', { prefix: true, signal: controller.signal })
+      const reading = (async () => { for await (const ev of watch) events.push(ev) })()
+      await watch.ready
+      const lock = (await a!.locks.acquire('lock:hidden', { ttl: 30_000 }))!
+      const waiting = b!.locks.acquire('lock:hidden', { wait: 30_000 })
+      const raw = await f.adapter()
+      await until(async () => (await raw.list(queueOf('lock:hidden'))).length === 1)
+      expect((await a!.list('')).map((e) => e.key)).toEqual(['lock:hidden'])
+      await lock.release()
+      await (await waiting)!.release()
+      await until(() => events.filter((e) => e.key === 'lock:hidden').length >= 4)
+      controller.abort()
+      await reading
+      expect(events.every((e) => e.key === 'lock:hidden')).toBe(true)
+      await expect(a!.put(`${queueOf('lock:hidden')}x`, 1)).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' })
+      await expect(a!.locks.acquire('\u0001qanything')).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' })
     }))
 
     t(`20 acquirers x ${rounds(200)} rounds: never two holders, every token larger than the last`, withStore(async (f) => {
