@@ -133,6 +133,89 @@ describe('indexeddb adapter', () => {
     expect(next.ok && next.revision).toBe(3)
   })
 
+  it('a commit that reads an expired entry expires it first (its own revision, one expire event) and counts it absent', async () => {
+    // A store clock whose timers never fire: no sweep can run, so what happens is the commit's doing.
+    let now = 1_000_000
+    const clock = { now: () => now, setTimeout: () => ({}) as never, clearTimeout: () => {} }
+    const ns = namespace()
+    const a = indexedDbAdapter({ namespace: ns, clock })
+    opened.push(a)
+    const w = collect(a, '')
+    await w.ready
+    await a.commit([], [{ type: 'set', key: 'k', value: 1, ttl: 50 }, { type: 'set', key: 'j', value: 1, ttl: 50 }])
+    now += 100
+    const taken = await a.commit([{ key: 'k', revision: null }], [{ type: 'set', key: 'k', value: 2 }])
+    expect(taken.ok && taken.revision).toBe(3)
+    expect(taken.ok && taken.entries[0]!.created).toBe(3)
+    const refused = await a.commit([{ key: 'j', revision: 1 }], [{ type: 'set', key: 'j', value: 2 }])
+    expect(refused).toEqual({ ok: false, failed: [{ key: 'j', entry: undefined }] })
+    const again = await a.commit([{ key: 'j', revision: null }], [{ type: 'set', key: 'j', value: 3 }])
+    expect(again.ok && again.revision).toBe(5)
+    await until(() => w.events.length >= 6)
+    expect(w.events.map((e) => [e.type, e.key, e.revision])).toEqual([
+      ['put', 'k', 1],
+      ['put', 'j', 1],
+      ['expire', 'k', 2],
+      ['put', 'k', 3],
+      ['expire', 'j', 4],
+      ['put', 'j', 5],
+    ])
+  })
+
+  it('trims the change log to about historySize records, and still replays the last historySize revisions', async () => {
+    const ns = namespace()
+    const a = adapterOn(ns, { historySize: 5 })
+    for (let n = 0; n < 150; n++) await a.commit([], [{ type: 'set', key: 'k', value: n }])
+    const count = await new Promise<number>((resolve, reject) => {
+      const open = indexedDB.open(`zaris:${ns}`)
+      open.onerror = () => reject(open.error)
+      open.onsuccess = () => {
+        const r = open.result.transaction('log').objectStore('log').count()
+        r.onsuccess = () => {
+          open.result.close()
+          resolve(r.result)
+        }
+      }
+    })
+    expect(count).toBeGreaterThanOrEqual(5)
+    expect(count).toBeLessThanOrEqual(5 + 64)
+    const recent = collect(a, 'k', 145)
+    await recent.ready
+    await until(() => recent.events.length >= 5)
+    expect(recent.events.map((e) => e.revision)).toEqual([146, 147, 148, 149, 150])
+    const old = collect(a, 'k', 140)
+    await old.ready
+    expect(old.errors).toHaveLength(1)
+    expect(isZarisError(old.errors[0], 'COMPACTED')).toBe(true)
+  })
+
+  it('upgrades a version-1 database (revision in a meta store): entries kept, the revision keeps rising', async () => {
+    for (const logged of [true, false]) {
+      const ns = namespace()
+      await new Promise<void>((resolve, reject) => {
+        const open = indexedDB.open(`zaris:${ns}`, 1)
+        open.onupgradeneeded = () => {
+          const db = open.result
+          db.createObjectStore('entries', { keyPath: 'key' }).createIndex('expiresAt', 'expiresAt')
+          db.createObjectStore('meta').put(7, 'revision')
+          const log = db.createObjectStore('log', { keyPath: 'revision' })
+          if (logged) log.put({ revision: 7, events: [{ type: 'put', key: 'k', revision: 7, value: 'v', created: 6 }] })
+          open.transaction!.objectStore('entries').put({ key: 'k', value: 'v', revision: 7, created: 6 })
+        }
+        open.onerror = () => reject(open.error)
+        open.onsuccess = () => {
+          open.result.close()
+          resolve()
+        }
+      })
+      const a = adapterOn(ns)
+      const e = await a.get('k')
+      expect(e).toEqual({ key: 'k', value: 'v', revision: 7, created: 6 })
+      const r = await a.commit([{ key: 'k', created: 6 }], [{ type: 'set', key: 'k', value: 'w' }])
+      expect(r.ok && r.revision).toBe(8)
+    }
+  })
+
   it('expires with nobody writing and nobody reading (each tab runs an expiry timer)', async () => {
     const ns = namespace()
     const writer = adapterOn(ns)

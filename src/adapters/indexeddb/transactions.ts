@@ -4,20 +4,30 @@
  * half way), so a commit's checks, writes, log record and revision bump land
  * together or not at all, and readwrite transactions of all tabs serialize.
  *
- * Every readwrite transaction first deletes the entries whose deadline has
- * passed, each with a revision and an `expire` event of its own; since the
- * transactions serialize, whichever tab gets there first does it, once.
+ * A commit reads only the keys it names and the last log key (the
+ * revision), then writes the entries and one log record per revision: two
+ * object stores. An entry it reads whose deadline has passed is expired
+ * right there (a revision and an `expire` event of its own, before the
+ * commit's) and counts as absent; every other due entry is left to the
+ * expiry timer's sweep. Since the transactions serialize, whichever gets to
+ * an expired entry first expires it, once.
  *
  * @module
  */
 import type { Check, CommitResult, Entry, Op, WatchEvent } from '../../core/adapter'
 import type { Database, LogRecord, StoredEntry } from './schema'
-import { prefixRange } from './schema'
+import { prefixRange, TRIM_EVERY } from './schema'
 
 type WriteTx = ReturnType<typeof writeTx>
 
 function writeTx(db: Database) {
-  return db.transaction(['entries', 'meta', 'log'], 'readwrite')
+  return db.transaction(['entries', 'log'], 'readwrite')
+}
+
+/** The store's revision: the last key of the log, which always keeps its latest record. */
+async function lastRevision(log: { openKeyCursor(query: null, direction: 'prev'): Promise<{ key: unknown } | null> }): Promise<number> {
+  const cursor = await log.openKeyCursor(null, 'prev')
+  return cursor ? (cursor.key as number) : 0
 }
 
 /** What a readwrite transaction did, for the watch feed and the expiry timers of every tab. */
@@ -43,10 +53,10 @@ export function toEntry(e: StoredEntry, now: number): Entry {
 /** Deletes every due entry inside `tx`: returns the revision after, the log records, and the keys deleted. */
 async function expireDue(tx: WriteTx, now: number): Promise<{ revision: number; records: LogRecord[]; keys: Set<string> }> {
   const [stored, due] = await Promise.all([
-    tx.objectStore('meta').get('revision'),
+    lastRevision(tx.objectStore('log')),
     tx.objectStore('entries').index('expiresAt').getAll(IDBKeyRange.upperBound(now)),
   ])
-  let revision = stored ?? 0
+  let revision = stored
   const records: LogRecord[] = []
   const keys = new Set<string>()
   const entries = tx.objectStore('entries')
@@ -59,13 +69,20 @@ async function expireDue(tx: WriteTx, now: number): Promise<{ revision: number; 
   return { revision, records, keys }
 }
 
-/** Writes the log records and the revision, and drops history older than `historySize` revisions. */
+/**
+ * Writes the log records (the last of which is the revision now) and, every
+ * {@link TRIM_EVERY} revisions, drops history older than `historySize`
+ * revisions: readers promise no more than `historySize`, so the few extra
+ * records in between are never relied on.
+ */
 function finish(tx: WriteTx, revision: number, records: LogRecord[], historySize: number): void {
   if (records.length === 0) return
   const log = tx.objectStore('log')
   for (const r of records) void log.put(r)
-  void tx.objectStore('meta').put(revision, 'revision')
-  if (revision > historySize) void log.delete(IDBKeyRange.upperBound(revision - historySize))
+  const before = revision - records.length
+  if (revision > historySize && Math.floor(revision / TRIM_EVERY) > Math.floor(before / TRIM_EVERY)) {
+    void log.delete(IDBKeyRange.upperBound(revision - historySize))
+  }
 }
 
 /** Aborts `tx` (ignoring that it may already be over) and rethrows. */
@@ -107,22 +124,22 @@ export function commitBatch(
   return run(tx, async () => {
     const entries = tx.objectStore('entries')
     const keys = [...new Set(requests.flatMap((r) => [...r.checks.map((c) => c.key), ...r.ops.map((o) => o.key)]))]
-    const [stored, due, ...found] = await Promise.all([
-      tx.objectStore('meta').get('revision'),
-      entries.index('expiresAt').getAll(IDBKeyRange.upperBound(now)),
-      ...keys.map((k) => entries.get(k)),
-    ])
+    const [stored, ...found] = await Promise.all([lastRevision(tx.objectStore('log')), ...keys.map((k) => entries.get(k))])
     const state = new Map<string, StoredEntry | undefined>()
-    keys.forEach((k, i) => state.set(k, found[i] as StoredEntry | undefined))
-
-    let revision = (stored as number | undefined) ?? 0
+    let revision = stored as number
     const records: LogRecord[] = []
-    for (const e of due as StoredEntry[]) {
-      revision++
-      void entries.delete(e.key)
-      if (state.has(e.key)) state.set(e.key, undefined)
-      records.push({ revision, events: [{ type: 'expire', key: e.key, revision }] })
-    }
+    keys.forEach((k, i) => {
+      const e = found[i] as StoredEntry | undefined
+      if (e && expired(e, now)) {
+        // Absent to this commit's checks; its end is recorded before the commit, as the sweep would have.
+        revision++
+        void entries.delete(k)
+        records.push({ revision, events: [{ type: 'expire', key: k, revision }] })
+        state.set(k, undefined)
+      } else {
+        state.set(k, e)
+      }
+    })
 
     let nextExpiry: number | undefined
     const results: CommitResult[] = requests.map(({ checks, ops }) => {
@@ -213,10 +230,7 @@ export async function readPrefix(db: Database, prefix: string): Promise<StoredEn
 
 /** The store's revision and every log record after `after`, read together. */
 export async function readLog(db: Database, after: number): Promise<{ revision: number; records: LogRecord[] }> {
-  const tx = db.transaction(['meta', 'log'])
-  const [revision, records] = await Promise.all([
-    tx.objectStore('meta').get('revision'),
-    tx.objectStore('log').getAll(IDBKeyRange.lowerBound(after, true)),
-  ])
-  return { revision: revision ?? 0, records }
+  const log = db.transaction('log').store
+  const [revision, records] = await Promise.all([lastRevision(log), log.getAll(IDBKeyRange.lowerBound(after, true))])
+  return { revision, records }
 }
