@@ -20,7 +20,7 @@ export interface LockPeer {
   close(): Promise<void>
 }
 
-/** An adapter that counts the commits that try to take a lock (`set` if absent). */
+/** An adapter that counts the commits that try to take a lock (`set` if absent); joining and leaving the wait queue are not tries. */
 export function countingAdapter(inner: Adapter): { adapter: Adapter; count(): number } {
   let count = 0
   const adapter: Adapter = {
@@ -30,7 +30,9 @@ export function countingAdapter(inner: Adapter): { adapter: Adapter; count(): nu
     get: (key) => inner.get(key),
     list: (prefix) => inner.list(prefix),
     commit: (checks, ops) => {
-      if (checks.length === 1 && 'revision' in checks[0]! && checks[0].revision === null && ops[0]?.type === 'set') count++
+      // A try at a lock: its first op sets a key only if absent (the same commit may also take the waiter out of line).
+      const first = ops[0]
+      if (first?.type === 'set' && !first.key.startsWith('\u0001') && checks.some((c) => c.key === first.key && 'revision' in c && c.revision === null)) count++
       return inner.commit(checks, ops)
     },
     watch: (prefix, sink, from) => inner.watch(prefix, sink, from),
