@@ -162,4 +162,22 @@ describe('the history checker', () => {
     h.push({ type: 'write', client: 'a', resource: 'r', lock: 'lock:r', token: 1, outcome: 'refused', invokedAt: 33, at: 34 })
     expect(kinds(h)).toEqual([])
   })
+
+  test('a holder paused past its TTL: a fenced write sent after resuming must be refused, and its signal must abort', () => {
+    // b holds token 5 with a 10 ms TTL and is paused from 15 to 40 (25 ms); its loss is recorded at 30 in clean().
+    const pause: HistoryRecord = { type: 'pause', client: 'b', lock: 'lock:r', token: 5, ttl: 10, at: 15, until: 40 }
+    const stale: HistoryRecord = { type: 'write', client: 'b', resource: 'r2', lock: 'lock:r', token: 5, outcome: 'accepted', revision: 9, invokedAt: 41, at: 42 }
+    expect(checkHistory([...clean(), pause]).stats.pauses).toBe(1)
+    expect(kinds([...clean(), pause])).toEqual([])
+    expect(kinds([...clean(), pause, { ...stale, outcome: 'refused', revision: undefined }])).toEqual([])
+    const r = checkHistory([...clean(), pause, stale])
+    expect(r.violations.map((v) => v.kind)).toEqual(['stale-write'])
+    expect(r.violations[0]!.message).toContain('paused 25 ms')
+    // Sent before the pause ended (before it was frozen, say): not the pause's business.
+    expect(kinds([...clean(), pause, { ...stale, invokedAt: 14 }])).toEqual([])
+    // A pause within the TTL proves nothing.
+    expect(kinds([...clean(), { ...pause, until: 24 }, stale])).toEqual([])
+    // No loss recorded for the paused hold: its signal never aborted.
+    expect(kinds([...clean().filter((x) => x.type !== 'loss'), pause])).toEqual(['missed-loss'])
+  })
 })

@@ -22,6 +22,10 @@
  * - `lost-write`: a resource whose final state is older than its latest
  *   acknowledged write.
  * - `unhandled`: an unhandled rejection or uncaught exception in a client.
+ * - For a holder paused past its TTL (a frozen tab, a `SIGSTOP`ped process),
+ *   recorded as a `pause`: `stale-write` if a write it sent after resuming,
+ *   fenced by the paused hold, was accepted; `missed-loss` if its hold's
+ *   signal never aborted (no `loss` record for that token).
  */
 
 /** Milliseconds on a clock all recording processes share (`performance.timeOrigin + performance.now()`). */
@@ -114,6 +118,23 @@ export interface WatchEndRecord {
   at: Time
 }
 
+/**
+ * A client was paused (a frozen tab, a stopped process) from `at` to `until`
+ * while it held `token` of `lock` with `ttl`. When the pause outlasted the
+ * TTL, the store let the hold go while the holder could not know: every write
+ * it sends after `until` fenced by that token must be refused, and its signal
+ * must abort (a `loss` record).
+ */
+export interface PauseRecord {
+  type: 'pause'
+  client: string
+  lock: string
+  token: number
+  ttl: number
+  at: Time
+  until: Time
+}
+
 /** An unhandled rejection or uncaught exception in a client. */
 export interface UnhandledRecord {
   type: 'unhandled'
@@ -148,6 +169,7 @@ export type HistoryRecord =
   | WatchStartRecord
   | WatchEventRecord
   | WatchEndRecord
+  | PauseRecord
   | UnhandledRecord
   | FinalRecord
   | NoteRecord
@@ -161,6 +183,7 @@ export type ViolationKind =
   | 'watch-double'
   | 'watch-skip'
   | 'lost-write'
+  | 'missed-loss'
   | 'unhandled'
 
 export interface Violation {
@@ -179,6 +202,8 @@ export interface HistoryStats {
   losses: number
   releases: number
   watchEvents: number
+  /** Holders paused past their TTL whose writes after resuming were checked. */
+  pauses: number
   unhandled: number
 }
 
@@ -278,6 +303,19 @@ export function checkHistory(history: readonly HistoryRecord[], options: CheckOp
     }
   }
 
+  // A holder paused past its TTL: nothing it sends after resuming with that hold may be accepted, and it must learn it lost the hold.
+  for (const p of of('pause')) {
+    if (p.until - p.at <= p.ttl) continue
+    for (const w of accepted) {
+      if (w.client === p.client && w.lock === p.lock && w.token === p.token && w.invokedAt >= p.until) {
+        add('stale-write', `${p.client} was paused ${Math.round(p.until - p.at)} ms holding ${p.lock} (token ${p.token}, TTL ${p.ttl} ms), and a write it sent after resuming, fenced by that hold, was accepted at revision ${w.revision}`, [p, w])
+      }
+    }
+    if (!history.some((r) => r.type === 'loss' && r.client === p.client && r.lock === p.lock && r.token === p.token)) {
+      add('missed-loss', `${p.client} was paused ${Math.round(p.until - p.at)} ms holding ${p.lock} (token ${p.token}, TTL ${p.ttl} ms), and its signal never aborted`, [p])
+    }
+  }
+
   checkWatches(history, accepted, acquires, add)
 
   for (const u of of('unhandled')) add('unhandled', `${u.client}: ${u.error}`, [u])
@@ -294,6 +332,7 @@ export function checkHistory(history: readonly HistoryRecord[], options: CheckOp
       losses: of('loss').length,
       releases: of('release').length,
       watchEvents: of('watch-event').length,
+      pauses: of('pause').filter((p) => p.until - p.at > p.ttl).length,
       unhandled: of('unhandled').length,
     },
   }
