@@ -494,7 +494,7 @@ export function createHandler(options: HandlerOptions): Handler {
   async function answerFrameText(text: string): Promise<FrameAnswer> {
     const started = performance.now()
     let id: number
-    let path: string
+    let path: string | undefined
     let body: unknown
     try {
       ;({ id, path, body } = parseRequestFrame(text))
@@ -507,6 +507,7 @@ export function createHandler(options: HandlerOptions): Handler {
     let reply: Reply
     try {
       if (closed) throw new ClosedError('the node is shutting down')
+      if (path === undefined) throw new InvalidArgumentError('frame.path: must be a path like /v1/<ns>/get (at most 512 characters)')
       const m = ROUTE.exec(path)
       if (!m) {
         reply = json(404, { error: { code: 'INVALID_ARGUMENT', message: `no such endpoint: ${path.slice(0, 200)}` } })

@@ -69,13 +69,15 @@ export const FRAMES_MAX_PENDING = 256
 /** A request frame, as read by the node: the envelope only; `body` is validated like a POST body. */
 export interface RequestFrame {
   id: number
-  path: string
+  /** The route's path; undefined when the frame has none that could be one (answered 400 for its id). */
+  path: string | undefined
   body: unknown
 }
 
 /**
  * Reads a request frame's envelope, or throws an `InvalidArgumentError`
- * naming what is wrong. Hand-written: it runs for every request.
+ * naming what is wrong when it has no id to answer to. Hand-written: it
+ * runs for every request.
  *
  * @example
  * const { id, path, body } = parseRequestFrame('{"id":1,"path":"/v1/demo/get","body":{"key":"a"}}')
@@ -90,8 +92,7 @@ export function parseRequestFrame(text: string): RequestFrame {
   if (typeof frame !== 'object' || frame === null || Array.isArray(frame)) throw new InvalidArgumentError('frame: must be a JSON object')
   const { id, path, body } = frame as Record<string, unknown>
   if (typeof id !== 'number' || !Number.isSafeInteger(id) || id < 0) throw new InvalidArgumentError('frame.id: must be an integer >= 0')
-  if (typeof path !== 'string' || path.length > 512) throw new InvalidArgumentError('frame.path: must be a path like /v1/<ns>/get')
-  return { id, path, body }
+  return { id, path: typeof path === 'string' && path.length <= 512 ? path : undefined, body }
 }
 
 /** An answer frame, from a JSON body text (the node's replies are JSON already: no second serialization). */
