@@ -299,7 +299,8 @@ export function primitiveCases(factory: FixtureFactory, t: Named, options: Primi
       const next = await waiting
       expect(next).not.toBeNull() // found free on a patrol, long before the ghost's place expires
       await next!.release()
-      expect((await raw.list(queueOf('lock:ghost'))).map((e) => e.owner)).toEqual(['ghost'])
+      // A store that can tell dead owners (IndexedDB: no tab registered as "ghost") drops the place; others leave it to expire.
+      expect((await raw.list(queueOf('lock:ghost'))).map((e) => e.owner)).toEqual(raw.capabilities?.ownerGone ? [] : ['ghost'])
     }), 30_000)
 
     t('wait-queue entries are not user data: hidden from list and prefix watch, refused as keys', withStore(async (f) => {
