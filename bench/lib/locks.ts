@@ -9,6 +9,7 @@
 import type { Redis } from 'ioredis'
 import Redlock from 'redlock'
 import { Client, type Adapter } from 'zaris'
+import { countingAdapter } from '../../test/conformance/counting'
 import { loop, sleep, type Trial } from './measure'
 
 /** A lock contender: takes and frees one named lock. */
@@ -18,29 +19,6 @@ export interface LockPeer {
   /** Attempts made so far (commits or SET/EVAL calls that tried to take a lock). */
   attempts(): Promise<number>
   close(): Promise<void>
-}
-
-/** An adapter that counts the commits that try to take a lock (`set` if absent); joining and leaving the wait queue are not tries. */
-export function countingAdapter(inner: Adapter): { adapter: Adapter; count(): number } {
-  let count = 0
-  const adapter: Adapter = {
-    name: inner.name,
-    capabilities: inner.capabilities,
-    holderClock: inner.holderClock,
-    get: (key) => inner.get(key),
-    list: (prefix) => inner.list(prefix),
-    commit: (checks, ops) => {
-      // A try at a lock: its first op sets a key only if absent (the same commit may also take the waiter out of line).
-      const first = ops[0]
-      if (first?.type === 'set' && !first.key.startsWith('\u0001') && checks.some((c) => c.key === first.key && 'revision' in c && c.revision === null)) count++
-      return inner.commit(checks, ops)
-    },
-    watch: (prefix, sink, from) => inner.watch(prefix, sink, from),
-    close: () => inner.close(),
-  }
-  if (inner.ownerGone) adapter.ownerGone = (owner, signal) => inner.ownerGone!(owner, signal)
-  if (inner.registerOwner) adapter.registerOwner = (owner) => inner.registerOwner!(owner)
-  return { adapter, count: () => count }
 }
 
 /** zaris on `adapter`: acquire (ttl 30 s, auto-renew) and release. */

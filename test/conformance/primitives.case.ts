@@ -4,7 +4,8 @@
  * Runs in Node and the browser, on real time with short TTLs.
  */
 import { describe, expect } from 'vitest'
-import { Client, isZarisError, type Adapter, type Lock, type WatchEvent } from 'zaris'
+import { Client, isZarisError, type Lock, type WatchEvent } from 'zaris'
+import { countingAdapter } from './counting'
 import type { FixtureFactory, StoreFixture } from './fixture'
 import { collect, sleep, until, type Named } from './util'
 
@@ -211,26 +212,11 @@ export function primitiveCases(factory: FixtureFactory, t: Named, options: Primi
 
     // The wait queue (src/core/wait-queue.ts): entries under U+0001 "q" + key + U+0001.
     const queueOf = (key: string) => `\u0001q${key}\u0001`
-    /** A client on a raw adapter of the store that counts its tries at `key` (a commit that sets it only if absent). */
+    /** A client on a raw adapter of the store that counts its tries at `key`. */
     const countingClient = async (f: StoreFixture, id: string, key: string) => {
       const inner = await f.adapter()
-      let tries = 0
-      const adapter: Adapter = {
-        name: inner.name,
-        capabilities: inner.capabilities,
-        holderClock: inner.holderClock,
-        get: (k) => inner.get(k),
-        list: (prefix) => inner.list(prefix),
-        commit: (checks, ops, options) => {
-          if (checks.some((c) => c.key === key && 'revision' in c && c.revision === null) && ops.some((o) => o.key === key && o.type === 'set')) tries++
-          return inner.commit(checks, ops, options)
-        },
-        watch: (prefix, sink, from) => inner.watch(prefix, sink, from),
-        close: () => inner.close(),
-      }
-      if (inner.ownerGone) adapter.ownerGone = (owner, signal) => inner.ownerGone!(owner, signal)
-      if (inner.registerOwner) adapter.registerOwner = (owner) => inner.registerOwner!(owner)
-      return { client: new Client(adapter, { id }), tries: () => tries, inner }
+      const counted = countingAdapter(inner, (k) => k === key)
+      return { client: new Client(counted.adapter, { id }), tries: counted.count, inner }
     }
 
     t('waiters get the lock in the order they came, with one try each after their first', withStore(async (f) => {

@@ -1,0 +1,28 @@
+/**
+ * An adapter that counts tries at locks: commits whose first op sets a key
+ * only if it is absent (the commit may also take the waiter out of line).
+ * Joining or leaving a wait line is not a try. Shared by the conformance
+ * suite and the bench (bench/lib/locks.ts); nothing here is Node-only.
+ */
+import type { Adapter } from 'zaris'
+
+export function countingAdapter(inner: Adapter, counts: (key: string) => boolean = (key) => !key.startsWith('\u0001')): { adapter: Adapter; count(): number } {
+  let count = 0
+  const adapter: Adapter = {
+    name: inner.name,
+    capabilities: inner.capabilities,
+    holderClock: inner.holderClock,
+    get: (key) => inner.get(key),
+    list: (prefix) => inner.list(prefix),
+    commit: (checks, ops, options) => {
+      const first = ops[0]
+      if (first?.type === 'set' && counts(first.key) && checks.some((c) => c.key === first.key && 'revision' in c && c.revision === null)) count++
+      return inner.commit(checks, ops, options)
+    },
+    watch: (prefix, sink, from) => inner.watch(prefix, sink, from),
+    close: () => inner.close(),
+  }
+  if (inner.ownerGone) adapter.ownerGone = (owner, signal) => inner.ownerGone!(owner, signal)
+  if (inner.registerOwner) adapter.registerOwner = (owner) => inner.registerOwner!(owner)
+  return { adapter, count: () => count }
+}
