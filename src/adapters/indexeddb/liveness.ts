@@ -19,10 +19,12 @@
  * An announcement names an id, and ids can be reused (an `id` given to
  * `connect` again after a reload, or in two tabs at once), so hearing one is
  * not enough: each registration also holds an exclusive lock of its own
- * (`…:instance:<nonce>:<id>`), and a waiter believes an announcement only if
- * `locks.query()`, asked after it saw the entry it wants to take over, shows
- * no registration of that id other than the announced ones. A client
- * registers before it writes, so any writer of that entry shows up there.
+ * (`…:instance:<nonce>:<id>`), and a waiter believes announcements only once
+ * they cover every registration of that id that `locks.query()` showed
+ * after it saw the entry it wants to take over. A client registers before
+ * it writes, so the writer of that entry is among them; a registration that
+ * comes later did not write it (and if it writes the key, the takeover's
+ * revision check fails).
  *
  * @module
  */
@@ -78,6 +80,21 @@ function makeNonce(): string {
   return Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('')
 }
 
+/** The registrations of one id the lock manager knew of at one moment. */
+interface Seen {
+  /** The nonces of its registrations' own locks, held or queued. */
+  nonces: Set<string>
+  /** How many shared registration locks it had, held or queued (a registration of older zaris has no lock of its own). */
+  shared: number
+}
+
+/** A waiter listening for an owner's death. */
+interface Ear {
+  onGone(): void
+  /** What the lock manager showed after the waiter saw the entry; undefined until the query answers, null if it failed. */
+  seen?: Seen | null
+}
+
 /**
  * The announcements of one namespace in this page: the channel they travel
  * on, those heard lately, and the waiters listening for them.
@@ -90,7 +107,7 @@ class Hub {
   readonly #instancePrefix: string
   readonly #channel: BroadcastChannel
   readonly #heard = new Map<string, { nonces: Set<string>; at: number }>()
-  readonly #ears = new Map<string, Set<() => void>>()
+  readonly #ears = new Map<string, Set<Ear>>()
   refs = 0
 
   constructor(locks: LockManager, namespace: string) {
@@ -121,14 +138,23 @@ class Hub {
     this.#hear(a)
   }
 
-  /** Calls `onGone` once an announcement shows that no registration of `owner` is left; returns the way to stop listening. */
+  /**
+   * Calls `onGone` once every registration of `owner` that exists now has
+   * been announced gone; returns the way to stop listening. Call it only
+   * after reading the entry to take over: its writer registered before
+   * writing it, so the registrations looked up here include the writer, and
+   * an announcement heard later covers it without asking again (the lock
+   * manager is slow to answer while a tab is being torn down).
+   */
   listen(owner: string, onGone: () => void): () => void {
     let ears = this.#ears.get(owner)
     if (!ears) this.#ears.set(owner, (ears = new Set()))
-    const ear = () => onGone()
+    const ear: Ear = { onGone }
     ears.add(ear)
-    // Heard before this waiter came: check now (after it saw the entry it wants), not with an older query.
-    if (this.#heard.has(owner)) void this.#check(owner).then((gone) => gone && ears.has(ear) && onGone())
+    void this.#lookUp(owner).then((seen) => {
+      ear.seen = seen
+      if (ears.has(ear)) this.#decide(owner, ear)
+    })
     return () => {
       ears.delete(ear)
       if (ears.size === 0 && this.#ears.get(owner) === ears) this.#ears.delete(owner)
@@ -148,45 +174,42 @@ class Hub {
     if (!h) this.#heard.set(a.owner, (h = { nonces: new Set(), at: now }))
     h.nonces.add(a.nonce)
     h.at = now
-    const ears = this.#ears.get(a.owner)
-    if (!ears || ears.size === 0) return
-    void this.#check(a.owner).then((gone) => {
-      if (gone) for (const ear of [...ears]) ear()
-    })
+    for (const ear of [...(this.#ears.get(a.owner) ?? [])]) this.#decide(a.owner, ear)
   }
 
-  /**
-   * True when every registration of `owner` the lock manager knows (held or
-   * queued) is one announced as gone. An owner's shared registration locks
-   * are counted too, so a registration without a lock of its own (an older
-   * version of zaris in another tab) is never taken for dead.
-   */
-  async #check(owner: string): Promise<boolean> {
+  /** Tells `ear` its owner is gone if every registration it saw has been announced gone. */
+  #decide(owner: string, ear: Ear): void {
+    const seen = ear.seen
     const announced = this.#heard.get(owner)?.nonces
-    if (!announced) return false
+    if (!seen || !announced) return
+    for (const nonce of seen.nonces) if (!announced.has(nonce)) return
+    // Every shared registration lock must belong to an announced registration.
+    if (seen.shared > seen.nonces.size) return
+    ear.onGone()
+  }
+
+  /** The registrations of `owner` the lock manager holds or has queued; null if it cannot say. */
+  async #lookUp(owner: string): Promise<Seen | null> {
     let state: LockManagerSnapshot
     try {
       state = await this.#locks.query()
     } catch {
-      return false
+      return null
     }
     const ownerLock = this.ownerLock(owner)
     const suffix = `:${owner}`
-    let shared = 0
-    let dying = 0
+    const seen: Seen = { nonces: new Set(), shared: 0 }
     for (const l of [...(state.held ?? []), ...(state.pending ?? [])]) {
       const name = l.name ?? ''
       if (name === ownerLock) {
-        if (l.mode === 'shared') shared++
+        if (l.mode === 'shared') seen.shared++
         continue
       }
       if (!name.startsWith(this.#instancePrefix) || !name.endsWith(suffix)) continue
       const nonce = name.slice(this.#instancePrefix.length, name.length - suffix.length)
-      if (nonce.includes(':')) continue // another owner whose id ends in `:<owner>`
-      if (!announced.has(nonce)) return false
-      dying++
+      if (!nonce.includes(':')) seen.nonces.add(nonce) // else another owner whose id ends in `:<owner>`
     }
-    return shared <= dying
+    return seen
   }
 }
 
