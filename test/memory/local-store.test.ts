@@ -169,6 +169,30 @@ describe('LocalStore tombstones', () => {
     expect(s.list('k:').map((e) => [e.key, e.value])).toEqual([...state].sort((a, b) => (a[0] < b[0] ? -1 : 1)))
   })
 
+  test('put events built lazily carry the same fields live and in a replay, and are copies', () => {
+    const { s } = store()
+    const live = collect(s, 'w:')
+    ok(s, [], [set('w:gone', 'x')])
+    const r = ok(s, [], [{ type: 'delete', key: 'w:gone' }, { type: 'set', key: 'w:obj', value: { a: [1] }, ttl: 5_000, owner: 'me' }, set('w:plain', 'p')])
+    // An unwatched commit: its event is built only by the replay below.
+    ok(s, [], [{ type: 'set', key: 'w:late', value: { b: 2 }, owner: 'o2' }])
+    const replay = collect(s, 'w:', 0)
+    const want = [
+      { type: 'put', key: 'w:gone', revision: 1, value: 'x', created: 1 },
+      { type: 'delete', key: 'w:gone', revision: r.revision },
+      { type: 'put', key: 'w:obj', revision: r.revision, value: { a: [1] }, created: r.revision, owner: 'me', ttl: 5_000 },
+      { type: 'put', key: 'w:plain', revision: r.revision, value: 'p', created: r.revision },
+      { type: 'put', key: 'w:late', revision: r.revision + 1, value: { b: 2 }, created: r.revision + 1, owner: 'o2' },
+    ]
+    expect(live).toEqual(want)
+    expect(replay).toEqual(want)
+    // A watcher that mutates what it was given changes neither the store nor what others get.
+    ;(live[2]!.value as { a: number[] }).a.push(2)
+    ;(replay[4]!.value as { b: number }).b = 3
+    expect(s.get('w:obj')!.value).toEqual({ a: [1] })
+    expect(collect(s, 'w:', 0)).toEqual(want)
+  })
+
   test('a key re-set after a rebuild expires on its new TTL, not on its old one', async () => {
     const { s, clock } = store()
     const events = collect(s, 'lock')

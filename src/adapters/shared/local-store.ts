@@ -17,10 +17,10 @@
  *
  * @module
  */
-import type { Adapter, Check, CommitResult, Entry, Op, Unsubscribe, Value, WatchEvent, WatchSink } from '../../core/adapter'
+import type { Adapter, Check, CommitResult, Entry, Op, Unsubscribe, Value, WatchSink } from '../../core/adapter'
 import type { Clock, TimerHandle } from '../../core/clock'
 import { ClosedError, InvalidArgumentError } from '../../core/errors'
-import { EventLog } from './event-log'
+import { copyValue as copy, EventLog } from './event-log'
 import { MinHeap } from './heap'
 
 /** An entry as a local store keeps it. */
@@ -99,44 +99,48 @@ export class LocalStore {
   }
 
   get(key: string): Entry | undefined {
-    this.#expireDue()
+    const now = this.#expireDue()
     const e = this.#entries.get(key)
-    return e && this.#snapshot(e)
+    return e && this.#snapshot(e, now)
   }
 
   list(prefix: string): Entry[] {
-    this.#expireDue()
+    const now = this.#expireDue()
     const out: Entry[] = []
-    for (const e of this.#entries.values()) if (e !== undefined && e.key.startsWith(prefix)) out.push(this.#snapshot(e))
+    for (const e of this.#entries.values()) if (e !== undefined && e.key.startsWith(prefix)) out.push(this.#snapshot(e, now))
     return out.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0))
   }
 
   commit(checks: Check[], ops: Op[]): CommitResult {
-    this.#expireDue()
-    const failed: Array<{ key: string; entry: Entry | undefined }> = []
+    const now = this.#expireDue()
+    let failed: Array<{ key: string; entry: Entry | undefined }> | undefined
     for (const check of checks) {
       const e = this.#entries.get(check.key)
       const holds =
         'revision' in check
           ? check.revision === null ? e === undefined : e?.revision === check.revision
           : check.created === null ? e === undefined : e?.created === check.created
-      if (!holds) failed.push({ key: check.key, entry: e && this.#snapshot(e) })
+      if (!holds) (failed ??= []).push({ key: check.key, entry: e && this.#snapshot(e, now) })
     }
-    if (failed.length > 0) return { ok: false, failed }
+    if (failed) return { ok: false, failed }
 
     const revision = this.#revision + 1
-    const now = this.clock.now()
     const puts: StoredEntry[] = []
     const deletes: string[] = []
-    const seen = new Set<string>()
+    // Most commits (a lock's acquire, release, renewal) have one op: no set needed to find a repeated key.
+    const seen = ops.length > 1 ? new Set<string>() : undefined
+    let added = 0
     for (const op of ops) {
-      if (seen.has(op.key)) throw new InvalidArgumentError(`ops: key ${JSON.stringify(op.key)} appears twice in one commit`)
-      seen.add(op.key)
+      if (seen) {
+        if (seen.has(op.key)) throw new InvalidArgumentError(`ops: key ${JSON.stringify(op.key)} appears twice in one commit`)
+        seen.add(op.key)
+      }
       const existing = this.#entries.get(op.key)
       if (op.type === 'delete') {
         if (existing) deletes.push(op.key)
         continue
       }
+      if (existing === undefined) added++
       const stored: StoredEntry = {
         key: op.key,
         value: copy(op.value),
@@ -157,15 +161,17 @@ export class LocalStore {
       this.#remove(key)
       this.#log.append({ type: 'delete', key, revision })
     }
+    this.#live += added
+    const entries: Entry[] = []
     for (const e of puts) {
-      if (this.#entries.get(e.key) === undefined) this.#live++
       this.#entries.set(e.key, e)
       if (e.expiresAt !== undefined) this.#expiry.push({ at: e.expiresAt, key: e.key, revision })
-      this.#log.append(putEvent(e))
+      this.#log.appendPut(e)
+      entries.push(this.#snapshot(e, now))
     }
     this.#compact()
     this.#schedule()
-    return { ok: true, revision, entries: puts.map((e) => this.#snapshot(e)), deleted: deletes }
+    return { ok: true, revision, entries, deleted: deletes }
   }
 
   watch(prefix: string, sink: WatchSink, fromRevision?: number): Unsubscribe {
@@ -180,8 +186,8 @@ export class LocalStore {
     this.#log.closeAll(new ClosedError('the store was closed'))
   }
 
-  /** Deletes every entry whose deadline has passed, each with its own revision and `expire` event. */
-  #expireDue(): void {
+  /** Deletes every entry whose deadline has passed, each with its own revision and `expire` event; returns the time it used. */
+  #expireDue(): number {
     const now = this.clock.now()
     let expired = false
     for (let top = this.#expiry.peek(); top !== undefined && top.at <= now; top = this.#expiry.peek()) {
@@ -197,6 +203,7 @@ export class LocalStore {
       expired = true
     }
     if (expired) this.#compact()
+    return now
   }
 
   /** Deletes a live entry, leaving a tombstone (see the module comment for why not `Map.delete`). */
@@ -236,10 +243,10 @@ export class LocalStore {
     }, next.at - this.clock.now())
   }
 
-  #snapshot(e: StoredEntry): Entry {
+  #snapshot(e: StoredEntry, now: number): Entry {
     const entry: Entry = { key: e.key, value: copy(e.value), revision: e.revision, created: e.created }
     if (e.owner !== undefined) entry.owner = e.owner
-    if (e.expiresAt !== undefined) entry.ttl = Math.max(0, e.expiresAt - this.clock.now())
+    if (e.expiresAt !== undefined) entry.ttl = Math.max(0, e.expiresAt - now)
     return entry
   }
 }
@@ -292,14 +299,3 @@ export function localAdapter(
   }
 }
 
-function putEvent(e: StoredEntry): WatchEvent {
-  const event: WatchEvent = { type: 'put', key: e.key, revision: e.revision, value: copy(e.value), created: e.created }
-  if (e.owner !== undefined) event.owner = e.owner
-  if (e.ttl !== undefined) event.ttl = e.ttl
-  return event
-}
-
-/** Stored values are copies, so a caller mutating its object cannot change the store. */
-function copy(value: Value): Value {
-  return typeof value === 'object' && value !== null ? structuredClone(value) : value
-}
