@@ -26,6 +26,7 @@ export interface ReplayCacheOptions {
 }
 
 interface Slot {
+  id: string
   answer: Promise<string>
   at: number
   bytes: number
@@ -44,6 +45,14 @@ export class ReplayCache {
   readonly #ttlMs: number
   readonly #now: () => number
   #slots = new Map<string, Slot>()
+  /**
+   * The slots in insertion order, oldest at `#head`: pruning walks this, not
+   * the map, whose iteration after many deletions at its front skips every
+   * deleted entry (V8 keeps them until it rehashes) and cost more than the
+   * commit itself once the cache was full.
+   */
+  #order: Slot[] = []
+  #head = 0
   #bytes = 0
 
   constructor(options: ReplayCacheOptions = {}) {
@@ -66,8 +75,9 @@ export class ReplayCache {
     const slot = this.#slots.get(id)
     if (slot) return { body: await slot.answer, replayed: true }
     const answer = apply()
-    const fresh: Slot = { answer, at: this.#now(), bytes: 0 }
+    const fresh: Slot = { id, answer, at: this.#now(), bytes: 0 }
     this.#slots.set(id, fresh)
+    this.#order.push(fresh)
     try {
       const body = await answer
       if (this.#slots.get(id) === fresh) {
@@ -84,11 +94,22 @@ export class ReplayCache {
 
   #prune(): void {
     const oldest = this.#now() - this.#ttlMs
-    // Map order is insertion order, so the first slots are the oldest.
-    for (const [id, slot] of this.#slots) {
-      if (slot.at > oldest && this.#slots.size <= this.#maxEntries && this.#bytes <= this.#maxBytes) break
-      this.#slots.delete(id)
-      this.#bytes -= slot.bytes
+    const order = this.#order
+    while (this.#head < order.length) {
+      const slot = order[this.#head]!
+      // A slot whose commit failed left the map already; it only leaves the queue here.
+      const live = this.#slots.get(slot.id) === slot
+      if (live && slot.at > oldest && this.#slots.size <= this.#maxEntries && this.#bytes <= this.#maxBytes) break
+      this.#head++
+      if (live) {
+        this.#slots.delete(slot.id)
+        this.#bytes -= slot.bytes
+      }
+    }
+    // Drop the consumed front now and then, so the queue stays the size of the cache.
+    if (this.#head > 1024 && this.#head * 2 > order.length) {
+      this.#order = order.slice(this.#head)
+      this.#head = 0
     }
   }
 }
