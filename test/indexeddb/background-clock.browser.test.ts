@@ -2,15 +2,86 @@
  * backgroundClock: timers that run in a dedicated Worker, for auto-renewal
  * in hidden tabs. (Pages under vitest's Playwright provider always count as
  * visible; the renewal in a really hidden, throttled tab is tested in
- * lifecycle.test.ts.)
+ * lifecycle.test.ts. Here the page is made to look hidden by shadowing
+ * `document.visibilityState`.)
  */
 import { describe, expect, it } from 'vitest'
 import { Client } from 'zaris'
 import { backgroundClock, indexedDbAdapter } from 'zaris/indexeddb'
 
+/** Makes the page look hidden (or visible again) to the clock, and says so with the event. */
+function lookHidden(hidden: boolean): void {
+  if (hidden) Object.defineProperty(document, 'visibilityState', { value: 'hidden', configurable: true })
+  else delete (document as unknown as { visibilityState?: string }).visibilityState
+  document.dispatchEvent(new Event('visibilitychange'))
+}
+
+/** Counts the messages pages post to workers while `fn` runs (the worker still gets them). */
+async function countingWorkerMessages<T>(fn: (count: () => number) => Promise<T>): Promise<T> {
+  const original = Worker.prototype.postMessage
+  let n = 0
+  Worker.prototype.postMessage = function (this: Worker, ...args: Parameters<Worker['postMessage']>) {
+    n++
+    return original.apply(this, args as [unknown, StructuredSerializeOptions])
+  } as Worker['postMessage']
+  try {
+    return await fn(() => n)
+  } finally {
+    Worker.prototype.postMessage = original
+  }
+}
+
 describe('backgroundClock', () => {
+  it('while the page is visible, runs its timers on the page (no worker message), in deadline order; clearTimeout cancels', async () => {
+    const clock = backgroundClock()
+    try {
+      await countingWorkerMessages(async (count) => {
+        const fired: string[] = []
+        await new Promise<void>((resolve) => {
+          clock.setTimeout(() => fired.push('b'), 40)
+          const cancelled = clock.setTimeout(() => fired.push('never'), 20)
+          clock.setTimeout(() => fired.push('a'), 10)
+          clock.clearTimeout(cancelled)
+          clock.setTimeout(() => resolve(), 80)
+        })
+        expect(fired).toEqual(['a', 'b'])
+        expect(count()).toBe(0)
+      })
+    } finally {
+      clock.close()
+    }
+  })
+
+  it('when the page goes hidden, moves pending timers to the worker with the time they have left; timers set while hidden run there too', async () => {
+    const clock = backgroundClock()
+    try {
+      await countingWorkerMessages(async (count) => {
+        const fired: Array<[string, number]> = []
+        const start = clock.now()
+        const done = new Promise<void>((resolve) => {
+          clock.setTimeout(() => fired.push(['set visible, 60 ms', clock.now() - start]), 60)
+          const cancelled = clock.setTimeout(() => fired.push(['never', 0]), 70)
+          lookHidden(true)
+          expect(count()).toBe(2) // both moved
+          clock.clearTimeout(cancelled)
+          clock.setTimeout(() => fired.push(['set hidden, 20 ms', clock.now() - start]), 20)
+          clock.setTimeout(() => resolve(), 100)
+        })
+        await done
+        expect(fired.map(([name]) => name)).toEqual(['set hidden, 20 ms', 'set visible, 60 ms'])
+        expect(fired[1]![1]).toBeGreaterThanOrEqual(59)
+        // 2 moved + 1 clear + 2 set while hidden
+        expect(count()).toBe(5)
+      })
+    } finally {
+      lookHidden(false)
+      clock.close()
+    }
+  })
+
   it('runs its timers in a worker, in deadline order, and clearTimeout cancels', async () => {
     const clock = backgroundClock()
+    lookHidden(true)
     try {
       expect(clock.inWorker).toBe(true)
       const fired: string[] = []
@@ -25,6 +96,7 @@ describe('backgroundClock', () => {
       expect(fired).toEqual(['a', 'b'])
       expect(clock.now() - start).toBeGreaterThanOrEqual(79)
     } finally {
+      lookHidden(false)
       clock.close()
     }
   })

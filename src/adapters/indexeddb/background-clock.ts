@@ -7,13 +7,19 @@
  * timer. Where a worker cannot be made (no `Worker`, a CSP without `blob:`),
  * it falls back to the page's own timers.
  *
+ * While the page is visible its own timers are not throttled, and they cost
+ * no message to a worker (a hold arms and clears a timer on every renewal and
+ * release): timers set then run on the page. When the page goes hidden, the
+ * pending ones move to the worker with the time they have left, and timers
+ * set while hidden go to the worker.
+ *
  * @module
  */
 import type { Clock, TimerHandle } from '../../core/clock'
 
 /** A {@link Clock} whose timers survive background-tab throttling; `close()` ends its worker. */
 export interface BackgroundClock extends Clock {
-  /** True when the timers run in a worker (false: the page's timers, throttled in hidden tabs). */
+  /** True when a worker runs the timers of a hidden page (false: the page's timers, throttled in hidden tabs). */
   readonly inWorker: boolean
   /** Terminates the worker; pending timers never fire. */
   close(): void
@@ -53,28 +59,69 @@ export function backgroundClock(): BackgroundClock {
       close() {},
     }
   }
-  const pending = new Map<number, () => void>()
+  interface Timer {
+    fn: () => void
+    /** When it is due, on `performance.now()`. */
+    at: number
+    /** The page's timer while it runs there; undefined once it is in the worker. */
+    page?: ReturnType<typeof setTimeout>
+  }
+  const pending = new Map<number, Timer>()
   let next = 1
+  const doc = (globalThis as { document?: Document }).document
+  const visible = () => doc?.visibilityState === 'visible'
+  const toWorker = (id: number, t: Timer) => {
+    t.page = undefined
+    worker.postMessage(['set', id, Math.max(0, t.at - performance.now())])
+  }
+  // Hidden: the page's timers will be throttled, so what is pending moves to the worker.
+  const onVisibility = () => {
+    if (visible()) return
+    for (const [id, t] of pending) {
+      if (t.page === undefined) continue
+      globalThis.clearTimeout(t.page)
+      toWorker(id, t)
+    }
+  }
+  doc?.addEventListener('visibilitychange', onVisibility)
   worker.onmessage = (e: MessageEvent<number>) => {
-    const fn = pending.get(e.data)
+    const t = pending.get(e.data)
+    // A timer moved back and forth may answer late; only one still in the worker fires.
+    if (!t || t.page !== undefined) return
     pending.delete(e.data)
-    fn?.()
+    t.fn()
   }
   return {
     inWorker: true,
     now: () => performance.now(),
     setTimeout(fn, ms) {
       const id = next++
-      pending.set(id, fn)
-      worker.postMessage(['set', id, Math.max(0, ms)])
+      const delay = Math.max(0, ms)
+      const t: Timer = { fn, at: performance.now() + delay }
+      pending.set(id, t)
+      if (visible()) {
+        t.page = globalThis.setTimeout(() => {
+          if (pending.get(id) !== t) return
+          pending.delete(id)
+          fn()
+        }, delay)
+      } else {
+        toWorker(id, t)
+      }
       return { id } satisfies Handle as unknown as TimerHandle
     },
     clearTimeout(handle) {
       const id = (handle as unknown as Handle).id
-      if (pending.delete(id)) worker.postMessage(['clear', id])
+      const t = pending.get(id)
+      if (!t) return
+      pending.delete(id)
+      if (t.page !== undefined) globalThis.clearTimeout(t.page)
+      else worker.postMessage(['clear', id])
     },
     close() {
+      for (const t of pending.values()) if (t.page !== undefined) globalThis.clearTimeout(t.page)
       pending.clear()
+      doc?.removeEventListener('visibilitychange', onVisibility)
       worker.terminate()
     },
   }
