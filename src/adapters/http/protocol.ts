@@ -263,11 +263,149 @@ export function stripEvent(e: z.output<typeof watchEvent>): WatchEvent {
  * const body = parseWith(commitRequest, JSON.parse(text), 'body')
  */
 export function parseWith<S extends z.ZodType>(schema: S, input: unknown, what: string): z.output<S> {
+  const fast = FAST.get(schema)?.(input)
+  if (fast !== undefined) return fast as z.output<S>
   const r = schema.safeParse(input)
   if (r.success) return r.data
   const issue = r.error.issues[0]!
   const path = issue.path.length > 0 ? issue.path.map(String).join('.') : what
   throw new InvalidArgumentError(`${path}: ${issue.message}`)
+}
+
+/*
+ * Hand-written checks for the shapes that cross the wire on every lock
+ * operation (get, list and commit requests; get and commit answers). Each
+ * accepts only what its schema accepts and then returns what the schema
+ * would (the input itself: no transform changes these shapes), or
+ * undefined for anything else, which then goes to zod, so the error
+ * messages stay zod's. They assume JSON-parsed input, as everything
+ * parseWith sees is. test/http/protocol-fast.test.ts checks them against
+ * the schemas on generated inputs, valid and not.
+ */
+
+type Obj = Record<string, unknown>
+const isObject = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v) && Object.getPrototypeOf(v) === Object.prototype
+const isKey = (v: unknown): v is string => typeof v === 'string' && v.length >= 1 && v.length <= MAX_KEY_LENGTH
+const isRevision = (v: unknown): boolean => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0
+const isOwner = (v: unknown): boolean => typeof v === 'string' && v.length >= 1 && v.length <= 256
+const REQUEST_ID = /^[A-Za-z0-9_-]{8,128}$/
+const KEY_ONLY = { key: 1 } as const
+
+/** Every own key of `o` is one of `allowed`, and the `required` ones are there. */
+function keysWithin(o: Obj, allowed: Readonly<Record<string, 1>>, required: number): boolean {
+  let n = 0
+  for (const k in o) {
+    if (!Object.hasOwn(o, k) || allowed[k] !== 1 || k === '__proto__') return false
+    n++
+  }
+  return n >= required
+}
+
+/** What checkValue accepts, without building a path per node (values only, no message). */
+function storable(v: unknown, depth: number): boolean {
+  switch (typeof v) {
+    case 'string':
+    case 'boolean':
+      return true
+    case 'number':
+      return Number.isFinite(v)
+    case 'object':
+      break
+    default:
+      return false
+  }
+  if (v === null) return true
+  // checkValue refuses deeper values, and shared references; neither comes out of JSON.parse, but say no and let it judge.
+  if (depth >= MAX_VALUE_DEPTH_FAST) return false
+  if (Array.isArray(v)) {
+    for (const x of v) if (!storable(x, depth + 1)) return false
+    return true
+  }
+  const proto = Object.getPrototypeOf(v)
+  if (proto !== Object.prototype && proto !== null) return false
+  for (const k of Object.keys(v)) if (!storable((v as Obj)[k], depth + 1)) return false
+  return true
+}
+/** Below checkValue's own limit (64): anything near it goes to the full check. */
+const MAX_VALUE_DEPTH_FAST = 32
+
+const CHECK_KEYS = { key: 1, revision: 1, created: 1 } as const
+const SET_KEYS = { type: 1, key: 1, value: 1, ttl: 1, owner: 1, fresh: 1 } as const
+const DELETE_KEYS = { type: 1, key: 1 } as const
+const COMMIT_KEYS = { checks: 1, ops: 1, requestId: 1 } as const
+
+function fastCheck(c: unknown): boolean {
+  if (!isObject(c) || !keysWithin(c, CHECK_KEYS, 2) || !isKey(c.key)) return false
+  const hasRevision = Object.hasOwn(c, 'revision')
+  if (hasRevision === Object.hasOwn(c, 'created')) return false
+  const r = hasRevision ? c.revision : c.created
+  return r === null || isRevision(r)
+}
+
+function fastOp(o: unknown): boolean {
+  if (!isObject(o) || !isKey(o.key)) return false
+  if (o.type === 'delete') return keysWithin(o, DELETE_KEYS, 2)
+  if (o.type !== 'set' || !keysWithin(o, SET_KEYS, 3) || !Object.hasOwn(o, 'value') || !storable(o.value, 0)) return false
+  if (o.ttl !== undefined && !(typeof o.ttl === 'number' && o.ttl > 0 && o.ttl <= MAX_TTL)) return false
+  if (o.owner !== undefined && !isOwner(o.owner)) return false
+  return o.fresh === undefined || typeof o.fresh === 'boolean'
+}
+
+function fastCommitRequest(b: unknown): z.output<typeof commitRequest> | undefined {
+  if (!isObject(b) || !keysWithin(b, COMMIT_KEYS, 2)) return undefined
+  const { checks, ops, requestId } = b
+  if (!Array.isArray(checks) || !Array.isArray(ops) || checks.length > MAX_OPS || ops.length > MAX_OPS) return undefined
+  if (requestId !== undefined && !(typeof requestId === 'string' && REQUEST_ID.test(requestId))) return undefined
+  for (const c of checks) if (!fastCheck(c)) return undefined
+  for (const o of ops) if (!fastOp(o)) return undefined
+  return b as z.output<typeof commitRequest>
+}
+
+const ENTRY_KEYS = { key: 1, value: 1, revision: 1, created: 1, owner: 1, ttl: 1 } as const
+
+function fastEntry(e: unknown): boolean {
+  if (!isObject(e) || !keysWithin(e, ENTRY_KEYS, 4) || !isKey(e.key) || !isRevision(e.revision) || !isRevision(e.created)) return false
+  if (!Object.hasOwn(e, 'value') || !storable(e.value, 0)) return false
+  if (e.owner !== undefined && !isOwner(e.owner)) return false
+  return e.ttl === undefined || (typeof e.ttl === 'number' && e.ttl >= 0 && Number.isFinite(e.ttl))
+}
+
+const OK_KEYS = { ok: 1, revision: 1, entries: 1, deleted: 1 } as const
+const FAILED_KEYS = { ok: 1, failed: 1 } as const
+const FAILURE_KEYS = { key: 1, entry: 1 } as const
+
+function fastCommitResponse(r: unknown): z.output<typeof commitResponse> | undefined {
+  if (!isObject(r)) return undefined
+  if (r.ok === true) {
+    if (!keysWithin(r, OK_KEYS, 4) || !isRevision(r.revision) || !Array.isArray(r.entries) || !Array.isArray(r.deleted)) return undefined
+    for (const e of r.entries) if (!fastEntry(e)) return undefined
+    for (const k of r.deleted) if (!isKey(k)) return undefined
+    return r as z.output<typeof commitResponse>
+  }
+  if (r.ok !== false || !keysWithin(r, FAILED_KEYS, 2) || !Array.isArray(r.failed)) return undefined
+  for (const f of r.failed) {
+    if (!isObject(f) || !keysWithin(f, FAILURE_KEYS, 2) || !isKey(f.key) || !(f.entry === null || fastEntry(f.entry))) return undefined
+  }
+  return r as z.output<typeof commitResponse>
+}
+
+/** The hand-written check of each schema that has one. */
+const FAST = new Map<z.ZodType, (input: unknown) => unknown>([
+  [commitRequest, fastCommitRequest],
+  [getRequest, (b) => (isObject(b) && keysWithin(b, KEY_ONLY, 1) && isKey(b.key) ? b : undefined)],
+  [listRequest, (b) => (isObject(b) && keysWithin(b, { prefix: 1 }, 1) && typeof b.prefix === 'string' && b.prefix.length <= MAX_KEY_LENGTH ? b : undefined)],
+  [commitResponse, fastCommitResponse],
+  [getResponse, (r) => (isObject(r) && keysWithin(r, { entry: 1 }, 1) && (r.entry === null || fastEntry(r.entry)) ? r : undefined)],
+])
+
+/**
+ * The hand-written check of `schema`, for tests that hold it against the
+ * schema; undefined for a schema without one.
+ *
+ * @internal
+ */
+export function fastPathOf(schema: z.ZodType): ((input: unknown) => unknown) | undefined {
+  return FAST.get(schema)
 }
 
 /** The HTTP status of each error code, shared so both ends agree. */
