@@ -223,12 +223,14 @@ class HttpAdapter implements Adapter {
         this.#assertOpen()
         const index = (start + i) % n
         const endpoint = this.#endpoints[index]!
-        const signal = anySignal(this.#closer.signal, this.#timeout)
+        // A transport that keeps deadlines itself spares each attempt a controller, a listener and a timer.
+        const deadline = transport.deadlines ? performance.now() + this.#timeout : undefined
+        const signal = deadline === undefined ? anySignal(this.#closer.signal, this.#timeout) : untimed(this.#closer.signal, deadline)
         let status: number
         let text = ''
         let parsed: { json: unknown } | undefined
         try {
-          const res = await transport.send({ method, url: this.#url(endpoint, op) + query, headers, body, signal: signal.signal })
+          const res = await transport.send({ method, url: this.#url(endpoint, op) + query, headers, body, signal: signal.signal, deadline })
           status = res.status
           // An answer frame comes parsed already.
           if (status === 200 && res.json) parsed = { json: await res.json() }
@@ -318,6 +320,11 @@ function randomHex(n: number): string {
   let id = ''
   for (const b of bytes) id += b.toString(16).padStart(2, '0')
   return id
+}
+
+/** The adapter's close signal as is, for a transport that keeps the deadline itself. */
+function untimed(closed: AbortSignal, deadline: number): { signal: AbortSignal; timedOut(): boolean; dispose(): void } {
+  return { signal: closed, timedOut: () => !closed.aborted && performance.now() >= deadline - 1, dispose() {} }
 }
 
 /** Aborts on the adapter's close or after `ms`, whichever is first. */

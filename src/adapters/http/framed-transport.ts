@@ -50,6 +50,8 @@ interface Pending {
   reject(err: Error): void
   /** How many answers had arrived when this request was sent. */
   seen: number
+  /** When it fails unanswered (performance.now() ms); Infinity: only its signal ends it. */
+  deadline: number
   signal: AbortSignal
   onAbort(): void
 }
@@ -102,11 +104,11 @@ export class Frames {
     let conn = link.conn
     if (!conn || conn.closed) {
       if (link.refusedUntil > Date.now()) return undefined
-      conn = await this.#connect(link, origin, authorization, r.signal)
+      conn = await this.#connect(link, origin, authorization, r.signal, r.deadline)
       if (!conn) return undefined
     }
     if (conn.full) return undefined
-    return conn.request(r.url.slice(at), r.body, r.signal)
+    return conn.request(r.url.slice(at), r.body, r.signal, r.deadline ?? Infinity)
   }
 
   /** Closes every connection; requests on them fail. */
@@ -120,7 +122,9 @@ export class Frames {
   }
 
   /** The link's connection, opened once however many requests wait for it; each waiter gives up on its own signal. */
-  async #connect(link: Link, origin: string, authorization: string | undefined, signal: AbortSignal): Promise<Connection | undefined> {
+  async #connect(link: Link, origin: string, authorization: string | undefined, outer: AbortSignal, deadline: number | undefined): Promise<Connection | undefined> {
+    // Rare (once per connection): a signal with the deadline in it is cheap enough here.
+    const signal = deadline === undefined ? outer : AbortSignal.any([outer, AbortSignal.timeout(Math.max(0, Math.ceil(deadline - performance.now())))])
     if (!link.opening) {
       const controller = new AbortController()
       const opening: Opening = {
@@ -216,6 +220,9 @@ class Connection {
   readonly #origin: string
   readonly #pending = new Map<number, Pending>()
   #nextId = 0
+  /** The one timer that fails requests past their deadline, and when it fires. */
+  #timer: ReturnType<typeof setTimeout> | undefined
+  #timerAt = Infinity
   /** Answers received: a request that times out with none since it was sent suspects the connection. */
   #received = 0
   #parts: Buffer[] = []
@@ -239,7 +246,7 @@ class Connection {
     return this.#pending.size >= FRAMES_MAX_PENDING
   }
 
-  request(path: string, body: string, signal: AbortSignal): Promise<TransportResponse> {
+  request(path: string, body: string, signal: AbortSignal, deadline: number): Promise<TransportResponse> {
     return new Promise<TransportResponse>((resolve, reject) => {
       if (this.closed) return reject(new Error(`the connection to ${this.#origin} closed`))
       if (signal.aborted) return reject(signal.reason as Error)
@@ -248,26 +255,60 @@ class Connection {
         resolve,
         reject,
         seen: this.#received,
+        deadline,
         signal,
-        onAbort: () => {
-          if (this.#pending.get(id) !== pending) return
-          this.#forget(id, pending)
-          reject(signal.reason as Error)
-          // Nothing came back since it was sent: the connection may be dead, so the retry gets a new one.
-          if (this.#received === pending.seen) this.destroy(new Error(`no answer from ${this.#origin} on its connection`))
-        },
+        onAbort: () => this.#giveUp(id, pending, signal.reason as Error),
       }
       signal.addEventListener('abort', pending.onAbort, { once: true })
       this.#pending.set(id, pending)
       if (this.#pending.size === 1) this.#socket.ref()
+      if (deadline < this.#timerAt) this.#arm(deadline)
       this.#socket.write(`{"id":${id},"path":${JSON.stringify(path)},"body":${body}}\n`)
     })
+  }
+
+  /** A request that stops waiting (its signal, or its deadline). */
+  #giveUp(id: number, pending: Pending, why: Error): void {
+    if (this.#pending.get(id) !== pending) return
+    this.#forget(id, pending)
+    pending.reject(why)
+    // Nothing came back since it was sent: the connection may be dead, so the retry gets a new one.
+    if (this.#received === pending.seen) this.destroy(new Error(`no answer from ${this.#origin} on its connection`))
+  }
+
+  /**
+   * Sets the timer to `at`. One timer serves every request: it is not
+   * cleared when requests are answered, and when it fires it fails those
+   * past their deadline and is set again for the earliest left, so with
+   * answers coming it runs about once per timeout, not once per request.
+   */
+  #arm(at: number): void {
+    if (this.#timer !== undefined) clearTimeout(this.#timer)
+    this.#timerAt = at
+    this.#timer = setTimeout(() => this.#sweep(), Math.max(0, at - performance.now()))
+    // The socket, ref'd while a request waits, is what keeps the process alive.
+    this.#timer.unref()
+  }
+
+  #sweep(): void {
+    this.#timer = undefined
+    this.#timerAt = Infinity
+    const now = performance.now()
+    let next = Infinity
+    for (const [id, p] of [...this.#pending]) {
+      if (p.deadline <= now) {
+        this.#giveUp(id, p, new Error(`no answer within the deadline from ${this.#origin}`))
+        if (this.closed) return
+      } else if (p.deadline < next) next = p.deadline
+    }
+    if (next < Infinity) this.#arm(next)
   }
 
   /** Cuts the connection; every waiting request fails with `why`. */
   destroy(why: Error): void {
     if (this.closed) return
     this.closed = true
+    if (this.#timer !== undefined) clearTimeout(this.#timer)
     this.#socket.destroy()
     const pending = [...this.#pending]
     this.#pending.clear()

@@ -41,11 +41,14 @@ export async function nodeTransport(options: NodeTransportOptions = {}): Promise
       : new Frames({ http, https: async () => (https ??= (await load('node:https')) as typeof Https) })
   return {
     name: frames ? 'node:http+frames' : 'node:http',
+    deadlines: true,
     async send(r) {
       if (frames) {
         const framed = await frames.send(r)
         if (framed) return framed
       }
+      // Over HTTP the deadline is a signal of its own (AbortSignal.timeout does not keep the process alive).
+      if (r.deadline !== undefined) r = { ...r, signal: AbortSignal.any([r.signal, AbortSignal.timeout(Math.max(0, Math.ceil(r.deadline - performance.now())))]) }
       const secure = r.url.startsWith('https:')
       if (secure && !secureAgent) {
         https ??= (await load('node:https')) as typeof Https

@@ -22,6 +22,12 @@ export interface TransportRequest {
   body?: string
   /** Aborts the request (and the reading of its body). */
   signal: AbortSignal
+  /**
+   * When the request fails for want of an answer (`performance.now()` ms).
+   * Honoured by a transport that says {@link Transport.deadlines}; the
+   * adapter then passes only its close signal, and no timer of its own.
+   */
+  deadline?: number
 }
 
 /** One HTTP response; read it with `text()` or `chunks()`, once. */
@@ -58,6 +64,12 @@ export interface TransportResponse {
 export interface Transport {
   /** For messages: `fetch` or `node:http`. */
   readonly name: string
+  /**
+   * True when the transport enforces {@link TransportRequest.deadline}
+   * itself (one timer for many requests, not one each): past it, the
+   * request rejects.
+   */
+  readonly deadlines?: boolean
   /** Sends one request; resolves once the status and headers are in. */
   send(request: TransportRequest): Promise<TransportResponse>
   /** Frees pooled connections. */
