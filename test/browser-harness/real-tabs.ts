@@ -27,6 +27,13 @@ import { join } from 'node:path'
 import { chromium, type Browser, type BrowserContext } from 'playwright'
 import { CHROMIUM_ARGS } from './chromium'
 
+/**
+ * Flags that keep hidden tabs' timers and renderers at full speed, as
+ * Playwright's own launch does, for tests that want real freezing but not
+ * background throttling: `Page.setWebLifecycleState` still freezes a tab.
+ */
+export const UNTHROTTLED_ARGS = ['--disable-background-timer-throttling', '--disable-renderer-backgrounding', '--disable-backgrounding-occluded-windows']
+
 export interface RealTabsBrowser {
   browser: Browser
   /** The default context: the only one whose pages Playwright leaves unemulated. Open tabs here. */

@@ -2,8 +2,8 @@
  * Tab faults on the IndexedDB store, in real Chromium tabs driven by
  * Playwright (test/browser-harness): a holder tab closed, crashed
  * (`Page.crash`) and closed from the browser side (`Target.closeTarget`);
- * 20 tabs opened at once electing a leader while random busy loops stall
- * them; and many tabs taking one lock in rounds while tabs are closed and
+ * tabs opened at once (8; 20 in the long run) electing a leader while
+ * random busy loops stall them; and many tabs taking one lock in rounds while tabs are closed and
  * crashed at random. Every tab records its history through a binding; the
  * checker judges it.
  *
@@ -13,6 +13,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import type { BrowserContext, Page } from 'playwright'
+import { launchRealTabs, UNTHROTTLED_ARGS, type RealTabsBrowser } from '../browser-harness/real-tabs'
 import { startHarness, type Harness } from '../browser-harness/server'
 import { assertHistory, type HistoryRecord } from './checker'
 import { count, figure, LONG, prng, quantiles, seedFor, timeout } from './scale'
@@ -37,21 +38,31 @@ const ns = (name: string) => `faults-${name}-${Math.random().toString(36).slice(
 /** A browser context whose pages record into `history`; `open` adds a ready tab. */
 async function context(history: HistoryRecord[]): Promise<{ ctx: BrowserContext; open(): Promise<Page> }> {
   const ctx = await harness.browser.newContext()
-  await ctx.exposeBinding('zarisRecord', (_source, record: HistoryRecord) => void history.push(record))
+  await recordFrom(ctx, (record) => history.push(record))
+  return { ctx, open: opener(ctx, harness.url) }
+}
+
+/** Makes the pages of `ctx` record through `push`, their unhandled rejections included. */
+async function recordFrom(ctx: BrowserContext, push: (record: HistoryRecord) => void): Promise<void> {
+  await ctx.exposeBinding('zarisRecord', (_source, record: HistoryRecord) => void push(record))
   // A tab's unhandled rejection is a failure of the run, like a process's.
   await ctx.addInitScript(() => {
     window.addEventListener('unhandledrejection', (e) => {
       void window.zarisRecord({ type: 'unhandled', client: String(window.kept?.id ?? 'tab'), error: String((e.reason as Error)?.message ?? e.reason), at: performance.timeOrigin + performance.now() })
     })
   })
-  const open = async () => {
+}
+
+/** Opens a tab of the harness page at `url` in `ctx`, ready to use. */
+function opener(ctx: BrowserContext, url: string): () => Promise<Page> {
+  return async () => {
     const page = await ctx.newPage()
     // Generous: on a loaded machine a new tab can take long to load the harness page.
-    await page.goto(harness.url, { timeout: 120_000 })
-    await page.waitForFunction(() => window.harnessReady === true, undefined, { timeout: 120_000 })
+    await page.goto(url, { timeout: 120_000 })
+    // Polled, not per animation frame: a tab that is not in front gets no frames.
+    await page.waitForFunction(() => window.harnessReady === true, undefined, { timeout: 120_000, polling: 50 })
     return page
   }
-  return { ctx, open }
 }
 
 /**
@@ -59,6 +70,12 @@ async function context(history: HistoryRecord[]): Promise<{ ctx: BrowserContext;
  * to `res:<lock>` (after up to `workMs` of work), release, write again with
  * the released lock (refused).
  * With `rounds` 0 it takes the lock once and keeps writing every 50 ms.
+ *
+ * For a freeze (see `freezeHolder`), the next round, once it holds the lock,
+ * renews it, reports its token and waits for the tab to be frozen and
+ * resumed; then, like a holder that cannot know, writes fenced by the hold at
+ * once (it must be refused), waits for its signal and carries on. The tab's
+ * `freeze` and `resume` events record the pause.
  */
 function startClient(page: Page, args: { store: string; id: string; lock: string; rounds: number; ttl: number; workMs?: number }): Promise<void> {
   return page.evaluate(async ({ store, id, lock: lockKey, rounds, ttl, workMs }) => {
@@ -68,6 +85,14 @@ function startClient(page: Page, args: { store: string; id: string; lock: string
     const c = await window.zaris.connect(`zaris://idb/${store}`, { id })
     window.kept.client = c
     const resource = `res:${lockKey}`
+    let frozenAt: number | undefined
+    document.addEventListener('freeze', () => (frozenAt = now()))
+    document.addEventListener('resume', () => {
+      const held = window.kept.frozenHold as import('zaris').Lock | undefined
+      window.kept.frozenHold = undefined
+      if (held && frozenAt !== undefined) record({ type: 'pause', client: id, lock: lockKey, token: held.token, ttl, at: frozenAt, until: now() })
+      ;(window.kept.onResumed as (() => void) | undefined)?.()
+    })
     const write = async (lock: import('zaris').Lock, seq: number) => {
       const invokedAt = now()
       try {
@@ -99,13 +124,32 @@ function startClient(page: Page, args: { store: string; id: string; lock: string
       }
       for (let round = 0; round < rounds; round++) {
         const lock = await take()
-        if (workMs) await new Promise((r) => setTimeout(r, Math.random() * workMs))
+        const freezeMe = window.kept.onFreezeReady as ((token: number | null) => void) | undefined
+        if (freezeMe) {
+          window.kept.onFreezeReady = undefined
+          // Frozen between two transactions, never inside one (that would hold up every tab's writes for the whole freeze): just after a renewal.
+          await lock.renew()
+          window.kept.frozenHold = lock
+          const resumed = new Promise<void>((r) => (window.kept.onResumed = r))
+          freezeMe(lock.token)
+          await resumed
+          const resumedAt = now()
+          await write(lock, round)
+          if (!lock.signal.aborted) {
+            await Promise.race([new Promise((r) => lock.signal.addEventListener('abort', r, { once: true })), new Promise((r) => setTimeout(r, 10_000))])
+          }
+          record({ type: 'note', client: id, text: 'resumed', token: lock.token, aborted: lock.signal.aborted, abortedAfter: now() - resumedAt, at: now() })
+        } else if (workMs) {
+          await new Promise((r) => setTimeout(r, Math.random() * workMs))
+        }
         await write(lock, round)
         const released = await lock.release()
         record({ type: 'release', client: id, lock: lockKey, token: lock.token, released, at: now() })
         await write(lock, -1)
       }
       record({ type: 'note', client: id, text: 'done', at: now() })
+      window.kept.finished = true
+      ;(window.kept.onFreezeReady as ((token: number | null) => void) | undefined)?.(null)
     })()
   }, { workMs: 0, ...args })
 }
@@ -231,16 +275,27 @@ describe('takeover after a clean release', () => {
   }, timeout(60_000, 300_000))
 })
 
-// Long run only (npm run test:faults): in the short run on a loaded 2-core CI machine this test flaked
-// once (20 tabs with busy loops); its failure is not yet understood — see the closing note of session 1.
-describe.runIf(LONG)('20 tabs opened at once elect a leader while busy loops stall them [long run only: flaked once in the short run, cause not yet known]', () => {
-  const seconds = count(3, 30)
-  test(`for ${seconds} s: one leader at a time by token order, fenced writes rise, all agree at the end`, async () => {
+/**
+ * Progress is counted in terms, not seconds: the busy loops alone ask for a third of a core per tab
+ * (up to 150 ms of stall per 50–250 ms pause), so on a 2-core machine they starve the tabs by design,
+ * and with other jobs on it an IndexedDB commit took up to 1.5 s — longer than the 1 s TTL. Leaders
+ * then lose their terms by expiry right after winning them and a handover takes seconds, so "more than
+ * 3 terms in 3 s" failed in 8 of 15 runs at load 8–22 (it once failed a clean CI run). The chaos now
+ * lasts until `minTerms` terms were granted (and at least `seconds`), bounded by `boundS`.
+ */
+describe('tabs opened at once elect a leader while busy loops stall them', () => {
+  const tabsN = count(8, 20)
+  const seconds = count(2, 30)
+  const minTerms = count(4, 10)
+  const boundS = seconds + (LONG ? 120 : 45)
+  test(`${tabsN} tabs, at least ${seconds} s and ${minTerms} terms: one leader at a time by token order, fenced writes rise, all agree at the end`, async () => {
     const history: HistoryRecord[] = []
     const { ctx, open } = await context(history)
     try {
       const store = ns('election')
-      const tabs = await Promise.all(Array.from({ length: 20 }, () => open()))
+      const openedFrom = performance.now()
+      const tabs = await Promise.all(Array.from({ length: tabsN }, () => open()))
+      const openMs = performance.now() - openedFrom
       const random = prng(seedFor('election'))
       await Promise.all(
         tabs.map((tab, i) =>
@@ -270,12 +325,16 @@ describe.runIf(LONG)('20 tabs opened at once elect a leader while busy loops sta
                   const invokedAt = now()
                   const term = await election.campaign()
                   record({ type: 'acquire', client: id, lock: 'leader:sync', token: term.token, invokedAt, at: now() })
+                  // When this tab last acted as leader: `held` looks at the holder's own deadline, however late its timers are.
+                  let lastHeld = now()
                   term.signal.addEventListener('abort', () => {
-                    record({ type: 'note', client: id, text: 'deposed', at: now(), token: term.token, reason: (term.signal.reason as { code?: string })?.code })
+                    record({ type: 'note', client: id, text: 'deposed', at: now(), lastHeld, token: term.token, reason: (term.signal.reason as { code?: string })?.code })
                   })
                   // Lead for a while, writing fenced by the term; then resign (while the chaos lasts).
                   const until = performance.now() + 200 + rand() * 600
-                  for (let seq = 0; term.signal.aborted === false && (performance.now() < until || !window.kept.chaos); seq++) {
+                  for (;;) {
+                    if (!term.held || (performance.now() >= until && window.kept.chaos)) break
+                    lastHeld = now()
                     const at = now()
                     try {
                       const e = await c.put('res:leader', { token: term.token, by: id }, { fence: term })
@@ -295,10 +354,18 @@ describe.runIf(LONG)('20 tabs opened at once elect a leader while busy loops sta
           ),
         ),
       )
-      await sleep(seconds * 1_000)
+      const termsSoFar = () => history.filter((r) => r.type === 'acquire').length
+      const chaosFrom = performance.now()
+      for (;;) {
+        const elapsed = performance.now() - chaosFrom
+        if (elapsed >= seconds * 1_000 && termsSoFar() >= minTerms) break
+        if (elapsed > boundS * 1_000) throw new Error(`only ${termsSoFar()} terms in ${boundS} s of chaos (${minTerms} asked): ${starvation(history)}`)
+        await sleep(100)
+      }
+      const chaosS = (performance.now() - chaosFrom) / 1_000
       await Promise.all(tabs.map((t) => t.evaluate(() => (window.kept.chaos = false))))
       // All agree eventually: the same leader everywhere, and only that tab thinks it leads.
-      const deadline = performance.now() + 20_000
+      const deadline = performance.now() + 30_000
       let views: Array<{ leader?: { candidate: string; token: number }; isLeader: boolean }> = []
       for (;;) {
         views = await Promise.all(tabs.map((t) => t.evaluate(() => {
@@ -307,41 +374,106 @@ describe.runIf(LONG)('20 tabs opened at once elect a leader while busy loops sta
         })))
         const first = JSON.stringify(views[0]!.leader)
         if (views.every((v) => JSON.stringify(v.leader) === first) && views.filter((v) => v.isLeader).length === 1) break
-        if (performance.now() > deadline) throw new Error(`the tabs did not agree within 20 s: ${JSON.stringify(views)}`)
+        if (performance.now() > deadline) throw new Error(`the tabs did not agree within 30 s: ${JSON.stringify(views)}; ${starvation(history)}`)
         await sleep(100)
       }
       const leader = views.find((v) => v.isLeader)!.leader!
       const stats = assertHistory(history, { clockMargin: 5 })
       // One leader at a time by token order: a term starts only after the one before it ended.
       const terms = history.filter((r): r is Extract<HistoryRecord, { type: 'acquire' }> => r.type === 'acquire').sort((a, b) => a.token - b.token)
-      const deposed = new Map(history.flatMap((r) => (r.type === 'note' && r.text === 'deposed' ? [[r.token as number, r.at] as const] : [])))
+      const deposed = new Map(history.flatMap((r) => (r.type === 'note' && r.text === 'deposed' ? [[r.token as number, r] as const] : [])))
       let overlap = -Infinity
+      let acted = -Infinity
       for (let i = 1; i < terms.length; i++) {
         const end = deposed.get(terms[i - 1]!.token)
         expect(end, `term ${terms[i - 1]!.token} ended before term ${terms[i]!.token}`).toBeDefined()
-        overlap = Math.max(overlap, end! - terms[i]!.at)
+        // The old leader's `deposed` event comes as late as its tab's timers: a figure, not a promise (a starved tab's timers
+        // can be seconds late). The promise is that it stopped acting as leader (`held` false) before the next term was granted.
+        overlap = Math.max(overlap, end!.at - terms[i]!.at)
+        acted = Math.max(acted, (end!.lastHeld as number) - terms[i]!.at)
+        expect((end!.lastHeld as number) - terms[i]!.at, `term ${terms[i - 1]!.token}'s leader acted after term ${terms[i]!.token} was granted`).toBeLessThan(5)
       }
-      // A deposed event can only be late by a busy loop of the old leader's tab (≤ 150 ms), during which it could not act.
-      expect(overlap).toBeLessThan(150)
       expect(terms.at(-1)!.token).toBe(leader.token)
-      expect(terms.length).toBeGreaterThan(3)
-      await figure('IndexedDB election: 20 tabs opened at once, busy loops up to 150 ms', { seconds, terms: terms.length, fenced_writes_accepted: stats.accepted, refused: stats.refused, max_overlap_ms: overlap, tabs_agreed: true })
+      expect(terms.length).toBeGreaterThanOrEqual(minTerms)
+      const expired = [...deposed.values()].filter((r) => r.reason === 'EXPIRED').length
+      const latency = quantiles(history.flatMap((r) => (r.type === 'write' ? [r.at - r.invokedAt] : [])))
+      await figure(`IndexedDB election: ${tabsN} tabs opened at once, busy loops up to 150 ms`, {
+        tabs: tabsN, open_ms: openMs, chaos_s: chaosS, terms: terms.length, ended_by_expiry: expired, fenced_writes_accepted: stats.accepted, refused: stats.refused,
+        write_p50_ms: latency.p50, write_max_ms: latency.max, max_deposed_event_after_next_term_ms: overlap, max_acted_after_next_term_ms: acted, tabs_agreed: true,
+      })
     } finally {
       await ctx.close()
     }
-  }, timeout(90_000, 300_000))
+  }, timeout(150_000, 450_000))
 })
 
-describe('tabs taking one lock in rounds while tabs are closed and crashed', () => {
+/** Why an election made little progress: how long its commits took against the 1 s TTL, and how its terms ended. */
+function starvation(history: HistoryRecord[]): string {
+  const writes = quantiles(history.flatMap((r) => (r.type === 'write' ? [r.at - r.invokedAt] : [])))
+  const grants = history.flatMap((r) => (r.type === 'acquire' ? [Math.round(r.at - r.invokedAt)] : []))
+  const ends = history.flatMap((r) => (r.type === 'note' && r.text === 'deposed' ? [String(r.reason)] : []))
+  return `fenced writes took ${Math.round(writes.p50)} ms (p50), ${Math.round(writes.max)} ms (max) over ${writes.n}; campaigns that won waited ${JSON.stringify(grants)} ms; terms ended by ${JSON.stringify(ends)}`
+}
+
+/**
+ * The soak runs in a Chromium whose tabs really freeze (real-tabs.ts: no
+ * Playwright focus emulation, which would make `Page.setWebLifecycleState`
+ * do nothing), with background throttling off so the tabs that are not in
+ * front keep their pace.
+ */
+describe('tabs taking one lock in rounds while tabs are closed, crashed and frozen', () => {
   const tabsN = count(3, 8)
   const rounds = count(12, 100)
-  test(`${tabsN} tabs x ${rounds} rounds with closes and crashes: no stale write, tokens rise, the watcher misses nothing`, async () => {
+  const ttl = 1_000
+  let realHarness: Harness
+  let real: RealTabsBrowser
+  let sink: (record: HistoryRecord) => void = () => {}
+  beforeAll(async () => {
+    realHarness = await startHarness(async () => (real = await launchRealTabs({ args: UNTHROTTLED_ARGS })))
+    await recordFrom(real.context, (record) => sink(record))
+  }, 60_000)
+  afterAll(async () => {
+    await realHarness?.close()
+  })
+
+  /**
+   * Freezes `page` while it holds the lock, for 1.5–2.5 TTLs, then resumes
+   * it. False if the tab finished its rounds before it got the lock.
+   */
+  async function freezeHolder(page: Page, history: HistoryRecord[], random: () => number): Promise<boolean> {
+    const cdp = await real.context.newCDPSession(page)
+    try {
+      const token = await page.evaluate(() => new Promise<number | null>((resolve) => (window.kept.finished ? resolve(null) : (window.kept.onFreezeReady = resolve))))
+      if (token === null) return false
+      await cdp.send('Page.setWebLifecycleState', { state: 'frozen' })
+      await sleep(ttl * (1.5 + random()))
+      await cdp.send('Page.setWebLifecycleState', { state: 'active' })
+      // The tab's freeze and resume events write the pause: without them the browser did not freeze it, and the run fails.
+      // Then it writes with the old hold and waits for its signal ('resumed'); only then may the chaos close or crash it.
+      const deadline = performance.now() + 30_000
+      while (!history.some((r) => r.type === 'note' && r.text === 'resumed' && r.token === token)) {
+        if (performance.now() > deadline) {
+          const froze = history.some((r) => r.type === 'pause' && r.token === token)
+          throw new Error(froze ? `the tab holding token ${token} resumed but did not finish its stale write within 30 s` : `the tab holding token ${token} never reported a freeze and resume: the browser did not freeze it`)
+        }
+        await sleep(50)
+      }
+      return true
+    } finally {
+      await cdp.detach().catch(() => {})
+    }
+  }
+
+  test(`${tabsN} tabs x ${rounds} rounds with closes, crashes and freezes past the TTL: no stale write, frozen holders told and refused, tokens rise, the watcher misses nothing`, async () => {
     const history: HistoryRecord[] = []
-    const { ctx, open } = await context(history)
+    sink = (record) => history.push(record)
+    const open = opener(real.context, realHarness.url)
+    const pages: Page[] = []
     try {
       const store = ns('rounds')
       const random = prng(seedFor('tab-rounds'))
       const observer = await open()
+      pages.push(observer)
       await startObserver(observer, store, 'res:')
       let next = 0
       const live = new Map<string, Page>()
@@ -349,36 +481,70 @@ describe('tabs taking one lock in rounds while tabs are closed and crashed', () 
       const spawn = async () => {
         const id = `tab-${next++}`
         const page = await open()
+        pages.push(page)
         live.set(id, page)
-        await startClient(page, { store, id, lock: 'lock:a', rounds, ttl: 1_000, workMs: 60 })
+        await startClient(page, { store, id, lock: 'lock:a', rounds, ttl, workMs: 60 })
         void page.evaluate(() => window.kept.running).then(
           () => done.set(id, rounds),
           () => {},
         )
       }
       await Promise.all(Array.from({ length: tabsN }, () => spawn()))
+      const injected = { freeze: 0, close: 0, crash: 0 }
+      const order = ['freeze', 'close', 'crash'] as const
       let faults = 0
-      // Until the tabs that were never hit finish their rounds: every so often, close or crash one and open another.
+      // Until the tabs that were never closed or crashed finish their rounds: every so often, freeze one
+      // while it holds the lock, or close or crash one and open another (in turn, so both runs have each).
       while ([...live.keys()].some((id) => !done.has(id))) {
         await sleep(100 + random() * 400)
         const running = [...live.entries()].filter(([id]) => !done.has(id))
         if (running.length === 0 || faults >= tabsN * 2) continue
         const [id, page] = running[Math.floor(random() * running.length)]!
-        live.delete(id)
-        await inflict(random() < 0.5 ? 'close' : 'crash', ctx, page)
-        await page.close().catch(() => {}) // a crashed tab's page stays open until closed
+        const kind = order[faults % order.length]!
+        if (kind === 'freeze') {
+          if (!(await freezeHolder(page, history, random))) continue
+        } else {
+          live.delete(id)
+          await inflict(kind, real.context, page)
+          await page.close().catch(() => {}) // a crashed tab's page stays open until closed
+          await spawn()
+        }
+        injected[kind]++
         faults++
-        await spawn()
       }
       const acquisitions = history.filter((r) => r.type === 'acquire').length
       const lastAccepted = Math.max(...history.flatMap((r) => (r.type === 'write' && r.outcome === 'accepted' ? [r.revision!] : [])))
-      await observer.waitForFunction((n) => (window.kept.observerLast as number) >= n, lastAccepted)
+      await observer.waitForFunction((n) => (window.kept.observerLast as number) >= n, lastAccepted, { polling: 50 })
       history.push({ type: 'watch-end', client: 'observer', watch: 'w', reason: 'closed', through: lastAccepted, at: performance.timeOrigin + performance.now() })
       const stats = assertHistory(history, { clockMargin: 5 })
       expect(acquisitions).toBeGreaterThanOrEqual(tabsN * rounds)
-      await figure('IndexedDB: tabs in rounds on one lock with closes and crashes', { tabs: tabsN, rounds, acquisitions, faults, accepted: stats.accepted, stale_refused: stats.refused, watch_events: stats.watchEvents, stale_accepted: 0 })
+      // Every freeze was past the TTL, checked by the checker: the frozen holder's writes after resuming refused, its signal aborted.
+      const pauses = history.filter((r): r is Extract<HistoryRecord, { type: 'pause' }> => r.type === 'pause')
+      expect(injected.freeze).toBeGreaterThanOrEqual(1)
+      expect(pauses).toHaveLength(injected.freeze)
+      expect(stats.pauses).toBe(injected.freeze)
+      const afterResume = history.filter(
+        (r): r is Extract<HistoryRecord, { type: 'write' }> => r.type === 'write' && pauses.some((p) => p.client === r.client && p.token === r.token && r.invokedAt >= p.until),
+      )
+      for (const p of pauses) expect(afterResume.some((w) => w.token === p.token), `token ${p.token} was written with after resuming`).toBe(true)
+      expect(afterResume.filter((w) => w.outcome !== 'refused')).toEqual([])
+      const resumed = history.filter((r): r is Extract<HistoryRecord, { type: 'note' }> => r.type === 'note' && r.text === 'resumed')
+      expect(resumed.map((r) => r.aborted)).toEqual(pauses.map(() => true))
+      const toldAfter = quantiles(resumed.map((r) => r.abortedAfter as number))
+      // While a tab is frozen, another takes the lock over at the TTL, unless the frozen tab was inside an IndexedDB
+      // transaction (an expiry sweep, say): that stays open and holds up every tab's writes until it resumes (README).
+      const grants = history.filter((r): r is Extract<HistoryRecord, { type: 'acquire' }> => r.type === 'acquire')
+      const takenOver = pauses.filter((p) => grants.some((g) => g.token > p.token && g.at < p.until)).length
+      const heldUp = pauses.filter((p) => !grants.some((g) => g.token > p.token && g.at < p.until) && grants.some((g) => g.client !== p.client && g.invokedAt < p.at + ttl && g.at >= p.until)).length
+      await figure('IndexedDB: tabs in rounds on one lock with closes, crashes and freezes', {
+        tabs: tabsN, rounds, acquisitions, closes: injected.close, crashes: injected.crash, freezes: injected.freeze,
+        frozen_ms_p50: quantiles(pauses.map((p) => p.until - p.at)).p50, taken_over_while_frozen: takenOver, others_held_up_until_resume: heldUp,
+        writes_after_resume_refused: afterResume.length, writes_after_resume_accepted: 0, told_after_resume_min_ms: toldAfter.min, told_after_resume_p50_ms: toldAfter.p50, told_after_resume_max_ms: toldAfter.max,
+        accepted: stats.accepted, stale_refused: stats.refused, watch_events: stats.watchEvents, stale_accepted: 0,
+      })
     } finally {
-      await ctx.close()
+      sink = () => {}
+      for (const page of pages) await page.close().catch(() => {})
     }
-  }, timeout(120_000, 900_000))
+  }, timeout(150_000, 900_000))
 })
