@@ -182,13 +182,18 @@ interface Group {
   failed?: UnavailableError
 }
 
-/** A commit remembered by its request id. */
+/**
+ * A commit remembered by its request id. Its answer is rebuilt from its
+ * events when asked (they are kept while it is remembered), so memory holds
+ * no values for it.
+ */
 interface Remembered {
   revision: number
   at: number
-  result: CommitResult
-  /** The group it was written in, until that group is on disk. */
+  /** The group it was written in. */
   group?: Group
+  /** The answer as a schema 1 file stored it. */
+  legacy?: string
 }
 
 interface Loaded {
@@ -330,8 +335,9 @@ class SqliteStoresImpl implements SqliteStores {
     if (id !== undefined) {
       const seen = requests.get(id)
       if (seen) {
+        const answer = seen.legacy !== undefined ? (JSON.parse(seen.legacy) as CommitResult) : this.#answer(namespace, seen.revision)
         if (seen.group) await seen.group.done
-        return JSON.parse(JSON.stringify(seen.result)) as CommitResult
+        return answer
       }
     }
     // Expiries due now are written first, under their own revisions; the
@@ -356,6 +362,16 @@ class SqliteStoresImpl implements SqliteStores {
     // A success, and a failed check too, rest on the group's commits: neither is told before they are on disk.
     await group.done
     return result
+  }
+
+  /** The answer of the commit that made `revision`, from its events. */
+  #answer(namespace: string, revision: number): CommitResult {
+    const answer = { ok: true as const, revision, entries: [] as Entry[], deleted: [] as string[] }
+    for (const e of this.#sql.commitEvents.all(namespace, revision)) {
+      if (e.type === 'put') answer.entries.push(toEntry(fromRow({ ...e, value: e.value!, created: e.created! })))
+      else if (e.type !== 'none') answer.deleted.push(e.key)
+    }
+    return answer
   }
 
   #watch(namespace: string, prefix: string, sink: WatchSink, fromRevision: number | undefined): Unsubscribe {
@@ -553,30 +569,16 @@ class SqliteStoresImpl implements SqliteStores {
     if (sql.legacyRequests) {
       for (const r of sql.legacyRequests.all(namespace, since)) {
         const result = JSON.parse(r.result) as CommitResult
-        requests.set(r.id, { revision: result.ok ? result.revision : 0, at: r.at, result })
+        requests.set(r.id, { revision: result.ok ? result.revision : 0, at: r.at, legacy: r.result })
       }
     }
-    // Replay the events after the checkpoint, and rebuild the answers of the
-    // request ids still remembered (which may reach further back).
-    const firstRequest = sql.firstRequest.get(namespace, since)?.revision ?? Infinity
+    for (const r of sql.requests.iterate(namespace, since)) requests.set(r.id, { revision: r.revision, at: r.at })
+    // Replay the events after the checkpoint.
     let revision = checkpoint
-    let answer: { ok: true; revision: number; entries: Entry[]; deleted: string[] } | undefined
-    for (const e of sql.scan.iterate(namespace, Math.min(checkpoint, firstRequest - 1))) {
-      if (e.seq === 0) {
-        answer = undefined
-        if (e.requestId !== null && e.at !== null && e.at >= since) {
-          answer = { ok: true, revision: e.revision, entries: [], deleted: [] }
-          requests.set(e.requestId, { revision: e.revision, at: e.at, result: answer })
-        }
-      }
-      if (e.revision > checkpoint) revision = e.revision
+    for (const e of sql.replay.iterate(namespace, checkpoint)) {
+      revision = e.revision
       if (e.type === 'none') continue
       const put = e.type === 'put' ? fromRow({ ...e, value: e.value!, created: e.created! }) : undefined
-      if (answer) {
-        if (put) answer.entries.push(toEntry(put))
-        else answer.deleted.push(e.key)
-      }
-      if (e.revision <= checkpoint) continue
       if (put) entries.set(e.key, put)
       else entries.delete(e.key)
       dirty.set(e.key, put ?? null)
@@ -628,8 +630,7 @@ class SqliteStoresImpl implements SqliteStores {
     for (const key of deletes) loaded.dirty.set(key, null)
     for (const e of puts) loaded.dirty.set(e.key, e)
     if (id !== undefined) {
-      const result: CommitResult = { ok: true, revision, entries: puts.map(toEntry), deleted: [...deletes] }
-      loaded.requests.set(id, { revision, at: at!, result, group })
+      loaded.requests.set(id, { revision, at: at!, group })
       if (loaded.requests.size > this.#maxRequests) loaded.requests.delete(loaded.requests.keys().next().value!)
     }
   }
@@ -656,11 +657,14 @@ function prepare(db: BetterSqlite3.Database, legacyRequests: boolean) {
     events: db.prepare<[string, number], EventRow>(
       `SELECT revision, type, key, value, created, owner, ttl FROM zaris_events WHERE ns = ? AND revision > ? AND type <> 'none' ORDER BY revision, seq`,
     ),
-    scan: db.prepare<[string, number], EventRow & { seq: number; requestId: string | null; at: number | null }>(
-      'SELECT revision, seq, type, key, value, created, owner, ttl, request_id AS requestId, at FROM zaris_events WHERE ns = ? AND revision > ? ORDER BY revision, seq',
+    replay: db.prepare<[string, number], EventRow>(
+      'SELECT revision, type, key, value, created, owner, ttl FROM zaris_events WHERE ns = ? AND revision > ? ORDER BY revision, seq',
     ),
-    firstRequest: db.prepare<[string, number], { revision: number | null }>(
-      'SELECT min(revision) AS revision FROM zaris_events WHERE ns = ? AND request_id IS NOT NULL AND at >= ?',
+    commitEvents: db.prepare<[string, number], EventRow>(
+      'SELECT revision, type, key, value, created, owner, ttl FROM zaris_events WHERE ns = ? AND revision = ? ORDER BY seq',
+    ),
+    requests: db.prepare<[string, number], { id: string; revision: number; at: number }>(
+      'SELECT request_id AS id, revision, at FROM zaris_events WHERE ns = ? AND request_id IS NOT NULL AND at >= ? ORDER BY revision',
     ),
     compacted: db.prepare<[string], { compacted: number }>('SELECT compacted FROM zaris_stores WHERE ns = ?'),
     pruneEvents: db.prepare<[string, number]>('DELETE FROM zaris_events WHERE ns = ? AND revision <= ?'),
