@@ -45,6 +45,8 @@ export class SharedStore {
   #timerAt = Infinity
   #sweeping = false
   #sweepAgain = false
+  /** The highest revision this page has seen the store reach (a hint for the next commit's read). */
+  #revision = 0
   readonly #onWake = () => this.#wake()
 
   /** The page's store of a namespace, shared by every adapter that asks; {@link release} when done. */
@@ -108,7 +110,7 @@ export class SharedStore {
         const batch = this.#queue.splice(0, BATCH)
         try {
           const db = await this.db()
-          const { results, outcome } = await commitBatch(db, batch.map((q) => q.request), this.clock.now(), this.historySize)
+          const { results, outcome } = await commitBatch(db, batch.map((q) => q.request), this.clock.now(), this.historySize, this.#revision)
           this.#announce(outcome)
           batch.forEach((q, i) => q.resolve(results[i]!))
         } catch (err) {
@@ -134,6 +136,8 @@ export class SharedStore {
 
   #received(outcome: Outcome): void {
     if (this.#closed) return
+    const last = outcome.records[outcome.records.length - 1]
+    if (last && last.revision > this.#revision) this.#revision = last.revision
     this.feed.receive(outcome.records)
     if (outcome.nextExpiry !== undefined) this.#armExpiry(outcome.nextExpiry)
   }

@@ -24,8 +24,24 @@ function writeTx(db: Database) {
   return db.transaction(['entries', 'log'], 'readwrite')
 }
 
-/** The store's revision: the last key of the log, which always keeps its latest record. */
-async function lastRevision(log: { openKeyCursor(query: null, direction: 'prev'): Promise<{ key: unknown } | null> }): Promise<number> {
+interface LogKeys {
+  openKeyCursor(query: null, direction: 'prev'): Promise<{ key: unknown } | null>
+  getAllKeys(query: IDBKeyRange, count: number): Promise<number[]>
+}
+
+/** How many log keys a commit reads from its hint before it looks up the last key instead. */
+const HINT_READ = 32
+
+/**
+ * The store's revision: the last key of the log, which always keeps its
+ * latest record. With `hint` (a revision this page knows the store has
+ * reached), the keys from it, usually one or two: cheaper than a reverse cursor.
+ */
+async function lastRevision(log: LogKeys, hint = 0): Promise<number> {
+  if (hint > 0) {
+    const keys = await log.getAllKeys(IDBKeyRange.lowerBound(hint), HINT_READ)
+    if (keys.length > 0 && keys.length < HINT_READ) return keys[keys.length - 1]!
+  }
   const cursor = await log.openKeyCursor(null, 'prev')
   return cursor ? (cursor.key as number) : 0
 }
@@ -119,12 +135,13 @@ export function commitBatch(
   requests: CommitRequest[],
   now: number,
   historySize: number,
+  revisionHint = 0,
 ): Promise<{ results: CommitResult[]; outcome: Outcome }> {
   const tx = writeTx(db)
   return run(tx, async () => {
     const entries = tx.objectStore('entries')
     const keys = [...new Set(requests.flatMap((r) => [...r.checks.map((c) => c.key), ...r.ops.map((o) => o.key)]))]
-    const [stored, ...found] = await Promise.all([lastRevision(tx.objectStore('log')), ...keys.map((k) => entries.get(k))])
+    const [stored, ...found] = await Promise.all([lastRevision(tx.objectStore('log'), revisionHint), ...keys.map((k) => entries.get(k))])
     const state = new Map<string, StoredEntry | undefined>()
     let revision = stored as number
     const records: LogRecord[] = []
