@@ -1,6 +1,7 @@
 /**
  * The expiry heap of the in-process stores: pops come out in deadline order,
- * also after `retain` dropped items in bulk (the store's stale-item compaction).
+ * also after items were taken out or moved from anywhere in the heap (a
+ * deleted or rewritten entry leaves it at once).
  */
 import { describe, expect, test } from 'vitest'
 import { MinHeap } from '../../src/adapters/shared/heap'
@@ -15,48 +16,73 @@ function random(seed: number): () => number {
   }
 }
 
-function drain(heap: MinHeap<{ at: number; id: number }>): number[] {
+interface Item {
+  at: number
+  heapIndex: number
+  id: number
+}
+const item = (id: number, at: number): Item => ({ id, at, heapIndex: -1 })
+
+function drain(heap: MinHeap<Item>): number[] {
   const out: number[] = []
-  for (let item = heap.pop(); item !== undefined; item = heap.pop()) out.push(item.at)
+  for (let i = heap.pop(); i !== undefined; i = heap.pop()) {
+    expect(i.heapIndex).toBe(-1)
+    out.push(i.at)
+  }
   return out
 }
 
 describe('MinHeap', () => {
   test('pops in deadline order, with duplicates', () => {
     const rand = random(1)
-    const heap = new MinHeap<{ at: number; id: number }>()
+    const heap = new MinHeap<Item>()
     const ats = Array.from({ length: 2000 }, () => Math.floor(rand() * 500))
-    ats.forEach((at, id) => heap.push({ at, id }))
+    ats.forEach((at, id) => heap.push(item(id, at)))
     expect(heap.size).toBe(2000)
     expect(drain(heap)).toEqual([...ats].sort((a, b) => a - b))
     expect(heap.size).toBe(0)
     expect(heap.peek()).toBeUndefined()
   })
 
-  test('retain keeps exactly the accepted items and the heap order, for many sizes', () => {
+  test('random pushes, removals, moves and pops agree with a sorted model', () => {
     const rand = random(2)
-    for (const n of [0, 1, 2, 3, 7, 100, 1000, 5000]) {
-      const heap = new MinHeap<{ at: number; id: number }>()
-      const items = Array.from({ length: n }, (_, id) => ({ at: Math.floor(rand() * 10_000), id }))
-      for (const item of items) heap.push(item)
-      // Pop a few first so the array is not in insertion order.
-      const popped = new Set<number>()
-      for (let i = 0; i < n / 10; i++) popped.add(heap.pop()!.id)
-      const keep = (item: { id: number }) => item.id % 3 !== 0
-      heap.retain(keep)
-      const want = items.filter((item) => !popped.has(item.id) && keep(item)).map((item) => item.at).sort((a, b) => a - b)
-      expect(heap.size).toBe(want.length)
-      // Pushes after a retain still land in order.
-      heap.push({ at: -1, id: -1 })
-      heap.push({ at: 5_000, id: -2 })
-      expect(drain(heap)).toEqual([-1, ...want, 5_000].sort((a, b) => a - b))
+    for (const n of [1, 2, 3, 7, 100, 500]) {
+      const heap = new MinHeap<Item>()
+      const items = Array.from({ length: n }, (_, id) => item(id, 0))
+      const inHeap = new Set<Item>()
+      for (let step = 0; step < n * 10; step++) {
+        const it = items[Math.floor(rand() * n)]!
+        const r = rand()
+        if (r < 0.4) {
+          it.at = Math.floor(rand() * 1000)
+          heap.update(it) // in: a push; already in: a move up or down
+          inHeap.add(it)
+        } else if (r < 0.7) {
+          heap.remove(it)
+          heap.remove(it) // twice is harmless
+          inHeap.delete(it)
+          expect(it.heapIndex).toBe(-1)
+        } else if (r < 0.8) {
+          const min = inHeap.size === 0 ? undefined : Math.min(...[...inHeap].map((i) => i.at))
+          const top = heap.pop()
+          expect(top?.at).toBe(min)
+          if (top) inHeap.delete(top)
+        }
+        expect(heap.size).toBe(inHeap.size)
+        expect(heap.peek()?.at).toBe(inHeap.size === 0 ? undefined : Math.min(...[...inHeap].map((i) => i.at)))
+      }
+      expect(drain(heap)).toEqual([...inHeap].map((i) => i.at).sort((a, b) => a - b))
     }
   })
 
-  test('retain of items pushed in descending order (the worst case for the array layout) restores the order', () => {
-    const heap = new MinHeap<{ at: number; id: number }>()
-    for (let i = 3000; i > 0; i--) heap.push({ at: i, id: i })
-    heap.retain((item) => item.id % 2 === 0)
-    expect(drain(heap)).toEqual(Array.from({ length: 1500 }, (_, i) => 2 * (i + 1)))
+  test('an item pushed to one heap is not taken out of another by mistake', () => {
+    const a = new MinHeap<Item>()
+    const b = new MinHeap<Item>()
+    const x = item(1, 5)
+    a.push(item(0, 1))
+    a.push(x)
+    b.remove(x) // x is not in b: nothing happens to either
+    expect(a.size).toBe(2)
+    expect(drain(a)).toEqual([1, 5])
   })
 })

@@ -211,6 +211,33 @@ describe('LocalStore tombstones', () => {
     expect(events.map((e) => `${e.type} ${e.value ?? ''}`.trim())).toEqual(['put old', 'delete', 'put new', 'expire'])
   })
 
+  test('an expiry whose write fails stays due and is written on the next read', async () => {
+    const writes: Array<{ revision: number; puts: StoredEntry[]; deletes: string[] }> = []
+    let failing = false
+    const clock = new ManualClock()
+    const s = new LocalStore({
+      clock,
+      persistence: {
+        write: (revision, puts, deletes) => {
+          if (failing) throw new Error('disk full')
+          writes.push({ revision, puts, deletes })
+        },
+      },
+    })
+    ok(s, [], [set('a', '1', 100), set('b', '2', 200)])
+    failing = true
+    await clock.advance(150) // the timer's attempt fails, quietly
+    expect(() => s.get('a')).toThrow('disk full')
+    expect(writes).toHaveLength(1)
+    failing = false
+    expect(s.get('a')).toBeUndefined()
+    expect(s.get('b')).toMatchObject({ value: '2' })
+    expect(writes.at(-1)).toEqual({ revision: 2, puts: [], deletes: ['a'] })
+    await clock.advance(50)
+    expect(s.size).toBe(0)
+    expect(writes.at(-1)).toEqual({ revision: 3, puts: [], deletes: ['b'] })
+  })
+
   test('a key written without a TTL after one with it does not expire on the old deadline', async () => {
     const { s, clock } = store()
     ok(s, [], [set('a', '1', 100)])
@@ -221,7 +248,7 @@ describe('LocalStore tombstones', () => {
     expect(s.get('a')!.ttl).toBeUndefined()
   })
 
-  test('many renewals of one TTL key (stale expiry items compacted) still expire it on its last deadline', async () => {
+  test('many renewals of one TTL key (each moves its heap item) expire it on its last deadline, the others on theirs', async () => {
     const { s, clock } = store({ history: 10 })
     fill(s, 100, 10_000, 'other:')
     for (let i = 0; i < 5000; i++) ok(s, [], [set('lease', `r${i}`, 1_000)])

@@ -1,12 +1,16 @@
 /**
- * A binary min-heap ordered by `at`: the memory and SQLite stores keep their
- * expiry deadlines in one, so finding what is due costs O(log n) per entry
- * instead of a sweep over every key.
+ * A binary min-heap ordered by `at`, where each item knows its own slot: the
+ * memory and SQLite stores keep their expiry deadlines in one, so finding
+ * what is due costs O(log n) per entry instead of a sweep over every key, and
+ * a deleted or rewritten entry leaves the heap at once (no stale items to
+ * pile up and outlive the garbage collector's young generation).
  *
  * @module
  */
 export interface Due {
   at: number
+  /** The item's slot in the heap, -1 when it is not in one; only the heap writes it. */
+  heapIndex: number
 }
 
 export class MinHeap<T extends Due> {
@@ -23,37 +27,50 @@ export class MinHeap<T extends Due> {
   push(item: T): void {
     const items = this.#items
     items.push(item)
-    let i = items.length - 1
-    while (i > 0) {
-      const parent = (i - 1) >> 1
-      if (items[parent]!.at <= item.at) break
-      items[i] = items[parent]!
-      i = parent
-    }
-    items[i] = item
+    this.#siftUp(item, items.length - 1)
   }
 
   pop(): T | undefined {
-    const items = this.#items
-    const top = items[0]
-    const last = items.pop()
-    if (items.length === 0 || last === undefined) return top
-    this.#siftDown(last, 0)
+    const top = this.#items[0]
+    if (top !== undefined) this.remove(top)
     return top
   }
 
-  /**
-   * Keeps only the items `keep` accepts, in O(n): for a store that leaves
-   * stale items in the heap and drops them in bulk rather than one by one.
-   */
-  retain(keep: (item: T) => boolean): void {
-    const items = this.#items.filter(keep)
-    this.#items = items
-    // Floyd's heap construction: sift down every parent, last first.
-    for (let i = (items.length >> 1) - 1; i >= 0; i--) this.#siftDown(items[i]!, i)
+  /** Takes `item` out; harmless if it is not in the heap. */
+  remove(item: T): void {
+    const i = item.heapIndex
+    const items = this.#items
+    if (i < 0 || items[i] !== item) return
+    item.heapIndex = -1
+    const last = items.pop()!
+    if (i === items.length) return
+    // The last item fills the hole, then moves whichever way its deadline says.
+    if (i > 0 && items[(i - 1) >> 1]!.at > last.at) this.#siftUp(last, i)
+    else this.#siftDown(last, i)
   }
 
-  /** Places `item` at or below slot `i`, moving smaller children up. */
+  /** Puts `item` in, or moves it after its `at` changed. */
+  update(item: T): void {
+    const i = item.heapIndex
+    if (i < 0 || this.#items[i] !== item) return this.push(item)
+    if (i > 0 && this.#items[(i - 1) >> 1]!.at > item.at) this.#siftUp(item, i)
+    else this.#siftDown(item, i)
+  }
+
+  #siftUp(item: T, i: number): void {
+    const items = this.#items
+    while (i > 0) {
+      const parent = (i - 1) >> 1
+      const p = items[parent]!
+      if (p.at <= item.at) break
+      items[i] = p
+      p.heapIndex = i
+      i = parent
+    }
+    items[i] = item
+    item.heapIndex = i
+  }
+
   #siftDown(item: T, i: number): void {
     const items = this.#items
     for (;;) {
@@ -61,10 +78,13 @@ export class MinHeap<T extends Due> {
       if (left >= items.length) break
       const right = left + 1
       const child = right < items.length && items[right]!.at < items[left]!.at ? right : left
-      if (items[child]!.at >= item.at) break
-      items[i] = items[child]!
+      const c = items[child]!
+      if (c.at >= item.at) break
+      items[i] = c
+      c.heapIndex = i
       i = child
     }
     items[i] = item
+    item.heapIndex = i
   }
 }

@@ -4,12 +4,14 @@
  * deadlines in a min-heap with one timer for the earliest (no sweeps), recent
  * events in an {@link EventLog} for watch replays.
  *
- * A deleted key keeps its Map slot as a tombstone (`undefined`) instead of
- * being removed: in V8 (Node 20) a `delete` followed by a `set` of the same
- * key costs time proportional to the Map's size (each cycle lengthens the
- * key's hash chain until the table is rehashed), and a lock's release +
- * acquire is exactly that cycle. Tombstones are dropped by rebuilding the Map
- * once they outnumber the live entries, so that costs O(1) amortised.
+ * A deleted key keeps its Map slot as a tombstone instead of being removed:
+ * in V8 (Node 20) a `delete` followed by a `set` of the same key costs time
+ * proportional to the Map's size (each cycle lengthens the key's hash chain
+ * until the table is rehashed), and a lock's release + acquire is exactly
+ * that cycle. Tombstones are dropped by rebuilding the Map once they
+ * outnumber the live entries, so that costs O(1) amortised. Nothing else on
+ * a commit's path depends on how many keys the store holds, beyond the
+ * O(log n) heap step of a TTL write or delete.
  *
  * A durable store passes a {@link Persistence}: each commit and each expiry is
  * written through it, synchronously, before memory changes, so what a commit
@@ -52,18 +54,31 @@ export interface LocalStoreOptions {
 
 /** Below this many tombstones the Map is never rebuilt: a rebuild of a small store would cost more than it saves. */
 const MIN_TOMBSTONES = 1024
-/** Below this many stale expiry items the heap is never compacted. */
-const MIN_STALE_EXPIRY = 1024
+/** After an expiry failed to be written, the timer tries again this much later. */
+const EXPIRY_RETRY_MS = 1000
+
+/**
+ * A key's place in the store. It outlives the entry: a delete leaves the slot
+ * as a tombstone (`entry` undefined) and the next write of the key fills it
+ * again, so a lock's release + acquire touches no Map structure at all. The
+ * slot is also the key's item in the expiry heap while its entry has a TTL.
+ */
+class Slot {
+  entry: StoredEntry | undefined = undefined
+  /** The entry's expiry deadline while it is in the heap. */
+  at = Infinity
+  heapIndex = -1
+}
 
 export class LocalStore {
   readonly clock: Clock
   #revision = 0
-  /** Live entries, and tombstones (`undefined`) of deleted keys: read a tombstone as absent everywhere. */
-  #entries = new Map<string, StoredEntry | undefined>()
-  /** How many values in `#entries` are live; the rest are tombstones. */
+  /** Every key written since the last rebuild; a slot without an entry is a tombstone: absent everywhere. */
+  #slots = new Map<string, Slot>()
+  /** How many slots hold an entry; the rest are tombstones. */
   #live = 0
-  /** One item per TTL write; an item is stale once its entry was rewritten or deleted, and is skipped when it comes due. */
-  #expiry = new MinHeap<{ at: number; key: string; revision: number }>()
+  /** The slots whose entry has a TTL, earliest deadline first. */
+  #expiry = new MinHeap<Slot>()
   #timer: TimerHandle | undefined
   #timerAt = Infinity
   #log: EventLog
@@ -76,9 +91,9 @@ export class LocalStore {
     if (initial) {
       this.#revision = initial.revision
       for (const e of initial.entries) {
-        if (this.#entries.get(e.key) === undefined) this.#live++
-        this.#entries.set(e.key, e)
-        if (e.expiresAt !== undefined) this.#expiry.push({ at: e.expiresAt, key: e.key, revision: e.revision })
+        let slot = this.#slots.get(e.key)
+        if (!slot) this.#slots.set(e.key, (slot = new Slot()))
+        this.#fill(slot, e)
       }
     }
     this.#log = new EventLog(options.historySize ?? 10_000, this.#revision)
@@ -100,22 +115,27 @@ export class LocalStore {
 
   get(key: string): Entry | undefined {
     const now = this.#expireDue()
-    const e = this.#entries.get(key)
+    const e = this.#slots.get(key)?.entry
     return e && this.#snapshot(e, now)
   }
 
   list(prefix: string): Entry[] {
     const now = this.#expireDue()
     const out: Entry[] = []
-    for (const e of this.#entries.values()) if (e !== undefined && e.key.startsWith(prefix)) out.push(this.#snapshot(e, now))
+    for (const { entry: e } of this.#slots.values()) if (e !== undefined && e.key.startsWith(prefix)) out.push(this.#snapshot(e, now))
     return out.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0))
   }
 
   commit(checks: Check[], ops: Op[]): CommitResult {
     const now = this.#expireDue()
     let failed: Array<{ key: string; entry: Entry | undefined }> | undefined
+    // The slot of the last checked key: a lock's commits check the key they write, so one Map lookup serves both.
+    let checkedKey: string | undefined
+    let checkedSlot: Slot | undefined
     for (const check of checks) {
-      const e = this.#entries.get(check.key)
+      checkedKey = check.key
+      checkedSlot = this.#slots.get(check.key)
+      const e = checkedSlot?.entry
       const holds =
         'revision' in check
           ? check.revision === null ? e === undefined : e?.revision === check.revision
@@ -126,21 +146,25 @@ export class LocalStore {
 
     const revision = this.#revision + 1
     const puts: StoredEntry[] = []
+    const putSlots: Array<Slot | undefined> = []
     const deletes: string[] = []
+    const deleteSlots: Slot[] = []
     // Most commits (a lock's acquire, release, renewal) have one op: no set needed to find a repeated key.
     const seen = ops.length > 1 ? new Set<string>() : undefined
-    let added = 0
     for (const op of ops) {
       if (seen) {
         if (seen.has(op.key)) throw new InvalidArgumentError(`ops: key ${JSON.stringify(op.key)} appears twice in one commit`)
         seen.add(op.key)
       }
-      const existing = this.#entries.get(op.key)
+      const slot = op.key === checkedKey ? checkedSlot : this.#slots.get(op.key)
+      const existing = slot?.entry
       if (op.type === 'delete') {
-        if (existing) deletes.push(op.key)
+        if (existing) {
+          deletes.push(op.key)
+          deleteSlots.push(slot!)
+        }
         continue
       }
-      if (existing === undefined) added++
       const stored: StoredEntry = {
         key: op.key,
         value: copy(op.value),
@@ -153,23 +177,25 @@ export class LocalStore {
         stored.expiresAt = now + op.ttl
       }
       puts.push(stored)
+      putSlots.push(slot)
     }
     this.#persistence?.write(revision, puts, deletes)
 
     this.#revision = revision
-    for (const key of deletes) {
-      this.#remove(key)
-      this.#log.append({ type: 'delete', key, revision })
+    for (let i = 0; i < deletes.length; i++) {
+      this.#empty(deleteSlots[i]!)
+      this.#log.append({ type: 'delete', key: deletes[i]!, revision })
     }
-    this.#live += added
     const entries: Entry[] = []
-    for (const e of puts) {
-      this.#entries.set(e.key, e)
-      if (e.expiresAt !== undefined) this.#expiry.push({ at: e.expiresAt, key: e.key, revision })
+    for (let i = 0; i < puts.length; i++) {
+      const e = puts[i]!
+      let slot = putSlots[i]
+      if (!slot) this.#slots.set(e.key, (slot = new Slot()))
+      this.#fill(slot, e)
       this.#log.appendPut(e)
       entries.push(this.#snapshot(e, now))
     }
-    this.#compact()
+    if (deletes.length > 0) this.#compact()
     this.#schedule()
     return { ok: true, revision, entries, deleted: deletes }
   }
@@ -191,56 +217,68 @@ export class LocalStore {
     const now = this.clock.now()
     let expired = false
     for (let top = this.#expiry.peek(); top !== undefined && top.at <= now; top = this.#expiry.peek()) {
-      this.#expiry.pop()
-      const e = this.#entries.get(top.key)
-      // A heap item is stale once its entry was rewritten or deleted.
-      if (e === undefined || e.revision !== top.revision) continue
+      // Only live entries are in the heap. Written before it leaves the heap, so a failed write is tried again.
+      const key = top.entry!.key
       const revision = this.#revision + 1
-      this.#persistence?.write(revision, [], [e.key])
+      this.#persistence?.write(revision, [], [key])
       this.#revision = revision
-      this.#remove(e.key)
-      this.#log.append({ type: 'expire', key: e.key, revision })
+      this.#empty(top)
+      this.#log.append({ type: 'expire', key, revision })
       expired = true
     }
-    if (expired) this.#compact()
+    if (expired) {
+      this.#compact()
+      this.#schedule()
+    }
     return now
   }
 
-  /** Deletes a live entry, leaving a tombstone (see the module comment for why not `Map.delete`). */
-  #remove(key: string): void {
-    this.#entries.set(key, undefined)
+  /** Puts `e` in its key's slot, and the slot in (or out of) the expiry heap. */
+  #fill(slot: Slot, e: StoredEntry): void {
+    if (slot.entry === undefined) this.#live++
+    slot.entry = e
+    if (e.expiresAt !== undefined) {
+      slot.at = e.expiresAt
+      this.#expiry.update(slot)
+    } else this.#expiry.remove(slot)
+  }
+
+  /** Deletes a slot's entry, leaving a tombstone (see the module comment for why not `Map.delete`). */
+  #empty(slot: Slot): void {
+    slot.entry = undefined
+    this.#expiry.remove(slot)
     this.#live--
   }
 
-  /**
-   * Drops tombstones once they outnumber the live entries, and stale expiry
-   * items once they outnumber the live entries: each rebuild costs O(live)
-   * and follows at least as many deletes or TTL writes, so O(1) amortised.
-   */
+  /** Drops tombstones once they outnumber the live entries: a rebuild costs O(live) and follows as many deletes, so O(1) amortised. */
   #compact(): void {
     const live = this.#live
-    if (this.#entries.size - live > Math.max(live, MIN_TOMBSTONES)) {
-      const entries = new Map<string, StoredEntry | undefined>()
-      for (const [key, e] of this.#entries) if (e !== undefined) entries.set(key, e)
-      this.#entries = entries
-    }
-    // Every live entry has at most one fresh item, so the rest are stale.
-    if (this.#expiry.size - live > Math.max(live, MIN_STALE_EXPIRY)) {
-      this.#expiry.retain((item) => this.#entries.get(item.key)?.revision === item.revision)
-    }
+    if (this.#slots.size - live <= Math.max(live, MIN_TOMBSTONES)) return
+    const slots = new Map<string, Slot>()
+    for (const [key, slot] of this.#slots) if (slot.entry !== undefined) slots.set(key, slot)
+    this.#slots = slots
   }
 
-  #schedule(): void {
+  #schedule(retry = false): void {
     const next = this.#expiry.peek()
-    if (next === undefined || next.at >= this.#timerAt) return
+    if (next === undefined) return
+    const now = this.clock.now()
+    const at = retry ? now + EXPIRY_RETRY_MS : next.at
+    if (at >= this.#timerAt) return
     if (this.#timer !== undefined) this.clock.clearTimeout(this.#timer)
-    this.#timerAt = next.at
+    this.#timerAt = at
     this.#timer = this.clock.setTimeout(() => {
       this.#timer = undefined
       this.#timerAt = Infinity
-      this.#expireDue()
+      try {
+        this.#expireDue()
+      } catch {
+        // The expiry could not be written (a durable store's disk, say): reads
+        // and commits report that; the timer tries again a little later.
+        return this.#schedule(true)
+      }
       this.#schedule()
-    }, next.at - this.clock.now())
+    }, at - now)
   }
 
   #snapshot(e: StoredEntry, now: number): Entry {
