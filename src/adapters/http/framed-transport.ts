@@ -259,7 +259,9 @@ class Connection {
         signal,
         onAbort: () => this.#giveUp(id, pending, signal.reason as Error),
       }
-      signal.addEventListener('abort', pending.onAbort, { once: true })
+      // With a deadline the signal is the adapter's close signal, shared by every request, and the adapter
+      // closes this transport when it fires: a listener each would only pile up on it.
+      if (deadline === Infinity) signal.addEventListener('abort', pending.onAbort, { once: true })
       this.#pending.set(id, pending)
       if (this.#pending.size === 1) this.#socket.ref()
       if (deadline < this.#timerAt) this.#arm(deadline)
@@ -313,7 +315,7 @@ class Connection {
     const pending = [...this.#pending]
     this.#pending.clear()
     for (const [, p] of pending) {
-      p.signal.removeEventListener('abort', p.onAbort)
+      if (p.deadline === Infinity) p.signal.removeEventListener('abort', p.onAbort)
       p.reject(why)
     }
     this.onClose?.()
@@ -321,7 +323,7 @@ class Connection {
 
   #forget(id: number, pending: Pending): void {
     this.#pending.delete(id)
-    pending.signal.removeEventListener('abort', pending.onAbort)
+    if (pending.deadline === Infinity) pending.signal.removeEventListener('abort', pending.onAbort)
     if (this.#pending.size === 0) this.#socket.unref()
   }
 

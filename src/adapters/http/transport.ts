@@ -25,7 +25,9 @@ export interface TransportRequest {
   /**
    * When the request fails for want of an answer (`performance.now()` ms).
    * Honoured by a transport that says {@link Transport.deadlines}; the
-   * adapter then passes only its close signal, and no timer of its own.
+   * adapter then passes only its close signal, and no timer of its own, and
+   * closes the transport when that signal fires (so the transport may check
+   * the signal only when the request is sent).
    */
   deadline?: number
 }
