@@ -11,7 +11,7 @@
  * @module
  */
 export { createHandler, loopbackHosts } from './handler'
-export type { Exchange, Handler, HandlerOptions, Reply, StorePosition, StreamSink } from './handler'
+export type { Exchange, FrameAnswer, FrameSession, Handler, HandlerOptions, Reply, StorePosition, StreamSink, UpgradeOutcome } from './handler'
 export { listen } from './node'
 export type { ListenOptions, Listening } from './node'
 export { memoryBackend, redisBackend, sqliteBackend } from './backends'
