@@ -99,23 +99,43 @@ export async function acquire<V extends Value, H extends Hold<V>>(
   if (waitUntil - ctx.clock.now() <= 0) return null
 
   const line = WaitQueue.for(ctx, key)
-  let first = false // nobody is ahead of us in line any more
+  let first = line === undefined // nobody is ahead of us in line (or the key has no line)
+  // A wait on the held key begun while we join the line, so that joining
+  // does not delay the handover when we turn out to be first.
+  let early: { promise: Promise<Wake>; cancel: AbortController } | undefined
+  const dropEarly = () => {
+    early?.cancel.abort()
+    early = undefined
+  }
   try {
     for (;;) {
       signal?.throwIfAborted()
       ctx.assertOpen()
       const left = waitUntil - ctx.clock.now()
       if (left <= 0) return null
+      let woke: Wake | undefined
       if (!first) {
-        const ahead = await line?.ahead()
-        if (ahead) {
+        if (current && !early && !line!.placed) {
+          const cancel = new AbortController()
+          early = { promise: waitForChange(ctx, current, left, signal, cancel.signal), cancel }
+        }
+        const placing = line!.ahead()
+        const raced = early ? await Promise.race([placing, early.promise.then((): typeof EARLY => EARLY)]) : await placing
+        if (raced === EARLY) {
+          // The key changed before we knew our place: act on it now, as the
+          // first in line would (at worst one extra try, never a second holder).
+          placing.catch(() => {})
+          woke = await early!.promise
+          early = undefined
+        } else if (raced) {
+          dropEarly()
           // Wait for the waiter ahead to leave the line. The patrol covers one
           // that died in line on a store that cannot tell us: if the key is
           // free then, try it.
-          const woke = await waitForChange(ctx, ahead, Math.min(left, PATROL), signal)
-          if (woke === 'owner-gone') await line!.evict(ahead)
+          const behind = await waitForChange(ctx, raced, Math.min(left, PATROL), signal)
+          if (behind === 'owner-gone') await line!.evict(raced)
           current = undefined // unknown until we look
-          if (woke !== 'timeout' || waitUntil - ctx.clock.now() <= 0) continue
+          if (behind !== 'timeout' || waitUntil - ctx.clock.now() <= 0) continue
           current = await ctx.adapter.get(key)
           if (current) continue
         } else {
@@ -124,21 +144,26 @@ export async function acquire<V extends Value, H extends Hold<V>>(
           first = true
         }
       }
-      if (!current) {
-        const r = await attempt(undefined, false, line?.entry)
-        if (r.hold) return r.hold
-        if (r.lostPlace) {
-          line!.lost()
-          first = false
+      if (woke === undefined) {
+        if (!current) {
+          dropEarly()
+          const r = await attempt(undefined, false, line?.entry)
+          if (r.hold) return r.hold
+          if (r.lostPlace) {
+            line!.lost()
+            first = false
+          }
+          current = r.current
+          continue
         }
-        current = r.current
-        continue
+        if (early) woke = await early.promise
+        else woke = await waitForChange(ctx, current, left, signal)
+        early = undefined
       }
-      const woke = await waitForChange(ctx, current, left, signal)
       if (woke === 'owner-gone') {
         // The holder's client is dead: take its entry over, but only if it is
         // still the very entry we saw (same revision, so same owner and life).
-        const s = await attempt(current, true, line?.entry)
+        const s = await attempt(current!, true, line?.entry)
         if (s.hold) return s.hold
         if (s.lostPlace) {
           line!.lost()
@@ -153,9 +178,12 @@ export async function acquire<V extends Value, H extends Hold<V>>(
       }
     }
   } finally {
+    dropEarly()
     line?.leave()
   }
 }
+
+const EARLY = Symbol('early')
 
 function entryOf(ev: WatchEvent): Entry {
   const e: Entry = { key: ev.key, value: ev.value ?? null, revision: ev.revision, created: ev.created ?? ev.revision }
@@ -171,8 +199,9 @@ const PATROL = 1_000
 type Wake = WatchEvent | 'changed' | 'timeout' | 'owner-gone'
 
 /** Resolves when `current` may have stopped holding its key; rejects if `signal` aborts. */
-function waitForChange(ctx: Context, current: Entry, left: number, signal: AbortSignal | undefined): Promise<Wake> {
+function waitForChange(ctx: Context, current: Entry, left: number, signal: AbortSignal | undefined, cancel?: AbortSignal): Promise<Wake> {
   const stop = new AbortController()
+  cancel?.addEventListener('abort', () => stop.abort(new Error('cancelled')), { once: true })
   const letGo = keepAlive()
   const onAbort = () => stop.abort(signal!.reason)
   signal?.addEventListener('abort', onAbort, { once: true })

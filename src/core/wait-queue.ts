@@ -32,6 +32,7 @@ export class WaitQueue {
   #entry: Entry | undefined
   #renewal: ReturnType<Context['clock']['setTimeout']> | undefined
   #left = false
+  #joining: Promise<void> | undefined
 
   /** The queue of `lockKey`, or `undefined` when the key is too long to have one (its waiters then simply retry). */
   static for(ctx: Context, lockKey: string): WaitQueue | undefined {
@@ -46,6 +47,11 @@ export class WaitQueue {
     this.#prefix = prefix
   }
 
+  /** Whether we stand in line or are joining it. */
+  get placed(): boolean {
+    return this.#entry !== undefined || this.#joining !== undefined
+  }
+
   /** Our entry while we stand in line (to be deleted in the same commit that takes the lock). */
   get entry(): Entry | undefined {
     return this.#entry
@@ -57,7 +63,13 @@ export class WaitQueue {
    */
   async ahead(): Promise<Entry | undefined> {
     for (let tries = 0; ; tries++) {
-      if (!this.#entry) await this.#join()
+      if (!this.#entry) {
+        // One join at a time: a caller that raced ahead asks again while the first is on its way.
+        this.#joining ??= this.#join().finally(() => {
+          this.#joining = undefined
+        })
+        await this.#joining
+      }
       const line = (await this.#ctx.adapter.list(this.#prefix)).filter((e) => !e.key.slice(this.#prefix.length).includes(SEP))
       const mine = line.find((e) => e.key === this.#entry!.key && e.created === this.#entry!.created)
       if (!mine) {
