@@ -40,7 +40,7 @@ function suite(name: string, args: () => string[]) {
           await Promise.all(opened.map((c) => c.close()))
         },
       }
-    }, { scale: 0.5 })
+    }, { scale: 1 })
   })
 }
 
