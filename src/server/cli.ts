@@ -28,6 +28,7 @@ const USAGE = `usage: zaris serve [options]
   --cors ORIGIN...  let these browser origins call the node (exact origins, never *)
   --insecure        allow binding a non-loopback address without a token
   --max-watchers N  open watch streams allowed (default 1000)
+  --max-namespaces N  namespaces the node opens at most (default 10000)
   --max-body BYTES  largest request body (default 65536)
 `
 
@@ -41,6 +42,7 @@ export interface ServeArgs {
   cors: string[]
   insecure: boolean
   maxWatchers?: number
+  maxNamespaces?: number
   maxBody?: number
 }
 
@@ -101,6 +103,9 @@ export function parseServeArgs(argv: string[], env: Record<string, string | unde
       case '--max-watchers':
         args.maxWatchers = integer(1, 1_000_000)
         break
+      case '--max-namespaces':
+        args.maxNamespaces = integer(1, 10_000_000)
+        break
       case '--max-body':
         args.maxBody = integer(1024, 64 * 1024 * 1024)
         break
@@ -146,6 +151,7 @@ export async function serveCommand(args: ServeArgs, log: (line: string) => void 
     // Loopback without a token: accept only loopback Host names, so a web page cannot reach the node by DNS rebinding.
     hosts: isLoopback(args.host) && args.token === undefined ? [...loopbackHosts] : undefined,
     maxWatchers: args.maxWatchers,
+    maxNamespaces: args.maxNamespaces,
     maxBodyBytes: args.maxBody,
   })
   let node

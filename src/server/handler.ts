@@ -69,6 +69,12 @@ export interface HandlerOptions {
   maxBodyBytes?: number
   /** Most open watch streams; past it, 429. Default 1 000. */
   maxWatchers?: number
+  /**
+   * Most namespaces this node opens; a request for one more gets 429. Any
+   * request opens its namespace, so without a cap an open node could be made
+   * to hold an unbounded number of stores. Default 10 000.
+   */
+  maxNamespaces?: number
   /** Comment sent on quiet watch streams every this many ms. Default 15 000. */
   heartbeatMs?: number
   /** Bounds of the memory of request ids. */
@@ -180,6 +186,7 @@ export function createHandler(options: HandlerOptions): Handler {
   if (typeof options?.adapterFor !== 'function') throw new InvalidArgumentError('createHandler: adapterFor(namespace) is required')
   const maxBody = positive(options.maxBodyBytes, 64 * 1024, 'maxBodyBytes')
   const maxWatchers = positive(options.maxWatchers, 1_000, 'maxWatchers')
+  const maxNamespaces = positive(options.maxNamespaces, 10_000, 'maxNamespaces')
   const heartbeatMs = positive(options.heartbeatMs, 15_000, 'heartbeatMs')
   for (const origin of options.cors ?? []) {
     if (!/^https?:\/\/[^/\s*]+$/i.test(origin)) {
@@ -200,6 +207,9 @@ export function createHandler(options: HandlerOptions): Handler {
   const adapterOf = (ns: string): Promise<Adapter> => {
     let a = adapters.get(ns)
     if (!a) {
+      if (adapters.size >= maxNamespaces) {
+        return Promise.reject(new ZarisError('RATE_LIMITED', `this node serves at most ${maxNamespaces} namespaces and has that many open; namespace ${JSON.stringify(ns)} was not opened (zaris serve --max-namespaces)`))
+      }
       a = Promise.resolve().then(() => options.adapterFor(ns))
       a.catch(() => adapters.delete(ns))
       adapters.set(ns, a)

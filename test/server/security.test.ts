@@ -13,7 +13,7 @@ const ORIGIN = 'http://app.localhost:5173'
 let node: NodeProcess
 
 beforeAll(async () => {
-  node = await startNode(['--cors', ORIGIN, '--max-watchers', '3'], { ZARIS_TOKEN: TOKEN })
+  node = await startNode(['--cors', ORIGIN, '--max-watchers', '3', '--max-namespaces', '8'], { ZARIS_TOKEN: TOKEN })
 })
 afterAll(async () => {
   expect(await node?.stop()).toBe(0)
@@ -183,6 +183,21 @@ describe('a node started with --token', () => {
     const again = client.watch('e')
     await again.ready
     await Promise.all([client, ...clients].map((c) => c.close()))
+  })
+
+  test('namespaces past the cap get 429 (RATE_LIMITED); the open ones keep working', async () => {
+    const statuses: number[] = []
+    for (let i = 0; i < 12; i++) {
+      const r = await post('get', JSON.stringify({ key: 'k' }), jsonHeaders, `cap${i}`)
+      statuses.push(r.status)
+      if (r.status === 429) expect(r.json.error).toMatchObject({ code: 'RATE_LIMITED', message: expect.stringContaining(`"cap${i}"`) })
+    }
+    const opened = statuses.filter((s) => s === 200).length
+    expect(opened).toBeGreaterThan(0)
+    expect(opened).toBeLessThanOrEqual(8)
+    expect(statuses).toEqual([...Array(opened).fill(200), ...Array(12 - opened).fill(429)])
+    expect((await post('get', JSON.stringify({ key: 'k' }), jsonHeaders, 'cap0')).status).toBe(200)
+    expect((await post('get', JSON.stringify({ key: 'k' }))).status).toBe(200)
   })
 
   test('the token never appears in the output of the node', () => {
