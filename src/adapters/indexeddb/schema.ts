@@ -15,8 +15,8 @@
  *
  * @module
  */
-import { openDB, type DBSchema, type IDBPDatabase } from 'idb'
 import type { Value, WatchEvent } from '../../core/adapter'
+import { openDatabase } from './request'
 
 /** An entry as the store keeps it. `expiresAt` is wall-clock ms (Date.now scale), shared by all tabs. */
 export interface StoredEntry {
@@ -35,12 +35,8 @@ export interface LogRecord {
   events: WatchEvent[]
 }
 
-export interface ZarisDB extends DBSchema {
-  entries: { key: string; value: StoredEntry; indexes: { expiresAt: number } }
-  log: { key: number; value: LogRecord }
-}
-
-export type Database = IDBPDatabase<ZarisDB>
+/** An open connection to a namespace's database. */
+export type Database = IDBDatabase
 
 /** The IndexedDB database name of a namespace. */
 export function databaseName(namespace: string): string {
@@ -55,32 +51,29 @@ export const TRIM_EVERY = 64
 
 /** Opens (creating or upgrading on first use) the database of a namespace. */
 export function openStore(namespace: string, onGone: () => void): Promise<Database> {
-  return openDB<ZarisDB>(databaseName(namespace), VERSION, {
-    async upgrade(db, oldVersion, _newVersion, tx) {
-      if (oldVersion < 1) {
-        db.createObjectStore('entries', { keyPath: 'key' }).createIndex('expiresAt', 'expiresAt')
-        db.createObjectStore('log', { keyPath: 'revision' })
-        return
+  return openDatabase(databaseName(namespace), VERSION, upgrade, onGone)
+}
+
+function upgrade(db: IDBDatabase, oldVersion: number, tx: IDBTransaction): void {
+  if (oldVersion < 1) {
+    db.createObjectStore('entries', { keyPath: 'key' }).createIndex('expiresAt', 'expiresAt')
+    db.createObjectStore('log', { keyPath: 'revision' })
+    return
+  }
+  if (oldVersion < 2) {
+    // Version 1 wrote the revision to `meta` and its record to the log together; keep it in the log even so.
+    const log = tx.objectStore('log')
+    const meta = tx.objectStore('meta').get('revision')
+    meta.onsuccess = () => {
+      const last = log.openKeyCursor(null, 'prev')
+      last.onsuccess = () => {
+        const revision = meta.result as number | undefined
+        const cursor = last.result
+        if (revision !== undefined && (cursor === null || (cursor.key as number) < revision)) log.put({ revision, events: [] })
+        db.deleteObjectStore('meta')
       }
-      if (oldVersion < 2) {
-        // Version 1 wrote the revision to `meta` and its record to the log together; keep it in the log even so.
-        const v1 = tx as unknown as { objectStore(name: string): { get(key: string): Promise<unknown> } }
-        const revision = (await v1.objectStore('meta').get('revision')) as number | undefined
-        const last = await tx.objectStore('log').openKeyCursor(null, 'prev')
-        if (revision !== undefined && (last === null || (last.key as number) < revision)) {
-          await tx.objectStore('log').put({ revision, events: [] })
-        }
-        ;(db as unknown as IDBDatabase).deleteObjectStore('meta')
-      }
-    },
-    // Another tab deletes or upgrades the database: let it, and stop using ours.
-    blocking() {
-      onGone()
-    },
-    terminated() {
-      onGone()
-    },
-  })
+    }
+  }
 }
 
 /**

@@ -16,35 +16,68 @@
  */
 import type { Check, CommitResult, Entry, Op, WatchEvent } from '../../core/adapter'
 import type { Database, LogRecord, StoredEntry } from './schema'
+import { settled } from './request'
 import { prefixRange, TRIM_EVERY } from './schema'
-
-type WriteTx = ReturnType<typeof writeTx>
-
-function writeTx(db: Database) {
-  return db.transaction(['entries', 'log'], 'readwrite')
-}
-
-interface LogKeys {
-  openKeyCursor(query: null, direction: 'prev'): Promise<{ key: unknown } | null>
-  getAllKeys(query: IDBKeyRange, count: number): Promise<number[]>
-}
 
 /** How many log keys a commit reads from its hint before it looks up the last key instead. */
 const HINT_READ = 32
 
 /**
- * The store's revision: the last key of the log, which always keeps its
- * latest record. With `hint` (a revision this page knows the store has
- * reached), the keys from it, usually one or two: cheaper than a reverse cursor.
+ * Reads the store's revision, the last key of the log, which always keeps its
+ * latest record, and hands it to `then` from the request's callback. With
+ * `hint` (a revision this page knows the store has reached), the keys from
+ * it, usually one or two: cheaper than a reverse cursor.
  */
-async function lastRevision(log: LogKeys, hint = 0): Promise<number> {
-  if (hint > 0) {
-    const keys = await log.getAllKeys(IDBKeyRange.lowerBound(hint), HINT_READ)
-    if (keys.length > 0 && keys.length < HINT_READ) return keys[keys.length - 1]!
+function lastRevision(log: IDBObjectStore, hint: number, then: (revision: number) => void): void {
+  const last = () => {
+    const cursor = log.openKeyCursor(null, 'prev')
+    cursor.onsuccess = () => then(cursor.result ? (cursor.result.key as number) : 0)
   }
-  const cursor = await log.openKeyCursor(null, 'prev')
-  return cursor ? (cursor.key as number) : 0
+  if (hint <= 0) return last()
+  const keys = log.getAllKeys(IDBKeyRange.lowerBound(hint), HINT_READ)
+  keys.onsuccess = () => {
+    const found = keys.result as number[]
+    if (found.length > 0 && found.length < HINT_READ) then(found[found.length - 1]!)
+    else last()
+  }
 }
+
+/**
+ * Runs `body` in a readwrite transaction of both stores and resolves what it
+ * hands to `done` once the transaction has committed. `body` issues its
+ * requests and does its writes from their callbacks, through `guard`, so the
+ * transaction stays alive from the first request to the last write. An
+ * exception in `body` or a callback aborts the transaction and rejects with
+ * that exception; a failed request or an abort rejects with the transaction's
+ * error.
+ */
+function writeTx<T>(db: Database, body: (tx: IDBTransaction, guard: Guard, done: (value: T) => void) => void): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const tx = db.transaction(['entries', 'log'], 'readwrite')
+    let value: T
+    let failed = false
+    tx.oncomplete = () => resolve(value)
+    tx.onabort = () => reject(tx.error ?? new DOMException('the transaction was aborted', 'AbortError'))
+    const guard: Guard = (fn) => () => {
+      if (failed) return
+      try {
+        fn()
+      } catch (err) {
+        failed = true
+        reject(err)
+        try {
+          tx.abort()
+        } catch {
+          // Already finished or aborted.
+        }
+      }
+    }
+    guard(() => body(tx, guard, (v) => (value = v)))()
+  })
+}
+
+/** Wraps a request callback so that an exception in it aborts the transaction and rejects its promise. */
+type Guard = (fn: () => void) => () => void
 
 /** What a readwrite transaction did, for the watch feed and the expiry timers of every tab. */
 export interface Outcome {
@@ -66,55 +99,19 @@ export function toEntry(e: StoredEntry, now: number): Entry {
   return entry
 }
 
-/** Deletes every due entry inside `tx`: returns the revision after, the log records, and the keys deleted. */
-async function expireDue(tx: WriteTx, now: number): Promise<{ revision: number; records: LogRecord[]; keys: Set<string> }> {
-  const [stored, due] = await Promise.all([
-    lastRevision(tx.objectStore('log')),
-    tx.objectStore('entries').index('expiresAt').getAll(IDBKeyRange.upperBound(now)),
-  ])
-  let revision = stored
-  const records: LogRecord[] = []
-  const keys = new Set<string>()
-  const entries = tx.objectStore('entries')
-  for (const e of due) {
-    revision++
-    void entries.delete(e.key)
-    keys.add(e.key)
-    records.push({ revision, events: [{ type: 'expire', key: e.key, revision }] })
-  }
-  return { revision, records, keys }
-}
-
 /**
  * Writes the log records (the last of which is the revision now) and, every
  * {@link TRIM_EVERY} revisions, drops history older than `historySize`
  * revisions: readers promise no more than `historySize`, so the few extra
  * records in between are never relied on.
  */
-function finish(tx: WriteTx, revision: number, records: LogRecord[], historySize: number): void {
+function finish(tx: IDBTransaction, revision: number, records: LogRecord[], historySize: number): void {
   if (records.length === 0) return
   const log = tx.objectStore('log')
-  for (const r of records) void log.put(r)
+  for (const r of records) log.put(r)
   const before = revision - records.length
   if (revision > historySize && Math.floor(revision / TRIM_EVERY) > Math.floor(before / TRIM_EVERY)) {
-    void log.delete(IDBKeyRange.upperBound(revision - historySize))
-  }
-}
-
-/** Aborts `tx` (ignoring that it may already be over) and rethrows. */
-async function run<T>(tx: WriteTx, body: () => Promise<T>): Promise<T> {
-  try {
-    const result = await body()
-    await tx.done
-    return result
-  } catch (err) {
-    try {
-      tx.abort()
-    } catch {
-      // Already finished or aborted.
-    }
-    tx.done.catch(() => {})
-    throw err
+    log.delete(IDBKeyRange.upperBound(revision - historySize))
   }
 }
 
@@ -137,117 +134,178 @@ export function commitBatch(
   historySize: number,
   revisionHint = 0,
 ): Promise<{ results: CommitResult[]; outcome: Outcome }> {
-  const tx = writeTx(db)
-  return run(tx, async () => {
+  return writeTx(db, (tx, guard, done) => {
     const entries = tx.objectStore('entries')
     const keys = [...new Set(requests.flatMap((r) => [...r.checks.map((c) => c.key), ...r.ops.map((o) => o.key)]))]
-    const [stored, ...found] = await Promise.all([lastRevision(tx.objectStore('log'), revisionHint), ...keys.map((k) => entries.get(k))])
-    const state = new Map<string, StoredEntry | undefined>()
-    let revision = stored as number
-    const records: LogRecord[] = []
+    const found: Array<StoredEntry | undefined> = new Array(keys.length)
+    let stored = 0
+    // The writes go from the callback of the last read to arrive, so no turn of the event loop passes in between.
+    let pending = keys.length + 1
+    const arrived = () => {
+      if (--pending === 0) done(apply(entries, keys, found, stored, requests, now, historySize))
+    }
     keys.forEach((k, i) => {
-      const e = found[i] as StoredEntry | undefined
-      if (e && expired(e, now)) {
-        // Absent to this commit's checks; its end is recorded before the commit, as the sweep would have.
-        revision++
-        void entries.delete(k)
-        records.push({ revision, events: [{ type: 'expire', key: k, revision }] })
-        state.set(k, undefined)
-      } else {
-        state.set(k, e)
-      }
+      const get = entries.get(k)
+      get.onsuccess = guard(() => {
+        found[i] = get.result as StoredEntry | undefined
+        arrived()
+      })
     })
+    lastRevision(tx.objectStore('log'), revisionHint, (revision) =>
+      guard(() => {
+        stored = revision
+        arrived()
+      })(),
+    )
+  })
+}
 
-    let nextExpiry: number | undefined
-    const results: CommitResult[] = requests.map(({ checks, ops }) => {
-      const failed: Array<{ key: string; entry: Entry | undefined }> = []
-      for (const check of checks) {
-        const e = state.get(check.key)
-        const holds =
-          'revision' in check
-            ? check.revision === null ? e === undefined : e?.revision === check.revision
-            : check.created === null ? e === undefined : e?.created === check.created
-        if (!holds) failed.push({ key: check.key, entry: e && toEntry(e, now) })
-      }
-      if (failed.length > 0) return { ok: false as const, failed }
-
+/** The writes of a batch, once its reads are in: see {@link commitBatch}. */
+function apply(
+  entries: IDBObjectStore,
+  keys: string[],
+  found: Array<StoredEntry | undefined>,
+  stored: number,
+  requests: CommitRequest[],
+  now: number,
+  historySize: number,
+): { results: CommitResult[]; outcome: Outcome } {
+  const state = new Map<string, StoredEntry | undefined>()
+  let revision = stored
+  const records: LogRecord[] = []
+  keys.forEach((k, i) => {
+    const e = found[i]
+    if (e && expired(e, now)) {
+      // Absent to this commit's checks; its end is recorded before the commit, as the sweep would have.
       revision++
-      const events: WatchEvent[] = []
-      const written: StoredEntry[] = []
-      const deleted: string[] = []
-      for (const op of ops) {
-        const existing = state.get(op.key)
-        if (op.type === 'delete') {
-          if (existing) {
-            void entries.delete(op.key)
-            state.set(op.key, undefined)
-            deleted.push(op.key)
-            events.push({ type: 'delete', key: op.key, revision })
-          }
-          continue
+      entries.delete(k)
+      records.push({ revision, events: [{ type: 'expire', key: k, revision }] })
+      state.set(k, undefined)
+    } else {
+      state.set(k, e)
+    }
+  })
+
+  let nextExpiry: number | undefined
+  const results: CommitResult[] = requests.map(({ checks, ops }) => {
+    const failed: Array<{ key: string; entry: Entry | undefined }> = []
+    for (const check of checks) {
+      const e = state.get(check.key)
+      const holds =
+        'revision' in check
+          ? check.revision === null ? e === undefined : e?.revision === check.revision
+          : check.created === null ? e === undefined : e?.created === check.created
+      if (!holds) failed.push({ key: check.key, entry: e && toEntry(e, now) })
+    }
+    if (failed.length > 0) return { ok: false as const, failed }
+
+    revision++
+    const events: WatchEvent[] = []
+    const written: StoredEntry[] = []
+    const deleted: string[] = []
+    for (const op of ops) {
+      const existing = state.get(op.key)
+      if (op.type === 'delete') {
+        if (existing) {
+          entries.delete(op.key)
+          state.set(op.key, undefined)
+          deleted.push(op.key)
+          events.push({ type: 'delete', key: op.key, revision })
         }
-        const e: StoredEntry = { key: op.key, value: op.value, revision, created: existing && !op.fresh ? existing.created : revision }
-        if (op.owner !== undefined) e.owner = op.owner
-        if (op.ttl !== undefined) {
-          e.ttl = op.ttl
-          e.expiresAt = now + op.ttl
-          nextExpiry = Math.min(nextExpiry ?? Infinity, e.expiresAt)
-        }
-        void entries.put(e)
-        state.set(op.key, e)
-        written.push(e)
-        const event: WatchEvent = { type: 'put', key: op.key, revision, value: op.value, created: e.created }
-        if (op.owner !== undefined) event.owner = op.owner
-        if (op.ttl !== undefined) event.ttl = op.ttl
-        events.push(event)
+        continue
       }
-      records.push({ revision, events })
-      return { ok: true as const, revision, entries: written.map((e) => toEntry(e, now)), deleted }
-    })
-    finish(tx, revision, records, historySize)
-    const outcome: Outcome = { records }
-    if (nextExpiry !== undefined) outcome.nextExpiry = nextExpiry
-    return { results, outcome }
+      const e: StoredEntry = { key: op.key, value: op.value, revision, created: existing && !op.fresh ? existing.created : revision }
+      if (op.owner !== undefined) e.owner = op.owner
+      if (op.ttl !== undefined) {
+        e.ttl = op.ttl
+        e.expiresAt = now + op.ttl
+        nextExpiry = Math.min(nextExpiry ?? Infinity, e.expiresAt)
+      }
+      entries.put(e)
+      state.set(op.key, e)
+      written.push(e)
+      const event: WatchEvent = { type: 'put', key: op.key, revision, value: op.value, created: e.created }
+      if (op.owner !== undefined) event.owner = op.owner
+      if (op.ttl !== undefined) event.ttl = op.ttl
+      events.push(event)
+    }
+    records.push({ revision, events })
+    return { ok: true as const, revision, entries: written.map((e) => toEntry(e, now)), deleted }
   })
+  finish(entries.transaction, revision, records, historySize)
+  const outcome: Outcome = { records }
+  if (nextExpiry !== undefined) outcome.nextExpiry = nextExpiry
+  return { results, outcome }
 }
 
-/** Expires what is due; resolves the records written and the earliest deadline left. */
+/**
+ * Deletes every due entry and resolves the records written and the earliest
+ * deadline left: the revision and the due entries are read together, the
+ * deletes and log records go from the callback of the last, then the
+ * earliest deadline is read after them.
+ */
 export function sweepTx(db: Database, now: number, historySize: number): Promise<Outcome> {
-  const tx = writeTx(db)
-  return run(tx, async () => {
-    const expiry = await expireDue(tx, now)
-    finish(tx, expiry.revision, expiry.records, historySize)
-    const outcome: Outcome = { records: expiry.records }
-    const next = await earliestIn(tx.objectStore('entries').index('expiresAt'))
-    if (next !== undefined) outcome.nextExpiry = next
-    return outcome
+  return writeTx(db, (tx, guard, done) => {
+    const entries = tx.objectStore('entries')
+    const byExpiry = entries.index('expiresAt')
+    const due = byExpiry.getAll(IDBKeyRange.upperBound(now))
+    let dueRead = false
+    let revision: number | undefined
+    const expire = () => {
+      if (!dueRead || revision === undefined) return
+      const records: LogRecord[] = []
+      for (const e of due.result as StoredEntry[]) {
+        revision++
+        entries.delete(e.key)
+        records.push({ revision, events: [{ type: 'expire', key: e.key, revision }] })
+      }
+      finish(tx, revision, records, historySize)
+      const outcome: Outcome = { records }
+      done(outcome)
+      const first = byExpiry.openKeyCursor()
+      first.onsuccess = guard(() => {
+        if (first.result) outcome.nextExpiry = first.result.key as number
+      })
+    }
+    lastRevision(tx.objectStore('log'), 0, (r) =>
+      guard(() => {
+        revision = r
+        expire()
+      })(),
+    )
+    due.onsuccess = guard(() => {
+      dueRead = true
+      expire()
+    })
   })
-}
-
-async function earliestIn(index: { openKeyCursor(): Promise<{ key: unknown } | null> }): Promise<number | undefined> {
-  const cursor = await index.openKeyCursor()
-  return cursor ? (cursor.key as number) : undefined
 }
 
 /** The earliest deadline of any entry, or undefined. */
-export function earliestExpiry(db: Database): Promise<number | undefined> {
-  return earliestIn(db.transaction('entries').store.index('expiresAt'))
+export async function earliestExpiry(db: Database): Promise<number | undefined> {
+  const cursor = await settled(() => db.transaction('entries').objectStore('entries').index('expiresAt').openKeyCursor())
+  return cursor ? (cursor.key as number) : undefined
 }
 
 /** The stored entry at `key` (possibly expired: the caller decides). */
 export function readEntry(db: Database, key: string): Promise<StoredEntry | undefined> {
-  return db.get('entries', key)
+  return settled(() => db.transaction('entries').objectStore('entries').get(key) as IDBRequest<StoredEntry | undefined>)
 }
 
 /** Every stored entry whose key starts with `prefix`, in key order (possibly expired). */
 export async function readPrefix(db: Database, prefix: string): Promise<StoredEntry[]> {
-  const all = await db.getAll('entries', prefixRange(prefix))
+  const all = await settled(() => db.transaction('entries').objectStore('entries').getAll(prefixRange(prefix)) as IDBRequest<StoredEntry[]>)
   return all.filter((e) => e.key.startsWith(prefix))
 }
 
 /** The store's revision and every log record after `after`, read together. */
-export async function readLog(db: Database, after: number): Promise<{ revision: number; records: LogRecord[] }> {
-  const log = db.transaction('log').store
-  const [revision, records] = await Promise.all([lastRevision(log), log.getAll(IDBKeyRange.lowerBound(after, true))])
-  return { revision, records }
+export function readLog(db: Database, after: number): Promise<{ revision: number; records: LogRecord[] }> {
+  return new Promise((resolve, reject) => {
+    const tx = db.transaction('log')
+    const log = tx.objectStore('log')
+    const records = log.getAll(IDBKeyRange.lowerBound(after, true))
+    let revision = 0
+    lastRevision(log, 0, (r) => (revision = r))
+    tx.oncomplete = () => resolve({ revision, records: records.result as LogRecord[] })
+    tx.onabort = () => reject(tx.error ?? new DOMException('the transaction was aborted', 'AbortError'))
+  })
 }
