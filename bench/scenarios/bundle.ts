@@ -69,6 +69,6 @@ export async function bundleScenario(ctx: BenchContext): Promise<Scenario> {
     metric: 'size',
     rows,
     columns,
-    notes: ['zaris + zaris/indexeddb includes idb (the IndexedDB promise wrapper) and zod is not in it; kB = 1000 bytes.'],
+    notes: ['zaris + zaris/indexeddb is the whole library for a browser app (the adapter uses raw IndexedDB requests, no wrapper) and zod is not in it; kB = 1000 bytes.'],
   }
 }

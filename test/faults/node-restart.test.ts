@@ -78,7 +78,10 @@ test(`a --data node killed with kill -9 and restarted ${restarts} times under ${
   }
   // The watcher has everything up to the last acknowledged write to a resource.
   const lastRes = Math.max(0, ...workerHistory.flatMap((r) => (r.type === 'write' && r.outcome === 'accepted' && r.resource.startsWith('res:') ? [r.revision!] : [])))
-  await until(() => watch.last() >= lastRes, 30_000, `the watcher reaching revision ${lastRes}`)
+  await until(() => watch.last() >= lastRes || watch.endedWith() !== undefined, 30_000, `the watcher reaching revision ${lastRes}`).catch((err) => {
+    throw new Error(`${(err as Error).message}; it is at ${watch.last()}`)
+  })
+  expect(watch.endedWith(), 'the watch ended on its own').toBeUndefined()
   watch.end(lastRes)
   const stats = assertHistory([...workerHistory, ...history, ...finals])
   await reader.close()

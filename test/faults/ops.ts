@@ -95,9 +95,10 @@ export function recordedOps(client: Client, id: string, record: Recorder): Recor
  * Follows `prefix` through the adapter itself (below the client's own
  * de-duplication), recording every event; `end(through)` closes it.
  */
-export async function recordedWatch(client: Client, id: string, watch: string, prefix: string, from: number, record: Recorder): Promise<{ end(through?: number): void; last(): number }> {
+export async function recordedWatch(client: Client, id: string, watch: string, prefix: string, from: number, record: Recorder): Promise<{ end(through?: number): void; last(): number; endedWith(): string | undefined }> {
   let last = from
   let ended = false
+  let endedWith: string | undefined
   record({ type: 'watch-start', client: id, watch, prefix, from, at: sharedNow() })
   const unsubscribe = await client.adapter.watch(
     prefix,
@@ -110,6 +111,7 @@ export async function recordedWatch(client: Client, id: string, watch: string, p
       error(err) {
         if (ended) return
         ended = true
+        endedWith = `${(err as { code?: string }).code ?? ''} ${err.message}`
         record({ type: 'watch-end', client: id, watch, reason: (err as { code?: string }).code ?? err.message, at: sharedNow() })
       },
     },
@@ -117,6 +119,7 @@ export async function recordedWatch(client: Client, id: string, watch: string, p
   )
   return {
     last: () => last,
+    endedWith: () => endedWith,
     end(through) {
       if (ended) return
       ended = true
