@@ -347,7 +347,7 @@ export function createHandler(options: HandlerOptions): Handler {
         if (requestId === undefined) return { status: 200, headers: { ...JSON_HEADERS }, body: await apply() }
         const { body: answer, replayed } = await replays.run(`${ns}\u0000${requestId}`, apply)
         if (replayed) metrics.replays++
-        return { status: 200, headers: { ...JSON_HEADERS, ...(replayed ? { 'x-zaris-replayed': '1' } : {}) }, body: answer }
+        return { status: 200, headers: replayed ? { ...JSON_HEADERS, 'x-zaris-replayed': '1' } : { ...JSON_HEADERS }, body: answer }
       }
     }
   }

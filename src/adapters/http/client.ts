@@ -97,6 +97,8 @@ class HttpAdapter implements Adapter {
   readonly #closer = new AbortController()
   #hub: WatchHub | undefined
   #transport: Promise<Transport> | undefined
+  /** The transport once `#transport` has settled: a call spares the await on it. */
+  #ready: Transport | undefined
   #preferred = 0
   /** The highest revision seen in an answer: a new watch never reports older changes. */
   #seen = -1
@@ -176,6 +178,7 @@ class HttpAdapter implements Adapter {
     this.#hub?.close()
     const t = this.#transport
     this.#transport = undefined
+    this.#ready = undefined
     if (t) (await t.catch(() => undefined))?.close()
   }
 
@@ -188,7 +191,8 @@ class HttpAdapter implements Adapter {
   }
 
   #getTransport(): Promise<Transport> {
-    this.#transport ??= (async () => {
+    if (this.#transport) return this.#transport
+    const pending = (async () => {
       const choice = this.#choice
       if (typeof choice === 'object') return choice
       if (choice === 'node' || (choice === 'auto' && hasNodeHttp())) {
@@ -197,7 +201,14 @@ class HttpAdapter implements Adapter {
       }
       return fetchTransport()
     })()
-    return this.#transport
+    this.#transport = pending
+    pending.then(
+      (t) => {
+        if (this.#transport === pending) this.#ready = t
+      },
+      () => {},
+    )
+    return pending
   }
 
   #saw(revision: number): void {
@@ -210,7 +221,7 @@ class HttpAdapter implements Adapter {
    */
   async #call<S extends z.ZodType>(op: string, payload: unknown, schema: S, method: 'GET' | 'POST' = 'POST'): Promise<z.output<S>> {
     this.#assertOpen()
-    const transport = await this.#getTransport()
+    const transport = this.#ready ?? (await this.#getTransport())
     const body = method === 'POST' ? JSON.stringify(payload) : undefined
     const query = method === 'GET' ? `?${new URLSearchParams(payload as Record<string, string>)}` : ''
     const headers: Record<string, string> = method === 'POST' ? { ...this.#headers, 'content-type': 'application/json' } : { ...this.#headers }

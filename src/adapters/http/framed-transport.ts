@@ -53,7 +53,8 @@ interface Pending {
   /** When it fails unanswered (performance.now() ms); Infinity: only its signal ends it. */
   deadline: number
   signal: AbortSignal
-  onAbort(): void
+  /** Set only when the signal is the request's own (no deadline): what its abort does. */
+  onAbort: (() => void) | undefined
 }
 
 /** One upgrade in progress, shared by the requests waiting for it. */
@@ -251,17 +252,13 @@ class Connection {
       if (this.closed) return reject(new Error(`the connection to ${this.#origin} closed`))
       if (signal.aborted) return reject(signal.reason as Error)
       const id = this.#nextId++
-      const pending: Pending = {
-        resolve,
-        reject,
-        seen: this.#received,
-        deadline,
-        signal,
-        onAbort: () => this.#giveUp(id, pending, signal.reason as Error),
-      }
+      const pending: Pending = { resolve, reject, seen: this.#received, deadline, signal, onAbort: undefined }
       // With a deadline the signal is the adapter's close signal, shared by every request, and the adapter
-      // closes this transport when it fires: a listener each would only pile up on it.
-      if (deadline === Infinity) signal.addEventListener('abort', pending.onAbort, { once: true })
+      // closes this transport when it fires: a listener each would only pile up on it (nor is the closure made).
+      if (deadline === Infinity) {
+        pending.onAbort = () => this.#giveUp(id, pending, signal.reason as Error)
+        signal.addEventListener('abort', pending.onAbort, { once: true })
+      }
       this.#pending.set(id, pending)
       if (this.#pending.size === 1) this.#socket.ref()
       if (deadline < this.#timerAt) this.#arm(deadline)
@@ -315,7 +312,7 @@ class Connection {
     const pending = [...this.#pending]
     this.#pending.clear()
     for (const [, p] of pending) {
-      if (p.deadline === Infinity) p.signal.removeEventListener('abort', p.onAbort)
+      if (p.onAbort) p.signal.removeEventListener('abort', p.onAbort)
       p.reject(why)
     }
     this.onClose?.()
@@ -323,7 +320,7 @@ class Connection {
 
   #forget(id: number, pending: Pending): void {
     this.#pending.delete(id)
-    if (pending.deadline === Infinity) pending.signal.removeEventListener('abort', pending.onAbort)
+    if (pending.onAbort) pending.signal.removeEventListener('abort', pending.onAbort)
     if (this.#pending.size === 0) this.#socket.unref()
   }
 
@@ -373,21 +370,37 @@ class Connection {
     // An answer to a request that gave up (timed out) is dropped.
     if (!pending) return
     this.#forget(id, pending)
-    pending.resolve(framedResponse(status, body))
+    pending.resolve(new FramedResponse(status, body))
   }
 }
 
-/** An answer frame as a transport response; the body was parsed with the frame, so `json()` skips a second parse. */
-function framedResponse(status: number, body: unknown): TransportResponse {
-  return {
-    status,
-    json: () => Promise.resolve(body),
-    text: () => Promise.resolve(JSON.stringify(body) ?? ''),
-    async *chunks() {
-      yield new TextEncoder().encode(JSON.stringify(body) ?? '')
-    },
-    cancel() {},
+/**
+ * An answer frame as a transport response; the body was parsed with the
+ * frame, so `json()` skips a second parse. A class, not an object literal of
+ * closures: one is made per request.
+ */
+class FramedResponse implements TransportResponse {
+  readonly status: number
+  readonly #body: unknown
+
+  constructor(status: number, body: unknown) {
+    this.status = status
+    this.#body = body
   }
+
+  json(): Promise<unknown> {
+    return Promise.resolve(this.#body)
+  }
+
+  text(): Promise<string> {
+    return Promise.resolve(JSON.stringify(this.#body) ?? '')
+  }
+
+  async *chunks(): AsyncIterable<Uint8Array> {
+    yield new TextEncoder().encode(JSON.stringify(this.#body) ?? '')
+  }
+
+  cancel(): void {}
 }
 
 /** `promise`, or a rejection with the signal's reason once it aborts. */
