@@ -14,7 +14,7 @@
  * inspected) and to a `zaris serve` process (where a crash would show).
  */
 import { connect as tcpConnect } from 'node:net'
-import { prng } from './scale'
+import { Random } from './scale'
 
 /** One request, as bytes go on the wire. */
 export interface FuzzRequest {
@@ -38,28 +38,6 @@ const JSON_TYPE = { 'content-type': 'application/json' }
 const MAX_HUGE = 1024 * 1024
 
 type Gen = (r: Random) => FuzzRequest
-
-class Random {
-  readonly next: () => number
-  constructor(seed: number) {
-    this.next = prng(seed)
-  }
-  int(n: number): number {
-    return Math.floor(this.next() * n)
-  }
-  pick<T>(xs: readonly T[]): T {
-    return xs[this.int(xs.length)]!
-  }
-  chance(p: number): boolean {
-    return this.next() < p
-  }
-  str(max = 12): string {
-    const chars = 'abcdefghijklmnopqrstuvwxyz0123456789:_-/.'
-    let s = ''
-    for (let i = 1 + this.int(max); i > 0; i--) s += chars[this.int(chars.length)]
-    return s
-  }
-}
 
 const OPS = ['get', 'list', 'commit'] as const
 const post = (op: string, body: Uint8Array, kind: string, ns = FUZZ_NS, headers: Record<string, string> = JSON_TYPE): FuzzRequest => ({

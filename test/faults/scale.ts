@@ -66,3 +66,31 @@ export async function figure(name: string, data: Record<string, unknown>): Promi
     appendFileSync(file, JSON.stringify({ name, seed: SEED, scale: SCALE, ...data }) + '\n')
   }
 }
+
+/** Seeded choices for the fuzzers (test/faults/fuzz.ts, test/server/frames-fuzz.test.ts). */
+export class Random {
+  readonly next: () => number
+  constructor(seed: number) {
+    this.next = prng(seed)
+  }
+  int(n: number): number {
+    return Math.floor(this.next() * n)
+  }
+  pick<T>(xs: readonly T[]): T {
+    return xs[this.int(xs.length)]!
+  }
+  chance(p: number): boolean {
+    return this.next() < p
+  }
+  str(max = 12): string {
+    const chars = 'abcdefghijklmnopqrstuvwxyz0123456789:_-/.'
+    let s = ''
+    for (let i = 1 + this.int(max); i > 0; i--) s += chars[this.int(chars.length)]
+    return s
+  }
+  bytes(n: number): Uint8Array {
+    const b = new Uint8Array(n)
+    for (let i = 0; i < n; i++) b[i] = this.int(256)
+    return b
+  }
+}

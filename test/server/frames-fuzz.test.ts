@@ -13,7 +13,7 @@
 import { afterAll, describe, expect, test } from 'vitest'
 import { createHandler, listen, loopbackHosts, memoryBackend, type Listening } from 'zaris/server'
 import { prototypeState } from '../faults/fuzz'
-import { count, figure, prng, seedFor, timeout } from '../faults/scale'
+import { count, figure, Random, seedFor, timeout } from '../faults/scale'
 import { frameSocket, type FrameSocket } from './frame-socket'
 import { startNode, type NodeProcess } from './node-process'
 
@@ -26,24 +26,6 @@ interface Case {
   writes: Uint8Array[]
   /** The id the answer must carry, when the frame shows one; undefined: id null and a close are allowed too. */
   id?: number
-}
-
-class Random {
-  readonly next: () => number
-  constructor(seed: number) {
-    this.next = prng(seed)
-  }
-  int(n: number): number {
-    return Math.floor(this.next() * n)
-  }
-  pick<T>(xs: readonly T[]): T {
-    return xs[this.int(xs.length)]!
-  }
-  bytes(n: number): Uint8Array {
-    const b = new Uint8Array(n)
-    for (let i = 0; i < n; i++) b[i] = this.int(256)
-    return b
-  }
 }
 
 const line = (s: string) => enc.encode(`${s}\n`)
