@@ -31,20 +31,25 @@ async function countingWorkerMessages<T>(fn: (count: () => number) => Promise<T>
   }
 }
 
+/** Timers at 40 ms ('b'), 20 ms (cleared) and 10 ms ('a'): what fired by 80 ms, in order. */
+async function orderedTimers(clock: ReturnType<typeof backgroundClock>): Promise<string[]> {
+  const fired: string[] = []
+  await new Promise<void>((resolve) => {
+    clock.setTimeout(() => fired.push('b'), 40)
+    const cancelled = clock.setTimeout(() => fired.push('never'), 20)
+    clock.setTimeout(() => fired.push('a'), 10)
+    clock.clearTimeout(cancelled)
+    clock.setTimeout(() => resolve(), 80)
+  })
+  return fired
+}
+
 describe('backgroundClock', () => {
   it('while the page is visible, runs its timers on the page (no worker message), in deadline order; clearTimeout cancels', async () => {
     const clock = backgroundClock()
     try {
       await countingWorkerMessages(async (count) => {
-        const fired: string[] = []
-        await new Promise<void>((resolve) => {
-          clock.setTimeout(() => fired.push('b'), 40)
-          const cancelled = clock.setTimeout(() => fired.push('never'), 20)
-          clock.setTimeout(() => fired.push('a'), 10)
-          clock.clearTimeout(cancelled)
-          clock.setTimeout(() => resolve(), 80)
-        })
-        expect(fired).toEqual(['a', 'b'])
+        expect(await orderedTimers(clock)).toEqual(['a', 'b'])
         expect(count()).toBe(0)
       })
     } finally {
@@ -84,16 +89,8 @@ describe('backgroundClock', () => {
     lookHidden(true)
     try {
       expect(clock.inWorker).toBe(true)
-      const fired: string[] = []
       const start = clock.now()
-      await new Promise<void>((resolve) => {
-        clock.setTimeout(() => fired.push('b'), 40)
-        const cancelled = clock.setTimeout(() => fired.push('never'), 20)
-        clock.setTimeout(() => fired.push('a'), 10)
-        clock.clearTimeout(cancelled)
-        clock.setTimeout(() => resolve(), 80)
-      })
-      expect(fired).toEqual(['a', 'b'])
+      expect(await orderedTimers(clock)).toEqual(['a', 'b'])
       expect(clock.now() - start).toBeGreaterThanOrEqual(79)
     } finally {
       lookHidden(false)
