@@ -50,6 +50,7 @@ export {
   ClosedError,
   UnavailableError,
   UnauthorizedError,
+  RevisionExhaustedError,
   isZarisError,
   errorFromJSON,
 } from './core/errors'

@@ -15,7 +15,7 @@ import type { Fence } from './hold'
 import { Leases } from './leases'
 import { Locks } from './locks'
 import { isQueueKey } from './reserved'
-import { checkUserKey, checkOptions, checkPrefix, checkRevision, checkTtl, checkValue } from './validate'
+import { checkUserKey, checkOptions, checkOwner, checkPrefix, checkRevision, checkTtl, checkValue } from './validate'
 import { Watch, type WatchOptions } from './watch'
 
 /** Options of a client (and of `connect`). */
@@ -77,10 +77,8 @@ export class Client implements AsyncDisposable {
 
   constructor(adapter: Adapter, rawOptions?: ClientOptions) {
     const options = checkOptions<ClientOptions>(rawOptions)
-    if (options.id !== undefined && (typeof options.id !== 'string' || options.id.length === 0 || options.id.length > 256)) {
-      throw new InvalidArgumentError('id must be a non-empty string of at most 256 characters')
-    }
-    this.id = options.id ?? randomId()
+    // The id is written as the owner of what the client holds: the store must keep it unchanged.
+    this.id = options.id === undefined ? randomId() : checkOwner(options.id, 'id')
     this.adapter = adapter
     const ready = adapter.capabilities?.ownerGone && adapter.registerOwner ? adapter.registerOwner(this.id) : Promise.resolve()
     ready.catch(() => {}) // reported where it is awaited, by the first hold

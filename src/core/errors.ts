@@ -27,6 +27,7 @@ export type ErrorCode =
   | 'UNAUTHORIZED'
   | 'TOO_LARGE'
   | 'RATE_LIMITED'
+  | 'REVISION_EXHAUSTED'
   | 'INTERNAL'
 
 /**
@@ -177,6 +178,23 @@ export class UnauthorizedError extends ZarisError {
   }
 }
 
+/**
+ * The store has used up its revisions: the next one would pass
+ * `Number.MAX_SAFE_INTEGER`, beyond which numbers (and so revisions and
+ * fencing tokens) lose their order. The commit wrote nothing; the store
+ * still answers reads, but takes no more writes (nor expiries, which need a
+ * revision too). Move its data to a new store. At a million commits a
+ * second this takes 285 years to reach.
+ *
+ * @example
+ * if (isZarisError(err, 'REVISION_EXHAUSTED')) alertOperator(err.message)
+ */
+export class RevisionExhaustedError extends ZarisError {
+  constructor(message: string) {
+    super('REVISION_EXHAUSTED', message)
+  }
+}
+
 const byCode: Partial<Record<ErrorCode, new (message: string) => ZarisError>> = {
   INVALID_ARGUMENT: InvalidArgumentError,
   INVALID_URL: InvalidUrlError,
@@ -187,6 +205,7 @@ const byCode: Partial<Record<ErrorCode, new (message: string) => ZarisError>> = 
   CLOSED: ClosedError,
   UNAVAILABLE: UnavailableError,
   UNAUTHORIZED: UnauthorizedError,
+  REVISION_EXHAUSTED: RevisionExhaustedError,
 }
 
 /**
@@ -218,7 +237,8 @@ export function errorFromJSON(json: { code: string; message: string }): ZarisErr
 
 const knownCodes: ReadonlySet<string> = new Set<ErrorCode>([
   'INVALID_ARGUMENT', 'INVALID_URL', 'UNSUPPORTED', 'CONFLICT', 'FENCED', 'COMPACTED', 'RELEASED',
-  'EXPIRED', 'STOLEN', 'LOST', 'CLOSED', 'UNAVAILABLE', 'UNAUTHORIZED', 'TOO_LARGE', 'RATE_LIMITED', 'INTERNAL',
+  'EXPIRED', 'STOLEN', 'LOST', 'CLOSED', 'UNAVAILABLE', 'UNAUTHORIZED', 'TOO_LARGE', 'RATE_LIMITED', 'REVISION_EXHAUSTED',
+  'INTERNAL',
 ])
 
 function isKnownCode(code: string): code is ErrorCode {
