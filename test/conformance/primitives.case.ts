@@ -454,7 +454,7 @@ export function primitiveCases(factory: FixtureFactory, t: Named, options: Primi
       const firstToken = elections[first]!.leader!.token
 
       await elections[first]!.resign()
-      const second = await Promise.race(campaigns.filter((_, i) => i !== first).map((p) => p.then((term) => term)))
+      const second = (await Promise.race(campaigns.filter((_, i) => i !== first).map((p) => p.then((term) => term))))!
       expect(second.token).toBeGreaterThan(firstToken)
       await until(() => elections.filter((e) => e.isLeader).length === 1)
       const leaderIndex = elections.findIndex((e) => e.isLeader)
@@ -472,12 +472,12 @@ export function primitiveCases(factory: FixtureFactory, t: Named, options: Primi
       const observing = (async () => {
         for await (const leader of eb.observe({ signal: controller.signal })) seen.push(leader?.candidate)
       })()
-      const termA = await ea.campaign()
+      const termA = (await ea.campaign())!
       const deposed = new Promise((resolve) => ea.addEventListener('deposed', resolve, { once: true }))
       const bWins = eb.campaign()
       // A's process "hangs": its adapter stops answering, so its renewals fail.
       await a!.adapter.close()
-      const termB = await bWins
+      const termB = (await bWins)!
       expect(termB.token).toBeGreaterThan(termA.token)
       await deposed
       expect(ea.isLeader).toBe(false)
