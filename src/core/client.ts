@@ -11,7 +11,7 @@ import type { Closable, Context } from './context'
 import { Counters } from './counters'
 import { Election, type ElectionOptions } from './election'
 import { ClosedError, ConflictError, FencedError, InvalidArgumentError } from './errors'
-import type { Fence } from './hold'
+import { learnFromFence, type Fence } from './hold'
 import { Leases } from './leases'
 import { Locks } from './locks'
 import { isQueueKey } from './reserved'
@@ -230,8 +230,11 @@ export class Client implements AsyncDisposable {
     return checks
   }
 
-  #refusal(op: string, key: string, failed: Array<{ key: string }>, fence: Fence | undefined): Error {
-    if (fence && failed.some((f) => f.key === fence.key)) {
+  #refusal(op: string, key: string, failed: Array<{ key: string; entry: Entry | undefined }>, fence: Fence | undefined): Error {
+    const fenced = fence && failed.find((f) => f.key === fence.key)
+    if (fenced) {
+      // The key no longer carries the token: the hold (if the fence is one) is over, and learns it now.
+      learnFromFence(fence, fenced.entry)
       return new FencedError(`${op} ${JSON.stringify(key)} refused: the lock ${JSON.stringify(fence.key)} is no longer held with token ${fence.token}`)
     }
     return new ConflictError(`${op} ${JSON.stringify(key)} refused: the entry is not at the expected revision`)
