@@ -26,3 +26,37 @@ export function countingAdapter(inner: Adapter, counts: (key: string) => boolean
   if (inner.registerOwner) adapter.registerOwner = (owner) => inner.registerOwner!(owner)
   return { adapter, count: () => count }
 }
+
+/**
+ * An adapter that counts commits: how many were sent, how many the store
+ * refused (`ok: false`) and how many threw. Shared by the conformance suite
+ * (counters are one commit each) and anything that measures round trips.
+ */
+export function commitCounter(inner: Adapter): { adapter: Adapter; commits(): number; refused(): number; threw(): number } {
+  let commits = 0
+  let refused = 0
+  let threw = 0
+  const adapter: Adapter = {
+    name: inner.name,
+    capabilities: inner.capabilities,
+    holderClock: inner.holderClock,
+    get: (key) => inner.get(key),
+    list: (prefix) => inner.list(prefix),
+    commit: async (checks, ops, options) => {
+      commits++
+      try {
+        const r = await inner.commit(checks, ops, options)
+        if (!r.ok) refused++
+        return r
+      } catch (err) {
+        threw++
+        throw err
+      }
+    },
+    watch: (prefix, sink, from) => inner.watch(prefix, sink, from),
+    close: () => inner.close(),
+  }
+  if (inner.ownerGone) adapter.ownerGone = (owner, signal) => inner.ownerGone!(owner, signal)
+  if (inner.registerOwner) adapter.registerOwner = (owner) => inner.registerOwner!(owner)
+  return { adapter, commits: () => commits, refused: () => refused, threw: () => threw }
+}
