@@ -18,13 +18,8 @@
  *   release's refused check, a fenced write refused for its fence, an event
  *   of its key (once someone reads `signal`), or a look at the key when that
  *   watch fails — and ends at once: `held` turns false and `signal` aborts.
- * - The reason names what happened: `STOLEN` when another holder's entry
- *   (one with an owner) now carries the key, `LOST` when a plain write or a
- *   delete took it (or the store lost it: a memory node restarted),
- *   `EXPIRED` when its TTL ran out (the holder's own deadline, or the store's
- *   `expire` event), `RELEASED` or `CLOSED` when the holder let it go and the
- *   store confirmed it. A release or renewal whose check fails says which of
- *   the first three it found, and resolves `false`.
+ * - The reason names what happened (see `./hold-end`); a release or renewal
+ *   whose check fails says what it found there, and resolves `false`.
  *
  * Not guaranteed: a holder that is paused (GC, a frozen tab, SIGSTOP) past its
  * deadline learns of the loss only when it runs again. Code that writes to a
@@ -36,7 +31,8 @@
 import type { Entry, Unsubscribe, Value, WatchEvent } from './adapter'
 import type { TimerHandle } from './clock'
 import { driftMargin, type Context } from './context'
-import { HoldEndedError } from './errors'
+import type { HoldEndedError } from './errors'
+import { endAtDeadline, endByHolder, endFromEntry, endFromEvent, holdName } from './hold-end'
 import { keepAlive } from './keep-alive'
 import { checkTtl } from './validate'
 
@@ -222,7 +218,7 @@ export abstract class Hold<V extends Value = Value> implements AsyncDisposable, 
   protected finish(reason: 'RELEASED' | 'CLOSED' = 'RELEASED'): Promise<boolean> {
     if (this.#finishing) return this.#finishing.then(() => false, () => false)
     const wasHeld = this.held
-    const released = () => new HoldEndedError(reason, `${this.#what()} was ${reason === 'CLOSED' ? 'ended by client.close()' : 'released'}`)
+    const released = () => endByHolder(this.#what(), reason)
     if (wasHeld) {
       // No longer held from now on; the deadline and renewals no longer matter.
       this.#releasing = true
@@ -264,24 +260,13 @@ export abstract class Hold<V extends Value = Value> implements AsyncDisposable, 
   }
 
   #what(): string {
-    return `the hold on ${JSON.stringify(this.key)} (token ${this.token})`
+    return holdName(this.key, this.token)
   }
 
-  /**
-   * Why the hold is over, from what the store has at its key instead of its
-   * token (`undefined`: nothing). Absent before the holder's deadline means
-   * deleted (or lost with the store): an expiry comes at the deadline or
-   * after it, since the holder counts from before its request.
-   */
+  /** Why the hold is over, from what the store has at its key instead of its token. */
   #reasonFrom(entry: Entry | undefined): HoldEndedError {
-    if (!entry) {
-      return this.#ctx.clock.now() >= this.#deadline
-        ? new HoldEndedError('EXPIRED', `${this.#what()} expired: its TTL ran out`)
-        : new HoldEndedError('LOST', `${this.#what()} is gone from the store: deleted by another writer, or lost with the store's state`)
-    }
-    return entry.owner !== undefined
-      ? new HoldEndedError('STOLEN', `${this.#what()} was taken over by ${entry.owner} (token ${entry.created})`)
-      : new HoldEndedError('LOST', `${this.#what()} was overwritten by a plain write (the key now has no owner, token ${entry.created})`)
+    // An expiry comes at the holder's deadline or after it, since the holder counts from before its request.
+    return endFromEntry(this.#what(), entry, this.#ctx.clock.now() >= this.#deadline)
   }
 
   /** What a write refused for this hold's fence found at the key: the hold is over. */
@@ -298,7 +283,7 @@ export abstract class Hold<V extends Value = Value> implements AsyncDisposable, 
 
   #checkDeadline(): void {
     if (!this.#ended && !this.#releasing && this.#ctx.clock.now() >= this.#deadline) {
-      this.#end(new HoldEndedError('EXPIRED', `${this.#what()} expired: its TTL passed without a successful renewal`))
+      this.#end(endAtDeadline(this.#what()))
     }
   }
 
@@ -381,13 +366,7 @@ export abstract class Hold<V extends Value = Value> implements AsyncDisposable, 
       this.#revision = ev.revision
       return
     }
-    this.#end(
-      ev.type === 'put'
-        ? this.#reasonFrom({ key: ev.key, value: ev.value ?? null, revision: ev.revision, created: ev.created ?? ev.revision, ...(ev.owner === undefined ? {} : { owner: ev.owner }) })
-        : ev.type === 'expire'
-          ? new HoldEndedError('EXPIRED', `${this.#what()} expired in the store`)
-          : new HoldEndedError('LOST', `${this.#what()} was deleted by another writer`),
-    )
+    this.#end(endFromEvent(this.#what(), ev, this.#ctx.clock.now() >= this.#deadline))
   }
 
   #stopTimers(): void {

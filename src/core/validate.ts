@@ -123,9 +123,14 @@ function checkOp(op: unknown, name: string): string {
   }
 }
 
-/** An owner (a client id): a non-empty well-formed string of at most {@link MAX_OWNER_LENGTH} UTF-16 code units. */
+/** Whether `owner` can be an owner (a client id): a non-empty well-formed string of at most {@link MAX_OWNER_LENGTH} UTF-16 code units. */
+export function isOwnerId(owner: unknown): owner is string {
+  return typeof owner === 'string' && owner.length > 0 && owner.length <= MAX_OWNER_LENGTH && isWellFormed(owner)
+}
+
+/** Throws unless `owner` is an owner id ({@link isOwnerId}). */
 export function checkOwner(owner: unknown, name = 'owner'): string {
-  if (typeof owner !== 'string' || owner.length === 0 || owner.length > MAX_OWNER_LENGTH || !isWellFormed(owner)) {
+  if (!isOwnerId(owner)) {
     throw new InvalidArgumentError(`${name} must be a non-empty, well-formed string of at most ${MAX_OWNER_LENGTH} UTF-16 code units, got ${describe(owner)}`)
   }
   return owner

@@ -6,9 +6,7 @@
  * ```
  * POST /v1/<ns>/get     { key }                       -> { entry: Entry | null }
  * POST /v1/<ns>/list    { prefix }                    -> { entries: Entry[] }
- * POST /v1/<ns>/commit  { checks, ops, requestId?, seen? } -> CommitResult
- *      (seen: the highest revision the client has seen; a node whose store
- *       lost its state, a restarted memory node, moves its revision up to it)
+ * POST /v1/<ns>/commit  { checks, ops, requestId?, seen? } -> CommitResult   (seen: CommitOptions.seen)
  * GET  /v1/<ns>/watch?prefix=P[&from=R][&epoch=E]     -> text/event-stream
  *      (Last-Event-ID: R resumes after revision R; each change event's id is its revision;
  *       epoch E, from the stream's `ready` event, makes a resume fail plainly if the store was reset)
@@ -48,7 +46,7 @@
 import { z } from 'zod'
 import type { Check, CommitResult, Entry, Op, Value, WatchEvent } from '../../core/adapter'
 import { InvalidArgumentError, type ErrorCode } from '../../core/errors'
-import { checkValue, isWellFormed, keyProblem, MAX_KEY_LENGTH, MAX_OWNER_LENGTH, MAX_TTL } from '../../core/validate'
+import { checkValue, isOwnerId as isOwner, isWellFormed, keyProblem, MAX_KEY_LENGTH, MAX_OWNER_LENGTH, MAX_TTL } from '../../core/validate'
 
 /** The path prefix of this version of the protocol. */
 export const API_PREFIX = '/v1'
@@ -114,9 +112,7 @@ const key = keyLike(false)
 const prefix = keyLike(true)
 const revision = z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER)
 const ttl = z.number().positive('must be a positive number of milliseconds').max(MAX_TTL, `must be at most ${MAX_TTL} ms`)
-const owner = z.string().superRefine((s, ctx) => {
-  if (!isOwner(s)) ctx.addIssue({ code: 'custom', message: `must be a non-empty, well-formed string of at most ${MAX_OWNER_LENGTH} UTF-16 code units` })
-})
+const owner = z.string().refine(isOwner, `must be a non-empty, well-formed string of at most ${MAX_OWNER_LENGTH} UTF-16 code units`)
 const delta = z.number().refine(Number.isSafeInteger, 'must be a safe integer')
 
 /** A storable value: JSON data, finite numbers, at most 64 levels deep (the core's own rule). */
@@ -300,9 +296,6 @@ const isObject = (v: unknown): v is Obj => typeof v === 'object' && v !== null &
 const isKey = (v: unknown): v is string => typeof v === 'string' && v.length >= 1 && v.length <= MAX_KEY_LENGTH && isWellFormed(v)
 const isPrefix = (v: unknown): v is string => typeof v === 'string' && v.length <= MAX_KEY_LENGTH && isWellFormed(v)
 const isRevision = (v: unknown): boolean => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0
-function isOwner(v: unknown): boolean {
-  return typeof v === 'string' && v.length >= 1 && v.length <= MAX_OWNER_LENGTH && isWellFormed(v)
-}
 const REQUEST_ID = /^[A-Za-z0-9_-]{8,128}$/
 const KEY_ONLY = { key: 1 } as const
 
@@ -446,8 +439,7 @@ export function statusOf(code: ErrorCode | string): number {
     case 'RATE_LIMITED':
       return 429
     case 'REVISION_EXHAUSTED':
-      // Insufficient Storage: the store cannot take the write, and another node of it could not either.
-      return 507
+      return 507 // Insufficient Storage: no node of this store could take the write
     case 'UNAVAILABLE':
     case 'CLOSED':
       return 503
