@@ -7,7 +7,7 @@ import { describe, expect } from 'vitest'
 import { Client, isZarisError, type Lock, type WatchEvent } from 'zaris'
 import { countingAdapter } from './counting'
 import type { FixtureFactory, StoreFixture } from './fixture'
-import { collect, sleep, until, type Named } from './util'
+import { collect, onFreshStore, sleep, until, type Named } from './util'
 
 export interface PrimitiveOptions {
   /** Multiplies the round counts of the heavy race tests (1 = the full acceptance figures). */
@@ -17,14 +17,7 @@ export interface PrimitiveOptions {
 export function primitiveCases(factory: FixtureFactory, t: Named, options: PrimitiveOptions = {}): void {
   const scale = options.scale ?? 1
   const rounds = (n: number) => Math.max(5, Math.round(n * scale))
-  const withStore = (fn: (f: StoreFixture) => Promise<void>) => async () => {
-    const fixture = await factory()
-    try {
-      await fn(fixture)
-    } finally {
-      await fixture.close()
-    }
-  }
+  const withStore = onFreshStore(factory)
   const clientsOf = (f: StoreFixture, n: number) => Promise.all(Array.from({ length: n }, (_, i) => f.connect({ id: `c${i}` })))
 
   describe('key-value', () => {

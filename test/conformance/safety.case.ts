@@ -10,7 +10,7 @@ import { describe, expect } from 'vitest'
 import { Client, type Adapter, type Lease, type Lock, type WatchEvent } from 'zaris'
 import { commitCounter } from './counting'
 import type { FixtureFactory, StoreFixture } from './fixture'
-import { sleep, until, type Named } from './util'
+import { onFreshStore, sleep, until, type Named } from './util'
 
 const codeOf = (hold: Lock | Lease) => (hold.signal.reason as { code?: string } | undefined)?.code
 
@@ -25,14 +25,7 @@ async function refusal(p: Promise<unknown>): Promise<{ code?: string; message: s
 }
 
 export function safetyCases(factory: FixtureFactory, t: Named): void {
-  const withStore = (fn: (f: StoreFixture) => Promise<void>) => async () => {
-    const fixture = await factory()
-    try {
-      await fn(fixture)
-    } finally {
-      await fixture.close()
-    }
-  }
+  const withStore = onFreshStore(factory)
   const withAdapter = (fn: (a: Adapter) => Promise<void>) => withStore(async (f) => fn(await f.adapter()))
 
   describe('safety: a plain write kills a lock token', () => {

@@ -60,6 +60,14 @@ function gated(inner: Adapter) {
 const isRenewal = (key: string): Match => (checks, ops) => ops[0]?.type === 'set' && ops[0].key === key && 'created' in (checks[0] ?? {})
 const isRelease = (key: string): Match => (checks, ops) => ops[0]?.type === 'delete' && ops[0].key === key && 'created' in (checks[0] ?? {})
 
+/** Starts a renewal of `lock` and resolves once the gate holds it (`before` the store, or its answer `after`). */
+async function renewalAt(g: ReturnType<typeof gated>, lock: Lock, when: 'before' | 'after') {
+  const gate = g[when](isRenewal(lock.key))
+  const renewing = lock.renew()
+  await gate.arrived
+  return { renewing, gate }
+}
+
 let n = 0
 async function setup(options: { clock?: ManualClock } = {}) {
   const ns = `hold-ends-${++n}-${Math.random().toString(36).slice(2)}`
@@ -194,9 +202,7 @@ describe('how a hold learns it ended', () => {
     const clock = new ManualClock()
     const { g, holder, other, close } = await setup({ clock })
     const lock = (await holder.locks.acquire('lock:a', { ttl: 1_000, autoRenew: false }))!
-    const late = g.after(isRenewal('lock:a'))
-    const renewing = lock.renew()
-    await late.arrived // applied by the store; its answer is held
+    const { renewing, gate: late } = await renewalAt(g, lock, 'after') // applied by the store; its answer is held
     await clock.advance(1_000)
     expect(lock.held).toBe(false)
     expect(reason(lock)).toBe('EXPIRED')
@@ -213,9 +219,7 @@ describe('races between the ways a hold ends', () => {
   test('a steal lands while a renewal is on its way: the renewal finds it, STOLEN', async () => {
     const { g, holder, other, close } = await setup()
     const lock = (await holder.locks.acquire('lock:a', { ttl: 5_000, autoRenew: false }))!
-    const held = g.before(isRenewal('lock:a'))
-    const renewing = lock.renew()
-    await held.arrived
+    const { renewing, gate: held } = await renewalAt(g, lock, 'before')
     const thief = (await other.locks.acquire('lock:a', { steal: true, autoRenew: false }))!
     held.open()
     expect(await renewing).toBe(false)
@@ -230,9 +234,7 @@ describe('races between the ways a hold ends', () => {
     const lock = (await holder.locks.acquire('lock:a', { ttl: 5_000, autoRenew: false }))!
     void lock.signal
     await new Promise((resolve) => setTimeout(resolve, 10))
-    const answer = g.after(isRenewal('lock:a'))
-    const renewing = lock.renew()
-    await answer.arrived
+    const { renewing, gate: answer } = await renewalAt(g, lock, 'after')
     const thief = (await other.locks.acquire('lock:a', { steal: true, autoRenew: false }))!
     await new Promise((resolve) => setTimeout(resolve, 10))
     expect(lock.held).toBe(false)
@@ -250,9 +252,7 @@ describe('races between the ways a hold ends', () => {
     for (const order of ['renewal first', 'release first', 'release applied first, its answer late'] as const) {
       const { g, holder, other, close } = await setup()
       const lock = (await holder.locks.acquire('lock:a', { ttl: 5_000, autoRenew: false }))!
-      const held = g.before(isRenewal('lock:a'))
-      const renewing = lock.renew()
-      await held.arrived
+      const { renewing, gate: held } = await renewalAt(g, lock, 'before')
       let releasing: Promise<boolean>
       if (order === 'renewal first') {
         const release = g.before(isRelease('lock:a'))
@@ -286,9 +286,7 @@ describe('races between the ways a hold ends', () => {
   test('a release whose check fails because of a steal says STOLEN, even with a renewal in flight', async () => {
     const { g, holder, other, close } = await setup()
     const lock = (await holder.locks.acquire('lock:a', { ttl: 5_000, autoRenew: false }))!
-    const held = g.before(isRenewal('lock:a'))
-    const renewing = lock.renew()
-    await held.arrived
+    const { renewing, gate: held } = await renewalAt(g, lock, 'before')
     const thief = (await other.locks.acquire('lock:a', { steal: true, autoRenew: false }))!
     expect(await lock.release()).toBe(false)
     expect(reason(lock)).toBe('STOLEN')
@@ -302,9 +300,7 @@ describe('races between the ways a hold ends', () => {
   test('a renewal whose answer was lost, then a steal: the next renewal says STOLEN', async () => {
     const { g, holder, other, close } = await setup()
     const lock = (await holder.locks.acquire('lock:a', { ttl: 5_000, autoRenew: false }))!
-    const lost = g.after(isRenewal('lock:a'))
-    const renewing = lock.renew()
-    await lost.arrived // applied; the answer never comes back
+    const { renewing, gate: lost } = await renewalAt(g, lock, 'after') // applied; the answer never comes back
     await other.locks.acquire('lock:a', { steal: true, autoRenew: false })
     expect(await lock.renew()).toBe(false)
     expect(reason(lock)).toBe('STOLEN')

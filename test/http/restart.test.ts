@@ -11,7 +11,6 @@
  * Plus the revision floor and the revision limit as they cross the wire.
  */
 import { mkdtempSync, rmSync } from 'node:fs'
-import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, describe, expect, test } from 'vitest'
@@ -20,7 +19,7 @@ import { createHandler, listen } from 'zaris/server'
 import { SEEN_REVISION_LIMIT } from '../../src/core/adapter'
 import { LocalStore, localAdapter } from '../../src/adapters/shared/local-store'
 import { systemClock } from '../../src/core/clock'
-import { startNode, type NodeProcess } from '../server/node-process'
+import { freePort, startNode, type NodeProcess } from '../server/node-process'
 
 const dir = mkdtempSync(join(tmpdir(), 'zaris-restart-'))
 const cleanup: Array<() => Promise<unknown>> = []
@@ -28,17 +27,6 @@ afterAll(async () => {
   for (const c of cleanup.reverse()) await c().catch(() => {})
   rmSync(dir, { recursive: true, force: true })
 })
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer()
-    s.once('error', reject)
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number }
-      s.close(() => resolve(port))
-    })
-  })
-}
 
 /** A node on a fixed port, so a restart comes back at the same address. */
 async function nodeOn(port: number, args: string[] = []): Promise<NodeProcess> {

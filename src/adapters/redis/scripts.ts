@@ -317,50 +317,43 @@ for o = 1, n do
     else
       answer[#answer + 1] = 'd0'
     end
-  elseif op.typ == 'a' then
-    -- Only the value (and revision) change: created, owner, deadline and ttl stay.
-    local created = op.created or srev
-    op.entry = srev .. ' ' .. created .. ' ' .. op.deadline .. ' ' .. op.ttl .. ' ' .. op.sum
-    local event = {'t', 'p', 'k', op.key, 'v', op.sum, 'c', created}
-    local hex = ''
-    if op.kept then
-      op.entry = op.entry .. '\\n' .. op.kept
-      event[#event + 1] = 'o'
-      event[#event + 1] = op.kept
-      hex = string.gsub(op.kept, '.', function(ch) return string.format('%02x', string.byte(ch)) end)
-    end
-    if op.ttl ~= '-' then
-      event[#event + 1] = 'l'
-      event[#event + 1] = op.ttl
-    end
-    events[#events + 1] = event
-    answer[#answer + 1] = 'a' .. created .. ':' .. op.sum .. ':' .. op.deadline .. ':' .. hex
   else
-    local created = rev
-    if op.raw and op.fresh ~= '1' then
-      local _, c, _, _, _, owner = fields(op.raw)
-      local same = (owner == nil and op.owner == '') or (owner ~= nil and op.owner == '=' .. owner)
-      if same then created = tonumber(c) end
-    end
-    local deadline, ttl = '-', '-'
-    if op.ttl ~= '' then
-      ttl = op.ttl
-      deadline = fmt(NOW + math.ceil(tonumber(op.ttl) * 1000))
+    local created, deadline, ttl, value, owner
+    if op.typ == 'a' then
+      -- Only the value (and the revision) change: created, owner, deadline and ttl stay.
+      created, deadline, ttl, value, owner = op.created or srev, op.deadline, op.ttl, op.sum, op.kept
+    else
+      created, deadline, ttl, value = srev, '-', '-', op.value
+      if op.owner ~= '' then owner = string.sub(op.owner, 2) end
+      if op.raw and op.fresh ~= '1' then
+        local _, c, _, _, _, was = fields(op.raw)
+        -- The new-life rule: only the same owner (none and none count as the same) keeps the life.
+        if was == owner then created = c end
+      end
+      if op.ttl ~= '' then
+        ttl = op.ttl
+        deadline = fmt(NOW + math.ceil(tonumber(op.ttl) * 1000))
+      end
     end
     op.deadline = deadline
-    op.entry = srev .. ' ' .. fmt(created) .. ' ' .. deadline .. ' ' .. ttl .. ' ' .. op.value
-    local event = {'t', 'p', 'k', op.key, 'v', op.value, 'c', fmt(created)}
-    if op.owner ~= '' then
-      op.entry = op.entry .. '\\n' .. string.sub(op.owner, 2)
+    op.entry = srev .. ' ' .. created .. ' ' .. deadline .. ' ' .. ttl .. ' ' .. value
+    local event = {'t', 'p', 'k', op.key, 'v', value, 'c', created}
+    if owner then
+      op.entry = op.entry .. '\\n' .. owner
       event[#event + 1] = 'o'
-      event[#event + 1] = string.sub(op.owner, 2)
+      event[#event + 1] = owner
     end
-    if op.ttl ~= '' then
+    if ttl ~= '-' then
       event[#event + 1] = 'l'
-      event[#event + 1] = op.ttl
+      event[#event + 1] = ttl
     end
     events[#events + 1] = event
-    answer[#answer + 1] = fmt(created)
+    if op.typ == 'a' then
+      local hex = string.gsub(owner or '', '.', function(ch) return string.format('%02x', string.byte(ch)) end)
+      answer[#answer + 1] = 'a' .. created .. ':' .. value .. ':' .. deadline .. ':' .. hex
+    else
+      answer[#answer + 1] = created
+    end
   end
 end
 -- The log first: XADD is the one write that can refuse (an id below the
