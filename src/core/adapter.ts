@@ -174,13 +174,16 @@ export interface CommitOptions {
   requestId?: string
   /**
    * The highest revision the caller has seen from this store (a safe integer
-   * >= 0). A store that can lose its state (a memory node restarted, Redis
-   * without persistence) must give this commit, and every later one, a
-   * revision above it, so a connected client never gets a token at or below
-   * one it has seen. A store whose revision is below `seen` moves up to it
-   * before committing, but never past {@link SEEN_REVISION_LIMIT} this way:
-   * `seen` may come from an untrusted client, and no request may bring a
-   * store near the end of its revisions. Durable stores may ignore it.
+   * >= 0). A store that can lose its state without its adapter knowing what
+   * clients saw (the local store behind a memory node, which a restart
+   * empties) moves its revision up to `seen` before the commit — before the
+   * checks, so even a refused commit (an old holder's renewal) lifts it — so
+   * that a client never gets a token at or below one it has seen. It never
+   * moves past {@link SEEN_REVISION_LIMIT} this way: `seen` may come from an
+   * untrusted client, and no request may bring a store near the end of its
+   * revisions. A durable store may ignore it (IndexedDB, etcd), and so may
+   * an adapter that is itself the connected client and keeps its own highest
+   * revision seen (the Redis adapter sends its own with every script).
    */
   seen?: number
 }
