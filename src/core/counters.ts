@@ -7,7 +7,7 @@
  * @module
  */
 import type { Context } from './context'
-import { InvalidArgumentError, ZarisError } from './errors'
+import { InternalError, InvalidArgumentError } from './errors'
 import { checkUserKey } from './validate'
 
 /**
@@ -37,7 +37,7 @@ export class Counters {
     this.#ctx.assertOpen()
     const r = await this.#ctx.adapter.commit([], [{ type: 'add', key, delta }])
     // No checks, so no failure: a store that answers otherwise breaks the contract.
-    if (!r.ok) throw new ZarisError('INTERNAL', `counter ${JSON.stringify(key)}: the store refused an add with no checks`)
+    if (!r.ok) throw new InternalError(`counter ${JSON.stringify(key)}: the store refused an add with no checks`)
     return r.entries[0]!.value as number
   }
 

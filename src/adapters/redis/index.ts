@@ -12,7 +12,7 @@
  */
 import type { RedisOptions } from 'ioredis'
 import type { Adapter, Check, CommitOptions, CommitResult, Entry, Op, Unsubscribe, Value, WatchSink } from '../../core/adapter'
-import { ClosedError, InvalidArgumentError, RevisionExhaustedError, ZarisError } from '../../core/errors'
+import { ClosedError, InternalError, InvalidArgumentError, RevisionExhaustedError } from '../../core/errors'
 import { checkCommitArgs, checkKey, checkOptions, checkPrefix, checkValue, describe } from '../../core/validate'
 import { added } from '../shared/write'
 import { decodeEntry } from './codec'
@@ -283,7 +283,7 @@ function refusedAdd([key, json]: [string, string], ops: EncodedOp[]): Error {
   } catch (err) {
     return err as Error
   }
-  return new ZarisError('INTERNAL', `add ${JSON.stringify(key)}: Redis refused ${json} + ${delta}, which zaris can add`)
+  return new InternalError(`add ${JSON.stringify(key)}: Redis refused ${json} + ${delta}, which zaris can add`)
 }
 
 function checkString(s: unknown, name: string): string {
