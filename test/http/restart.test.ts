@@ -53,10 +53,17 @@ describe('a memory node killed with kill -9 and restarted under a connected clie
     for (let i = 0; i < 20; i++) seen.push((await client.put('k', i, { fence: lock })).revision)
     const lease = (await client.leases.grant('presence:holder', { ttl: 60_000, autoRenew: false }))!
     seen.push(lease.token)
+    // A hold whose signal is read watches its key: after the restart its watch fails (the store was reset), it looks, and ends LOST by itself.
+    const watched = (await client.leases.grant('presence:watched', { ttl: 60_000, autoRenew: false }))!
+    const watchedEnded = new Promise((resolve) => watched.signal.addEventListener('abort', resolve, { once: true }))
+    seen.push(watched.token)
     const highest = Math.max(...seen)
+    await new Promise((resolve) => setTimeout(resolve, 50))
 
     await node.kill9()
     node = await nodeOn(port)
+    await watchedEnded
+    expect((watched.signal.reason as { code: string }).code).toBe('LOST')
 
     // Its old hold's renewal finds nothing: LOST (the entry went with the store), not EXPIRED.
     expect(await lock.renew()).toBe(false)
