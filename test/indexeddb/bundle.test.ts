@@ -68,7 +68,7 @@ const hasModule = (c: Chunk, path: string) => Object.keys(c.modules).some((m) =>
 describe('browser bundle', () => {
   it('zaris + zaris/indexeddb bundle with no Node built-in', async () => {
     const both = await bundle(
-      "import { connect } from 'zaris'\nimport { indexedDbAdapter, backgroundClock } from 'zaris/indexeddb'\n" +
+      "import { connect, backgroundClock } from 'zaris'\nimport { indexedDbAdapter } from 'zaris/indexeddb'\n" +
         'Object.assign(globalThis, { app: { connect, indexedDbAdapter, backgroundClock } })\n',
     )
     assertNoNodeBuiltins(both)

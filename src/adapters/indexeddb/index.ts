@@ -16,14 +16,10 @@ import type { Adapter, Check, CommitResult, Op, Unsubscribe, Value, WatchSink } 
 import type { Clock, TimerHandle } from '../../core/clock'
 import { ClosedError, InvalidArgumentError, UnsupportedError } from '../../core/errors'
 import { checkCommitArgs, checkKey, checkPrefix } from '../../core/validate'
-import { pageBackgroundClock } from './background-clock'
 import { Liveness, webLocks } from './liveness'
 import type { Database } from './schema'
 import { SharedStore } from './shared'
 import { expired, readEntry, readPrefix, toEntry } from './transactions'
-
-export { backgroundClock, pageBackgroundClock } from './background-clock'
-export type { BackgroundClock } from './background-clock'
 
 /**
  * Options of {@link indexedDbAdapter}.
@@ -140,8 +136,6 @@ class IndexedDbStore {
     const adapter: Adapter = {
       name: 'indexeddb',
       capabilities: { ownerGone: liveness !== undefined },
-      // Holders renew from a worker's timers, which hidden tabs do not throttle.
-      holderClock: pageBackgroundClock(),
       get: async (key) => {
         checkKey(key)
         const e = await readEntry(await this.db(), key)
