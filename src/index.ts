@@ -5,8 +5,8 @@
  *
  * @module
  */
-export { connect, clients, registerScheme } from './connect'
-export type { AdapterFactory, Clients, ConnectOptions } from './connect'
+export { connect, clients, registerScheme, parseUrl, DEFAULT_PORT } from './connect'
+export type { AdapterFactory, Clients, ConnectOptions, Target } from './connect'
 export { Client, DEFAULT_TTL } from './core/client'
 export type { ClientOptions, DeleteOptions, PutOptions } from './core/client'
 export { Lock, Lease, Hold } from './core/hold'
@@ -25,8 +25,6 @@ export { systemClock } from './core/clock'
 export { backgroundClock, pageBackgroundClock } from './core/page-clock'
 export type { BackgroundClock } from './core/page-clock'
 export type { Clock, TimerHandle } from './core/clock'
-export { parseUrl, DEFAULT_PORT } from './core/url'
-export type { Target } from './core/url'
 export type {
   Adapter,
   Capabilities,

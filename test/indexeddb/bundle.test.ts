@@ -1,7 +1,9 @@
 /**
  * `zaris` + `zaris/indexeddb` bundled for the browser the way an app would
- * (Vite, minified): no chunk may import a Node built-in, and the sizes a
- * `zaris://idb` app loads are printed (min+gzip).
+ * (Vite, minified, from source with the browser variants the package's
+ * `browser` export condition serves): no chunk may import a Node built-in,
+ * no Node-only adapter is even a chunk, and the sizes a `zaris://idb` app
+ * loads are printed (min+gzip).
  */
 import { fileURLToPath } from 'node:url'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
@@ -11,6 +13,7 @@ import { gzipSync } from 'node:zlib'
 import { builtinModules } from 'node:module'
 import { build, type Rollup } from 'vite'
 import { describe, expect, it } from 'vitest'
+import { viteBrowserVariants } from '../../scripts/browser-variants'
 
 const src = (path: string) => fileURLToPath(new URL(`../../src/${path}`, import.meta.url))
 
@@ -27,6 +30,7 @@ async function bundle(code: string): Promise<{ chunks: Chunk[]; warnings: string
       configFile: false,
       logLevel: 'silent',
       root: dir,
+      plugins: [viteBrowserVariants()],
       resolve: {
         alias: {
           'zaris/indexeddb': src('adapters/indexeddb/index.ts'),
@@ -82,13 +86,19 @@ describe('browser bundle', () => {
     const idbChunk = lazy.chunks.filter((c) => !c.isEntry && hasModule(c, 'adapters/indexeddb/shared'))
     expect(idbChunk).toHaveLength(1)
     expect(lazyEntry.some((c) => hasModule(c, 'adapters/indexeddb'))).toBe(false)
+    // connect's table is the page's (src/schemes.browser.ts): memory, IndexedDB and HTTP chunks, nothing Node-only.
+    const modules = lazy.chunks.flatMap((c) => Object.keys(c.modules))
+    expect(modules.some((m) => m.endsWith('src/schemes.browser.ts'))).toBe(true)
+    expect(modules.filter((m) => /src\/(schemes\.ts|adapters\/(redis|sqlite|etcd)|server)\b/.test(m))).toEqual([])
+    expect(lazy.chunks.some((c) => hasModule(c, 'adapters/memory'))).toBe(true)
+    expect(lazy.chunks.some((c) => hasModule(c, 'adapters/http/client'))).toBe(true)
 
     console.log(
       'browser bundle (vite, minified, gzip -9):\n' +
         `  zaris + zaris/indexeddb imported statically: ${kb(min(entry))} min, ${kb(gz(entry))} min+gzip\n` +
         `  import { connect } from 'zaris': entry ${kb(min(lazyEntry))} min, ${kb(gz(lazyEntry))} min+gzip; ` +
         `+ the indexeddb chunk loaded by zaris://idb ${kb(min(idbChunk))} min, ${kb(gz(idbChunk))} min+gzip\n` +
-        `  every chunk (all adapters connect can load): ${kb(min(lazy.chunks))} min, ${kb(gz(lazy.chunks))} min+gzip`,
+        `  every chunk (all adapters a page's connect can load: memory, indexeddb, http): ${kb(min(lazy.chunks))} min, ${kb(gz(lazy.chunks))} min+gzip`,
     )
   }, 60_000)
 })

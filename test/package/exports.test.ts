@@ -1,13 +1,15 @@
 /**
  * The published package, as users load it: `npm run build`, then `import` and
  * `require` of every built subpath from a separate Node process resolving
- * 'zaris' through package.json's exports map.
+ * 'zaris' through package.json's exports map, and a web app's Vite build
+ * resolving it with the `browser` condition.
  */
 import { execFile } from 'node:child_process'
-import { existsSync, mkdtempSync, mkdirSync, symlinkSync } from 'node:fs'
+import { existsSync, mkdtempSync, mkdirSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { promisify } from 'node:util'
+import { build, type Rollup } from 'vite'
 import { beforeAll, expect, test } from 'vitest'
 
 const run = promisify(execFile)
@@ -45,4 +47,33 @@ test('require works', async () => {
   const code = `const z = require('zaris'); const memory = require('zaris/memory'); const testing = require('zaris/testing'); (async () => { ${program} })()`
   const { stdout } = await run('node', ['-e', code], { cwd: app })
   expect(JSON.parse(stdout)).toEqual({ token: 1, error: 'function', memory: 'function', clock: 5 })
+})
+
+test("the browser condition serves dist/browser: a web app's Vite build of connect() has only a page's adapters as chunks", async () => {
+  writeFileSync(join(app, 'app.js'), "import { connect } from 'zaris'\nglobalThis.open = (url) => connect(url)\n")
+  const result = (await build({
+    configFile: false,
+    logLevel: 'silent',
+    root: app,
+    build: { write: false, minify: false, modulePreload: false, rollupOptions: { input: join(app, 'app.js') } },
+  })) as Rollup.RollupOutput
+  const chunks = result.output.filter((o): o is Rollup.OutputChunk => o.type === 'chunk')
+  const fromDist = chunks.flatMap((c) => Object.keys(c.modules)).filter((m) => m.startsWith(join(root, 'dist')))
+  expect(fromDist.length).toBeGreaterThan(0)
+  expect(fromDist.filter((m) => !m.startsWith(join(root, 'dist/browser/')))).toEqual([])
+  const code = chunks.map((c) => c.code).join('\n')
+  expect(code).toContain('zaris://idb/') // the IndexedDB adapter is a chunk a page can load
+  expect(code).not.toMatch(/ioredis|better-sqlite3|EVALSHA/i)
+})
+
+test("the browser build's connect knows a page's schemes only, and says where the others work", async () => {
+  const code = `
+    const z = await import(${JSON.stringify(join(root, 'dist/browser/index.js'))})
+    const c = await z.connect('zaris://inproc/browser-build')
+    const refused = await z.connect('redis://127.0.0.1:6379/0?ns=x').catch((e) => e.code + ': ' + e.message)
+    console.log(JSON.stringify({ kind: z.parseUrl('zaris://idb/app').kind, id: typeof c.id, refused }))
+    process.exit(0)
+  `
+  const { stdout } = await run('node', ['--input-type=module', '-e', code], { cwd: app })
+  expect(JSON.parse(stdout)).toEqual({ kind: 'indexeddb', id: 'string', refused: expect.stringMatching(/^INVALID_URL: .*redis:\/\/ works in Node, not in a page/) })
 })

@@ -73,17 +73,6 @@ export function httpAdapter(options: HttpAdapterOptions): Adapter {
   return new HttpAdapter(options)
 }
 
-/**
- * Creates the adapter for a parsed `zaris://host:port/ns` URL (used by `connect`).
- *
- * @example
- * const adapter = fromUrl(['http://127.0.0.1:7861'], 'demo', { token })
- */
-export function fromUrl(endpoints: string[], namespace: string, options: { token?: unknown }): Adapter {
-  if (options.token !== undefined && typeof options.token !== 'string') throw new InvalidArgumentError('token must be a string')
-  return new HttpAdapter({ endpoints, namespace, token: options.token })
-}
-
 class HttpAdapter implements Adapter {
   readonly name = 'http'
   readonly #endpoints: string[]

@@ -93,16 +93,6 @@ export async function openIndexedDb(options: IndexedDbAdapterOptions = {}): Prom
   return store.adapter
 }
 
-/**
- * Opens the adapter for a parsed `zaris://idb/<namespace>` URL (used by `connect`).
- *
- * @example
- * const adapter = await fromUrl('app') // what connect('zaris://idb/app') uses
- */
-export function fromUrl(namespace: string): Promise<Adapter> {
-  return openIndexedDb({ namespace })
-}
-
 class IndexedDbStore {
   readonly adapter: Adapter
   readonly #shared: SharedStore
