@@ -2,14 +2,19 @@ import { defineConfig, type Options } from 'tsup'
 import { esbuildBrowserVariants } from './scripts/browser-variants'
 
 /**
- * Two builds into dist/ (`npm run build` empties it first):
+ * Three builds into dist/ (`npm run build` empties it first):
  *
  * - every public subpath, ESM and CommonJS, with declarations; shared code
  *   and lazily loaded adapters land in chunks of their own;
  * - dist/browser/: what the `browser` export condition picks (Vite, webpack,
  *   esbuild apps), ESM, where each `x.ts` with an `x.browser.ts` beside it is
  *   replaced by it (scripts/browser-variants.ts) — so `connect` knows only a page's schemes
- *   (src/schemes.browser.ts) and no Node-only adapter is even a chunk.
+ *   (src/schemes.browser.ts) and no Node-only adapter is even a chunk;
+ * - dist/conformance.js (`zaris/conformance`): the suite every built-in
+ *   adapter passes (test/conformance), for adapters written outside zaris.
+ *   ESM only, as vitest is; it imports `zaris` and `vitest` as the user's
+ *   project resolves them, so it checks the same classes the user's adapter
+ *   uses.
  */
 
 const shared = {
@@ -59,5 +64,13 @@ export default defineConfig([
     format: ['esm'],
     outDir: 'dist/browser',
     esbuildPlugins: [esbuildBrowserVariants],
+  },
+  {
+    ...shared,
+    entry: { conformance: 'test/conformance/index.ts' },
+    format: ['esm'],
+    dts: true,
+    outDir: 'dist',
+    external: ['zaris', /^zaris\//, 'vitest'],
   },
 ])

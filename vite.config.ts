@@ -12,6 +12,7 @@ const alias = {
   'zaris/server': src('server/index.ts'),
   'zaris/redis': src('adapters/redis/index.ts'),
   'zaris/testing': src('testing.ts'),
+  'zaris/conformance': fileURLToPath(new URL('./test/conformance/index.ts', import.meta.url)),
   zaris: src('index.ts'),
 }
 

@@ -38,6 +38,7 @@ export type {
   WatchEvent,
   WatchSink,
 } from './core/adapter'
+export { checkCommitArgs, checkKey, checkPrefix } from './core/validate'
 export {
   ZarisError,
   InvalidArgumentError,

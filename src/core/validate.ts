@@ -36,6 +36,14 @@ export function keyProblem(s: string, prefix = false): string | undefined {
   return undefined
 }
 
+/**
+ * Returns `key` if it is a key by the one key rule (well-formed UTF-16, 1 to
+ * 1024 code units), else throws an `InvalidArgumentError` naming `name`.
+ * Every store checks keys so, even when called directly.
+ *
+ * @example
+ * const key = checkKey(input) // in an adapter's get
+ */
 export function checkKey(key: unknown, name = 'key'): string {
   if (typeof key !== 'string') throw new InvalidArgumentError(`${name} must be a string, got ${describe(key)}`)
   const problem = keyProblem(key)
@@ -52,7 +60,13 @@ export function checkUserKey(key: unknown, name = 'key'): string {
   return key as string
 }
 
-/** A prefix may be empty (everything); otherwise the key rule. */
+/**
+ * Returns `prefix` if it is one: the key rule, except that it may be empty
+ * (everything); else throws an `InvalidArgumentError` naming `name`.
+ *
+ * @example
+ * checkPrefix('lock:') // in an adapter's list and watch
+ */
 export function checkPrefix(prefix: unknown, name = 'prefix'): string {
   if (typeof prefix !== 'string') throw new InvalidArgumentError(`${name} must be a string, got ${describe(prefix)}`)
   const problem = keyProblem(prefix, true)
