@@ -30,6 +30,8 @@ export class EtcdMember {
   clientPort = 0
   peerPort = 0
   initialCluster = ''
+  /** The same for every member of one cluster. */
+  clusterToken = `zaris-test-${Math.random().toString(36).slice(2, 10)}`
   readonly timing: Timing
   #process: ChildProcess | undefined
   #paused = false
@@ -69,7 +71,7 @@ export class EtcdMember {
       '--listen-client-urls', client, '--advertise-client-urls', client,
       '--listen-peer-urls', peer, '--initial-advertise-peer-urls', peer,
       '--initial-cluster', this.initialCluster || `${this.name}=${peer}`,
-      '--initial-cluster-token', `zaris-test-${this.dir.slice(-6)}`,
+      '--initial-cluster-token', this.clusterToken,
       '--heartbeat-interval', String(this.timing.heartbeat), '--election-timeout', String(this.timing.election),
       '--logger', 'zap', '--log-level', 'error',
     ]
@@ -171,7 +173,10 @@ export class EtcdCluster {
     try {
       await Promise.all(members.map((m) => m.ports()))
       const initial = members.map((m) => `${m.name}=http://127.0.0.1:${m.peerPort}`).join(',')
-      for (const m of members) m.initialCluster = initial
+      for (const m of members) {
+        m.initialCluster = initial
+        m.clusterToken = members[0]!.clusterToken
+      }
       // Members of a new cluster wait for each other: start all, then wait.
       await Promise.all(members.map((m) => m.start(false)))
       await Promise.all(members.map((m) => m.healthy()))
