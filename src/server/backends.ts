@@ -1,6 +1,6 @@
 /**
  * Where a node keeps its stores: in memory (the default), in a SQLite file
- * (`--data`), or in a Redis that several nodes share (`--redis`). A backend gives the handler one adapter per namespace and the
+ * (`--data`), or in a Redis or an etcd cluster that several nodes share (`--redis`, `--etcd`). A backend gives the handler one adapter per namespace and the
  * namespace's current revision (so watches can be resumed before their first event).
  *
  * @module
@@ -98,6 +98,42 @@ export async function redisBackend(url: string): Promise<Backend> {
   await (await redisAdapter({ url, namespace: 'zaris-node-probe' })).close()
   return {
     description: `redis ${redact(url)}`,
+    adapterFor: (ns) => adapterOf(ns),
+    positionOf: async (ns) => (await adapterOf(ns)).position(),
+    async close() {
+      const all = [...adapters.values()]
+      adapters.clear()
+      await Promise.allSettled(all.map(async (a) => (await a).close()))
+    },
+  }
+}
+
+/**
+ * Stores in an etcd cluster (needs `etcd3`): the node keeps no state of its
+ * own, so several nodes on one cluster serve one store. The URL names the
+ * members; its namespace, if any, is ignored (each request names its own).
+ *
+ * @example
+ * const backend = await etcdBackend('etcd://127.0.0.1:2379,127.0.0.1:22379')
+ */
+export async function etcdBackend(url: string): Promise<Backend> {
+  const { etcdAdapter, parseEtcdUrl, redact } = await import('../adapters/etcd')
+  const members = url.replace(/^(etcds?:\/\/[^/?#]*).*$/i, '$1') + '/zaris-node'
+  const { hosts, auth } = parseEtcdUrl(members)
+  const adapters = new Map<string, ReturnType<typeof etcdAdapter>>()
+  const adapterOf = (ns: string) => {
+    let a = adapters.get(ns)
+    if (!a) {
+      a = etcdAdapter({ hosts, auth, namespace: ns })
+      a.catch(() => adapters.delete(ns))
+      adapters.set(ns, a)
+    }
+    return a
+  }
+  // Fail at start, not at the first request, when etcd cannot be reached.
+  await (await etcdAdapter({ hosts, auth, namespace: 'zaris-node-probe' })).close()
+  return {
+    description: `etcd ${redact(members)}`,
     adapterFor: (ns) => adapterOf(ns),
     positionOf: async (ns) => (await adapterOf(ns)).position(),
     async close() {
