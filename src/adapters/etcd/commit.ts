@@ -106,6 +106,9 @@ export async function runCommit(connection: Connection, layout: Layout, checks: 
     const read = await connection.txn('read counters', { compare: [], success: adds.map(([, op]) => ({ request_range: layout.slots(op.key) })), failure: [] })
     adds.forEach(([i, op], n) => counters.set(i, added(op.key, read.responses[n]!.response_range.kvs[0] as unknown as RawKv | undefined, op.delta)))
   }
+  // A set whose key the commit checks to be absent needs no slot choice on etcd: the check guarantees it.
+  const absent = new Set(checks.flatMap((c) => (('revision' in c ? c.revision : c.created) === null ? [c.key] : [])))
+  for (const op of ops) if (op.type === 'set' && absent.has(op.key)) op.absent = true
   const plan: CommitPlan = { checks, ops, counters, requestKey: layout.request(requestId), requestLease: '0' }
   for (let attempt = 0; ; attempt++) {
     plan.requestLease = await connection.leases.leaseFor(retention)

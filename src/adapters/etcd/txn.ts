@@ -37,7 +37,7 @@ import { encodeValue, entryOf, ownerRange, type Layout, type RawKv, type Slot } 
 
 /** A validated op, with what the transaction needs. */
 export type PlannedOp =
-  | { type: 'set'; key: string; json: string; owner?: string; ttl?: number; fresh: boolean; lease?: string }
+  | { type: 'set'; key: string; json: string; owner?: string; ttl?: number; fresh: boolean; lease?: string; absent?: boolean }
   | { type: 'delete'; key: string }
   | { type: 'add'; key: string; delta: number }
 
@@ -73,6 +73,8 @@ function setOp(layout: Layout, op: Extract<PlannedOp, { type: 'set' }>): IReques
   const value = encodeValue(op.json, op.owner, op.ttl)
   const put = (slot: Slot): IRequestOp => ({ request_put: { key: layout.slot(op.key, slot), value, lease: op.lease ?? 0, prev_kv: true } })
   const del = (slot: Slot): IRequestOp => ({ request_delete_range: { key: layout.slot(op.key, slot) } })
+  // The commit checks that the key has no live entry: a plain put of slot 0 (an acquisition).
+  if (op.absent) return put(0)
   const slot0 = layout.slot(op.key, 0)
   const newLife: IRequestOp = { request_txn: { compare: [exists(slot0)], success: [del(0), put(1)], failure: [del(1), put(0)] } }
   if (op.fresh) return newLife
@@ -130,10 +132,12 @@ function ownerAndTtl(kv: RawKv): [string | undefined, number | undefined] {
 }
 
 /** The put response somewhere in a set's nested transaction, and whether it kept the entry's life. */
-function putOfSet(r: IResponseOp, fresh: boolean): { sameLife: boolean; prev?: RawKv } {
+function putOfSet(r: IResponseOp, op: Extract<PlannedOp, { type: 'set' }>): { sameLife: boolean; prev?: RawKv } {
+  if (op.absent) return { sameLife: false }
+  const fresh = op.fresh
   const outer = r.response_txn
   const sameLife = !fresh && outer.succeeded
-  let inner = fresh ? outer : outer.responses[0]!.response_txn
+  const inner = fresh ? outer : outer.responses[0]!.response_txn
   const put = inner.responses[inner.responses.length - 1]!.response_put
   return { sameLife, prev: put.prev_kv as unknown as RawKv | undefined }
 }
@@ -152,7 +156,7 @@ export function successAnswer(plan: CommitPlan, res: ITxnResponse): CommitResult
       return
     }
     if (op.type === 'set') {
-      const { sameLife, prev } = putOfSet(r, op.fresh)
+      const { sameLife, prev } = putOfSet(r, op)
       const entry: Entry = { key: op.key, value: JSON.parse(op.json), revision, created: sameLife && prev ? Number(prev.create_revision) : revision }
       if (op.owner !== undefined) entry.owner = op.owner
       if (op.ttl !== undefined) entry.ttl = op.ttl
