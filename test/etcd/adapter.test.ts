@@ -138,6 +138,20 @@ describe('etcd adapter', () => {
     })
   })
 
+  test('the TTL left of an entry written by another process comes from etcd', async () => {
+    const ns = `l${++n}`
+    const a = await adapter(ns)
+    // Other options: a connection (and lease pool) of its own, as another process would have.
+    const b = await etcdAdapter({ url: etcd.url(ns), callTimeout: 1_999 })
+    opened.push(b)
+    await a.commit([], [{ type: 'set', key: 'k', value: 1, ttl: 5_000 }])
+    await new Promise((r) => setTimeout(r, 1_200))
+    const left = (await b.get('k'))!.ttl!
+    expect(left).toBeLessThanOrEqual(4_000)
+    expect(left).toBeGreaterThanOrEqual(2_000)
+    expect((await b.list(''))[0]!.ttl).toBeLessThanOrEqual(left)
+  })
+
   test('a watch from a revision etcd has compacted away gets CompactedError', async () => {
     const a = await adapter()
     const r1 = await a.commit([], [{ type: 'set', key: 'h', value: 1 }])

@@ -40,6 +40,8 @@ export class Connection {
   clusterId = ''
   /** The highest revision etcd has answered with: it must never go back. */
   #seen = 0
+  /** Leases of other processes: when each is sure to have lived until (at most 1 000 remembered). */
+  readonly #foreign = new Map<string, number>()
   users = 0
   readonly #forget: () => void
 
@@ -74,6 +76,43 @@ export class Connection {
 
   txn(what: string, req: ITxnRequest): Promise<ITxnResponse> {
     return this.call(what, (o) => this.client.kv.txn(req, o))
+  }
+
+  /**
+   * Milliseconds each lease is sure to live: the pool's own leases from what
+   * it knows, others (granted by other processes) asked of etcd once and
+   * remembered; 0 for a lease etcd no longer has.
+   */
+  async leftOf(ids: Iterable<string>): Promise<Map<string, number | undefined>> {
+    const out = new Map<string, number | undefined>()
+    const ask: string[] = []
+    for (const id of new Set(ids)) {
+      if (id === '0') continue
+      const left = this.leases.left(id) ?? this.#foreignLeft(id)
+      if (left === undefined) ask.push(id)
+      else out.set(id, left)
+    }
+    await Promise.all(
+      ask.map(async (id) => {
+        const sentAt = systemClock.now()
+        const r = await this.call('lease time to live', (o) => this.client.leaseClient.leaseTimeToLive({ ID: id }, o))
+        // etcd answers whole seconds, rounded down: a lower bound.
+        const ttl = Number(r.TTL)
+        out.set(id, Math.max(0, ttl * 1000))
+        if (ttl >= 0) this.#rememberForeign(id, sentAt + ttl * 1000)
+      }),
+    )
+    return out
+  }
+
+  #foreignLeft(id: string): number | undefined {
+    const end = this.#foreign.get(id)
+    return end === undefined ? undefined : Math.max(0, end - systemClock.now())
+  }
+
+  #rememberForeign(id: string, end: number): void {
+    if (this.#foreign.size >= 1_000) this.#foreign.delete(this.#foreign.keys().next().value!)
+    this.#foreign.set(id, end)
   }
 
   get seen(): number {

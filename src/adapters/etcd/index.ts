@@ -145,18 +145,19 @@ class NamespaceAdapter implements EtcdAdapter {
     this.#open()
     const res = await this.#connection.call('get', (o) => this.#connection.client.kv.range(this.#layout.slots(key), o))
     const kv = res.kvs[0] as unknown as RawKv | undefined
-    return kv ? this.#entry(key, kv) : undefined
+    return kv ? (await this.#entries([[key, kv]]))[0] : undefined
   }
 
   async list(prefix: string): Promise<Entry[]> {
     checkUnicode(checkPrefix(prefix), 'prefix')
     this.#open()
     const res = await this.#connection.call('list', (o) => this.#connection.client.kv.range(this.#layout.prefix(prefix), o))
-    const out: Entry[] = []
+    const live: Array<[string, RawKv]> = []
     for (const kv of res.kvs as unknown as RawKv[]) {
       const part = this.#layout.part(kv.key)
-      if (part?.kind === 'slot') out.push(this.#entry(part.key, kv))
+      if (part?.kind === 'slot') live.push([part.key, kv])
     }
+    const out = await this.#entries(live)
     // etcd orders by UTF-8 bytes; the contract orders as JavaScript compares strings (UTF-16 code units).
     return out.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0))
   }
@@ -210,8 +211,10 @@ class NamespaceAdapter implements EtcdAdapter {
     await this.#connection.release()
   }
 
-  #entry(key: string, kv: RawKv): Entry {
-    return entryOf(key, kv, this.#connection.leases.left(kv.lease))
+  /** Entries with the TTL left of their leases (an entry's TTL as written is an upper bound). */
+  async #entries(live: Array<[string, RawKv]>): Promise<Entry[]> {
+    const left = await this.#connection.leftOf(live.map(([, kv]) => String(kv.lease)))
+    return live.map(([key, kv]) => entryOf(key, kv, left.get(String(kv.lease))))
   }
 
   #open(): void {
