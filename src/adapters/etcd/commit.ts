@@ -111,7 +111,8 @@ export async function runCommit(connection: Connection, layout: Layout, checks: 
   for (const op of ops) if (op.type === 'set' && absent.has(op.key)) op.absent = true
   const plan: CommitPlan = { checks, ops, counters, requestKey: layout.request(requestId), requestLease: '0' }
   for (let attempt = 0; ; attempt++) {
-    plan.requestLease = await connection.leases.leaseFor(retention)
+    // Request keys live between `retention` and twice that: one grant per `retention`, not per SHARE_MS.
+    plan.requestLease = await connection.leases.leaseFor(retention, retention)
     for (const op of ops) if (op.type === 'set' && op.ttl !== undefined) op.lease = await connection.leases.leaseFor(op.ttl)
     let res
     try {

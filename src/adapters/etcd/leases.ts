@@ -79,9 +79,12 @@ export class LeasePool {
     this.#minimum = Math.max(1, g.ttl)
   }
 
-  /** A lease that keeps an entry written by a request sent now for at least `ttl` ms. */
-  async leaseFor(ttl: number): Promise<string> {
-    const seconds = Math.max(this.#minimum, Math.ceil((ttl + SHARE_MS) / 1000))
+  /**
+   * A lease that keeps an entry written by a request sent now for at least
+   * `ttl` ms, and at most about `share` ms more (plus the rounding to seconds).
+   */
+  async leaseFor(ttl: number, share = SHARE_MS): Promise<string> {
+    const seconds = Math.max(this.#minimum, Math.ceil((ttl + share) / 1000))
     for (let attempt = 0; ; attempt++) {
       const now = systemClock.now()
       const current = this.#current.get(seconds)
