@@ -126,7 +126,7 @@ export async function runCommit(connection: Connection, layout: Layout, checks: 
       }
       throw err
     }
-    if (res.succeeded) return successAnswer(plan, res)
+    if (res.succeeded) return successAnswer(plan, res, (lease) => connection.leases.left(lease))
     const reads = failureReads(plan, res)
     if (reads.appliedAt !== undefined) return replay(connection, layout, plan, reads.appliedAt)
     const failed = checks.flatMap((check, i) => {

@@ -142,8 +142,8 @@ function putOfSet(r: IResponseOp, op: Extract<PlannedOp, { type: 'set' }>): { sa
   return { sameLife, prev: put.prev_kv as unknown as RawKv | undefined }
 }
 
-/** The answer of a transaction that succeeded. */
-export function successAnswer(plan: CommitPlan, res: ITxnResponse): CommitResult {
+/** The answer of a transaction that succeeded; `left` says how long a lease is sure to live, if known. */
+export function successAnswer(plan: CommitPlan, res: ITxnResponse, left: (lease: string) => number | undefined): CommitResult {
   const revision = Number(res.header.revision)
   const entries: Entry[] = []
   const deleted: string[] = []
@@ -172,7 +172,8 @@ export function successAnswer(plan: CommitPlan, res: ITxnResponse): CommitResult
       mod_revision: String(revision),
       lease: prev?.lease ?? '0',
     }
-    entries.push(entryOf(op.key, written))
+    // An add keeps the entry's lease: its `ttl` is what is left of it.
+    entries.push(entryOf(op.key, written, left(String(written.lease))))
   })
   return { ok: true, revision, entries, deleted }
 }
