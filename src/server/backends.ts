@@ -84,28 +84,7 @@ export async function sqliteBackend(file: string, options: { clock?: Clock; hist
 export async function redisBackend(url: string): Promise<Backend> {
   const { redisAdapter } = await import('../adapters/redis')
   const { redact } = await import('../adapters/redis/connection')
-  const adapters = new Map<string, ReturnType<typeof redisAdapter>>()
-  const adapterOf = (ns: string) => {
-    let a = adapters.get(ns)
-    if (!a) {
-      a = redisAdapter({ url, namespace: ns })
-      a.catch(() => adapters.delete(ns))
-      adapters.set(ns, a)
-    }
-    return a
-  }
-  // Fail at start, not at the first request, when Redis cannot be reached.
-  await (await redisAdapter({ url, namespace: 'zaris-node-probe' })).close()
-  return {
-    description: `redis ${redact(url)}`,
-    adapterFor: (ns) => adapterOf(ns),
-    positionOf: async (ns) => (await adapterOf(ns)).position(),
-    async close() {
-      const all = [...adapters.values()]
-      adapters.clear()
-      await Promise.allSettled(all.map(async (a) => (await a).close()))
-    },
-  }
+  return sharedBackend(`redis ${redact(url)}`, (ns) => redisAdapter({ url, namespace: ns }))
 }
 
 /**
@@ -120,20 +99,25 @@ export async function etcdBackend(url: string): Promise<Backend> {
   const { etcdAdapter, parseEtcdUrl, redact } = await import('../adapters/etcd')
   const members = url.replace(/^(etcds?:\/\/[^/?#]*).*$/i, '$1') + '/zaris-node'
   const { hosts, auth } = parseEtcdUrl(members)
-  const adapters = new Map<string, ReturnType<typeof etcdAdapter>>()
+  return sharedBackend(`etcd ${redact(members)}`, (ns) => etcdAdapter({ hosts, auth, namespace: ns }))
+}
+
+/** One adapter per namespace, opened on first use, all in front of one shared store. */
+async function sharedBackend<A extends Adapter & { position(): Promise<StorePosition> }>(description: string, open: (ns: string) => Promise<A>): Promise<Backend> {
+  const adapters = new Map<string, Promise<A>>()
   const adapterOf = (ns: string) => {
     let a = adapters.get(ns)
     if (!a) {
-      a = etcdAdapter({ hosts, auth, namespace: ns })
+      a = open(ns)
       a.catch(() => adapters.delete(ns))
       adapters.set(ns, a)
     }
     return a
   }
-  // Fail at start, not at the first request, when etcd cannot be reached.
-  await (await etcdAdapter({ hosts, auth, namespace: 'zaris-node-probe' })).close()
+  // Fail at start, not at the first request, when the store cannot be reached.
+  await (await open('zaris-node-probe')).close()
   return {
-    description: `etcd ${redact(members)}`,
+    description,
     adapterFor: (ns) => adapterOf(ns),
     positionOf: async (ns) => (await adapterOf(ns)).position(),
     async close() {

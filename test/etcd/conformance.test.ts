@@ -1,11 +1,10 @@
 /**
  * The conformance suite, unchanged, against the etcd adapter on one real
- * etcd member (started on free loopback ports for this file).
+ * etcd member (started on free loopback ports for this file; minimum lease 1 s).
  */
 import { afterAll, beforeAll } from 'vitest'
-import { connect, type Adapter, type Client } from 'zaris'
-import { etcdAdapter } from 'zaris/etcd'
 import { runConformance } from '../conformance'
+import { etcdFixture } from './fixture'
 import { EtcdCluster } from './server'
 
 let etcd: EtcdCluster
@@ -16,23 +15,4 @@ afterAll(async () => {
   await etcd?.dispose()
 })
 
-let n = 0
-runConformance('etcd', async () => {
-  const url = etcd.url(`conformance-${++n}-${Math.random().toString(36).slice(2, 8)}`)
-  const opened: Array<Client | Adapter> = []
-  return {
-    async connect(options) {
-      const client = await connect(url, { ...options })
-      opened.push(client)
-      return client
-    },
-    async adapter() {
-      const adapter = await etcdAdapter({ url })
-      opened.push(adapter)
-      return adapter
-    },
-    async close() {
-      await Promise.all(opened.map((c) => c.close()))
-    },
-  }
-})
+runConformance('etcd', etcdFixture(() => etcd, 'conformance'))

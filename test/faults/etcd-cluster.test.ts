@@ -14,8 +14,8 @@ import { join } from 'node:path'
 import { afterAll, expect, test } from 'vitest'
 import { connect } from 'zaris'
 import { EtcdCluster } from '../etcd/server'
-import { checkHistory, formatViolations, sharedNow, type HistoryRecord } from './checker'
-import { memoryHistory, recordedWatch } from './ops'
+import { checkHistory, formatViolations } from './checker'
+import { finalRecords, memoryHistory, recordedWatch } from './ops'
 import { Workspace, sleep, until } from './procs'
 import { count, figure, prng, seedFor, timeout } from './scale'
 
@@ -68,14 +68,7 @@ test(`etcd, three members: ${WORKERS} workers x ${rounds} rounds while the leade
   writeFileSync(stopFile, '')
   expect(exits.map((e) => e.code)).toEqual(procs.map(() => 0))
   const workerHistory = procs.flatMap((p) => p.history())
-  const finals: HistoryRecord[] = []
-  const resources = new Set(workerHistory.flatMap((r) => (r.type === 'write' && r.outcome === 'accepted' ? [r.resource] : [])))
-  for (const resource of resources) {
-    const e = await observer.get<{ token?: number }>(resource)
-    const value = e?.value
-    finals.push({ type: 'final', resource, revision: e?.revision ?? 0, token: typeof value === 'object' && value !== null ? value.token : undefined, at: sharedNow() })
-  }
-  const lastRes = Math.max(0, ...workerHistory.flatMap((r) => (r.type === 'write' && r.outcome === 'accepted' && r.resource.startsWith('res:') ? [r.revision!] : [])))
+  const { finals, lastResourceRevision: lastRes } = await finalRecords(observer, workerHistory)
   await until(() => watch.last() >= lastRes, 30_000, `the watcher reaching revision ${lastRes}`)
   watch.end(lastRes)
   await observer.close()
