@@ -175,6 +175,8 @@ describe('etcd adapter', () => {
     await expect(a.get('\uD800x')).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', message: expect.stringContaining('lone surrogate') })
     await expect(a.commit([], [{ type: 'set', key: 'a', value: 1 }, { type: 'delete', key: 'a' }])).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' })
     await expect(a.commit([], Array.from({ length: 61 }, (_, i) => ({ type: 'delete', key: `k${i}` }) as Op))).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' })
+    // Over etcd's --max-request-bytes (1.5 MiB by default).
+    await expect(a.commit([], [{ type: 'set', key: 'big', value: 'x'.repeat(2 * 1024 * 1024) }])).rejects.toMatchObject({ code: 'TOO_LARGE' })
     await expect(connect('etcd://127.0.0.1:2379')).rejects.toMatchObject({ code: 'INVALID_URL' })
     await expect(connect('etcd://127.0.0.1:99999/ns')).rejects.toMatchObject({ code: 'INVALID_URL' })
     await expect(etcdAdapter({ url: 'etcd://127.0.0.1:1/ns', timeout: 500, callTimeout: 200 })).rejects.toMatchObject({ code: 'UNAVAILABLE' })

@@ -43,6 +43,8 @@ export class Connection {
   /** Leases of other processes: when each is sure to have lived until (at most 1 000 remembered). */
   readonly #foreign = new Map<string, number>()
   users = 0
+  /** Its last user let it go: a new adapter must open a new connection. */
+  closed = false
   readonly #forget: () => void
 
   constructor(client: Etcd3Client, options: ConnectionOptions, forget: () => void) {
@@ -133,6 +135,7 @@ export class Connection {
 
   async release(): Promise<void> {
     if (--this.users > 0) return
+    this.closed = true
     this.#forget()
     this.watches.close()
     this.client.close()
@@ -145,7 +148,7 @@ type Cockatiel = typeof import('cockatiel')
 const shared = new Map<string, Promise<Connection>>()
 
 /** The connection to these members with these options, opened (and probed) on first use. */
-export function shareConnection(options: ConnectionOptions): Promise<Connection> {
+export async function shareConnection(options: ConnectionOptions): Promise<Connection> {
   const key = JSON.stringify({ ...options, credentials: options.credentials ? Math.random() : undefined })
   let entry = shared.get(key)
   if (!entry) {
@@ -155,8 +158,11 @@ export function shareConnection(options: ConnectionOptions): Promise<Connection>
     shared.set(key, entry)
     entry.catch(() => shared.delete(key))
   }
+  const connection = await entry
+  // Its last user let it go while this call waited: open a new one.
+  if (connection.closed) return shareConnection(options)
   // The adapter counts itself as a user when it is made, in the same tick.
-  return entry
+  return connection
 }
 
 async function open(options: ConnectionOptions, forget: () => void): Promise<Connection> {

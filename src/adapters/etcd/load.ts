@@ -8,7 +8,7 @@
  * @module
  */
 import type * as Etcd3Module from 'etcd3'
-import { UnauthorizedError, UnavailableError, UnsupportedError, ZarisError } from '../../core/errors'
+import { InternalError, TooLargeError, UnauthorizedError, UnavailableError, UnsupportedError, ZarisError } from '../../core/errors'
 
 export type Etcd3 = typeof Etcd3Module
 
@@ -48,8 +48,8 @@ export function isTransient(err: unknown): boolean {
 /**
  * A zaris error for a failed etcd call: `UnavailableError` when etcd could not
  * be reached or cannot answer now (the call may or may not have been applied),
- * `UnauthorizedError` for refused credentials, `ZarisError('INTERNAL')` for
- * anything else etcd refused.
+ * `UnauthorizedError` for refused credentials, `TooLargeError` for a request
+ * over etcd's size limits, `InternalError` for anything else etcd refused.
  */
 export function etcdError(err: unknown, what: string): ZarisError {
   if (err instanceof ZarisError) return err
@@ -57,6 +57,9 @@ export function etcdError(err: unknown, what: string): ZarisError {
   if (/authentication failed|permission denied|invalid auth token|user name is empty|unauthenticated/i.test(message)) {
     return new UnauthorizedError(`etcd refused ${what}: ${message}`)
   }
+  if (/request is too large|too many operations in txn|exceeded.*max.*size|larger than max/i.test(message)) {
+    return new TooLargeError(`etcd refused ${what} as too large (its --max-request-bytes or --max-txn-ops): ${message}`)
+  }
   if (isTransient(err)) return new UnavailableError(`etcd ${what} failed (it may or may not have been applied): ${message}`, { cause: err })
-  return new ZarisError('INTERNAL', `etcd refused ${what}: ${message}`, { cause: err })
+  return new InternalError(`etcd refused ${what}: ${message}`, { cause: err })
 }
