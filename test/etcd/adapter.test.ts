@@ -99,6 +99,8 @@ describe('etcd adapter', () => {
     expect((await a.get('held'))!.ttl).toBeGreaterThan(50_000)
     await a.commit([], [{ type: 'set', key: 's', value: 'text' }])
     await expect(a.commit([], [add('s', 1)])).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', message: expect.stringContaining('"s"') })
+    // A failed check is a failed commit, not a refusal.
+    expect(await a.commit([{ key: 's', revision: null }], [add('s', 1)])).toMatchObject({ ok: false, failed: [{ key: 's', entry: { value: 'text' } }] })
     await a.commit([], [{ type: 'set', key: 'big', value: Number.MAX_SAFE_INTEGER - 1 }])
     await expect(a.commit([], [add('big', 2)])).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' })
     const results = await Promise.all(adapters.flatMap((x) => Array.from({ length: 25 }, () => x.commit([], [add('race', 1)]))))

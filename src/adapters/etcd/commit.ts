@@ -12,6 +12,9 @@
  *   (the read, the transaction) and more under contention — etcd has no
  *   increment; on every other store it is one.
  * - A lease expired while the call waited to be sent again: new leases, again.
+ * - An `add` over a non-number (or past the safe-integer range) is refused
+ *   only if the checks hold: the transaction is then sent writing nothing,
+ *   to learn which.
  *
  * @module
  */
@@ -81,7 +84,11 @@ export function validateOps(ops: unknown): PlannedOp[] {
   })
 }
 
-/** The value an `add` writes over `kv` (absent: a new counter at 0). */
+/**
+ * The value an `add` writes over `kv` (absent: a new counter at 0), or the
+ * refusal it earns — thrown only if the commit's checks hold, since a failed
+ * check is a failed commit, not a refusal.
+ */
 function added(key: string, kv: RawKv | undefined, delta: number): CounterState {
   const state: CounterState = { json: '' }
   let current = 0
@@ -89,12 +96,15 @@ function added(key: string, kv: RawKv | undefined, delta: number): CounterState 
     state.kv = kv
     state.slot = (kv.key[kv.key.length - 1] === 0x31 ? 1 : 0) as Slot
     const value = entryOf(key, kv).value
-    if (typeof value !== 'number') throw new InvalidArgumentError(`add on ${JSON.stringify(key)}: its value is ${describe(value)}, not a number`)
+    if (typeof value !== 'number') {
+      state.refusal = new InvalidArgumentError(`add on ${JSON.stringify(key)}: its value is ${describe(value)}, not a number`)
+      return state
+    }
     current = value
   }
   const next = current + delta
-  if (!Number.isSafeInteger(next)) throw new InvalidArgumentError(`add on ${JSON.stringify(key)}: ${current} + ${delta} is outside the safe-integer range`)
-  state.json = JSON.stringify(next)
+  if (!Number.isSafeInteger(next)) state.refusal = new InvalidArgumentError(`add on ${JSON.stringify(key)}: ${current} + ${delta} is outside the safe-integer range`)
+  else state.json = JSON.stringify(next)
   return state
 }
 
@@ -114,6 +124,8 @@ export async function runCommit(connection: Connection, layout: Layout, checks: 
     // Request keys live between `retention` and twice that: one grant per `retention`, not per SHARE_MS.
     plan.requestLease = await connection.leases.leaseFor(retention, retention)
     for (const op of ops) if (op.type === 'set' && op.ttl !== undefined) op.lease = await connection.leases.leaseFor(op.ttl)
+    const refusal = [...counters.values()].find((c) => c.refusal)?.refusal
+    plan.dryRun = refusal !== undefined
     let res
     try {
       res = await connection.txn('commit', buildTxn(layout, plan))
@@ -126,6 +138,7 @@ export async function runCommit(connection: Connection, layout: Layout, checks: 
       }
       throw err
     }
+    if (res.succeeded && refusal) throw refusal // the checks hold and the counters are as read: nothing was written
     if (res.succeeded) return successAnswer(plan, res, (lease) => connection.leases.left(lease))
     const reads = failureReads(plan, res)
     if (reads.appliedAt !== undefined) return replay(connection, layout, plan, reads.appliedAt)

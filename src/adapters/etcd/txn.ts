@@ -47,9 +47,13 @@ export interface CounterState {
   slot?: Slot
   /** The value the add writes. */
   json: string
+  /** The add cannot apply (not a number, out of range): thrown if the commit's checks hold. */
+  refusal?: Error
 }
 
 export interface CommitPlan {
+  /** Write nothing: only learn whether the checks hold (a commit whose add must be refused). */
+  dryRun?: boolean
   checks: Check[]
   ops: PlannedOp[]
   /** Per `add` op (by op index): the state it was computed from. */
@@ -116,6 +120,7 @@ export function buildTxn(layout: Layout, plan: CommitPlan): ITxnRequest {
     }
   })
   success.push({ request_put: { key: plan.requestKey, value: Buffer.alloc(0), lease: plan.requestLease } })
+  if (plan.dryRun) success.length = 0
   const failure: IRequestOp[] = plan.checks.map((c) => ({ request_range: layout.slots(c.key) }))
   failure.push({ request_range: { key: plan.requestKey } })
   plan.ops.forEach((op) => {
