@@ -15,8 +15,8 @@ import { join } from 'node:path'
 import { afterAll, expect, test } from 'vitest'
 import { connect } from 'zaris'
 import { RedisServer } from '../redis/server'
-import { checkHistory, formatViolations } from './checker'
-import { finalRecords, memoryHistory, recordedWatch } from './ops'
+import { checkHistory, formatViolations, sharedNow, type HistoryRecord } from './checker'
+import { memoryHistory, recordedWatch } from './ops'
 import { Workspace, sleep, until } from './procs'
 import { count, figure, prng, seedFor, timeout } from './scale'
 
@@ -59,7 +59,14 @@ for (const durable of [true, false]) {
     const exits = await Promise.all(procs.map((p) => p.exited))
     expect(exits.map((e) => e.code)).toEqual([0, 0, 0])
     const workerHistory = procs.flatMap((p) => p.history())
-    const { finals, lastResourceRevision: lastRes } = await finalRecords(observer, workerHistory)
+    const finals: HistoryRecord[] = []
+    const resources = new Set(workerHistory.flatMap((r) => (r.type === 'write' && r.outcome === 'accepted' ? [r.resource] : [])))
+    for (const resource of resources) {
+      const e = await observer.get<{ token?: number }>(resource)
+      const value = e?.value
+      finals.push({ type: 'final', resource, revision: e?.revision ?? 0, token: typeof value === 'object' && value !== null ? value.token : undefined, at: sharedNow() })
+    }
+    const lastRes = Math.max(0, ...workerHistory.flatMap((r) => (r.type === 'write' && r.outcome === 'accepted' && r.resource.startsWith('res:') ? [r.revision!] : [])))
     const endedHonestly = () => history.some((r) => r.type === 'watch-end')
     await until(() => watch.last() >= lastRes || endedHonestly(), 30_000, `the watcher reaching revision ${lastRes}`)
     watch.end(lastRes)
