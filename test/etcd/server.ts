@@ -24,11 +24,20 @@ export const FAST: Timing = { heartbeat: 50, election: 500 }
 /** etcd's defaults (minimum lease 2 s): what a cluster runs with unless tuned. */
 export const DEFAULT_TIMING: Timing = { heartbeat: 100, election: 1_000 }
 
+/** TLS for the client port: PEM files of the server's certificate and key. */
+export interface MemberTls {
+  certFile: string
+  keyFile: string
+}
+
 export class EtcdMember {
   readonly name: string
   readonly dir: string
   clientPort = 0
   peerPort = 0
+  /** Plain-HTTP /health when the client port speaks TLS. */
+  metricsPort = 0
+  tls: MemberTls | undefined
   initialCluster = ''
   /** The same for every member of one cluster. */
   clusterToken = `zaris-test-${Math.random().toString(36).slice(2, 10)}`
@@ -58,6 +67,7 @@ export class EtcdMember {
   async ports(): Promise<void> {
     if (this.clientPort === 0) this.clientPort = await freePort()
     if (this.peerPort === 0) this.peerPort = await freePort()
+    if (this.metricsPort === 0) this.metricsPort = await freePort()
   }
 
   /** Starts the member (again, on its data, after a stop or kill). Resolves when it is up; `waitHealthy` also waits for a leader. */
@@ -65,7 +75,7 @@ export class EtcdMember {
     if (this.#process) throw new Error(`etcd ${this.name} is already running`)
     await this.ports()
     const peer = `http://127.0.0.1:${this.peerPort}`
-    const client = `http://127.0.0.1:${this.clientPort}`
+    const client = `${this.tls ? 'https' : 'http'}://127.0.0.1:${this.clientPort}`
     const args = [
       '--name', this.name, '--data-dir', join(this.dir, 'data'),
       '--listen-client-urls', client, '--advertise-client-urls', client,
@@ -74,6 +84,8 @@ export class EtcdMember {
       '--initial-cluster-token', this.clusterToken,
       '--heartbeat-interval', String(this.timing.heartbeat), '--election-timeout', String(this.timing.election),
       '--logger', 'zap', '--log-level', 'error',
+      '--listen-metrics-urls', `http://127.0.0.1:${this.metricsPort}`,
+      ...(this.tls ? ['--cert-file', this.tls.certFile, '--key-file', this.tls.keyFile] : []),
     ]
     const child = spawn(ETCD_BINARY, args, { stdio: ['ignore', 'pipe', 'pipe'] })
     this.log = ''
@@ -104,7 +116,7 @@ export class EtcdMember {
   async healthy(timeout = 20_000): Promise<void> {
     const deadline = Date.now() + timeout
     while (Date.now() < deadline) {
-      const ok = await fetch(`http://${this.endpoint}/health`, { signal: AbortSignal.timeout(1_000) })
+      const ok = await fetch(`http://127.0.0.1:${this.metricsPort}/health`, { signal: AbortSignal.timeout(1_000) })
         .then(async (r) => ((await r.json()) as { health?: string }).health === 'true')
         .catch(() => false)
       if (ok) return
