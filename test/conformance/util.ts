@@ -1,6 +1,7 @@
 /** Small helpers for the conformance suite; nothing here is Node-only. */
 import { test } from 'vitest'
 import type { Adapter } from 'zaris'
+import type { FixtureFactory, StoreFixture } from './fixture'
 
 /** `test` or a wrapper of it that skips named tests with a reason. */
 export type Named = (name: string, fn: () => Promise<void>, timeout?: number) => void
@@ -45,4 +46,16 @@ export function namedTest(skips: Array<{ reason: string; tests: string[] }> = []
 export function late(store: Adapter | { adapter: Adapter }): number {
   const adapter = 'adapter' in store ? store.adapter : store
   return adapter.capabilities?.ttlGranularity ?? 1
+}
+
+/** A test body on a fresh store of `factory`, closed after the test whatever happens. */
+export function onFreshStore(factory: FixtureFactory): (fn: (f: StoreFixture) => Promise<void>) => () => Promise<void> {
+  return (fn) => async () => {
+    const fixture = await factory()
+    try {
+      await fn(fixture)
+    } finally {
+      await fixture.close()
+    }
+  }
 }
