@@ -20,7 +20,8 @@
  */
 import type { Check, CommitResult, Op } from '../../core/adapter'
 import { InvalidArgumentError, UnavailableError } from '../../core/errors'
-import { checkKey, checkTtl, checkValue, describe } from '../../core/validate'
+import { checkCommitArgs, checkValue } from '../../core/validate'
+import { added as sum } from '../shared/write'
 import type { Connection } from './connection'
 import { entryOf, type Layout, type RawKv, type Slot } from './layout'
 import { buildTxn, failureReads, holds, replayAnswer, replayTxn, successAnswer, type CommitPlan, type CounterState, type PlannedOp } from './txn'
@@ -29,59 +30,24 @@ import { buildTxn, failureReads, holds, replayAnswer, replayTxn, successAnswer, 
 export const MAX_OPS = 60
 export const MAX_CHECKS = 120
 
-const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/
-
-/** etcd stores bytes: a string with a lone surrogate would come back changed. */
-export function checkUnicode(s: string, name: string): string {
-  if (LONE_SURROGATE.test(s)) throw new InvalidArgumentError(`${name} contains a lone surrogate, which etcd cannot store unchanged`)
-  return s
-}
-
-export function validateChecks(checks: unknown): Check[] {
-  if (!Array.isArray(checks)) throw new InvalidArgumentError('checks must be an array')
+/**
+ * A commit's arguments, checked as every store checks them (the key rule,
+ * shapes, no key in two ops: `checkCommitArgs`), within etcd's limits, and
+ * planned: each op with what its transaction needs.
+ */
+export function planCommit(checks: unknown, ops: unknown): { checks: Check[]; ops: PlannedOp[] } {
+  checkCommitArgs(checks, ops)
+  const list = ops as Op[]
   if (checks.length > MAX_CHECKS) throw new InvalidArgumentError(`a commit on etcd takes at most ${MAX_CHECKS} checks, got ${checks.length}`)
-  return checks.map((check: unknown, i) => {
-    const name = `checks[${i}]`
-    if (typeof check !== 'object' || check === null) throw new InvalidArgumentError(`${name} must be an object with key and revision or created`)
-    const c = check as Record<string, unknown>
-    checkUnicode(checkKey(c.key, `${name}.key`), `${name}.key`)
-    const byRevision = 'revision' in c
-    if (byRevision === 'created' in c) throw new InvalidArgumentError(`${name} must have exactly one of revision and created`)
-    const want = byRevision ? c.revision : c.created
-    if (want !== null && (typeof want !== 'number' || !Number.isSafeInteger(want) || want < 0)) {
-      throw new InvalidArgumentError(`${name}.${byRevision ? 'revision' : 'created'} must be an integer >= 0 or null, got ${describe(want)}`)
-    }
-    return check as Check
+  if (list.length > MAX_OPS) throw new InvalidArgumentError(`a commit on etcd takes at most ${MAX_OPS} ops, got ${list.length}`)
+  const planned = list.map((op, i): PlannedOp => {
+    if (op.type !== 'set') return op.type === 'delete' ? { type: 'delete', key: op.key } : { type: 'add', key: op.key, delta: op.delta }
+    const p: PlannedOp = { type: 'set', key: op.key, json: JSON.stringify(checkValue(op.value, `ops[${i}].value`)), fresh: op.fresh === true }
+    if (op.ttl !== undefined) p.ttl = op.ttl
+    if (op.owner !== undefined) p.owner = op.owner
+    return p
   })
-}
-
-export function validateOps(ops: unknown): PlannedOp[] {
-  if (!Array.isArray(ops)) throw new InvalidArgumentError('ops must be an array')
-  if (ops.length > MAX_OPS) throw new InvalidArgumentError(`a commit on etcd takes at most ${MAX_OPS} ops, got ${ops.length}`)
-  const seen = new Set<string>()
-  return ops.map((raw: unknown, i) => {
-    const name = `ops[${i}]`
-    if (typeof raw !== 'object' || raw === null) throw new InvalidArgumentError(`${name} must be an object`)
-    const op = raw as Op | { type: 'add'; key: string; delta: number }
-    const key = checkUnicode(checkKey(op.key, `${name}.key`), `${name}.key`)
-    if (seen.has(key)) throw new InvalidArgumentError(`ops: key ${JSON.stringify(key)} appears twice in one commit`)
-    seen.add(key)
-    if (op.type === 'delete') return { type: 'delete', key }
-    if (op.type === 'add') {
-      if (typeof op.delta !== 'number' || !Number.isSafeInteger(op.delta)) throw new InvalidArgumentError(`${name}.delta must be a safe integer, got ${describe(op.delta)}`)
-      return { type: 'add', key, delta: op.delta }
-    }
-    if (op.type !== 'set') throw new InvalidArgumentError(`${name}.type must be 'set', 'delete' or 'add', got ${describe((op as { type: unknown }).type)}`)
-    const planned: PlannedOp = { type: 'set', key, json: JSON.stringify(checkValue(op.value, `${name}.value`)), fresh: false }
-    if (op.ttl !== undefined) planned.ttl = checkTtl(op.ttl, `${name}.ttl`)
-    if (op.owner !== undefined) {
-      if (typeof op.owner !== 'string') throw new InvalidArgumentError(`${name}.owner must be a string, got ${describe(op.owner)}`)
-      planned.owner = checkUnicode(op.owner, `${name}.owner`)
-    }
-    if (op.fresh !== undefined && typeof op.fresh !== 'boolean') throw new InvalidArgumentError(`${name}.fresh must be a boolean`)
-    planned.fresh = op.fresh === true
-    return planned
-  })
+  return { checks, ops: planned }
 }
 
 /**
@@ -91,20 +57,15 @@ export function validateOps(ops: unknown): PlannedOp[] {
  */
 function added(key: string, kv: RawKv | undefined, delta: number): CounterState {
   const state: CounterState = { json: '' }
-  let current = 0
   if (kv) {
     state.kv = kv
     state.slot = (kv.key[kv.key.length - 1] === 0x31 ? 1 : 0) as Slot
-    const value = entryOf(key, kv).value
-    if (typeof value !== 'number') {
-      state.refusal = new InvalidArgumentError(`add on ${JSON.stringify(key)}: its value is ${describe(value)}, not a number`)
-      return state
-    }
-    current = value
   }
-  const next = current + delta
-  if (!Number.isSafeInteger(next)) state.refusal = new InvalidArgumentError(`add on ${JSON.stringify(key)}: ${current} + ${delta} is outside the safe-integer range`)
-  else state.json = JSON.stringify(next)
+  try {
+    state.json = JSON.stringify(sum(key, kv ? entryOf(key, kv).value : 0, delta))
+  } catch (err) {
+    state.refusal = err as Error
+  }
   return state
 }
 

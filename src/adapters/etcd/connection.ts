@@ -15,7 +15,7 @@
  */
 import type { Etcd3 as Etcd3Client, IOptions, ITxnRequest, ITxnResponse } from 'etcd3'
 import { systemClock, sleep } from '../../core/clock'
-import { UnavailableError } from '../../core/errors'
+import { RevisionExhaustedError, UnavailableError } from '../../core/errors'
 import { LeasePool } from './leases'
 import { etcdError, isTransient, loadEtcd3 } from './load'
 import { WatchHub, type WatchStream } from './watch'
@@ -126,6 +126,10 @@ export class Connection {
     if (header.cluster_id) this.clusterId = String(header.cluster_id)
     const revision = Number(header.revision ?? 0)
     if (revision === 0) return
+    // etcd counts revisions in 64 bits; past 2^53 - 1 they cannot be told apart as JavaScript numbers.
+    if (revision >= Number.MAX_SAFE_INTEGER) {
+      throw new RevisionExhaustedError(`etcd is at revision ${header.revision}, beyond the largest safe integer: zaris cannot keep its revisions in order; move the data to a new cluster`)
+    }
     // Linearizable reads and transactions answer with at least every revision committed before them.
     if (revision < this.#seen) {
       throw new UnavailableError(`etcd answered at revision ${revision}, below ${this.#seen} it answered before: the cluster lost its data or was replaced`)

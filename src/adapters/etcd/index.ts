@@ -31,7 +31,7 @@ import type { IOptions } from 'etcd3'
 import type { Adapter, Capabilities, Check, CommitOptions, CommitResult, Entry, Op, Unsubscribe, WatchSink } from '../../core/adapter'
 import { ClosedError, InvalidArgumentError } from '../../core/errors'
 import { checkKey, checkOptions, checkPrefix, describe } from '../../core/validate'
-import { checkUnicode, runCommit, validateChecks, validateOps } from './commit'
+import { planCommit, runCommit } from './commit'
 import { shareConnection, type Connection } from './connection'
 import { entryOf, Layout, type RawKv } from './layout'
 import { parseEtcdUrl, redactEtcdUrl } from './url'
@@ -141,7 +141,7 @@ class NamespaceAdapter implements EtcdAdapter {
   }
 
   async get(key: string): Promise<Entry | undefined> {
-    checkUnicode(checkKey(key), 'key')
+    checkKey(key)
     this.#open()
     const res = await this.#connection.call('get', (o) => this.#connection.client.kv.range(this.#layout.slots(key), o))
     const kv = res.kvs[0] as unknown as RawKv | undefined
@@ -149,7 +149,7 @@ class NamespaceAdapter implements EtcdAdapter {
   }
 
   async list(prefix: string): Promise<Entry[]> {
-    checkUnicode(checkPrefix(prefix), 'prefix')
+    checkPrefix(prefix)
     this.#open()
     const res = await this.#connection.call('list', (o) => this.#connection.client.kv.range(this.#layout.prefix(prefix), o))
     const live: Array<[string, RawKv]> = []
@@ -162,20 +162,24 @@ class NamespaceAdapter implements EtcdAdapter {
     return out.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0))
   }
 
+  /**
+   * One commit, as one etcd transaction. `options.seen` is not used: etcd
+   * keeps its revisions through restarts and failovers (and the adapter
+   * refuses answers below a revision it has seen).
+   */
   async commit(checks: Check[], ops: Op[], options?: CommitOptions): Promise<CommitResult> {
-    const validChecks = validateChecks(checks)
-    const planned = validateOps(ops)
+    const plan = planCommit(checks, ops)
     const requestId = options?.requestId
     if (requestId !== undefined && (typeof requestId !== 'string' || requestId.length === 0 || requestId.length > 256)) {
       throw new InvalidArgumentError('requestId must be a non-empty string of at most 256 characters')
     }
     this.#open()
     // Every commit carries a request id, so one sent again after a lost answer is not applied twice.
-    return runCommit(this.#connection, this.#layout, validChecks, planned, requestId ?? globalThis.crypto.randomUUID(), this.#retention)
+    return runCommit(this.#connection, this.#layout, plan.checks, plan.ops, requestId ?? globalThis.crypto.randomUUID(), this.#retention)
   }
 
   async watch(prefix: string, sink: WatchSink, fromRevision?: number): Promise<Unsubscribe> {
-    checkUnicode(checkPrefix(prefix), 'prefix')
+    checkPrefix(prefix)
     if (typeof sink !== 'object' || sink === null || typeof sink.event !== 'function' || typeof sink.error !== 'function') {
       throw new InvalidArgumentError('sink must be an object with event and error functions')
     }
