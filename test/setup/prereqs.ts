@@ -104,7 +104,7 @@ export function checkEnv(env: Env = process.env): Env {
  * to stop with, or `undefined` when the suite can run.
  */
 export async function ensurePrereqs(options: { install?: boolean; env?: Env; log?: (line: string) => void } = {}): Promise<string | undefined> {
-  const env = checkEnv(options.env)
+  const env = checkEnv(options.env ?? process.env)
   const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`))
   const runner = { canInstall: (options.install ?? true) && process.getuid?.() === 0, hasApt: onPath('apt-get', env.PATH) !== undefined }
   const absent = missing(NEEDS, env)
@@ -112,7 +112,7 @@ export async function ensurePrereqs(options: { install?: boolean; env?: Env; log
   if (decision.kind === 'ready') return undefined
   if (decision.kind === 'stop') return decision.message
   log(decision.line)
-  const failure = aptInstall(decision.packages, env)
+  const failure = aptInstall(decision.packages, options.env ?? process.env)
   stopServices(absent.flatMap((n) => n.services))
   if (failure) return `zaris tests: apt-get could not install ${decision.packages.join(' ')}:\n${failure}`
   const still = missing(NEEDS, env)
@@ -120,7 +120,7 @@ export async function ensurePrereqs(options: { install?: boolean; env?: Env; log
   return undefined
 }
 
-/** apt-get update and install, quietly; resolves apt's output when it fails. */
+/** apt-get update and install, quietly, with the real PATH; resolves apt's output when it fails. */
 function aptInstall(packages: string[], env: Env): string | undefined {
   const aptEnv = { ...env, DEBIAN_FRONTEND: 'noninteractive' }
   for (const args of [['update', '-qq'], ['install', '-y', '-qq', '--no-install-recommends', ...packages]]) {
