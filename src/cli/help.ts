@@ -73,8 +73,7 @@ ${lines.join('\n')}
 
 ${CONNECTION}
 
-Exit codes: 0 done, 1 not found or refused, 2 usage mistake. zaris COMMAND --help for more.
-`
+Exit codes: 0 done, 1 not found or refused, 2 usage mistake. zaris COMMAND --help for more.`
 }
 
 /** `zaris COMMAND --help`. */
@@ -85,6 +84,5 @@ export function commandHelp(verb: string): string {
 ${c.summary[0]!.toUpperCase()}${c.summary.slice(1)}.
 ${c.details}
 
-${CONNECTION}
-`
+${CONNECTION}`
 }
