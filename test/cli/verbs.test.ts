@@ -7,7 +7,7 @@
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { afterAll, beforeAll, describe, expect, test } from 'vitest'
+import { afterAll, beforeAll, describe, expect, test, vi } from 'vitest'
 import { connect, isZarisError, type Client, type Entry, type WatchEvent } from 'zaris'
 import { readLocks, type LockRow } from '../../src/cli/lock-table'
 import { RedisServer } from '../redis/server'
@@ -175,8 +175,10 @@ describe.each(stores)('zaris against %s', (_, open) => {
     expect(released).toMatchObject({ code: 0, stdout: `released lock:a (held by holder-1 with token ${lock.token})\n` })
     const taken = await first
     expect(taken?.token).toBeGreaterThan(lock.token)
-    // The old holder's token is dead: its fenced writes fail.
+    // The old holder's token is dead: its fenced writes fail, and its signal says why.
     await expect(holder.put('report', 'late', { fence: lock })).rejects.toSatisfy((e) => isZarisError(e, 'FENCED'))
+    await vi.waitFor(() => expect(lock.signal.aborted).toBe(true))
+    expect(lock.signal.reason).toSatisfy((e) => isZarisError(e, 'LOST'))
     expect((json(await zaris(['locks', '--json'], env)) as LockRow[])[0]).toMatchObject({ holder: { owner: 'waiter-a', token: taken!.token }, waiters: [{ owner: 'waiter-b' }] })
 
     expect(await zaris(['release', '--force', 'lock:none'], env)).toMatchObject({ code: 1, stderr: 'zaris: lock:none is not held\n' })
