@@ -70,6 +70,12 @@ describe('the store refuses: exit 1 with its reason', () => {
     expect(r.stderr).toMatch(/^zaris: no zaris node answered get \(http:\/\/127\.0\.0\.1:1\).*\(UNAVAILABLE\)$/m)
   }, 20_000)
 
+  test('a Redis that is down', async () => {
+    const r = await zaris(['get', 'k', '--url', 'redis://127.0.0.1:1/0?ns=none'])
+    expect(r.code).toBe(1)
+    expect(r.stderr).toMatch(/^zaris: cannot connect to Redis at redis:\/\/127\.0\.0\.1:1\/0.*\(UNAVAILABLE\)$/m)
+  }, 20_000)
+
   test('a node with a token: --token or ZARIS_TOKEN, else refused', async () => {
     const url = `zaris://127.0.0.1:${node.port}/auth`
     const refused = await zaris(['put', 'k', '1', '--url', url])
