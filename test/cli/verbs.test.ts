@@ -111,7 +111,7 @@ describe.each(stores)('zaris against %s', (_, open) => {
     await client.put('name', 'not a number')
     const refused = await zaris(['counter', 'name', '1'], env)
     expect(refused.code).toBe(1)
-    expect(refused.stderr).toMatch(/holds a string, not a counter/)
+    expect(refused.stderr).toMatch(/^zaris: .*"name".*\(INVALID_ARGUMENT\)$/m)
     expect(await client.get('name')).toMatchObject({ value: 'not a number' })
   }, 30_000)
 
@@ -178,7 +178,8 @@ describe.each(stores)('zaris against %s', (_, open) => {
     // The old holder's token is dead: its fenced writes fail, and its signal says why.
     await expect(holder.put('report', 'late', { fence: lock })).rejects.toSatisfy((e) => isZarisError(e, 'FENCED'))
     await vi.waitFor(() => expect(lock.signal.aborted).toBe(true))
-    expect(lock.signal.reason).toSatisfy((e) => isZarisError(e, 'LOST'))
+    // LOST (its key was deleted), or STOLEN when its client looked after the first waiter took the key.
+    expect((lock.signal.reason as { code?: string }).code).toMatch(/^(LOST|STOLEN)$/)
     expect((json(await zaris(['locks', '--json'], env)) as LockRow[])[0]).toMatchObject({ holder: { owner: 'waiter-a', token: taken!.token }, waiters: [{ owner: 'waiter-b' }] })
 
     expect(await zaris(['release', '--force', 'lock:none'], env)).toMatchObject({ code: 1, stderr: 'zaris: lock:none is not held\n' })

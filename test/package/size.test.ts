@@ -10,11 +10,15 @@
 import { describe, expect, test } from 'vitest'
 import { bundle, gz, kb, loadedAtStart, min } from './browser-bundle'
 
-/** Budgets in bytes, min+gzip, set 3 % above the size measured at the time (noted beside each). */
+/**
+ * Budgets in bytes, min+gzip, set about 3 % above the size measured at the
+ * time (noted beside each; main after the issue-12 contract merge, which
+ * grew zaris from 9 102 and zaris/indexeddb from 6 943).
+ */
 const BUDGETS: Record<string, number> = {
-  zaris: 9_400, // measured 9 102 (26.2 KiB min)
-  'zaris/indexeddb': 7_200, // measured 6 943 (18.5 KiB min)
-  'zaris/http': 37_600, // measured 36 443 (119.0 KiB min; zod's schemas are most of it)
+  zaris: 10_700, // measured 10 351 (30.0 KiB min)
+  'zaris/indexeddb': 8_350, // measured 8 079 (21.9 KiB min)
+  'zaris/http': 37_900, // measured 36 769 (119.8 KiB min; zod's schemas are most of it)
 }
 
 describe('browser entries stay within their size budgets', () => {
