@@ -9,6 +9,7 @@
 import { describe } from 'vitest'
 import { adapterCases } from './adapter.case'
 import type { FixtureFactory, Skips } from './fixture'
+import { ownerGoneCases } from './owner-gone.case'
 import { primitiveCases } from './primitives.case'
 import { namedTest } from './util'
 
@@ -26,5 +27,6 @@ export function runConformance(name: string, factory: FixtureFactory, options: C
   describe(`conformance: ${name}`, () => {
     adapterCases(factory, t)
     primitiveCases(factory, t, { scale: options.scale })
+    ownerGoneCases(factory, t)
   })
 }
