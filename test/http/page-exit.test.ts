@@ -44,6 +44,29 @@ async function observer(store: string): Promise<{ client: Client; events: Array<
   return { client, events }
 }
 
+/** A browser context and a Node observer on a fresh namespace for `fn`, both closed after. */
+async function withStore(fn: (ctx: BrowserContext, store: string, client: Client, events: Array<WatchEvent & { at: number }>) => Promise<void>): Promise<void> {
+  const ctx = await harness.browser.newContext()
+  const store = ns()
+  const { client, events } = await observer(store)
+  try {
+    await fn(ctx, store, client, events)
+  } finally {
+    await client.close()
+    await ctx.close()
+  }
+}
+
+/** Resolves once every key in `keys` has been deleted, with when the last was; throws after 10 s. */
+async function deleted(events: Array<WatchEvent & { at: number }>, keys: string[]): Promise<number> {
+  const deadline = Date.now() + 10_000
+  while (!keys.every((k) => events.some((e) => e.key === k && e.type === 'delete'))) {
+    if (Date.now() > deadline) throw new Error(`not released: ${JSON.stringify(events.map((e) => [e.type, e.key]))}`)
+    await sleep(5)
+  }
+  return Math.max(...events.filter((e) => keys.includes(e.key) && e.type === 'delete').map((e) => e.at))
+}
+
 /** In `page`: a client that holds lock:a and presence:page and waits in line for lock:w (held elsewhere); resolves its wait-line key. */
 function holdThings(page: Page, store: string): Promise<{ token: number; place: string }> {
   return page.evaluate(
@@ -66,95 +89,62 @@ function holdThings(page: Page, store: string): Promise<{ token: number; place: 
 
 describe('a page on a zaris node releases on page exit (Chromium, keepalive)', () => {
   for (const how of ['close with beforeunload', 'close', 'navigate away'] as const) {
-    it(`${how}: its lock, lease and wait-line place are released at once, not at the TTL`, async () => {
-      const ctx = await harness.browser.newContext()
-      const store = ns()
-      const { client, events } = await observer(store)
-      try {
-        const w = (await client.locks.acquire('lock:w', { ttl: 30_000 }))!
-        const page = await open(ctx)
-        const { place } = await holdThings(page, store)
-        const keys = ['lock:a', 'presence:page', place]
-        const at = Date.now()
-        if (how === 'close with beforeunload') await page.close({ runBeforeUnload: true })
-        else if (how === 'close') await page.close()
-        else await page.goto('about:blank')
-        const deadline = Date.now() + 10_000
-        while (!keys.every((k) => events.some((e) => e.key === k && e.type === 'delete'))) {
-          if (Date.now() > deadline) throw new Error(`not released: ${JSON.stringify(events.map((e) => [e.type, e.key]))}`)
-          await sleep(5)
-        }
-        const took = Math.max(...events.filter((e) => keys.includes(e.key) && e.type === 'delete').map((e) => e.at)) - at
-        console.log(`zaris node, page ${how}: lock, lease and wait-line place released after ${took} ms (TTL 30 000 ms)`)
-        expect(took).toBeLessThan(5_000)
-        expect(await client.locks.holder('lock:a')).toBeUndefined()
-        expect(await client.list('presence:')).toEqual([])
-        expect(await client.locks.acquire('lock:a', { ttl: 30_000 })).not.toBeNull()
-        await w.release()
-      } finally {
-        await client.close()
-        await ctx.close()
-      }
-    }, 60_000)
-  }
-
-  it('the release checks the life it ends: a lock taken over since stays with its new holder', async () => {
-    const ctx = await harness.browser.newContext()
-    const store = ns()
-    const { client, events } = await observer(store)
-    try {
+    it(`${how}: its lock, lease and wait-line place are released at once, not at the TTL`, () => withStore(async (ctx, store, client, events) => {
       const w = (await client.locks.acquire('lock:w', { ttl: 30_000 }))!
       const page = await open(ctx)
-      const { token } = await holdThings(page, store)
-      const stolen = (await client.locks.acquire('lock:a', { ttl: 30_000, steal: true }))!
-      expect(stolen.token).toBeGreaterThan(token)
-      await page.close({ runBeforeUnload: true })
-      // The lease goes (still the page's), the lock stays (a new life).
-      const deadline = Date.now() + 10_000
-      while (!events.some((e) => e.key === 'presence:page' && e.type === 'delete')) {
-        if (Date.now() > deadline) throw new Error('the lease was not released')
-        await sleep(5)
-      }
-      await sleep(300)
-      expect(events.filter((e) => e.key === 'lock:a' && e.type !== 'put')).toEqual([])
-      expect((await client.locks.holder('lock:a'))?.token).toBe(stolen.token)
-      expect(stolen.held).toBe(true)
+      const { place } = await holdThings(page, store)
+      const keys = ['lock:a', 'presence:page', place]
+      const at = Date.now()
+      if (how === 'close with beforeunload') await page.close({ runBeforeUnload: true })
+      else if (how === 'close') await page.close()
+      else await page.goto('about:blank')
+      const took = (await deleted(events, keys)) - at
+      console.log(`zaris node, page ${how}: lock, lease and wait-line place released after ${took} ms (TTL 30 000 ms)`)
+      expect(took).toBeLessThan(5_000)
+      expect(await client.locks.holder('lock:a')).toBeUndefined()
+      expect(await client.list('presence:')).toEqual([])
+      expect(await client.locks.acquire('lock:a', { ttl: 30_000 })).not.toBeNull()
       await w.release()
-    } finally {
-      await client.close()
-      await ctx.close()
-    }
-  }, 60_000)
+    }), 60_000)
+  }
 
-  it('a page of an origin the node does not allow cannot release anything, keepalive or not', async () => {
-    const ctx = await harness.browser.newContext()
-    const store = ns()
-    const { client } = await observer(store)
-    try {
-      const lock = (await client.locks.acquire('lock:a', { ttl: 30_000 }))!
-      // The same harness, reached as localhost: an origin not given with --cors.
-      const hostile = await open(ctx, harness.url.replace('127.0.0.1', 'localhost'))
-      const body = JSON.stringify({ checks: [{ key: 'lock:a', created: lock.token }], ops: [{ type: 'delete', key: 'lock:a' }] })
-      const url = `http://127.0.0.1:${node.port}/v1/${store}/commit`
-      const outcomes = await hostile.evaluate(
-        async ({ url, body }) => {
-          const tries = [
-            { 'content-type': 'application/json' }, // needs a preflight, which the node refuses
-            { 'content-type': 'text/plain' }, // no preflight: the node refuses the request itself
-          ]
-          return Promise.all(tries.map((headers) => fetch(url, { method: 'POST', keepalive: true, headers, body }).then((r) => `answered ${r.status}`, (e: Error) => `failed: ${e.name}`)))
-        },
-        { url, body },
-      )
-      await hostile.close({ runBeforeUnload: true })
-      await sleep(300)
-      expect(outcomes.every((o) => o.startsWith('failed'))).toBe(true) // CORS: the page learns nothing either
-      expect((await client.locks.holder('lock:a'))?.token).toBe(lock.token)
-      expect(lock.held).toBe(true)
-      expect(await lock.release()).toBe(true)
-    } finally {
-      await client.close()
-      await ctx.close()
-    }
-  }, 60_000)
+  it('the release checks the life it ends: a lock taken over since stays with its new holder', () => withStore(async (ctx, store, client, events) => {
+    const w = (await client.locks.acquire('lock:w', { ttl: 30_000 }))!
+    const page = await open(ctx)
+    const { token } = await holdThings(page, store)
+    const stolen = (await client.locks.acquire('lock:a', { ttl: 30_000, steal: true }))!
+    expect(stolen.token).toBeGreaterThan(token)
+    await page.close({ runBeforeUnload: true })
+    // The lease goes (still the page's), the lock stays (a new life).
+    await deleted(events, ['presence:page'])
+    await sleep(300)
+    expect(events.filter((e) => e.key === 'lock:a' && e.type !== 'put')).toEqual([])
+    expect((await client.locks.holder('lock:a'))?.token).toBe(stolen.token)
+    expect(stolen.held).toBe(true)
+    await w.release()
+  }), 60_000)
+
+  it('a page of an origin the node does not allow cannot release anything, keepalive or not', () => withStore(async (ctx, store, client) => {
+    const lock = (await client.locks.acquire('lock:a', { ttl: 30_000 }))!
+    // The same harness, reached as localhost: an origin not given with --cors.
+    const hostile = await open(ctx, harness.url.replace('127.0.0.1', 'localhost'))
+    const body = JSON.stringify({ checks: [{ key: 'lock:a', created: lock.token }], ops: [{ type: 'delete', key: 'lock:a' }] })
+    const url = `http://127.0.0.1:${node.port}/v1/${store}/commit`
+    const outcomes = await hostile.evaluate(
+      async ({ url, body }) => {
+        const tries = [
+          { 'content-type': 'application/json' }, // needs a preflight, which the node refuses
+          { 'content-type': 'text/plain' }, // no preflight: the node refuses the request itself
+        ]
+        return Promise.all(tries.map((headers) => fetch(url, { method: 'POST', keepalive: true, headers, body }).then((r) => `answered ${r.status}`, (e: Error) => `failed: ${e.name}`)))
+      },
+      { url, body },
+    )
+    await hostile.close({ runBeforeUnload: true })
+    await sleep(300)
+    expect(outcomes.every((o) => o.startsWith('failed'))).toBe(true) // CORS: the page learns nothing either
+    expect((await client.locks.holder('lock:a'))?.token).toBe(lock.token)
+    expect(lock.held).toBe(true)
+    expect(await lock.release()).toBe(true)
+  }), 60_000)
 })
