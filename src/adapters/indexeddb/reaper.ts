@@ -40,6 +40,7 @@ import type { WatchEvent } from '../../core/adapter'
 import { Liveness } from './liveness'
 import type { Database, LogRecord, StoredEntry } from './schema'
 import type { SharedStore } from './shared'
+import { hasRevisionLeft } from '../shared/write'
 import { expired, finish, lastRevision, writeTx, type Outcome } from './transactions'
 
 /** One life of an owned entry, as this page saw it. */
@@ -261,6 +262,8 @@ export function reapTx(db: Database, lives: Array<Pick<Life, 'key' | 'owner' | '
       lives.forEach((life, i) => {
         const e = found[i]
         if (!e || e.owner !== life.owner || e.created !== life.created) return
+        // A store with no revision left ends nothing (see RevisionExhaustedError); the TTL still does not either.
+        if (!hasRevisionLeft(revision)) return
         revision++
         entries.delete(life.key)
         records.push({ revision, events: [{ type: 'expire', key: life.key, revision }] })
