@@ -30,7 +30,7 @@
  *   TTL, as they would without a reaper.
  *
  * The cost: per page, one transaction that reads every entry when the store
- * opens, one `navigator.locks.query()` per owner when it first holds
+ * opens, two `navigator.locks.query()` per owner when it first holds
  * something, and one queued Web Lock request per owner while it holds
  * anything (shared with waiting acquires).
  *
@@ -262,7 +262,7 @@ export function reapTx(db: Database, lives: Array<Pick<Life, 'key' | 'owner' | '
       lives.forEach((life, i) => {
         const e = found[i]
         if (!e || e.owner !== life.owner || e.created !== life.created) return
-        // A store with no revision left ends nothing (see RevisionExhaustedError); the TTL still does not either.
+        // A store with no revision left ends nothing, as its sweep does not (see RevisionExhaustedError).
         if (!hasRevisionLeft(revision)) return
         revision++
         entries.delete(life.key)
