@@ -9,7 +9,8 @@
  *   unfrozen, its write to the shared document is refused (FENCED, its token
  *   against the current one) and the new holder's is accepted;
  * - the wait line: tabs that wait are listed in order, served in order, and
- *   one that stops waiting leaves it;
+ *   one that stops waiting leaves it; with it, the TTL field's message, time
+ *   left as a number and for screen readers, and renewals folded in the log;
  * - switching stores there and back: no page error, and "Open tabs" lists
  *   the open tabs again.
  * Then screenshots at two widths (docs/screenshots/) and an axe-core check
@@ -214,6 +215,13 @@ for (const store of ['idb', 'node'] as const) {
       const [a, b, c] = tabs as [Page, Page, Page]
       const [, idB, idC] = await Promise.all(tabs.map(idOf))
       const line = (t: Page) => t.getByTestId('wait-line').locator('li[data-owner]').evaluateAll((lis) => lis.map((li) => li.getAttribute('data-owner')))
+      // A TTL that is not one gets a message and no acquire; a good one clears it.
+      for (const bad of ['', '0', '1.5', '99999999']) {
+        await a.getByTestId('ttl').fill(bad)
+        await eventually(async () => (await text(a, 'ttl-error')).includes('whole number of milliseconds') && (await a.getByTestId('acquire').isDisabled()))
+      }
+      await a.getByTestId('ttl').fill('3000')
+      await eventually(async () => (await text(a, 'ttl-error')) === '' && !(await a.getByTestId('acquire').isDisabled()))
       await a.getByTestId('acquire').click()
       await eventually(async () => (await text(a, 'lock-mine')) === 'yes')
       await b.getByTestId('acquire-wait').click()
@@ -226,9 +234,17 @@ for (const store of ['idb', 'node'] as const) {
       await eventually(async () => (await text(b, 'lock-mine')) === 'yes', 5_000, 'the first in line gets the lock')
       expect(await text(c, 'lock-mine')).toBe('no')
       for (const t of tabs) await eventually(async () => JSON.stringify(await line(t)) === JSON.stringify([idC]), 5_000, 'c alone in line')
+      // Time left, as a number and for screen readers.
+      expect(await text(c, 'lock-left')).toMatch(/^\d+\.\d s$/)
+      expect(await c.getByRole('progressbar').getAttribute('aria-valuetext')).toMatch(/^\d+\.\d seconds left$/)
       await c.getByTestId('cancel-wait').click()
       for (const t of tabs) await eventually(async () => (await line(t)).length === 0, 5_000, 'the line is empty')
       await eventually(async () => !(await c.title()).includes('waiting'), 5_000)
+      // The watch log folds b's renewals (3 s TTL: one a second) into the line of its acquire.
+      await eventually(async () => /renewals? folded/.test(await text(a, 'log-folded')), 5_000, 'renewals folded')
+      expect(await a.getByTestId('log').locator('li.renewal').first().isVisible()).toBe(false)
+      await a.getByTestId('log-renewals').check()
+      expect(await a.getByTestId('log').locator('li.renewal').first().isVisible()).toBe(true)
       await b.getByTestId('release').click()
       await context.close()
     }, 120_000)
