@@ -222,23 +222,31 @@ for (const store of ['idb', 'node'] as const) {
       }
       await a.getByTestId('ttl').fill('3000')
       await eventually(async () => (await text(a, 'ttl-error')) === '' && !(await a.getByTestId('acquire').isDisabled()))
+      // The layout does not jump: where the lock panel sits and how tall it is stay the same in every state below.
+      const boxes: string[] = []
+      const box = async () => boxes.push(JSON.stringify(await c.locator('#lock-panel').boundingBox()))
+      await box()
       await a.getByTestId('acquire').click()
       await eventually(async () => (await text(a, 'lock-mine')) === 'yes')
       await b.getByTestId('acquire-wait').click()
       await eventually(async () => JSON.stringify(await line(a)) === JSON.stringify([idB]), 5_000, 'b in line')
       await c.getByTestId('acquire-wait').click()
       for (const t of tabs) await eventually(async () => JSON.stringify(await line(t)) === JSON.stringify([idB, idC]), 5_000, 'b then c in line, in every tab')
+      await box()
       expect(await b.title()).toContain('waiting for the lock')
       expect(await b.locator('link[rel=icon]').getAttribute('data-state')).toBe('W')
       await a.getByTestId('release').click()
       await eventually(async () => (await text(b, 'lock-mine')) === 'yes', 5_000, 'the first in line gets the lock')
       expect(await text(c, 'lock-mine')).toBe('no')
       for (const t of tabs) await eventually(async () => JSON.stringify(await line(t)) === JSON.stringify([idC]), 5_000, 'c alone in line')
+      await box()
       // Time left, as a number and for screen readers.
       expect(await text(c, 'lock-left')).toMatch(/^\d+\.\d s$/)
       expect(await c.getByRole('progressbar').getAttribute('aria-valuetext')).toMatch(/^\d+\.\d seconds left$/)
       await c.getByTestId('cancel-wait').click()
       for (const t of tabs) await eventually(async () => (await line(t)).length === 0, 5_000, 'the line is empty')
+      await box()
+      expect(new Set(boxes).size, `the lock panel moved or changed height: ${boxes.join(' ')}`).toBe(1)
       await eventually(async () => !(await c.title()).includes('waiting'), 5_000)
       // The watch log folds b's renewals (3 s TTL: one a second) into the line of its acquire.
       await eventually(async () => /renewals? folded/.test(await text(a, 'log-folded')), 5_000, 'renewals folded')
