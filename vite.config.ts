@@ -12,6 +12,7 @@ const alias = {
   'zaris/http': src('adapters/http/index.ts'),
   'zaris/server': src('server/index.ts'),
   'zaris/redis': src('adapters/redis/index.ts'),
+  'zaris/etcd': src('adapters/etcd/index.ts'),
   'zaris/testing': src('testing.ts'),
   zaris: src('index.ts'),
 }
