@@ -1,15 +1,16 @@
 /**
  * The built-in schemes `connect` knows: a page's (memory, IndexedDB, zaris
- * nodes; `./schemes.browser`) and the stores reached from Node (Redis). A
- * build with the `browser` export condition uses `./schemes.browser` instead
- * of this file (see tsup.config.ts), so Redis is not even a chunk of a web
- * app. Each adapter is loaded by a dynamic `import()` when a URL of it is
+ * nodes; `./schemes.browser`) and the stores reached from Node (Redis,
+ * etcd). A build with the `browser` export condition uses `./schemes.browser`
+ * instead of this file (see tsup.config.ts), so neither is even a chunk of a
+ * web app. Each adapter is loaded by a dynamic `import()` when a URL of it is
  * opened; a new adapter adds its scheme here, and the core does not change.
  *
  * @module
  */
 import { parseNamespace } from './core/url'
 import { InvalidUrlError } from './core/errors'
+import { parseEtcdUrl } from './adapters/etcd/url'
 import type { BuiltInScheme, SchemeTable } from './scheme'
 import { builtInSchemes as pageSchemes } from './schemes.browser'
 
@@ -32,12 +33,24 @@ const redis: BuiltInScheme = {
   },
 }
 
+/** `etcd://[user:pass@]host:2379[,host2…]/<ns>`, `etcds://…`: etcd directly. */
+const etcd: BuiltInScheme = {
+  parse(url, scheme) {
+    const { namespace } = parseEtcdUrl(url)
+    return {
+      target: { scheme, kind: 'etcd', url, namespace },
+      open: async (options) => (await import('./adapters/etcd')).fromUrl(url, options),
+    }
+  },
+}
+
 /** Every built-in scheme. */
 export const builtInSchemes: SchemeTable = {
   ...pageSchemes,
   redis,
   rediss: redis,
-  // etcd: etcd, etcds: etcd — the etcd adapter's entry (branch h6-etcd): parseEtcdUrl, then import('./adapters/etcd')
+  etcd,
+  etcds: etcd,
 }
 
 /** Built-in schemes of other runtimes: none, here. */

@@ -12,6 +12,7 @@
 import { describe } from 'vitest'
 import { adapterCases } from './adapter.case'
 import { adapterFixture, type AdapterFixtureOptions, type FixtureFactory, type OpenAdapter, type Skips } from './fixture'
+import { ownerGoneCases } from './owner-gone.case'
 import { primitiveCases } from './primitives.case'
 import { safetyCases } from './safety.case'
 import { namedTest } from './util'
@@ -39,6 +40,7 @@ export function runConformance(name: string, factory: FixtureFactory, options: C
     adapterCases(factory, t)
     primitiveCases(factory, t, { scale: options.scale })
     safetyCases(factory, t)
+    ownerGoneCases(factory, t)
   })
 }
 

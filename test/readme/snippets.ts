@@ -7,11 +7,15 @@
  * - `zaris://idb/…` — in headless Chromium (test/readme/browser.test.ts);
  * - `redis://…` or ioredis — against a real redis-server (test/redis/readme.test.ts);
  * - `zaris://localhost:7861/…` — against a node process (test/server/readme.test.ts);
+ * - `etcd://…` — against a real etcd member (test/etcd/readme.test.ts);
  * - a block whose first line names its file (`// map-adapter.ts`) — as a file
  *   of a small project outside zaris, installed from the packed package
  *   (test/package/exports.test.ts);
  * - anything else that imports zaris and connects nowhere else — as its own
  *   Node process (test/readme/readme.test.ts).
+ *
+ * A ```console block of `$ zaris ...` lines and their output is run by
+ * test/cli/docs.test.ts against a node process.
  *
  * Snippets run as users would run them: through tsx (or Vite in the
  * browser), from a folder inside the repo so that `'zaris'` resolves to the
@@ -41,7 +45,7 @@ export interface Block {
 }
 
 /** Which test runs a block. */
-export type Runner = 'node' | 'zaris-node' | 'redis' | 'browser' | 'package'
+export type Runner = 'node' | 'zaris-node' | 'redis' | 'browser' | 'cli' | 'etcd' | 'package'
 
 /** README.md and every docs/*.md, relative to the repo root. */
 export function markdownFiles(): string[] {
@@ -102,12 +106,15 @@ export function fileOf(block: Block): string | undefined {
 
 /** The test that runs `block`, or `undefined` when none would (a marked block, or one no runner knows). */
 export function runnerOf(block: Block): Runner | undefined {
+  // A terminal session of `$ zaris ...` commands and what they print: run by test/cli/docs.test.ts.
+  if (block.notRun === undefined && block.lang === 'console' && /^\$ zaris /m.test(block.code)) return 'cli'
   if (block.notRun !== undefined || block.lang !== 'ts') return undefined
   const code = block.code
   if (fileOf(block)) return 'package'
   if (code.includes('zaris://idb/')) return 'browser'
   if (code.includes('redis://') || code.includes("from 'ioredis'")) return 'redis'
   if (code.includes('zaris://localhost:7861')) return 'zaris-node'
+  if (code.includes('etcd://')) return 'etcd'
   // A store this file has no runner for (etcd, say) leaves the block unrun, and the coverage test says so.
   if (/from 'zaris(\/[a-z]+)?'/.test(code) && !/zaris:\/\/(?!inproc\/)|https?:\/\/|etcd:\/\//.test(code)) return 'node'
   return undefined

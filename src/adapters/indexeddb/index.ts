@@ -17,6 +17,7 @@ import type { Clock, TimerHandle } from '../../core/clock'
 import { ClosedError, InvalidArgumentError, UnsupportedError } from '../../core/errors'
 import { checkCommitArgs, checkKey, checkPrefix } from '../../core/validate'
 import { Liveness, webLocks } from './liveness'
+import { Reaper } from './reaper'
 import type { Database } from './schema'
 import { SharedStore } from './shared'
 import { expired, readEntry, readPrefix, toEntry } from './transactions'
@@ -97,6 +98,8 @@ class IndexedDbStore {
   readonly adapter: Adapter
   readonly #shared: SharedStore
   readonly #liveness: Liveness | undefined
+  /** Ends the entries of clients that are gone (closed or crashed tabs), for every tab. */
+  readonly #reaper: Reaper | undefined
   readonly #unwatch = new Set<Unsubscribe>()
   #closed = false
 
@@ -111,6 +114,7 @@ class IndexedDbStore {
     const locks = options.liveness === false ? undefined : webLocks()
     this.#liveness = locks && new Liveness(locks, namespace)
     this.#shared = SharedStore.acquire(namespace, historySize, options.clock ?? wallClock)
+    this.#reaper = locks && Reaper.acquire(this.#shared, locks)
     this.adapter = this.#makeAdapter()
   }
 
@@ -189,6 +193,7 @@ class IndexedDbStore {
     this.#closed = true
     for (const done of [...this.#unwatch]) done()
     this.#liveness?.close()
+    this.#reaper?.release()
     await this.#shared.release()
   }
 }
