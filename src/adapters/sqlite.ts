@@ -38,6 +38,7 @@ import type BetterSqlite3 from 'better-sqlite3'
 import type { Adapter, Check, CommitResult, Entry, Op, Unsubscribe, Value, WatchEvent, WatchSink } from '../core/adapter'
 import { systemClock, type Clock } from '../core/clock'
 import { ClosedError, CompactedError, UnavailableError, UnsupportedError, isZarisError } from '../core/errors'
+import { randomHex } from '../core/ids'
 import { LocalStore, type StoredEntry } from './shared/local-store'
 
 /** Options of {@link openSqlite}. */
@@ -555,7 +556,7 @@ class SqliteStoresImpl implements SqliteStores {
     const now = clock.now()
     let row = sql.storeRow.get(namespace)
     if (!row) {
-      row = { revision: 0, epoch: newEpoch() }
+      row = { revision: 0, epoch: randomHex(9) }
       sql.createStore.run(namespace, row.epoch)
       // Inside an open group the new row is written (or lost) with it.
       this.#group?.namespaces.add(namespace)
@@ -683,12 +684,6 @@ function fromRow(r: Row): StoredEntry {
   return e
 }
 
-/** A random id for one store's life in this file. */
-function newEpoch(): string {
-  const bytes = new Uint8Array(9)
-  globalThis.crypto.getRandomValues(bytes)
-  return Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('')
-}
 
 interface EventRow {
   revision: number

@@ -12,6 +12,7 @@ import { Counters } from './counters'
 import { Election, type ElectionOptions } from './election'
 import { ClosedError, ConflictError, FencedError, InvalidArgumentError } from './errors'
 import { learnFromFence, type Fence } from './hold'
+import { randomId } from './ids'
 import { Leases } from './leases'
 import { Locks } from './locks'
 import { defaultClock } from './page-clock'
@@ -244,9 +245,4 @@ export class Client implements AsyncDisposable {
     }
     return new ConflictError(`${op} ${JSON.stringify(key)} refused: the entry is not at the expected revision`)
   }
-}
-
-function randomId(): string {
-  const c = globalThis.crypto
-  return typeof c?.randomUUID === 'function' ? c.randomUUID() : Math.random().toString(36).slice(2) + Date.now().toString(36)
 }

@@ -30,6 +30,7 @@
 import type { IOptions } from 'etcd3'
 import type { Adapter, Capabilities, Check, CommitOptions, CommitResult, Entry, Op, Unsubscribe, WatchSink } from '../../core/adapter'
 import { ClosedError, InvalidArgumentError } from '../../core/errors'
+import { randomId } from '../../core/ids'
 import { checkKey, checkOptions, checkPrefix, describe } from '../../core/validate'
 import { planCommit, runCommit } from './commit'
 import { shareConnection, type Connection } from './connection'
@@ -175,7 +176,7 @@ class NamespaceAdapter implements EtcdAdapter {
     }
     this.#open()
     // Every commit carries a request id, so one sent again after a lost answer is not applied twice.
-    return runCommit(this.#connection, this.#layout, plan.checks, plan.ops, requestId ?? globalThis.crypto.randomUUID(), this.#retention)
+    return runCommit(this.#connection, this.#layout, plan.checks, plan.ops, requestId ?? randomId(), this.#retention)
   }
 
   async watch(prefix: string, sink: WatchSink, fromRevision?: number): Promise<Unsubscribe> {

@@ -21,6 +21,7 @@
 import type { z } from 'zod'
 import type { Adapter, CommitResult, Entry, Unsubscribe, WatchEvent } from '../../core/adapter'
 import { ClosedError, InvalidArgumentError, UnauthorizedError, UnavailableError, ZarisError, errorFromJSON } from '../../core/errors'
+import { randomHex } from '../../core/ids'
 import { checkKey, checkPrefix } from '../../core/validate'
 import {
   API_PREFIX,
@@ -328,14 +329,6 @@ function errorOf(status: number, text: string, endpoint: string): ZarisError {
   return new ZarisError('INTERNAL', `${endpoint} answered HTTP ${status}; is it a zaris node?`)
 }
 
-/** `n` random bytes as hex; crypto.getRandomValues works in insecure browser contexts too. */
-function randomHex(n: number): string {
-  const bytes = new Uint8Array(n)
-  globalThis.crypto.getRandomValues(bytes)
-  let id = ''
-  for (const b of bytes) id += b.toString(16).padStart(2, '0')
-  return id
-}
 
 /** The adapter's close signal as is, for a transport that keeps the deadline itself. */
 function untimed(closed: AbortSignal, deadline: number): { signal: AbortSignal; timedOut(): boolean; dispose(): void } {

@@ -13,6 +13,7 @@
 import type { RedisOptions } from 'ioredis'
 import type { Adapter, Check, CommitOptions, CommitResult, Entry, Op, Unsubscribe, Value, WatchSink } from '../../core/adapter'
 import { ClosedError, InternalError, InvalidArgumentError, RevisionExhaustedError } from '../../core/errors'
+import { randomId } from '../../core/ids'
 import { checkCommitArgs, checkKey, checkOptions, checkPrefix, checkValue, describe } from '../../core/validate'
 import { added } from '../shared/write'
 import { decodeEntry } from './codec'
@@ -150,7 +151,7 @@ class NamespaceAdapter implements RedisAdapter {
       throw new InvalidArgumentError('requestId must be a non-empty string of at most 256 characters')
     }
     // Every commit carries a request id, so ioredis may resend one cut off by a dropped connection.
-    const request = requestId ?? globalThis.crypto.randomUUID()
+    const request = requestId ?? randomId()
     const [status, now, , payload] = (await this.#script('commit', 'zarisCommit', request, this.#retention, ...args)) as [string, string, string, unknown]
     if (status === 'fail') {
       const pairs = payload as unknown[]
