@@ -39,7 +39,8 @@ import type { Adapter, Check, CommitResult, Entry, Op, Unsubscribe, Value, Watch
 import { systemClock, type Clock } from '../core/clock'
 import { ClosedError, CompactedError, UnavailableError, UnsupportedError, isZarisError } from '../core/errors'
 import { randomHex } from '../core/ids'
-import { LocalStore, type StoredEntry } from './shared/local-store'
+import { LocalStore } from './shared/local-store'
+import type { Stored } from './shared/write'
 
 /** Options of {@link openSqlite}. */
 export interface SqliteOptions {
@@ -204,7 +205,7 @@ interface Loaded {
   /** The revision the entries table reflects. */
   checkpoint: number
   /** Entries changed since the checkpoint (null: deleted), written at the next one. */
-  dirty: Map<string, StoredEntry | null>
+  dirty: Map<string, Stored | null>
   /** Request ids, oldest first. */
   requests: Map<string, Remembered>
   sinks: Set<GatedSink>
@@ -562,9 +563,9 @@ class SqliteStoresImpl implements SqliteStores {
       this.#group?.namespaces.add(namespace)
     }
     const checkpoint = row.revision
-    const entries = new Map<string, StoredEntry>()
+    const entries = new Map<string, Stored>()
     for (const r of sql.entries.all(namespace)) entries.set(r.key, fromRow(r))
-    const dirty = new Map<string, StoredEntry | null>()
+    const dirty = new Map<string, Stored | null>()
     const requests = new Map<string, Remembered>()
     const since = Date.now() - this.#requestTtlMs
     if (sql.legacyRequests) {
@@ -602,7 +603,7 @@ class SqliteStoresImpl implements SqliteStores {
    * is always the events' maximum), the request id on the first. In a
    * savepoint, so a failed write leaves the group's other commits as they were.
    */
-  #write(namespace: string, loaded: Loaded, revision: number, puts: StoredEntry[], deletes: string[]): void {
+  #write(namespace: string, loaded: Loaded, revision: number, puts: Stored[], deletes: string[]): void {
     const sql = this.#sql
     const id = this.#committing === namespace ? this.#pending : undefined
     const deleteType = this.#committing === namespace ? 'delete' : 'expire'
@@ -677,8 +678,8 @@ function prepare(db: BetterSqlite3.Database, legacyRequests: boolean) {
   }
 }
 
-function fromRow(r: Row): StoredEntry {
-  const e: StoredEntry = { key: r.key, value: JSON.parse(r.value) as Value, revision: r.revision, created: r.created }
+function fromRow(r: Row): Stored {
+  const e: Stored = { key: r.key, value: JSON.parse(r.value) as Value, revision: r.revision, created: r.created }
   if (r.owner !== null) e.owner = r.owner
   if (r.ttl !== null) e.ttl = r.ttl
   return e
@@ -711,7 +712,7 @@ function deliver(sink: WatchSink, event: WatchEvent): void {
   }
 }
 
-function toEntry(e: StoredEntry): Entry {
+function toEntry(e: Stored): Entry {
   const out: Entry = { key: e.key, value: e.value, revision: e.revision, created: e.created }
   if (e.owner !== undefined) out.owner = e.owner
   if (e.ttl !== undefined) out.ttl = e.ttl

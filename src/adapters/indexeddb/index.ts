@@ -12,7 +12,7 @@
  *
  * @module
  */
-import type { Adapter, Check, CommitResult, Op, Unsubscribe, Value, WatchSink } from '../../core/adapter'
+import type { Adapter, Check, CommitResult, Op, Unsubscribe, WatchSink } from '../../core/adapter'
 import type { Clock, TimerHandle } from '../../core/clock'
 import { ClosedError, InvalidArgumentError, UnsupportedError } from '../../core/errors'
 import { checkCommitArgs, checkKey, checkPrefix } from '../../core/validate'
@@ -20,7 +20,8 @@ import { Liveness, webLocks } from './liveness'
 import { Reaper } from './reaper'
 import type { Database } from './schema'
 import { SharedStore } from './shared'
-import { expired, readEntry, readPrefix, toEntry } from './transactions'
+import { copyValue as copy, expired, toEntry } from '../shared/write'
+import { readEntry, readPrefix } from './transactions'
 
 /**
  * Options of {@link indexedDbAdapter}.
@@ -196,8 +197,4 @@ class IndexedDbStore {
     this.#reaper?.release()
     await this.#shared.release()
   }
-}
-
-function copy(value: Value): Value {
-  return typeof value === 'object' && value !== null ? structuredClone(value) : value
 }

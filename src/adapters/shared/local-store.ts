@@ -23,16 +23,13 @@ import type { Adapter, Check, CommitResult, Entry, Op, Unsubscribe, WatchSink } 
 import type { Clock, TimerHandle } from '../../core/clock'
 import { ClosedError } from '../../core/errors'
 import { checkCommitArgs, checkKey, checkPrefix } from '../../core/validate'
-import { copyValue as copy, EventLog } from './event-log'
+import { EventLog } from './event-log'
 import { MinHeap } from './heap'
-import { floorRevision, hasRevisionLeft, nextRevision, written, type Stored } from './write'
-
-/** An entry as a local store keeps it; `ttl` is what it gets again after a restart. */
-export type StoredEntry = Stored
+import { copyValue as copy, floorRevision, hasRevisionLeft, nextRevision, toEntry, written, type Stored } from './write'
 
 /** Where a durable store writes. Must throw (and write nothing) on failure. */
 export interface Persistence {
-  write(revision: number, puts: StoredEntry[], deletes: string[]): void
+  write(revision: number, puts: Stored[], deletes: string[]): void
 }
 
 export interface LocalStoreOptions {
@@ -41,7 +38,7 @@ export interface LocalStoreOptions {
   historySize?: number
   persistence?: Persistence
   /** A durable store's state at start. */
-  initial?: { revision: number; entries: Iterable<StoredEntry> }
+  initial?: { revision: number; entries: Iterable<Stored> }
 }
 
 /** Below this many tombstones the Map is never rebuilt: a rebuild of a small store would cost more than it saves. */
@@ -56,7 +53,7 @@ const EXPIRY_RETRY_MS = 1000
  * slot is also the key's item in the expiry heap while its entry has a TTL.
  */
 class Slot {
-  entry: StoredEntry | undefined = undefined
+  entry: Stored | undefined = undefined
   /** The entry's expiry deadline while it is in the heap. */
   at = Infinity
   heapIndex = -1
@@ -147,7 +144,7 @@ export class LocalStore {
     if (failed) return { ok: false, failed }
 
     const revision = nextRevision(this.#revision)
-    const puts: StoredEntry[] = []
+    const puts: Stored[] = []
     const putSlots: Array<Slot | undefined> = []
     const deletes: string[] = []
     const deleteSlots: Slot[] = []
@@ -224,7 +221,7 @@ export class LocalStore {
   }
 
   /** Puts `e` in its key's slot, and the slot in (or out of) the expiry heap. */
-  #fill(slot: Slot, e: StoredEntry): void {
+  #fill(slot: Slot, e: Stored): void {
     if (slot.entry === undefined) this.#live++
     slot.entry = e
     if (e.expiresAt !== undefined) {
@@ -271,11 +268,8 @@ export class LocalStore {
     }, at - now)
   }
 
-  #snapshot(e: StoredEntry, now: number): Entry {
-    const entry: Entry = { key: e.key, value: copy(e.value), revision: e.revision, created: e.created }
-    if (e.owner !== undefined) entry.owner = e.owner
-    if (e.expiresAt !== undefined) entry.ttl = Math.max(0, e.expiresAt - now)
-    return entry
+  #snapshot(e: Stored, now: number): Entry {
+    return toEntry(e, now, copy)
   }
 }
 
