@@ -22,7 +22,7 @@ import type { z } from 'zod'
 import type { Adapter, CommitResult, Entry, Unsubscribe, WatchEvent } from '../../core/adapter'
 import { ClosedError, InvalidArgumentError, UnauthorizedError, UnavailableError, ZarisError, errorFromJSON } from '../../core/errors'
 import { randomHex } from '../../core/ids'
-import { checkKey, checkPrefix } from '../../core/validate'
+import { checkKey, checkPrefix, checkWatchArgs } from '../../core/validate'
 import {
   API_PREFIX,
   NAMESPACE_PATTERN,
@@ -160,10 +160,7 @@ class HttpAdapter implements Adapter {
 
   async watch(prefix: string, sink: Parameters<Adapter['watch']>[1], fromRevision?: number): Promise<Unsubscribe> {
     this.#assertOpen()
-    checkPrefix(prefix)
-    if (fromRevision !== undefined && (!Number.isSafeInteger(fromRevision) || fromRevision < 0)) {
-      throw new InvalidArgumentError(`fromRevision must be an integer >= 0, got ${String(fromRevision)}`)
-    }
+    checkWatchArgs(prefix, sink, fromRevision)
     this.#hub ??= new WatchHub(this.#hubContext())
     // Revisions seen in events count too: a token read from a watch must not come back either.
     const counted = {

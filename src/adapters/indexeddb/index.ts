@@ -15,7 +15,8 @@
 import type { Adapter, Check, CommitResult, Op, Unsubscribe, WatchSink } from '../../core/adapter'
 import type { Clock, TimerHandle } from '../../core/clock'
 import { ClosedError, InvalidArgumentError, UnsupportedError } from '../../core/errors'
-import { checkCommitArgs, checkKey, checkPrefix } from '../../core/validate'
+import { checkCommitArgs, checkKey, checkPrefix, checkWatchArgs } from '../../core/validate'
+import { AdapterLife } from '../shared/life'
 import { Liveness, webLocks } from './liveness'
 import { Reaper } from './reaper'
 import type { Database } from './schema'
@@ -101,8 +102,7 @@ class IndexedDbStore {
   readonly #liveness: Liveness | undefined
   /** Ends the entries of clients that are gone (closed or crashed tabs), for every tab. */
   readonly #reaper: Reaper | undefined
-  readonly #unwatch = new Set<Unsubscribe>()
-  #closed = false
+  readonly #life = new AdapterLife('indexeddb')
 
   constructor(options: IndexedDbAdapterOptions) {
     assertSupported()
@@ -121,7 +121,7 @@ class IndexedDbStore {
 
   /** The open database. */
   db(): Promise<Database> {
-    if (this.#closed) return Promise.reject(new ClosedError('the indexeddb adapter is closed'))
+    if (this.#life.closed) return Promise.reject(new ClosedError('the indexeddb adapter is closed'))
     return this.#shared.db()
   }
 
@@ -162,7 +162,7 @@ class IndexedDbStore {
   }
 
   async #commit(checks: Check[], ops: Op[]): Promise<CommitResult> {
-    if (this.#closed) throw new ClosedError('the indexeddb adapter is closed')
+    this.#life.assertOpen()
     checkCommitArgs(checks, ops)
     // Values are copied now: the transaction, the result and the events must not see later mutations.
     const copied = ops.map((op) => (op.type === 'set' ? { ...op, value: copy(op.value) } : op))
@@ -174,25 +174,13 @@ class IndexedDbStore {
   }
 
   async #watch(prefix: string, sink: WatchSink, fromRevision?: number): Promise<Unsubscribe> {
-    checkPrefix(prefix)
+    checkWatchArgs(prefix, sink, fromRevision)
     await this.db()
-    const unsubscribe = await this.#shared.feed.subscribe(prefix, sink, fromRevision)
-    const done = () => {
-      unsubscribe()
-      this.#unwatch.delete(done)
-    }
-    if (this.#closed) {
-      unsubscribe()
-      throw new ClosedError('the indexeddb adapter is closed')
-    }
-    this.#unwatch.add(done)
-    return done
+    return this.#life.track(await this.#shared.feed.subscribe(prefix, sink, fromRevision))
   }
 
   async #close(): Promise<void> {
-    if (this.#closed) return
-    this.#closed = true
-    for (const done of [...this.#unwatch]) done()
+    if (!this.#life.close()) return
     this.#liveness?.close()
     this.#reaper?.release()
     await this.#shared.release()

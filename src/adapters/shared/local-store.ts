@@ -22,9 +22,10 @@
 import type { Adapter, Check, CommitResult, Entry, Op, Unsubscribe, WatchSink } from '../../core/adapter'
 import type { Clock, TimerHandle } from '../../core/clock'
 import { ClosedError } from '../../core/errors'
-import { checkCommitArgs, checkKey, checkPrefix } from '../../core/validate'
+import { checkCommitArgs, checkKey, checkPrefix, checkWatchArgs } from '../../core/validate'
 import { EventLog } from './event-log'
 import { MinHeap } from './heap'
+import { AdapterLife } from './life'
 import { copyValue as copy, floorRevision, hasRevisionLeft, nextRevision, toEntry, written, type Stored } from './write'
 
 /** Where a durable store writes. Must throw (and write nothing) on failure. */
@@ -282,11 +283,8 @@ export function localAdapter(
   store: LocalStore,
   onClose?: () => void,
 ): Adapter {
-  let closed = false
-  const subscriptions = new Set<{ unsubscribe: Unsubscribe; sink: WatchSink }>()
-  const open = () => {
-    if (closed) throw new ClosedError(`the ${name} adapter is closed`)
-  }
+  const life = new AdapterLife(name)
+  const open = () => life.assertOpen()
   return {
     name,
     async get(key) {
@@ -303,20 +301,11 @@ export function localAdapter(
     },
     async watch(prefix, sink, fromRevision) {
       open()
-      const sub = { sink, unsubscribe: () => {} }
-      subscriptions.add(sub)
-      sub.unsubscribe = store.watch(prefix, sink, fromRevision)
-      return () => {
-        sub.unsubscribe()
-        subscriptions.delete(sub)
-      }
+      checkWatchArgs(prefix, sink, fromRevision)
+      return life.track(store.watch(prefix, sink, fromRevision))
     },
     async close() {
-      if (closed) return
-      closed = true
-      for (const sub of subscriptions) sub.unsubscribe()
-      subscriptions.clear()
-      onClose?.()
+      if (life.close()) onClose?.()
     },
   }
 }
