@@ -274,13 +274,23 @@ export class LocalStore {
   }
 }
 
+/** What {@link localAdapter} runs on: a {@link LocalStore}, or a store built on one (the SQLite file's). */
+export interface LocalBackend {
+  get(key: string): Entry | undefined | Promise<Entry | undefined>
+  list(prefix: string): Entry[] | Promise<Entry[]>
+  /** `seen` and `requestId` come from the commit's options; a LocalStore needs only `seen`. */
+  commit(checks: Check[], ops: Op[], seen?: number, requestId?: string): CommitResult | Promise<CommitResult>
+  watch(prefix: string, sink: WatchSink, fromRevision?: number): Unsubscribe
+}
+
 /**
- * An Adapter over a LocalStore. Each adapter closes on its own (its watches
- * end, its calls fail with `ClosedError`) while the store lives on for others.
+ * An Adapter over a store of this process (memory, or the SQLite file's).
+ * Each adapter closes on its own (its watches end, its calls fail with
+ * `ClosedError`) while the store lives on for others.
  */
 export function localAdapter(
   name: string,
-  store: LocalStore,
+  store: LocalBackend,
   onClose?: () => void,
 ): Adapter {
   const life = new AdapterLife(name)
@@ -297,7 +307,7 @@ export function localAdapter(
     },
     async commit(checks, ops, options) {
       open()
-      return store.commit(checks, ops, options?.seen)
+      return store.commit(checks, ops, options?.seen, options?.requestId)
     },
     async watch(prefix, sink, fromRevision) {
       open()
