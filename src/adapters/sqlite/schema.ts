@@ -75,11 +75,35 @@ export function migrate(db: BetterSqlite3.Database): boolean {
   return db.prepare(`SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'zaris_requests'`).get() !== undefined
 }
 
+/** A statement that takes `P` and answers rows of `R`. */
+type Query<P extends unknown[], R = unknown> = BetterSqlite3.Statement<P, R>
+
 /** The statements the store runs, prepared once per file. */
-export type Statements = ReturnType<typeof prepare>
+export interface Statements {
+  begin: Query<[]>
+  commit: Query<[]>
+  rollback: Query<[]>
+  storeRow: Query<[string], { revision: number; epoch: string }>
+  createStore: Query<[string, string]>
+  entries: Query<[string], Row>
+  setCheckpoint: Query<[number, string]>
+  put: Query<[string, string, string, number, number, string | null, number | null]>
+  del: Query<[string, string]>
+  event: Query<[string, number, number, string, string, string | null, number | null, string | null, number | null, string | null, number | null]>
+  events: Query<[string, number], EventRow>
+  replay: Query<[string, number], EventRow>
+  commitEvents: Query<[string, number], EventRow>
+  requests: Query<[string, number], { id: string; revision: number; at: number }>
+  compacted: Query<[string], { compacted: number }>
+  pruneEvents: Query<[string, number]>
+  setCompacted: Query<[number, string]>
+  /** A schema 1 file's request table, read until its ids expire. */
+  legacyRequests: Query<[string, number], { id: string; at: number; result: string }> | undefined
+  pruneLegacy: Query<[string, number]> | undefined
+}
 
 /** Prepares every statement; `legacyRequests`: the file has a schema 1 `zaris_requests` table still read. */
-export function prepare(db: BetterSqlite3.Database, legacyRequests: boolean) {
+export function prepare(db: BetterSqlite3.Database, legacyRequests: boolean): Statements {
   return {
     begin: db.prepare('BEGIN IMMEDIATE'),
     commit: db.prepare('COMMIT'),
