@@ -5,8 +5,8 @@
  *
  * @module
  */
-export { connect, clients, registerScheme } from './connect'
-export type { AdapterFactory, Clients, ConnectOptions } from './connect'
+export { connect, clients, registerScheme, parseUrl, DEFAULT_PORT } from './connect'
+export type { AdapterFactory, Clients, ConnectOptions, Target } from './connect'
 export { Client, DEFAULT_TTL } from './core/client'
 export type { ClientOptions, DeleteOptions, PutOptions } from './core/client'
 export { Lock, Lease, Hold } from './core/hold'
@@ -22,9 +22,9 @@ export type { WatchOptions } from './core/watch'
 export { Election } from './core/election'
 export type { ElectionOptions, Leader } from './core/election'
 export { systemClock } from './core/clock'
+export { backgroundClock, pageBackgroundClock } from './core/page-clock'
+export type { BackgroundClock } from './core/page-clock'
 export type { Clock, TimerHandle } from './core/clock'
-export { parseUrl, DEFAULT_PORT } from './core/url'
-export type { Target } from './core/url'
 export type {
   Adapter,
   Capabilities,
@@ -38,6 +38,7 @@ export type {
   WatchEvent,
   WatchSink,
 } from './core/adapter'
+export { checkCommitArgs, checkKey, checkPrefix } from './core/validate'
 export {
   ZarisError,
   InvalidArgumentError,

@@ -7,14 +7,11 @@
  * @module
  */
 import { parseArgs } from 'node:util'
-import { MAX_KEY_LENGTH } from '../core/validate'
+import { MAX_KEY_LENGTH } from '../core/limits'
 import { isQueueKey } from '../core/reserved'
 
 /** The connection string used when neither `--url` nor `ZARIS_URL` is given. */
 export const DEFAULT_URL = 'zaris://127.0.0.1:7861/default'
-
-/** The longest TTL a store takes, in ms (timers cannot wait longer than 2^31-1 ms). */
-export const MAX_TTL = 2_147_483_647
 
 /** A command-line mistake: printed with the usage, exit code 2. */
 export class UsageError extends Error {}

@@ -8,21 +8,14 @@
  * @module
  */
 import type { Value } from '../core/adapter'
-import type { Client } from '../core/client'
 import { isZarisError } from '../core/errors'
-import { integerArg, keyArg, MAX_TTL, UsageError, type Parsed } from './args'
+import { MAX_TTL } from '../core/limits'
+import { integerArg, keyArg, UsageError, type Parsed } from './args'
 import { ENTRY_HEADER, entryRow, showKey, showTtl, table } from './format'
 import { readLocks } from './lock-table'
+import type { Run } from './run'
 import { prepareWatch } from './watch'
 
-/** Where a command prints: results to `out`, notes and errors to `err`. */
-export interface Io {
-  out(text: string): void
-  err(text: string): void
-}
-
-/** A command's run, once its arguments are checked. */
-export type Run = (client: Client, io: Io) => Promise<0 | 1>
 
 /** Each verb's argument count and option check, resolving what to run. */
 export const VERBS: Record<string, { args: [number, number]; options: string[]; prepare(p: Parsed): Run }> = {

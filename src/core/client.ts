@@ -6,14 +6,16 @@
  * @module
  */
 import type { Adapter, Check, Entry, Value } from './adapter'
-import { systemClock, type Clock } from './clock'
+import type { Clock } from './clock'
 import type { Closable, Context } from './context'
 import { Counters } from './counters'
 import { Election, type ElectionOptions } from './election'
 import { ClosedError, ConflictError, FencedError, InvalidArgumentError } from './errors'
 import { learnFromFence, type Fence } from './hold'
+import { randomId } from './ids'
 import { Leases } from './leases'
 import { Locks } from './locks'
+import { defaultClock } from './page-clock'
 import { isQueueKey } from './reserved'
 import { checkUserKey, checkOptions, checkOwner, checkPrefix, checkRevision, checkTtl, checkValue } from './validate'
 import { Watch, type WatchOptions } from './watch'
@@ -24,7 +26,11 @@ export interface ClientOptions {
   id?: string
   /** The default TTL in ms of locks, leases and elections. Default 30 000. */
   ttl?: number
-  /** The clock the client counts TTLs on. Default: the system's monotonic clock. */
+  /**
+   * The clock the client counts TTLs on. Default: in a page, the page's
+   * background clock (its timers survive a hidden tab); elsewhere the
+   * system's monotonic clock.
+   */
   clock?: Clock
 }
 
@@ -84,7 +90,7 @@ export class Client implements AsyncDisposable {
     ready.catch(() => {}) // reported where it is awaited, by the first hold
     this.#ctx = {
       adapter,
-      clock: options.clock ?? adapter.holderClock ?? systemClock,
+      clock: options.clock ?? defaultClock(),
       id: this.id,
       ttl: options.ttl === undefined ? DEFAULT_TTL : checkTtl(options.ttl),
       ready,
@@ -239,9 +245,4 @@ export class Client implements AsyncDisposable {
     }
     return new ConflictError(`${op} ${JSON.stringify(key)} refused: the entry is not at the expected revision`)
   }
-}
-
-function randomId(): string {
-  const c = globalThis.crypto
-  return typeof c?.randomUUID === 'function' ? c.randomUUID() : Math.random().toString(36).slice(2) + Date.now().toString(36)
 }

@@ -22,17 +22,15 @@
 import type { Adapter, Check, CommitResult, Entry, Op, Unsubscribe, WatchSink } from '../../core/adapter'
 import type { Clock, TimerHandle } from '../../core/clock'
 import { ClosedError } from '../../core/errors'
-import { checkCommitArgs, checkKey, checkPrefix } from '../../core/validate'
-import { copyValue as copy, EventLog } from './event-log'
+import { checkCommitArgs, checkKey, checkPrefix, checkWatchArgs } from '../../core/validate'
+import { EventLog } from './event-log'
 import { MinHeap } from './heap'
-import { floorRevision, hasRevisionLeft, nextRevision, written, type Stored } from './write'
-
-/** An entry as a local store keeps it; `ttl` is what it gets again after a restart. */
-export type StoredEntry = Stored
+import { AdapterLife } from './life'
+import { copyValue as copy, floorRevision, hasRevisionLeft, nextRevision, toEntry, written, type Stored } from './write'
 
 /** Where a durable store writes. Must throw (and write nothing) on failure. */
 export interface Persistence {
-  write(revision: number, puts: StoredEntry[], deletes: string[]): void
+  write(revision: number, puts: Stored[], deletes: string[]): void
 }
 
 export interface LocalStoreOptions {
@@ -41,7 +39,7 @@ export interface LocalStoreOptions {
   historySize?: number
   persistence?: Persistence
   /** A durable store's state at start. */
-  initial?: { revision: number; entries: Iterable<StoredEntry> }
+  initial?: { revision: number; entries: Iterable<Stored> }
 }
 
 /** Below this many tombstones the Map is never rebuilt: a rebuild of a small store would cost more than it saves. */
@@ -56,7 +54,7 @@ const EXPIRY_RETRY_MS = 1000
  * slot is also the key's item in the expiry heap while its entry has a TTL.
  */
 class Slot {
-  entry: StoredEntry | undefined = undefined
+  entry: Stored | undefined = undefined
   /** The entry's expiry deadline while it is in the heap. */
   at = Infinity
   heapIndex = -1
@@ -147,7 +145,7 @@ export class LocalStore {
     if (failed) return { ok: false, failed }
 
     const revision = nextRevision(this.#revision)
-    const puts: StoredEntry[] = []
+    const puts: Stored[] = []
     const putSlots: Array<Slot | undefined> = []
     const deletes: string[] = []
     const deleteSlots: Slot[] = []
@@ -224,7 +222,7 @@ export class LocalStore {
   }
 
   /** Puts `e` in its key's slot, and the slot in (or out of) the expiry heap. */
-  #fill(slot: Slot, e: StoredEntry): void {
+  #fill(slot: Slot, e: Stored): void {
     if (slot.entry === undefined) this.#live++
     slot.entry = e
     if (e.expiresAt !== undefined) {
@@ -271,28 +269,32 @@ export class LocalStore {
     }, at - now)
   }
 
-  #snapshot(e: StoredEntry, now: number): Entry {
-    const entry: Entry = { key: e.key, value: copy(e.value), revision: e.revision, created: e.created }
-    if (e.owner !== undefined) entry.owner = e.owner
-    if (e.expiresAt !== undefined) entry.ttl = Math.max(0, e.expiresAt - now)
-    return entry
+  #snapshot(e: Stored, now: number): Entry {
+    return toEntry(e, now, copy)
   }
 }
 
+/** What {@link localAdapter} runs on: a {@link LocalStore}, or a store built on one (the SQLite file's). */
+export interface LocalBackend {
+  get(key: string): Entry | undefined | Promise<Entry | undefined>
+  list(prefix: string): Entry[] | Promise<Entry[]>
+  /** `seen` and `requestId` come from the commit's options; a LocalStore needs only `seen`. */
+  commit(checks: Check[], ops: Op[], seen?: number, requestId?: string): CommitResult | Promise<CommitResult>
+  watch(prefix: string, sink: WatchSink, fromRevision?: number): Unsubscribe
+}
+
 /**
- * An Adapter over a LocalStore. Each adapter closes on its own (its watches
- * end, its calls fail with `ClosedError`) while the store lives on for others.
+ * An Adapter over a store of this process (memory, or the SQLite file's).
+ * Each adapter closes on its own (its watches end, its calls fail with
+ * `ClosedError`) while the store lives on for others.
  */
 export function localAdapter(
   name: string,
-  store: LocalStore,
+  store: LocalBackend,
   onClose?: () => void,
 ): Adapter {
-  let closed = false
-  const subscriptions = new Set<{ unsubscribe: Unsubscribe; sink: WatchSink }>()
-  const open = () => {
-    if (closed) throw new ClosedError(`the ${name} adapter is closed`)
-  }
+  const life = new AdapterLife(name)
+  const open = () => life.assertOpen()
   return {
     name,
     async get(key) {
@@ -305,24 +307,15 @@ export function localAdapter(
     },
     async commit(checks, ops, options) {
       open()
-      return store.commit(checks, ops, options?.seen)
+      return store.commit(checks, ops, options?.seen, options?.requestId)
     },
     async watch(prefix, sink, fromRevision) {
       open()
-      const sub = { sink, unsubscribe: () => {} }
-      subscriptions.add(sub)
-      sub.unsubscribe = store.watch(prefix, sink, fromRevision)
-      return () => {
-        sub.unsubscribe()
-        subscriptions.delete(sub)
-      }
+      checkWatchArgs(prefix, sink, fromRevision)
+      return life.track(store.watch(prefix, sink, fromRevision))
     },
     async close() {
-      if (closed) return
-      closed = true
-      for (const sub of subscriptions) sub.unsubscribe()
-      subscriptions.clear()
-      onClose?.()
+      if (life.close()) onClose?.()
     },
   }
 }
