@@ -103,7 +103,7 @@ export class AcquireMachine<H> {
     this.#signal = options.signal
     this.#steal = options.steal ?? false
     this.#until = ctx.clock.now() + options.wait
-    this.#line = claim.lineKey === undefined ? undefined : WaitQueue.for(ctx, claim.lineKey)
+    this.#line = claim.lineKey === undefined ? undefined : WaitQueue.for(ctx, claim.lineKey, claim.lineValue)
     this.#first = this.#line === undefined
   }
 
@@ -155,7 +155,7 @@ export class AcquireMachine<H> {
       }
       case 'try':
         this.#dropEarly()
-        return this.#tried(await this.#claim.attempt(undefined, { place: this.#line?.entry }))
+        return this.#tried(await this.#claim.attempt(undefined, { place: this.#line?.entry, first: this.#first }))
       case 'watch':
         return this.#watch(state.sight)
       case 'woke':
@@ -163,7 +163,7 @@ export class AcquireMachine<H> {
       case 'look':
         return this.#route(await this.#claim.look())
       case 'takeover':
-        return this.#tried(await this.#claim.attempt(state.sight, { place: this.#line?.entry, over: { owner: state.owner } }))
+        return this.#tried(await this.#claim.attempt(state.sight, { place: this.#line?.entry, first: this.#first, over: { sight: state.sight, owner: state.owner } }))
     }
   }
 
@@ -181,7 +181,7 @@ export class AcquireMachine<H> {
   }
 
   async #stealOver(sight: Sight): Promise<State<H>> {
-    const r = await this.#claim.attempt(sight, { over: 'steal' })
+    const r = await this.#claim.attempt(sight, { over: { sight } })
     return 'hold' in r ? { name: 'won', hold: r.hold } : { name: 'open' }
   }
 
@@ -210,7 +210,9 @@ export class AcquireMachine<H> {
     }
     // First in line. The waiter ahead just left, most often by taking the claim: look before trying.
     this.#first = true
-    return this.#route(sight ?? (await this.#claim.look()))
+    const now = sight ?? (await this.#claim.look())
+    if (now) await this.#claim.becameFirst?.()
+    return this.#route(now)
   }
 
   async #behind(ahead: Entry): Promise<State<H>> {

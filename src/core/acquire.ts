@@ -1,22 +1,24 @@
 /**
- * Taking a hold: the one procedure behind `locks.acquire` and `leases.grant`.
- *
- * An attempt is `commit([{ key, revision: null }], [set])` — it succeeds only
- * if no live entry holds the key (claim.ts). While waiting, the waiter stands
- * in line and watches what beat it (acquire-machine.ts, wait-change.ts). A
- * plain try (`wait: 0`) does not queue and may take a free key before the
+ * Taking a hold: the procedures behind `locks.acquire`, `leases.grant`,
+ * elections and `semaphores.acquire`. Each checks its options at the call,
+ * builds the claim of what it takes (claim.ts and its parts) and runs the
+ * acquire machine (acquire-machine.ts), which waits in line when asked to.
+ * A plain try (`wait: 0`) does not queue and may take a free key before the
  * line does.
  *
  * @module
  */
 import type { Value } from './adapter'
 import { AcquireMachine } from './acquire-machine'
-import { soleClaim } from './claim'
+import { claimOf, type Claim, type HoldSpec } from './claim'
 import type { Context } from './context'
-import type { Hold, HoldInit } from './hold'
-import { checkBoolean, checkUserKey, checkOptions, checkSignal, checkTtl, checkWait } from './validate'
+import { InvalidArgumentError } from './errors'
+import { ExclusivePart } from './exclusive-part'
+import type { Hold, HoldInit, LockMode } from './hold'
+import { SharedPart } from './shared-part'
+import { checkBoolean, checkUserKey, checkOptions, checkSignal, checkTtl, checkWait, MAX_KEY_LENGTH } from './validate'
 
-/** Options shared by `locks.acquire` and `leases.grant`. */
+/** Options shared by `locks.acquire`, `leases.grant` and `semaphores.acquire`. */
 export interface AcquireOptions {
   /** Milliseconds the hold lives without renewal. Default: the client's `ttl` (30 000). */
   ttl?: number
@@ -31,11 +33,41 @@ export interface AcquireOptions {
   autoRenew?: boolean
   /**
    * Take the key over even if someone holds it. The old holder's token dies
-   * at once: its fenced writes fail and its renewals report the loss.
+   * at once: its fenced writes fail and its renewals report the loss. With
+   * a lock held in shared mode, every shared holder's token dies.
    */
   steal?: boolean
 }
 
+/** Options checked, with their defaults. */
+export interface Checked {
+  ttl: number
+  wait: number
+  signal: AbortSignal | undefined
+  autoRenew: boolean
+  steal: boolean
+}
+
+/** Checks the options every acquire takes (`InvalidArgumentError` naming the one that is wrong). */
+export function checkAcquire(ctx: Context, options: AcquireOptions): Checked {
+  return {
+    ttl: options.ttl === undefined ? ctx.ttl : checkTtl(options.ttl),
+    wait: options.wait === undefined ? 0 : checkWait(options.wait),
+    signal: checkSignal(options.signal),
+    autoRenew: checkBoolean(options.autoRenew, 'autoRenew') ?? true,
+    steal: checkBoolean(options.steal, 'steal') ?? false,
+  }
+}
+
+/** Runs the wait of `claim` once the client is ready: the hold, or `null`. */
+export async function take<H>(ctx: Context, claim: Claim<H>, o: Checked): Promise<H | null> {
+  ctx.assertOpen()
+  o.signal?.throwIfAborted()
+  await ctx.ready
+  return new AcquireMachine(ctx, claim, { wait: o.wait, signal: o.signal, steal: o.steal }).run()
+}
+
+/** A lease or an election's term: `key` held alone with `value`. */
 export async function acquire<V extends Value, H extends Hold<V>>(
   ctx: Context,
   key: string,
@@ -44,15 +76,41 @@ export async function acquire<V extends Value, H extends Hold<V>>(
   make: (init: HoldInit<V>) => H,
 ): Promise<H | null> {
   checkUserKey(key)
-  const options = checkOptions<AcquireOptions>(rawOptions)
-  const ttl = options.ttl === undefined ? ctx.ttl : checkTtl(options.ttl)
-  const wait = options.wait === undefined ? 0 : checkWait(options.wait)
-  const signal = checkSignal(options.signal)
-  const autoRenew = checkBoolean(options.autoRenew, 'autoRenew') ?? true
-  const steal = checkBoolean(options.steal, 'steal') ?? false
-  ctx.assertOpen()
-  signal?.throwIfAborted()
-  await ctx.ready
-  const claim = soleClaim(ctx, key, { value, ttl, autoRenew, make })
-  return new AcquireMachine(ctx, claim, { wait, signal, steal }).run()
+  const o = checkAcquire(ctx, checkOptions<AcquireOptions>(rawOptions))
+  const part = new ExclusivePart(ctx, key, { value, ttl: o.ttl, autoRenew: o.autoRenew, make }, { lock: false })
+  return take(ctx, claimOf(ctx, [part], { key, value: null }, ([h]) => h!), o)
+}
+
+/** The most keys one multi-key acquire takes (one commit writes them all). */
+export const MAX_LOCK_KEYS = 64
+
+/** Checks a lock mode. */
+export function checkMode(mode: unknown): LockMode {
+  if (mode === undefined || mode === 'exclusive') return 'exclusive'
+  if (mode === 'shared') return 'shared'
+  throw new InvalidArgumentError(`mode must be 'exclusive' or 'shared', got ${typeof mode === 'string' ? JSON.stringify(mode) : typeof mode}`)
+}
+
+/** Checks the keys of a multi-key acquire: 1 to {@link MAX_LOCK_KEYS} user keys, none twice. */
+export function checkKeys(keys: readonly unknown[]): string[] {
+  if (keys.length === 0 || keys.length > MAX_LOCK_KEYS) {
+    throw new InvalidArgumentError(`keys must hold 1 to ${MAX_LOCK_KEYS} lock keys, got ${keys.length}`)
+  }
+  const seen = new Set<string>()
+  keys.forEach((k, i) => {
+    checkUserKey(k, `keys[${i}]`)
+    if (seen.has(k as string)) throw new InvalidArgumentError(`keys[${i}] ${JSON.stringify(k)} appears twice`)
+    seen.add(k as string)
+  })
+  return keys as string[]
+}
+
+/** The part that takes lock `key` in `mode`. */
+export function lockPart<P>(ctx: Context, key: string, mode: LockMode, spec: HoldSpec<null, P>) {
+  if (mode === 'exclusive') return new ExclusivePart(ctx, key, spec, { lock: true })
+  if (SharedPart.keyLength(ctx, key) > MAX_KEY_LENGTH) {
+    const room = MAX_KEY_LENGTH - (SharedPart.keyLength(ctx, key) - key.length)
+    throw new InvalidArgumentError(`a shared lock's key must be at most ${room} UTF-16 code units with this client's id (its shared holds are kept under it), got ${key.length}`)
+  }
+  return new SharedPart(ctx, key, spec)
 }

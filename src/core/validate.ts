@@ -7,7 +7,7 @@
  */
 import type { Check, Op, Value } from './adapter'
 import { InvalidArgumentError } from './errors'
-import { isQueueKey } from './reserved'
+import { isReservedKey } from './reserved'
 
 /** Keys longer than this many UTF-16 code units are refused: they are names, not payloads. */
 export const MAX_KEY_LENGTH = 1024
@@ -46,8 +46,8 @@ export function checkKey(key: unknown, name = 'key'): string {
 /** A key given to the public API: {@link checkKey}, and not one of zaris's reserved keys. */
 export function checkUserKey(key: unknown, name = 'key'): string {
   checkKey(key, name)
-  if (isQueueKey(key as string)) {
-    throw new InvalidArgumentError(`${name} must not start with U+0001 "q": zaris keeps those keys for its wait queues`)
+  if (isReservedKey(key as string)) {
+    throw new InvalidArgumentError(`${name} must not start with U+0001: zaris keeps those keys for its wait lines, shared holds and permits`)
   }
   return key as string
 }

@@ -16,11 +16,16 @@ import { sleep } from './clock'
 import type { Context } from './context'
 import { isZarisError } from './errors'
 import { keepAlive } from './keep-alive'
+import { SEP } from './reserved'
 
-/** A place whose changes a waiter watches: one key, or every key under a prefix, after a revision. */
+/** A place whose changes a waiter watches: one key, or every entry under a reserved prefix, after a revision. */
 export interface Watched {
   readonly key: string
-  /** Watch every key starting with `key`, not only `key` itself. */
+  /**
+   * Watch every entry directly under `key` (a reserved prefix that ends in
+   * U+0001: shared holds, permits), not `key` itself. Deeper keys — which
+   * belong to another lock whose name extends this one — do not count.
+   */
   readonly prefix: boolean
   /** Only events after this revision count. */
   readonly from: number
@@ -103,7 +108,7 @@ export function waitForChange(ctx: Context, sight: Sight, limit: number, signal:
 function watchOne(ctx: Context, w: Watched, stop: AbortSignal, resolve: (wake: Wake) => void): void {
   const sink = {
     event: (ev: WatchEvent) => {
-      if ((w.prefix ? ev.key.startsWith(w.key) : ev.key === w.key) && ev.revision > w.from) resolve({ kind: 'event', event: ev })
+      if (watches(w, ev.key) && ev.revision > w.from) resolve({ kind: 'event', event: ev })
     },
     // A watch that cannot replay (history compacted, transport down): look again soon instead.
     error: () => {
@@ -114,6 +119,11 @@ function watchOne(ctx: Context, w: Watched, stop: AbortSignal, resolve: (wake: W
     (unwatch) => (stop.aborted ? unwatch() : stop.addEventListener('abort', unwatch, { once: true })),
     () => sink.error(),
   )
+}
+
+/** Whether `key` is at the watched place `w`. */
+export function watches(w: Watched, key: string): boolean {
+  return w.prefix ? key.startsWith(w.key) && !key.includes(SEP, w.key.length) : key === w.key
 }
 
 /** The entry a `put` event describes. */

@@ -8,6 +8,7 @@
  */
 import { describe } from 'vitest'
 import { adapterCases } from './adapter.case'
+import { familyCases } from './family.case'
 import type { FixtureFactory, Skips } from './fixture'
 import { primitiveCases } from './primitives.case'
 import { safetyCases } from './safety.case'
@@ -28,5 +29,6 @@ export function runConformance(name: string, factory: FixtureFactory, options: C
     adapterCases(factory, t)
     primitiveCases(factory, t, { scale: options.scale })
     safetyCases(factory, t)
+    familyCases(factory, t)
   })
 }

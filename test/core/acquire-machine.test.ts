@@ -7,13 +7,21 @@
 import { afterEach, describe, expect, test } from 'vitest'
 import { Client, Lock } from 'zaris'
 import { AcquireMachine, PATROL, type State } from '../../src/core/acquire-machine'
-import { soleClaim, type Claim } from '../../src/core/claim'
+import { claimOf, type Claim, type HoldSpec } from '../../src/core/claim'
+import type { Context } from '../../src/core/context'
+import { ExclusivePart } from '../../src/core/exclusive-part'
+import type { HoldInit } from '../../src/core/hold'
 import { sightOf, type Sight } from '../../src/core/wait-change'
 import { contextOf, freshStore, staged } from './machine-kit'
 
 const KEY = 'lock:m'
 const QUEUE = `\u0001q${KEY}\u0001`
 const cleanups: Array<() => unknown> = []
+
+/** The claim of a lock on `key` alone, as `locks.acquire` makes it. */
+function soleClaim(ctx: Context, key: string, spec: HoldSpec<null, Lock>): Claim<Lock> {
+  return claimOf(ctx, [new ExclusivePart(ctx, key, spec, { lock: true })], { key, value: 'exclusive' }, ([h]) => h!)
+}
 afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c()
 })
@@ -25,7 +33,7 @@ function setup(options: { wait?: number; steal?: boolean; key?: string; signal?:
   const ctx = contextOf(store.adapter, clock, 'waiter')
   const holder = new Client(raw(), { id: 'holder', clock })
   const won: Lock[] = []
-  const claim = soleClaim(ctx, key, { value: null, ttl: 10_000, autoRenew: false, make: (init) => { const l = new Lock(ctx, init); won.push(l); return l } })
+  const claim = soleClaim(ctx, key, { value: null, ttl: 10_000, autoRenew: false, make: (init: HoldInit<null>) => { const l = new Lock(ctx, init); won.push(l); return l } })
   const m = new AcquireMachine(ctx, claim, { wait: options.wait ?? 5_000, steal: options.steal, signal: options.signal })
   cleanups.push(async () => {
     m.stop()
