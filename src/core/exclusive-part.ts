@@ -108,7 +108,7 @@ export class ExclusivePart<V extends Value, P> implements Part<P> {
       if (ev.type !== 'put') return this.#free()
       const entry = entryOf(ev)
       // A group's count moved: the shares seen still block us (their own events say when they go).
-      if (isGroup(entry) && this.#shares.length > 0 && isGroup(this.#seen) && entry.created === this.#seen.created) {
+      if (isGroup(entry) && this.#shares.length > 0 && isGroup(this.#seen) && entry.created === this.#seen!.created) {
         this.#seen = entry
         return (this.#blocked = { blockers: this.#shares, watches: movedOn(blocked.watches, ev) })
       }
@@ -120,7 +120,7 @@ export class ExclusivePart<V extends Value, P> implements Part<P> {
     }
     if (!isShareOf(this.#key, ev.key) || !isGroup(this.#seen)) return blocked
     const rest = this.#shares.filter((s) => s.key !== ev.key)
-    if (ev.type === 'put' && (ev.created ?? ev.revision) >= this.#seen.created) rest.push(entryOf(ev))
+    if (ev.type === 'put' && (ev.created ?? ev.revision) >= this.#seen!.created) rest.push(entryOf(ev))
     this.#shares = rest
     if (rest.length === 0) return this.#free()
     return (this.#blocked = { blockers: rest, watches: movedOn(blocked.watches, ev) })

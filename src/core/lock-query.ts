@@ -1,6 +1,7 @@
 /**
  * Who holds which lock and who waits for it, read from the store: the
- * answer of `locks.query()` and `locks.holder()`. Three reads (not one
+ * answer of `locks.query()` and of `locks.holder()` for a lock held in
+ * shared mode (loaded on first use). Three reads (not one
  * snapshot: a hold or waiter that changes meanwhile may show either way) —
  * the keys under the prefix, the shared holds under it, the wait lines.
  *
@@ -10,7 +11,7 @@ import type { Entry } from './adapter'
 import type { Context } from './context'
 import type { LockMode } from './hold'
 import { isReservedKey, QUEUE_PREFIX, SHARE_PREFIX, SHARED_OWNER, userKeyOf } from './reserved'
-import { isGroup, liveShares } from './shared-group'
+import { liveShares } from './shared-group'
 
 /** A held lock, from {@link queryLocks}. */
 export interface HeldLock {
@@ -74,12 +75,9 @@ export async function queryLocks(ctx: Context, prefix: string): Promise<LockQuer
   return { held, pending }
 }
 
-/** Who holds lock `key` now: its exclusive holder, or the earliest of its shared holders. */
-export async function holderOf(ctx: Context, key: string): Promise<HeldLock | undefined> {
-  const entry = await ctx.adapter.get(key)
-  if (!entry || entry.owner === undefined) return undefined
-  if (!isGroup(entry)) return heldOf(key, 'exclusive', entry)
-  const shares = await liveShares(ctx, key, entry)
+/** The earliest live shared holder of lock `key`, whose group `group` was just read. */
+export async function holderOf(ctx: Context, key: string, group: Entry): Promise<HeldLock | undefined> {
+  const shares = await liveShares(ctx, key, group)
   let first: Entry | undefined
   for (const s of shares) if (s.owner !== undefined && (!first || s.created < first.created)) first = s
   return first && heldOf(key, 'shared', first)

@@ -23,9 +23,10 @@ import { claimOf, type HoldSpec } from './claim'
 import type { Context } from './context'
 import { InvalidArgumentError } from './errors'
 import { Lock, type HoldInit, type LockMode } from './hold'
-import { holderOf, queryLocks, type HeldLock, type LockQuery } from './lock-query'
-import { LockSet } from './lock-set'
+import type { LockQuery } from './lock-query'
+import type { LockSet } from './lock-set'
 import { runArgs, runHeld } from './run'
+import { isGroup } from './shared-group'
 import { checkOptions, checkPrefix, checkUserKey } from './validate'
 
 /** Options of {@link Locks.acquire}. */
@@ -92,9 +93,10 @@ export class Locks {
     if (o.steal && mode === 'shared') throw new InvalidArgumentError("steal takes a lock from every holder: it needs mode 'exclusive'")
     const spec: HoldSpec<null, Lock> = { value: null, ttl: o.ttl, autoRenew: o.autoRenew, make: (init: HoldInit<null>) => new Lock(ctx, init) }
     // Sorted, so that two multi-key commits of overlapping sets name their keys in one order.
-    const parts = [...keys].sort().map((k) => lockPart(ctx, k, mode, spec))
-    if (!Array.isArray(keyOrKeys)) return take(ctx, claimOf(ctx, parts, { key: keys[0]!, value: mode }, ([h]) => h!), o)
     const order = [...keys].sort()
+    const parts = await Promise.all(order.map((k) => lockPart(ctx, k, mode, spec)))
+    if (!Array.isArray(keyOrKeys)) return take(ctx, claimOf(ctx, parts, { key: keys[0]!, value: mode }, ([h]) => h!), o)
+    const { LockSet } = await import('./lock-set')
     const claim = claimOf(ctx, parts, undefined, (holds) => new LockSet(keys.map((k) => holds[order.indexOf(k)]!)))
     return take(ctx, claim, o)
   }
@@ -133,7 +135,9 @@ export class Locks {
   async holder(key: string): Promise<Holder | undefined> {
     checkUserKey(key)
     this.#ctx.assertOpen()
-    const h = await holderOf(this.#ctx, key)
+    const entry = await this.#ctx.adapter.get(key)
+    if (!entry || entry.owner === undefined) return undefined
+    const h = isGroup(entry) ? await (await import('./lock-query')).holderOf(this.#ctx, key, entry) : { owner: entry.owner, token: entry.created, ttl: entry.ttl, mode: 'exclusive' as const }
     if (!h) return undefined
     const holder: Holder = { owner: h.owner, token: h.token, mode: h.mode }
     if (h.ttl !== undefined) holder.ttl = h.ttl
@@ -154,7 +158,7 @@ export class Locks {
   async query(prefix = ''): Promise<LockQuery> {
     checkPrefix(prefix)
     this.#ctx.assertOpen()
-    return queryLocks(this.#ctx, prefix)
+    return (await import('./lock-query')).queryLocks(this.#ctx, prefix)
   }
 }
 

@@ -1,8 +1,8 @@
 /**
  * `client.semaphores`: at most `limit` holders of a key at once — "at most 3
- * workers upload at once". Each holder gets a {@link Permit}, the same
- * handle as a `Lock`: its own fencing token, TTL, signal, renewals and
- * release. Waiters stand in the semaphore's line and are served in order.
+ * workers upload at once". Each holder gets a `Permit`, the same handle as a
+ * `Lock`: its own fencing token, TTL, signal, renewals and release. Waiters
+ * stand in the semaphore's line and are served in order.
  *
  * How the limit is kept: a semaphore of limit `n` is `n` slots, each an
  * entry held like a lock (permit-part.ts), so the store's compare-and-set on
@@ -17,17 +17,16 @@
  * the largest limit in use live at once, and a client with the smaller
  * limit never takes a permit past its own limit's slots.
  *
+ * The permits themselves (permits.ts) load on first use.
+ *
  * @module
  */
-import { checkAcquire, take, type AcquireOptions } from './acquire'
-import { claimOf } from './claim'
+import type { AcquireOptions } from './acquire'
 import type { Context } from './context'
 import { InvalidArgumentError } from './errors'
-import { Hold, type HoldInit } from './hold'
-import { PermitPart, slotOf, slotPrefix } from './permit-part'
-import { PERMIT_PREFIX } from './reserved'
+import type { Permit } from './permits'
 import { runArgs, runHeld } from './run'
-import { checkOptions, checkUserKey, MAX_KEY_LENGTH } from './validate'
+import { checkOptions, checkUserKey } from './validate'
 
 /** The largest `limit` a semaphore may have. */
 export const MAX_PERMITS = 1_000_000
@@ -53,39 +52,6 @@ export interface PermitHolder {
 }
 
 /**
- * A held permit of a semaphore: the same handle as a `Lock` (token, signal,
- * renew, release, `await using`). Get one from `client.semaphores.acquire`.
- *
- * @example
- * const permit = await client.semaphores.acquire('sem:uploads', { limit: 3, wait: 10_000 })
- * if (permit) {
- *   await using held = permit
- *   await upload(held.signal)
- * }
- */
-export class Permit extends Hold<null> {
-  /** The limit this permit was taken with. */
-  readonly limit: number
-
-  /** @internal Created by `semaphores.acquire`. */
-  constructor(ctx: Context, init: HoldInit<null>, limit: number) {
-    super(ctx, init)
-    this.limit = limit
-  }
-
-  /**
-   * Releases the permit: true if it was still held. Twice, or after it was
-   * lost, resolves false and never touches a permit someone else holds now.
-   *
-   * @example
-   * await permit.release()
-   */
-  release(): Promise<boolean> {
-    return this.finish()
-  }
-}
-
-/**
  * The semaphore API of a client.
  *
  * @example
@@ -100,7 +66,7 @@ export class Semaphores {
   }
 
   /**
-   * Takes a permit of the semaphore `key`: a {@link Permit}, or `null` when
+   * Takes a permit of the semaphore `key`: a `Permit`, or `null` when
    * `limit` permits are held (after `wait` ms, if given). Rejects with
    * `signal.reason` on abort.
    *
@@ -108,18 +74,8 @@ export class Semaphores {
    * const permit = await client.semaphores.acquire('sem:uploads', { limit: 3 })
    * if (!permit) console.log('three uploads run already')
    */
-  async acquire(key: string, rawOptions: SemaphoreOptions): Promise<Permit | null> {
-    const ctx = this.#ctx
-    checkUserKey(key)
-    const options = checkOptions<SemaphoreOptions & { steal?: unknown }>(rawOptions)
-    const limit = checkLimit(options.limit)
-    if (options.steal !== undefined) throw new InvalidArgumentError('semaphores have no steal: a permit is taken only when one is free')
-    if ((slotPrefix(key) + (limit - 1)).length > MAX_KEY_LENGTH) {
-      throw new InvalidArgumentError(`a semaphore's key must leave room for its slots under it: at most ${MAX_KEY_LENGTH - slotPrefix('').length - String(limit - 1).length} UTF-16 code units with limit ${limit}, got ${key.length}`)
-    }
-    const o = checkAcquire(ctx, options as AcquireOptions)
-    const part = new PermitPart(ctx, key, limit, { value: null, ttl: o.ttl, autoRenew: o.autoRenew, make: (init) => new Permit(ctx, init, limit) })
-    return take(ctx, claimOf(ctx, [part], { key: PERMIT_PREFIX + key, value: 'permit' }, ([p]) => p!), o)
+  async acquire(key: string, options: SemaphoreOptions): Promise<Permit | null> {
+    return (await import('./permits')).acquirePermit(this.#ctx, key, options)
   }
 
   /**
@@ -127,7 +83,7 @@ export class Semaphores {
    * runs and releases it when `fn` settles, also when it throws; resolves
    * with what `fn` returns. `fn` gets `null` when no permit was had within
    * `wait`; when the permit ends while `fn` runs, `run` rejects with the
-   * reason once `fn` settles (see `locks.run`).
+   * reason once `fn` settles (as `locks.run`).
    *
    * @example
    * await client.semaphores.run('sem:uploads', { limit: 3, wait: Infinity }, async (permit) => upload(permit!.signal))
@@ -148,23 +104,6 @@ export class Semaphores {
   async holders(key: string): Promise<PermitHolder[]> {
     checkUserKey(key)
     this.#ctx.assertOpen()
-    const prefix = slotPrefix(key)
-    const holders: PermitHolder[] = []
-    for (const e of await this.#ctx.adapter.list(prefix)) {
-      const slot = slotOf(prefix, e.key)
-      if (slot === undefined || e.owner === undefined) continue
-      const limit = (e.value as { limit?: unknown } | null)?.limit
-      const h: PermitHolder = { owner: e.owner, token: e.created, limit: typeof limit === 'number' ? limit : slot + 1, slot }
-      if (e.ttl !== undefined) h.ttl = e.ttl
-      holders.push(h)
-    }
-    return holders.sort((a, b) => a.slot - b.slot)
+    return (await import('./permits')).permitHolders(this.#ctx, key)
   }
-}
-
-function checkLimit(limit: unknown): number {
-  if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 1 || limit > MAX_PERMITS) {
-    throw new InvalidArgumentError(`limit must be an integer from 1 to ${MAX_PERMITS}, got ${typeof limit === 'number' ? limit : typeof limit}`)
-  }
-  return limit
 }

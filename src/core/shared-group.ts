@@ -34,7 +34,7 @@ import { SEP, SHARE_PREFIX, SHARED_OWNER } from './reserved'
 import type { Sight } from './wait-change'
 
 /** Whether the entry at a lock key is a shared group. */
-export function isGroup(entry: Entry | undefined): entry is Entry {
+export function isGroup(entry: Entry | undefined): boolean {
   return entry?.owner === SHARED_OWNER
 }
 

@@ -16,7 +16,7 @@ import { bundle, gz, kb, loadedAtStart, min } from './browser-bundle'
  * grew zaris from 9 102 and zaris/indexeddb from 6 943).
  */
 const BUDGETS: Record<string, number> = {
-  zaris: 10_700, // measured 10 351 (30.0 KiB min)
+  zaris: 14_700, // measured 14 249 (41.1 KiB min) with the lock family (issue 14; shared holds, semaphores, query and multi-key load on demand); 10 351 before
   'zaris/indexeddb': 8_350, // measured 8 079 (21.9 KiB min)
   'zaris/http': 37_900, // measured 36 769 (119.8 KiB min; zod's schemas are most of it)
 }
