@@ -5,10 +5,11 @@
  * lock while it runs and `query` for who holds and who waits.
  *
  * A lock is a lease with no value. `acquire` never blocks unless asked to
- * (`wait`), and locks are not reentrant: a client that holds a lock gets
- * `null` when it asks for it again — also in shared mode, and a shared
- * holder that asks for the same lock exclusively waits for itself (as in the
- * Web Locks API: release first).
+ * (`wait`), and exclusive locks are not reentrant: a client that holds a
+ * lock gets `null` when it asks for it again. Shared holds are independent
+ * holds, so one client may hold several; a shared holder that asks for the
+ * same lock exclusively waits for itself (as in the Web Locks API: release
+ * first).
  *
  * Several keys are taken in one commit or not at all: no partial holds, so
  * waiting for several keys cannot deadlock, however the key sets overlap.
@@ -91,6 +92,7 @@ export class Locks {
     const mode = checkMode(options.mode)
     const o = checkAcquire(ctx, options)
     if (o.steal && mode === 'shared') throw new InvalidArgumentError("steal takes a lock from every holder: it needs mode 'exclusive'")
+    if (o.steal && keys.length > 1) throw new InvalidArgumentError('steal takes one key at a time, not a list')
     const spec: HoldSpec<null, Lock> = { value: null, ttl: o.ttl, autoRenew: o.autoRenew, make: (init: HoldInit<null>) => new Lock(ctx, init) }
     // Sorted, so that two multi-key commits of overlapping sets name their keys in one order.
     const order = [...keys].sort()
