@@ -21,10 +21,17 @@ export async function browserScenarios(ctx: BenchContext): Promise<Scenario[]> {
     b = await startBrowser()
   } catch (err) {
     const why = `Chromium could not be started (${(err as Error).message.split('\n')[0]})`
-    return ['one-tab', 'handoff', 'tab-closed', 'leader-closed', 'watch'].map((id) => ({ id, title: id, op: '-', metric: 'ops', rows: [], skipped: why }))
+    return ['one-tab', 'one-tab-shared', 'handoff', 'tab-closed', 'leader-closed', 'watch'].map((id) => ({ id, title: id, op: '-', metric: 'ops', rows: [], skipped: why }))
   }
   try {
-    return [await oneTab(ctx, b), await handoff(ctx, b), await tabClosed(ctx, b, 'holder'), await tabClosed(ctx, b, 'leader'), await watchLatency(ctx, b)]
+    return [
+      await oneTab(ctx, b),
+      await sharedTab(ctx, b),
+      await handoff(ctx, b),
+      await tabClosed(ctx, b, 'holder'),
+      await tabClosed(ctx, b, 'leader'),
+      await watchLatency(ctx, b),
+    ]
   } finally {
     await b.close()
   }
@@ -50,6 +57,37 @@ async function oneTab(ctx: BenchContext, b: BenchBrowser): Promise<Scenario> {
     id: 'one-tab',
     title: 'One tab: IndexedDB lock',
     op: 'acquire + release in one tab (zaris://idb; a Web Lock request; or two bare readwrite transactions, the ceiling)',
+    metric: 'ops',
+    rows,
+  }
+}
+
+/** A shared lock in one tab: acquire shared + release, alone and beside another shared hold, against navigator.locks' shared mode. */
+async function sharedTab(ctx: BenchContext, b: BenchBrowser): Promise<Scenario> {
+  ctx.log('browser: one tab, shared lock')
+  const tab = await b.tab()
+  const ns = 'one-tab-shared'
+  await tab.page.evaluate((ns) => window.bench.ready(ns), ns)
+  const dur = ctx.quick ? 200 : 500
+  const contender = (label: string, kind: 'zaris' | 'weblocks', beside: boolean): Contender => ({
+    label,
+    zaris: kind === 'zaris',
+    trial: () => tab.page.evaluate(([kind, ns, dur, beside]) => window.bench.sharedLoop(kind, ns, dur, beside), [kind, ns, dur, beside] as const),
+  })
+  const rows = await alternate(
+    [
+      contender('zaris idb, shared', 'zaris', false),
+      contender('navigator.locks, shared', 'weblocks', false),
+      contender('zaris idb, shared beside another', 'zaris', true),
+      contender('navigator.locks, shared beside another', 'weblocks', true),
+    ],
+    ctx.trials,
+  )
+  await tab.close()
+  return {
+    id: 'one-tab-shared',
+    title: 'One tab: shared lock',
+    op: "acquire mode 'shared' + release in one tab: alone (zaris: a new group, and the last one out deletes it), and beside another shared hold kept meanwhile (zaris: a join, +1 and -1 on the group's count)",
     metric: 'ops',
     rows,
   }

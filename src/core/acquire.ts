@@ -13,6 +13,7 @@ import { AcquireMachine } from './acquire-machine'
 import { claimOf, type Claim, type HoldSpec, type Part } from './claim'
 import type { Context } from './context'
 import { InvalidArgumentError } from './errors'
+import { sharedPart } from './on-demand'
 import { ExclusivePart } from './exclusive-part'
 import type { Hold, HoldInit, LockMode } from './hold'
 import { checkBoolean, checkUserKey, checkOptions, checkSignal, checkTtl, checkWait, MAX_KEY_LENGTH } from './validate'
@@ -107,7 +108,7 @@ export function checkKeys(keys: readonly unknown[]): string[] {
 /** The part that takes lock `key` in `mode` (shared parts load on first use). */
 export async function lockPart<P>(ctx: Context, key: string, mode: LockMode, spec: HoldSpec<null, P>): Promise<Part<P>> {
   if (mode === 'exclusive') return new ExclusivePart(ctx, key, spec, { lock: true })
-  const { SharedPart } = await import('./shared-part')
+  const { SharedPart } = await sharedPart()
   if (SharedPart.keyLength(ctx, key) > MAX_KEY_LENGTH) {
     const room = MAX_KEY_LENGTH - (SharedPart.keyLength(ctx, key) - key.length)
     throw new InvalidArgumentError(`a shared lock's key must be at most ${room} UTF-16 code units with this client's id (its shared holds are kept under it), got ${key.length}`)

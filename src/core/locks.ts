@@ -23,6 +23,7 @@ import { checkAcquire, checkKeys, checkMode, lockPart, take, type AcquireOptions
 import { claimOf, type HoldSpec } from './claim'
 import type { Context } from './context'
 import { InvalidArgumentError } from './errors'
+import { lockQuery, lockSet } from './on-demand'
 import { Lock, type HoldInit, type LockMode } from './hold'
 import type { LockQuery } from './lock-query'
 import type { LockSet } from './lock-set'
@@ -98,7 +99,7 @@ export class Locks {
     const order = [...keys].sort()
     const parts = await Promise.all(order.map((k) => lockPart(ctx, k, mode, spec)))
     if (!Array.isArray(keyOrKeys)) return take(ctx, claimOf(ctx, parts, { key: keys[0]!, value: mode }, ([h]) => h!), o)
-    const { LockSet } = await import('./lock-set')
+    const { LockSet } = await lockSet()
     const claim = claimOf(ctx, parts, undefined, (holds) => new LockSet(keys.map((k) => holds[order.indexOf(k)]!)))
     return take(ctx, claim, o)
   }
@@ -139,7 +140,7 @@ export class Locks {
     this.#ctx.assertOpen()
     const entry = await this.#ctx.adapter.get(key)
     if (!entry || entry.owner === undefined) return undefined
-    const h = isGroup(entry) ? await (await import('./lock-query')).holderOf(this.#ctx, key, entry) : { owner: entry.owner, token: entry.created, ttl: entry.ttl, mode: 'exclusive' as const }
+    const h = isGroup(entry) ? await (await lockQuery()).holderOf(this.#ctx, key, entry) : { owner: entry.owner, token: entry.created, ttl: entry.ttl, mode: 'exclusive' as const }
     if (!h) return undefined
     const holder: Holder = { owner: h.owner, token: h.token, mode: h.mode }
     if (h.ttl !== undefined) holder.ttl = h.ttl
@@ -160,7 +161,7 @@ export class Locks {
   async query(prefix = ''): Promise<LockQuery> {
     checkPrefix(prefix)
     this.#ctx.assertOpen()
-    return (await import('./lock-query')).queryLocks(this.#ctx, prefix)
+    return (await lockQuery()).queryLocks(this.#ctx, prefix)
   }
 }
 

@@ -24,6 +24,7 @@
 import type { AcquireOptions } from './acquire'
 import type { Context } from './context'
 import { InvalidArgumentError } from './errors'
+import { permits } from './on-demand'
 import type { Permit } from './permits'
 import { runArgs, runHeld } from './run'
 import { checkOptions, checkUserKey } from './validate'
@@ -75,7 +76,7 @@ export class Semaphores {
    * if (!permit) console.log('three uploads run already')
    */
   async acquire(key: string, options: SemaphoreOptions): Promise<Permit | null> {
-    return (await import('./permits')).acquirePermit(this.#ctx, key, options)
+    return (await permits()).acquirePermit(this.#ctx, key, options)
   }
 
   /**
@@ -104,6 +105,6 @@ export class Semaphores {
   async holders(key: string): Promise<PermitHolder[]> {
     checkUserKey(key)
     this.#ctx.assertOpen()
-    return (await import('./permits')).permitHolders(this.#ctx, key)
+    return (await permits()).permitHolders(this.#ctx, key)
   }
 }
