@@ -10,6 +10,7 @@ import { describe } from 'vitest'
 import { adapterCases } from './adapter.case'
 import { familyCases } from './family.case'
 import type { FixtureFactory, Skips } from './fixture'
+import { ownerGoneCases } from './owner-gone.case'
 import { primitiveCases } from './primitives.case'
 import { safetyCases } from './safety.case'
 import { namedTest } from './util'
@@ -29,6 +30,7 @@ export function runConformance(name: string, factory: FixtureFactory, options: C
     adapterCases(factory, t)
     primitiveCases(factory, t, { scale: options.scale })
     safetyCases(factory, t)
+    ownerGoneCases(factory, t)
     familyCases(factory, t)
   })
 }
