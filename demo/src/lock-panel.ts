@@ -1,12 +1,13 @@
 /**
- * The lock panel: take one shared lock (a plain try, or wait in line for it),
+ * The lock panel: take one lock that every tab sees — exclusive (alone) or
+ * shared (beside other readers) — with a plain try or waiting in line;
  * renew, release and "freeze" it (stop renewing, as a paused process would),
- * and see who holds it, with which fencing token, how long they have left,
- * and who waits behind them, in order (./lock-view).
+ * and see who holds it, in which mode, with which fencing token, how long
+ * they have left, and who waits behind them, in order (./lock-view).
  */
-import { isZarisError, type Client, type Lock } from 'zaris'
+import { isZarisError, type Client, type Lock, type LockMode } from 'zaris'
 import { every, h, quietly, type Say, type Unmount } from './dom'
-import { holderFacts, lineView, ttlField } from './lock-view'
+import { lockFacts, ttlField } from './lock-view'
 import type { TabState } from './tab-state'
 
 export const LOCK_KEY = 'demo:lock'
@@ -20,6 +21,10 @@ export function lockPanel(root: HTMLElement, client: Client, tab: TabState, say:
 
   const ttl = ttlField(() => render())
   const auto = h('input', { type: 'checkbox', id: 'lock-auto', checked: true })
+  const modeRadio = (mode: LockMode, checked: boolean) => h('input', { type: 'radio', name: 'lock-mode', value: mode, 'data-testid': `mode-${mode}`, checked })
+  const exclusive = modeRadio('exclusive', true)
+  const shared = modeRadio('shared', false)
+  const mode = (): LockMode => (shared.checked ? 'shared' : 'exclusive')
   const button = (testid: string, label: string, onclick: () => void, secondary = true) =>
     h('button', { type: 'button', class: secondary ? 'secondary' : '', 'data-testid': testid, onclick }, label)
   const acquire = button('acquire', 'Acquire', () => void onAcquire(0), false)
@@ -29,20 +34,20 @@ export function lockPanel(root: HTMLElement, client: Client, tab: TabState, say:
   const freeze = button('freeze', 'Freeze (stop renewing)', () => onFreeze(true))
   const unfreeze = button('unfreeze', 'Unfreeze', () => onFreeze(false))
   const release = button('release', 'Release', () => void (stopRenewing?.(), lock?.release()))
-  const facts = holderFacts(client, LOCK_KEY, closing.signal, say)
-  const line = lineView(client, LOCK_KEY)
+  const facts = lockFacts(client, LOCK_KEY)
   const note = h('p', { class: 'note', 'data-testid': 'lock-note' })
 
   root.replaceChildren(
     h('h2', { id: 'lock-title' }, 'Lock ', h('code', {}, LOCK_KEY)),
     h('div', { class: 'row' }, h('label', { for: 'lock-ttl' }, 'TTL (ms)'), ttl.input, h('label', { class: 'check' }, auto, ' auto-renew')),
     ttl.error,
+    h('fieldset', { class: 'row mode' }, h('legend', {}, 'Mode'), h('label', { class: 'check' }, exclusive, ' exclusive (alone)'), h('label', { class: 'check' }, shared, ' shared (beside other readers)')),
     h('div', { class: 'row' }, acquire, acquireWait, cancel),
     h('div', { class: 'row' }, renew, freeze, unfreeze, release),
     facts.element,
     note,
     h('h3', { id: 'line-title' }, 'Waiting in line'),
-    line.element,
+    facts.line,
   )
 
   async function onAcquire(wait: number) {
@@ -60,7 +65,7 @@ export function lockPanel(root: HTMLElement, client: Client, tab: TabState, say:
     }
     try {
       // The page renews by itself (instead of autoRenew) so that "freeze" can stop it.
-      const got = await client.locks.acquire(LOCK_KEY, { ttl: t, wait, signal: controller.signal, autoRenew: false })
+      const got = await client.locks.acquire(LOCK_KEY, { ttl: t, wait, mode: mode(), signal: controller.signal, autoRenew: false })
       if (got) took(got)
       else say(`The lock is held by ${facts.holder()?.owner ?? 'another tab'}: try "Acquire and wait".`)
     } catch (err) {
@@ -83,7 +88,7 @@ export function lockPanel(root: HTMLElement, client: Client, tab: TabState, say:
     tab.lastLock = held
     tab.set({ holds: true, frozen: false })
     note.textContent = ''
-    say(`Acquired with token ${held.token}.`)
+    say(`Acquired (${held.mode}) with token ${held.token}.`)
     held.signal.addEventListener('abort', () => {
       const code = isZarisError(held.signal.reason) ? held.signal.reason.code : 'ENDED'
       if (!closing.signal.aborted) say(code === 'RELEASED' ? 'Released.' : `Lost the lock (${code}).`, code !== 'RELEASED')
@@ -136,6 +141,7 @@ export function lockPanel(root: HTMLElement, client: Client, tab: TabState, say:
     const held = Boolean(lock?.held)
     facts.draw(held)
     acquire.disabled = acquireWait.disabled = held || Boolean(waiting) || !ttl.valid()
+    exclusive.disabled = shared.disabled = held || Boolean(waiting)
     cancel.disabled = !waiting
     renew.disabled = release.disabled = !held
     freeze.disabled = !held || frozen
@@ -149,6 +155,6 @@ export function lockPanel(root: HTMLElement, client: Client, tab: TabState, say:
     closing.abort()
     await waiting?.done
     if (lock?.held) await quietly(lock.release())
-    await Promise.all([facts.stop(), line.stop()])
+    await facts.stop()
   }
 }
