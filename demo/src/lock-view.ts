@@ -3,7 +3,7 @@
  * holds the lock (exclusive or shared, with token and time left, as a number
  * and as a bar), and the line of waiting tabs with what each waits for.
  */
-import type { Client, HeldLock, PendingLock } from 'zaris'
+import type { Client, HeldLock, LockMode, PendingLock } from 'zaris'
 import { h, seconds } from './dom'
 import { followLock } from './lock-query'
 
@@ -24,6 +24,19 @@ export function ttlField(onChange: () => void) {
   }
   input.addEventListener('input', () => void read())
   return { input, error, read, valid: () => input.getAttribute('aria-invalid') !== 'true' }
+}
+
+/** The mode choice: exclusive (alone) or shared (beside other readers). */
+export function modeField() {
+  const radio = (mode: LockMode, checked: boolean) => h('input', { type: 'radio', name: 'lock-mode', value: mode, 'data-testid': `mode-${mode}`, checked })
+  const exclusive = radio('exclusive', true)
+  const shared = radio('shared', false)
+  const element = h('fieldset', { class: 'row mode' }, h('legend', {}, 'Mode'), h('label', { class: 'check' }, exclusive, ' exclusive (alone)'), h('label', { class: 'check' }, shared, ' shared (beside other readers)'))
+  return {
+    element,
+    value: (): LockMode => (shared.checked ? 'shared' : 'exclusive'),
+    disable: (on: boolean) => void (exclusive.disabled = shared.disabled = on),
+  }
 }
 
 /**
