@@ -52,8 +52,8 @@ export interface HoldLife {
   group?: { key: string; created: number }
   /** A release's other ops (a shared hold: one less in its group's count). */
   releaseOps?: Op[]
-  /** After a release the store applied, with the entries it wrote (a shared hold: the last one out ends the group). */
-  afterRelease?(entries: Entry[]): void
+  /** After a release the store applied, with the entries it wrote (a shared hold: the last one out ends the group). Never rejects. */
+  afterRelease?(entries: Entry[]): Promise<void>
 }
 
 /** The life of a hold of `key` with `token`, with its checks. */
@@ -81,9 +81,9 @@ export class Life {
     return [{ type: 'delete', key: this.entryKey }, ...(this.#life?.releaseOps ?? [])]
   }
 
-  /** Tells the life that a release was applied. */
-  released(entries: Entry[]): void {
-    this.#life?.afterRelease?.(entries)
+  /** Tells the life that a release was applied; resolves once it tidied what it must. */
+  async released(entries: Entry[]): Promise<void> {
+    await this.#life?.afterRelease?.(entries)
   }
 
   /** Whether `entry`, read at `key` (one of {@link keys}), still carries this hold. */

@@ -212,15 +212,11 @@ export abstract class Hold<V extends Value = Value> implements AsyncDisposable, 
       this.#stopTimers()
     }
     this.#finishing = this.#ctx.adapter.commit(this.#life.checks, this.#life.releaseOps()).then(
-      (r) => {
-        if (r.ok) this.#life.released(r.entries)
-        if (!wasHeld) return false
-        if (r.ok) {
-          this.#end(released)
-          return true
-        }
-        this.#end(this.#reasonFrom(r.failed))
-        return false
+      async (r) => {
+        if (wasHeld) this.#end(r.ok ? released : this.#reasonFrom(r.failed))
+        // What else a release tidies (the last shared holder out ends its group) is done before it resolves.
+        if (r.ok) await this.#life.released(r.entries)
+        return wasHeld && r.ok
       },
       (err) => {
         if (!wasHeld) return false
@@ -244,7 +240,7 @@ export abstract class Hold<V extends Value = Value> implements AsyncDisposable, 
 
   async #deleteGuarded(): Promise<boolean> {
     const r = await this.#ctx.adapter.commit(this.#life.checks, this.#life.releaseOps())
-    if (r.ok) this.#life.released(r.entries)
+    if (r.ok) await this.#life.released(r.entries)
     return r.ok
   }
 

@@ -99,10 +99,10 @@ export class SharedPart<P> implements Part<P> {
         entryKey: this.#shareKey,
         group: { key, created: group.created },
         releaseOps: [{ type: 'add', key, delta: -1 }],
-        afterRelease(entries) {
+        async afterRelease(entries) {
           // The last one out ends the group; by its revision, so that a holder joining meanwhile keeps it.
           const g = entries.find((e) => e.key === key)
-          if (g && typeof g.value === 'number' && g.value <= 0) ctx.adapter.commit([{ key, revision: g.revision }], [{ type: 'delete', key }]).catch(() => {})
+          if (g && typeof g.value === 'number' && g.value <= 0) await ctx.adapter.commit([{ key, revision: g.revision }], [{ type: 'delete', key }]).catch(() => {})
         },
       },
     })

@@ -76,7 +76,7 @@ describe('shared part', () => {
     expect(await sa.release()).toBe(true)
     expect(await raw.get('k')).toMatchObject({ owner: GROUP, value: 1 })
     expect(await sb.release()).toBe(true)
-    await until(async () => (await raw.get('k')) === undefined)
+    expect(await raw.get('k')).toBeUndefined() // release resolves once the group is gone
   })
 
   test('the last one out racing a new joiner: the group stays, since its delete is checked on the revision it saw', async () => {
@@ -85,11 +85,11 @@ describe('shared part', () => {
     closing.push(() => a.close())
     const sa = (await a.locks.acquire('k', { mode: 'shared' }))!
     const groupDelete = store.gate((checks, ops) => ops.length === 1 && ops[0]!.type === 'delete' && ops[0]!.key === 'k')
-    expect(await sa.release()).toBe(true)
+    const releasing = sa.release() // resolves once the group's delete is answered
     await groupDelete.arrived
     const late = (await client('late').locks.acquire('k', { mode: 'shared' }))!
     groupDelete.open()
-    await new Promise((r) => setTimeout(r, 20))
+    expect(await releasing).toBe(true)
     expect(await raw.get('k')).toMatchObject({ owner: GROUP, value: 1 })
     expect(await late.renew()).toBe(true)
   })
