@@ -6,7 +6,7 @@
  * overlap, the semaphore did fill up), so a test that raced nothing fails.
  */
 import { describe, expect } from 'vitest'
-import { isZarisError, type Lock, type LockMode } from 'zaris'
+import { isZarisError, type Client, type Hold, type Lock, type LockMode } from 'zaris'
 import type { FixtureFactory, StoreFixture } from './fixture'
 import { onFreshStore, sleep, until, type Named } from './util'
 import { WindowLog } from './windows'
@@ -15,6 +15,28 @@ export function familyCases(factory: FixtureFactory, t: Named): void {
   const withStore = onFreshStore(factory)
   const clientsOf = (f: StoreFixture, n: number, base = 'c') => Promise.all(Array.from({ length: n }, (_, i) => f.connect({ id: `${base}${i}` })))
   const code = (s: AbortSignal) => (s.reason as { code?: string } | undefined)?.code
+
+  /**
+   * A client takes a hold that it does not renew, then "dies" (its adapter
+   * goes, no release is sent); another client waiting for it gets it at the
+   * hold's TTL — or at once, on a store that knows the client is gone.
+   */
+  async function freedAtTtl(f: StoreFixture, take: (c: Client, ttl: number) => Promise<Hold | null>, retake: (c: Client) => Promise<Hold | null>) {
+    const [a, b] = await clientsOf(f, 2)
+    const raw = await f.adapter()
+    const ttl = 600
+    const first = await take(a!, ttl)
+    expect(first).not.toBeNull()
+    const taken = performance.now()
+    await a!.adapter.close()
+    const next = await retake(b!)
+    const elapsed = performance.now() - taken
+    expect(next).not.toBeNull()
+    expect(next!.token).toBeGreaterThan(first!.token)
+    expect(elapsed).toBeLessThan(ttl + 3_000)
+    if (!raw.capabilities?.ownerGone) expect(elapsed).toBeGreaterThanOrEqual(ttl * 0.9)
+    await (next as Lock).release()
+  }
 
   describe('shared locks', () => {
     t('shared holders overlap and never overlap an exclusive one (6 clients, mixed modes)', withStore(async (f) => {
@@ -98,20 +120,7 @@ export function familyCases(factory: FixtureFactory, t: Named): void {
     }))
 
     t('a shared holder that stops renewing frees its share at its TTL (at once where the store knows its client is gone)', withStore(async (f) => {
-      const [a, b] = await clientsOf(f, 2)
-      const raw = await f.adapter()
-      const ttl = 600
-      const share = (await a!.locks.acquire('crash', { mode: 'shared', ttl, autoRenew: false }))!
-      const taken = performance.now()
-      // The holder's client "dies": its adapter goes, no release is sent.
-      await a!.adapter.close()
-      const lock = await b!.locks.acquire('crash', { ttl: 20_000, wait: 10_000 })
-      const elapsed = performance.now() - taken
-      expect(lock).not.toBeNull()
-      expect(lock!.token).toBeGreaterThan(share.token)
-      expect(elapsed).toBeLessThan(ttl + 3_000)
-      if (!raw.capabilities?.ownerGone) expect(elapsed).toBeGreaterThanOrEqual(ttl * 0.9)
-      await lock!.release()
+      await freedAtTtl(f, (c, ttl) => c.locks.acquire('crash', { mode: 'shared', ttl, autoRenew: false }), (c) => c.locks.acquire('crash', { ttl: 20_000, wait: 10_000 }))
     }), 30_000)
   })
 
@@ -159,18 +168,7 @@ export function familyCases(factory: FixtureFactory, t: Named): void {
     }))
 
     t('a permit holder that stops renewing frees its permit at its TTL (at once where the store knows its client is gone)', withStore(async (f) => {
-      const [a, b] = await clientsOf(f, 2)
-      const raw = await f.adapter()
-      const ttl = 600
-      await a!.semaphores.acquire('crash-sem', { limit: 1, ttl, autoRenew: false })
-      const taken = performance.now()
-      await a!.adapter.close()
-      const permit = await b!.semaphores.acquire('crash-sem', { limit: 1, ttl: 20_000, wait: 10_000 })
-      const elapsed = performance.now() - taken
-      expect(permit).not.toBeNull()
-      expect(elapsed).toBeLessThan(ttl + 3_000)
-      if (!raw.capabilities?.ownerGone) expect(elapsed).toBeGreaterThanOrEqual(ttl * 0.9)
-      await permit!.release()
+      await freedAtTtl(f, (c, ttl) => c.semaphores.acquire('crash-sem', { limit: 1, ttl, autoRenew: false }), (c) => c.semaphores.acquire('crash-sem', { limit: 1, ttl: 20_000, wait: 10_000 }))
     }), 30_000)
   })
 
