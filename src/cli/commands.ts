@@ -85,13 +85,14 @@ function ls(prefix: string, asJson: boolean): Run {
 
 function locks(prefix: string, asJson: boolean): Run {
   return async (client, io) => {
-    const rows = await readLocks(client.adapter, prefix)
+    const rows = await readLocks(client, prefix)
     if (asJson) io.out(json(rows))
     else if (rows.length === 0) io.err(`nothing held${prefix === '' ? '' : ` under ${showKey(prefix)}`}`)
     else {
       const lines = rows.flatMap((r) => [
-        [showKey(r.key), r.holder ? 'holder' : 'free', r.holder?.owner ?? '-', r.holder ? String(r.holder.token) : '-', showTtl(r.holder?.ttl)],
-        ...r.waiters.map((w, i) => [showKey(r.key), `waiter ${i + 1}`, w.owner, '-', `since revision ${w.since}`]),
+        ...(r.holders.length === 0 ? [[showKey(r.key), 'free', '-', '-', showTtl(undefined)]] : []),
+        ...r.holders.map((h) => [showKey(r.key), h.mode === 'shared' ? 'shared' : 'holder', h.owner, String(h.token), showTtl(h.ttl)]),
+        ...r.waiters.map((w, i) => [showKey(r.key), `waiter ${i + 1}${w.mode === 'shared' ? ' (shared)' : ''}`, w.owner, '-', `since revision ${w.since}`]),
       ])
       io.out(table(['KEY', 'ROLE', 'OWNER', 'TOKEN', 'TIME LEFT'], lines))
     }

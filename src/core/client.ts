@@ -11,12 +11,14 @@ import type { Closable, Context } from './context'
 import { Counters } from './counters'
 import { Election, type ElectionOptions } from './election'
 import { ClosedError, ConflictError, FencedError, InvalidArgumentError } from './errors'
-import { learnFromFence, type Fence } from './hold'
+import type { Fence } from './hold'
+import { fencing } from './hold-life'
 import { randomId } from './ids'
 import { Leases } from './leases'
 import { Locks } from './locks'
 import { defaultClock } from './page-clock'
-import { isQueueKey } from './reserved'
+import { isReservedKey, SEP } from './reserved'
+import { Semaphores } from './semaphores'
 import { checkUserKey, checkOptions, checkOwner, checkPrefix, checkRevision, checkTtl, checkValue } from './validate'
 import { Watch, type WatchOptions } from './watch'
 
@@ -72,6 +74,8 @@ export class Client implements AsyncDisposable {
   readonly leases: Leases
   /** Atomic counters. */
   readonly counters: Counters
+  /** Semaphores: at most `limit` holders of a key at once. */
+  readonly semaphores: Semaphores
   /** The adapter under this client. */
   readonly adapter: Adapter
 
@@ -85,6 +89,8 @@ export class Client implements AsyncDisposable {
     const options = checkOptions<ClientOptions>(rawOptions)
     // The id is written as the owner of what the client holds: the store must keep it unchanged.
     this.id = options.id === undefined ? randomId() : checkOwner(options.id, 'id')
+    // U+0001 ends a key inside zaris's own keys (which carry ids), and starts its own owners (a shared lock's group).
+    if (this.id.includes(SEP)) throw new InvalidArgumentError('id must not contain U+0001: zaris keeps that character for its own keys and owners')
     this.adapter = adapter
     const ready = adapter.capabilities?.ownerGone && adapter.registerOwner ? adapter.registerOwner(this.id) : Promise.resolve()
     ready.catch(() => {}) // reported where it is awaited, by the first hold
@@ -110,6 +116,7 @@ export class Client implements AsyncDisposable {
     this.locks = new Locks(this.#ctx)
     this.leases = new Leases(this.#ctx)
     this.counters = new Counters(this.#ctx)
+    this.semaphores = new Semaphores(this.#ctx)
   }
 
   /** True once `close()` was called. */
@@ -175,8 +182,8 @@ export class Client implements AsyncDisposable {
     checkPrefix(prefix)
     this.#ctx.assertOpen()
     const entries = await this.adapter.list(prefix)
-    // Wait-queue entries sort first (U+0001) and are ours, not the user's.
-    return entries.some((e) => isQueueKey(e.key)) ? entries.filter((e) => !isQueueKey(e.key)) : entries
+    // Reserved entries (wait lines, shared holds, permits) sort first (U+0001) and are ours, not the user's.
+    return entries.some((e) => isReservedKey(e.key)) ? entries.filter((e) => !isReservedKey(e.key)) : entries
   }
 
   /**
@@ -231,16 +238,15 @@ export class Client implements AsyncDisposable {
       if (typeof f !== 'object' || f === null || typeof f.key !== 'string' || typeof f.token !== 'number') {
         throw new InvalidArgumentError('fence must be a lock or lease (an object with key and token)')
       }
-      checks.push({ key: checkUserKey(f.key, 'fence.key'), created: f.token })
+      checkUserKey(f.key, 'fence.key')
+      checks.push(...fencing.checks(f as Fence))
     }
     return checks
   }
 
   #refusal(op: string, key: string, failed: Array<{ key: string; entry: Entry | undefined }>, fence: Fence | undefined): Error {
-    const fenced = fence && failed.find((f) => f.key === fence.key)
-    if (fenced) {
-      // The key no longer carries the token: the hold (if the fence is one) is over, and learns it now.
-      learnFromFence(fence, fenced.entry)
+    // The key no longer carries the token: the hold (if the fence is one) is over, and learns it now.
+    if (fence && fencing.refused(fence, failed)) {
       return new FencedError(`${op} ${JSON.stringify(key)} refused: the lock ${JSON.stringify(fence.key)} is no longer held with token ${fence.token}`)
     }
     return new ConflictError(`${op} ${JSON.stringify(key)} refused: the entry is not at the expected revision`)

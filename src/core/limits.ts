@@ -15,3 +15,6 @@ export const MAX_TTL = 2_147_483_647
 export const MAX_OWNER_LENGTH = 256
 /** A commit's request id, given to a store directly (Redis, etcd), is at most this many characters. */
 export const MAX_REQUEST_ID_LENGTH = 256
+
+/** The largest `limit` a semaphore may have. */
+export const MAX_PERMITS = 1_000_000

@@ -8,7 +8,7 @@
 import type { Check, Op, Value, WatchSink } from './adapter'
 import { InvalidArgumentError } from './errors'
 import { MAX_KEY_LENGTH, MAX_OWNER_LENGTH, MAX_REQUEST_ID_LENGTH, MAX_TTL, MAX_VALUE_DEPTH } from './limits'
-import { isQueueKey } from './reserved'
+import { isReservedKey } from './reserved'
 
 // The limits these checks enforce, for modules that import them with the checks.
 export { MAX_KEY_LENGTH, MAX_OWNER_LENGTH, MAX_TTL, MAX_VALUE_DEPTH }
@@ -53,8 +53,8 @@ export function checkKey(key: unknown, name = 'key'): string {
 /** A key given to the public API: {@link checkKey}, and not one of zaris's reserved keys. */
 export function checkUserKey(key: unknown, name = 'key'): string {
   checkKey(key, name)
-  if (isQueueKey(key as string)) {
-    throw new InvalidArgumentError(`${name} must not start with U+0001 "q": zaris keeps those keys for its wait queues`)
+  if (isReservedKey(key as string)) {
+    throw new InvalidArgumentError(`${name} must not start with U+0001: zaris keeps those keys for its wait lines, shared holds and permits`)
   }
   return key as string
 }

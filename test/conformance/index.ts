@@ -11,6 +11,7 @@
  */
 import { describe } from 'vitest'
 import { adapterCases } from './adapter.case'
+import { familyCases } from './family.case'
 import { adapterFixture, type AdapterFixtureOptions, type FixtureFactory, type OpenAdapter, type Skips } from './fixture'
 import { ownerGoneCases } from './owner-gone.case'
 import { primitiveCases } from './primitives.case'
@@ -41,6 +42,7 @@ export function runConformance(name: string, factory: FixtureFactory, options: C
     primitiveCases(factory, t, { scale: options.scale })
     safetyCases(factory, t)
     ownerGoneCases(factory, t)
+    familyCases(factory, t)
   })
 }
 

@@ -31,7 +31,6 @@ const PENDING: Array<[RegExp, string]> = [
   [/^server\/handler\.ts: \d+ lines$/, 'h3-node splits the handler by job (issue 13)'],
   [/^server\/handler\.ts:\d+: a function of \d+ lines$/, 'h3-node: createHandler becomes routing only'],
   [/^server\/frames\.ts:\d+: a function of \d+ lines$/, 'h3-node: serveFrames becomes a FramedSocket class'],
-  [/^core\/acquire\.ts:\d+: a function of \d+ lines$/, 'h8-locks: the acquire wait as a state machine of its own'],
 ]
 const pending = (v: Violation) => PENDING.some(([re]) => re.test(v))
 
