@@ -117,7 +117,7 @@ export function simulate(options: SimulationOptions): HistoryEvent[] {
     time = effect
     const lost = random() < options.unknownRate
     const applied = !lost || random() < 0.5
-    const output = op.f === 'get' ? { entry: store.get(op.input.key) ?? null } : applied ? store.commit(op.input.checks, op.input.ops) : { ok: false, failed: [] }
+    const output: any = op.f === 'get' ? { entry: store.get(op.input.key) ?? null } : applied ? store.commit(op.input.checks, op.input.ops) : { ok: false, failed: [] }
     events.push({ process: c.process, type: 'invoke', f: op.f, value: op.input, time: Math.round(call * 1e6), client: c.id })
     if (lost) {
       // The answer never came: the client goes on under a new process, knowing nothing.
@@ -125,8 +125,8 @@ export function simulate(options: SimulationOptions): HistoryEvent[] {
       c.process = nextProcess++
       c.counter = undefined
     } else {
-      const value = op.f === 'get' ? output : 'ok' in output && output.ok ? { revision: output.revision, entries: output.entries, deleted: output.deleted } : { failed: (output as { failed: unknown[] }).failed }
-      const type = op.f === 'commit' && !(output as { ok: boolean }).ok ? 'fail' : 'ok'
+      const value = op.f === 'get' ? output : output.ok ? { revision: output.revision, entries: output.entries, deleted: output.deleted } : { failed: output.failed }
+      const type = op.f === 'commit' && !output.ok ? 'fail' : 'ok'
       events.push({ process: c.process, type, f: op.f, value: JSON.parse(JSON.stringify(value)), time: Math.round(ret * 1e6), client: c.id })
       op.learn(value)
     }
