@@ -1,13 +1,14 @@
 /**
  * `npm run check:history FILE [--slack MS] [--max-steps N]`: checks a
  * history file (Jepsen-shaped JSON lines or array; test/lincheck/history.ts)
- * for linearizability against the store model, prints the verdict and, on a
+ * for linearizability against the store model and its watches against
+ * the acknowledged commits, prints the verdict and, on a
  * violation, the smallest failing partition with the operations involved.
  * Exit code 0: linearizable; 1: not; 2: undecided or unreadable.
  */
 import { readFileSync } from 'node:fs'
-import { checkHistory, formatResult } from './check'
 import { parseHistory } from './history'
+import { verifyHistory } from './verify'
 
 const args = process.argv.slice(2)
 const flag = (name: string) => {
@@ -24,9 +25,9 @@ if (!file || args.length !== 1 || !Number.isFinite(slack)) {
   process.exit(2)
 }
 try {
-  const result = checkHistory(parseHistory(readFileSync(file, 'utf8')), { slack, maxSteps: maxSteps === undefined ? undefined : Number(maxSteps) })
-  console.log(formatResult(result))
-  process.exit(result.verdict === 'ok' ? 0 : result.verdict === 'violation' ? 1 : 2)
+  const verdict = verifyHistory(parseHistory(readFileSync(file, 'utf8')), { slack, maxSteps: maxSteps === undefined ? undefined : Number(maxSteps) })
+  console.log(verdict.report)
+  process.exit(verdict.ok ? 0 : verdict.linearizability.verdict === 'unknown' ? 2 : 1)
 } catch (err) {
   console.error(`${file}: ${(err as Error).message}`)
   process.exit(2)
