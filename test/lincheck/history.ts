@@ -42,6 +42,8 @@ export interface HistoryEvent {
   client?: string
   /** Position in the history, added when read if absent. */
   index?: number
+  /** What the client was doing, for checks outside the model (test/model). */
+  tag?: string
 }
 
 /** `info` events that are complete on their own (no invocation). */

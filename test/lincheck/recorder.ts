@@ -58,13 +58,17 @@ const errorOf = (err: unknown) => ({ code: (err as { code?: string } | null)?.co
  * Wraps `inner` so that `client`'s gets and commits are recorded into `sink`.
  * Operations in flight at once get distinct processes (a process does one
  * thing at a time, as Jepsen's do); a process whose operation ended in an
- * unknown outcome is not used again (Jepsen's crashed process).
+ * unknown outcome is not used again (Jepsen's crashed process). `tag`, if
+ * given, names what the client was doing (kept on the invocation as `tag`).
  */
-export function recordingAdapter(inner: Adapter, sink: HistorySink, client: string): Adapter {
+export function recordingAdapter(inner: Adapter, sink: HistorySink, client: string, tag?: () => string | undefined): Adapter {
   const idle: number[] = []
   const run = async <T>(f: string, input: unknown, call: () => Promise<T>, outcome: (r: T) => { type: 'ok' | 'fail'; value: unknown }): Promise<T> => {
     const process = idle.pop() ?? sink.newProcess()
-    sink.push({ process, type: 'invoke', f, value: input, time: ns(sink.now()), client })
+    const invoke: HistoryEvent = { process, type: 'invoke', f, value: input, time: ns(sink.now()), client }
+    const t = tag?.()
+    if (t !== undefined) invoke.tag = t
+    sink.push(invoke)
     let result: T
     try {
       result = await call()

@@ -40,6 +40,75 @@ export interface StoreEvent {
 
 const drift = (ttl: number) => ttl * 0.01 + 2
 
+/** What a client was told about a hold: a fenced write accepted (at `revision`), a renewal or release that resolved true. */
+export interface HoldResult {
+  kind: 'fenced' | 'renew' | 'release'
+  client: string
+  key: string
+  token: number
+  revision?: number
+}
+
+/**
+ * The life of `token` at `key` as the store reported it: from the put that
+ * started it (revision = created = token) through the puts of the same owner
+ * that kept it, to the first event that did not.
+ */
+export function lifeOf(store: StoreEvent[], key: string, token: number): { start?: StoreEvent; end?: StoreEvent } {
+  const events = store.filter((e) => e.key === key)
+  const i = events.findIndex((e) => e.kind === 'put' && e.revision === token && e.created === token)
+  if (i === -1) return {}
+  const start = events[i]!
+  const end = events.slice(i + 1).find((e) => e.kind !== 'put' || e.created !== token || e.owner !== start.owner)
+  return { start, end }
+}
+
+const showEnd = (e: StoreEvent) => (e.kind === 'put' ? `written at revision ${e.revision} by ${e.owner ?? 'an ownerless write'} (created ${e.created})` : `${e.kind === 'expire' ? 'expired' : 'deleted'} at revision ${e.revision}`)
+
+/**
+ * What the client was told must agree with the token's life: a fenced write
+ * accepted inside it, a renewal that resolved true inside it, a release that
+ * resolved true the delete that ended it. (A store call the core forgot to
+ * guard looks like a plain write to the model of the store; this is where
+ * such a bug shows.)
+ */
+export function checkResults(results: HoldResult[], store: StoreEvent[], history: HistoryEvent[]): string[] {
+  const problems: string[] = []
+  const deletesBy = new Map<string, Set<number>>()
+  const invokes = new Map<number | string, HistoryEvent>()
+  for (const e of history) {
+    if (e.type === 'invoke') invokes.set(e.process, e)
+    else if (e.type === 'ok' && e.f === 'commit') {
+      const invoke = invokes.get(e.process)
+      const out = e.value as { revision: number; deleted: string[] }
+      for (const k of out.deleted ?? []) {
+        const id = `${invoke?.client}\u0000${k}`
+        if (!deletesBy.has(id)) deletesBy.set(id, new Set())
+        deletesBy.get(id)!.add(out.revision)
+      }
+    }
+  }
+  for (const r of results) {
+    const { start, end } = lifeOf(store, r.key, r.token)
+    const name = `${r.client}'s ${r.kind === 'fenced' ? 'fenced write' : r.kind === 'renew' ? 'renewal' : 'release'} of ${r.key} (token ${r.token})`
+    if (!start) {
+      problems.push(`${name} was accepted, but the store never reported a life with that token`)
+      continue
+    }
+    if (r.kind === 'release') {
+      if (!end || end.kind !== 'delete' || !deletesBy.get(`${r.client}\u0000${r.key}`)?.has(end.revision)) {
+        problems.push(`${name} resolved true, but the token's life ${end ? `ended ${showEnd(end)}, not by its delete` : 'never ended'}`)
+      }
+      continue
+    }
+    if (r.revision === undefined) continue
+    if (r.revision < r.token || (end && r.revision >= end.revision)) {
+      problems.push(`${name} was accepted at revision ${r.revision}, outside the token's life (${r.token} to ${end ? showEnd(end) : 'now'})`)
+    }
+  }
+  return problems
+}
+
 /** What is wrong with the holds, in words (empty: nothing). */
 export function checkHolds(holds: HoldRecord[], store: StoreEvent[], history: HistoryEvent[], now: number, tolerance: number): string[] {
   const problems: string[] = []
@@ -94,6 +163,42 @@ export function checkHolds(holds: HoldRecord[], store: StoreEvent[], history: Hi
       problems.push(`${name}: its signal aborted at ${h.abortedAt} with ${h.reason}, but nothing had ended it (${ends.map((e) => `${e.why} at ${e.at}`).join('; ') || 'nothing ever did'})`)
     } else if (!before.some((e) => e.reason === h.reason)) {
       problems.push(`${name}: its signal aborted at ${h.abortedAt} with ${h.reason}, but what had ended it says ${before.map((e) => `${e.reason} (${e.why} at ${e.at})`).join(' or ')}`)
+    }
+  }
+  return problems
+}
+
+/**
+ * What a hold sends behind the user's back must touch only its own life: a
+ * renewal (a set of the key owned by its client, not a grant) extends the
+ * life of its token, a release (a delete of the key, not the user's plain
+ * delete) ends it. Attributed to the client's latest hold on the key. Never
+ * another owner's life, nor an earlier one of its own: that is how a missing
+ * token check shows, which the model of the store sees as a plain write.
+ */
+export function checkHoldCommits(holds: HoldRecord[], store: StoreEvent[], history: HistoryEvent[]): string[] {
+  const problems: string[] = []
+  const invokes = new Map<number | string, HistoryEvent>()
+  for (const e of history) {
+    if (e.type === 'invoke') {
+      invokes.set(e.process, e)
+      continue
+    }
+    const invoke = invokes.get(e.process)
+    if (!invoke || e.type !== 'ok' || e.f !== 'commit') continue
+    const input = invoke.value as { checks: Array<{ key: string; revision?: number | null }>; ops: Array<{ type: string; key: string; owner?: string; fresh?: boolean }> }
+    const revision = (e.value as { revision: number }).revision
+    for (const o of input.ops) {
+      const grant = o.type === 'set' && (o.fresh || input.checks.some((c) => c.key === o.key && c.revision === null))
+      const renewal = o.type === 'set' && o.owner === invoke.client && !grant
+      const release = o.type === 'delete' && invoke.tag !== 'plain-delete' && holds.some((h) => h.client === invoke.client && h.key === o.key)
+      if (!renewal && !release) continue
+      const hold = holds.filter((h) => h.client === invoke.client && h.key === o.key && h.token < revision).at(-1)
+      if (!hold) continue
+      const { end } = lifeOf(store, o.key, hold.token)
+      const what = `${invoke.client}'s ${renewal ? 'renewal' : 'release'} of ${o.key} at revision ${revision} (its hold's token ${hold.token})`
+      if (renewal && end && end.revision < revision) problems.push(`${what} wrote after that life had ended (${showEnd(end)}): it took over another life`)
+      if (release && end && end.revision < revision && (e.value as { deleted: string[] }).deleted.includes(o.key)) problems.push(`${what} deleted the key after that life had ended (${showEnd(end)}): it ended another life`)
     }
   }
   return problems

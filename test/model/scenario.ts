@@ -20,7 +20,7 @@ import { MemoryHistory, recordingAdapter } from '../lincheck/recorder'
 import type { HistoryEvent } from '../lincheck/history'
 import { verifyHistory } from '../lincheck/verify'
 import { watchRecorder } from '../lincheck/watch'
-import { checkHolds, type HoldRecord } from './holds'
+import { checkHoldCommits, checkHolds, checkResults, type HoldRecord, type HoldResult } from './holds'
 
 export const LOCKS = ['lock:a', 'lock:b']
 export const fencedKeys = (lock: string) => [`res:${lock.slice(5)}:0`, `res:${lock.slice(5)}:1`]
@@ -49,11 +49,20 @@ export interface Scenario {
 }
 
 /** Arbitraries of scenarios; `ttl` bounds are in ms. */
-export function scenarioArbitrary(options: { clients: number; commands: number; ttl: [number, number]; losses?: boolean }): fc.Arbitrary<Scenario> {
+export function scenarioArbitrary(options: { clients: number; commands: number; ttl: [number, number]; losses?: boolean; holdsOnly?: boolean }): fc.Arbitrary<Scenario> {
   const ttl = fc.integer({ min: options.ttl[0], max: options.ttl[1] })
-  const command: fc.Arbitrary<Command> = fc.oneof(
-    { weight: 5, arbitrary: fc.record({ kind: fc.constant('acquire' as const), lock: fc.constantFrom(...LOCKS), ttl, wait: fc.oneof(fc.constant(0), ttl), steal: fc.boolean().chain((b) => (b ? fc.boolean() : fc.constant(false))), autoRenew: fc.boolean() }) },
-    { weight: 2, arbitrary: fc.record({ kind: fc.constant('renew' as const), ttl }) },
+  // Most of the contention on one lock: races need two clients on the same key.
+  const lock = fc.oneof({ weight: 3, arbitrary: fc.constant(LOCKS[0]!) }, { weight: 1, arbitrary: fc.constantFrom(...LOCKS) })
+  // Races of holds: two clients on one lock, stealing, renewing and releasing it.
+  const holdRace: fc.Arbitrary<Command> = fc.oneof(
+    { weight: 3, arbitrary: fc.record({ kind: fc.constant('acquire' as const), lock: fc.constant(LOCKS[0]!), ttl, wait: fc.constant(0), steal: fc.boolean(), autoRenew: fc.boolean() }) },
+    { weight: 3, arbitrary: fc.record({ kind: fc.constant('renew' as const), ttl }) },
+    { weight: 2, arbitrary: fc.record({ kind: fc.constant('release' as const) }) },
+    { weight: 2, arbitrary: fc.record({ kind: fc.constant('fencedPut' as const), key: fc.nat(1) }) },
+  )
+  const command: fc.Arbitrary<Command> = options.holdsOnly ? holdRace : fc.oneof(
+    { weight: 5, arbitrary: fc.record({ kind: fc.constant('acquire' as const), lock, ttl, wait: fc.oneof(fc.constant(0), ttl), steal: fc.nat(2).map((n) => n === 0), autoRenew: fc.boolean() }) },
+    { weight: 3, arbitrary: fc.record({ kind: fc.constant('renew' as const), ttl }) },
     { weight: 2, arbitrary: fc.record({ kind: fc.constant('release' as const) }) },
     { weight: 4, arbitrary: fc.record({ kind: fc.constant('fencedPut' as const), key: fc.nat(1) }) },
     { weight: 1, arbitrary: fc.record({ kind: fc.constant('fencedDelete' as const), key: fc.nat(1) }) },
@@ -105,7 +114,11 @@ export async function runScenario(scenario: Scenario, env: Environment, runId: s
   const waitFor = <T>(p: Promise<T>) => (s ? s.waitFor(p) : p)
   const unexpected: string[] = []
   const holds: HoldRecord[] = []
+  const results: HoldResult[] = []
+  const told = (kind: HoldResult['kind'], client: Client, lock: Lock, revision?: number) => results.push({ kind, client: client.id, key: lock.key, token: lock.token, revision })
   let commits = 0
+  /** A client's plain delete in progress (the commits it sends then are the user's, not a hold's). */
+  const doing = new Map<string, string>()
   const lost = new Map(scenario.losses.map((l) => [l.at, l.applied]))
 
   /** The adapter a client sees: each call gated by the scheduler, some answers lost, everything recorded. */
@@ -136,7 +149,7 @@ export async function runScenario(scenario: Scenario, env: Environment, runId: s
     }
     if (inner.ownerGone) faulty.ownerGone = inner.ownerGone.bind(inner)
     if (inner.registerOwner) faulty.registerOwner = inner.registerOwner.bind(inner)
-    return recordingAdapter(faulty, history, id)
+    return recordingAdapter(faulty, history, id, () => doing.get(id))
   }
 
   // An observer follows every key from the start: what the store did, in revision order.
@@ -181,19 +194,22 @@ export async function runScenario(scenario: Scenario, env: Environment, runId: s
             break
           }
           case 'renew':
-            if (lock) await lock.renew(cmd.ttl)
+            if (lock && (await lock.renew(cmd.ttl))) told('renew', client, lock, lock.revision)
             break
           case 'release':
             if (lock) {
               holds.find((h) => h.lock === lock)!.releaseCalledAt ??= env.now()
-              await lock.release()
+              if (await lock.release()) told('release', client, lock)
             }
             break
           case 'fencedPut':
-            if (lock) await client.put(fencedKeys(lock.key)[cmd.key]!, value(client.id), { fence: lock })
+            if (lock) told('fenced', client, lock, (await client.put(fencedKeys(lock.key)[cmd.key]!, value(client.id), { fence: lock })).revision)
             break
           case 'fencedDelete':
-            if (lock) await client.delete(fencedKeys(lock.key)[cmd.key]!, { fence: lock })
+            if (lock) {
+              await client.delete(fencedKeys(lock.key)[cmd.key]!, { fence: lock })
+              told('fenced', client, lock)
+            }
             break
           case 'put':
             await client.put(cmd.key, value(client.id))
@@ -204,7 +220,8 @@ export async function runScenario(scenario: Scenario, env: Environment, runId: s
             break
           }
           case 'delete':
-            await client.delete(cmd.key)
+            doing.set(client.id, 'plain-delete')
+            await client.delete(cmd.key).finally(() => doing.delete(client.id))
             break
           case 'get':
             await client.get(cmd.key)
@@ -244,7 +261,7 @@ export async function runScenario(scenario: Scenario, env: Environment, runId: s
   await waitFor(Promise.all([clientsDone, time]))
   await env.settle()
 
-  const holdProblems = checkHolds(holds, storeEvents, history.events, env.now(), env.tolerance)
+  const holdProblems = [...checkHolds(holds, storeEvents, history.events, env.now(), env.tolerance), ...checkResults(results, storeEvents, history.events), ...checkHoldCommits(holds, storeEvents, history.events)]
   await waitFor(Promise.all(clients.map((c) => c.close())))
   unwatch()
   watched.end('closed')
