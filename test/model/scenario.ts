@@ -73,7 +73,7 @@ export function scenarioArbitrary(options: { clients: number; commands: number; 
     { weight: 1, arbitrary: fc.record({ kind: fc.constant('increment' as const), key: fc.constantFrom(...COUNTERS) }) },
   )
   return fc.record({
-    clients: fc.array(fc.array(command, { minLength: 1, maxLength: options.commands }), { minLength: 2, maxLength: options.clients }),
+    clients: fc.array(fc.array(command, { minLength: 1, maxLength: options.commands, size: 'max' }), { minLength: 2, maxLength: options.clients, size: 'max' }),
     advances: fc.array(fc.integer({ min: 1, max: options.ttl[1] * 2 }), { maxLength: 6 }),
     losses: options.losses === false ? fc.constant([]) : fc.array(fc.record({ at: fc.nat(40), applied: fc.boolean() }), { maxLength: 2 }),
   })
@@ -124,9 +124,9 @@ export async function runScenario(scenario: Scenario, env: Environment, runId: s
   /** The adapter a client sees: each call gated by the scheduler, some answers lost, everything recorded. */
   const wrap = (inner: Adapter, id: string): Adapter => {
     const faulty: Adapter = {
-      ...inner,
       name: inner.name,
       capabilities: inner.capabilities,
+      holderClock: inner.holderClock,
       get: async (key) => {
         await gate(`${id} get ${key}`)
         const r = await inner.get(key)
@@ -293,7 +293,49 @@ function watchHold(lock: Lock, client: string, now: () => number): HoldRecord {
 
 /** fast-check's parameters for a run: seed from `ZARIS_MODEL_SEED`, runs scaled by the caller. */
 export function runParameters(numRuns: number): fc.Parameters<unknown> {
-  const seed = process.env.ZARIS_MODEL_SEED
-  const path = process.env.ZARIS_MODEL_PATH
+  const env = (globalThis as { process?: { env: Record<string, string | undefined> } }).process?.env ?? {}
+  const seed = env.ZARIS_MODEL_SEED
+  const path = env.ZARIS_MODEL_PATH
   return { numRuns, ...(seed ? { seed: Number(seed) } : {}), ...(path ? { path } : {}), endOnFailure: false, verbose: 1 }
+}
+
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms))
+
+/**
+ * An environment with real time, for stores a ManualClock cannot drive (a
+ * node in another process, Redis, IndexedDB): time steps are sleeps, the
+ * scheduler still reorders the clients' store calls, holds get `tolerance`
+ * ms to learn what happened, and the model allows `slack` ms of clock
+ * rounding on TTLs.
+ */
+export function realEnvironment(adapter: () => Promise<Adapter>, scheduler: fc.Scheduler, options: { tolerance?: number; slack?: number } = {}): Environment {
+  return {
+    adapter,
+    now: () => performance.now(),
+    advance: sleep,
+    scheduler,
+    settle: () => sleep(options.tolerance ?? 300),
+    tolerance: options.tolerance ?? 300,
+    slack: options.slack ?? 5,
+  }
+}
+
+/** Real-time scenarios: TTLs long enough that a loaded machine does not end every hold by itself. */
+export const realScenarios = (holdsOnly = false) => scenarioArbitrary({ clients: 3, commands: 6, ttl: [150, 400], holdsOnly })
+
+/** Runs `runs` random scenarios in `env`; throws fast-check's report (seed, path, shrunk scenario) on failure. */
+export async function assertScenarios(runs: number, arbitrary: fc.Arbitrary<Scenario>, env: (scheduler: fc.Scheduler, run: number) => Environment | Promise<Environment>, label: string): Promise<{ runs: number; operations: number; ms: number }> {
+  let n = 0
+  let operations = 0
+  const started = performance.now()
+  await fc.assert(
+    fc.asyncProperty(fc.scheduler(), arbitrary, async (scheduler, scenario) => {
+      const run = n++
+      const outcome = await runScenario(scenario, await env(scheduler, run), `${label}${run}`)
+      operations += outcome.operations
+      if (!outcome.ok) throw new Error(`${outcome.report}\n${scheduler.report().length} scheduled steps`)
+    }),
+    runParameters(runs),
+  )
+  return { runs: n, operations, ms: performance.now() - started }
 }
