@@ -22,7 +22,7 @@
  * @module
  */
 import type { Adapter, Unsubscribe, WatchEvent } from '../core/adapter'
-import { ClosedError, CompactedError, InvalidArgumentError, UnauthorizedError, UnsupportedError, ZarisError, isZarisError } from '../core/errors'
+import { ClosedError, CompactedError, InvalidArgumentError, UnauthorizedError, UnsupportedError, RateLimitedError, TooLargeError, ZarisError, isZarisError } from '../core/errors'
 import {
   API_PREFIX,
   NAMESPACE_PATTERN,
@@ -208,7 +208,7 @@ export function createHandler(options: HandlerOptions): Handler {
     let a = adapters.get(ns)
     if (!a) {
       if (adapters.size >= maxNamespaces) {
-        return Promise.reject(new ZarisError('RATE_LIMITED', `this node serves at most ${maxNamespaces} namespaces and has that many open; namespace ${JSON.stringify(ns)} was not opened (zaris serve --max-namespaces)`))
+        return Promise.reject(new RateLimitedError(`this node serves at most ${maxNamespaces} namespaces and has that many open; namespace ${JSON.stringify(ns)} was not opened (zaris serve --max-namespaces)`))
       }
       a = Promise.resolve().then(() => options.adapterFor(ns))
       a.catch(() => adapters.delete(ns))
@@ -415,7 +415,7 @@ export function createHandler(options: HandlerOptions): Handler {
     const lastEventId = ex.header('last-event-id')
     if (lastEventId !== null) query.from = lastEventId.trim()
     const { prefix, from, epoch } = parseWith(watchQuery, { prefix: '', ...query }, 'query')
-    if (watchers >= maxWatchers) throw new ZarisError('RATE_LIMITED', `too many watchers (${maxWatchers}); close some and retry`)
+    if (watchers >= maxWatchers) throw new RateLimitedError(`too many watchers (${maxWatchers}); close some and retry`)
     watchers++
     let released = false
     const release = () => {
@@ -662,7 +662,7 @@ export function createHandler(options: HandlerOptions): Handler {
 
 /** A TOO_LARGE error for a body past `limit` bytes. */
 export function tooLarge(limit: number): ZarisError {
-  return new ZarisError('TOO_LARGE', `body: larger than ${limit} bytes`)
+  return new TooLargeError(`body: larger than ${limit} bytes`)
 }
 
 async function readLimited(request: Request, limit: number): Promise<string> {
