@@ -80,7 +80,8 @@ export function checkHistory(history: readonly HistoryEvent[], options: CheckOpt
   }
   for (const op of operations) if (!MODELED.has(op.f)) throw new Error(`operation ${op.f} (history event ${op.events[0]?.index}) is not one the model knows: ${[...MODELED].join(', ')}`)
   const partitions = partition(operations).map((p) => checkPartition(p.keys, p.ops, options))
-  const regressions = revisionRegressions(operations, options.clockMargin ?? options.slack ?? 0)
+  const restarts = operations.filter((op) => op.f === 'store-restart')
+  const regressions = revisionRegressions(operations, restarts, options.clockMargin ?? options.slack ?? 0)
   const verdict = partitions.some((p) => p.verdict === 'violation') || regressions.length > 0 ? 'violation' : partitions.some((p) => p.verdict === 'unknown') ? 'unknown' : 'ok'
   return { verdict, partitions, regressions, operations: operations.length, unknownOutcome: operations.filter((o) => o.status === 'unknown').length, ms: performance.now() - started }
 }
@@ -268,7 +269,7 @@ export function checkPartition(keys: string[], ops: Operation[], options: CheckO
  * above everything an operation that returned before its call wrote or saw
  * (a restarted store included: it starts above what its clients have seen).
  */
-function revisionRegressions(operations: Operation[], margin: number): CheckResult['regressions'] {
+function revisionRegressions(operations: Operation[], restarts: Operation[], margin: number): CheckResult['regressions'] {
   const seenBy = (op: Operation): number | undefined => {
     if (op.status !== 'ok') return undefined
     if (op.f === 'commit') return op.output?.revision
@@ -280,16 +281,24 @@ function revisionRegressions(operations: Operation[], margin: number): CheckResu
   const byReturn = [...observed].sort((a, b) => a.ret - b.ret)
   const byCall = [...written].sort((a, b) => a.call - b.call)
   const out: CheckResult['regressions'] = []
-  let i = 0
-  let best: Operation | undefined
-  for (const op of byCall) {
-    while (i < byReturn.length && byReturn[i]!.ret + margin < op.call) {
-      const c = byReturn[i++]!
-      if (!best || seenBy(c)! > seenBy(best)!) best = c
+  const check = (ops: Operation[], returned: Operation[]) => {
+    let i = 0
+    let best: Operation | undefined
+    for (const op of ops) {
+      while (i < returned.length && returned[i]!.ret + margin < op.call) {
+        const c = returned[i++]!
+        if (!best || seenBy(c)! > seenBy(best)!) best = c
+      }
+      if (best && op.output.revision <= seenBy(best)!) {
+        out.push({ earlier: best, later: op, message: `${describeOperation(op)} got revision ${op.output.revision}, invoked after ${describeOperation(best)} had returned revision ${seenBy(best)}` })
+      }
     }
-    if (best && op.output.revision <= seenBy(best)!) {
-      out.push({ earlier: best, later: op, message: `${describeOperation(op)} got revision ${op.output.revision}, invoked after ${describeOperation(best)} had returned revision ${seenBy(best)}` })
-    }
+  }
+  if (restarts.length === 0) check(byCall, byReturn)
+  else {
+    // A store that lost its state starts above what each client saw, not above what all saw: per client only.
+    const clients = new Set(operations.map((o) => o.client))
+    for (const c of clients) check(byCall.filter((o) => o.client === c), byReturn.filter((o) => o.client === c))
   }
   return out
 }

@@ -47,7 +47,22 @@ export interface HistoryEvent {
 }
 
 /** `info` events that are complete on their own (no invocation). */
-export const STANDALONE = new Set(['watch-start', 'watch-event', 'watch-end', 'owner-gone', 'store-restart', 'note', 'unhandled', 'hold-end'])
+export const STANDALONE = new Set([
+  'watch-start',
+  'watch-event',
+  'watch-end',
+  'owner-gone',
+  'store-restart',
+  // The fault suite's observations (test/faults/checker.ts), kept beside the operations.
+  'acquire',
+  'write',
+  'loss',
+  'release',
+  'pause',
+  'final',
+  'note',
+  'unhandled',
+])
 
 /** Entries and checks as the adapter contract has them (a copy, so the checker imports nothing from src/). */
 export interface EntryJson {

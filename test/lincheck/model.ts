@@ -40,7 +40,10 @@
  *
  * Faults the history reports: `owner-gone` (a closed tab: the store may end
  * that owner's entries at any later point) and `store-restart` (a store
- * that lost its state: every entry gone, revisions still above all before).
+ * that lost its state: every entry gone; revisions rise again from there,
+ * each client's above what it saw before; or, with `durable: true`, a
+ * store that kept its entries and gives each TTL'd one its whole TTL again
+ * from when it reopened, as a `--data` node does).
  *
  * @module
  */
@@ -64,6 +67,11 @@ export interface KeyState {
   /** The interval the TTL'd write took effect in (see the module comment). */
   lo?: number
   hi?: number
+  /**
+   * After a durable store's restart: by when it reopened and gave the entry
+   * its whole TTL again (Infinity until an operation answered after it).
+   */
+  reopen?: number
 }
 
 /** The model's state on one partition. Immutable: steps copy. */
@@ -115,7 +123,7 @@ export function step(state: State, op: Operation, options: ModelOptions = {}): S
   let reason = ''
   for (const b of branches) {
     // Every entry written before took effect before this operation: tighten their windows.
-    const s = tighten(b, op.ret)
+    const s = tighten(b, op)
     const r = apply(s, op)
     if (r.ok) states.push(...r.states)
     else reason ||= r.reason
@@ -130,7 +138,7 @@ function expiries(state: State, op: Operation, earliest: number, slack: number):
     const ownerGone = e.owner !== undefined && state.dead.includes(e.owner)
     if (e.ttl === undefined && !ownerGone) continue
     const expMin = e.ttl === undefined ? Infinity : e.lo! + e.ttl - slack
-    const expMax = e.ttl === undefined ? Infinity : e.hi! + e.ttl + slack
+    const expMax = e.ttl === undefined ? Infinity : Math.max(e.hi!, e.reopen ?? -Infinity) + e.ttl + slack
     const next: State[] = []
     for (const s of out) {
       const mayBeAlive = expMax >= s.now
@@ -147,10 +155,13 @@ function expiries(state: State, op: Operation, earliest: number, slack: number):
   return out
 }
 
-function tighten(state: State, ret: number): State {
+function tighten(state: State, op: Operation): State {
+  const ret = op.ret
   let keys: Record<string, KeyState> | undefined
   for (const [key, e] of Object.entries(state.keys)) {
     if (e.hi !== undefined && e.hi > ret) (keys ??= { ...state.keys })[key] = { ...e, hi: ret }
+    // A store that answered had reopened by then.
+    if (e.reopen === Infinity && op.status !== 'unknown' && op.f !== 'store-restart') (keys ??= { ...state.keys })[key] = { ...(keys?.[key] ?? e), reopen: ret }
   }
   return keys ? { ...state, keys } : state
 }
@@ -166,7 +177,15 @@ function apply(s: State, op: Operation): StepResult {
       return { ok: true, states: [s.dead.includes(owner) ? s : { ...s, dead: [...s.dead, owner].sort() }] }
     }
     case 'store-restart':
-      return { ok: true, states: [{ ...s, keys: {} }] }
+      // Everything gone. Revisions go on above what each client saw (the contract), not above what
+      // every client saw: across clients the partition's order starts again (the global check in
+      // check.ts keeps each client's own revisions rising).
+      if (op.input?.durable) {
+        const keys: Record<string, KeyState> = {}
+        for (const [k, e] of Object.entries(s.keys)) keys[k] = e.ttl === undefined ? e : { ...e, reopen: Infinity }
+        return { ok: true, states: [{ ...s, keys }] }
+      }
+      return { ok: true, states: [{ ...s, keys: {}, max: 0 }] }
     default:
       return { ok: false, reason: `unknown operation ${op.f}` }
   }
@@ -344,7 +363,7 @@ export function stateKey(s: State): string {
   let out = `${s.max}|${s.dead.join(',')}|`
   for (const k of Object.keys(s.keys).sort()) {
     const e = s.keys[k]!
-    out += `${k}=${e.value}@${numKey(e.rev)}/${numKey(e.created)}/${e.owner ?? ''}/${e.ttl ?? ''}/${e.lo ?? ''}/${e.hi ?? ''};`
+    out += `${k}=${e.value}@${numKey(e.rev)}/${numKey(e.created)}/${e.owner ?? ''}/${e.ttl ?? ''}/${e.lo ?? ''}/${e.hi ?? ''}/${e.reopen ?? ''};`
   }
   return out
 }
