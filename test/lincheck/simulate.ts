@@ -10,6 +10,7 @@
  */
 import type { Check, Clock, Op } from 'zaris'
 import { LocalStore } from '../../src/adapters/shared/local-store'
+import { prng } from '../faults/scale'
 import type { HistoryEvent } from './history'
 
 export interface SimulationOptions {
@@ -133,15 +134,4 @@ export function simulate(options: SimulationOptions): HistoryEvent[] {
     c.at = ret + random()
   }
   return events
-}
-
-function prng(seed: number): () => number {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
 }

@@ -40,6 +40,34 @@ export interface StoreEvent {
 
 const drift = (ttl: number) => ttl * 0.01 + 2
 
+/** A commit the store acknowledged, with what was sent. */
+interface AcknowledgedCommit {
+  invoke: HistoryEvent
+  checks: Array<{ key: string; revision?: number | null; created?: number | null }>
+  ops: Array<{ type: string; key: string; owner?: string; ttl?: number; fresh?: boolean }>
+  revision: number
+  entries: EntryJson[]
+  deleted: string[]
+}
+
+/** The acknowledged commits of a recorded history, each with its invocation. */
+function acknowledged(history: HistoryEvent[]): AcknowledgedCommit[] {
+  const invokes = new Map<number | string, HistoryEvent>()
+  const out: AcknowledgedCommit[] = []
+  for (const e of history) {
+    if (e.type === 'invoke') {
+      invokes.set(e.process, e)
+      continue
+    }
+    const invoke = invokes.get(e.process)
+    if (!invoke || e.type !== 'ok' || e.f !== 'commit') continue
+    const input = invoke.value as Pick<AcknowledgedCommit, 'checks' | 'ops'>
+    const result = e.value as Pick<AcknowledgedCommit, 'revision' | 'entries' | 'deleted'>
+    out.push({ invoke, checks: input.checks, ops: input.ops, revision: result.revision, entries: result.entries ?? [], deleted: result.deleted ?? [] })
+  }
+  return out
+}
+
 /** What a client was told about a hold: a fenced write accepted (at `revision`), a renewal or release that resolved true. */
 export interface HoldResult {
   kind: 'fenced' | 'renew' | 'release'
@@ -75,17 +103,11 @@ const showEnd = (e: StoreEvent) => (e.kind === 'put' ? `written at revision ${e.
 export function checkResults(results: HoldResult[], store: StoreEvent[], history: HistoryEvent[]): string[] {
   const problems: string[] = []
   const deletesBy = new Map<string, Set<number>>()
-  const invokes = new Map<number | string, HistoryEvent>()
-  for (const e of history) {
-    if (e.type === 'invoke') invokes.set(e.process, e)
-    else if (e.type === 'ok' && e.f === 'commit') {
-      const invoke = invokes.get(e.process)
-      const out = e.value as { revision: number; deleted: string[] }
-      for (const k of out.deleted ?? []) {
-        const id = `${invoke?.client}\u0000${k}`
-        if (!deletesBy.has(id)) deletesBy.set(id, new Set())
-        deletesBy.get(id)!.add(out.revision)
-      }
+  for (const c of acknowledged(history)) {
+    for (const k of c.deleted) {
+      const id = `${c.invoke.client}\u0000${k}`
+      if (!deletesBy.has(id)) deletesBy.set(id, new Set())
+      deletesBy.get(id)!.add(c.revision)
     }
   }
   for (const r of results) {
@@ -113,22 +135,13 @@ export function checkResults(results: HoldResult[], store: StoreEvent[], history
 export function checkHolds(holds: HoldRecord[], store: StoreEvent[], history: HistoryEvent[], now: number, tolerance: number): string[] {
   const problems: string[] = []
   // The successful grants and renewals of each hold, from the recorded commits: [call time, ttl].
-  const invokes = new Map<number | string, HistoryEvent>()
   const sent = new Map<string, Array<{ at: number; ttl: number }>>()
   const ownRelease = new Set<number>()
-  for (const e of history) {
-    if (e.type === 'invoke') {
-      invokes.set(e.process, e)
-      continue
-    }
-    const invoke = invokes.get(e.process)
-    if (!invoke || e.type !== 'ok' || e.f !== 'commit') continue
-    const input = invoke.value as { checks: Array<{ key: string; created?: number | null }>; ops: Array<{ type: string; key: string; owner?: string; ttl?: number }> }
-    const out = e.value as { revision: number; entries: EntryJson[] }
-    for (const o of input.ops) {
-      if (o.type === 'delete' && input.checks.some((c) => c.key === o.key && c.created !== undefined)) ownRelease.add(out.revision)
+  for (const { invoke, checks, ops, revision, entries } of acknowledged(history)) {
+    for (const o of ops) {
+      if (o.type === 'delete' && checks.some((c) => c.key === o.key && c.created !== undefined)) ownRelease.add(revision)
       if (o.type !== 'set' || o.owner !== invoke.client || o.ttl === undefined) continue
-      const written = out.entries.find((w) => w.key === o.key)
+      const written = entries.find((w) => w.key === o.key)
       if (!written) continue
       const k = `${invoke.client}\u0000${o.key}\u0000${written.created}`
       let list = sent.get(k)
@@ -178,18 +191,9 @@ export function checkHolds(holds: HoldRecord[], store: StoreEvent[], history: Hi
  */
 export function checkHoldCommits(holds: HoldRecord[], store: StoreEvent[], history: HistoryEvent[]): string[] {
   const problems: string[] = []
-  const invokes = new Map<number | string, HistoryEvent>()
-  for (const e of history) {
-    if (e.type === 'invoke') {
-      invokes.set(e.process, e)
-      continue
-    }
-    const invoke = invokes.get(e.process)
-    if (!invoke || e.type !== 'ok' || e.f !== 'commit') continue
-    const input = invoke.value as { checks: Array<{ key: string; revision?: number | null }>; ops: Array<{ type: string; key: string; owner?: string; fresh?: boolean }> }
-    const revision = (e.value as { revision: number }).revision
-    for (const o of input.ops) {
-      const grant = o.type === 'set' && (o.fresh || input.checks.some((c) => c.key === o.key && c.revision === null))
+  for (const { invoke, checks, ops, revision, deleted } of acknowledged(history)) {
+    for (const o of ops) {
+      const grant = o.type === 'set' && (o.fresh || checks.some((c) => c.key === o.key && c.revision === null))
       const renewal = o.type === 'set' && o.owner === invoke.client && !grant
       const release = o.type === 'delete' && invoke.tag !== 'plain-delete' && holds.some((h) => h.client === invoke.client && h.key === o.key)
       if (!renewal && !release) continue
@@ -198,7 +202,7 @@ export function checkHoldCommits(holds: HoldRecord[], store: StoreEvent[], histo
       const { end } = lifeOf(store, o.key, hold.token)
       const what = `${invoke.client}'s ${renewal ? 'renewal' : 'release'} of ${o.key} at revision ${revision} (its hold's token ${hold.token})`
       if (renewal && end && end.revision < revision) problems.push(`${what} wrote after that life had ended (${showEnd(end)}): it took over another life`)
-      if (release && end && end.revision < revision && (e.value as { deleted: string[] }).deleted.includes(o.key)) problems.push(`${what} deleted the key after that life had ended (${showEnd(end)}): it ended another life`)
+      if (release && end && end.revision < revision && deleted.includes(o.key)) problems.push(`${what} deleted the key after that life had ended (${showEnd(end)}): it ended another life`)
     }
   }
   return problems

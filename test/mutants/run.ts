@@ -38,20 +38,23 @@ function vitest(files: string[], mutant?: string): Promise<Run> {
   return new Promise((resolve) => {
     const child = spawn(process.execPath, [join(root, 'node_modules/vitest/vitest.mjs'), 'run', '--config', 'test/mutants/vitest.config.ts', '--project', 'node', '--maxWorkers=1', ...files], {
       cwd: root,
-      env: { ...process.env, ZARIS_MUTANT: mutant ?? '', ZARIS_MUTANT_MARK: mark, FORCE_COLOR: '0' },
+      // More random runs than npm test's 60: a race like a renewal in flight during a steal needs a few hundred to come up.
+      env: { ...process.env, ZARIS_MODEL_RUNS: process.env.ZARIS_MODEL_RUNS ?? '300', ZARIS_MUTANT: mutant ?? '', ZARIS_MUTANT_MARK: mark, NO_COLOR: '1', FORCE_COLOR: '0' },
       stdio: ['ignore', 'pipe', 'pipe'],
     })
     let output = ''
     child.stdout.on('data', (d) => (output += d))
     child.stderr.on('data', (d) => (output += d))
-    child.on('exit', (code) => resolve({ code, ms: performance.now() - started, output, applied: existsSync(mark) }))
+    child.on('exit', (code) => resolve({ code, ms: performance.now() - started, output: output.replace(/\x1b\[[0-9;]*m/g, ''), applied: existsSync(mark) }))
   })
 }
 
 /** The first failure's message, shortened, for the table. */
 function firstFailure(output: string): string {
-  const m = /Caused by: Error: ([^\n]+(?:\n(?!\s*❯)[^\n]+){0,3})/.exec(output) ?? /AssertionError: ([^\n]+)/.exec(output) ?? /Error: ([^\n]+)/.exec(output)
-  return (m?.[1] ?? '(no message)').replace(/\s+/g, ' ').slice(0, 300)
+  // The report's first line that names a problem (not the summary of what passed).
+  const caused = /Caused by: Error: ((?:[^\n]+\n?){1,12})/.exec(output)?.[1]?.split('\n') ?? []
+  const line = caused.find((l) => l.trim() !== '' && !/^linearizable:|^watch: \d+ events, 0 violation/.test(l.trim())) ?? /AssertionError: ([^\n]+)/.exec(output)?.[1] ?? /Error: ([^\n]+)/.exec(output)?.[1]
+  return (line ?? '(no message)').trim().replace(/\s+/g, ' ').slice(0, 300)
 }
 
 const files = [...new Set(chosen.flatMap((m) => m.tests))]
