@@ -49,7 +49,7 @@ export interface Scenario {
 }
 
 /** Arbitraries of scenarios; `ttl` bounds are in ms. */
-export function scenarioArbitrary(options: { clients: number; commands: number; ttl: [number, number]; losses?: boolean; holdsOnly?: boolean }): fc.Arbitrary<Scenario> {
+export function scenarioArbitrary(options: { clients: number; commands: number; minCommands?: number; ttl: [number, number]; losses?: boolean; holdsOnly?: boolean }): fc.Arbitrary<Scenario> {
   const ttl = fc.integer({ min: options.ttl[0], max: options.ttl[1] })
   // Most of the contention on one lock: races need two clients on the same key.
   const lock = fc.oneof({ weight: 3, arbitrary: fc.constant(LOCKS[0]!) }, { weight: 1, arbitrary: fc.constantFrom(...LOCKS) })
@@ -73,7 +73,7 @@ export function scenarioArbitrary(options: { clients: number; commands: number; 
     { weight: 1, arbitrary: fc.record({ kind: fc.constant('increment' as const), key: fc.constantFrom(...COUNTERS) }) },
   )
   return fc.record({
-    clients: fc.array(fc.array(command, { minLength: 1, maxLength: options.commands, size: 'max' }), { minLength: 2, maxLength: options.clients, size: 'max' }),
+    clients: fc.array(fc.array(command, { minLength: options.minCommands ?? 1, maxLength: options.commands, size: 'max' }), { minLength: 2, maxLength: options.clients, size: 'max' }),
     advances: fc.array(fc.integer({ min: 1, max: options.ttl[1] * 2 }), { maxLength: 6 }),
     losses: options.losses === false ? fc.constant([]) : fc.array(fc.record({ at: fc.nat(40), applied: fc.boolean() }), { maxLength: 2 }),
   })
@@ -321,7 +321,7 @@ export function realEnvironment(adapter: () => Promise<Adapter>, scheduler: fc.S
 }
 
 /** Real-time scenarios: TTLs long enough that a loaded machine does not end every hold by itself. */
-export const realScenarios = (holdsOnly = false) => scenarioArbitrary({ clients: 3, commands: 6, ttl: [150, 400], holdsOnly })
+export const realScenarios = (holdsOnly = false) => scenarioArbitrary({ clients: 3, commands: 8, minCommands: 4, ttl: [150, 400], holdsOnly })
 
 /** Runs `runs` random scenarios in `env`; throws fast-check's report (seed, path, shrunk scenario) on failure. */
 export async function assertScenarios(runs: number, arbitrary: fc.Arbitrary<Scenario>, env: (scheduler: fc.Scheduler, run: number) => Environment | Promise<Environment>, label: string): Promise<{ runs: number; operations: number; ms: number }> {
