@@ -24,6 +24,9 @@
  * {@link checkHistory} for stores that do not keep the contract and are
  * only measured (Redis without persistence: how often each happens).
  */
+import { mkdirSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { checkHistory as checkOperations, type CheckOptions as LinOptions } from '../lincheck/check'
 import { formatHistory, type HistoryEvent } from '../lincheck/history'
 import { verifyHistory } from '../lincheck/verify'
@@ -477,14 +480,10 @@ export function asStandalone(r: HistoryRecord): HistoryEvent {
 
 /** Writes a history to a file in the system's temporary directory (or `ZARIS_HISTORY_DIR`); returns its path. */
 export function saveHistory(events: readonly HistoryEvent[]): string {
-  const proc = (globalThis as { process?: { env: Record<string, string | undefined>; getBuiltinModule?: (m: string) => unknown } }).process
-  const fs = proc?.getBuiltinModule?.('node:fs') as typeof import('node:fs') | undefined
-  const os = proc?.getBuiltinModule?.('node:os') as typeof import('node:os') | undefined
-  if (!fs || !os) return '(not saved: no file system here)'
-  const dir = proc!.env.ZARIS_HISTORY_DIR ?? os.tmpdir()
-  fs.mkdirSync(dir, { recursive: true })
-  const file = `${dir}/zaris-history-${Date.now()}-${Math.random().toString(36).slice(2, 8)}.jsonl`
-  fs.writeFileSync(file, formatHistory([...events].sort((a, b) => a.time - b.time)))
+  const dir = process.env.ZARIS_HISTORY_DIR ?? tmpdir()
+  mkdirSync(dir, { recursive: true })
+  const file = join(dir, `zaris-history-${Date.now()}-${Math.random().toString(36).slice(2, 8)}.jsonl`)
+  writeFileSync(file, formatHistory([...events].sort((a, b) => a.time - b.time)))
   return file
 }
 

@@ -8,15 +8,16 @@
  * - observations of the fault suite (`{ type: 'loss' | 'pause' | ... }`,
  *   test/faults/checker.ts) that no store operation shows: a hold's signal,
  *   a pause, an unhandled rejection, what a watcher got.
- * `toJepsen` turns both into one Jepsen-shaped history (observations as
- * standalone `info` events), the file `npm run check:history` reads.
+ * A failing check writes both as one Jepsen-shaped history (observations as
+ * standalone `info` events: `saveHistory` in checker.ts), the file `npm run
+ * check:history` reads.
  * Also catches unhandled rejections and uncaught exceptions and records
  * them, so the checker fails on them.
  */
 import { existsSync, openSync, readFileSync, writeSync } from 'node:fs'
 import type { HistoryEvent } from '../lincheck/history'
 import { streamSink, type HistorySink } from '../lincheck/recorder'
-import { asStandalone, sharedNow, type HistoryRecord } from './checker'
+import { sharedNow, type HistoryRecord } from './checker'
 
 /** Appends one observation. */
 export type Record_ = (record: HistoryRecord) => void
@@ -69,9 +70,4 @@ export function readHistory(paths: string[]): HistoryRecord[] {
 /** The store operations in the given files. */
 export function readOperations(paths: string[]): HistoryEvent[] {
   return readLines(paths).filter(isOperation)
-}
-
-/** One Jepsen-shaped history: the operations, and each observation as a standalone `info` event of its process (`f`: its type). */
-export function toJepsen(operations: readonly HistoryEvent[], observations: readonly HistoryRecord[]): HistoryEvent[] {
-  return [...operations, ...observations.map(asStandalone)].sort((a, b) => a.time - b.time)
 }
