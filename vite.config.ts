@@ -1,6 +1,7 @@
 import { fileURLToPath } from 'node:url'
 import { defineConfig } from 'vitest/config'
 import { playwright } from '@vitest/browser-playwright'
+import { CHROMIUM_ARGS, chromiumPath } from './test/browser-harness/chromium.ts'
 
 const src = (path: string) => fileURLToPath(new URL(`./src/${path}`, import.meta.url))
 
@@ -18,6 +19,8 @@ const alias = {
 export default defineConfig({
   resolve: { alias },
   test: {
+    // Before any test file: find (or, as root, install) chromium, redis-server, etcd; else stop with the command to run.
+    globalSetup: ['test/setup/prereqs.ts'],
     projects: [
       {
         extends: true,
@@ -42,13 +45,8 @@ export default defineConfig({
           browser: {
             enabled: true,
             headless: true,
-            // Debian's Chromium (downloads are not possible here); the same flags as test/browser-harness/chromium.ts.
-            provider: playwright({
-              launchOptions: {
-                executablePath: process.env.ZARIS_CHROMIUM ?? '/usr/bin/chromium',
-                args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-              },
-            }),
+            // The Chromium the prerequisite check found (Debian's, ZARIS_CHROMIUM or Playwright's), with the harness's flags.
+            provider: playwright({ launchOptions: { executablePath: chromiumPath(), args: CHROMIUM_ARGS } }),
             instances: [{ browser: 'chromium' }],
           },
         },

@@ -18,7 +18,7 @@
 import type { Value, WatchEvent } from './adapter'
 import { acquire } from './acquire'
 import type { Context } from './context'
-import { InvalidArgumentError } from './errors'
+import { ClosedError, InvalidArgumentError, isZarisError } from './errors'
 import { Lease } from './hold'
 import { checkUserKey, checkOptions, checkSignal, checkTtl } from './validate'
 import { Watch } from './watch'
@@ -56,7 +56,9 @@ export class Election extends EventTarget implements AsyncDisposable {
   readonly #ctx: Context
   readonly #ttl: number
   #term: Lease<{ candidate: string }> | undefined
-  #campaign: Promise<Lease<{ candidate: string }>> | undefined
+  #campaign: Promise<Lease<{ candidate: string }> | null> | undefined
+  /** Aborted by `close()`: ends a campaign under way (it resolves `null`). */
+  readonly #closer = new AbortController()
   #leader: Leader | undefined
   #observer: Watch | undefined
   #revision = 0
@@ -96,25 +98,39 @@ export class Election extends EventTarget implements AsyncDisposable {
 
   /**
    * Resolves when this candidate leads, with its term (a lease whose `signal`
-   * aborts when leadership ends). Rejects with `signal.reason` on abort.
-   * Calling it while leading resolves at once.
+   * aborts when leadership ends). Calling it while leading resolves at once.
+   * Resolves `null` when the campaign ends without leadership because the
+   * client or this election was closed (as an acquire that did not get the
+   * lock resolves `null`), so a campaign nobody awaits never becomes an
+   * unhandled rejection on `client.close()`. Rejects with `signal.reason`
+   * when your signal aborts it, and with the store's error when the store
+   * fails (unreachable, refused).
    *
    * @example
    * const term = await election.campaign({ signal: AbortSignal.timeout(60_000) })
-   * term.signal.addEventListener('abort', stopSync)
+   * if (term) term.signal.addEventListener('abort', stopSync)
    */
-  async campaign(options?: { signal?: AbortSignal }): Promise<Lease<{ candidate: string }>> {
+  async campaign(options?: { signal?: AbortSignal }): Promise<Lease<{ candidate: string }> | null> {
     const signal = checkSignal(checkOptions<{ signal: AbortSignal }>(options).signal)
     if (this.#term?.held) return this.#term
+    if (this.#campaign) return this.#campaign
+    if (this.#closer.signal.aborted) return null
+    try {
+      this.#ctx.assertOpen()
+    } catch {
+      return null // a closed client campaigns no more
+    }
     this.#startObserving()
-    this.#campaign ??= acquire(
+    const either = anyOf(signal, this.#closer.signal)
+    this.#campaign = acquire(
       this.#ctx,
       this.name,
       { candidate: this.candidate },
-      { ttl: this.#ttl, wait: Infinity, signal, autoRenew: true },
+      { ttl: this.#ttl, wait: Infinity, signal: either.signal, autoRenew: true },
       (init) => new Lease(this.#ctx, init),
     ).then(
       (term) => {
+        either.dispose()
         this.#campaign = undefined
         const lease = term!
         this.#term = lease
@@ -127,7 +143,10 @@ export class Election extends EventTarget implements AsyncDisposable {
         return lease
       },
       (err) => {
+        either.dispose()
         this.#campaign = undefined
+        // Closed (the client, its adapter, or this election): the campaign is over, without a term.
+        if (isZarisError(err, 'CLOSED') && !signal?.aborted) return null
         throw err
       },
     )
@@ -177,8 +196,9 @@ export class Election extends EventTarget implements AsyncDisposable {
     }
   }
 
-  /** Resigns and stops observing. */
+  /** Ends a campaign under way (it resolves `null`), resigns and stops observing. */
   async close(): Promise<void> {
+    this.#closer.abort(new ClosedError('the election was closed'))
     this.#observer?.close()
     this.#observer = undefined
     await this.resign()
@@ -221,4 +241,23 @@ export class Election extends EventTarget implements AsyncDisposable {
 function leaderOf(value: Value | undefined, created: number): Leader | undefined {
   const candidate = typeof value === 'object' && value !== null && !Array.isArray(value) ? value.candidate : undefined
   return typeof candidate === 'string' ? { candidate, token: created } : undefined
+}
+
+/** A signal that aborts when either does, with that one's reason, and the function that detaches it (AbortSignal.any is newer than Node 20.0). */
+function anyOf(a: AbortSignal | undefined, b: AbortSignal): { signal: AbortSignal; dispose(): void } {
+  if (!a) return { signal: b, dispose() {} }
+  const both = new AbortController()
+  const onA = () => both.abort(a.reason)
+  const onB = () => both.abort(b.reason)
+  const dispose = () => {
+    a.removeEventListener('abort', onA)
+    b.removeEventListener('abort', onB)
+  }
+  if (a.aborted) onA()
+  else if (b.aborted) onB()
+  else {
+    a.addEventListener('abort', onA, { once: true })
+    b.addEventListener('abort', onB, { once: true })
+  }
+  return { signal: both.signal, dispose }
 }

@@ -1,5 +1,7 @@
 /**
- * The `zaris` command:
+ * The `zaris` command: `serve` starts a node (here); every other command
+ * inspects a store (src/cli: get, put, del, ls, watch, locks, release,
+ * counter). `zaris --help` lists them.
  *
  * ```
  * zaris serve [--port 7861] [--host 127.0.0.1] [--data FILE | --redis URL]
@@ -13,6 +15,7 @@
  * @module
  */
 import { isIP } from 'node:net'
+import { runInspect } from '../cli'
 import { isZarisError } from '../core/errors'
 import { memoryBackend, redisBackend, sqliteBackend, type Backend } from './backends'
 import { createHandler, loopbackHosts } from './handler'
@@ -190,14 +193,8 @@ export async function serveCommand(args: ServeArgs, log: (line: string) => void 
  */
 export async function main(argv: string[], env: Record<string, string | undefined> = process.env): Promise<number> {
   const [command, ...rest] = argv
-  if (command === undefined || command === '--help' || command === '-h' || command === 'help') {
-    console.log(USAGE)
-    return command === undefined ? 2 : 0
-  }
-  if (command !== 'serve') {
-    console.error(`zaris: unknown command ${JSON.stringify(command)}\n\n${USAGE}`)
-    return 2
-  }
+  // Every command but serve inspects a store (src/cli), and so do `zaris` and `zaris --help`.
+  if (command !== 'serve') return runInspect(argv, env)
   if (rest.includes('--help') || rest.includes('-h')) {
     console.log(USAGE)
     return 0

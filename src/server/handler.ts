@@ -337,9 +337,10 @@ export function createHandler(options: HandlerOptions): Handler {
         return json(200, { entries: await adapter.list(prefix) })
       }
       default: {
-        const { checks, ops, requestId } = parseWith(commitRequest, body, 'body')
+        const { checks, ops, requestId, seen } = parseWith(commitRequest, body, 'body')
         const apply = async () => {
-          const r = await adapter.commit(checks, ops, requestId === undefined ? undefined : { requestId })
+          // `seen` moves a store that lost its state above what the client saw (bounded: see CommitOptions.seen).
+          const r = await adapter.commit(checks, ops, requestId === undefined && seen === undefined ? undefined : { requestId, seen })
           if (r.ok) metrics.commits++
           else metrics.conflicts++
           return JSON.stringify(toCommitResponse(r))

@@ -7,7 +7,7 @@ import { describe, expect } from 'vitest'
 import { Client, isZarisError, type Lock, type WatchEvent } from 'zaris'
 import { countingAdapter } from './counting'
 import type { FixtureFactory, StoreFixture } from './fixture'
-import { collect, sleep, until, type Named } from './util'
+import { collect, onFreshStore, sleep, until, type Named } from './util'
 
 export interface PrimitiveOptions {
   /** Multiplies the round counts of the heavy race tests (1 = the full acceptance figures). */
@@ -17,14 +17,7 @@ export interface PrimitiveOptions {
 export function primitiveCases(factory: FixtureFactory, t: Named, options: PrimitiveOptions = {}): void {
   const scale = options.scale ?? 1
   const rounds = (n: number) => Math.max(5, Math.round(n * scale))
-  const withStore = (fn: (f: StoreFixture) => Promise<void>) => async () => {
-    const fixture = await factory()
-    try {
-      await fn(fixture)
-    } finally {
-      await fixture.close()
-    }
-  }
+  const withStore = onFreshStore(factory)
   const clientsOf = (f: StoreFixture, n: number) => Promise.all(Array.from({ length: n }, (_, i) => f.connect({ id: `c${i}` })))
 
   describe('key-value', () => {
@@ -454,7 +447,7 @@ export function primitiveCases(factory: FixtureFactory, t: Named, options: Primi
       const firstToken = elections[first]!.leader!.token
 
       await elections[first]!.resign()
-      const second = await Promise.race(campaigns.filter((_, i) => i !== first).map((p) => p.then((term) => term)))
+      const second = (await Promise.race(campaigns.filter((_, i) => i !== first).map((p) => p.then((term) => term))))!
       expect(second.token).toBeGreaterThan(firstToken)
       await until(() => elections.filter((e) => e.isLeader).length === 1)
       const leaderIndex = elections.findIndex((e) => e.isLeader)
@@ -472,12 +465,12 @@ export function primitiveCases(factory: FixtureFactory, t: Named, options: Primi
       const observing = (async () => {
         for await (const leader of eb.observe({ signal: controller.signal })) seen.push(leader?.candidate)
       })()
-      const termA = await ea.campaign()
+      const termA = (await ea.campaign())!
       const deposed = new Promise((resolve) => ea.addEventListener('deposed', resolve, { once: true }))
       const bWins = eb.campaign()
       // A's process "hangs": its adapter stops answering, so its renewals fail.
       await a!.adapter.close()
-      const termB = await bWins
+      const termB = (await bWins)!
       expect(termB.token).toBeGreaterThan(termA.token)
       await deposed
       expect(ea.isLeader).toBe(false)

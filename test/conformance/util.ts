@@ -1,5 +1,6 @@
 /** Small helpers for the conformance suite; nothing here is Node-only. */
 import { test } from 'vitest'
+import type { FixtureFactory, StoreFixture } from './fixture'
 
 /** `test` or a wrapper of it that skips named tests with a reason. */
 export type Named = (name: string, fn: () => Promise<void>, timeout?: number) => void
@@ -33,5 +34,17 @@ export function namedTest(skips: Array<{ reason: string; tests: string[] }> = []
     const reason = reasons.get(name)
     if (reason) test.skip(`${name} [skipped: ${reason}]`, fn)
     else test(name, fn, timeout)
+  }
+}
+
+/** A test body on a fresh store of `factory`, closed after the test whatever happens. */
+export function onFreshStore(factory: FixtureFactory): (fn: (f: StoreFixture) => Promise<void>) => () => Promise<void> {
+  return (fn) => async () => {
+    const fixture = await factory()
+    try {
+      await fn(fixture)
+    } finally {
+      await fixture.close()
+    }
   }
 }

@@ -10,6 +10,9 @@
  * - anything else that imports zaris and connects nowhere else — as its own
  *   Node process (test/readme/readme.test.ts).
  *
+ * A ```console block of `$ zaris ...` lines and their output is run by
+ * test/cli/docs.test.ts against a node process.
+ *
  * Snippets run as users would run them: through tsx (or Vite in the
  * browser), from a folder inside the repo so that `'zaris'` resolves to the
  * source through tsconfig paths.
@@ -38,7 +41,7 @@ export interface Block {
 }
 
 /** Which test runs a block. */
-export type Runner = 'node' | 'zaris-node' | 'redis' | 'browser'
+export type Runner = 'node' | 'zaris-node' | 'redis' | 'browser' | 'cli'
 
 /** README.md and every docs/*.md, relative to the repo root. */
 export function markdownFiles(): string[] {
@@ -94,6 +97,8 @@ export function allBlocks(): Block[] {
 
 /** The test that runs `block`, or `undefined` when none would (a marked block, or one no runner knows). */
 export function runnerOf(block: Block): Runner | undefined {
+  // A terminal session of `$ zaris ...` commands and what they print: run by test/cli/docs.test.ts.
+  if (block.notRun === undefined && block.lang === 'console' && /^\$ zaris /m.test(block.code)) return 'cli'
   if (block.notRun !== undefined || block.lang !== 'ts') return undefined
   const code = block.code
   if (code.includes('zaris://idb/')) return 'browser'

@@ -19,9 +19,9 @@
  * @module
  */
 import type { z } from 'zod'
-import type { Adapter, CommitResult, Entry, Unsubscribe } from '../../core/adapter'
+import type { Adapter, CommitResult, Entry, Unsubscribe, WatchEvent } from '../../core/adapter'
 import { ClosedError, InvalidArgumentError, UnauthorizedError, UnavailableError, ZarisError, errorFromJSON } from '../../core/errors'
-import { MAX_KEY_LENGTH, checkKey } from '../../core/validate'
+import { checkKey, checkPrefix } from '../../core/validate'
 import {
   API_PREFIX,
   NAMESPACE_PATTERN,
@@ -146,6 +146,7 @@ class HttpAdapter implements Adapter {
   }
 
   async list(prefix: string): Promise<Entry[]> {
+    checkPrefix(prefix)
     const r = await this.#call('list', { prefix }, listResponse)
     for (const e of r.entries) this.#saw(e.revision)
     return r.entries.map(stripEntry)
@@ -154,7 +155,9 @@ class HttpAdapter implements Adapter {
   async commit(checks: Parameters<Adapter['commit']>[0], ops: Parameters<Adapter['commit']>[1], options?: { requestId?: string }): Promise<CommitResult> {
     // One id for every attempt of this commit: the node answers a retry with the first result.
     const requestId = options?.requestId ?? `${this.#idPrefix}-${(this.#ids++).toString(36)}`
-    const r = fromCommitResponse(await this.#call('commit', { checks, ops, requestId }, commitResponse))
+    // The highest revision seen: a node whose store lost its state (a restarted memory node) moves above it.
+    const body = this.#seen > 0 ? { checks, ops, requestId, seen: this.#seen } : { checks, ops, requestId }
+    const r = fromCommitResponse(await this.#call('commit', body, commitResponse))
     if (r.ok) this.#saw(r.revision)
     else for (const f of r.failed) if (f.entry) this.#saw(f.entry.revision)
     return r
@@ -162,14 +165,20 @@ class HttpAdapter implements Adapter {
 
   async watch(prefix: string, sink: Parameters<Adapter['watch']>[1], fromRevision?: number): Promise<Unsubscribe> {
     this.#assertOpen()
-    if (typeof prefix !== 'string' || prefix.length > MAX_KEY_LENGTH) {
-      throw new InvalidArgumentError(`prefix must be a string of at most ${MAX_KEY_LENGTH} characters`)
-    }
+    checkPrefix(prefix)
     if (fromRevision !== undefined && (!Number.isSafeInteger(fromRevision) || fromRevision < 0)) {
       throw new InvalidArgumentError(`fromRevision must be an integer >= 0, got ${String(fromRevision)}`)
     }
     this.#hub ??= new WatchHub(this.#hubContext())
-    return this.#hub.watch(prefix, sink, fromRevision)
+    // Revisions seen in events count too: a token read from a watch must not come back either.
+    const counted = {
+      event: (ev: WatchEvent) => {
+        this.#saw(ev.revision)
+        sink.event(ev)
+      },
+      error: (err: Error) => sink.error(err),
+    }
+    return this.#hub.watch(prefix, counted, fromRevision)
   }
 
   async close(): Promise<void> {

@@ -15,7 +15,7 @@
 import type { Adapter, Check, CommitResult, Op, Unsubscribe, Value, WatchSink } from '../../core/adapter'
 import type { Clock, TimerHandle } from '../../core/clock'
 import { ClosedError, InvalidArgumentError, UnsupportedError } from '../../core/errors'
-import { checkKey } from '../../core/validate'
+import { checkCommitArgs, checkKey, checkPrefix } from '../../core/validate'
 import { pageBackgroundClock } from './background-clock'
 import { Liveness, webLocks } from './liveness'
 import type { Database } from './schema'
@@ -143,6 +143,7 @@ class IndexedDbStore {
       // Holders renew from a worker's timers, which hidden tabs do not throttle.
       holderClock: pageBackgroundClock(),
       get: async (key) => {
+        checkKey(key)
         const e = await readEntry(await this.db(), key)
         const now = clock.now()
         if (!e) return undefined
@@ -153,6 +154,7 @@ class IndexedDbStore {
         return toEntry(e, now)
       },
       list: async (prefix) => {
+        checkPrefix(prefix)
         const all = await readPrefix(await this.db(), prefix)
         const now = clock.now()
         const live = all.filter((e) => !expired(e, now))
@@ -172,11 +174,7 @@ class IndexedDbStore {
 
   async #commit(checks: Check[], ops: Op[]): Promise<CommitResult> {
     if (this.#closed) throw new ClosedError('the indexeddb adapter is closed')
-    const seen = new Set<string>()
-    for (const op of ops) {
-      if (seen.has(op.key)) throw new InvalidArgumentError(`ops: key ${JSON.stringify(op.key)} appears twice in one commit`)
-      seen.add(op.key)
-    }
+    checkCommitArgs(checks, ops)
     // Values are copied now: the transaction, the result and the events must not see later mutations.
     const copied = ops.map((op) => (op.type === 'set' ? { ...op, value: copy(op.value) } : op))
     const result = await this.#shared.commit(checks, copied)
@@ -187,6 +185,7 @@ class IndexedDbStore {
   }
 
   async #watch(prefix: string, sink: WatchSink, fromRevision?: number): Promise<Unsubscribe> {
+    checkPrefix(prefix)
     await this.db()
     const unsubscribe = await this.#shared.feed.subscribe(prefix, sink, fromRevision)
     const done = () => {
