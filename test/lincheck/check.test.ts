@@ -196,6 +196,19 @@ describe('faults and the store-wide revision', () => {
   })
 })
 
+describe('limits', () => {
+  test('a partition undecided within the limits is checked on its writes alone, with fallback', () => {
+    const h = new HistoryBuilder().grant(1, [0, 10], 'lock', 1000, 1).get(2, [1, 9], 'lock', entry('lock', null, 1, 1, 'c1', 995)).fenced(1, [11, 12], 'lock', 1, 'res', 'a', 2)
+    const r = checkHistory(h.events, { maxSteps: 1, fallback: true })
+    expect(r.verdict).toBe('unknown')
+    expect(r.partitions[0]!.writesOnly?.verdict).toBe('ok')
+    expect(formatResult(r)).toMatch(/undecided within the search's limits: keys lock, res \(3 operations, \d+ steps\); its writes alone .*: linearizable/)
+    // A violation among the writes is still found.
+    const bad = new HistoryBuilder().grant(1, [0, 1], 'lock', 1000, 1).get(2, [1, 9], 'lock', entry('lock', null, 1, 1, 'c1', 995)).grant(2, [10, 11], 'lock', 1000, 2)
+    expect(checkHistory(bad.events, { maxSteps: 1, fallback: true }).verdict).toBe('violation')
+  })
+})
+
 describe('files', () => {
   test('a history survives a round trip through the file format; a cut last line is skipped', () => {
     const h = new HistoryBuilder().grant(1, [0, 1], 'lock', 1000, 1).fenced(1, [2, 3], 'lock', 1, 'res', 'a', 2)

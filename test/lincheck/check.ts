@@ -28,6 +28,16 @@ import { pairHistory, type HistoryEvent, type Operation } from './history'
 export interface CheckOptions extends ModelOptions {
   /** Steps of the search per partition before it gives up with `unknown`. Default 20 million. */
   maxSteps?: number
+  /** Milliseconds of search per partition before it gives up with `unknown`. Default: no limit. */
+  maxMs?: number
+  /** Memo entries per partition before it gives up with `unknown` (a bound on memory). Default 2 million. */
+  maxMemo?: number
+  /**
+   * For a partition undecided within the limits, check its writes alone (its
+   * reads and refused commits left out): a weaker check that still decides
+   * (`writesOnly` in its result). Default false.
+   */
+  fallback?: boolean
   /**
    * Real-time margin between processes' clocks for the cross-partition
    * revision check, in ms: B follows A only if B was invoked more than this
@@ -56,6 +66,8 @@ export interface PartitionResult {
   verdict: 'ok' | 'violation' | 'unknown'
   steps: number
   counterexample?: Counterexample
+  /** For an undecided partition with `fallback`: the verdict on its writes alone. */
+  writesOnly?: PartitionResult
 }
 
 export interface CheckResult {
@@ -79,10 +91,15 @@ export function checkHistory(history: readonly HistoryEvent[], options: CheckOpt
     }
   }
   for (const op of operations) if (!MODELED.has(op.f)) throw new Error(`operation ${op.f} (history event ${op.events[0]?.index}) is not one the model knows: ${[...MODELED].join(', ')}`)
-  const partitions = partition(operations).map((p) => checkPartition(p.keys, p.ops, options))
+  const partitions = partition(operations).map((p) => {
+    const r = checkPartition(p.keys, p.ops, options)
+    if (r.verdict === 'unknown' && options.fallback) r.writesOnly = checkPartition(p.keys, p.ops.filter((op) => !writesNothing(op)), { ...options, maxSteps: undefined, maxMemo: undefined })
+    return r
+  })
   const restarts = operations.filter((op) => op.f === 'store-restart')
   const regressions = revisionRegressions(operations, restarts, options.clockMargin ?? options.slack ?? 0)
-  const verdict = partitions.some((p) => p.verdict === 'violation') || regressions.length > 0 ? 'violation' : partitions.some((p) => p.verdict === 'unknown') ? 'unknown' : 'ok'
+  const verdict =
+    partitions.some((p) => p.verdict === 'violation' || p.writesOnly?.verdict === 'violation') || regressions.length > 0 ? 'violation' : partitions.some((p) => p.verdict === 'unknown') ? 'unknown' : 'ok'
   return { verdict, partitions, regressions, operations: operations.length, unknownOutcome: operations.filter((o) => o.status === 'unknown').length, ms: performance.now() - started }
 }
 
@@ -126,6 +143,9 @@ export function partition(operations: Operation[]): Array<{ keys: string[]; ops:
   return [...groups.values()].map((g) => ({ keys: [...g.keys].sort(), ops: g.ops }))
 }
 
+/** A read or a refused commit: it changed nothing (an unknown outcome may have). */
+const writesNothing = (op: Operation) => op.status !== 'unknown' && (op.f === 'get' || (op.f === 'commit' && op.status === 'fail'))
+
 interface Node {
   op: Operation | undefined
   /** For a call: its return node. */
@@ -138,6 +158,8 @@ interface Node {
 export function checkPartition(keys: string[], ops: Operation[], options: CheckOptions = {}): PartitionResult {
   const n = ops.length
   const maxSteps = options.maxSteps ?? 20_000_000
+  const maxMemo = options.maxMemo ?? 2_000_000
+  const deadline = performance.now() + (options.maxMs ?? Infinity)
   // Calls and returns in time order, calls first at equal times (intervals are closed); unknown returns last.
   const events: Array<{ op: Operation; call: boolean; time: number; local: number }> = []
   ops.forEach((op, local) => {
@@ -146,6 +168,7 @@ export function checkPartition(keys: string[], ops: Operation[], options: CheckO
   })
   events.sort((a, b) => a.time - b.time || (a.call === b.call ? a.local - b.local : a.call ? -1 : 1))
   const head: Node = { op: undefined, match: undefined, prev: undefined, next: undefined }
+  /** Each operation's call node. */
   const returns = new Map<Operation, Node>()
   let tail = head
   for (const e of events) {
@@ -185,24 +208,34 @@ export function checkPartition(keys: string[], ops: Operation[], options: CheckO
   }
   let h1 = 0
   let h2 = 0
+  // Keyed by the linearized set's hash and a 64-bit hash of the states (their text can be kilobytes);
+  // the set itself is compared exactly. Two different state sets with one 64-bit hash would prune a
+  // path never searched: with a few million entries, a chance of about 1 in 10^6.
   const cache = new Map<string, Uint32Array[]>()
+  let memo = 0
   const flip = (i: number) => {
     bits[i >>> 5]! ^= 1 << (i & 31)
     h1 ^= zobrist[2 * i]!
     h2 ^= zobrist[2 * i + 1]!
   }
   const seen = (key: string): boolean => {
-    const k = `${h1}.${h2}|${key}`
+    const k = `${h1}.${h2}.${hash32(key, 0x811c9dc5)}.${hash32(key, 0x01000193)}`
     const bucket = cache.get(k)
     if (bucket) {
       for (const b of bucket) if (b.every((w, i) => w === bits[i])) return true
       bucket.push(bits.slice())
     } else cache.set(k, [bits.slice()])
+    memo++
     return false
   }
 
-  const stack: Array<{ node: Node; states: State[] }> = []
+  // A frame is `forced` when its operation changed nothing (the same states: a read that every
+  // possible state agrees with, say): placed as soon as it fits, it needs no other place. Placing it
+  // later cannot help any other operation (the state is the same), and every operation that had to
+  // precede it already does; so the way back skips it.
+  const stack: Array<{ node: Node; states: State[]; key: string; forced: boolean }> = []
   let states: State[] = [initialState()]
+  let statesKey = canonicalSet(states).key
   let entry = head.next
   let steps = 0
   // For the report: the deepest point reached, and why each candidate there was refused.
@@ -211,7 +244,7 @@ export function checkPartition(keys: string[], ops: Operation[], options: CheckO
   let counterexample: Counterexample | undefined
 
   while (head.next !== undefined) {
-    if (++steps > maxSteps) return { keys, size: n, verdict: 'unknown', steps }
+    if (++steps > maxSteps || memo > maxMemo || ((steps & 0xfff) === 0 && performance.now() > deadline)) return { keys, size: n, verdict: 'unknown', steps, counterexample }
     const node = entry!
     if (node.match !== undefined) {
       const op = node.op!
@@ -227,8 +260,9 @@ export function checkPartition(keys: string[], ops: Operation[], options: CheckO
         flip(i)
         const set = canonicalSet(next)
         if (!seen(set.key)) {
-          stack.push({ node, states })
+          stack.push({ node, states, key: statesKey, forced: set.key === statesKey })
           states = set.states
+          statesKey = set.key
           lift(node)
           refusedHere = new Map()
           entry = head.next
@@ -252,9 +286,15 @@ export function checkPartition(keys: string[], ops: Operation[], options: CheckO
           stuck: node.op,
         }
       }
-      const top = stack.pop()
+      let top = stack.pop()
+      while (top?.forced) {
+        flip(local.get(top.node.op!)!)
+        unlift(top.node)
+        top = stack.pop()
+      }
       if (!top) return { keys, size: n, verdict: 'violation', steps, counterexample }
       states = top.states
+      statesKey = top.key
       flip(local.get(top.node.op!)!)
       unlift(top.node)
       refusedHere = new Map()
@@ -262,6 +302,13 @@ export function checkPartition(keys: string[], ops: Operation[], options: CheckO
     }
   }
   return { keys, size: n, verdict: 'ok', steps }
+}
+
+/** A 32-bit FNV-1a-style hash of a string, from `seed`. */
+function hash32(s: string, seed: number): number {
+  let h = seed >>> 0
+  for (let i = 0; i < s.length; i++) h = Math.imul(h ^ s.charCodeAt(i), 0x01000193) >>> 0
+  return h
 }
 
 /**
@@ -324,6 +371,14 @@ export function formatResult(result: CheckResult, limit = 12): string {
       if (c.stuck && !c.refused.some((r) => r.op === c.stuck)) lines.push(`  and ${describeOperation(c.stuck)} had returned by then`)
     }
   }
-  if (unknown.length > 0) lines.push(`${unknown.length} partition(s) undecided within the step limit: ${unknown.map((p) => p.keys.join(', ')).join('; ')}`)
+  for (const p of unknown) {
+    const fb = p.writesOnly ? `; its writes alone (reads and refused commits left out): ${p.writesOnly.verdict === 'ok' ? 'linearizable' : p.writesOnly.verdict === 'violation' ? 'NOT linearizable' : 'undecided'}` : ''
+    lines.push(`undecided within the search's limits: keys ${p.keys.slice(0, 6).join(', ')}${p.keys.length > 6 ? `, … (${p.keys.length})` : ''} (${p.size} operations, ${p.steps} steps)${fb}`)
+  }
+  const fallbackFailed = unknown.find((p) => p.writesOnly?.verdict === 'violation')?.writesOnly?.counterexample
+  if (fallbackFailed) {
+    lines.push('  its writes alone, the longest order the model accepts, then:')
+    for (const { op, reason } of fallbackFailed.refused.slice(0, limit)) lines.push(`    ${describeOperation(op)}\n      refused: ${reason}`)
+  }
   return lines.join('\n')
 }

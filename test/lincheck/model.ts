@@ -22,14 +22,18 @@
  *
  * Time (expiry). An entry written with a TTL by a commit linearized at an
  * instant L expires at L + ttl on the store's clock. The checker does not
- * know L, only that it lies in [lo, hi]: lo is the commit's call (or the
- * latest call linearized before it), hi its return, tightened to the return
- * of every operation linearized after it (they take effect after it). So
- * before each operation the entry
+ * know L, only that it lies in [lo, hi]: lo is the commit's call, hi its
+ * return (for a commit of unknown outcome, the return of the first
+ * operation linearized after it: that one took effect after it). So before
+ * each operation the entry
  * - may already have expired if lo + ttl - slack <= that operation's return,
- * - may still be alive if hi + ttl + slack >= that operation's earliest
- *   instant (the latest call so far, or its own call),
- * and the model follows both branches where both hold. This is the reading
+ * - may still be alive if hi + ttl + slack >= that operation's call,
+ * and the model follows both branches where both hold. The bounds are an
+ * operation's own, never the order the search happens to try: states that
+ * differ only in the order that led to them are one state to the memo,
+ * which keeps the search small on histories of slow, overlapping operations
+ * (tabs stalled by busy loops); the price is a little looseness (an
+ * operation is not held to the calls of the ones ordered before it). This is the reading
  * of etcd's robustness tests (a lease may have expired any time after its
  * TTL from the grant's request; it must have before its TTL from the
  * grant's response) rather than Jepsen's lock checkers, which give the
@@ -79,8 +83,6 @@ export interface State {
   keys: Record<string, KeyState>
   /** The largest revision known on this partition. */
   max: number
-  /** A lower bound of the time of the last linearized operation, in ms. */
-  now: number
   /** Owners known gone (sorted). */
   dead: string[]
 }
@@ -93,7 +95,7 @@ export interface ModelOptions {
 /** What one step gives: the possible next states, or why none is possible. */
 export type StepResult = { ok: true; states: State[] } | { ok: false; reason: string }
 
-export const initialState = (): State => ({ keys: {}, max: 0, now: -Infinity, dead: [] })
+export const initialState = (): State => ({ keys: {}, max: 0, dead: [] })
 
 const isSym = (n: Num | undefined): n is Sym => typeof n === 'object' && n !== null
 const showNum = (n: Num) => (isSym(n) ? `(unknown > ${n.gt})` : String(n))
@@ -116,9 +118,7 @@ export const MODELED = new Set(['get', 'commit', 'owner-gone', 'store-restart'])
 /** A step of one state; see the module comment. */
 export function step(state: State, op: Operation, options: ModelOptions = {}): StepResult {
   const slack = options.slack ?? 0
-  const earliest = Math.max(state.now, op.call)
-  if (earliest > op.ret + slack) return { ok: false, reason: `it returned at ${op.ret} ms, before ${state.now} ms, the time of an operation that must precede it` }
-  const branches = expiries(state, op, earliest, slack)
+  const branches = expiries(state, op, slack)
   const states: State[] = []
   let reason = ''
   for (const b of branches) {
@@ -132,8 +132,8 @@ export function step(state: State, op: Operation, options: ModelOptions = {}): S
 }
 
 /** The states possible just before `op` takes effect: each TTL'd entry expired or not, where time allows both. */
-function expiries(state: State, op: Operation, earliest: number, slack: number): State[] {
-  let out: State[] = [{ ...state, now: earliest }]
+function expiries(state: State, op: Operation, slack: number): State[] {
+  let out: State[] = [state]
   for (const [key, e] of Object.entries(state.keys)) {
     const ownerGone = e.owner !== undefined && state.dead.includes(e.owner)
     if (e.ttl === undefined && !ownerGone) continue
@@ -141,16 +141,16 @@ function expiries(state: State, op: Operation, earliest: number, slack: number):
     const expMax = e.ttl === undefined ? Infinity : Math.max(e.hi!, e.reopen ?? -Infinity) + e.ttl + slack
     const next: State[] = []
     for (const s of out) {
-      const mayBeAlive = expMax >= s.now
+      const mayBeAlive = expMax >= op.call
       const mayBeGone = ownerGone || expMin <= op.ret
       if (mayBeAlive) next.push(s)
       if (mayBeGone) {
         const keys = { ...s.keys }
         delete keys[key]
-        next.push({ ...s, keys, now: ownerGone ? s.now : Math.max(s.now, expMin) })
+        next.push({ ...s, keys })
       }
     }
-    out = next.filter((s) => s.now <= op.ret + slack)
+    out = next
   }
   return out
 }
@@ -159,7 +159,7 @@ function tighten(state: State, op: Operation): State {
   const ret = op.ret
   let keys: Record<string, KeyState> | undefined
   for (const [key, e] of Object.entries(state.keys)) {
-    if (e.hi !== undefined && e.hi > ret) (keys ??= { ...state.keys })[key] = { ...e, hi: ret }
+    if (e.hi === Infinity && ret < Infinity) (keys ??= { ...state.keys })[key] = { ...e, hi: ret }
     // A store that answered had reopened by then.
     if (e.reopen === Infinity && op.status !== 'unknown' && op.f !== 'store-restart') (keys ??= { ...state.keys })[key] = { ...(keys?.[key] ?? e), reopen: ret }
   }
@@ -340,7 +340,7 @@ function write(s: State, ops: OpJson[], revision: Num, op: Operation): { ok: tru
     if (o.owner !== undefined) e.owner = o.owner
     if (o.ttl !== undefined) {
       e.ttl = o.ttl
-      e.lo = s.now
+      e.lo = op.call
       e.hi = op.ret
     }
     keys[o.key] = e
@@ -358,7 +358,7 @@ function lifeRule(before: State, ops: OpJson[], key: string): string {
   return 'the same owner keeps the life'
 }
 
-/** A canonical string of a state: equal strings, equal futures. `now` is left out (see {@link canonicalSet}). */
+/** A canonical string of a state: equal strings, equal futures. */
 export function stateKey(s: State): string {
   let out = `${s.max}|${s.dead.join(',')}|`
   for (const k of Object.keys(s.keys).sort()) {
@@ -371,18 +371,13 @@ const numKey = (n: Num) => (isSym(n) ? `s${n.sym}>${n.gt}` : String(n))
 
 /**
  * A set of states as the search keeps it (Porcupine's power-set reading of
- * a nondeterministic model): distinct states sorted, and of two that differ
- * only in `now`, the earlier, which allows everything the later allows.
+ * a nondeterministic model): distinct states, sorted.
  */
 export function canonicalSet(states: State[]): { states: State[]; key: string } {
-  const best = new Map<string, State>()
-  for (const s of states) {
-    const k = stateKey(s)
-    const had = best.get(k)
-    if (!had || s.now < had.now) best.set(k, s)
-  }
-  const keys = [...best.keys()].sort()
-  return { states: keys.map((k) => best.get(k)!), key: keys.map((k) => `${k}#${best.get(k)!.now}`).join('\n') }
+  const byKey = new Map<string, State>()
+  for (const s of states) byKey.set(stateKey(s), s)
+  const keys = [...byKey.keys()].sort()
+  return { states: keys.map((k) => byKey.get(k)!), key: keys.join('\n') }
 }
 
 export function showKey(e: KeyState): string {
