@@ -4,7 +4,10 @@
  * piecemeal checks kept for measuring stores that do not keep the contract,
  * and assertHistory, what every fault test calls.
  */
-import { describe, expect, test } from 'vitest'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { HistoryBuilder } from '../lincheck/builder'
 import { assertHistory, checkHistory, formatViolations, type HistoryRecord } from './checker'
 
@@ -186,6 +189,15 @@ describe('the history checker', () => {
 })
 
 describe('assertHistory: the store operations through the linearizability checker, the observations through what remains here', () => {
+  // Failing histories are written to files: here, to a directory of this test's own.
+  const dir = mkdtempSync(join(tmpdir(), 'zaris-checker-test-'))
+  const before = process.env.ZARIS_HISTORY_DIR
+  beforeAll(() => void (process.env.ZARIS_HISTORY_DIR = dir))
+  afterAll(() => {
+    if (before === undefined) delete process.env.ZARIS_HISTORY_DIR
+    else process.env.ZARIS_HISTORY_DIR = before
+    rmSync(dir, { recursive: true, force: true })
+  })
   const ops = () =>
     new HistoryBuilder()
       .grant(1, [0, 1], 'lock:r', 1_000, 1)

@@ -32,6 +32,8 @@ export interface CheckOptions extends ModelOptions {
   maxMs?: number
   /** Memo entries per partition before it gives up with `unknown` (a bound on memory). Default 2 million. */
   maxMemo?: number
+  /** Model states the search may hold for one point of an order before it gives up with `unknown`. Default 4 096. */
+  maxStates?: number
   /**
    * For a partition undecided within the limits, check its writes alone (its
    * reads and refused commits left out): a weaker check that still decides
@@ -93,7 +95,7 @@ export function checkHistory(history: readonly HistoryEvent[], options: CheckOpt
   for (const op of operations) if (!MODELED.has(op.f)) throw new Error(`operation ${op.f} (history event ${op.events[0]?.index}) is not one the model knows: ${[...MODELED].join(', ')}`)
   const partitions = partition(operations).map((p) => {
     const r = checkPartition(p.keys, p.ops, options)
-    if (r.verdict === 'unknown' && options.fallback) r.writesOnly = checkPartition(p.keys, p.ops.filter((op) => !writesNothing(op)), { ...options, maxSteps: undefined, maxMemo: undefined })
+    if (r.verdict === 'unknown' && options.fallback) r.writesOnly = checkPartition(p.keys, p.ops.filter((op) => !writesNothing(op)), { ...options, maxSteps: undefined, maxMemo: undefined, maxStates: undefined })
     return r
   })
   const restarts = operations.filter((op) => op.f === 'store-restart')
@@ -159,6 +161,7 @@ export function checkPartition(keys: string[], ops: Operation[], options: CheckO
   const n = ops.length
   const maxSteps = options.maxSteps ?? 20_000_000
   const maxMemo = options.maxMemo ?? 2_000_000
+  const maxStates = options.maxStates ?? 4_096
   const deadline = performance.now() + (options.maxMs ?? Infinity)
   // Calls and returns in time order, calls first at equal times (intervals are closed); unknown returns last.
   const events: Array<{ op: Operation; call: boolean; time: number; local: number }> = []
@@ -252,9 +255,10 @@ export function checkPartition(keys: string[], ops: Operation[], options: CheckO
       let reason = ''
       for (const s of states) {
         const r = step(s, op, options)
-        if (r.ok) next.push(...r.states)
+        if (r.ok) for (const t of r.states) next.push(t)
         else reason ||= r.reason
       }
+      if (next.length > maxStates) return { keys, size: n, verdict: 'unknown', steps, counterexample }
       if (next.length > 0) {
         const i = local.get(op)!
         flip(i)

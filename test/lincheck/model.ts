@@ -124,17 +124,26 @@ export function step(state: State, op: Operation, options: ModelOptions = {}): S
   for (const b of branches) {
     // Every entry written before took effect before this operation: tighten their windows.
     const s = tighten(b, op)
-    const r = apply(s, op)
+    const r = apply(s, op, slack)
     if (r.ok) states.push(...r.states)
     else reason ||= r.reason
   }
   return states.length > 0 ? { ok: true, states } : { ok: false, reason }
 }
 
-/** The states possible just before `op` takes effect: each TTL'd entry expired or not, where time allows both. */
+/**
+ * The states possible just before `op` takes effect: each TTL'd entry of a
+ * key it touches expired or not, where time allows both. Other keys wait:
+ * an expiry is seen only by an operation on its key, and stays once it
+ * happened, so deciding it there is the same (and keeps the state sets small
+ * when many entries with TTLs live side by side: a lock's line of waiters).
+ */
 function expiries(state: State, op: Operation, slack: number): State[] {
   let out: State[] = [state]
-  for (const [key, e] of Object.entries(state.keys)) {
+  const touched = keysOf(op)
+  for (const key of touched.length > 0 ? touched : Object.keys(state.keys)) {
+    const e = state.keys[key]
+    if (!e) continue
     const ownerGone = e.owner !== undefined && state.dead.includes(e.owner)
     if (e.ttl === undefined && !ownerGone) continue
     const expMin = e.ttl === undefined ? Infinity : e.lo! + e.ttl - slack
@@ -166,12 +175,12 @@ function tighten(state: State, op: Operation): State {
   return keys ? { ...state, keys } : state
 }
 
-function apply(s: State, op: Operation): StepResult {
+function apply(s: State, op: Operation, slack: number): StepResult {
   switch (op.f) {
     case 'get':
-      return applyGet(s, op)
+      return applyGet(s, op, slack)
     case 'commit':
-      return applyCommit(s, op)
+      return applyCommit(s, op, slack)
     case 'owner-gone': {
       const owner = String(op.input?.owner)
       return { ok: true, states: [s.dead.includes(owner) ? s : { ...s, dead: [...s.dead, owner].sort() }] }
@@ -191,10 +200,10 @@ function apply(s: State, op: Operation): StepResult {
   }
 }
 
-function applyGet(s: State, op: Operation): StepResult {
+function applyGet(s: State, op: Operation, slack: number): StepResult {
   if (op.status !== 'ok') return { ok: true, states: [s] }
   const key = op.input.key as string
-  const m = match(s, key, op.output?.entry ?? undefined)
+  const m = match(s, key, op.output?.entry ?? undefined, slack)
   return m.ok ? { ok: true, states: [m.state] } : m
 }
 
@@ -202,7 +211,7 @@ function applyGet(s: State, op: Operation): StepResult {
 type Pins = Map<number, number>
 
 /** Whether what the store reported of `key` (an entry, or `undefined` for absent) can be the model's entry; pins symbols it reveals. */
-function match(s: State, key: string, seen: EntryJson | undefined, pins: Pins = new Map()): { ok: true; state: State } | { ok: false; reason: string } {
+function match(s: State, key: string, seen: EntryJson | undefined, slack: number, pins: Pins = new Map()): { ok: true; state: State } | { ok: false; reason: string } {
   const e = s.keys[key]
   if (!e && !seen) return { ok: true, state: s }
   if (!e) return { ok: false, reason: `${key} was seen as ${showEntry(seen!)}, but it is absent here` }
@@ -212,7 +221,7 @@ function match(s: State, key: string, seen: EntryJson | undefined, pins: Pins = 
   if ((seen.owner ?? null) !== (e.owner ?? null)) return { ok: false, reason: `${key} was seen owned by ${seen.owner ?? 'nobody'}, but by ${e.owner ?? 'nobody'} here` }
   if (!unify(e.rev, seen.revision, pins)) return { ok: false, reason: `${key} was seen at revision ${seen.revision}, but it is at ${showNum(e.rev)} here` }
   if (!unify(e.created, seen.created, pins)) return { ok: false, reason: `${key} was seen with created ${seen.created}, but its life began at ${showNum(e.created)} here` }
-  if (seen.ttl !== undefined && (e.ttl === undefined || seen.ttl > e.ttl)) return { ok: false, reason: `${key} was seen with ${seen.ttl} ms to live, but it was written with ${e.ttl === undefined ? 'no TTL' : `a TTL of ${e.ttl} ms`}` }
+  if (seen.ttl !== undefined && (e.ttl === undefined || seen.ttl > e.ttl + slack)) return { ok: false, reason: `${key} was seen with ${seen.ttl} ms to live, but it was written with ${e.ttl === undefined ? 'no TTL' : `a TTL of ${e.ttl} ms`}` }
   if (seen.ttl === undefined && e.ttl !== undefined) return { ok: false, reason: `${key} was seen without a TTL, but it was written with one of ${e.ttl} ms` }
   return { ok: true, state: pin(s, pins) }
 }
@@ -246,7 +255,7 @@ function evaluate(s: State, c: CheckJson): boolean | { sym: Sym; value: number }
   return want > have.gt ? { sym: have, value: want } : false
 }
 
-function applyCommit(s: State, op: Operation): StepResult {
+function applyCommit(s: State, op: Operation, slack: number): StepResult {
   const checks = op.input.checks as CheckJson[]
   const ops = op.input.ops as OpJson[]
   if (op.status === 'fail') {
@@ -257,7 +266,7 @@ function applyCommit(s: State, op: Operation): StepResult {
     for (const f of failed) {
       const c = checks.find((c) => c.key === f.key)
       if (!c) return { ok: false, reason: `the commit reports a failed check on ${f.key}, which it did not check` }
-      const m = match(state, f.key, f.entry ?? undefined)
+      const m = match(state, f.key, f.entry ?? undefined, slack)
       if (!m.ok) return { ok: false, reason: `its failed check on ${f.key} saw ${f.entry ? showEntry(f.entry) : 'nothing'}: ${m.reason}` }
       state = m.state
       // A symbol compared to a number may differ from it: only a sure success contradicts the failure.
