@@ -53,7 +53,8 @@ function vitest(files: string[], mutant?: string): Promise<Run> {
 function firstFailure(output: string): string {
   // The report's first line that names a problem (not the summary of what passed).
   const caused = /Caused by: Error: ((?:[^\n]+\n?){1,12})/.exec(output)?.[1]?.split('\n') ?? []
-  const line = caused.find((l) => l.trim() !== '' && !/^linearizable:|^watch: \d+ events, 0 violation/.test(l.trim())) ?? /AssertionError: ([^\n]+)/.exec(output)?.[1] ?? /Error: ([^\n]+)/.exec(output)?.[1]
+  const lines = caused.map((l) => l.trim()).filter((l) => l !== '' && !/^linearizable:|^watch: \d+ events, 0 violation/.test(l))
+  const line = lines.find((l) => /^refused:|^watch-\w+:|outside the token|after that life|never aborted|aborted at/.test(l)) ?? lines[0] ?? /AssertionError: ([^\n]+)/.exec(output)?.[1] ?? /Error: ([^\n]+)/.exec(output)?.[1]
   return (line ?? '(no message)').trim().replace(/\s+/g, ' ').slice(0, 300)
 }
 
