@@ -1,7 +1,7 @@
 import { fileURLToPath } from 'node:url'
 import { defineConfig } from 'vitest/config'
 import { playwright } from '@vitest/browser-playwright'
-import { CHROMIUM_ARGS, chromiumPath } from './test/browser-harness/chromium.ts'
+import { CHROMIUM_ARGS, chromiumPath, freePortSync } from './test/browser-harness/chromium.ts'
 
 const src = (path: string) => fileURLToPath(new URL(`./src/${path}`, import.meta.url))
 
@@ -12,6 +12,7 @@ const alias = {
   'zaris/http': src('adapters/http/index.ts'),
   'zaris/server': src('server/index.ts'),
   'zaris/redis': src('adapters/redis/index.ts'),
+  'zaris/etcd': src('adapters/etcd/index.ts'),
   'zaris/testing': src('testing.ts'),
   zaris: src('index.ts'),
 }
@@ -45,6 +46,8 @@ export default defineConfig({
           browser: {
             enabled: true,
             headless: true,
+            // A port of its own, strictly: the node of test/http/browser-setup.ts allows exactly this origin.
+            api: { port: freePortSync(), strictPort: true },
             // The Chromium the prerequisite check found (Debian's, ZARIS_CHROMIUM or Playwright's), with the harness's flags.
             provider: playwright({ launchOptions: { executablePath: chromiumPath(), args: CHROMIUM_ARGS } }),
             instances: [{ browser: 'chromium' }],

@@ -248,4 +248,10 @@ export interface Adapter {
 export interface Capabilities {
   /** The adapter implements `ownerGone` and `registerOwner`. */
   ownerGone?: boolean
+  /**
+   * How finely the store serves TTLs, in ms (default 1): an entry never frees
+   * before its TTL and frees at most this much after it (beyond the store's
+   * usual delay in reporting it). etcd's leases count whole seconds.
+   */
+  ttlGranularity?: number
 }

@@ -4,7 +4,7 @@
  * counter). `zaris --help` lists them.
  *
  * ```
- * zaris serve [--port 7861] [--host 127.0.0.1] [--data FILE | --redis URL]
+ * zaris serve [--port 7861] [--host 127.0.0.1] [--data FILE | --redis URL | --etcd URL]
  *             [--token SECRET] [--cors ORIGIN...] [--insecure]
  * ```
  *
@@ -17,7 +17,7 @@
 import { isIP } from 'node:net'
 import { runInspect } from '../cli'
 import { isZarisError } from '../core/errors'
-import { memoryBackend, redisBackend, sqliteBackend, type Backend } from './backends'
+import { etcdBackend, memoryBackend, redisBackend, sqliteBackend, type Backend } from './backends'
 import { createHandler, loopbackHosts } from './handler'
 import { listen } from './node'
 
@@ -27,6 +27,7 @@ const USAGE = `usage: zaris serve [options]
   --host ADDR       address to bind (default 127.0.0.1)
   --data FILE       keep entries in this SQLite file (default: memory)
   --redis URL       keep entries in this Redis, shared with other nodes (redis://host:6379/0)
+  --etcd URL        keep entries in this etcd cluster, shared with other nodes (etcd://host:2379,host2:2379)
   --token SECRET    require "Authorization: Bearer SECRET" (or set ZARIS_TOKEN)
   --cors ORIGIN...  let these browser origins call the node (exact origins, never *)
   --insecure        allow binding a non-loopback address without a token
@@ -41,6 +42,7 @@ export interface ServeArgs {
   host: string
   data?: string
   redis?: string
+  etcd?: string
   token?: string
   cors: string[]
   insecure: boolean
@@ -90,6 +92,9 @@ export function parseServeArgs(argv: string[], env: Record<string, string | unde
       case '--redis':
         args.redis = value()
         break
+      case '--etcd':
+        args.etcd = value()
+        break
       case '--token':
         args.token = value()
         break
@@ -116,7 +121,7 @@ export function parseServeArgs(argv: string[], env: Record<string, string | unde
         throw new UsageError(`unknown option ${JSON.stringify(arg)}`)
     }
   }
-  if (args.data !== undefined && args.redis !== undefined) throw new UsageError('--data and --redis are two different stores; give one')
+  if ([args.data, args.redis, args.etcd].filter((x) => x !== undefined).length > 1) throw new UsageError('--data, --redis and --etcd are different stores; give one')
   args.cors = args.cors.map((o) => o.trim()).filter((o) => o !== '')
   if (args.cors.includes('*')) throw new UsageError('--cors takes exact origins; * is not allowed')
   if (args.token !== undefined && (args.token.length < 8 || /\s/.test(args.token))) {
@@ -145,7 +150,13 @@ export function isLoopback(host: string): boolean {
  */
 export async function serveCommand(args: ServeArgs, log: (line: string) => void = console.log): Promise<void> {
   const backend: Backend =
-    args.redis !== undefined ? await redisBackend(args.redis) : args.data !== undefined ? await sqliteBackend(args.data) : memoryBackend()
+    args.redis !== undefined
+      ? await redisBackend(args.redis)
+      : args.etcd !== undefined
+        ? await etcdBackend(args.etcd)
+        : args.data !== undefined
+          ? await sqliteBackend(args.data)
+          : memoryBackend()
   const handler = createHandler({
     adapterFor: backend.adapterFor,
     positionOf: backend.positionOf,

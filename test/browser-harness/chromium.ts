@@ -5,6 +5,7 @@
  * multi-tab tests and the prerequisite check (test/setup/prereqs.ts), so all
  * run the same browser the same way.
  */
+import { execFileSync } from 'node:child_process'
 import { accessSync, constants, statSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { delimiter, join } from 'node:path'
@@ -76,4 +77,15 @@ export function chromiumLaunchOptions(extra: { args?: string[]; ignoreDefaultArg
     args: [...CHROMIUM_ARGS, ...(extra.args ?? [])],
     ...(extra.ignoreDefaultArgs ? { ignoreDefaultArgs: extra.ignoreDefaultArgs } : {}),
   }
+}
+
+/**
+ * A free loopback port, found synchronously (config files cannot await): the
+ * browser project's page server listens on it with `strictPort`, so the node
+ * its global setup starts can name the page's exact origin in `--cors` even
+ * when another vitest run holds the default port.
+ */
+export function freePortSync(): number {
+  const script = "const s=require('net').createServer().listen(0,'127.0.0.1',()=>{process.stdout.write(String(s.address().port));s.close()})"
+  return Number(execFileSync(process.execPath, ['-e', script], { encoding: 'utf8' }))
 }

@@ -9,6 +9,7 @@
 import { describe } from 'vitest'
 import { adapterCases } from './adapter.case'
 import type { FixtureFactory, Skips } from './fixture'
+import { ownerGoneCases } from './owner-gone.case'
 import { primitiveCases } from './primitives.case'
 import { safetyCases } from './safety.case'
 import { namedTest } from './util'
@@ -28,5 +29,6 @@ export function runConformance(name: string, factory: FixtureFactory, options: C
     adapterCases(factory, t)
     primitiveCases(factory, t, { scale: options.scale })
     safetyCases(factory, t)
+    ownerGoneCases(factory, t)
   })
 }

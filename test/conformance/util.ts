@@ -1,5 +1,6 @@
 /** Small helpers for the conformance suite; nothing here is Node-only. */
 import { test } from 'vitest'
+import type { Adapter } from 'zaris'
 import type { FixtureFactory, StoreFixture } from './fixture'
 
 /** `test` or a wrapper of it that skips named tests with a reason. */
@@ -35,6 +36,16 @@ export function namedTest(skips: Array<{ reason: string; tests: string[] }> = []
     if (reason) test.skip(`${name} [skipped: ${reason}]`, fn)
     else test(name, fn, timeout)
   }
+}
+
+/**
+ * How late (ms) a store may free an entry after its TTL: its declared
+ * `capabilities.ttlGranularity` (1 ms unless declared; etcd's leases count
+ * whole seconds). Expiry cases wait this much longer.
+ */
+export function late(store: Adapter | { adapter: Adapter }): number {
+  const adapter = 'adapter' in store ? store.adapter : store
+  return adapter.capabilities?.ttlGranularity ?? 1
 }
 
 /** A test body on a fresh store of `factory`, closed after the test whatever happens. */

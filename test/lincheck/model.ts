@@ -90,6 +90,12 @@ export interface State {
 export interface ModelOptions {
   /** Timer and clock rounding allowed on TTLs, in ms. Default 0 (ManualClock histories). */
   slack?: number
+  /**
+   * How long past its TTL a store may keep an entry, in ms (never before it):
+   * etcd rounds leases up to whole seconds and restarts them on a leader
+   * change. Default 0.
+   */
+  lateExpiry?: number
 }
 
 /** What one step gives: the possible next states, or why none is possible. */
@@ -118,13 +124,13 @@ export const MODELED = new Set(['get', 'commit', 'owner-gone', 'store-restart'])
 /** A step of one state; see the module comment. */
 export function step(state: State, op: Operation, options: ModelOptions = {}): StepResult {
   const slack = options.slack ?? 0
-  const branches = expiries(state, op, slack)
+  const branches = expiries(state, op, slack, options.lateExpiry ?? 0)
   const states: State[] = []
   let reason = ''
   for (const b of branches) {
     // Every entry written before took effect before this operation: tighten their windows.
     const s = tighten(b, op)
-    const r = apply(s, op, slack)
+    const r = apply(s, op, slack + (options.lateExpiry ?? 0))
     if (r.ok) states.push(...r.states)
     else reason ||= r.reason
   }
@@ -138,7 +144,7 @@ export function step(state: State, op: Operation, options: ModelOptions = {}): S
  * happened, so deciding it there is the same (and keeps the state sets small
  * when many entries with TTLs live side by side: a lock's line of waiters).
  */
-function expiries(state: State, op: Operation, slack: number): State[] {
+function expiries(state: State, op: Operation, slack: number, late: number): State[] {
   let out: State[] = [state]
   const touched = keysOf(op)
   for (const key of touched.length > 0 ? touched : Object.keys(state.keys)) {
@@ -147,7 +153,7 @@ function expiries(state: State, op: Operation, slack: number): State[] {
     const ownerGone = e.owner !== undefined && state.dead.includes(e.owner)
     if (e.ttl === undefined && !ownerGone) continue
     const expMin = e.ttl === undefined ? Infinity : e.lo! + e.ttl - slack
-    const expMax = e.ttl === undefined ? Infinity : Math.max(e.hi!, e.reopen ?? -Infinity) + e.ttl + slack
+    const expMax = e.ttl === undefined ? Infinity : Math.max(e.hi!, e.reopen ?? -Infinity) + e.ttl + slack + late
     const next: State[] = []
     for (const s of out) {
       const mayBeAlive = expMax >= op.call

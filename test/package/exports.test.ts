@@ -53,6 +53,7 @@ test('npm pack publishes only what a user needs: package.json, README, LICENSE a
   const files = (JSON.parse(stdout) as Array<{ files: Array<{ path: string }> }>)[0]!.files.map((f) => f.path)
   const expected = (p: string) => /^(package\.json|README\.md|LICENSE(\.md)?)$/.test(p) || /^dist\/[\w.-]+\.(js|cjs|d\.ts|d\.cts)$/.test(p)
   expect(files.filter((p) => !expected(p))).toEqual([])
+  expect(files).toContain('LICENSE') // package.json says MIT: the text ships with it
   // Built but loaded by nobody: the bin's CommonJS twin and declarations.
   expect(files.filter((p) => /^dist\/cli\.(cjs|d\.c?ts)$/.test(p))).toEqual([])
 

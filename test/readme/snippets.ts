@@ -7,6 +7,7 @@
  * - `zaris://idb/…` — in headless Chromium (test/readme/browser.test.ts);
  * - `redis://…` or ioredis — against a real redis-server (test/redis/readme.test.ts);
  * - `zaris://localhost:7861/…` — against a node process (test/server/readme.test.ts);
+ * - `etcd://…` — against a real etcd member (test/etcd/readme.test.ts);
  * - anything else that imports zaris and connects nowhere else — as its own
  *   Node process (test/readme/readme.test.ts).
  *
@@ -41,7 +42,7 @@ export interface Block {
 }
 
 /** Which test runs a block. */
-export type Runner = 'node' | 'zaris-node' | 'redis' | 'browser' | 'cli'
+export type Runner = 'node' | 'zaris-node' | 'redis' | 'browser' | 'cli' | 'etcd'
 
 /** README.md and every docs/*.md, relative to the repo root. */
 export function markdownFiles(): string[] {
@@ -104,6 +105,7 @@ export function runnerOf(block: Block): Runner | undefined {
   if (code.includes('zaris://idb/')) return 'browser'
   if (code.includes('redis://') || code.includes("from 'ioredis'")) return 'redis'
   if (code.includes('zaris://localhost:7861')) return 'zaris-node'
+  if (code.includes('etcd://')) return 'etcd'
   // A store this file has no runner for (etcd, say) leaves the block unrun, and the coverage test says so.
   if (/from 'zaris(\/[a-z]+)?'/.test(code) && !/zaris:\/\/(?!inproc\/)|https?:\/\/|etcd:\/\//.test(code)) return 'node'
   return undefined

@@ -35,6 +35,7 @@ import {
   stripEntry,
   stripEvent,
 } from './protocol'
+import { pageExit, type PageExit } from './page-exit'
 import { fetchTransport, hasNodeHttp, type Transport } from './transport'
 import { WatchHub, type HistoryPage, type HubContext } from './watch-hub'
 
@@ -105,6 +106,8 @@ class HttpAdapter implements Adapter {
   /** Request ids are this adapter's random prefix and a counter: unique, and cheap to make. */
   readonly #idPrefix = randomHex(16)
   #ids = 0
+  /** In a page: what this adapter holds, released with keepalive requests on `pagehide` (./page-exit). */
+  readonly #exit: PageExit | undefined
 
   constructor(options: HttpAdapterOptions) {
     if (typeof options !== 'object' || options === null) throw new InvalidArgumentError('httpAdapter: options must be an object')
@@ -135,6 +138,7 @@ class HttpAdapter implements Adapter {
     this.#reconnectLimit = positive(options.watchReconnectLimit, 60_000, 'watchReconnectLimit')
     this.#linger = options.watchLinger === 0 ? 0 : positive(options.watchLinger, 2_000, 'watchLinger')
     this.#choice = options.transport ?? 'auto'
+    this.#exit = pageExit(() => ({ url: this.#url(this.#endpoints[this.#preferred]!, 'commit'), headers: this.#headers }))
   }
 
   async get(key: string): Promise<Entry | undefined> {
@@ -158,6 +162,7 @@ class HttpAdapter implements Adapter {
     // The highest revision seen: a node whose store lost its state (a restarted memory node) moves above it.
     const body = this.#seen > 0 ? { checks, ops, requestId, seen: this.#seen } : { checks, ops, requestId }
     const r = fromCommitResponse(await this.#call('commit', body, commitResponse))
+    this.#exit?.saw(ops, r)
     if (r.ok) this.#saw(r.revision)
     else for (const f of r.failed) if (f.entry) this.#saw(f.entry.revision)
     return r
@@ -184,6 +189,7 @@ class HttpAdapter implements Adapter {
   async close(): Promise<void> {
     if (this.#closer.signal.aborted) return
     this.#closer.abort(new ClosedError('the http adapter is closed'))
+    this.#exit?.close()
     this.#hub?.close()
     const t = this.#transport
     this.#transport = undefined

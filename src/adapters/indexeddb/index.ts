@@ -18,6 +18,7 @@ import { ClosedError, InvalidArgumentError, UnsupportedError } from '../../core/
 import { checkCommitArgs, checkKey, checkPrefix } from '../../core/validate'
 import { pageBackgroundClock } from './background-clock'
 import { Liveness, webLocks } from './liveness'
+import { Reaper } from './reaper'
 import type { Database } from './schema'
 import { SharedStore } from './shared'
 import { expired, readEntry, readPrefix, toEntry } from './transactions'
@@ -111,6 +112,8 @@ class IndexedDbStore {
   readonly adapter: Adapter
   readonly #shared: SharedStore
   readonly #liveness: Liveness | undefined
+  /** Ends the entries of clients that are gone (closed or crashed tabs), for every tab. */
+  readonly #reaper: Reaper | undefined
   readonly #unwatch = new Set<Unsubscribe>()
   #closed = false
 
@@ -125,6 +128,7 @@ class IndexedDbStore {
     const locks = options.liveness === false ? undefined : webLocks()
     this.#liveness = locks && new Liveness(locks, namespace)
     this.#shared = SharedStore.acquire(namespace, historySize, options.clock ?? wallClock)
+    this.#reaper = locks && Reaper.acquire(this.#shared, locks)
     this.adapter = this.#makeAdapter()
   }
 
@@ -205,6 +209,7 @@ class IndexedDbStore {
     this.#closed = true
     for (const done of [...this.#unwatch]) done()
     this.#liveness?.close()
+    this.#reaper?.release()
     await this.#shared.release()
   }
 }

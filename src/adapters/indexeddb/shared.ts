@@ -127,6 +127,16 @@ export class SharedStore {
     }
   }
 
+  /**
+   * Runs a readwrite transaction made elsewhere (the reaper's) on the open
+   * database and announces what it did, as a commit's outcome is.
+   */
+  async write(run: (db: Database, now: number) => Promise<Outcome>): Promise<Outcome> {
+    const outcome = await run(await this.db(), this.clock.now())
+    this.#announce(outcome)
+    return outcome
+  }
+
   /** Tells this page's watchers and every other tab what a transaction did. */
   #announce(outcome: Outcome): void {
     if (outcome.records.length === 0 && outcome.nextExpiry === undefined) return

@@ -29,7 +29,7 @@ const HINT_READ = 32
  * `hint` (a revision this page knows the store has reached), the keys from
  * it, usually one or two: cheaper than a reverse cursor.
  */
-function lastRevision(log: IDBObjectStore, hint: number, then: (revision: number) => void): void {
+export function lastRevision(log: IDBObjectStore, hint: number, then: (revision: number) => void): void {
   const last = () => {
     const cursor = log.openKeyCursor(null, 'prev')
     cursor.onsuccess = () => then(cursor.result ? (cursor.result.key as number) : 0)
@@ -52,7 +52,7 @@ function lastRevision(log: IDBObjectStore, hint: number, then: (revision: number
  * that exception; a failed request or an abort rejects with the transaction's
  * error.
  */
-function writeTx<T>(db: Database, body: (tx: IDBTransaction, guard: Guard, done: (value: T) => void) => void): Promise<T> {
+export function writeTx<T>(db: Database, body: (tx: IDBTransaction, guard: Guard, done: (value: T) => void) => void): Promise<T> {
   return new Promise<T>((resolve, reject) => {
     const tx = db.transaction(['entries', 'log'], 'readwrite')
     let value: T
@@ -78,7 +78,7 @@ function writeTx<T>(db: Database, body: (tx: IDBTransaction, guard: Guard, done:
 }
 
 /** Wraps a request callback so that an exception in it aborts the transaction and rejects its promise. */
-type Guard = (fn: () => void) => () => void
+export type Guard = (fn: () => void) => () => void
 
 /** What a readwrite transaction did, for the watch feed and the expiry timers of every tab. */
 export interface Outcome {
@@ -106,7 +106,7 @@ export function toEntry(e: StoredEntry, now: number): Entry {
  * revisions: readers promise no more than `historySize`, so the few extra
  * records in between are never relied on.
  */
-function finish(tx: IDBTransaction, revision: number, records: LogRecord[], historySize: number): void {
+export function finish(tx: IDBTransaction, revision: number, records: LogRecord[], historySize: number): void {
   if (records.length === 0) return
   const log = tx.objectStore('log')
   for (const r of records) log.put(r)
