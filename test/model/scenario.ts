@@ -97,6 +97,8 @@ export interface Environment {
   tolerance: number
   /** Timer and clock rounding allowed on TTLs by the model (ms). */
   slack: number
+  /** Real time a run may take before it fails as hung, with who was doing what (ms); none with a ManualClock. */
+  maxRunMs?: number
 }
 
 export interface Outcome {
@@ -117,6 +119,17 @@ export async function runScenario(scenario: Scenario, env: Environment, runId: s
   const results: HoldResult[] = []
   const told = (kind: HoldResult['kind'], client: Client, lock: Lock, revision?: number) => results.push({ kind, client: client.id, key: lock.key, token: lock.token, revision })
   let commits = 0
+  /** What each client is doing, for the report of a run that hangs. */
+  const busy = new Map<string, string>()
+  /** Fails a run that hangs (a call never answered, a wait that never ends), saying who was doing what. */
+  const watchdog = <T>(p: Promise<T>, what: string): Promise<T> => {
+    if (!env.maxRunMs) return p
+    let timer: ReturnType<typeof setTimeout> | undefined
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`waited ${env.maxRunMs} ms for ${what}; still busy: ${[...busy].map(([c, cmd]) => `${c} ${cmd}`).join('; ') || 'nobody'}${s ? `\n${s.report().filter((t) => t.status === 'pending').map((t) => t.label).join(', ')} pending in the scheduler` : ''}`)), env.maxRunMs)
+    })
+    return Promise.race([p, late]).finally(() => clearTimeout(timer))
+  }
   /** A client's plain delete in progress (the commits it sends then are the user's, not a hold's). */
   const doing = new Map<string, string>()
   const lost = new Map(scenario.losses.map((l) => [l.at, l.applied]))
@@ -180,8 +193,13 @@ export async function runScenario(scenario: Scenario, env: Environment, runId: s
   const value = (id: string) => `${id}:${seq++}`
 
   const thread = async (client: Client, commands: Command[]) => {
+    await threadOf(client, commands)
+    busy.delete(client.id)
+  }
+  const threadOf = async (client: Client, commands: Command[]) => {
     let lock: Lock | undefined
     for (const cmd of commands) {
+      busy.set(client.id, JSON.stringify(cmd))
       await gate(`${client.id} ${cmd.kind}`)
       try {
         switch (cmd.kind) {
@@ -258,11 +276,11 @@ export async function runScenario(scenario: Scenario, env: Environment, runId: s
       await env.advance(250)
     }
   })()
-  await waitFor(Promise.all([clientsDone, time]))
+  await watchdog(waitFor(Promise.all([clientsDone, time])), 'the clients to finish')
   await env.settle()
 
   const holdProblems = [...checkHolds(holds, storeEvents, history.events, env.now(), env.tolerance), ...checkResults(results, storeEvents, history.events), ...checkHoldCommits(holds, storeEvents, history.events)]
-  await waitFor(Promise.all(clients.map((c) => c.close())))
+  await watchdog(waitFor(Promise.all(clients.map((c) => c.close()))), 'the clients to close')
   unwatch()
   watched.end('closed')
   await observerAdapter.close()
@@ -317,6 +335,7 @@ export function realEnvironment(adapter: () => Promise<Adapter>, scheduler: fc.S
     settle: () => sleep(options.tolerance ?? 300),
     tolerance: options.tolerance ?? 300,
     slack: options.slack ?? 5,
+    maxRunMs: 45_000,
   }
 }
 
