@@ -91,6 +91,16 @@ export class WaitQueue {
     }
   }
 
+  /**
+   * Whether anyone else stands in the line now: a line-respecting try (the
+   * Web Locks API's grant order) does not go ahead of them.
+   */
+  async occupied(): Promise<boolean> {
+    const own = this.entry?.key
+    const line = await this.#ctx.adapter.list(this.#prefix)
+    return line.some((e) => e.key !== own && !e.key.slice(this.#prefix.length).includes(SEP))
+  }
+
   /** Forget our place (the store says it is gone); the next {@link ahead} joins again. */
   lost(): void {
     this.#place?.lost()
