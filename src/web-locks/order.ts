@@ -14,9 +14,10 @@
  *   so grants of different names reach their callbacks in the order the
  *   requests were made, and `query()` sees every earlier request.
  *
- * - **Release**: a lock is released only once every request for its name
- *   made before its callback settled has reached the store, so such a
- *   request waits in line for it and is granted after it.
+ * - **Release**: a lock is released only once every request made before
+ *   its callback settled had its turn, as the specification's queue runs
+ *   the release after them: a request for its name made meanwhile waits in
+ *   line for it, and one for another name is granted before it is released.
  *
  * Across clients, the store's line decides (zaris's wait line, respected by
  * every request of the facade).
@@ -56,15 +57,6 @@ export class Order {
     const [doneNow, done] = signalled()
     this.#tail = Promise.all([mayGo, doneNow]).then(() => {})
     return { mayStart, reached, mayGo, done }
-  }
-
-  /**
-   * Resolves once every request for `name` made so far reached the store:
-   * a lock is released after them, so that a request made while it was
-   * held waits in line for it, as the specification's queue has it.
-   */
-  reached(name: string): Promise<void> {
-    return this.#names.get(name) ?? Promise.resolve()
   }
 
   /** Resolves once every request made so far had its turn. */

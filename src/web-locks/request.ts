@@ -74,7 +74,7 @@ async function drive(client: Client, order: Order, r: Parsed, turn: Turn, callba
     await missed.then((v) => settle(true, v), (err: unknown) => settle(false, err))
     return
   }
-  await hold(lock, r, turn, settle, () => order.reached(r.name))
+  await hold(lock, r, turn, settle, () => order.settled())
 }
 
 function acquireOptions(r: Parsed, turn: Turn): LockOptions {
