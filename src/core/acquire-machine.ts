@@ -11,7 +11,7 @@
  *
  *   open      one try before the line (a plain try never queues)
  *             → won: it took · → open: the blocker vanished meanwhile
- *             → join: `lineFirst`, and someone already waits in line (no try)
+ *             → join: `inLine`, and someone already waits in line (no try)
  *             → steal: held, `steal` asked · → gave-up: held, no wait
  *             → join / watch: held (watch when there is no line)
  *   steal     a try over whoever holds it
@@ -80,11 +80,11 @@ export interface MachineOptions {
   /**
    * Respect the line: `open` tries only when nobody waits in line, else it
    * joins (or gives up, with no time to wait) — the Web Locks API's grant
-   * order. A steal goes ahead regardless, as the API's does.
+   * order. A steal goes ahead regardless, as the API's does. `onQueued` is
+   * called once when the wait begins: our place in line is written (without
+   * a line: we begin to watch).
    */
-  lineFirst?: boolean
-  /** Called once when the wait begins: our place in line is written (without a line: we begin to watch). */
-  onQueued?: () => void
+  inLine?: { onQueued?: () => void }
 }
 
 /** A watch on the blocker begun while joining the line. */
@@ -100,7 +100,7 @@ export class AcquireMachine<H> {
   readonly #claim: Claim<H>
   readonly #signal: AbortSignal | undefined
   readonly #steal: boolean
-  readonly #lineFirst: boolean
+  readonly #inLine: boolean
   #onQueued: (() => void) | undefined
   readonly #until: number
   readonly #line: WaitQueue | undefined
@@ -113,8 +113,8 @@ export class AcquireMachine<H> {
     this.#claim = claim
     this.#signal = options.signal
     this.#steal = options.steal ?? false
-    this.#lineFirst = options.lineFirst ?? false
-    this.#onQueued = options.onQueued
+    this.#inLine = !!options.inLine
+    this.#onQueued = options.inLine?.onQueued
     this.#until = ctx.clock.now() + options.wait
     this.#line = claim.lineKey === undefined ? undefined : WaitQueue.for(ctx, claim.lineKey, claim.lineValue)
     this.#first = this.#line === undefined
@@ -185,7 +185,7 @@ export class AcquireMachine<H> {
   }
 
   async #open(): Promise<State<H>> {
-    if (this.#lineFirst && !this.#steal && (await this.#line?.occupied())) {
+    if (this.#inLine && !this.#steal && (await this.#line?.occupied())) {
       return this.#left() <= 0 ? { name: 'gave-up' } : { name: 'join', sight: undefined }
     }
     const r = await this.#claim.attempt(undefined, {})

@@ -76,13 +76,8 @@ export function checkAcquire(ctx: Context, options: AcquireOptions): Checked {
     signal: checkSignal(options.signal),
     autoRenew: checkBoolean(options.autoRenew, 'autoRenew') ?? true,
     steal: checkBoolean(options.steal, 'steal') ?? false,
-    inLine: inLineOf(options),
+    inLine: (options as { [IN_LINE]?: InLine })[IN_LINE],
   }
-}
-
-function inLineOf(options: AcquireOptions): InLine | undefined {
-  const v = (options as { [IN_LINE]?: unknown })[IN_LINE]
-  return typeof v === 'object' && v !== null ? (v as InLine) : undefined
 }
 
 /** Runs the wait of `claim` once the client is ready: the hold, or `null`. */
@@ -90,8 +85,7 @@ export async function take<H>(ctx: Context, claim: Claim<H>, o: Checked): Promis
   ctx.assertOpen()
   o.signal?.throwIfAborted()
   await ctx.ready
-  const line = { lineFirst: o.inLine !== undefined, onQueued: o.inLine?.onQueued }
-  return new AcquireMachine(ctx, claim, { wait: o.wait, signal: o.signal, steal: o.steal, ...line }).run()
+  return new AcquireMachine(ctx, claim, { wait: o.wait, signal: o.signal, steal: o.steal, inLine: o.inLine }).run()
 }
 
 /** A lease or an election's term: `key` held alone with `value`. */

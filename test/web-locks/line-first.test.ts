@@ -1,5 +1,5 @@
 /**
- * The acquire machine's line-respecting tries (`lineFirst`, asked for by
+ * The acquire machine's line-respecting tries (`inLine`, asked for by
  * zaris/web-locks through the internal `IN_LINE` option of
  * `locks.acquire`), one transition at a time over the real memory store on
  * a ManualClock (test/core/machine-kit.ts), beside what a plain acquire
@@ -64,7 +64,7 @@ describe('open, respecting the line', () => {
     await plain.placeAhead()
     expect((await plain.m.step({ name: 'open' })).name).toBe('won')
 
-    const inLine = setup({ lineFirst: true })
+    const inLine = setup({ inLine: {} })
     await inLine.placeAhead()
     const sent = inLine.commits()
     expect(await inLine.m.step({ name: 'open' })).toEqual({ name: 'join', sight: undefined })
@@ -75,19 +75,19 @@ describe('open, respecting the line', () => {
   })
 
   test('with no time to wait it gives up (ifAvailable gets null), the key still free', async () => {
-    const { m, placeAhead, store } = setup({ lineFirst: true, wait: 0 })
+    const { m, placeAhead, store } = setup({ inLine: {}, wait: 0 })
     await placeAhead()
     expect((await m.step({ name: 'open' })).name).toBe('gave-up')
     expect(await store.adapter.get(KEY)).toBeUndefined()
   })
 
   test('nobody in line: it tries at once and takes the free key', async () => {
-    const { m } = setup({ lineFirst: true })
+    const { m } = setup({ inLine: {} })
     expect((await m.step({ name: 'open' })).name).toBe('won')
   })
 
   test('a steal goes ahead of the line, as the Web Locks API\'s does', async () => {
-    const { m, placeAhead, holder, store } = setup({ lineFirst: true, steal: true })
+    const { m, placeAhead, holder, store } = setup({ inLine: {}, steal: true })
     await placeAhead()
     const old = (await holder.locks.acquire(KEY, { ttl: 10_000, autoRenew: false }))!
     const s = await m.step({ name: 'open' })
@@ -102,10 +102,11 @@ describe('onQueued', () => {
     let calls = 0
     let placedThen = false
     const { m, holder, store } = setup({
-      lineFirst: true,
-      onQueued: () => {
-        calls++
-        void store.adapter.list(QUEUE).then((line) => (placedThen = line.some((e) => e.owner === 'waiter')))
+      inLine: {
+        onQueued: () => {
+          calls++
+          void store.adapter.list(QUEUE).then((line) => (placedThen = line.some((e) => e.owner === 'waiter')))
+        },
       },
     })
     await holder.locks.acquire(KEY, { ttl: 10_000, autoRenew: false })
@@ -125,7 +126,7 @@ describe('onQueued', () => {
     let calls = 0
     const key = `k${'x'.repeat(1019)}`
     const c = new AbortController()
-    const { m, holder } = setup({ lineFirst: true, onQueued: () => calls++, signal: c.signal }, key)
+    const { m, holder } = setup({ inLine: { onQueued: () => calls++ }, signal: c.signal }, key)
     await holder.locks.acquire(key, { ttl: 10_000, autoRenew: false })
     expect(m.line).toBeUndefined()
     const s = await m.step({ name: 'open' })
