@@ -150,6 +150,15 @@ describe('names and the prefix', () => {
   })
 })
 
+test("a WebLocks is a LockManager to TypeScript (lib.dom): code typed for navigator.locks takes it as it is", async () => {
+  const [ours] = await managers(1)
+  // Checked by the compiler (npm run typecheck): no cast.
+  const locks: LockManager = ours!
+  const seen = await locks.request('typed', { mode: 'shared' }, async (lock: Lock | null) => `${lock!.name} ${lock!.mode}`)
+  expect(seen).toBe('typed shared')
+  expect((await locks.query()).held).toEqual([])
+})
+
 describe('the client', () => {
   test('closing the client ends a held lock (AbortError, cause CLOSED) and rejects a waiting request', async () => {
     const [locks] = await managers(1)
