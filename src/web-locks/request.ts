@@ -29,14 +29,16 @@ export function runRequest(client: Client, order: Order, r: Parsed): Promise<unk
   const turn = order.enter(r.name)
   return new Promise<unknown>((resolve, reject) => {
     let settled = false
+    // Until the callback is called, an abort rejects the request at once (the specification's "signal to abort the request").
+    const onAbort = () => settle(false, r.signal!.reason)
     const settle = (ok: boolean, value: unknown) => {
+      // A signal kept for many requests keeps no listener of one that ended.
+      r.signal?.removeEventListener('abort', onAbort)
       if (settled) return
       settled = true
       if (ok) resolve(value)
       else reject(value)
     }
-    // Until the callback is called, an abort rejects the request at once (the specification's "signal to abort the request").
-    const onAbort = () => settle(false, r.signal!.reason)
     r.signal?.addEventListener('abort', onAbort, { once: true })
     const callbackRuns = () => {
       r.signal?.removeEventListener('abort', onAbort)

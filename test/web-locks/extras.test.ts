@@ -5,6 +5,7 @@
  * that rejects the request, a TTL with and without renewal, the prefix,
  * names zaris cannot store, and working beside `client.locks`.
  */
+import { getEventListeners } from 'node:events'
 import { afterEach, describe, expect, test } from 'vitest'
 import { connect, isZarisError, type Client } from 'zaris'
 import { webLocks, WebLock, type WebLocks } from 'zaris/web-locks'
@@ -178,6 +179,16 @@ describe('the client', () => {
     expect(isZarisError(w, 'CLOSED')).toBe(true)
     never()
   })
+})
+
+test('a signal kept for many requests keeps no listener of those that ended, however they ended', async () => {
+  const [locks, other] = await managers(2)
+  const signal = new AbortController().signal
+  await locks!.request('kept', { signal }, () => 'granted')
+  const closed = webLocks(other!.client)
+  await other!.client.close()
+  for (let i = 0; i < 5; i++) expect(isZarisError(await closed.request('kept', { signal }, () => 'ran').catch((e: unknown) => e), 'CLOSED')).toBe(true)
+  expect(getEventListeners(signal, 'abort')).toHaveLength(0)
 })
 
 function gate(): [Promise<void>, () => void] {
