@@ -8,6 +8,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process'
 import { afterAll, beforeAll, expect, test } from 'vitest'
+import { connect } from 'zaris'
 import { checkWindows, type Window } from '../conformance/windows'
 import { root, startNode, type NodeProcess } from '../server/node-process'
 
@@ -63,6 +64,8 @@ function worker(config: { id: string; key: string; ttl: number; mode: 'loop' | '
   return { proc, lines, waitFor, exited }
 }
 
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+
 /** The windows of a history: one per callback, from its start line to its end line. */
 function windowsOf(lines: Line[], key: string): Window[] {
   const starts = new Map<string, Line>()
@@ -111,16 +114,20 @@ test('a holder killed with kill -9 frees the lock at its TTL', async () => {
   const holder = worker({ id: 'holder', key: 'victim', ttl, mode: 'hold', ns: 'kill' })
   const held = await holder.waitFor('holding')
   const next = worker({ id: 'next', key: 'victim', ttl: 10_000, mode: 'loop', rounds: 1, ns: 'kill' })
-  // The next process waits in line while the holder renews (past several TTLs' worth of renewals it keeps it).
-  await new Promise((r) => setTimeout(r, ttl + 500))
+  // The next process stands in line while the holder renews, past its TTL.
+  const watcher = await connect(`zaris://127.0.0.1:${node.port}/kill`)
+  for (let i = 0; i < 300 && !(await watcher.locks.query('victim')).pending.some((p) => p.owner === 'next'); i++) await sleep(50)
+  await sleep(ttl + 300)
   expect(next.lines.filter((l) => l.ev === 'start')).toEqual([])
+  expect((await watcher.locks.query('victim')).pending.map((p) => p.owner)).toEqual(['next'])
+  await watcher.close()
   const killedAt = performance.timeOrigin + performance.now()
   holder.proc.kill('SIGKILL')
   const start = await next.waitFor('start')
   const freedAfter = start.t! - killedAt
   // It renews every ttl/3, so the store frees it between 2/3 of a TTL and a TTL after the kill.
-  expect(freedAfter).toBeGreaterThan(ttl / 2)
-  expect(freedAfter).toBeLessThan(ttl + 1_500)
+  expect(freedAfter, `granted ${freedAfter} ms after the kill`).toBeGreaterThan(ttl / 2)
+  expect(freedAfter, `granted ${freedAfter} ms after the kill`).toBeLessThan(ttl + 1_500)
   expect(start.token!).toBeGreaterThan(held.token!)
   await next.waitFor('done')
 }, 60_000)
