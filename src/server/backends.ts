@@ -8,7 +8,7 @@
 import type { Adapter } from '../core/adapter'
 import { systemClock, type Clock } from '../core/clock'
 import { LocalStore, localAdapter } from '../adapters/shared/local-store'
-import type { StorePosition } from './handler'
+import type { StorePosition } from './options'
 
 /**
  * The stores behind a node.

@@ -15,7 +15,8 @@
 import { isIP } from 'node:net'
 import { isZarisError } from '../core/errors'
 import { memoryBackend, redisBackend, sqliteBackend, type Backend } from './backends'
-import { createHandler, loopbackHosts } from './handler'
+import { createHandler } from './handler'
+import { loopbackHosts } from './options'
 import { listen } from './node'
 
 const USAGE = `usage: zaris serve [options]

@@ -16,7 +16,7 @@
 import type { Socket } from 'node:net'
 import { InvalidArgumentError, ZarisError } from '../core/errors'
 import { FRAMES_MAX_PENDING, answerFrame, statusOf } from '../adapters/http/protocol'
-import type { FrameSession } from './handler'
+import type { FrameSession } from './frame-session'
 
 /** Limits of one framed connection. */
 export interface FrameLimits {

@@ -13,7 +13,8 @@ import type { Duplex } from 'node:stream'
 import { InvalidArgumentError } from '../core/errors'
 import { FRAMES_PROTOCOL } from '../adapters/http/protocol'
 import { serveFrames, type FrameConnection } from './frames'
-import { tooLarge, type Exchange, type Handler, type Reply } from './handler'
+import type { Handler } from './handler'
+import { tooLarge, type Exchange, type Reply } from './reply'
 
 /** Options of {@link listen}. */
 export interface ListenOptions {

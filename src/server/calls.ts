@@ -1,0 +1,72 @@
+/**
+ * The call path: `get`, `list` and `commit` on a parsed JSON body, the one
+ * code path of a POST and of a frame (validation, the replay cache, commit
+ * metrics). A commit with a `requestId` acts once: a retry gets the original
+ * answer.
+ *
+ * @module
+ */
+import { InvalidArgumentError, UnsupportedError } from '../core/errors'
+import { commitRequest, getRequest, listRequest, parseWith, toCommitResponse, toGetResponse } from '../adapters/http/protocol'
+import type { Metrics } from './metrics'
+import type { Namespaces } from './namespaces'
+import { ReplayCache, type ReplayCacheOptions } from './replay-cache'
+import { JSON_HEADERS, json, jsonText, type Exchange, type Reply } from './reply'
+
+/** The routes a frame may name: the POSTs. */
+export type CallOp = 'get' | 'list' | 'commit'
+
+/** Serves the calls of one node. */
+export class Calls {
+  readonly #namespaces: Namespaces
+  readonly #metrics: Metrics
+  readonly #replays: ReplayCache
+
+  constructor(namespaces: Namespaces, metrics: Metrics, replay: ReplayCacheOptions | undefined) {
+    this.#namespaces = namespaces
+    this.#metrics = metrics
+    this.#replays = new ReplayCache(replay)
+  }
+
+  /** Answers `op` on namespace `ns` for a parsed request body. */
+  async call(ns: string, op: CallOp, body: unknown): Promise<Reply> {
+    const adapter = await this.#namespaces.adapterOf(ns)
+    switch (op) {
+      case 'get': {
+        const { key } = parseWith(getRequest, body, 'body')
+        return json(200, toGetResponse(await adapter.get(key)))
+      }
+      case 'list': {
+        const { prefix } = parseWith(listRequest, body, 'body')
+        return json(200, { entries: await adapter.list(prefix) })
+      }
+      default: {
+        const { checks, ops, requestId } = parseWith(commitRequest, body, 'body')
+        const metrics = this.#metrics
+        const apply = async () => {
+          const r = await adapter.commit(checks, ops, requestId === undefined ? undefined : { requestId })
+          if (r.ok) metrics.commits++
+          else metrics.conflicts++
+          return JSON.stringify(toCommitResponse(r))
+        }
+        if (requestId === undefined) return jsonText(200, await apply())
+        const { body: answer, replayed } = await this.#replays.run(`${ns}\u0000${requestId}`, apply)
+        if (replayed) metrics.replays++
+        return { status: 200, headers: replayed ? { ...JSON_HEADERS, 'x-zaris-replayed': '1' } : { ...JSON_HEADERS }, body: answer }
+      }
+    }
+  }
+}
+
+/** Reads a POST's body as JSON, up to `limit` bytes. */
+export async function readJson(ex: Exchange, limit: number): Promise<unknown> {
+  const type = ex.header('content-type') ?? ''
+  // Only application/json: a cross-origin page cannot send it without a CORS preflight.
+  if (!/^application\/json\s*(;|$)/i.test(type)) throw new UnsupportedError('content-type must be application/json')
+  const text = await ex.body(limit)
+  try {
+    return JSON.parse(text)
+  } catch {
+    throw new InvalidArgumentError('body: malformed JSON')
+  }
+}
