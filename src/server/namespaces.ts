@@ -8,6 +8,7 @@
  */
 import type { Adapter } from '../core/adapter'
 import { InvalidArgumentError, ZarisError } from '../core/errors'
+import { isQueueKey } from '../core/reserved'
 import { NAMESPACE_PATTERN } from '../adapters/http/protocol'
 
 /** The open namespaces of one node. */
@@ -40,12 +41,16 @@ export class Namespaces {
     return a
   }
 
-  /** Live entries held by an owner (locks, leases, candidacies) across every namespace. */
+  /**
+   * Live entries held by an owner (locks, leases, candidacies) across every
+   * namespace. The wait line's own entries (keys under the reserved prefix,
+   * see core/reserved.ts) carry their waiter as owner but are not locks.
+   */
   async locksHeld(): Promise<number> {
     let n = 0
     for (const a of this.#adapters.values()) {
       try {
-        for (const e of await (await a).list('')) if (e.owner !== undefined) n++
+        for (const e of await (await a).list('')) if (e.owner !== undefined && !isQueueKey(e.key)) n++
       } catch {
         // A namespace that cannot answer is not counted.
       }

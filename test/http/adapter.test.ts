@@ -314,4 +314,24 @@ describe('dead streams and metrics', () => {
     await lock!.release()
     await client.close()
   })
+
+  test('/metrics locks held counts locks, not the entries of the wait line', async () => {
+    const n = await node()
+    const holder = await connect(`zaris://127.0.0.1:${n.port}/line`)
+    const waiters = await Promise.all([1, 2].map(() => connect(`zaris://127.0.0.1:${n.port}/line`)))
+    const lock = await holder.locks.acquire('lock:line', { ttl: 10_000 })
+    const waiting = waiters.map((w) => w.locks.acquire('lock:line', { ttl: 10_000, wait: 10_000 }))
+    const locksHeld = async () => Number(/^zaris_locks_held (\d+)$/m.exec(await (await fetch(`${n.url}/metrics`)).text())![1])
+    // The wait line keeps one owned entry per waiter, under the reserved prefix U+0001 q.
+    const lineEntries = async () => ((await (await fetch(`${n.url}/v1/line/list`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ prefix: '\u0001q' }) })).json()) as { entries: Array<{ owner?: string }> }).entries
+    for (let i = 0; i < 200 && (await lineEntries()).length < 2; i++) await new Promise((r) => setTimeout(r, 20))
+    expect((await lineEntries()).filter((e) => e.owner !== undefined)).toHaveLength(2)
+    expect(await locksHeld()).toBe(1)
+    await lock!.release()
+    const next = await Promise.race(waiting)
+    expect(await locksHeld()).toBe(1)
+    await next!.release()
+    for (const l of await Promise.all(waiting)) await l?.release()
+    await Promise.all([holder, ...waiters].map((c) => c.close()))
+  })
 })
