@@ -49,7 +49,7 @@ export interface Listening {
   close(): Promise<void>
 }
 
-/** Bytes past the body limit read and dropped before the connection is cut. */
+/** Bytes of a refused body read and dropped before the answer; past this the connection is cut. */
 const MAX_DRAIN = 4 * 1024 * 1024
 
 /** A streamed reply whose peer has this much unsent is cut off (it resumes from its last revision). */
@@ -153,6 +153,11 @@ function refuse(socket: Duplex, reply: Reply): void {
 
 async function serve(handler: Handler, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const reply = await handler.handle(exchangeOf(req))
+  // The answer goes out once the request is read to its end (see discardBody); past the cap, it goes and the connection is cut.
+  if (!req.complete && !(await discardBody(req))) {
+    res.shouldKeepAlive = false
+    res.on('finish', () => req.socket.destroy())
+  }
   if ('body' in reply) {
     if (reply.status !== 204) reply.headers['content-length'] = String(Buffer.byteLength(reply.body))
     res.writeHead(reply.status, reply.headers)
@@ -175,16 +180,48 @@ async function serve(handler: Handler, req: IncomingMessage, res: ServerResponse
   res.on('close', stop)
 }
 
+/**
+ * Reads and drops what is left of a request's body (one answered without
+ * reading it: over the limit, unauthorized, no such route), so that the
+ * answer goes out only once the client has sent everything. A node that
+ * answers and closes while the client is still sending makes its TCP stack
+ * reset the connection, and the reset can reach the client before it reads
+ * the answer (RFC 9112, 9.6): it saw a reset instead of its 413. Resolves
+ * false past {@link MAX_DRAIN} bytes (reading stops there) or if the client
+ * went away.
+ */
+function discardBody(req: IncomingMessage): Promise<boolean> {
+  const declared = Number(req.headers['content-length'] ?? 0)
+  if (declared > MAX_DRAIN) return Promise.resolve(false)
+  return new Promise((resolve) => {
+    let dropped = 0
+    const onData = (chunk: Buffer) => {
+      dropped += chunk.length
+      if (dropped > MAX_DRAIN) done(false)
+    }
+    const onEnd = () => done(true)
+    const onClose = () => done(req.complete)
+    const done = (ok: boolean) => {
+      req.off('data', onData)
+      req.off('end', onEnd)
+      req.off('close', onClose)
+      if (!ok) req.pause()
+      resolve(ok)
+    }
+    req.on('data', onData)
+    req.on('end', onEnd)
+    req.on('close', onClose)
+    req.resume()
+  })
+}
+
 /** Decodes request bodies; `ignoreBOM` keeps a leading BOM, which JSON.parse then refuses, as before. */
 const UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true })
 
-/** Reads the body up to `limit` bytes; past it, rejects at once and stops buffering. */
+/** Reads the body up to `limit` bytes; past it, rejects at once and stops buffering (the rest is dropped before the answer, see discardBody). */
 function readBody(req: IncomingMessage, limit: number): Promise<string> {
   const declared = Number(req.headers['content-length'] ?? NaN)
-  if (declared > limit) {
-    drain(req, limit, 0)
-    return Promise.reject(tooLarge(limit))
-  }
+  if (declared > limit) return Promise.reject(tooLarge(limit))
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = []
     let size = 0
@@ -192,7 +229,7 @@ function readBody(req: IncomingMessage, limit: number): Promise<string> {
       size += chunk.length
       if (size > limit) {
         cleanup()
-        drain(req, limit, size)
+        req.pause()
         reject(tooLarge(limit))
         return
       }
@@ -220,14 +257,4 @@ function readBody(req: IncomingMessage, limit: number): Promise<string> {
     req.on('end', onEnd)
     req.on('error', onError)
   })
-}
-
-/** Reads and drops the rest of a refused body, so a client still sending can read the 413; past a cap, hangs up. */
-function drain(req: IncomingMessage, limit: number, already: number): void {
-  let drained = already
-  req.on('data', (c: Buffer) => {
-    drained += c.length
-    if (drained > limit + MAX_DRAIN) req.socket.destroy()
-  })
-  req.resume()
 }
