@@ -50,6 +50,9 @@ export {
   ClosedError,
   UnavailableError,
   UnauthorizedError,
+  TooLargeError,
+  RateLimitedError,
+  InternalError,
   isZarisError,
   errorFromJSON,
 } from './core/errors'

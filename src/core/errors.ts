@@ -10,24 +10,28 @@
 /** Marks zaris errors across realms, where `instanceof` cannot see them. */
 const BRAND = Symbol.for('zaris.error')
 
+/** Every stable error code zaris uses: the one list that {@link ErrorCode} and the docs' error table are checked against. */
+export const ERROR_CODES = [
+  'INVALID_ARGUMENT',
+  'INVALID_URL',
+  'UNSUPPORTED',
+  'CONFLICT',
+  'FENCED',
+  'COMPACTED',
+  'RELEASED',
+  'EXPIRED',
+  'STOLEN',
+  'LOST',
+  'CLOSED',
+  'UNAVAILABLE',
+  'UNAUTHORIZED',
+  'TOO_LARGE',
+  'RATE_LIMITED',
+  'INTERNAL',
+] as const
+
 /** Every stable error code zaris uses. */
-export type ErrorCode =
-  | 'INVALID_ARGUMENT'
-  | 'INVALID_URL'
-  | 'UNSUPPORTED'
-  | 'CONFLICT'
-  | 'FENCED'
-  | 'COMPACTED'
-  | 'RELEASED'
-  | 'EXPIRED'
-  | 'STOLEN'
-  | 'LOST'
-  | 'CLOSED'
-  | 'UNAVAILABLE'
-  | 'UNAUTHORIZED'
-  | 'TOO_LARGE'
-  | 'RATE_LIMITED'
-  | 'INTERNAL'
+export type ErrorCode = (typeof ERROR_CODES)[number]
 
 /**
  * The base class of every error zaris throws.
@@ -177,7 +181,51 @@ export class UnauthorizedError extends ZarisError {
   }
 }
 
-const byCode: Partial<Record<ErrorCode, new (message: string) => ZarisError>> = {
+/**
+ * A request or frame was larger than the node accepts (`zaris serve
+ * --max-body`, 64 KiB by default). Nothing was applied.
+ *
+ * @example
+ * await client.put('big', 'x'.repeat(100_000)) // through a node: throws TooLargeError
+ */
+export class TooLargeError extends ZarisError {
+  constructor(message: string) {
+    super('TOO_LARGE', message)
+  }
+}
+
+/**
+ * The node is at one of its limits (open watch streams, open namespaces) and
+ * refused to take on more; retry later or raise the limit.
+ *
+ * @example
+ * isZarisError(err, 'RATE_LIMITED')
+ */
+export class RateLimitedError extends ZarisError {
+  constructor(message: string) {
+    super('RATE_LIMITED', message)
+  }
+}
+
+/**
+ * Something failed that the caller could not have caused: a node or store
+ * that answered with something zaris does not understand, or a bug. The
+ * operation may or may not have been applied.
+ *
+ * @example
+ * isZarisError(err, 'INTERNAL')
+ */
+export class InternalError extends ZarisError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('INTERNAL', message, options)
+  }
+}
+
+/** The codes that only end a hold; they travel as {@link HoldEndedError}. */
+type HoldEndCode = 'RELEASED' | 'EXPIRED' | 'STOLEN' | 'LOST'
+
+/** The class of every other code: a code added to {@link ERROR_CODES} without a class here does not compile. */
+const byCode: Record<Exclude<ErrorCode, HoldEndCode>, new (message: string) => ZarisError> = {
   INVALID_ARGUMENT: InvalidArgumentError,
   INVALID_URL: InvalidUrlError,
   UNSUPPORTED: UnsupportedError,
@@ -187,6 +235,9 @@ const byCode: Partial<Record<ErrorCode, new (message: string) => ZarisError>> = 
   CLOSED: ClosedError,
   UNAVAILABLE: UnavailableError,
   UNAUTHORIZED: UnauthorizedError,
+  TOO_LARGE: TooLargeError,
+  RATE_LIMITED: RateLimitedError,
+  INTERNAL: InternalError,
 }
 
 /**
@@ -208,19 +259,9 @@ export function isZarisError(err: unknown, code?: ErrorCode): err is ZarisError 
  * throw errorFromJSON(await response.json())
  */
 export function errorFromJSON(json: { code: string; message: string }): ZarisError {
-  const code = json.code as ErrorCode
-  if (code === 'RELEASED' || code === 'EXPIRED' || code === 'STOLEN' || code === 'LOST') {
-    return new HoldEndedError(code, json.message)
-  }
-  const Ctor = byCode[code]
-  return Ctor ? new Ctor(json.message) : new ZarisError(isKnownCode(code) ? code : 'INTERNAL', json.message)
-}
-
-const knownCodes: ReadonlySet<string> = new Set<ErrorCode>([
-  'INVALID_ARGUMENT', 'INVALID_URL', 'UNSUPPORTED', 'CONFLICT', 'FENCED', 'COMPACTED', 'RELEASED',
-  'EXPIRED', 'STOLEN', 'LOST', 'CLOSED', 'UNAVAILABLE', 'UNAUTHORIZED', 'TOO_LARGE', 'RATE_LIMITED', 'INTERNAL',
-])
-
-function isKnownCode(code: string): code is ErrorCode {
-  return knownCodes.has(code)
+  const { code, message } = json
+  if (code === 'RELEASED' || code === 'EXPIRED' || code === 'STOLEN' || code === 'LOST') return new HoldEndedError(code, message)
+  // A code this version does not know (a newer peer's) is still an error, kept as INTERNAL.
+  const Ctor = Object.hasOwn(byCode, code) ? byCode[code as keyof typeof byCode] : InternalError
+  return new Ctor(message)
 }

@@ -14,7 +14,7 @@
  * @module
  */
 import type { Socket } from 'node:net'
-import { InvalidArgumentError, ZarisError } from '../core/errors'
+import { InternalError, InvalidArgumentError, TooLargeError, type ZarisError } from '../core/errors'
 import { FRAMES_MAX_PENDING, answerFrame, statusOf } from '../adapters/http/protocol'
 import type { FrameSession } from './frame-session'
 
@@ -110,7 +110,7 @@ export function serveFrames(socket: Socket, head: Buffer, session: FrameSession,
       () => {
         // answer() never rejects; if it ever did, this connection can no longer be trusted.
         inflight--
-        refuse(new ZarisError('INTERNAL', 'internal error'))
+        refuse(new InternalError('internal error'))
       },
     )
   }
@@ -216,5 +216,5 @@ export function serveFrames(socket: Socket, head: Buffer, session: FrameSession,
 }
 
 function tooLong(limit: number): ZarisError {
-  return new ZarisError('TOO_LARGE', `frame: longer than ${limit} bytes`)
+  return new TooLargeError(`frame: longer than ${limit} bytes`)
 }

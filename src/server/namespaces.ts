@@ -7,7 +7,7 @@
  * @module
  */
 import type { Adapter } from '../core/adapter'
-import { InvalidArgumentError, ZarisError } from '../core/errors'
+import { InvalidArgumentError, RateLimitedError } from '../core/errors'
 import { isQueueKey } from '../core/reserved'
 import { NAMESPACE_PATTERN } from '../adapters/http/protocol'
 
@@ -32,7 +32,7 @@ export class Namespaces {
     let a = this.#adapters.get(ns)
     if (!a) {
       if (this.#adapters.size >= this.#max) {
-        return Promise.reject(new ZarisError('RATE_LIMITED', `this node serves at most ${this.#max} namespaces and has that many open; namespace ${JSON.stringify(ns)} was not opened (zaris serve --max-namespaces)`))
+        return Promise.reject(new RateLimitedError(`this node serves at most ${this.#max} namespaces and has that many open; namespace ${JSON.stringify(ns)} was not opened (zaris serve --max-namespaces)`))
       }
       a = Promise.resolve().then(() => this.#open(ns))
       a.catch(() => this.#adapters.delete(ns))

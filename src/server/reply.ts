@@ -6,7 +6,7 @@
  *
  * @module
  */
-import { InvalidArgumentError, ZarisError, isZarisError } from '../core/errors'
+import { InvalidArgumentError, TooLargeError, isZarisError, type ZarisError } from '../core/errors'
 import { statusOf } from '../adapters/http/protocol'
 
 /** One request as the handler sees it: enough of `Request` and of Node's IncomingMessage. */
@@ -70,7 +70,7 @@ export function methodNotAllowed(allow: string): Reply {
 
 /** A TOO_LARGE error for a body past `limit` bytes. */
 export function tooLarge(limit: number): ZarisError {
-  return new ZarisError('TOO_LARGE', `body: larger than ${limit} bytes`)
+  return new TooLargeError(`body: larger than ${limit} bytes`)
 }
 
 /** An error as the wire carries it. */

@@ -8,7 +8,7 @@
  * @module
  */
 import type { Unsubscribe, WatchEvent } from '../core/adapter'
-import { ClosedError, CompactedError, ZarisError } from '../core/errors'
+import { ClosedError, CompactedError, RateLimitedError } from '../core/errors'
 import { SSE_ERROR, SSE_READY, parseWith, watchQuery } from '../adapters/http/protocol'
 import type { Namespaces } from './namespaces'
 import type { Settings } from './options'
@@ -45,7 +45,7 @@ export class Watches {
     if (lastEventId !== null) query.from = lastEventId.trim()
     const { prefix, from, epoch } = parseWith(watchQuery, { prefix: '', ...query }, 'query')
     const { maxWatchers, heartbeatMs } = this.#settings
-    if (this.#watchers >= maxWatchers) throw new ZarisError('RATE_LIMITED', `too many watchers (${maxWatchers}); close some and retry`)
+    if (this.#watchers >= maxWatchers) throw new RateLimitedError(`too many watchers (${maxWatchers}); close some and retry`)
     this.#watchers++
     let released = false
     const release = () => {

@@ -1,25 +1,23 @@
 /**
- * The README's examples run as written. Every ```ts block that imports zaris
- * and uses only the in-process store is run as its own Node process; it must
- * print, write nothing to stderr and exit by itself (no lingering timers or
- * handles). Blocks that need a node, Redis or a browser are run by those
- * adapters' README tests instead.
+ * The examples of README.md and docs/*.md run as written. Every ```ts block
+ * that imports zaris and uses only the in-process store (or a scheme it
+ * registers itself) is run as its own Node process; it must print, write
+ * nothing to stderr and exit by itself (no lingering timers or handles).
+ * Blocks that need a node, Redis or a browser are run by those tests instead
+ * (see snippets.ts).
  */
 import { describe, expect, test } from 'vitest'
-import { readme, runSnippet, tsBlocks } from './snippets'
+import { blocksFor, runSnippet, titleOf } from './snippets'
 
-const runnable = tsBlocks(readme()).filter((code) => /from 'zaris/.test(code) && !/zaris:\/\/(?!inproc\/)|redis:\/\/|https?:\/\//.test(code))
+const blocks = blocksFor('node')
 
-describe('README examples', () => {
+describe('README and docs examples, in-process', () => {
   test('there are runnable examples', () => {
-    expect(runnable.length).toBeGreaterThanOrEqual(8)
+    expect(blocks.length).toBeGreaterThanOrEqual(20)
   })
-  runnable.forEach((code, i) => {
-    const title = code.split('\n').find((l) => l.includes('connect(') || l.includes('clients(')) ?? `block ${i}`
-    test(`example ${i + 1}: ${title.trim().slice(0, 60)}`, async () => {
-      const { stdout, stderr } = await runSnippet(code)
-      expect(stderr).toBe('')
-      expect(stdout.trim()).not.toBe('')
-    }, 30_000)
-  })
+  test.each(blocks.map((b) => ({ title: titleOf(b), block: b })))('$title', async ({ block }) => {
+    const { stdout, stderr } = await runSnippet(block.code)
+    expect(stderr).toBe('')
+    expect(stdout.trim()).not.toBe('')
+  }, 30_000)
 })

@@ -1,0 +1,38 @@
+/**
+ * The examples of README.md and docs/*.md typecheck, as a TypeScript user
+ * would paste them: every block a test runs is written out as a module and
+ * checked with the repo's tsconfig (strict), `'zaris'` resolving to the source.
+ */
+import { execFile } from 'node:child_process'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { join, relative } from 'node:path'
+import { promisify } from 'node:util'
+import { expect, test } from 'vitest'
+import { allBlocks, root, runnerOf, titleOf } from './snippets'
+
+const run = promisify(execFile)
+
+test('every example that runs also typechecks', async () => {
+  const blocks = allBlocks().filter((b) => runnerOf(b) !== undefined)
+  expect(blocks.length).toBeGreaterThanOrEqual(20)
+  const dir = mkdtempSync(join(root, 'test/readme/.run-'))
+  try {
+    const names = new Map<string, string>()
+    blocks.forEach((b, i) => {
+      const name = `example-${i}.ts`
+      names.set(name, titleOf(b))
+      writeFileSync(join(dir, name), b.code)
+    })
+    writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify({ extends: relative(dir, join(root, 'tsconfig.json')), compilerOptions: { baseUrl: relative(dir, root) }, include: ['example-*.ts'] }))
+    const tsc = join(root, 'node_modules/typescript/bin/tsc')
+    const result = await run(process.execPath, [tsc, '--noEmit', '-p', join(dir, 'tsconfig.json')], { cwd: root }).then(
+      () => '',
+      (err: { stdout?: string }) => err.stdout ?? String(err),
+    )
+    // Name each error by the block it came from, not by the temporary file.
+    const errors = result.replace(/^.*?(example-\d+\.ts)\((\d+),\d+\)/gm, (_, name: string, line: string) => `${names.get(name)}, line ${line} of the block`)
+    expect(errors).toBe('')
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
+}, 120_000)
