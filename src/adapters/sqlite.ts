@@ -38,6 +38,7 @@ import type BetterSqlite3 from 'better-sqlite3'
 import type { Adapter, Check, CommitResult, Entry, Op, Unsubscribe, Value, WatchEvent, WatchSink } from '../core/adapter'
 import { systemClock, type Clock } from '../core/clock'
 import { ClosedError, CompactedError, UnavailableError, UnsupportedError, isZarisError } from '../core/errors'
+import { checkListOptions, checkPrefix } from '../core/validate'
 import { LocalStore, type StoredEntry } from './shared/local-store'
 
 /** Options of {@link openSqlite}. */
@@ -283,9 +284,10 @@ class SqliteStoresImpl implements SqliteStores {
         open()
         return this.#read(namespace, (store) => store.get(key))
       },
-      list: async (prefix) => {
+      list: async (prefix, options) => {
         open()
-        return this.#read(namespace, (store) => store.list(prefix))
+        const { after, limit } = checkListOptions(options)
+        return this.#read(namespace, (store) => store.list(checkPrefix(prefix), after, limit))
       },
       commit: async (checks, ops, options) => {
         open()

@@ -122,6 +122,34 @@ export interface WatchSink {
   error(error: Error): void
 }
 
+/**
+ * Which page of a `list` to read.
+ *
+ * @example
+ * const next: ListOptions = { after: page.entries.at(-1)!.key, limit: 500 }
+ */
+export interface ListOptions {
+  /** Start after this key (exclusive): the last key of the page before. Default: from the first key. */
+  after?: string
+  /** Most entries in the page (an integer >= 1). A store may return fewer; default: the store's own page size. */
+  limit?: number
+}
+
+/**
+ * One page of a `list`: live entries sorted by key (UTF-16 code unit
+ * order, as JavaScript compares strings), and whether more follow. When
+ * `more` is true, `entries` is not empty: the next page starts after its last key.
+ *
+ * @example
+ * const { entries, more } = await adapter.list('job:', { limit: 100 })
+ */
+export interface ListPage {
+  /** The page's live entries, sorted by key. */
+  entries: Entry[]
+  /** True when entries after the last one follow (ask again with `after` its key). */
+  more: boolean
+}
+
 /** Ends a watch; calling it again is harmless. */
 export type Unsubscribe = () => void
 
@@ -153,8 +181,13 @@ export interface Adapter {
   readonly holderClock?: Clock
   /** The live entry at `key`, or `undefined`. */
   get(key: string): Promise<Entry | undefined>
-  /** Every live entry whose key starts with `prefix`, sorted by key. */
-  list(prefix: string): Promise<Entry[]>
+  /**
+   * A page of the live entries whose key starts with `prefix`, sorted by
+   * key, starting after `options.after`; `more` says whether more follow.
+   * Callers page through (the client's `list()` does); a store that can
+   * answer everything at once may, and says `more: false`.
+   */
+  list(prefix: string, options?: ListOptions): Promise<ListPage>
   /** Applies `ops` atomically if every check holds, with one new revision. */
   commit(checks: Check[], ops: Op[], options?: CommitOptions): Promise<CommitResult>
   /**

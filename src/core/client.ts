@@ -14,6 +14,7 @@ import { ClosedError, ConflictError, FencedError, InvalidArgumentError } from '.
 import type { Fence } from './hold'
 import { Leases } from './leases'
 import { Locks } from './locks'
+import { listAll } from './pages'
 import { isQueueKey } from './reserved'
 import { checkUserKey, checkOptions, checkPrefix, checkRevision, checkTtl, checkValue } from './validate'
 import { Watch, type WatchOptions } from './watch'
@@ -162,7 +163,9 @@ export class Client implements AsyncDisposable {
   }
 
   /**
-   * Every live entry whose key starts with `prefix`, sorted by key.
+   * Every live entry whose key starts with `prefix`, sorted by key. Read
+   * through the store's pages one after another (not one snapshot: an entry
+   * changed meanwhile may show its new state or be missed).
    *
    * @example
    * const tabs = await client.list('presence:')
@@ -170,7 +173,7 @@ export class Client implements AsyncDisposable {
   async list(prefix: string): Promise<Entry[]> {
     checkPrefix(prefix)
     this.#ctx.assertOpen()
-    const entries = await this.adapter.list(prefix)
+    const entries = await listAll(this.adapter, prefix)
     // Wait-queue entries sort first (U+0001) and are ours, not the user's.
     return entries.some((e) => isQueueKey(e.key)) ? entries.filter((e) => !isQueueKey(e.key)) : entries
   }

@@ -132,3 +132,15 @@ export function describe(value: unknown): string {
   if (typeof value === 'string') return JSON.stringify(value.length > 40 ? value.slice(0, 40) + '…' : value)
   return `${typeof value} ${String(value)}`
 }
+
+/** The options of an adapter's `list`, checked: `after` a string (a key), `limit` an integer >= 1. */
+export function checkListOptions(options: unknown): { after: string | undefined; limit: number | undefined } {
+  const o = checkOptions<{ after?: unknown; limit?: unknown }>(options, 'list options')
+  if (o.after !== undefined && (typeof o.after !== 'string' || o.after.length > MAX_KEY_LENGTH)) {
+    throw new InvalidArgumentError(`after must be a key (a string of at most ${MAX_KEY_LENGTH} characters), got ${describe(o.after)}`)
+  }
+  if (o.limit !== undefined && (typeof o.limit !== 'number' || !Number.isSafeInteger(o.limit) || o.limit < 1)) {
+    throw new InvalidArgumentError(`limit must be an integer >= 1, got ${describe(o.limit)}`)
+  }
+  return { after: o.after as string | undefined, limit: o.limit as number | undefined }
+}

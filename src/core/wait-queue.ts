@@ -16,6 +16,7 @@
 import type { Entry } from './adapter'
 import type { Context } from './context'
 import { ConflictError } from './errors'
+import { listAll } from './pages'
 import { QUEUE_PREFIX } from './reserved'
 import { MAX_KEY_LENGTH } from './validate'
 
@@ -70,7 +71,7 @@ export class WaitQueue {
         })
         await this.#joining
       }
-      const line = (await this.#ctx.adapter.list(this.#prefix)).filter((e) => !e.key.slice(this.#prefix.length).includes(SEP))
+      const line = (await listAll(this.#ctx.adapter, this.#prefix)).filter((e) => !e.key.slice(this.#prefix.length).includes(SEP))
       const mine = line.find((e) => e.key === this.#entry!.key && e.created === this.#entry!.created)
       if (!mine) {
         // Our place expired (renewals failed): join again at the back.

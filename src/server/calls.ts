@@ -10,8 +10,13 @@ import { InvalidArgumentError, UnsupportedError } from '../core/errors'
 import { commitRequest, getRequest, listRequest, parseWith, toCommitResponse, toGetResponse } from '../adapters/http/protocol'
 import type { Metrics } from './metrics'
 import type { Namespaces } from './namespaces'
-import { ReplayCache, type ReplayCacheOptions } from './replay-cache'
+import { ListPages } from './list-pages'
+import type { Settings } from './options'
+import { ReplayCache } from './replay-cache'
 import { JSON_HEADERS, json, jsonText, type Exchange, type Reply } from './reply'
+
+/** List pages built at once; the next wait their turn (each holds up to a chunk of entries). */
+const LIST_CONCURRENCY = 4
 
 /** The routes a frame may name: the POSTs. */
 export type CallOp = 'get' | 'list' | 'commit'
@@ -21,11 +26,13 @@ export class Calls {
   readonly #namespaces: Namespaces
   readonly #metrics: Metrics
   readonly #replays: ReplayCache
+  readonly #pages: ListPages
 
-  constructor(namespaces: Namespaces, metrics: Metrics, replay: ReplayCacheOptions | undefined) {
+  constructor(namespaces: Namespaces, metrics: Metrics, settings: Settings) {
     this.#namespaces = namespaces
     this.#metrics = metrics
-    this.#replays = new ReplayCache(replay)
+    this.#replays = new ReplayCache(settings.replay)
+    this.#pages = new ListPages({ maxEntries: settings.maxPageEntries, maxBytes: settings.maxPageBytes, concurrency: LIST_CONCURRENCY })
   }
 
   /** Answers `op` on namespace `ns` for a parsed request body. */
@@ -37,8 +44,8 @@ export class Calls {
         return json(200, toGetResponse(await adapter.get(key)))
       }
       case 'list': {
-        const { prefix } = parseWith(listRequest, body, 'body')
-        return json(200, { entries: await adapter.list(prefix) })
+        const { prefix, after, limit } = parseWith(listRequest, body, 'body')
+        return jsonText(200, await this.#pages.page(adapter, prefix, after, limit))
       }
       default: {
         const { checks, ops, requestId } = parseWith(commitRequest, body, 'body')

@@ -91,7 +91,7 @@ export function createHandler(options: HandlerOptions): Handler {
   const metrics = new Metrics()
   const gate = new Gate(settings)
   const namespaces = new Namespaces(settings.adapterFor, settings.maxNamespaces)
-  const calls = new Calls(namespaces, metrics, settings.replay)
+  const calls = new Calls(namespaces, metrics, settings)
   const watches = new Watches(namespaces, settings)
   let closed = false
   const frames = new FrameRoutes({ gate, calls, metrics, log: settings.log, closed: () => closed })

@@ -8,6 +8,7 @@
  */
 import type { Adapter } from '../core/adapter'
 import { InvalidArgumentError, RateLimitedError } from '../core/errors'
+import { listAll } from '../core/pages'
 import { isQueueKey } from '../core/reserved'
 import { NAMESPACE_PATTERN } from '../adapters/http/protocol'
 
@@ -50,7 +51,7 @@ export class Namespaces {
     let n = 0
     for (const a of this.#adapters.values()) {
       try {
-        for (const e of await (await a).list('')) if (e.owner !== undefined && !isQueueKey(e.key)) n++
+        for (const e of await listAll(await a, '')) if (e.owner !== undefined && !isQueueKey(e.key)) n++
       } catch {
         // A namespace that cannot answer is not counted.
       }

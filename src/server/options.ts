@@ -29,6 +29,13 @@ export interface HandlerOptions {
   hosts?: string[]
   /** Largest request body in bytes. Default 64 KiB. */
   maxBodyBytes?: number
+  /**
+   * Most bytes of one `list` answer (its JSON); a page is cut short there and
+   * says `more`. At least the body limit and 8 KiB, so any one entry fits. Default 1 MiB.
+   */
+  maxPageBytes?: number
+  /** Most entries of one `list` answer, whatever the client asks. Default 1 000. */
+  maxPageEntries?: number
   /** Most open watch streams; past it, 429. Default 1 000. */
   maxWatchers?: number
   /**
@@ -61,6 +68,8 @@ export interface Settings {
   origins: ReadonlySet<string>
   hosts: ReadonlySet<string> | undefined
   maxBodyBytes: number
+  maxPageBytes: number
+  maxPageEntries: number
   maxWatchers: number
   maxNamespaces: number
   heartbeatMs: number
@@ -81,13 +90,20 @@ export function resolveOptions(options: HandlerOptions): Settings {
       throw new InvalidArgumentError(`cors: ${JSON.stringify(origin)} is not an origin like http://localhost:5173 (no paths, no *)`)
     }
   }
+  const maxBodyBytes = positive(options.maxBodyBytes, 64 * 1024, 'maxBodyBytes')
+  const maxPageBytes = positive(options.maxPageBytes, Math.max(1024 * 1024, maxBodyBytes + 8 * 1024), 'maxPageBytes')
+  if (maxPageBytes < maxBodyBytes + 8 * 1024) {
+    throw new InvalidArgumentError(`maxPageBytes (${maxPageBytes}) must be at least maxBodyBytes + 8 KiB (${maxBodyBytes + 8 * 1024}), so that any one entry fits a page`)
+  }
   return {
     adapterFor: options.adapterFor,
     positionOf: options.positionOf,
     token: options.token === undefined ? undefined : checkToken(options.token),
     origins: new Set(options.cors ?? []),
     hosts: options.hosts && new Set(options.hosts.map((h) => h.toLowerCase())),
-    maxBodyBytes: positive(options.maxBodyBytes, 64 * 1024, 'maxBodyBytes'),
+    maxBodyBytes,
+    maxPageBytes,
+    maxPageEntries: positive(options.maxPageEntries, 1_000, 'maxPageEntries'),
     maxWatchers: positive(options.maxWatchers, 1_000, 'maxWatchers'),
     maxNamespaces: positive(options.maxNamespaces, 10_000, 'maxNamespaces'),
     heartbeatMs: positive(options.heartbeatMs, 15_000, 'heartbeatMs'),

@@ -119,8 +119,43 @@ export function adapterCases(factory: FixtureFactory, t: Named = test): void {
       ])
       await sleep(100)
       const list = await a.list('p/')
-      expect(list.map((e) => [e.key, e.value])).toEqual([['p/a', 1], ['p/b', 2]])
-      expect((await a.list('')).map((e) => e.key)).toEqual(['p/a', 'p/b', 'q/a'])
+      expect(list.more).toBe(false)
+      expect(list.entries.map((e) => [e.key, e.value])).toEqual([['p/a', 1], ['p/b', 2]])
+      expect((await a.list('')).entries.map((e) => e.key)).toEqual(['p/a', 'p/b', 'q/a'])
+    }))
+
+    t('list pages: sorted by UTF-16 code units, each after the last key of the one before, at most limit, more exactly while entries follow', withAdapter(async (a) => {
+      // U+1F600 is a surrogate pair: in UTF-16 order it sorts below U+E000 and U+FFEF (in code point or UTF-8 order, above).
+      const keys = ['pg/b', 'pg/a', 'pg/ab', 'pg/a/1', 'pg/\u00e9', 'pg/\ud83d\ude00', 'pg/\ue000', 'pg/\uffef', 'pg/c', 'pgx', 'pf/z']
+      await a.commit([], keys.map((key, i) => ({ type: 'set' as const, key, value: i })))
+      await a.commit([], [{ type: 'set', key: 'pg/b2', value: 'gone soon', ttl: 40 }, { type: 'set', key: 'pg/d', value: 'deleted' }])
+      await a.commit([], [{ type: 'delete', key: 'pg/d' }])
+      await sleep(100)
+      const want = keys.filter((k) => k.startsWith('pg/')).sort()
+      expect(want.indexOf('pg/\ud83d\ude00')).toBeLessThan(want.indexOf('pg/\ue000'))
+      for (const limit of [1, 2, 3, want.length, want.length + 1]) {
+        const got: string[] = []
+        let after: string | undefined
+        for (let pages = 1; ; pages++) {
+          const page = await a.list('pg/', after === undefined ? { limit } : { after, limit })
+          expect(page.entries.length, `limit ${limit}, page ${pages}`).toBeLessThanOrEqual(limit)
+          // No empty page after the first: \`more\` said entries follow only when they did.
+          if (pages > 1) expect(page.entries.length, `limit ${limit}, page ${pages}`).toBeGreaterThan(0)
+          got.push(...page.entries.map((e) => e.key))
+          if (!page.more) break
+          after = page.entries.at(-1)!.key
+          expect(pages).toBeLessThan(3 * want.length)
+        }
+        expect(got, `limit ${limit}`).toEqual(want)
+      }
+      const keysOf = async (options: { after?: string; limit?: number }) => (await a.list('pg/', options)).entries.map((e) => e.key)
+      // \`after\` need not be a key of the store; one before the prefix starts at it; one past it gives nothing.
+      expect(await keysOf({ after: 'pg/aa' })).toEqual(want.filter((k) => k > 'pg/aa'))
+      expect(await keysOf({ after: 'pa' })).toEqual(want)
+      expect(await a.list('pg/', { after: 'pz' })).toEqual({ entries: [], more: false })
+      expect(await a.list('pg/', { after: 'pg/\uffef' })).toEqual({ entries: [], more: false })
+      await expect(a.list('pg/', { limit: 0 })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' })
+      await expect(a.list('pg/', { limit: 1.5 })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' })
     }))
 
     t('keys like __proto__ and constructor are ordinary keys and values', withAdapter(async (a) => {

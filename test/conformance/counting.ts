@@ -13,7 +13,7 @@ export function countingAdapter(inner: Adapter, counts: (key: string) => boolean
     capabilities: inner.capabilities,
     holderClock: inner.holderClock,
     get: (key) => inner.get(key),
-    list: (prefix) => inner.list(prefix),
+    list: (prefix, options) => inner.list(prefix, options),
     commit: (checks, ops, options) => {
       const first = ops[0]
       if (first?.type === 'set' && counts(first.key) && checks.some((c) => c.key === first.key && 'revision' in c && c.revision === null)) count++

@@ -95,7 +95,7 @@ describe('LocalStore tombstones', () => {
     const del1 = ok(s, [{ key: 'a', revision: 1 }], [del('a')])
     expect(del1.deleted).toEqual(['a'])
     expect(s.get('a')).toBeUndefined()
-    expect(s.list('')).toEqual([expect.objectContaining({ key: 'b' })])
+    expect(s.list('').entries).toEqual([expect.objectContaining({ key: 'b' })])
     expect(s.size).toBe(1)
     // A check that the key is absent holds; one that it exists fails and reports no entry.
     expect(s.commit([{ key: 'a', revision: null }], []).ok).toBe(true)
@@ -107,7 +107,7 @@ describe('LocalStore tombstones', () => {
     const again = ok(s, [{ key: 'a', revision: null }], [set('a', '3')])
     expect(again.entries[0]).toMatchObject({ key: 'a', value: '3', created: again.revision, revision: again.revision })
     expect(s.get('a')).toMatchObject({ value: '3', created: again.revision })
-    expect(s.list('').map((e) => e.key)).toEqual(['a', 'b'])
+    expect(s.list('').entries.map((e) => e.key)).toEqual(['a', 'b'])
     expect(s.size).toBe(2)
   })
 
@@ -123,7 +123,7 @@ describe('LocalStore tombstones', () => {
     }
     expect(s.size).toBe(2000)
     expect(s.get('lock')).toBeUndefined()
-    expect(s.list('lock')).toEqual([])
+    expect(s.list('lock').entries).toEqual([])
     expect(s.get('k:1999')).toMatchObject({ value: 'v1999' })
   })
 
@@ -135,7 +135,7 @@ describe('LocalStore tombstones', () => {
     expect(s.get('k:0')).toBeUndefined()
     expect(s.get('k:2499')).toBeUndefined()
     expect(s.get('k:2500')).toMatchObject({ key: 'k:2500', value: 'v2500' })
-    expect(s.list('k:').map((e) => e.key)).toEqual(Array.from({ length: 500 }, (_, i) => `k:${2500 + i}`).sort())
+    expect(s.list('k:').entries.map((e) => e.key)).toEqual(Array.from({ length: 500 }, (_, i) => `k:${2500 + i}`).sort())
     // A deleted key can be created again, a live one cannot.
     expect(s.commit([{ key: 'k:10', revision: null }], [set('k:10', 'again')]).ok).toBe(true)
     expect(s.commit([{ key: 'k:2600', revision: null }], [set('k:2600', 'no')]).ok).toBe(false)
@@ -147,7 +147,7 @@ describe('LocalStore tombstones', () => {
     for (let i = 0; i < 2000; i++) ok(s, [], [set(`n:${i}`, 'x')])
     for (let i = 0; i < 2000; i++) ok(s, [], [del(`n:${i}`)])
     expect(s.size).toBe(1)
-    expect(s.list('').map((e) => [e.key, e.value])).toEqual([['k:10', 'again']])
+    expect(s.list('').entries.map((e) => [e.key, e.value])).toEqual([['k:10', 'again']])
   })
 
   test('a watch replay from before a rebuild sees every event, in order, as a live watch did', () => {
@@ -166,7 +166,7 @@ describe('LocalStore tombstones', () => {
     // Replaying the events over the state at `from` gives the state now.
     const state = new Map(Array.from({ length: 1500 }, (_, i) => [`k:${i}`, `v${i}`]))
     for (const e of replay) e.type === 'put' ? state.set(e.key, e.value as string) : state.delete(e.key)
-    expect(s.list('k:').map((e) => [e.key, e.value])).toEqual([...state].sort((a, b) => (a[0] < b[0] ? -1 : 1)))
+    expect(s.list('k:').entries.map((e) => [e.key, e.value])).toEqual([...state].sort((a, b) => (a[0] < b[0] ? -1 : 1)))
   })
 
   test('put events built lazily carry the same fields live and in a replay, and are copies', () => {
@@ -261,7 +261,7 @@ describe('LocalStore tombstones', () => {
     expect(s.size).toBe(100)
     await clock.advance(1)
     expect(s.size).toBe(0)
-    expect(s.list('')).toEqual([])
+    expect(s.list('').entries).toEqual([])
   })
 
   test('expiries across a rebuild are written through persistence once each, and only for live keys', async () => {
@@ -277,7 +277,7 @@ describe('LocalStore tombstones', () => {
     const expiries = writes.slice(before)
     expect(expiries.map((w) => w.deletes).flat().sort()).toEqual(Array.from({ length: 100 }, (_, i) => `k:${1900 + i}`).sort())
     expect(expiries.every((w) => w.puts.length === 0 && w.deletes.length === 1)).toBe(true)
-    expect(s.list('').map((e) => e.key)).toEqual(['keep'])
+    expect(s.list('').entries.map((e) => e.key)).toEqual(['keep'])
   })
 
   test('random commits, deletes and expiries agree with a plain model through many rebuilds', () => {
@@ -298,7 +298,7 @@ describe('LocalStore tombstones', () => {
     }
     const compare = () => {
       const want = [...model].map(([key, e]) => ({ key, value: e.value, revision: e.revision, created: e.created })).sort((a, b) => (a.key < b.key ? -1 : 1))
-      expect(s.list('').map(({ key, value, revision, created }: Entry) => ({ key, value, revision, created }))).toEqual(want)
+      expect(s.list('').entries.map(({ key, value, revision, created }: Entry) => ({ key, value, revision, created }))).toEqual(want)
       expect(s.size).toBe(model.size)
     }
     const POOL = 4000

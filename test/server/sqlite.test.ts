@@ -144,7 +144,7 @@ test('group commit: concurrent commits share transactions, keep serial revisions
   db1.close()
   const db2 = await openSqlite(file)
   const b = db2.adapter('g')
-  expect((await b.list('k:')).map((e) => [e.key, e.revision])).toEqual(
+  expect((await b.list('k:')).entries.map((e) => [e.key, e.revision])).toEqual(
     [...Array(20).keys()].filter((i) => i % 5 !== 4).map((i, n) => [`k:${i}`, n + 1]).sort((x, y) => (x[0]! < y[0]! ? -1 : 1)),
   )
   expect((await b.commit([], [{ type: 'set', key: 'next', value: 1 }])).ok && 'ok').toBe('ok')
@@ -239,12 +239,12 @@ test('after checkpoints and pruning: entries, empty commits and old request ids 
     )
   }
   const empty = await a1.commit([], [{ type: 'delete', key: 'never-there' }]) // changes nothing, still a revision
-  const state = await a1.list('')
+  const state = (await a1.list('')).entries
   db1.close()
   const db2 = await openSqlite(file, { historySize: 10 })
   const a2 = db2.adapter('c')
   expect(db2.position('c').revision).toBe(empty.ok && empty.revision)
-  expect((await a2.list('')).map(({ ttl: _, ...e }) => e)).toEqual(state.map(({ ttl: _, ...e }) => e))
+  expect((await a2.list('')).entries.map(({ ttl: _, ...e }) => e)).toEqual(state.map(({ ttl: _, ...e }) => e))
   const again = await a2.commit([], [{ type: 'set', key: 'first', value: { deep: [1] }, owner: 'o', ttl: 60_000 }], { requestId: 'req-early-01' })
   // The same answer (a remembered answer gives the TTL the entry was written with, the first the time left).
   expect(again).toMatchObject({ ok: true, revision: 1, deleted: [], entries: [{ key: 'first', value: { deep: [1] }, owner: 'o', revision: 1, created: 1, ttl: 60_000 }] })

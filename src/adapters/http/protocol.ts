@@ -5,7 +5,8 @@
  *
  * ```
  * POST /v1/<ns>/get     { key }                       -> { entry: Entry | null }
- * POST /v1/<ns>/list    { prefix }                    -> { entries: Entry[] }
+ * POST /v1/<ns>/list    { prefix, after?, limit? }    -> { entries: Entry[], more }
+ *      (one page, sorted by key, after the key `after`; the node caps its size in entries and bytes)
  * POST /v1/<ns>/commit  { checks, ops, requestId? }   -> CommitResult
  * GET  /v1/<ns>/watch?prefix=P[&from=R][&epoch=E]     -> text/event-stream
  *      (Last-Event-ID: R resumes after revision R; each change event's id is its revision;
@@ -138,8 +139,8 @@ export const requestIdSchema = z.string().regex(/^[A-Za-z0-9_-]{8,128}$/, 'must 
 
 /** Body of `POST /v1/<ns>/get`. */
 export const getRequest = z.strictObject({ key })
-/** Body of `POST /v1/<ns>/list`. */
-export const listRequest = z.strictObject({ prefix })
+/** Body of `POST /v1/<ns>/list`: a page after the key `after`, of at most `limit` entries (the node may send fewer). */
+export const listRequest = z.strictObject({ prefix, after: key.optional(), limit: z.number().int().min(1).max(Number.MAX_SAFE_INTEGER).optional() })
 /** Body of `POST /v1/<ns>/commit`. */
 export const commitRequest = z.strictObject({
   checks: z.array(check).max(MAX_OPS, `at most ${MAX_OPS} checks`),
@@ -185,8 +186,8 @@ const entry = z.strictObject({
 
 /** Response of `get`. */
 export const getResponse = z.strictObject({ entry: entry.nullable() })
-/** Response of `list`. */
-export const listResponse = z.strictObject({ entries: z.array(entry) })
+/** Response of `list`: one page; `more` when entries follow (ask again after the last key). */
+export const listResponse = z.strictObject({ entries: z.array(entry), more: z.boolean() })
 /** Response of `commit`: a {@link CommitResult}, `undefined` entries sent as `null`. */
 export const commitResponse = z.discriminatedUnion('ok', [
   z.strictObject({ ok: z.literal(true), revision, entries: z.array(entry), deleted: z.array(key) }),
@@ -361,6 +362,15 @@ function fastCommitRequest(b: unknown): z.output<typeof commitRequest> | undefin
   return b as z.output<typeof commitRequest>
 }
 
+const LIST_KEYS = { prefix: 1, after: 1, limit: 1 } as const
+
+function fastListRequest(b: unknown): z.output<typeof listRequest> | undefined {
+  if (!isObject(b) || !keysWithin(b, LIST_KEYS, 1) || typeof b.prefix !== 'string' || b.prefix.length > MAX_KEY_LENGTH) return undefined
+  if (b.after !== undefined && !isKey(b.after)) return undefined
+  if (b.limit !== undefined && !(typeof b.limit === 'number' && Number.isSafeInteger(b.limit) && b.limit >= 1)) return undefined
+  return b as z.output<typeof listRequest>
+}
+
 const ENTRY_KEYS = { key: 1, value: 1, revision: 1, created: 1, owner: 1, ttl: 1 } as const
 
 function fastEntry(e: unknown): boolean {
@@ -393,7 +403,7 @@ function fastCommitResponse(r: unknown): z.output<typeof commitResponse> | undef
 const FAST = new Map<z.ZodType, (input: unknown) => unknown>([
   [commitRequest, fastCommitRequest],
   [getRequest, (b) => (isObject(b) && keysWithin(b, KEY_ONLY, 1) && isKey(b.key) ? b : undefined)],
-  [listRequest, (b) => (isObject(b) && keysWithin(b, { prefix: 1 }, 1) && typeof b.prefix === 'string' && b.prefix.length <= MAX_KEY_LENGTH ? b : undefined)],
+  [listRequest, fastListRequest],
   [commitResponse, fastCommitResponse],
   [getResponse, (r) => (isObject(r) && keysWithin(r, { entry: 1 }, 1) && (r.entry === null || fastEntry(r.entry)) ? r : undefined)],
 ])

@@ -11,9 +11,9 @@
  * @module
  */
 import type { RedisOptions } from 'ioredis'
-import type { Adapter, Check, CommitOptions, CommitResult, Entry, Op, Unsubscribe, Value, WatchSink } from '../../core/adapter'
+import type { Adapter, Check, CommitOptions, CommitResult, Entry, ListOptions, ListPage, Op, Unsubscribe, Value, WatchSink } from '../../core/adapter'
 import { ClosedError, InvalidArgumentError } from '../../core/errors'
-import { checkKey, checkOptions, checkPrefix, checkTtl, checkValue, describe } from '../../core/validate'
+import { checkKey, checkListOptions, checkOptions, checkPrefix, checkTtl, checkValue, describe } from '../../core/validate'
 import { decodeEntry } from './codec'
 import { parseRedisUrl, shareClient, shareUrl, type RedisClient, type ScriptCommands, type SharedConnection } from './connection'
 import { Space } from './space'
@@ -119,15 +119,19 @@ class NamespaceAdapter implements RedisAdapter {
     return entry
   }
 
-  async list(prefix: string): Promise<Entry[]> {
+  async list(prefix: string, options?: ListOptions): Promise<ListPage> {
     checkPrefix(prefix)
     checkUnicode(prefix, 'prefix')
-    const [now, , pairs] = (await this.#script('list', 'zarisList', prefix)) as [string, string, string[]]
-    const out: Entry[] = []
-    for (let i = 0; i + 1 < pairs.length; i += 2) out.push(decodeEntry(pairs[i]!, pairs[i + 1]!, Number(now)))
-    for (const e of out) this.#space.see(e.revision)
-    // Redis orders by UTF-8 bytes; the contract orders as JavaScript compares strings.
-    return out.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0))
+    const { after, limit } = checkListOptions(options)
+    if (after !== undefined) checkUnicode(after, 'after')
+    // Keys under the prefix form one range that starts at the prefix: an `after` past it and not in it is past them all.
+    const from = after !== undefined && after >= prefix ? after : ''
+    if (from !== '' && !from.startsWith(prefix)) return { entries: [], more: false }
+    const [now, , pairs, more] = (await this.#script('list', 'zarisList', prefix, from, limit ?? 0)) as [string, string, string[], number]
+    const entries: Entry[] = []
+    for (let i = 0; i + 1 < pairs.length; i += 2) entries.push(decodeEntry(pairs[i]!, pairs[i + 1]!, Number(now)))
+    for (const e of entries) this.#space.see(e.revision)
+    return { entries, more: more === 1 }
   }
 
   async commit(checks: Check[], ops: Op[], options?: CommitOptions): Promise<CommitResult> {

@@ -19,9 +19,10 @@
  *
  * @module
  */
-import type { Adapter, Check, CommitResult, Entry, Op, Unsubscribe, Value, WatchSink } from '../../core/adapter'
+import type { Adapter, Check, CommitResult, Entry, ListPage, Op, Unsubscribe, Value, WatchSink } from '../../core/adapter'
 import type { Clock, TimerHandle } from '../../core/clock'
 import { ClosedError, InvalidArgumentError } from '../../core/errors'
+import { checkListOptions, checkPrefix } from '../../core/validate'
 import { copyValue as copy, EventLog } from './event-log'
 import { MinHeap } from './heap'
 
@@ -77,6 +78,13 @@ export class LocalStore {
   #slots = new Map<string, Slot>()
   /** How many slots hold an entry; the rest are tombstones. */
   #live = 0
+  /**
+   * Every slot's key in sorted order (tombstones too, until the Map is
+   * rebuilt), for `list` pages; keys of new slots wait in `#unsorted` and
+   * are merged in by the next `list`, so a write never pays for the order.
+   */
+  #sorted: string[] = []
+  #unsorted: string[] = []
   /** The slots whose entry has a TTL, earliest deadline first. */
   #expiry = new MinHeap<Slot>()
   #timer: TimerHandle | undefined
@@ -92,7 +100,7 @@ export class LocalStore {
       this.#revision = initial.revision
       for (const e of initial.entries) {
         let slot = this.#slots.get(e.key)
-        if (!slot) this.#slots.set(e.key, (slot = new Slot()))
+        if (!slot) slot = this.#newSlot(e.key)
         this.#fill(slot, e)
       }
     }
@@ -119,11 +127,25 @@ export class LocalStore {
     return e && this.#snapshot(e, now)
   }
 
-  list(prefix: string): Entry[] {
+  /**
+   * A page of the live entries under `prefix`, sorted by key, after the key
+   * `after`, at most `limit` of them (all when undefined). O(log n + the
+   * page + the tombstones it passes) once the sorted keys are up to date.
+   */
+  list(prefix: string, after?: string, limit = Infinity): ListPage {
     const now = this.#expireDue()
-    const out: Entry[] = []
-    for (const { entry: e } of this.#slots.values()) if (e !== undefined && e.key.startsWith(prefix)) out.push(this.#snapshot(e, now))
-    return out.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0))
+    const sorted = this.#sortedKeys()
+    let i = after !== undefined && after >= prefix ? firstAbove(sorted, after) : firstAtLeast(sorted, prefix)
+    const entries: Entry[] = []
+    for (; i < sorted.length; i++) {
+      const key = sorted[i]!
+      if (!key.startsWith(prefix)) break
+      const e = this.#slots.get(key)?.entry
+      if (e === undefined) continue
+      if (entries.length === limit) return { entries, more: true }
+      entries.push(this.#snapshot(e, now))
+    }
+    return { entries, more: false }
   }
 
   commit(checks: Check[], ops: Op[]): CommitResult {
@@ -190,7 +212,7 @@ export class LocalStore {
     for (let i = 0; i < puts.length; i++) {
       const e = puts[i]!
       let slot = putSlots[i]
-      if (!slot) this.#slots.set(e.key, (slot = new Slot()))
+      if (!slot) slot = this.#newSlot(e.key)
       this.#fill(slot, e)
       this.#log.appendPut(e)
       entries.push(this.#snapshot(e, now))
@@ -257,6 +279,30 @@ export class LocalStore {
     const slots = new Map<string, Slot>()
     for (const [key, slot] of this.#slots) if (slot.entry !== undefined) slots.set(key, slot)
     this.#slots = slots
+    this.#sorted = this.#sorted.filter((key) => slots.has(key))
+    this.#unsorted = this.#unsorted.filter((key) => slots.has(key))
+  }
+
+  /** A slot for a key the Map does not hold yet. */
+  #newSlot(key: string): Slot {
+    const slot = new Slot()
+    this.#slots.set(key, slot)
+    this.#unsorted.push(key)
+    return slot
+  }
+
+  /** Every slot's key, sorted: the keys added since the last call are sorted and merged in. */
+  #sortedKeys(): string[] {
+    if (this.#unsorted.length === 0) return this.#sorted
+    const added = this.#unsorted.sort(byKey)
+    this.#unsorted = []
+    const old = this.#sorted
+    if (old.length === 0) return (this.#sorted = added)
+    const merged = new Array<string>(old.length + added.length)
+    let a = 0
+    let b = 0
+    for (let k = 0; k < merged.length; k++) merged[k] = b >= added.length || (a < old.length && old[a]! < added[b]!) ? old[a++]! : added[b++]!
+    return (this.#sorted = merged)
   }
 
   #schedule(retry = false): void {
@@ -289,6 +335,35 @@ export class LocalStore {
   }
 }
 
+/** UTF-16 code unit order, as JavaScript compares strings. */
+function byKey(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0
+}
+
+/** The index of the first key >= `key` in `sorted`. */
+function firstAtLeast(sorted: string[], key: string): number {
+  let lo = 0
+  let hi = sorted.length
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1
+    if (sorted[mid]! < key) lo = mid + 1
+    else hi = mid
+  }
+  return lo
+}
+
+/** The index of the first key > `key` in `sorted`. */
+function firstAbove(sorted: string[], key: string): number {
+  let lo = 0
+  let hi = sorted.length
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1
+    if (sorted[mid]! <= key) lo = mid + 1
+    else hi = mid
+  }
+  return lo
+}
+
 /**
  * An Adapter over a LocalStore. Each adapter closes on its own (its watches
  * end, its calls fail with `ClosedError`) while the store lives on for others.
@@ -309,9 +384,10 @@ export function localAdapter(
       open()
       return store.get(key)
     },
-    async list(prefix) {
+    async list(prefix, options) {
       open()
-      return store.list(prefix)
+      const { after, limit } = checkListOptions(options)
+      return store.list(checkPrefix(prefix), after, limit)
     },
     async commit(checks, ops) {
       open()
