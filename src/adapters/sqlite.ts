@@ -35,10 +35,11 @@
  * @module
  */
 import type BetterSqlite3 from 'better-sqlite3'
-import type { Adapter, Check, CommitResult, Entry, Op, Unsubscribe, Value, WatchEvent, WatchSink } from '../core/adapter'
+import type { Adapter, Check, CommitResult, Entry, HistoryLimits, HistoryPage, Op, Unsubscribe, Value, WatchEvent, WatchSink } from '../core/adapter'
 import { systemClock, type Clock } from '../core/clock'
 import { ClosedError, CompactedError, UnavailableError, UnsupportedError, isZarisError } from '../core/errors'
 import { checkListOptions, checkPrefix } from '../core/validate'
+import type { LogBudget } from './shared/event-log'
 import { LocalStore, type StoredEntry } from './shared/local-store'
 
 /** Options of {@link openSqlite}. */
@@ -47,6 +48,9 @@ export interface SqliteOptions {
   clock?: Clock
   /** Recent events kept per namespace for watch replays. Default 10 000. */
   historySize?: number
+  /** Most bytes of recent events kept in memory per namespace, and a budget the namespaces share (see event-log.ts). */
+  historyBytes?: number
+  historyBudget?: LogBudget
   /** How long a commit's request id is remembered, in ms. Default 10 minutes. */
   requestTtlMs?: number
   /** Most request ids remembered per namespace. Default 100 000. */
@@ -280,6 +284,11 @@ class SqliteStoresImpl implements SqliteStores {
     }
     return {
       name: 'sqlite',
+      capabilities: { history: true },
+      history: async (prefix, after, limits) => {
+        open()
+        return this.#history(namespace, prefix, after, limits)
+      },
       get: async (key) => {
         open()
         return this.#read(namespace, (store) => store.get(key))
@@ -325,6 +334,36 @@ class SqliteStoresImpl implements SqliteStores {
    * that fails, their namespaces are reloaded from the file), and so is any
    * expiry the read made due.
    */
+  /**
+   * A page of history: from memory while it reaches back far enough, else
+   * from the file's events, read row by row up to the page's limits.
+   */
+  #history(namespace: string, prefix: string, after: number, limits: HistoryLimits): HistoryPage {
+    this.#flush()
+    const { store } = this.#load(namespace)
+    try {
+      return store.history(prefix, after, limits)
+    } catch (err) {
+      if (!isZarisError(err, 'COMPACTED')) throw err
+    }
+    const gone = this.#sql.compacted.get(namespace)?.compacted ?? 0
+    if (after < gone) throw new CompactedError(`read from revision ${after}: history up to revision ${gone} is gone; read the current state and watch from its revision`)
+    const now = store.revision
+    const events: WatchEvent[] = []
+    let bytes = 0
+    let through = after
+    for (const row of this.#sql.events.iterate(namespace, after)) {
+      if (row.revision > now) break
+      // Cut only between revisions, so `through` is complete.
+      if (row.revision !== through && (events.length >= limits.maxEvents || bytes >= limits.maxBytes)) return { events, through, more: true }
+      through = row.revision
+      if (!row.key.startsWith(prefix)) continue
+      events.push(toEvent(row))
+      bytes += 64 + 2 * (row.key.length + (row.value?.length ?? 0))
+    }
+    return { events, through: Math.max(through, now), more: false }
+  }
+
   #read<T>(namespace: string, read: (store: LocalStore) => T): T {
     this.#flush()
     const out = read(this.#load(namespace).store)
@@ -590,6 +629,8 @@ class SqliteStoresImpl implements SqliteStores {
     loaded.store = new LocalStore({
       clock,
       historySize: this.#options.historySize,
+      historyBytes: this.#options.historyBytes,
+      historyBudget: this.#options.historyBudget,
       initial: { revision, entries: entries.values() },
       persistence: { write: (rev, puts, deletes) => this.#write(namespace, loaded, rev, puts, deletes) },
     })

@@ -150,6 +150,37 @@ export interface ListPage {
   more: boolean
 }
 
+/**
+ * How much one {@link Adapter.history} page may hold: it stops between two
+ * revisions once it has this many events or bytes of them.
+ *
+ * @example
+ * const limits: HistoryLimits = { maxEvents: 1_000, maxBytes: 1024 * 1024 }
+ */
+export interface HistoryLimits {
+  /** Most events (a revision is never split, so a page may pass this by the rest of one commit). */
+  maxEvents: number
+  /** Most bytes of events, as the store estimates them (likewise). */
+  maxBytes: number
+}
+
+/**
+ * One page of a store's change history (capability `history`): the events
+ * after a revision for keys under a prefix, in revision order, complete for
+ * every revision up to `through`.
+ *
+ * @example
+ * const page = await adapter.history!('job:', 120, { maxEvents: 500, maxBytes: 1 << 20 })
+ */
+export interface HistoryPage {
+  /** The events, in revision order. */
+  events: WatchEvent[]
+  /** Every event up to this revision is in this page or an earlier one. */
+  through: number
+  /** The page was cut short: ask again after `through`. */
+  more: boolean
+}
+
 /** Ends a watch; calling it again is harmless. */
 export type Unsubscribe = () => void
 
@@ -207,10 +238,20 @@ export interface Adapter {
   ownerGone?(owner: string, signal: AbortSignal): Promise<void>
   /** Capability `ownerGone`: registers `owner` as alive for as long as this adapter is open. */
   registerOwner?(owner: string): Promise<void>
+  /**
+   * Capability `history`: one page of the events after revision `after` for
+   * keys under `prefix`, read from the store's history without subscribing
+   * (a node streams an old watch from it as its client reads). Rejects with
+   * `CompactedError` when that history is gone. Without `more`, `through` is
+   * the store's revision.
+   */
+  history?(prefix: string, after: number, limits: HistoryLimits): Promise<HistoryPage>
 }
 
 /** Capabilities an adapter declares instead of leaving them to be guessed. */
 export interface Capabilities {
   /** The adapter implements `ownerGone` and `registerOwner`. */
   ownerGone?: boolean
+  /** The adapter implements `history`. */
+  history?: boolean
 }

@@ -158,6 +158,43 @@ export function adapterCases(factory: FixtureFactory, t: Named = test): void {
       await expect(a.list('pg/', { limit: 1.5 })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' })
     }))
 
+    t('capability history: pages of the change log, cut between revisions, the same events a watch replays', withAdapter(async (a) => {
+      // Declared exactly when implemented (never guessed).
+      expect(a.capabilities?.history === true).toBe(typeof a.history === 'function')
+      if (!a.history) return
+      const base = await a.commit([], [{ type: 'set', key: 'base', value: 0 }])
+      if (!base.ok) throw new Error('commit failed')
+      for (let i = 0; i < 12; i++) {
+        await a.commit([], [{ type: 'set', key: `h/${i % 3}`, value: i }, { type: 'set', key: `o/${i}`, value: 'x'.repeat(i * 50) }])
+        if (i % 4 === 3) await a.commit([], [{ type: 'delete', key: `h/${i % 3}` }])
+      }
+      const last = await a.commit([], [{ type: 'set', key: 'h/end', value: 'end' }])
+      if (!last.ok) throw new Error('commit failed')
+      const reference: WatchEvent[] = []
+      const unwatch = await a.watch('h/', { event: (e) => reference.push(e), error: () => {} }, base.revision)
+      await until(() => reference.at(-1)?.revision === last.revision)
+      for (const limits of [{ maxEvents: 1, maxBytes: Infinity }, { maxEvents: 1_000, maxBytes: 200 }, { maxEvents: 1_000, maxBytes: Infinity }]) {
+        const got: WatchEvent[] = []
+        let after = base.revision
+        for (let pages = 0; ; pages++) {
+          const page = await a.history('h/', after, limits)
+          expect(page.through).toBeGreaterThanOrEqual(after)
+          // Whole revisions only: nothing past `through`, nothing at or before `after`.
+          for (const e of page.events) expect(e.revision > after && e.revision <= page.through).toBe(true)
+          got.push(...page.events)
+          if (!page.more) {
+            expect(page.through).toBe(last.revision)
+            break
+          }
+          expect(page.through).toBeGreaterThan(after)
+          after = page.through
+          expect(pages).toBeLessThan(100)
+        }
+        expect(got).toEqual(reference)
+      }
+      unwatch()
+    }))
+
     t('keys like __proto__ and constructor are ordinary keys and values', withAdapter(async (a) => {
       const value = JSON.parse('{"__proto__": {"polluted": true}, "constructor": 1}')
       await a.commit([], [{ type: 'set', key: '__proto__', value }, { type: 'set', key: 'constructor', value: 'c' }])

@@ -19,11 +19,11 @@
  *
  * @module
  */
-import type { Adapter, Check, CommitResult, Entry, ListPage, Op, Unsubscribe, Value, WatchSink } from '../../core/adapter'
+import type { Adapter, Check, CommitResult, Entry, HistoryLimits, HistoryPage, ListPage, Op, Unsubscribe, Value, WatchSink } from '../../core/adapter'
 import type { Clock, TimerHandle } from '../../core/clock'
 import { ClosedError, InvalidArgumentError } from '../../core/errors'
 import { checkListOptions, checkPrefix } from '../../core/validate'
-import { copyValue as copy, EventLog } from './event-log'
+import { copyValue as copy, EventLog, type LogBudget } from './event-log'
 import { MinHeap } from './heap'
 
 /** An entry as a local store keeps it. */
@@ -46,8 +46,11 @@ export interface Persistence {
 
 export interface LocalStoreOptions {
   clock: Clock
-  /** How many recent events are kept for watch replays. */
+  /** How many recent events are kept for watch replays. Default 10 000. */
   historySize?: number
+  /** Most bytes of recent events kept (estimated; see event-log.ts), and a budget shared with other stores. */
+  historyBytes?: number
+  historyBudget?: LogBudget
   persistence?: Persistence
   /** A durable store's state at start. */
   initial?: { revision: number; entries: Iterable<StoredEntry> }
@@ -104,7 +107,7 @@ export class LocalStore {
         this.#fill(slot, e)
       }
     }
-    this.#log = new EventLog(options.historySize ?? 10_000, this.#revision)
+    this.#log = new EventLog({ maxEvents: options.historySize ?? 10_000, maxBytes: options.historyBytes, budget: options.historyBudget }, this.#revision)
     this.#schedule()
   }
 
@@ -225,6 +228,19 @@ export class LocalStore {
   watch(prefix: string, sink: WatchSink, fromRevision?: number): Unsubscribe {
     this.#expireDue()
     return this.#log.subscribe(prefix, sink, fromRevision)
+  }
+
+  /** A page of the history after `after` (see EventLog.read); complete up to the store's revision when nothing more follows. */
+  history(prefix: string, after: number, limits: HistoryLimits): HistoryPage {
+    this.#expireDue()
+    const page = this.#log.read(prefix, after, limits)
+    if (!page.more) page.through = Math.max(page.through, this.#revision)
+    return page
+  }
+
+  /** Estimated bytes of the history kept. */
+  get historyBytes(): number {
+    return this.#log.bytes
   }
 
   /** Stops the expiry timer and ends every watch; the store is not used again. */
@@ -380,6 +396,11 @@ export function localAdapter(
   }
   return {
     name,
+    capabilities: { history: true },
+    async history(prefix, after, limits) {
+      open()
+      return store.history(prefix, after, limits)
+    },
     async get(key) {
       open()
       return store.get(key)
