@@ -1,66 +1,46 @@
 /**
  * `GET /v1/<ns>/events?after=R`: one page of the history after revision R,
  * what a watch from R would replay, as JSON — for a client that already
- * streams the namespace and needs the past of one prefix.
+ * streams the namespace and needs the past of one prefix. A page holds at
+ * most 1 000 events and about the node's page byte limit (a commit is never
+ * split, so it may pass that by the rest of one commit).
  *
  * @module
  */
-import type { WatchEvent } from '../core/adapter'
+import type { HistoryLimits } from '../core/adapter'
 import { CompactedError } from '../core/errors'
 import { eventsQuery, parseWith } from '../adapters/http/protocol'
+import { readHistory } from './history-reader'
 import type { Namespaces } from './namespaces'
-import type { Settings } from './options'
+import type { Settings, StorePosition } from './options'
 import { jsonText, queryOf, type Exchange, type Reply } from './reply'
 
-/** An `events` page stops at a revision boundary once it holds this many events or bytes. */
+/** Most events in one `events` page. */
 const PAGE_EVENTS = 1_000
-const PAGE_BYTES = 1024 * 1024
 
-/**
- * One page of the history after `after`. The whole namespace is followed
- * (and filtered here) so that `through` can say up to where the page is
- * complete even when the prefix saw no change: the store's revision, or
- * where a full page was cut.
- */
+/** The answer to `GET events`. */
 export async function history(ex: Exchange, ns: string, namespaces: Namespaces, settings: Settings): Promise<Reply> {
   const { prefix, after, epoch } = parseWith(eventsQuery, { prefix: '', ...queryOf(ex) }, 'query')
   const adapter = await namespaces.adapterOf(ns)
-  const parts: string[] = []
-  let bytes = 0
-  let through = after
-  let more = false
-  let early: Error | undefined
-  const sink = {
-    event: (ev: WatchEvent) => {
-      if (more) return
-      // Cut only between revisions, so `through` is complete.
-      if (ev.revision !== through && (parts.length >= PAGE_EVENTS || bytes >= PAGE_BYTES)) {
-        more = true
-        return
-      }
-      through = ev.revision
-      if (!ev.key.startsWith(prefix)) return
-      const part = JSON.stringify(ev)
-      parts.push(part)
-      bytes += part.length
-    },
-    error: (err: Error) => {
-      early ??= err
-    },
+  const position = await settings.positionOf?.(ns)
+  checkResume('events after', after, epoch, position)
+  const limits: HistoryLimits = { maxEvents: PAGE_EVENTS, maxBytes: settings.maxPageBytes }
+  const page = await readHistory(adapter, prefix, after, limits)
+  if (!page.more && position) page.through = Math.max(page.through, position.revision)
+  return jsonText(200, `{"events":[${page.events.map((e) => JSON.stringify(e)).join(',')}],"through":${page.through},"more":${page.more}}`)
+}
+
+/**
+ * Refuses a resume from `after` that this store cannot serve though it may
+ * still have history that old: the store is another one than the epoch the
+ * client knew (reset, or replaced), or it never reached `after` (it was reset).
+ */
+export function checkResume(what: string, after: number, epoch: string | undefined, position: StorePosition | undefined): void {
+  if (!position) return
+  if (epoch !== undefined && epoch !== position.epoch) {
+    throw new CompactedError(`${what} revision ${after}: the store here is not the one that history came from (it was reset or replaced); read the current state again`)
   }
-  const unsubscribe = await adapter.watch('', sink, after)
-  try {
-    const position = early ? undefined : await settings.positionOf?.(ns)
-    if (!early && position && epoch !== undefined && epoch !== position.epoch) {
-      early = new CompactedError(`events after revision ${after}: the store here is not the one that history came from (it was reset or replaced); read the current state again`)
-    }
-    if (!early && position && after > position.revision) {
-      early = new CompactedError(`events after revision ${after}: this store is at revision ${position.revision}; it was reset, so read the current state again`)
-    }
-    if (early) throw early
-    if (!more && position) through = Math.max(through, position.revision)
-  } finally {
-    unsubscribe()
+  if (after > position.revision) {
+    throw new CompactedError(`${what} revision ${after}: this store is at revision ${position.revision}; it was reset, so read the current state again`)
   }
-  return jsonText(200, `{"events":[${parts.join(',')}],"through":${through},"more":${more}}`)
 }

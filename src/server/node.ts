@@ -170,8 +170,14 @@ async function serve(handler: Handler, req: IncomingMessage, res: ServerResponse
   const stop = reply.stream({
     write(chunk) {
       if (res.destroyed || res.writableEnded) return false
-      res.write(chunk)
-      return res.writableLength < MAX_BUFFERED
+      const room = res.write(chunk)
+      // Too far behind: cut off (it resumes from its last revision).
+      if (res.writableLength > MAX_BUFFERED) res.destroy()
+      return room
+    },
+    drain(fn) {
+      if (res.destroyed || !res.writableNeedDrain) queueMicrotask(fn)
+      else res.once('drain', fn)
     },
     end() {
       if (!res.writableEnded) res.end()

@@ -21,10 +21,15 @@ export interface Exchange {
   body(limit: number): Promise<string>
 }
 
-/** Where a streamed reply writes; `write` returns false once the peer is too far behind. */
+/**
+ * Where a streamed reply writes. The server keeps the peer's unread output
+ * bounded (a peer too far behind is cut off, which stops the stream).
+ */
 export interface StreamSink {
-  /** Sends a chunk; false once the peer is too far behind (the stream is then ended). */
+  /** Sends a chunk; false when the peer has enough unread: write more only after `drain`. */
   write(chunk: string): boolean
+  /** Calls `fn` once the peer has taken what was written (at once if nothing waits). */
+  drain(fn: () => void): void
   /** Ends the response. */
   end(): void
 }

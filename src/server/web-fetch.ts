@@ -23,6 +23,7 @@ export async function serveRequest(handle: (ex: Exchange) => Promise<Reply>, req
   if ('body' in reply) return new Response(reply.status === 204 ? null : reply.body, { status: reply.status, headers: reply.headers })
   const encoder = new TextEncoder()
   let stop: (() => void) | undefined
+  let waiting: Array<() => void> = []
   const body = new ReadableStream<Uint8Array>({
     start(controller) {
       stop = reply.stream({
@@ -32,7 +33,14 @@ export async function serveRequest(handle: (ex: Exchange) => Promise<Reply>, req
           } catch {
             return false
           }
-          return (controller.desiredSize ?? 0) > -MAX_QUEUED
+          const desired = controller.desiredSize ?? 0
+          // Too far behind: cut off (it resumes from its last revision).
+          if (desired < -MAX_QUEUED) queueMicrotask(() => stop?.())
+          return desired > 0
+        },
+        drain(fn) {
+          if ((controller.desiredSize ?? 1) > 0) queueMicrotask(fn)
+          else waiting.push(fn)
         },
         end() {
           try {
@@ -42,6 +50,11 @@ export async function serveRequest(handle: (ex: Exchange) => Promise<Reply>, req
           }
         },
       })
+    },
+    pull() {
+      const ready = waiting
+      waiting = []
+      for (const fn of ready) fn()
     },
     cancel() {
       stop?.()
