@@ -7,7 +7,7 @@
  * @module
  */
 import { ClosedError, InvalidArgumentError } from '../core/errors'
-import { FRAMES_PATH, FRAMES_PROTOCOL, answerFrame, parseRequestFrame } from '../adapters/http/protocol'
+import { FRAMES_PATH, FRAMES_PING_PATH, FRAMES_PROTOCOL, answerFrame, parseRequestFrame } from '../adapters/http/protocol'
 import type { Calls, CallOp } from './calls'
 import type { Gate } from './gate'
 import type { Metrics } from './metrics'
@@ -92,7 +92,10 @@ export class FrameRoutes {
       if (this.#ctx.closed()) throw new ClosedError('the node is shutting down')
       if (path === undefined) throw new InvalidArgumentError('frame.path: must be a path like /v1/<ns>/get (at most 512 characters)')
       const m = ROUTE.exec(path)
-      if (!m) {
+      if (path === FRAMES_PING_PATH) {
+        routeName = 'ping'
+        reply = json(200, {})
+      } else if (!m) {
         reply = notFound(path.slice(0, 200))
       } else {
         const op = m[2]!

@@ -69,6 +69,8 @@ export interface Handler {
   upgrade(exchange: Exchange): Promise<UpgradeOutcome>
   /** The longest request frame accepted, in bytes: the body limit and the envelope. */
   readonly maxFrameBytes: number
+  /** The most bytes of one `list` answer. */
+  readonly maxPageBytes: number
   /** The counters behind `/metrics`. */
   readonly metrics: Metrics
   /** Open watch streams. */
@@ -154,6 +156,7 @@ export function createHandler(options: HandlerOptions): Handler {
     handle,
     upgrade: (ex) => frames.upgrade(ex),
     maxFrameBytes: settings.maxBodyBytes + FRAME_ENVELOPE_BYTES,
+    maxPageBytes: settings.maxPageBytes,
     metrics,
     get watchers() {
       return watches.watchers

@@ -33,6 +33,8 @@ export class Metrics {
   replays = 0
   #requests = new Map<string, number>()
   #latency = new Map<string, Histogram>()
+  #gauges = new Map<string, { help: string; read: () => number }>()
+  #cuts = new Map<string, number>()
   readonly #started = Date.now()
 
   /** Records one request: its route, status and duration in seconds. */
@@ -44,6 +46,24 @@ export class Metrics {
     for (let i = 0; i < BUCKETS.length; i++) if (seconds <= BUCKETS[i]!) h.counts[i]!++
     h.sum += seconds
     h.count++
+  }
+
+  /**
+   * Adds a gauge read at each scrape (`name` without the `zaris_` prefix);
+   * the listener adds its connections and buffered output this way.
+   */
+  gauge(name: string, help: string, read: () => number): void {
+    this.#gauges.set(name, { help, read })
+  }
+
+  /** Counts a connection the node cut off (or refused), by why. */
+  cut(reason: string): void {
+    this.#cuts.set(reason, (this.#cuts.get(reason) ?? 0) + 1)
+  }
+
+  /** Connections cut off (or refused) for `reason` so far. */
+  cuts(reason: string): number {
+    return this.#cuts.get(reason) ?? 0
   }
 
   /** The Prometheus text exposition, with the gauges measured at scrape time. */
@@ -58,6 +78,13 @@ export class Metrics {
     metric('zaris_watchers', 'gauge', 'Open watch streams.', [`zaris_watchers ${gauges.watchers}`])
     metric('zaris_locks_held', 'gauge', 'Live entries held by an owner (locks, leases, candidacies).', [`zaris_locks_held ${gauges.locksHeld}`])
     metric('zaris_namespaces', 'gauge', 'Namespaces opened since start.', [`zaris_namespaces ${gauges.namespaces}`])
+    for (const [name, g] of this.#gauges) metric(`zaris_${name}`, 'gauge', g.help, [`zaris_${name} ${g.read()}`])
+    metric(
+      'zaris_connections_cut_total',
+      'counter',
+      'Connections the node cut off or refused, by reason (output-hard, output-soft, send-timeout, output-total, too-many, idle).',
+      [...this.#cuts].map(([reason, n]) => `zaris_connections_cut_total{reason="${reason}"} ${n}`),
+    )
     metric('zaris_uptime_seconds', 'gauge', 'Seconds since the node started.', [`zaris_uptime_seconds ${((Date.now() - this.#started) / 1000).toFixed(3)}`])
     metric(
       'zaris_requests_total',

@@ -2,19 +2,22 @@
  * Serves a {@link Handler} from Node's http module: the fast path, without
  * building a `Request` and `Response` per call. Slow clients are cut off by
  * header and request timeouts; bodies are read up to the handler's limit and
- * no further. A request to upgrade to the framed protocol is checked by the
- * handler and, once accepted, served by `./frames`; any other upgrade is refused.
+ * no further (`./node-exchange`); connections are capped in number and in
+ * unread output (`./connections`). A request to upgrade to the framed
+ * protocol is checked by the handler and, once accepted, served by
+ * `./frames`; any other upgrade is refused.
  *
  * @module
  */
-import { STATUS_CODES, createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
+import { createServer, type IncomingMessage, type Server } from 'node:http'
 import type { AddressInfo, Socket } from 'node:net'
 import type { Duplex } from 'node:stream'
-import { InvalidArgumentError } from '../core/errors'
-import { FRAMES_PROTOCOL } from '../adapters/http/protocol'
+import { FRAMES_IDLE_HEADER, FRAMES_PROTOCOL } from '../adapters/http/protocol'
+import { Connections, type ConnectionLimits } from './connections'
 import { serveFrames, type FrameConnection } from './frames'
 import type { Handler } from './handler'
-import { tooLarge, type Exchange, type Reply } from './reply'
+import { exchangeOf, refuseUpgrade, serve } from './node-exchange'
+import { positive } from './options'
 
 /** Options of {@link listen}. */
 export interface ListenOptions {
@@ -26,6 +29,21 @@ export interface ListenOptions {
   headersTimeoutMs?: number
   /** Ms a client has to send its whole request. Default 30 000. */
   requestTimeoutMs?: number
+  /** Most open connections (plain, watch streams and framed); one more gets 503. Default 2 048. */
+  maxConnections?: number
+  /** Unread output that cuts a connection off at once. Default 4 MiB. */
+  outputHardBytes?: number
+  /** Unread output that cuts a connection off when it lasts `outputSoftMs`. Default 1 MiB for 10 s. */
+  outputSoftBytes?: number
+  outputSoftMs?: number
+  /** A connection whose unread output does not move for this long is cut off. Default 30 000 ms. */
+  sendTimeoutMs?: number
+  /** Unread output of all connections together; past it, those holding the most are cut off. Default 64 MiB. */
+  maxOutputBytes?: number
+  /** A framed connection with nothing in flight that sends nothing (not even a ping) this long is closed. Default 60 000 ms. */
+  framesIdleMs?: number
+  /** Bytes a framed connection may have reserved for answers in flight and unread, before the node stops reading it. Default 4 MiB. */
+  framesInflightBytes?: number
 }
 
 /**
@@ -45,15 +63,11 @@ export interface Listening {
   readonly port: number
   /** Node's http server, for anything this API does not cover. */
   readonly server: Server
+  /** Open connections. */
+  readonly connections: number
   /** Stops accepting, ends watch streams and framed connections, waits for open requests (2 s at most) and closes the handler. */
   close(): Promise<void>
 }
-
-/** Bytes of a refused body read and dropped before the answer; past this the connection is cut. */
-const MAX_DRAIN = 4 * 1024 * 1024
-
-/** A streamed reply whose peer has this much unsent is cut off (it resumes from its last revision). */
-const MAX_BUFFERED = 1024 * 1024
 
 /**
  * Serves `handler` on a TCP port.
@@ -64,31 +78,47 @@ const MAX_BUFFERED = 1024 * 1024
  * const node = await listen(createHandler({ adapterFor: backend.adapterFor }), { port: 7861 })
  */
 export async function listen(handler: Handler, options: ListenOptions = {}): Promise<Listening> {
-  const server = createServer(
-    {
-      headersTimeout: options.headersTimeoutMs ?? 10_000,
-      requestTimeout: options.requestTimeoutMs ?? 30_000,
-      keepAliveTimeout: 5_000,
-      // How often the two timeouts above are enforced (Node's default is every 30 s).
-      connectionsCheckingInterval: 1_000,
-    },
-    (req, res) => {
-      serve(handler, req, res).catch(() => {
-        if (!res.headersSent) res.writeHead(500, { 'content-type': 'application/json' })
-        res.end('{"error":{"code":"INTERNAL","message":"internal error"}}')
-      })
-    },
-  )
+  const limits = connectionLimits(options)
+  const framesIdleMs = positive(options.framesIdleMs, 60_000, 'framesIdleMs')
+  const framesInflightBytes = positive(options.framesInflightBytes, 4 * 1024 * 1024, 'framesInflightBytes')
+  const server = createServer({
+    headersTimeout: positive(options.headersTimeoutMs, 10_000, 'headersTimeoutMs'),
+    requestTimeout: positive(options.requestTimeoutMs, 30_000, 'requestTimeoutMs'),
+    keepAliveTimeout: 5_000,
+    // How often the two timeouts above are enforced (Node's default is every 30 s).
+    connectionsCheckingInterval: 1_000,
+  })
+  const metrics = handler.metrics
+  const connections = new Connections(server, limits, (reason) => metrics.cut(reason))
+  metrics.gauge('connections', 'Open connections (plain, watch streams and framed).', () => connections.count)
+  metrics.gauge('output_buffered_bytes', 'Bytes answered but not yet read by their peers, all connections together.', () => connections.outputBytes)
+  server.on('request', (req, res) => {
+    serve(handler, req, res, connections).catch(() => {
+      if (!res.headersSent) res.writeHead(500, { 'content-type': 'application/json' })
+      res.end('{"error":{"code":"INTERNAL","message":"internal error"}}')
+    })
+  })
   const framed = new Set<FrameConnection>()
   let closing: Promise<void> | undefined
   server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     socket.on('error', () => {})
+    if (connections.refused(socket as Socket)) {
+      const { status, body } = connections.refusal()
+      return refuseUpgrade(socket, { status, headers: { 'content-type': 'application/json; charset=utf-8', 'retry-after': '1' }, body })
+    }
     handler.upgrade(exchangeOf(req)).then(
       (outcome) => {
         if (socket.destroyed) return
-        if ('reply' in outcome) return refuse(socket, outcome.reply)
-        socket.write(`HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: ${FRAMES_PROTOCOL}\r\n\r\n`)
-        const conn = serveFrames(socket as Socket, head, outcome.session, { maxFrameBytes: handler.maxFrameBytes })
+        if ('reply' in outcome) return refuseUpgrade(socket, outcome.reply)
+        socket.write(`HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: ${FRAMES_PROTOCOL}\r\n${FRAMES_IDLE_HEADER}: ${framesIdleMs}\r\n\r\n`)
+        const conn = serveFrames(socket as Socket, head, outcome.session, {
+          maxFrameBytes: handler.maxFrameBytes,
+          pageBytes: handler.maxPageBytes,
+          maxInflightBytes: framesInflightBytes,
+          idleMs: framesIdleMs,
+          afterWrite: (s) => connections.checkHard(s),
+          onIdle: () => metrics.cut('idle'),
+        })
         framed.add(conn)
         socket.on('close', () => framed.delete(conn))
         if (closing) conn.end()
@@ -111,9 +141,13 @@ export async function listen(handler: Handler, options: ListenOptions = {}): Pro
     host: address.address,
     port: address.port,
     server,
+    get connections() {
+      return connections.count
+    },
     close() {
       closing ??= new Promise<void>((resolve) => {
         server.close(() => resolve())
+        connections.close()
         // Framed connections stop reading now; their clients fail over as they see the end.
         for (const conn of framed) conn.end()
         void handler.close().then(() => {
@@ -129,138 +163,13 @@ export async function listen(handler: Handler, options: ListenOptions = {}): Pro
   }
 }
 
-function exchangeOf(req: IncomingMessage): Exchange {
+function connectionLimits(o: ListenOptions): ConnectionLimits {
   return {
-    method: req.method ?? 'GET',
-    // The Host header is not trusted to build URLs; only the path and query are used.
-    url: new URL(req.url ?? '/', 'http://zaris.invalid'),
-    header: (name) => {
-      const v = req.headers[name]
-      return v === undefined ? null : Array.isArray(v) ? v.join(', ') : v
-    },
-    body: (limit) => readBody(req, limit),
+    maxConnections: positive(o.maxConnections, 2_048, 'maxConnections'),
+    outputHardBytes: positive(o.outputHardBytes, 4 * 1024 * 1024, 'outputHardBytes'),
+    outputSoftBytes: positive(o.outputSoftBytes, 1024 * 1024, 'outputSoftBytes'),
+    outputSoftMs: positive(o.outputSoftMs, 10_000, 'outputSoftMs'),
+    sendTimeoutMs: positive(o.sendTimeoutMs, 30_000, 'sendTimeoutMs'),
+    maxOutputBytes: positive(o.maxOutputBytes, 64 * 1024 * 1024, 'maxOutputBytes'),
   }
-}
-
-/** Answers a refused upgrade on the raw socket (no ServerResponse exists for it) and closes. */
-function refuse(socket: Duplex, reply: Reply): void {
-  const body = 'body' in reply ? reply.body : ''
-  const headers: Record<string, string> = { ...reply.headers, 'content-length': String(Buffer.byteLength(body)), connection: 'close' }
-  let head = `HTTP/1.1 ${reply.status} ${STATUS_CODES[reply.status] ?? ''}\r\n`
-  for (const [name, value] of Object.entries(headers)) head += `${name}: ${value}\r\n`
-  socket.end(`${head}\r\n${body}`)
-}
-
-async function serve(handler: Handler, req: IncomingMessage, res: ServerResponse): Promise<void> {
-  const reply = await handler.handle(exchangeOf(req))
-  // The answer goes out once the request is read to its end (see discardBody); past the cap, it goes and the connection is cut.
-  if (!req.complete && !(await discardBody(req))) {
-    res.shouldKeepAlive = false
-    res.on('finish', () => req.socket.destroy())
-  }
-  if ('body' in reply) {
-    if (reply.status !== 204) reply.headers['content-length'] = String(Buffer.byteLength(reply.body))
-    res.writeHead(reply.status, reply.headers)
-    res.end(reply.status === 204 ? undefined : reply.body)
-    return
-  }
-  res.writeHead(reply.status, reply.headers)
-  res.flushHeaders()
-  req.socket.setNoDelay(true)
-  const stop = reply.stream({
-    write(chunk) {
-      if (res.destroyed || res.writableEnded) return false
-      const room = res.write(chunk)
-      // Too far behind: cut off (it resumes from its last revision).
-      if (res.writableLength > MAX_BUFFERED) res.destroy()
-      return room
-    },
-    drain(fn) {
-      if (res.destroyed || !res.writableNeedDrain) queueMicrotask(fn)
-      else res.once('drain', fn)
-    },
-    end() {
-      if (!res.writableEnded) res.end()
-    },
-  })
-  res.on('close', stop)
-}
-
-/**
- * Reads and drops what is left of a request's body (one answered without
- * reading it: over the limit, unauthorized, no such route), so that the
- * answer goes out only once the client has sent everything. A node that
- * answers and closes while the client is still sending makes its TCP stack
- * reset the connection, and the reset can reach the client before it reads
- * the answer (RFC 9112, 9.6): it saw a reset instead of its 413. Resolves
- * false past {@link MAX_DRAIN} bytes (reading stops there) or if the client
- * went away.
- */
-function discardBody(req: IncomingMessage): Promise<boolean> {
-  const declared = Number(req.headers['content-length'] ?? 0)
-  if (declared > MAX_DRAIN) return Promise.resolve(false)
-  return new Promise((resolve) => {
-    let dropped = 0
-    const onData = (chunk: Buffer) => {
-      dropped += chunk.length
-      if (dropped > MAX_DRAIN) done(false)
-    }
-    const onEnd = () => done(true)
-    const onClose = () => done(req.complete)
-    const done = (ok: boolean) => {
-      req.off('data', onData)
-      req.off('end', onEnd)
-      req.off('close', onClose)
-      if (!ok) req.pause()
-      resolve(ok)
-    }
-    req.on('data', onData)
-    req.on('end', onEnd)
-    req.on('close', onClose)
-    req.resume()
-  })
-}
-
-/** Decodes request bodies; `ignoreBOM` keeps a leading BOM, which JSON.parse then refuses, as before. */
-const UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true })
-
-/** Reads the body up to `limit` bytes; past it, rejects at once and stops buffering (the rest is dropped before the answer, see discardBody). */
-function readBody(req: IncomingMessage, limit: number): Promise<string> {
-  const declared = Number(req.headers['content-length'] ?? NaN)
-  if (declared > limit) return Promise.reject(tooLarge(limit))
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = []
-    let size = 0
-    const onData = (chunk: Buffer) => {
-      size += chunk.length
-      if (size > limit) {
-        cleanup()
-        req.pause()
-        reject(tooLarge(limit))
-        return
-      }
-      chunks.push(chunk)
-    }
-    const onEnd = () => {
-      cleanup()
-      // Strict: invalid UTF-8 is refused, not replaced with U+FFFD (which would write a key the client never sent).
-      try {
-        resolve(UTF8.decode(Buffer.concat(chunks)))
-      } catch {
-        reject(new InvalidArgumentError('body: not valid UTF-8'))
-      }
-    }
-    const onError = (err: Error) => {
-      cleanup()
-      reject(err)
-    }
-    const cleanup = () => {
-      req.off('data', onData)
-      req.off('end', onEnd)
-      req.off('error', onError)
-    }
-    req.on('data', onData)
-    req.on('end', onEnd)
-    req.on('error', onError)
-  })
 }

@@ -112,7 +112,8 @@ export function resolveOptions(options: HandlerOptions): Settings {
   }
 }
 
-function positive(value: unknown, fallback: number, name: string): number {
+/** `value`, checked to be a positive finite number, or `fallback` when undefined. */
+export function positive(value: unknown, fallback: number, name: string): number {
   if (value === undefined) return fallback
   if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) {
     throw new InvalidArgumentError(`${name} must be a positive number, got ${String(value)}`)

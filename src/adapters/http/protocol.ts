@@ -36,7 +36,10 @@
  * ```
  *
  * `path` is the POST's path (`get`, `list` or `commit`), and each frame goes
- * through the same validation, replay cache and metrics as the POST. A frame
+ * through the same validation, replay cache and metrics as the POST; or
+ * `/v1/ping`, answered `{}` at once. The 101 answer says (header
+ * `zaris-idle-timeout`, ms) how long the node keeps a connection that sends
+ * nothing; the client pings well within it. A frame
  * the node cannot read (not JSON, no usable id, invalid UTF-8, longer than
  * the node's body limit and 1 KiB of envelope) is answered with `id: null` and the connection is
  * closed. A connection has at most {@link FRAMES_MAX_PENDING} requests in
@@ -66,6 +69,10 @@ export const FRAMES_PATH = `${API_PREFIX}/frames`
 export const FRAME_ENVELOPE_BYTES = 1024
 /** Most requests in flight on one framed connection. */
 export const FRAMES_MAX_PENDING = 256
+/** A header of the 101 answer: ms after which the node closes a framed connection that sent nothing; the client pings within it. */
+export const FRAMES_IDLE_HEADER = 'zaris-idle-timeout'
+/** The path of a ping frame: answered `{}` at once, it keeps an idle framed connection open. */
+export const FRAMES_PING_PATH = `${API_PREFIX}/ping`
 
 /** A request frame, as read by the node: the envelope only; `body` is validated like a POST body. */
 export interface RequestFrame {
