@@ -40,7 +40,7 @@ import { systemClock, type Clock } from '../core/clock'
 import { ClosedError, CompactedError, UnavailableError, UnsupportedError, isZarisError } from '../core/errors'
 import { checkListOptions, checkPrefix } from '../core/validate'
 import type { LogBudget } from './shared/event-log'
-import { LocalStore, type StoredEntry } from './shared/local-store'
+import { LocalStore, type StoreQuota, type StoredEntry } from './shared/local-store'
 
 /** Options of {@link openSqlite}. */
 export interface SqliteOptions {
@@ -51,6 +51,8 @@ export interface SqliteOptions {
   /** Most bytes of recent events kept in memory per namespace, and a budget the namespaces share (see event-log.ts). */
   historyBytes?: number
   historyBudget?: LogBudget
+  /** Most bytes of entries, shared with other stores: a commit that would pass it gets TOO_LARGE. */
+  quota?: StoreQuota
   /** How long a commit's request id is remembered, in ms. Default 10 minutes. */
   requestTtlMs?: number
   /** Most request ids remembered per namespace. Default 100 000. */
@@ -631,6 +633,7 @@ class SqliteStoresImpl implements SqliteStores {
       historySize: this.#options.historySize,
       historyBytes: this.#options.historyBytes,
       historyBudget: this.#options.historyBudget,
+      quota: this.#options.quota,
       initial: { revision, entries: entries.values() },
       persistence: { write: (rev, puts, deletes) => this.#write(namespace, loaded, rev, puts, deletes) },
     })

@@ -14,9 +14,10 @@
  */
 import { isIP } from 'node:net'
 import { isZarisError } from '../core/errors'
-import { memoryBackend, redisBackend, sqliteBackend, type Backend } from './backends'
+import { memoryBackend, redisBackend, sqliteBackend, type Backend, type StoreLimits } from './backends'
 import { createHandler } from './handler'
 import { loopbackHosts } from './options'
+import { memoryShares } from './limits'
 import { listen } from './node'
 
 const USAGE = `usage: zaris serve [options]
@@ -30,7 +31,22 @@ const USAGE = `usage: zaris serve [options]
   --insecure        allow binding a non-loopback address without a token
   --max-watchers N  open watch streams allowed (default 1000)
   --max-namespaces N  namespaces the node opens at most (default 10000)
-  --max-body BYTES  largest request body (default 65536)
+  --max-body BYTES  largest request body (default 64KiB)
+
+  Limits under load (docs/operations.md; BYTES may end in KiB, MiB or GiB):
+  --max-memory BYTES          the node's budget for what it holds for clients
+                              (default 256MiB); the five below default to shares of it
+  --max-store-bytes BYTES     entries of the memory/SQLite stores (1/4)
+  --max-history-bytes BYTES   watch history, all namespaces (1/8; 8MiB per namespace)
+  --max-output-bytes BYTES    unread answers, all connections (1/4)
+  --max-input-bytes BYTES     requests being read or in flight (1/4)
+  --output-limit HARD,SOFT,S  per connection: cut past HARD, or past SOFT for S seconds (4MiB,1MiB,10)
+  --send-timeout S            cut a connection whose unread output does not move for S seconds (30)
+  --max-connections N         open connections (2048)
+  --idle-timeout S            close a framed connection idle this long (60)
+  --headers-timeout S         to send the request headers (10)
+  --request-timeout S         to send the whole request (30)
+  --max-page-bytes BYTES      one list or events answer (1MiB)
 `
 
 /** Parsed `serve` options. */
@@ -45,6 +61,24 @@ export interface ServeArgs {
   maxWatchers?: number
   maxNamespaces?: number
   maxBody?: number
+  /** The limits under load (flags of the second block of the usage). */
+  limits: LoadLimits
+}
+
+/** The `zaris serve` flags that bound a node under load (see limits.ts and docs/operations.md). */
+export interface LoadLimits {
+  maxMemory?: number
+  maxStoreBytes?: number
+  maxHistoryBytes?: number
+  maxOutputBytes?: number
+  maxInputBytes?: number
+  output?: { hard: number; soft: number; softMs: number }
+  sendTimeoutMs?: number
+  maxConnections?: number
+  idleTimeoutMs?: number
+  headersTimeoutMs?: number
+  requestTimeoutMs?: number
+  maxPageBytes?: number
 }
 
 /** A command-line mistake: printed with the usage, exit code 2. */
@@ -57,7 +91,7 @@ export class UsageError extends Error {}
  * parseServeArgs(['--port', '0', '--cors', 'http://localhost:5173'], {})
  */
 export function parseServeArgs(argv: string[], env: Record<string, string | undefined>): ServeArgs {
-  const args: ServeArgs = { port: 7861, host: '127.0.0.1', cors: [], insecure: false }
+  const args: ServeArgs = { port: 7861, host: '127.0.0.1', cors: [], insecure: false, limits: {} }
   const token = env.ZARIS_TOKEN
   if (token) args.token = token
   for (let i = 0; i < argv.length; i++) {
@@ -108,10 +142,10 @@ export function parseServeArgs(argv: string[], env: Record<string, string | unde
         args.maxNamespaces = integer(1, 10_000_000)
         break
       case '--max-body':
-        args.maxBody = integer(1024, 64 * 1024 * 1024)
+        args.maxBody = byteSize(flag, value(), 1024, 64 * MIB)
         break
       default:
-        throw new UsageError(`unknown option ${JSON.stringify(arg)}`)
+        if (!loadLimit(args.limits, flag, value, integer)) throw new UsageError(`unknown option ${JSON.stringify(arg)}`)
     }
   }
   if (args.data !== undefined && args.redis !== undefined) throw new UsageError('--data and --redis are two different stores; give one')
@@ -128,6 +162,71 @@ export function parseServeArgs(argv: string[], env: Record<string, string | unde
   return args
 }
 
+const MIB = 1024 * 1024
+const UNITS: Record<string, number> = { '': 1, b: 1, kib: 1024, k: 1024, mib: MIB, m: MIB, gib: 1024 * MIB, g: 1024 * MIB }
+
+/** A size like 256MiB, 64KiB, 1GiB or 1048576 (binary units; k, m, g taken the same), from `min` to `max` bytes. */
+function byteSize(flag: string, raw: string, min: number, max: number): number {
+  const m = /^(\d+)\s*([a-z]*)$/i.exec(raw.trim())
+  const unit = m ? UNITS[m[2]!.toLowerCase()] : undefined
+  const n = m && unit !== undefined ? Number(m[1]) * unit : NaN
+  if (!(n >= min && n <= max)) throw new UsageError(`${flag} must be a size from ${min} bytes to ${max / MIB} MiB (like 64MiB), got ${JSON.stringify(raw)}`)
+  return n
+}
+
+/** Parses one flag of the limits block into `limits`; false if `flag` is not one of them. */
+function loadLimit(limits: LoadLimits, flag: string, value: () => string, integer: (min: number, max: number) => number): boolean {
+  const size = (min = 64 * 1024) => byteSize(flag, value(), min, 1024 * 1024 * MIB)
+  const seconds = (max: number) => integer(1, max) * 1000
+  switch (flag) {
+    case '--max-memory':
+      limits.maxMemory = size(16 * MIB)
+      return true
+    case '--max-store-bytes':
+      limits.maxStoreBytes = size()
+      return true
+    case '--max-history-bytes':
+      limits.maxHistoryBytes = size()
+      return true
+    case '--max-output-bytes':
+      limits.maxOutputBytes = size()
+      return true
+    case '--max-input-bytes':
+      limits.maxInputBytes = size()
+      return true
+    case '--output-limit': {
+      const parts = value().split(',')
+      if (parts.length !== 3) throw new UsageError('--output-limit takes HARD,SOFT,SECONDS, like 4MiB,1MiB,10')
+      const [hard, soft] = parts.slice(0, 2).map((p) => byteSize(flag, p, 16 * 1024, 1024 * MIB))
+      const s = Number(parts[2])
+      if (!Number.isInteger(s) || s < 1 || s > 3_600) throw new UsageError(`--output-limit: SECONDS must be an integer from 1 to 3600, got ${JSON.stringify(parts[2])}`)
+      if (soft! > hard!) throw new UsageError('--output-limit: SOFT must not be larger than HARD')
+      limits.output = { hard: hard!, soft: soft!, softMs: s * 1000 }
+      return true
+    }
+    case '--send-timeout':
+      limits.sendTimeoutMs = seconds(3_600)
+      return true
+    case '--max-connections':
+      limits.maxConnections = integer(16, 1_000_000)
+      return true
+    case '--idle-timeout':
+      limits.idleTimeoutMs = seconds(86_400)
+      return true
+    case '--headers-timeout':
+      limits.headersTimeoutMs = seconds(600)
+      return true
+    case '--request-timeout':
+      limits.requestTimeoutMs = seconds(3_600)
+      return true
+    case '--max-page-bytes':
+      limits.maxPageBytes = size()
+      return true
+    default:
+      return false
+  }
+}
+
 /** True for addresses only this machine can reach. */
 export function isLoopback(host: string): boolean {
   const h = host.replace(/^\[|\]$/g, '').toLowerCase()
@@ -142,8 +241,12 @@ export function isLoopback(host: string): boolean {
  * await serveCommand(parseServeArgs(['--port', '7861'], process.env))
  */
 export async function serveCommand(args: ServeArgs, log: (line: string) => void = console.log): Promise<void> {
+  const l = args.limits
+  const shares = memoryShares(l.maxMemory)
+  const stores: StoreLimits = { maxStoreBytes: l.maxStoreBytes ?? shares.maxStoreBytes, maxHistoryBytes: l.maxHistoryBytes ?? shares.maxHistoryBytes }
+  stores.historyBytes = Math.min(shares.historyBytesPerNamespace, stores.maxHistoryBytes!)
   const backend: Backend =
-    args.redis !== undefined ? await redisBackend(args.redis) : args.data !== undefined ? await sqliteBackend(args.data) : memoryBackend()
+    args.redis !== undefined ? await redisBackend(args.redis) : args.data !== undefined ? await sqliteBackend(args.data, stores) : memoryBackend(stores)
   const handler = createHandler({
     adapterFor: backend.adapterFor,
     positionOf: backend.positionOf,
@@ -154,10 +257,31 @@ export async function serveCommand(args: ServeArgs, log: (line: string) => void 
     maxWatchers: args.maxWatchers,
     maxNamespaces: args.maxNamespaces,
     maxBodyBytes: args.maxBody,
+    maxPageBytes: l.maxPageBytes,
+    replay: { maxBytes: shares.replayCacheBytes },
   })
+  handler.metrics.gauge('memory_budget_bytes', 'The memory budget of the node (--max-memory): what it may hold for clients, beyond the runtime.', () => shares.maxMemory)
+  if (backend.usage) {
+    const usage = backend.usage.bind(backend)
+    handler.metrics.gauge('store_bytes', 'Bytes of the entries of the stores (--max-store-bytes).', () => usage().storeBytes)
+    handler.metrics.gauge('history_bytes', 'Bytes of watch history kept (--max-history-bytes).', () => usage().historyBytes)
+  }
   let node
   try {
-    node = await listen(handler, { port: args.port, host: args.host })
+    node = await listen(handler, {
+      port: args.port,
+      host: args.host,
+      maxOutputBytes: l.maxOutputBytes ?? shares.maxOutputBytes,
+      maxInputBytes: l.maxInputBytes ?? shares.maxInputBytes,
+      outputHardBytes: l.output?.hard,
+      outputSoftBytes: l.output?.soft,
+      outputSoftMs: l.output?.softMs,
+      sendTimeoutMs: l.sendTimeoutMs,
+      maxConnections: l.maxConnections,
+      framesIdleMs: l.idleTimeoutMs,
+      headersTimeoutMs: l.headersTimeoutMs,
+      requestTimeoutMs: l.requestTimeoutMs,
+    })
   } catch (err) {
     await handler.close()
     await backend.close()

@@ -24,6 +24,7 @@ import type { Socket } from 'node:net'
 import { InternalError, InvalidArgumentError, TooLargeError, type ZarisError } from '../core/errors'
 import { FRAMES_MAX_PENDING, answerFrame, statusOf } from '../adapters/http/protocol'
 import type { FrameSession } from './frame-session'
+import type { InputBudget } from './input-budget'
 
 /** Limits of one framed connection. */
 export interface FrameLimits {
@@ -41,6 +42,8 @@ export interface FrameLimits {
   afterWrite?: (socket: Socket) => boolean
   /** Told when the connection is closed for being idle. */
   onIdle?: () => void
+  /** The node's budget for requests in progress: the reservations count against it too, and the socket waits while it is spent. */
+  budget?: InputBudget
 }
 
 /** A framed connection being served. */
@@ -77,7 +80,9 @@ export function serveFrames(socket: Socket, head: Buffer, session: FrameSession,
 class FramedSocket implements FrameConnection {
   readonly #socket: Socket
   readonly #session: FrameSession
-  readonly #limits: Required<Omit<FrameLimits, 'afterWrite' | 'onIdle'>> & Pick<FrameLimits, 'afterWrite' | 'onIdle'>
+  readonly #limits: Required<Omit<FrameLimits, 'afterWrite' | 'onIdle' | 'budget'>> & Pick<FrameLimits, 'afterWrite' | 'onIdle'>
+  readonly #budget: InputBudget | undefined
+  readonly #wake = () => this.#resume()
   #parts: Buffer[] = []
   #size = 0
   #inflight = 0
@@ -101,6 +106,7 @@ class FramedSocket implements FrameConnection {
       idleMs: 60_000,
       ...limits,
     }
+    this.#budget = limits.budget
     socket.setNoDelay(true)
     // A peer that vanished without a FIN is found out and its socket freed.
     socket.setKeepAlive(true, 30_000)
@@ -108,6 +114,7 @@ class FramedSocket implements FrameConnection {
     socket.on('close', () => {
       this.#done = true
       this.#clearIdle()
+      this.#budget?.forget(this.#wake)
     })
     socket.on('drain', () => this.#resume())
     socket.on('data', (chunk: Buffer) => this.onData(chunk))
@@ -191,12 +198,14 @@ class FramedSocket implements FrameConnection {
   }
 
   #canRead(): boolean {
-    return (
-      !this.#ending &&
-      !this.#done &&
-      this.#inflight < this.#limits.maxPending &&
-      this.#reserved + this.#socket.writableLength < this.#limits.maxInflightBytes
-    )
+    if (this.#ending || this.#done || this.#inflight >= this.#limits.maxPending) return false
+    if (this.#reserved + this.#socket.writableLength >= this.#limits.maxInflightBytes) return false
+    if (this.#budget && !this.#budget.open) {
+      // The node as a whole has enough in progress: read on once some of it is answered.
+      this.#budget.waitForRoom(this.#wake)
+      return false
+    }
+    return true
   }
 
   #resume(): void {
@@ -228,10 +237,12 @@ class FramedSocket implements FrameConnection {
     const reserved = this.#reserve(text)
     this.#inflight++
     this.#reserved += reserved
+    this.#budget?.take(reserved)
     this.#session.answer(text).then(
       (a) => {
         this.#inflight--
         this.#reserved -= reserved
+        this.#budget?.give(reserved)
         if (this.#done) return
         if (a.fatal) {
           this.#done = true
@@ -247,6 +258,7 @@ class FramedSocket implements FrameConnection {
         // answer() never rejects; if it ever did, this connection can no longer be trusted.
         this.#inflight--
         this.#reserved -= reserved
+        this.#budget?.give(reserved)
         this.#refuse(new InternalError('internal error'))
       },
     )

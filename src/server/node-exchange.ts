@@ -8,17 +8,30 @@
  */
 import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http'
 import type { Duplex } from 'node:stream'
-import { InvalidArgumentError } from '../core/errors'
+import { InvalidArgumentError, UnavailableError } from '../core/errors'
 import type { Connections } from './connections'
 import type { Handler } from './handler'
+import type { InputBudget } from './input-budget'
 import { tooLarge, type Exchange, type Reply } from './reply'
 
 /** Bytes of a refused body read and dropped before the answer; past this the connection is cut. */
 const MAX_DRAIN = 4 * 1024 * 1024
 
-/** Serves one request: the handler's reply, once the request is read to its end. */
-export async function serve(handler: Handler, req: IncomingMessage, res: ServerResponse, connections: Connections): Promise<void> {
-  const reply = connections.refused(req.socket) ? refusal(connections) : await handler.handle(exchangeOf(req))
+/** Serves one request: the handler's reply, once the request is read to its end. Its body counts against `budget` meanwhile. */
+export async function serve(handler: Handler, req: IncomingMessage, res: ServerResponse, connections: Connections, budget: InputBudget): Promise<void> {
+  let held = 0
+  const reserve = (bytes: number) => {
+    if (!budget.tryTake(bytes)) {
+      throw new UnavailableError(`this node is reading too many requests at once (${budget.maxBytes} bytes; zaris serve --max-input-bytes); try again`)
+    }
+    held += bytes
+  }
+  let reply: Reply
+  try {
+    reply = connections.refused(req.socket) ? refusal(connections) : await handler.handle(exchangeOf(req, reserve))
+  } finally {
+    budget.give(held)
+  }
   // The answer goes out once the request is read to its end (see discardBody); past the cap, it goes and the connection is cut.
   if (!req.complete && !(await discardBody(req))) {
     res.shouldKeepAlive = false
@@ -67,7 +80,7 @@ export function refuseUpgrade(socket: Duplex, reply: Reply): void {
   socket.end(`${head}\r\n${body}`)
 }
 
-export function exchangeOf(req: IncomingMessage): Exchange {
+export function exchangeOf(req: IncomingMessage, reserve: (bytes: number) => void = () => {}): Exchange {
   return {
     method: req.method ?? 'GET',
     // The Host header is not trusted to build URLs; only the path and query are used.
@@ -76,7 +89,7 @@ export function exchangeOf(req: IncomingMessage): Exchange {
       const v = req.headers[name]
       return v === undefined ? null : Array.isArray(v) ? v.join(', ') : v
     },
-    body: (limit) => readBody(req, limit),
+    body: (limit) => readBody(req, limit, reserve),
   }
 }
 
@@ -119,9 +132,15 @@ function discardBody(req: IncomingMessage): Promise<boolean> {
 const UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true })
 
 /** Reads the body up to `limit` bytes; past it, rejects at once and stops buffering (the rest is dropped before the answer, see discardBody). */
-function readBody(req: IncomingMessage, limit: number): Promise<string> {
+function readBody(req: IncomingMessage, limit: number, reserve: (bytes: number) => void): Promise<string> {
   const declared = Number(req.headers['content-length'] ?? NaN)
   if (declared > limit) return Promise.reject(tooLarge(limit))
+  try {
+    // What it will hold: the declared size, or the limit for a body that did not say.
+    reserve(Number.isFinite(declared) ? declared : limit)
+  } catch (err) {
+    return Promise.reject(err)
+  }
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = []
     let size = 0

@@ -15,6 +15,7 @@ import type { Duplex } from 'node:stream'
 import { FRAMES_IDLE_HEADER, FRAMES_PROTOCOL } from '../adapters/http/protocol'
 import { Connections, type ConnectionLimits } from './connections'
 import { serveFrames, type FrameConnection } from './frames'
+import { InputBudget } from './input-budget'
 import type { Handler } from './handler'
 import { exchangeOf, refuseUpgrade, serve } from './node-exchange'
 import { positive } from './options'
@@ -44,6 +45,12 @@ export interface ListenOptions {
   framesIdleMs?: number
   /** Bytes a framed connection may have reserved for answers in flight and unread, before the node stops reading it. Default 4 MiB. */
   framesInflightBytes?: number
+  /**
+   * Bytes of requests in progress, all connections together: HTTP bodies
+   * being read and served, and what framed requests in flight reserve. A
+   * body that finds it spent gets 503; framed connections wait. Default 64 MiB.
+   */
+  maxInputBytes?: number
 }
 
 /**
@@ -90,10 +97,12 @@ export async function listen(handler: Handler, options: ListenOptions = {}): Pro
   })
   const metrics = handler.metrics
   const connections = new Connections(server, limits, (reason) => metrics.cut(reason))
+  const budget = new InputBudget(positive(options.maxInputBytes, 64 * 1024 * 1024, 'maxInputBytes'))
+  metrics.gauge('input_bytes', 'Bytes of requests being read or answered, all connections together.', () => budget.used)
   metrics.gauge('connections', 'Open connections (plain, watch streams and framed).', () => connections.count)
   metrics.gauge('output_buffered_bytes', 'Bytes answered but not yet read by their peers, all connections together.', () => connections.outputBytes)
   server.on('request', (req, res) => {
-    serve(handler, req, res, connections).catch(() => {
+    serve(handler, req, res, connections, budget).catch(() => {
       if (!res.headersSent) res.writeHead(500, { 'content-type': 'application/json' })
       res.end('{"error":{"code":"INTERNAL","message":"internal error"}}')
     })
@@ -118,6 +127,7 @@ export async function listen(handler: Handler, options: ListenOptions = {}): Pro
           idleMs: framesIdleMs,
           afterWrite: (s) => connections.checkHard(s),
           onIdle: () => metrics.cut('idle'),
+          budget,
         })
         framed.add(conn)
         socket.on('close', () => framed.delete(conn))

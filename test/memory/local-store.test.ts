@@ -8,7 +8,7 @@
  */
 import { describe, expect, test } from 'vitest'
 import type { Entry, Op, WatchEvent } from 'zaris'
-import { LocalStore, type StoredEntry } from '../../src/adapters/shared/local-store'
+import { LocalStore, StoreQuota, type StoredEntry } from '../../src/adapters/shared/local-store'
 import { ManualClock } from 'zaris/testing'
 import type { Clock, TimerHandle } from '../../src/core/clock'
 
@@ -344,3 +344,39 @@ describe('LocalStore tombstones', () => {
     expect(collect(s, '', 0)).toEqual(all)
   })
 })
+
+describe('store quota', () => {
+  test('a commit that would grow the entries past the quota is refused whole; shrinking and same-size commits go through; expiry and deletes free room', async () => {
+    const clock = new ManualClock()
+    const quota = new StoreQuota(20_000)
+    const a = new LocalStore({ clock, quota })
+    const b = new LocalStore({ clock, quota })
+    const v = (n: number) => 'x'.repeat(n)
+    for (let i = 0; i < 4; i++) a.commit([], [{ type: 'set', key: `a/${i}`, value: v(2_000) }])
+    b.commit([], [{ type: 'set', key: 'b/lock', value: null, owner: 'me', ttl: 1_000 }])
+    const before = quota.used
+    expect(before).toBeGreaterThan(16_000)
+    // The two stores share it: b's growth is refused, and nothing of the commit is written.
+    const revision = b.revision
+    expect(() => b.commit([], [{ type: 'set', key: 'b/small', value: 1 }, { type: 'set', key: 'b/big', value: v(2_000) }])).toThrow(
+      expect.objectContaining({ code: 'TOO_LARGE', message: expect.stringMatching(/store is full.*--max-store-bytes/) }),
+    )
+    expect(b.revision).toBe(revision)
+    expect(b.get('b/small')).toBeUndefined()
+    expect(quota.used).toBe(before)
+    // A renewal of the lock (same size), an overwrite with a smaller value, and a delete all go through.
+    b.commit([{ key: 'b/lock', revision }], [{ type: 'set', key: 'b/lock', value: null, owner: 'me', ttl: 1_000 }])
+    a.commit([], [{ type: 'set', key: 'a/0', value: v(10) }])
+    a.commit([], [{ type: 'delete', key: 'a/1' }])
+    expect(quota.used).toBeLessThan(before - 7_000)
+    b.commit([], [{ type: 'set', key: 'b/big', value: v(2_000) }])
+    // The lock's expiry gives its bytes back.
+    const withLock = quota.used
+    await clock.advance(2_000)
+    expect(b.get('b/lock')).toBeUndefined()
+    expect(quota.used).toBeLessThan(withLock)
+    a.close()
+    b.close()
+  })
+})
+

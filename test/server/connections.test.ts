@@ -168,3 +168,39 @@ test('a framed peer that pipelines list frames and never reads: the node stops r
   for (let i = 0; i < 200; i++) expect((await raw.next()).status).toBe(200)
   expect(await metric('zaris_requests_total{route="list",status="200"}')).toBe(200)
 })
+
+test('requests in progress share the node input budget: framed requests wait for room, an HTTP body that finds it spent gets 503', async () => {
+  const backend = memoryBackend()
+  let release!: () => void
+  const gate = new Promise<void>((r) => (release = r))
+  let started = 0
+  // A store whose reads wait for the test: requests stay in progress as long as it likes.
+  const adapterFor = async (ns: string) => {
+    const inner = await backend.adapterFor(ns)
+    return { ...inner, get: async (key: string) => (started++, await gate, inner.get(key)) }
+  }
+  const handler = createHandler({ adapterFor, positionOf: backend.positionOf, log: () => {} })
+  const served = await listen(handler, { port: 0, maxInputBytes: 1024 * 1024 })
+  opened.push(async () => {
+    await served.close()
+    await backend.close()
+  })
+  const raw = await frameSocket(served.port)
+  let frames = ''
+  for (let id = 0; id < 40; id++) frames += `{"id":${id},"path":"/v1/in/get","body":{"key":"k${id}"}}\n`
+  raw.write(frames)
+  // Each get reserves a frame's worth (65 KiB): about 16 fit in 1 MiB, and the connection waits with the rest unread.
+  await until(() => started >= 10)
+  await new Promise((r) => setTimeout(r, 200))
+  expect(started).toBeGreaterThan(10)
+  expect(started).toBeLessThan(20)
+  const post = await fetch(`${served.url}/v1/in/commit`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ checks: [], ops: [{ type: 'set', key: 'k', value: 'x'.repeat(1_000) }] }) })
+  expect(post.status).toBe(503)
+  expect((await post.json()).error).toMatchObject({ code: 'UNAVAILABLE', message: expect.stringMatching(/--max-input-bytes/) })
+  release()
+  for (let i = 0; i < 40; i++) expect((await raw.next()).status).toBe(200)
+  expect(started).toBe(40)
+  const again = await fetch(`${served.url}/v1/in/commit`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ checks: [], ops: [{ type: 'set', key: 'k', value: 1 }] }) })
+  expect(again.status).toBe(200)
+})
+

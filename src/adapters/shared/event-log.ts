@@ -47,8 +47,13 @@ export interface LogLimits {
   budget?: LogBudget
 }
 
-/** Bytes an event costs beyond its key, value and owner: its slot in the parallel arrays. */
+/** Bytes an event or entry costs beyond its key, value and owner: its slot, its numbers. */
 const EVENT_OVERHEAD = 64
+
+/** About the bytes an entry (or its put event) takes in memory. */
+export function entryBytes(key: string, value: Value, owner: string | undefined): number {
+  return EVENT_OVERHEAD + 2 * key.length + valueBytes(value) + (owner === undefined ? 0 : 2 * owner.length)
+}
 
 export class EventLog {
   readonly #capacity: number
@@ -109,9 +114,9 @@ export class EventLog {
     for (const s of this.#subscribers) if (event.key.startsWith(s.prefix)) deliver(s, event)
   }
 
-  /** Appends a put; its event is built once, if a live watcher wants it, else when a replay reads it. */
-  appendPut(put: PutRecord): void {
-    this.#keep('put', put.key, put.revision, put.value, put.created, put.owner, put.ttl)
+  /** Appends a put (`size`: its {@link entryBytes}, if known); its event is built once, if a live watcher wants it, else when a replay reads it. */
+  appendPut(put: PutRecord, size?: number): void {
+    this.#keep('put', put.key, put.revision, put.value, put.created, put.owner, put.ttl, size)
     if (this.#subscribers.size === 0) return
     let event: WatchEvent | undefined
     for (const s of this.#subscribers) if (put.key.startsWith(s.prefix)) deliver(s, (event ??= putEvent(put)))
@@ -196,10 +201,10 @@ export class EventLog {
     created: number | undefined,
     owner: string | undefined,
     ttl: number | undefined,
+    size = value === undefined ? EVENT_OVERHEAD + 2 * key.length : entryBytes(key, value, owner),
   ): void {
     if (this.#count === this.#capacity) this.dropOldest()
     const i = this.#slot(this.#count)
-    const size = EVENT_OVERHEAD + 2 * key.length + (value === undefined ? 0 : valueBytes(value)) + (owner === undefined ? 0 : 2 * owner.length)
     this.#types[i] = type
     this.#keys[i] = key
     this.#revisions[i] = revision

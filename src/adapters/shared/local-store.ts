@@ -21,9 +21,10 @@
  */
 import type { Adapter, Check, CommitResult, Entry, HistoryLimits, HistoryPage, ListPage, Op, Unsubscribe, Value, WatchSink } from '../../core/adapter'
 import type { Clock, TimerHandle } from '../../core/clock'
-import { ClosedError, InvalidArgumentError } from '../../core/errors'
+import { ClosedError, InvalidArgumentError, TooLargeError } from '../../core/errors'
 import { checkListOptions, checkPrefix } from '../../core/validate'
-import { copyValue as copy, EventLog, type LogBudget } from './event-log'
+import { copyValue as copy, entryBytes, EventLog, type LogBudget } from './event-log'
+import { KeyIndex } from './key-index'
 import { MinHeap } from './heap'
 
 /** An entry as a local store keeps it. */
@@ -52,8 +53,26 @@ export interface LocalStoreOptions {
   historyBytes?: number
   historyBudget?: LogBudget
   persistence?: Persistence
+  /** Bytes the entries of this store and others sharing the quota may take. */
+  quota?: StoreQuota
   /** A durable store's state at start. */
   initial?: { revision: number; entries: Iterable<StoredEntry> }
+}
+
+/**
+ * A byte budget shared by the entries of a node's stores (etcd's
+ * `--quota-backend-bytes`): a commit that would grow them past it is refused
+ * with TOO_LARGE; commits that do not grow them (renewals, releases, deletes,
+ * same-size overwrites) still go through.
+ *
+ * @example
+ * const quota = new StoreQuota(64 * 1024 * 1024)
+ * const store = new LocalStore({ clock: systemClock, quota })
+ */
+export class StoreQuota {
+  /** Bytes the entries hold now. */
+  used = 0
+  constructor(readonly maxBytes: number) {}
 }
 
 /** Below this many tombstones the Map is never rebuilt: a rebuild of a small store would cost more than it saves. */
@@ -69,6 +88,8 @@ const EXPIRY_RETRY_MS = 1000
  */
 class Slot {
   entry: StoredEntry | undefined = undefined
+  /** The entry's bytes (see entryBytes), counted in the store's quota. */
+  bytes = 0
   /** The entry's expiry deadline while it is in the heap. */
   at = Infinity
   heapIndex = -1
@@ -81,30 +102,27 @@ export class LocalStore {
   #slots = new Map<string, Slot>()
   /** How many slots hold an entry; the rest are tombstones. */
   #live = 0
-  /**
-   * Every slot's key in sorted order (tombstones too, until the Map is
-   * rebuilt), for `list` pages; keys of new slots wait in `#unsorted` and
-   * are merged in by the next `list`, so a write never pays for the order.
-   */
-  #sorted: string[] = []
-  #unsorted: string[] = []
+  /** Every slot's key (tombstones too, until the Map is rebuilt), sorted for `list` pages. */
+  #index = new KeyIndex()
   /** The slots whose entry has a TTL, earliest deadline first. */
   #expiry = new MinHeap<Slot>()
   #timer: TimerHandle | undefined
   #timerAt = Infinity
   #log: EventLog
   #persistence: Persistence | undefined
+  readonly #quota: StoreQuota
 
   constructor(options: LocalStoreOptions) {
     this.clock = options.clock
     this.#persistence = options.persistence
+    this.#quota = options.quota ?? new StoreQuota(Infinity)
     const initial = options.initial
     if (initial) {
       this.#revision = initial.revision
       for (const e of initial.entries) {
         let slot = this.#slots.get(e.key)
         if (!slot) slot = this.#newSlot(e.key)
-        this.#fill(slot, e)
+        this.#fill(slot, e, entryBytes(e.key, e.value, e.owner))
       }
     }
     this.#log = new EventLog({ maxEvents: options.historySize ?? 10_000, maxBytes: options.historyBytes, budget: options.historyBudget }, this.#revision)
@@ -137,8 +155,8 @@ export class LocalStore {
    */
   list(prefix: string, after?: string, limit = Infinity): ListPage {
     const now = this.#expireDue()
-    const sorted = this.#sortedKeys()
-    let i = after !== undefined && after >= prefix ? firstAbove(sorted, after) : firstAtLeast(sorted, prefix)
+    const sorted = this.#index.sorted()
+    let i = this.#index.start(prefix, after)
     const entries: Entry[] = []
     for (; i < sorted.length; i++) {
       const key = sorted[i]!
@@ -204,6 +222,7 @@ export class LocalStore {
       puts.push(stored)
       putSlots.push(slot)
     }
+    const sizes = this.#checkQuota(puts, putSlots, deleteSlots)
     this.#persistence?.write(revision, puts, deletes)
 
     this.#revision = revision
@@ -216,8 +235,8 @@ export class LocalStore {
       const e = puts[i]!
       let slot = putSlots[i]
       if (!slot) slot = this.#newSlot(e.key)
-      this.#fill(slot, e)
-      this.#log.appendPut(e)
+      this.#fill(slot, e, sizes[i]!)
+      this.#log.appendPut(e, sizes[i])
       entries.push(this.#snapshot(e, now))
     }
     if (deletes.length > 0) this.#compact()
@@ -271,9 +290,26 @@ export class LocalStore {
     return now
   }
 
-  /** Puts `e` in its key's slot, and the slot in (or out of) the expiry heap. */
-  #fill(slot: Slot, e: StoredEntry): void {
+  /** The bytes of each put; throws TOO_LARGE if the commit would grow the entries past the quota. */
+  #checkQuota(puts: StoredEntry[], putSlots: Array<Slot | undefined>, deleteSlots: Slot[]): number[] {
+    const sizes = puts.map((e) => entryBytes(e.key, e.value, e.owner))
+    let grow = 0
+    for (let i = 0; i < puts.length; i++) grow += sizes[i]! - (putSlots[i]?.entry ? putSlots[i]!.bytes : 0)
+    for (const slot of deleteSlots) grow -= slot.bytes
+    const quota = this.#quota
+    if (grow > 0 && quota.used + grow > quota.maxBytes) {
+      throw new TooLargeError(
+        `the store is full: its entries take ${quota.used} of their ${quota.maxBytes} bytes and this commit would add ${grow} (zaris serve --max-store-bytes); delete entries or raise the limit`,
+      )
+    }
+    return sizes
+  }
+
+  /** Puts `e` (of `bytes`) in its key's slot, and the slot in (or out of) the expiry heap. */
+  #fill(slot: Slot, e: StoredEntry, bytes: number): void {
     if (slot.entry === undefined) this.#live++
+    this.#quota.used += bytes - slot.bytes
+    slot.bytes = bytes
     slot.entry = e
     if (e.expiresAt !== undefined) {
       slot.at = e.expiresAt
@@ -283,6 +319,8 @@ export class LocalStore {
 
   /** Deletes a slot's entry, leaving a tombstone (see the module comment for why not `Map.delete`). */
   #empty(slot: Slot): void {
+    this.#quota.used -= slot.bytes
+    slot.bytes = 0
     slot.entry = undefined
     this.#expiry.remove(slot)
     this.#live--
@@ -295,30 +333,15 @@ export class LocalStore {
     const slots = new Map<string, Slot>()
     for (const [key, slot] of this.#slots) if (slot.entry !== undefined) slots.set(key, slot)
     this.#slots = slots
-    this.#sorted = this.#sorted.filter((key) => slots.has(key))
-    this.#unsorted = this.#unsorted.filter((key) => slots.has(key))
+    this.#index.retain((key) => slots.has(key))
   }
 
   /** A slot for a key the Map does not hold yet. */
   #newSlot(key: string): Slot {
     const slot = new Slot()
     this.#slots.set(key, slot)
-    this.#unsorted.push(key)
+    this.#index.add(key)
     return slot
-  }
-
-  /** Every slot's key, sorted: the keys added since the last call are sorted and merged in. */
-  #sortedKeys(): string[] {
-    if (this.#unsorted.length === 0) return this.#sorted
-    const added = this.#unsorted.sort(byKey)
-    this.#unsorted = []
-    const old = this.#sorted
-    if (old.length === 0) return (this.#sorted = added)
-    const merged = new Array<string>(old.length + added.length)
-    let a = 0
-    let b = 0
-    for (let k = 0; k < merged.length; k++) merged[k] = b >= added.length || (a < old.length && old[a]! < added[b]!) ? old[a++]! : added[b++]!
-    return (this.#sorted = merged)
   }
 
   #schedule(retry = false): void {
@@ -349,35 +372,6 @@ export class LocalStore {
     if (e.expiresAt !== undefined) entry.ttl = Math.max(0, e.expiresAt - now)
     return entry
   }
-}
-
-/** UTF-16 code unit order, as JavaScript compares strings. */
-function byKey(a: string, b: string): number {
-  return a < b ? -1 : a > b ? 1 : 0
-}
-
-/** The index of the first key >= `key` in `sorted`. */
-function firstAtLeast(sorted: string[], key: string): number {
-  let lo = 0
-  let hi = sorted.length
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1
-    if (sorted[mid]! < key) lo = mid + 1
-    else hi = mid
-  }
-  return lo
-}
-
-/** The index of the first key > `key` in `sorted`. */
-function firstAbove(sorted: string[], key: string): number {
-  let lo = 0
-  let hi = sorted.length
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1
-    if (sorted[mid]! <= key) lo = mid + 1
-    else hi = mid
-  }
-  return lo
 }
 
 /**
