@@ -10,6 +10,7 @@ export default defineConfig({
     memory: 'src/adapters/memory.ts',
     indexeddb: 'src/adapters/indexeddb/index.ts',
     redis: 'src/adapters/redis/index.ts',
+    etcd: 'src/adapters/etcd/index.ts',
     testing: 'src/testing.ts',
     http: 'src/adapters/http/index.ts',
     server: 'src/server/index.ts',

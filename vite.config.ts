@@ -1,6 +1,7 @@
 import { fileURLToPath } from 'node:url'
 import { defineConfig } from 'vitest/config'
 import { playwright } from '@vitest/browser-playwright'
+import { CHROMIUM_ARGS, chromiumPath, freePortSync } from './test/browser-harness/chromium.ts'
 
 const src = (path: string) => fileURLToPath(new URL(`./src/${path}`, import.meta.url))
 
@@ -11,6 +12,7 @@ const alias = {
   'zaris/http': src('adapters/http/index.ts'),
   'zaris/server': src('server/index.ts'),
   'zaris/redis': src('adapters/redis/index.ts'),
+  'zaris/etcd': src('adapters/etcd/index.ts'),
   'zaris/testing': src('testing.ts'),
   zaris: src('index.ts'),
 }
@@ -18,6 +20,8 @@ const alias = {
 export default defineConfig({
   resolve: { alias },
   test: {
+    // Before any test file: find (or, as root, install) chromium, redis-server, etcd; else stop with the command to run.
+    globalSetup: ['test/setup/prereqs.ts'],
     projects: [
       {
         extends: true,
@@ -42,13 +46,10 @@ export default defineConfig({
           browser: {
             enabled: true,
             headless: true,
-            // Debian's Chromium (downloads are not possible here); the same flags as test/browser-harness/chromium.ts.
-            provider: playwright({
-              launchOptions: {
-                executablePath: process.env.ZARIS_CHROMIUM ?? '/usr/bin/chromium',
-                args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-              },
-            }),
+            // A port of its own, strictly: the node of test/http/browser-setup.ts allows exactly this origin.
+            api: { port: freePortSync(), strictPort: true },
+            // The Chromium the prerequisite check found (Debian's, ZARIS_CHROMIUM or Playwright's), with the harness's flags.
+            provider: playwright({ launchOptions: { executablePath: chromiumPath(), args: CHROMIUM_ARGS } }),
             instances: [{ browser: 'chromium' }],
           },
         },

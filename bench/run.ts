@@ -29,6 +29,7 @@ const groups: Record<string, () => Promise<Group>> = {
   remote: async () => (await import('./scenarios/remote')).remoteScenarios,
   durable: async () => (await import('./scenarios/durable')).durableScenarios,
   redis: async () => (await import('./scenarios/redis')).redisScenarios,
+  etcd: async () => (await import('./scenarios/etcd')).etcdScenarios,
   scale: async () => (await import('./scenarios/scale')).scaleScenarios,
   bundle: async () => (await import('./scenarios/bundle')).bundleScenario,
 }

@@ -22,7 +22,7 @@ export interface ConnectOptions extends ClientOptions {
 export type AdapterFactory = (url: string, options: ConnectOptions) => Adapter | Promise<Adapter>
 
 const customSchemes = new Map<string, AdapterFactory>()
-const builtInSchemes = new Set(['zaris', 'http', 'https', 'redis', 'rediss'])
+const builtInSchemes = new Set(['zaris', 'http', 'https', 'redis', 'rediss', 'etcd', 'etcds'])
 
 /**
  * Lets `connect` open URLs of your own scheme with your adapter.
@@ -71,6 +71,8 @@ async function openAdapter(target: Target, options: ConnectOptions): Promise<Ada
       return (await import('./adapters/http/client')).fromUrl(target.endpoints, target.namespace, options)
     case 'redis':
       return (await import('./adapters/redis')).fromUrl(target.url, target.namespace, options)
+    case 'etcd':
+      return (await import('./adapters/etcd')).fromUrl(target.url, options)
     default:
       throw new InvalidUrlError(`cannot open ${JSON.stringify((target as Target).url)}`)
   }

@@ -53,6 +53,7 @@ export {
   TooLargeError,
   RateLimitedError,
   InternalError,
+  RevisionExhaustedError,
   isZarisError,
   errorFromJSON,
 } from './core/errors'

@@ -123,7 +123,7 @@ async function take(kind: Kind, ns: string, key: string, first: boolean): Promis
     case 'zaris-election': {
       const c = await client(ns)
       const election = c.election(key, { ttl: 30_000 })
-      const term = await election.campaign()
+      const term = (await election.campaign())!
       const at = absNow()
       return {
         at,

@@ -27,6 +27,7 @@ const specs: Spec[] = [
   { text: 'through a node (memory): acquire+release >= 1.0x redlock', scenario: 'remote-1', zaris: 'zaris node (memory)', peer: 'redlock', kind: 'ops', limit: 1, chart: 'node (memory) vs redlock' },
   { text: '16 clients with wait, node (memory): >= 2x the successes/s of Redis try-acquire polling', scenario: 'remote-16', zaris: 'zaris node (memory), wait', peer: 'Redis SET NX polling', kind: 'ops', limit: 2, chart: '16 clients: node vs Redis polling' },
   { text: 'durable node (--data): acquire+release >= 2x etcd\'s raw transaction cycle', scenario: 'durable', zaris: 'zaris node (--data)', peer: 'etcd txn (lease, put-if-absent)', kind: 'ops', limit: 2, chart: '--data node vs etcd txn' },
+  { text: 'etcd adapter: acquire+release >= 1.0x etcd3 lock()', scenario: 'etcd-1', zaris: 'zaris etcd adapter', peer: 'etcd3 lock()', kind: 'ops', limit: 1, chart: 'etcd adapter vs etcd3 lock()' },
   { text: 'flat per-op cost up to 100k keys, memory (<= 1.2x the 10-key figure)', scenario: 'scale-memory', zaris: '100k other keys', peer: '10 other keys', kind: 'cost', limit: 1.2, chart: 'memory: 100k keys vs 10' },
   { text: 'flat per-op cost up to 100k keys, --data node (<= 1.2x the 10-key figure)', scenario: 'scale-data', zaris: '100k other keys', peer: '10 other keys', kind: 'cost', limit: 1.2, chart: '--data node: 100k keys vs 10' },
 ]

@@ -1,4 +1,6 @@
-/** A tiny element builder, so the panels read as markup. */
+/** A tiny element builder, so the panels read as markup, and the few helpers every panel uses. */
+import type { Watch, WatchEvent } from 'zaris'
+
 export function h<K extends keyof HTMLElementTagNameMap>(
   tag: K,
   props: Record<string, string | number | boolean | ((e: Event) => void)> = {},
@@ -23,4 +25,28 @@ export function seconds(ms: number): string {
 export function every(ms: number, fn: () => void): () => void {
   const id = setInterval(fn, ms)
   return () => clearInterval(id)
+}
+
+/** Shows a message in the page's status line; `error` marks it as a failure. */
+export type Say = (msg: string, error?: boolean) => void
+
+/** How a panel goes away: it resolves once every watch, wait, campaign, lease and lock of it has ended. */
+export type Unmount = () => Promise<void>
+
+/**
+ * Feeds a watch's events to `fn` until the watch closes; resolves then.
+ * A failure is reported unless the panel is already going away (`closing`).
+ */
+export async function follow(watch: Watch, fn: (ev: WatchEvent) => void, closing: AbortSignal, say: Say, what: string): Promise<void> {
+  try {
+    await watch.ready
+    for await (const ev of watch) fn(ev)
+  } catch (err) {
+    if (!closing.aborted) say(`${what} failed: ${(err as Error).message}`, true)
+  }
+}
+
+/** Swallows the failure of work that ends because the panel is going away. */
+export function quietly<T>(p: Promise<T>): Promise<T | undefined> {
+  return p.catch(() => undefined)
 }

@@ -3,7 +3,7 @@
  * with its fencing token — drawn as SVG from the lock key's watch events.
  */
 import type { Client } from 'zaris'
-import { every, h } from './dom'
+import { every, follow, h, quietly, type Say, type Unmount } from './dom'
 import { LOCK_KEY } from './lock-panel'
 
 interface Spell {
@@ -20,7 +20,8 @@ const MAX_WINDOW = 60_000
 const SVG = 'http://www.w3.org/2000/svg'
 const COLORS = ['#2f6fed', '#16803c', '#b25e00', '#8e44ad', '#c0392b', '#137a8a']
 
-export function timeline(root: HTMLElement, client: Client, say: (msg: string, error?: boolean) => void): () => void {
+export function timeline(root: HTMLElement, client: Client, say: Say): Unmount {
+  const closing = new AbortController()
   const spells: Spell[] = []
   const figure = h('div', { class: 'timeline', 'data-testid': 'timeline' })
   root.replaceChildren(
@@ -29,11 +30,11 @@ export function timeline(root: HTMLElement, client: Client, say: (msg: string, e
   )
 
   const open = () => spells.find((s) => s.end === undefined)
-  const watch = client.watch(LOCK_KEY)
-  void (async () => {
-    const now = await client.locks.holder(LOCK_KEY)
+  const watch = client.watch(LOCK_KEY, { signal: closing.signal })
+  const watching = (async () => {
+    const now = await quietly(client.locks.holder(LOCK_KEY))
     if (now && !open()) spells.push({ owner: now.owner, token: now.token, start: performance.now() })
-    for await (const ev of watch) {
+    await follow(watch, (ev) => {
       const current = open()
       if (ev.type === 'put' && ev.owner && ev.created !== current?.token) {
         if (current) Object.assign(current, { end: performance.now(), how: 'taken over' })
@@ -42,8 +43,8 @@ export function timeline(root: HTMLElement, client: Client, say: (msg: string, e
         Object.assign(current, { end: performance.now(), how: ev.type === 'expire' ? 'expired' : 'released' })
       }
       draw()
-    }
-  })().catch((err) => say(`Timeline watch failed: ${err.message}`, true))
+    }, closing.signal, say, 'Timeline watch')
+  })()
 
   function draw() {
     const now = performance.now()
@@ -87,8 +88,10 @@ export function timeline(root: HTMLElement, client: Client, say: (msg: string, e
   }
   draw()
   const stopTicking = every(500, draw)
-  return () => {
+  return async () => {
     stopTicking()
+    closing.abort()
     watch.close()
+    await watching
   }
 }

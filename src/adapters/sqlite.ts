@@ -302,7 +302,7 @@ class SqliteStoresImpl implements SqliteStores {
       },
       commit: async (checks, ops, options) => {
         open()
-        return this.#commit(namespace, checks, ops, options?.requestId)
+        return this.#commit(namespace, checks, ops, options?.requestId, options?.seen)
       },
       watch: async (prefix, sink, fromRevision) => {
         open()
@@ -373,7 +373,7 @@ class SqliteStoresImpl implements SqliteStores {
     return out
   }
 
-  async #commit(namespace: string, checks: Check[], ops: Op[], id: string | undefined): Promise<CommitResult> {
+  async #commit(namespace: string, checks: Check[], ops: Op[], id: string | undefined, seen: number | undefined): Promise<CommitResult> {
     const { store, clock, requests } = this.#load(namespace)
     if (id !== undefined) {
       const seen = requests.get(id)
@@ -393,7 +393,7 @@ class SqliteStoresImpl implements SqliteStores {
       void store.size
       this.#committing = namespace
       this.#pending = id
-      result = store.commit(checks, ops)
+      result = store.commit(checks, ops, seen)
     } finally {
       this.#committing = undefined
       this.#pending = undefined

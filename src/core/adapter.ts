@@ -5,16 +5,33 @@
  * watch and election in zaris is built by the core on these alone.
  *
  * Invariants every adapter keeps (the conformance suite checks each):
- * - `revision` is store-wide: every successful commit takes the next number,
- *   every entry it writes carries it; never reused, never reset by deletes or
- *   expiry, and durable stores keep it across restarts.
- * - `created` is the revision that started the entry's current life. An
- *   overwrite keeps it; a delete or expiry ends it; a `set` with `fresh` starts
- *   a new life over a live entry (how a steal kills the old token).
+ * - `revision` is store-wide: every successful commit takes a number larger
+ *   than any before (stores may skip numbers), every entry it writes carries
+ *   it; never reused, never reset by deletes or expiry, and durable stores
+ *   keep it across restarts. A store whose next revision would pass
+ *   `Number.MAX_SAFE_INTEGER` refuses the commit with a
+ *   `RevisionExhaustedError` (code `REVISION_EXHAUSTED`) and writes nothing,
+ *   rather than lose order.
+ * - `created` is the revision that started the entry's current life (etcd's
+ *   create revision). The new-life rule: a write starts a new life —
+ *   `created` becomes the commit's revision — when the key has no live entry,
+ *   when the `set` has `fresh`, or when the op's owner differs from the live
+ *   entry's owner (an ownerless `set` over an owned entry, an owned `set` over
+ *   another owner's or over an ownerless one). A `set` by the same owner (both
+ *   absent counts as the same) keeps `created`, and so does an `add`. A delete
+ *   or expiry ends the life. So one life has one owner, and a hold is alive
+ *   exactly while its key carries its token (`created`).
  * - An entry whose TTL ran out (on the store's clock) is absent to every read
  *   and check at once. Its expiry is a delete that takes the next revision and
  *   is reported to watchers as `expire`, exactly once.
+ * - Keys (and prefixes) are well-formed UTF-16 strings (no lone surrogates),
+ *   keys 1 to 1024 UTF-16 code units long, prefixes 0 to 1024. A store refuses
+ *   any other with an `InvalidArgumentError` (code `INVALID_ARGUMENT`), even
+ *   when called directly, rather than store something else.
  * - Watchers see events in revision order, none lost or doubled.
+ * - A store that can lose its state (a memory node restarted, Redis without
+ *   persistence) never hands a client a revision at or below one that client
+ *   has seen: see {@link CommitOptions.seen}.
  *
  * @module
  */
@@ -58,8 +75,25 @@ export type Check = { key: string; revision: number | null } | { key: string; cr
 /**
  * A write of a commit.
  *
+ * - `set` writes `value` (with `ttl` and `owner`, or without them). It keeps
+ *   the entry's `created` only when a live entry has the same owner (both
+ *   absent counts as the same) and `fresh` is not set; otherwise it starts a
+ *   new life (see the module's new-life rule).
+ * - `delete` removes the live entry, if any; deleting nothing is not a failure.
+ * - `add` adds `delta` (a safe integer) to the number at `key` in this same
+ *   commit: with no live entry it creates one at `0 + delta` (a new life, no
+ *   owner, no TTL); over a live entry it changes only the value (and the
+ *   revision): `created`, `owner` and the expiry stay, as Redis's INCR keeps a
+ *   key's TTL. A live value that is not a number, or a result outside the
+ *   safe-integer range, makes the whole commit throw an `InvalidArgumentError`
+ *   naming the key (bad input, not a failed check: nothing is written). The
+ *   written entry is returned in `entries` (its `ttl` the milliseconds left,
+ *   as every entry's), and watchers see a `put` with the entry's `created`,
+ *   `owner` and the `ttl` it was last `set` with (an `add` sets none).
+ *
  * @example
  * const op: Op = { type: 'set', key: 'lock:a', value: null, ttl: 30_000, owner: client.id }
+ * const inc: Op = { type: 'add', key: 'jobs:done', delta: 1 }
  */
 export type Op =
   | {
@@ -69,10 +103,16 @@ export type Op =
       /** Milliseconds to live, on the store's clock; absent for no expiry. */
       ttl?: number
       owner?: string
-      /** Start a new life even over a live entry: `created` becomes this commit's revision. */
+      /** Start a new life even over a live entry of the same owner: `created` becomes this commit's revision. */
       fresh?: boolean
     }
   | { type: 'delete'; key: string }
+  | {
+      type: 'add'
+      key: string
+      /** A safe integer added to the key's number (created at 0 when absent). */
+      delta: number
+    }
 
 /**
  * What a commit returns: on success the new revision, the entries it wrote
@@ -191,7 +231,28 @@ export interface CommitOptions {
    * whose answer was lost does not apply it twice.
    */
   requestId?: string
+  /**
+   * The highest revision the caller has seen from this store (a safe integer
+   * >= 0). A store that can lose its state without its adapter knowing what
+   * clients saw (the local store behind a memory node, which a restart
+   * empties) moves its revision up to `seen` before the commit — before the
+   * checks, so even a refused commit (an old holder's renewal) lifts it — so
+   * that a client never gets a token at or below one it has seen. It never
+   * moves past {@link SEEN_REVISION_LIMIT} this way: `seen` may come from an
+   * untrusted client, and no request may bring a store near the end of its
+   * revisions. A durable store may ignore it (IndexedDB, etcd), and so may
+   * an adapter that is itself the connected client and keeps its own highest
+   * revision seen (the Redis adapter sends its own with every script).
+   */
+  seen?: number
 }
+
+/**
+ * The highest revision a store moves up to because a client said it had seen
+ * it (2^52). Half of the safe-integer range stays for commits: at a million
+ * commits a second, 142 years.
+ */
+export const SEEN_REVISION_LIMIT = 2 ** 52
 
 /**
  * The storage contract. Implement the five required members; declare optional
@@ -219,7 +280,14 @@ export interface Adapter {
    * answer everything at once may, and says `more: false`.
    */
   list(prefix: string, options?: ListOptions): Promise<ListPage>
-  /** Applies `ops` atomically if every check holds, with one new revision. */
+  /**
+   * Applies `ops` atomically if every check holds, with one new revision.
+   * Checks are judged before any op; a failed check writes nothing and is
+   * answered `ok: false`. Throws `InvalidArgumentError` for malformed input
+   * (a key that breaks the key rule, one key in two ops, an `add` over a
+   * non-number or past the safe-integer range) and `RevisionExhaustedError`
+   * when the store has no revision left.
+   */
   commit(checks: Check[], ops: Op[], options?: CommitOptions): Promise<CommitResult>
   /**
    * Delivers put, delete and expire events for keys starting with `prefix`.
@@ -254,4 +322,10 @@ export interface Capabilities {
   ownerGone?: boolean
   /** The adapter implements `history`. */
   history?: boolean
+  /**
+   * How finely the store serves TTLs, in ms (default 1): an entry never frees
+   * before its TTL and frees at most this much after it (beyond the store's
+   * usual delay in reporting it). etcd's leases count whole seconds.
+   */
+  ttlGranularity?: number
 }

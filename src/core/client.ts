@@ -11,12 +11,12 @@ import type { Closable, Context } from './context'
 import { Counters } from './counters'
 import { Election, type ElectionOptions } from './election'
 import { ClosedError, ConflictError, FencedError, InvalidArgumentError } from './errors'
-import type { Fence } from './hold'
+import { learnFromFence, type Fence } from './hold'
 import { Leases } from './leases'
 import { Locks } from './locks'
 import { listAll } from './pages'
 import { isQueueKey } from './reserved'
-import { checkUserKey, checkOptions, checkPrefix, checkRevision, checkTtl, checkValue } from './validate'
+import { checkUserKey, checkOptions, checkOwner, checkPrefix, checkRevision, checkTtl, checkValue } from './validate'
 import { Watch, type WatchOptions } from './watch'
 
 /** Options of a client (and of `connect`). */
@@ -78,10 +78,8 @@ export class Client implements AsyncDisposable {
 
   constructor(adapter: Adapter, rawOptions?: ClientOptions) {
     const options = checkOptions<ClientOptions>(rawOptions)
-    if (options.id !== undefined && (typeof options.id !== 'string' || options.id.length === 0 || options.id.length > 256)) {
-      throw new InvalidArgumentError('id must be a non-empty string of at most 256 characters')
-    }
-    this.id = options.id ?? randomId()
+    // The id is written as the owner of what the client holds: the store must keep it unchanged.
+    this.id = options.id === undefined ? randomId() : checkOwner(options.id, 'id')
     this.adapter = adapter
     const ready = adapter.capabilities?.ownerGone && adapter.registerOwner ? adapter.registerOwner(this.id) : Promise.resolve()
     ready.catch(() => {}) // reported where it is awaited, by the first hold
@@ -235,8 +233,11 @@ export class Client implements AsyncDisposable {
     return checks
   }
 
-  #refusal(op: string, key: string, failed: Array<{ key: string }>, fence: Fence | undefined): Error {
-    if (fence && failed.some((f) => f.key === fence.key)) {
+  #refusal(op: string, key: string, failed: Array<{ key: string; entry: Entry | undefined }>, fence: Fence | undefined): Error {
+    const fenced = fence && failed.find((f) => f.key === fence.key)
+    if (fenced) {
+      // The key no longer carries the token: the hold (if the fence is one) is over, and learns it now.
+      learnFromFence(fence, fenced.entry)
       return new FencedError(`${op} ${JSON.stringify(key)} refused: the lock ${JSON.stringify(fence.key)} is no longer held with token ${fence.token}`)
     }
     return new ConflictError(`${op} ${JSON.stringify(key)} refused: the entry is not at the expected revision`)

@@ -27,6 +27,7 @@ export const ERROR_CODES = [
   'UNAUTHORIZED',
   'TOO_LARGE',
   'RATE_LIMITED',
+  'REVISION_EXHAUSTED',
   'INTERNAL',
 ] as const
 
@@ -221,6 +222,23 @@ export class InternalError extends ZarisError {
   }
 }
 
+/**
+ * The store has used up its revisions: the next one would pass
+ * `Number.MAX_SAFE_INTEGER`, beyond which numbers (and so revisions and
+ * fencing tokens) lose their order. The commit wrote nothing; the store
+ * still answers reads, but takes no more writes (nor expiries, which need a
+ * revision too). Move its data to a new store. At a million commits a
+ * second this takes 285 years to reach.
+ *
+ * @example
+ * if (isZarisError(err, 'REVISION_EXHAUSTED')) alertOperator(err.message)
+ */
+export class RevisionExhaustedError extends ZarisError {
+  constructor(message: string) {
+    super('REVISION_EXHAUSTED', message)
+  }
+}
+
 /** The codes that only end a hold; they travel as {@link HoldEndedError}. */
 type HoldEndCode = 'RELEASED' | 'EXPIRED' | 'STOLEN' | 'LOST'
 
@@ -237,6 +255,7 @@ const byCode: Record<Exclude<ErrorCode, HoldEndCode>, new (message: string) => Z
   UNAUTHORIZED: UnauthorizedError,
   TOO_LARGE: TooLargeError,
   RATE_LIMITED: RateLimitedError,
+  REVISION_EXHAUSTED: RevisionExhaustedError,
   INTERNAL: InternalError,
 }
 

@@ -11,8 +11,15 @@
  *   sent the request, minus a drift margin. When that deadline passes without
  *   a successful renewal, `signal` aborts — the store may still hold the
  *   entry a little longer, never the other way round.
- * - `signal` also aborts when a renewal finds the entry gone or replaced, and
- *   (once someone reads `signal`) when the store reports the entry changed hands.
+ * - A hold is alive exactly while its key carries its token: by the store's
+ *   new-life rule, any write that changes the key's owner (a steal, a plain
+ *   put) or ends the entry (a delete, an expiry) leaves the key without it.
+ *   The hold learns of that from whatever tells it first — a renewal's or
+ *   release's refused check, a fenced write refused for its fence, an event
+ *   of its key (once someone reads `signal`), or a look at the key when that
+ *   watch fails — and ends at once: `held` turns false and `signal` aborts.
+ * - The reason names what happened (see `./hold-end`); a release or renewal
+ *   whose check fails says what it found there, and resolves `false`.
  *
  * Not guaranteed: a holder that is paused (GC, a frozen tab, SIGSTOP) past its
  * deadline learns of the loss only when it runs again. Code that writes to a
@@ -21,12 +28,25 @@
  *
  * @module
  */
-import type { Unsubscribe, Value, WatchEvent } from './adapter'
+import type { Entry, Unsubscribe, Value, WatchEvent } from './adapter'
 import type { TimerHandle } from './clock'
 import { driftMargin, type Context } from './context'
-import { HoldEndedError } from './errors'
+import type { HoldEndedError } from './errors'
+import { endAtDeadline, endByHolder, endFromEntry, endFromEvent, holdName } from './hold-end'
 import { keepAlive } from './keep-alive'
 import { checkTtl } from './validate'
+
+/** How long a hold whose watch failed waits before it watches its key again. */
+const REWATCH_MS = 1_000
+
+/**
+ * Tells a hold used as a fence that a write was refused for it, with what
+ * the store found at its key. Set by {@link Hold}'s static block; a no-op for
+ * a fence that is not a hold (a plain `{ key, token }`).
+ *
+ * @internal
+ */
+export let learnFromFence: (fence: Fence, entry: Entry | undefined) => void = () => {}
 
 /** How a hold starts: the entry its acquiring commit wrote, and when the request was sent. */
 export interface HoldInit<V extends Value> {
@@ -83,8 +103,11 @@ export abstract class Hold<V extends Value = Value> implements AsyncDisposable, 
   /** Why the hold ended; built lazily, since an error captures a stack. */
   #reason: (() => HoldEndedError) | undefined
   #ended = false
+  /** A release (or close) was asked for: no longer held; its answer decides the reason. */
+  #releasing = false
   #deadlineTimer: TimerHandle | undefined
   #renewTimer: TimerHandle | undefined
+  #rewatchTimer: TimerHandle | undefined
   #watching = false
   #unwatch: Unsubscribe | undefined
   #finishing: Promise<boolean> | undefined
@@ -119,16 +142,15 @@ export abstract class Hold<V extends Value = Value> implements AsyncDisposable, 
     return this.#controller.signal
   }
 
-  /** True while the holder's own deadline has not passed and nothing ended the hold. */
+  /** True while the holder's own deadline has not passed and nothing ended (or began to release) the hold. */
   get held(): boolean {
     this.#checkDeadline()
-    return !this.#ended
+    return !this.#ended && !this.#releasing
   }
 
   /** Milliseconds until the holder's deadline (0 once ended). */
   get remaining(): number {
-    this.#checkDeadline()
-    return this.#ended ? 0 : Math.max(0, this.#deadline - this.#ctx.clock.now())
+    return this.held ? Math.max(0, this.#deadline - this.#ctx.clock.now()) : 0
   }
 
   /** The TTL the hold renews with. */
@@ -163,17 +185,14 @@ export abstract class Hold<V extends Value = Value> implements AsyncDisposable, 
       [{ type: 'set', key: this.key, value: this.#value, ttl, owner: this.owner }],
     )
     if (!result.ok) {
-      const entry = result.failed[0]?.entry
-      this.#end(
-        entry
-          ? new HoldEndedError('STOLEN', `${this.#what()} was taken over by ${entry.owner ?? 'another writer'} (token ${entry.created})`)
-          : new HoldEndedError('EXPIRED', `${this.#what()} had expired or was deleted when it was renewed`),
-      )
+      // A release under way decides the reason from its own answer.
+      if (!this.#releasing) this.#end(this.#reasonFrom(result.failed[0]?.entry))
       return false
     }
+    if (this.#releasing) return false
     if (this.#ended) {
-      // The deadline passed (or a release began) while the renewal was in
-      // flight: the holder was told it lost, so free the entry it just extended.
+      // The deadline passed while the renewal was in flight: the holder was
+      // told it lost, so free the entry it just extended.
       void this.#deleteGuarded().catch(() => {})
       return false
     }
@@ -190,16 +209,36 @@ export abstract class Hold<V extends Value = Value> implements AsyncDisposable, 
     return true
   }
 
-  /** Ends the hold and deletes its entry if this holder still owns it; true if it was still held. */
+  /**
+   * Ends the hold and deletes its entry if it still carries this hold's
+   * token: true if it was held until then. The signal aborts with the
+   * answer: `RELEASED` (or `CLOSED`) once the store deleted it, or what the
+   * store found instead (`STOLEN`, `LOST`, `EXPIRED`), resolving false.
+   */
   protected finish(reason: 'RELEASED' | 'CLOSED' = 'RELEASED'): Promise<boolean> {
     if (this.#finishing) return this.#finishing.then(() => false, () => false)
     const wasHeld = this.held
-    this.#end(() => new HoldEndedError(reason, `${this.#what()} was ${reason === 'CLOSED' ? 'ended by client.close()' : 'released'}`))
-    this.#finishing = this.#deleteGuarded().then(
-      (deleted) => wasHeld && deleted,
-      (err) => {
-        if (wasHeld) throw err
+    const released = () => endByHolder(this.#what(), reason)
+    if (wasHeld) {
+      // No longer held from now on; the deadline and renewals no longer matter.
+      this.#releasing = true
+      this.#stopTimers()
+    }
+    this.#finishing = this.#ctx.adapter.commit([{ key: this.key, created: this.token }], [{ type: 'delete', key: this.key }]).then(
+      (r) => {
+        if (!wasHeld) return false
+        if (r.ok) {
+          this.#end(released)
+          return true
+        }
+        this.#end(this.#reasonFrom(r.failed[0]?.entry))
         return false
+      },
+      (err) => {
+        if (!wasHeld) return false
+        // Unknown whether the store deleted it; the holder let it go either way.
+        this.#end(released)
+        throw err
       },
     )
     return this.#finishing
@@ -221,12 +260,30 @@ export abstract class Hold<V extends Value = Value> implements AsyncDisposable, 
   }
 
   #what(): string {
-    return `the hold on ${JSON.stringify(this.key)} (token ${this.token})`
+    return holdName(this.key, this.token)
+  }
+
+  /** Why the hold is over, from what the store has at its key instead of its token. */
+  #reasonFrom(entry: Entry | undefined): HoldEndedError {
+    // An expiry comes at the holder's deadline or after it, since the holder counts from before its request.
+    return endFromEntry(this.#what(), entry, this.#ctx.clock.now() >= this.#deadline)
+  }
+
+  /** What a write refused for this hold's fence found at the key: the hold is over. */
+  #fenceRefused(entry: Entry | undefined): void {
+    if (this.#ended || this.#releasing || entry?.created === this.token) return
+    this.#end(this.#reasonFrom(entry))
+  }
+
+  static {
+    learnFromFence = (fence, entry) => {
+      if (fence instanceof Hold) fence.#fenceRefused(entry)
+    }
   }
 
   #checkDeadline(): void {
-    if (!this.#ended && this.#ctx.clock.now() >= this.#deadline) {
-      this.#end(new HoldEndedError('EXPIRED', `${this.#what()} expired: its TTL passed without a successful renewal`))
+    if (!this.#ended && !this.#releasing && this.#ctx.clock.now() >= this.#deadline) {
+      this.#end(endAtDeadline(this.#what()))
     }
   }
 
@@ -260,46 +317,70 @@ export abstract class Hold<V extends Value = Value> implements AsyncDisposable, 
       this.#renewTimer = undefined
       this.renew().catch(() => {
         // Unreachable store: try again soon, until the deadline decides.
-        if (!this.#ended) this.#scheduleRenew(Math.min(this.#ttl / 10, 1000))
+        if (!this.#ended && !this.#releasing) this.#scheduleRenew(Math.min(this.#ttl / 10, 1000))
       })
     }, delay)
   }
 
   /** Watches the entry so that a steal or deletion aborts `signal` without waiting for a renewal. */
   #observe(): void {
-    if (this.#watching || this.#ended) return
+    if (this.#watching || this.#ended || this.#releasing) return
     this.#watching = true
     const sink = {
       event: (ev: WatchEvent) => this.#onEvent(ev),
-      error: () => {},
+      // The watch ended (history gone, a store that was reset, no connection): look at the key instead.
+      error: () => {
+        this.#unwatch = undefined
+        void this.#look()
+      },
     }
     this.#ctx.adapter.watch(this.key, sink, this.#revision).then(
       (unwatch) => (this.#ended ? unwatch() : (this.#unwatch = unwatch)),
-      () => {},
+      () => void this.#look(),
     )
   }
 
+  /** Reads the key: ends the hold if the key no longer carries its token, else watches it again a little later. */
+  async #look(): Promise<void> {
+    let entry: Entry | undefined
+    let read = false
+    try {
+      entry = await this.#ctx.adapter.get(this.key)
+      read = true
+    } catch {
+      // Unreachable: the deadline still decides, and we look again below.
+    }
+    if (this.#ended || this.#releasing) return
+    if (read && entry?.created !== this.token) return this.#end(this.#reasonFrom(entry))
+    if (read) this.#revision = Math.max(this.#revision, entry!.revision)
+    this.#rewatchTimer = this.#ctx.clock.setTimeout(() => {
+      this.#rewatchTimer = undefined
+      this.#watching = false
+      this.#observe()
+    }, REWATCH_MS)
+  }
+
   #onEvent(ev: WatchEvent): void {
-    if (ev.key !== this.key || ev.revision <= this.#revision || this.#ended) return
+    if (ev.key !== this.key || ev.revision <= this.#revision || this.#ended || this.#releasing) return
     if (ev.type === 'put' && ev.created === this.token) {
       this.#revision = ev.revision
       return
     }
-    this.#end(
-      ev.type === 'put'
-        ? new HoldEndedError('STOLEN', `${this.#what()} was taken over by ${ev.owner ?? 'another writer'} (token ${ev.created})`)
-        : ev.type === 'expire'
-          ? new HoldEndedError('EXPIRED', `${this.#what()} expired in the store`)
-          : new HoldEndedError('LOST', `${this.#what()} was deleted by another writer`),
-    )
+    this.#end(endFromEvent(this.#what(), ev, this.#ctx.clock.now() >= this.#deadline))
+  }
+
+  #stopTimers(): void {
+    const clock = this.#ctx.clock
+    if (this.#deadlineTimer !== undefined) clock.clearTimeout(this.#deadlineTimer)
+    if (this.#renewTimer !== undefined) clock.clearTimeout(this.#renewTimer)
+    if (this.#rewatchTimer !== undefined) clock.clearTimeout(this.#rewatchTimer)
+    this.#deadlineTimer = this.#renewTimer = this.#rewatchTimer = undefined
   }
 
   #end(reason: HoldEndedError | (() => HoldEndedError)): void {
     if (this.#ended) return
     this.#ended = true
-    const clock = this.#ctx.clock
-    if (this.#deadlineTimer !== undefined) clock.clearTimeout(this.#deadlineTimer)
-    if (this.#renewTimer !== undefined) clock.clearTimeout(this.#renewTimer)
+    this.#stopTimers()
     this.#unwatch?.()
     this.#ctx.open.delete(this)
     this.#letGo()

@@ -6,6 +6,7 @@
  * - `zaris://host[:port][,host2[:port]…]/<ns>` — zaris nodes over HTTP (port 7861 by default);
  *   `http://` and `https://` name nodes the same way
  * - `redis://…?ns=<ns>`, `rediss://…` — Redis directly, from Node
+ * - `etcd://host:2379[,host2:2379…]/<ns>`, `etcds://…` — etcd directly, from Node
  * - any scheme registered with `registerScheme`
  *
  * @module
@@ -18,6 +19,7 @@ export type Target =
   | { kind: 'indexeddb'; namespace: string; url: string }
   | { kind: 'http'; namespace: string; endpoints: string[]; url: string }
   | { kind: 'redis'; namespace: string; url: string }
+  | { kind: 'etcd'; namespace: string; url: string }
   | { kind: 'custom'; scheme: string; url: string }
 
 /** The port a zaris node listens on by default. */
@@ -74,9 +76,15 @@ export function parseUrl(url: unknown, custom: ReadonlySet<string> = new Set()):
       if (ns === null) throw new InvalidUrlError(`${JSON.stringify(url)}: add ?ns=<namespace> to name the zaris namespace`)
       return { kind: 'redis', namespace: parseNamespace(url, ns), url }
     }
+    case 'etcd':
+    case 'etcds': {
+      const path = rest.replace(/^[^/?#]*/, '')
+      if (/^[?#]?$/.test(path) || rest.startsWith('/')) throw new InvalidUrlError(`${JSON.stringify(url)}: an etcd URL names its members and a namespace, as in etcd://127.0.0.1:2379/demo`)
+      return { kind: 'etcd', namespace: parseNamespace(url, path.slice(1)), url }
+    }
     default:
       throw new InvalidUrlError(
-        `unknown scheme ${JSON.stringify(scheme + '://')} in ${JSON.stringify(url)}: use zaris://, http(s)://, redis(s):// or one registered with registerScheme()`,
+        `unknown scheme ${JSON.stringify(scheme + '://')} in ${JSON.stringify(url)}: use zaris://, http(s)://, redis(s)://, etcd(s):// or one registered with registerScheme()`,
       )
   }
 }

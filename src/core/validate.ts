@@ -5,21 +5,41 @@
  *
  * @module
  */
-import type { Value } from './adapter'
+import type { Check, Op, Value } from './adapter'
 import { InvalidArgumentError } from './errors'
 import { isQueueKey } from './reserved'
 
-/** Keys longer than this are refused: they are names, not payloads. */
+/** Keys longer than this many UTF-16 code units are refused: they are names, not payloads. */
 export const MAX_KEY_LENGTH = 1024
 /** Values nested deeper than this are refused (a guard against runaway recursion). */
 export const MAX_VALUE_DEPTH = 64
 
+const nativeWellFormed = (String.prototype as { isWellFormed?: (this: string) => boolean }).isWellFormed
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/
+
+/** Whether `s` is well-formed UTF-16 (no lone surrogate): what every store can keep unchanged. */
+export function isWellFormed(s: string): boolean {
+  return nativeWellFormed ? nativeWellFormed.call(s) : !LONE_SURROGATE.test(s)
+}
+
+/**
+ * The one key rule of zaris, for every store and the wire: why `s` cannot be
+ * a key (or, with `prefix`, a prefix), or `undefined` when it can. A key is
+ * well-formed UTF-16 of 1 to {@link MAX_KEY_LENGTH} code units (`s.length`);
+ * a prefix may also be empty. A lone surrogate is refused because UTF-8
+ * stores (SQLite, Redis) would keep U+FFFD instead, a different key.
+ */
+export function keyProblem(s: string, prefix = false): string | undefined {
+  if (s.length === 0 && !prefix) return 'must not be empty'
+  if (s.length > MAX_KEY_LENGTH) return `is ${s.length} UTF-16 code units long; the limit is ${MAX_KEY_LENGTH}`
+  if (!isWellFormed(s)) return 'contains a lone surrogate (it is not well-formed UTF-16), which a store could not keep unchanged'
+  return undefined
+}
+
 export function checkKey(key: unknown, name = 'key'): string {
   if (typeof key !== 'string') throw new InvalidArgumentError(`${name} must be a string, got ${describe(key)}`)
-  if (key.length === 0) throw new InvalidArgumentError(`${name} must not be empty`)
-  if (key.length > MAX_KEY_LENGTH) {
-    throw new InvalidArgumentError(`${name} is ${key.length} characters long; the limit is ${MAX_KEY_LENGTH}`)
-  }
+  const problem = keyProblem(key)
+  if (problem) throw new InvalidArgumentError(`${name} ${problem}`)
   return key
 }
 
@@ -32,11 +52,94 @@ export function checkUserKey(key: unknown, name = 'key'): string {
   return key as string
 }
 
-/** A prefix may be empty (everything). */
+/** A prefix may be empty (everything); otherwise the key rule. */
 export function checkPrefix(prefix: unknown, name = 'prefix'): string {
   if (typeof prefix !== 'string') throw new InvalidArgumentError(`${name} must be a string, got ${describe(prefix)}`)
-  if (prefix.length > MAX_KEY_LENGTH) throw new InvalidArgumentError(`${name} is longer than ${MAX_KEY_LENGTH} characters`)
+  const problem = keyProblem(prefix, true)
+  if (problem) throw new InvalidArgumentError(`${name} ${problem}`)
   return prefix
+}
+
+/** The most ms a TTL may be: timers cannot wait longer than 2^31-1 ms. */
+export const MAX_TTL = 2_147_483_647
+/** Owner ids (client ids) are at most this many UTF-16 code units. */
+export const MAX_OWNER_LENGTH = 256
+
+/**
+ * Checks a commit's arguments as every store must, whoever calls it: arrays
+ * of checks and ops of the contract's shapes, keys by the key rule, no key
+ * in two ops. Scalar checks only: values are checked where they come in
+ * (the client, the node). Throws `InvalidArgumentError` naming the field.
+ *
+ * @example
+ * checkCommitArgs([{ key: 'k', revision: null }], [{ type: 'add', key: 'k', delta: 1 }])
+ */
+export function checkCommitArgs(checks: unknown, ops: unknown): asserts checks is Check[] {
+  if (!Array.isArray(checks)) throw new InvalidArgumentError(`checks must be an array, got ${describe(checks)}`)
+  if (!Array.isArray(ops)) throw new InvalidArgumentError(`ops must be an array, got ${describe(ops)}`)
+  for (let i = 0; i < checks.length; i++) checkCheck(checks[i], i)
+  // Most commits (a lock's acquire, release, renewal) have one op: no set needed to find a repeated key.
+  const seen = ops.length > 1 ? new Set<string>() : undefined
+  for (let i = 0; i < ops.length; i++) {
+    const key = checkOp(ops[i], i)
+    if (seen) {
+      if (seen.has(key)) throw new InvalidArgumentError(`ops: key ${JSON.stringify(key)} appears twice in one commit`)
+      seen.add(key)
+    }
+  }
+}
+
+/** The key rule as a test, for hot paths that name the argument only when it fails. */
+function isKey(key: unknown): key is string {
+  return typeof key === 'string' && key.length > 0 && key.length <= MAX_KEY_LENGTH && isWellFormed(key)
+}
+
+// Every commit runs these: field names are built only for a message, never on the way through.
+function checkCheck(check: unknown, i: number): void {
+  if (typeof check !== 'object' || check === null) throw new InvalidArgumentError(`checks[${i}] must be an object with key and revision or created`)
+  const c = check as Record<string, unknown>
+  if (!isKey(c.key)) checkKey(c.key, `checks[${i}].key`)
+  const byRevision = 'revision' in c
+  if (byRevision === 'created' in c) throw new InvalidArgumentError(`checks[${i}] must have exactly one of revision and created`)
+  const want = byRevision ? c.revision : c.created
+  if (want !== null && (typeof want !== 'number' || !Number.isSafeInteger(want) || want < 0)) {
+    throw new InvalidArgumentError(`checks[${i}].${byRevision ? 'revision' : 'created'} must be an integer >= 0 or null, got ${describe(want)}`)
+  }
+}
+
+/** Checks op `i` and returns its key. */
+function checkOp(op: unknown, i: number): string {
+  if (typeof op !== 'object' || op === null) throw new InvalidArgumentError(`ops[${i}] must be an object`)
+  const o = op as Partial<Record<string, unknown>> & Op
+  const key = isKey(o.key) ? o.key : checkKey(o.key, `ops[${i}].key`)
+  switch (o.type) {
+    case 'delete':
+      return key
+    case 'add':
+      if (!Number.isSafeInteger(o.delta)) throw new InvalidArgumentError(`ops[${i}].delta must be a safe integer, got ${describe(o.delta)}`)
+      return key
+    case 'set':
+      if (!('value' in o)) throw new InvalidArgumentError(`ops[${i}].value is missing`)
+      if (o.ttl !== undefined && !(typeof o.ttl === 'number' && o.ttl > 0 && o.ttl <= MAX_TTL)) checkTtl(o.ttl, `ops[${i}].ttl`)
+      if (o.owner !== undefined && !isOwnerId(o.owner)) checkOwner(o.owner, `ops[${i}].owner`)
+      if (o.fresh !== undefined && typeof o.fresh !== 'boolean') throw new InvalidArgumentError(`ops[${i}].fresh must be a boolean, got ${describe(o.fresh)}`)
+      return key
+    default:
+      throw new InvalidArgumentError(`ops[${i}].type must be 'set', 'delete' or 'add', got ${describe((o as { type?: unknown }).type)}`)
+  }
+}
+
+/** Whether `owner` can be an owner (a client id): a non-empty well-formed string of at most {@link MAX_OWNER_LENGTH} UTF-16 code units. */
+export function isOwnerId(owner: unknown): owner is string {
+  return typeof owner === 'string' && owner.length > 0 && owner.length <= MAX_OWNER_LENGTH && isWellFormed(owner)
+}
+
+/** Throws unless `owner` is an owner id ({@link isOwnerId}). */
+export function checkOwner(owner: unknown, name = 'owner'): string {
+  if (!isOwnerId(owner)) {
+    throw new InvalidArgumentError(`${name} must be a non-empty, well-formed string of at most ${MAX_OWNER_LENGTH} UTF-16 code units, got ${describe(owner)}`)
+  }
+  return owner
 }
 
 /** A duration in milliseconds: a positive finite number. */
@@ -45,7 +148,7 @@ export function checkTtl(ttl: unknown, name = 'ttl'): number {
     throw new InvalidArgumentError(`${name} must be a positive finite number of milliseconds, got ${describe(ttl)}`)
   }
   // Timers cannot wait longer than 2^31-1 ms; a longer TTL would fire at once.
-  if (ttl > 2_147_483_647) throw new InvalidArgumentError(`${name} must be at most 2147483647 ms, got ${ttl}`)
+  if (ttl > MAX_TTL) throw new InvalidArgumentError(`${name} must be at most ${MAX_TTL} ms, got ${ttl}`)
   return ttl
 }
 
@@ -133,12 +236,10 @@ export function describe(value: unknown): string {
   return `${typeof value} ${String(value)}`
 }
 
-/** The options of an adapter's `list`, checked: `after` a string (a key), `limit` an integer >= 1. */
+/** The options of an adapter's `list`, checked: `after` a key (the key rule), `limit` an integer >= 1. */
 export function checkListOptions(options: unknown): { after: string | undefined; limit: number | undefined } {
   const o = checkOptions<{ after?: unknown; limit?: unknown }>(options, 'list options')
-  if (o.after !== undefined && (typeof o.after !== 'string' || o.after.length > MAX_KEY_LENGTH)) {
-    throw new InvalidArgumentError(`after must be a key (a string of at most ${MAX_KEY_LENGTH} characters), got ${describe(o.after)}`)
-  }
+  if (o.after !== undefined) checkKey(o.after, 'after')
   if (o.limit !== undefined && (typeof o.limit !== 'number' || !Number.isSafeInteger(o.limit) || o.limit < 1)) {
     throw new InvalidArgumentError(`limit must be an integer >= 1, got ${describe(o.limit)}`)
   }

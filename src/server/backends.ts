@@ -1,6 +1,6 @@
 /**
  * Where a node keeps its stores: in memory (the default), in a SQLite file
- * (`--data`), or in a Redis that several nodes share (`--redis`). A backend gives the handler one adapter per namespace and the
+ * (`--data`), or in a Redis or an etcd cluster that several nodes share (`--redis`, `--etcd`). A backend gives the handler one adapter per namespace and the
  * namespace's current revision (so watches can be resumed before their first event).
  *
  * @module
@@ -115,20 +115,40 @@ export async function sqliteBackend(file: string, options: StoreLimits & { clock
 export async function redisBackend(url: string): Promise<Backend> {
   const { redisAdapter } = await import('../adapters/redis')
   const { redact } = await import('../adapters/redis/connection')
-  const adapters = new Map<string, ReturnType<typeof redisAdapter>>()
+  return sharedBackend(`redis ${redact(url)}`, (ns) => redisAdapter({ url, namespace: ns }))
+}
+
+/**
+ * Stores in an etcd cluster (needs `etcd3`): the node keeps no state of its
+ * own, so several nodes on one cluster serve one store. The URL names the
+ * members; its namespace, if any, is ignored (each request names its own).
+ *
+ * @example
+ * const backend = await etcdBackend('etcd://127.0.0.1:2379,127.0.0.1:22379')
+ */
+export async function etcdBackend(url: string): Promise<Backend> {
+  const { etcdAdapter, parseEtcdUrl, redact } = await import('../adapters/etcd')
+  const members = url.replace(/^(etcds?:\/\/[^/?#]*).*$/i, '$1') + '/zaris-node'
+  const { hosts, auth } = parseEtcdUrl(members)
+  return sharedBackend(`etcd ${redact(members)}`, (ns) => etcdAdapter({ hosts, auth, namespace: ns }))
+}
+
+/** One adapter per namespace, opened on first use, all in front of one shared store. */
+async function sharedBackend<A extends Adapter & { position(): Promise<StorePosition> }>(description: string, open: (ns: string) => Promise<A>): Promise<Backend> {
+  const adapters = new Map<string, Promise<A>>()
   const adapterOf = (ns: string) => {
     let a = adapters.get(ns)
     if (!a) {
-      a = redisAdapter({ url, namespace: ns })
+      a = open(ns)
       a.catch(() => adapters.delete(ns))
       adapters.set(ns, a)
     }
     return a
   }
-  // Fail at start, not at the first request, when Redis cannot be reached.
-  await (await redisAdapter({ url, namespace: 'zaris-node-probe' })).close()
+  // Fail at start, not at the first request, when the store cannot be reached.
+  await (await open('zaris-node-probe')).close()
   return {
-    description: `redis ${redact(url)}`,
+    description,
     adapterFor: (ns) => adapterOf(ns),
     positionOf: async (ns) => (await adapterOf(ns)).position(),
     async close() {

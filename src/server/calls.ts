@@ -48,10 +48,11 @@ export class Calls {
         return jsonText(200, await this.#pages.page(adapter, prefix, after, limit))
       }
       default: {
-        const { checks, ops, requestId } = parseWith(commitRequest, body, 'body')
+        const { checks, ops, requestId, seen } = parseWith(commitRequest, body, 'body')
         const metrics = this.#metrics
         const apply = async () => {
-          const r = await adapter.commit(checks, ops, requestId === undefined ? undefined : { requestId })
+          // `seen` moves a store that lost its state above what the client saw (bounded: see CommitOptions.seen).
+          const r = await adapter.commit(checks, ops, requestId === undefined && seen === undefined ? undefined : { requestId, seen })
           if (r.ok) metrics.commits++
           else metrics.conflicts++
           return JSON.stringify(toCommitResponse(r))

@@ -1,8 +1,10 @@
 /**
- * The `zaris` command:
+ * The `zaris` command: `serve` starts a node (here); every other command
+ * inspects a store (src/cli: get, put, del, ls, watch, locks, release,
+ * counter). `zaris --help` lists them.
  *
  * ```
- * zaris serve [--port 7861] [--host 127.0.0.1] [--data FILE | --redis URL]
+ * zaris serve [--port 7861] [--host 127.0.0.1] [--data FILE | --redis URL | --etcd URL]
  *             [--token SECRET] [--cors ORIGIN...] [--insecure]
  * ```
  *
@@ -13,11 +15,12 @@
  * @module
  */
 import { isIP } from 'node:net'
+import { runInspect } from '../cli'
 import { isZarisError } from '../core/errors'
-import { memoryBackend, redisBackend, sqliteBackend, type Backend, type StoreLimits } from './backends'
+import { etcdBackend, memoryBackend, redisBackend, sqliteBackend, type Backend, type StoreLimits } from './backends'
 import { createHandler } from './handler'
-import { loopbackHosts } from './options'
 import { memoryShares } from './limits'
+import { loopbackHosts } from './options'
 import { listen } from './node'
 
 const USAGE = `usage: zaris serve [options]
@@ -26,6 +29,7 @@ const USAGE = `usage: zaris serve [options]
   --host ADDR       address to bind (default 127.0.0.1)
   --data FILE       keep entries in this SQLite file (default: memory)
   --redis URL       keep entries in this Redis, shared with other nodes (redis://host:6379/0)
+  --etcd URL        keep entries in this etcd cluster, shared with other nodes (etcd://host:2379,host2:2379)
   --token SECRET    require "Authorization: Bearer SECRET" (or set ZARIS_TOKEN)
   --cors ORIGIN...  let these browser origins call the node (exact origins, never *)
   --insecure        allow binding a non-loopback address without a token
@@ -55,6 +59,7 @@ export interface ServeArgs {
   host: string
   data?: string
   redis?: string
+  etcd?: string
   token?: string
   cors: string[]
   insecure: boolean
@@ -122,6 +127,9 @@ export function parseServeArgs(argv: string[], env: Record<string, string | unde
       case '--redis':
         args.redis = value()
         break
+      case '--etcd':
+        args.etcd = value()
+        break
       case '--token':
         args.token = value()
         break
@@ -148,7 +156,7 @@ export function parseServeArgs(argv: string[], env: Record<string, string | unde
         if (!loadLimit(args.limits, flag, value, integer)) throw new UsageError(`unknown option ${JSON.stringify(arg)}`)
     }
   }
-  if (args.data !== undefined && args.redis !== undefined) throw new UsageError('--data and --redis are two different stores; give one')
+  if ([args.data, args.redis, args.etcd].filter((x) => x !== undefined).length > 1) throw new UsageError('--data, --redis and --etcd are different stores; give one')
   args.cors = args.cors.map((o) => o.trim()).filter((o) => o !== '')
   if (args.cors.includes('*')) throw new UsageError('--cors takes exact origins; * is not allowed')
   if (args.token !== undefined && (args.token.length < 8 || /\s/.test(args.token))) {
@@ -246,7 +254,13 @@ export async function serveCommand(args: ServeArgs, log: (line: string) => void 
   const stores: StoreLimits = { maxStoreBytes: l.maxStoreBytes ?? shares.maxStoreBytes, maxHistoryBytes: l.maxHistoryBytes ?? shares.maxHistoryBytes }
   stores.historyBytes = Math.min(shares.historyBytesPerNamespace, stores.maxHistoryBytes!)
   const backend: Backend =
-    args.redis !== undefined ? await redisBackend(args.redis) : args.data !== undefined ? await sqliteBackend(args.data, stores) : memoryBackend(stores)
+    args.redis !== undefined
+      ? await redisBackend(args.redis)
+      : args.etcd !== undefined
+        ? await etcdBackend(args.etcd)
+        : args.data !== undefined
+          ? await sqliteBackend(args.data, stores)
+          : memoryBackend(stores)
   const handler = createHandler({
     adapterFor: backend.adapterFor,
     positionOf: backend.positionOf,
@@ -315,14 +329,8 @@ export async function serveCommand(args: ServeArgs, log: (line: string) => void 
  */
 export async function main(argv: string[], env: Record<string, string | undefined> = process.env): Promise<number> {
   const [command, ...rest] = argv
-  if (command === undefined || command === '--help' || command === '-h' || command === 'help') {
-    console.log(USAGE)
-    return command === undefined ? 2 : 0
-  }
-  if (command !== 'serve') {
-    console.error(`zaris: unknown command ${JSON.stringify(command)}\n\n${USAGE}`)
-    return 2
-  }
+  // Every command but serve inspects a store (src/cli), and so do `zaris` and `zaris --help`.
+  if (command !== 'serve') return runInspect(argv, env)
   if (rest.includes('--help') || rest.includes('-h')) {
     console.log(USAGE)
     return 0

@@ -25,7 +25,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { chromium, type Browser, type BrowserContext } from 'playwright'
-import { CHROMIUM_ARGS } from './chromium'
+import { CHROMIUM_ARGS, chromiumPath } from './chromium'
 
 /**
  * Flags that keep hidden tabs' timers and renderers at full speed, as
@@ -64,7 +64,7 @@ export async function launchRealTabs(options: { args?: string[]; headful?: boole
       env.DISPLAY = display
     }
     const proc = spawn(
-      process.env.ZARIS_CHROMIUM ?? '/usr/bin/chromium',
+      chromiumPath(),
       [
         ...CHROMIUM_ARGS,
         ...(headful ? [] : ['--headless']),

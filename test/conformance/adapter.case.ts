@@ -5,7 +5,7 @@
 import { describe, expect, test } from 'vitest'
 import type { Adapter, WatchEvent } from 'zaris'
 import type { FixtureFactory } from './fixture'
-import { collect, sleep, until, type Named } from './util'
+import { collect, late, sleep, until, type Named } from './util'
 
 export function adapterCases(factory: FixtureFactory, t: Named = test): void {
   const withAdapter = (fn: (a: Adapter, b: () => Promise<Adapter>) => Promise<void>) => async () => {
@@ -38,7 +38,7 @@ export function adapterCases(factory: FixtureFactory, t: Named = test): void {
       const d = await a.commit([], [{ type: 'delete', key: 'k0' }])
       if (d.ok) revs.push(d.revision)
       await a.commit([], [{ type: 'set', key: 'short', value: 1, ttl: 50 }])
-      await sleep(120)
+      await sleep(120 + late(a))
       expect(await a.get('short')).toBeUndefined()
       const after = await a.commit([], [{ type: 'set', key: 'k2', value: 1 }])
       if (after.ok) revs.push(after.revision)
@@ -117,7 +117,7 @@ export function adapterCases(factory: FixtureFactory, t: Named = test): void {
         { type: 'set', key: 'p/c', value: 3, ttl: 40 },
         { type: 'set', key: 'q/a', value: 4 },
       ])
-      await sleep(100)
+      await sleep(100 + late(a))
       const list = await a.list('p/')
       expect(list.more).toBe(false)
       expect(list.entries.map((e) => [e.key, e.value])).toEqual([['p/a', 1], ['p/b', 2]])
@@ -156,6 +156,7 @@ export function adapterCases(factory: FixtureFactory, t: Named = test): void {
       expect(await a.list('pg/', { after: 'pg/\uffef' })).toEqual({ entries: [], more: false })
       await expect(a.list('pg/', { limit: 0 })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' })
       await expect(a.list('pg/', { limit: 1.5 })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' })
+      await expect(a.list('pg/', { after: 'pg/\ud800' })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' })
     }))
 
     t('capability history: pages of the change log, cut between revisions, the same events a watch replays', withAdapter(async (a) => {
@@ -209,7 +210,7 @@ export function adapterCases(factory: FixtureFactory, t: Named = test): void {
       const unwatch = await a.watch('ttl/', { event: (e) => events.push(e), error: () => {} })
       const r = await a.commit([], [{ type: 'set', key: 'ttl/k', value: 1, ttl: 80 }])
       if (!r.ok) throw new Error('commit failed')
-      await sleep(160)
+      await sleep(160 + late(a))
       expect(await a.get('ttl/k')).toBeUndefined()
       const create = await a.commit([{ key: 'ttl/k', revision: null }], [{ type: 'set', key: 'ttl/other', value: 1 }])
       expect(create.ok).toBe(true)
@@ -226,7 +227,7 @@ export function adapterCases(factory: FixtureFactory, t: Named = test): void {
       const events: WatchEvent[] = []
       const unwatch = await a.watch('idle/', { event: (e) => events.push(e), error: () => {} })
       await a.commit([], [{ type: 'set', key: 'idle/k', value: 1, ttl: 60 }])
-      await until(() => events.some((e) => e.type === 'expire'), 3_000)
+      await until(() => events.some((e) => e.type === 'expire'), 3_000 + late(a))
       unwatch()
       expect(events.map((e) => e.type)).toEqual(['put', 'expire'])
     }))
@@ -238,7 +239,7 @@ export function adapterCases(factory: FixtureFactory, t: Named = test): void {
       await a.commit([], [{ type: 'set', key: 'other', value: 1 }])
       await a.commit([], [{ type: 'set', key: 'w/b', value: 2, ttl: 50 }])
       await a.commit([], [{ type: 'delete', key: 'w/a' }])
-      await until(() => events.length >= 4, 3_000)
+      await until(() => events.length >= 4, 3_000 + late(a))
       unwatch()
       expect(events.slice(0, 2).map((e) => [e.type, e.key])).toEqual([['put', 'w/a'], ['put', 'w/b']])
       // A slow store may expire w/b before the delete of w/a lands; either order is a valid history.

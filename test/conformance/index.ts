@@ -9,7 +9,9 @@
 import { describe } from 'vitest'
 import { adapterCases } from './adapter.case'
 import type { FixtureFactory, Skips } from './fixture'
+import { ownerGoneCases } from './owner-gone.case'
 import { primitiveCases } from './primitives.case'
+import { safetyCases } from './safety.case'
 import { namedTest } from './util'
 
 export type { FixtureFactory, Skips, StoreFixture } from './fixture'
@@ -26,5 +28,7 @@ export function runConformance(name: string, factory: FixtureFactory, options: C
   describe(`conformance: ${name}`, () => {
     adapterCases(factory, t)
     primitiveCases(factory, t, { scale: options.scale })
+    safetyCases(factory, t)
+    ownerGoneCases(factory, t)
   })
 }

@@ -7,7 +7,7 @@ import { describe, expect } from 'vitest'
 import { Client, isZarisError, type Lock, type WatchEvent } from 'zaris'
 import { countingAdapter } from './counting'
 import type { FixtureFactory, StoreFixture } from './fixture'
-import { collect, sleep, until, type Named } from './util'
+import { collect, late, onFreshStore, sleep, until, type Named } from './util'
 
 export interface PrimitiveOptions {
   /** Multiplies the round counts of the heavy race tests (1 = the full acceptance figures). */
@@ -17,14 +17,7 @@ export interface PrimitiveOptions {
 export function primitiveCases(factory: FixtureFactory, t: Named, options: PrimitiveOptions = {}): void {
   const scale = options.scale ?? 1
   const rounds = (n: number) => Math.max(5, Math.round(n * scale))
-  const withStore = (fn: (f: StoreFixture) => Promise<void>) => async () => {
-    const fixture = await factory()
-    try {
-      await fn(fixture)
-    } finally {
-      await fixture.close()
-    }
-  }
+  const withStore = onFreshStore(factory)
   const clientsOf = (f: StoreFixture, n: number) => Promise.all(Array.from({ length: n }, (_, i) => f.connect({ id: `c${i}` })))
 
   describe('key-value', () => {
@@ -55,7 +48,7 @@ export function primitiveCases(factory: FixtureFactory, t: Named, options: Primi
       const c = await f.connect()
       await c.put('temp', 'x', { ttl: 60 })
       expect((await c.get('temp'))?.value).toBe('x')
-      await sleep(150)
+      await sleep(150 + late(c))
       expect(await c.get('temp')).toBeUndefined()
     }))
 
@@ -115,7 +108,7 @@ export function primitiveCases(factory: FixtureFactory, t: Named, options: Primi
       const old = (await a!.locks.acquire('lock:ttl', { ttl: 200, autoRenew: false }))!
       const signal = old.signal
       const started = Date.now()
-      const next = await b!.locks.acquire('lock:ttl', { ttl: 5_000, wait: 3_000 })
+      const next = await b!.locks.acquire('lock:ttl', { ttl: 5_000, wait: 3_000 + late(b!) })
       expect(next).not.toBeNull()
       expect(Date.now() - started).toBeGreaterThanOrEqual(150)
       expect(next!.token).toBeGreaterThan(old.token)
@@ -131,7 +124,7 @@ export function primitiveCases(factory: FixtureFactory, t: Named, options: Primi
       const [a, b] = await clientsOf(f, 2)
       const old = (await a!.locks.acquire('lock:f', { ttl: 150, autoRenew: false }))!
       await a!.put('guarded', 'by-old', { fence: old })
-      const next = (await b!.locks.acquire('lock:f', { ttl: 5_000, wait: 3_000 }))!
+      const next = (await b!.locks.acquire('lock:f', { ttl: 5_000, wait: 3_000 + late(b!) }))!
       await b!.put('guarded', 'by-new', { fence: next })
       await expect(a!.put('guarded', 'stale', { fence: old })).rejects.toMatchObject({ code: 'FENCED' })
       await expect(a!.delete('guarded', { fence: old })).rejects.toMatchObject({ code: 'FENCED' })
@@ -142,7 +135,7 @@ export function primitiveCases(factory: FixtureFactory, t: Named, options: Primi
     t('release after loss does not remove the new holder\'s lock', withStore(async (f) => {
       const [a, b] = await clientsOf(f, 2)
       const old = (await a!.locks.acquire('lock:rel', { ttl: 150, autoRenew: false }))!
-      const next = (await b!.locks.acquire('lock:rel', { ttl: 5_000, wait: 3_000 }))!
+      const next = (await b!.locks.acquire('lock:rel', { ttl: 5_000, wait: 3_000 + late(b!) }))!
       expect(await old.release()).toBe(false)
       expect(await b!.locks.holder('lock:rel')).toMatchObject({ owner: 'c1', token: next.token })
       expect(next.held).toBe(true)
@@ -355,7 +348,7 @@ export function primitiveCases(factory: FixtureFactory, t: Named, options: Primi
     t('a lease that is not kept alive disappears at its TTL', withStore(async (f) => {
       const c = await f.connect()
       const lease = (await c.leases.grant('presence:gone', { ttl: 100, autoRenew: false, value: 1 }))!
-      await sleep(250)
+      await sleep(250 + late(c))
       expect(await c.get('presence:gone')).toBeUndefined()
       expect(lease.held).toBe(false)
     }))
@@ -454,7 +447,7 @@ export function primitiveCases(factory: FixtureFactory, t: Named, options: Primi
       const firstToken = elections[first]!.leader!.token
 
       await elections[first]!.resign()
-      const second = await Promise.race(campaigns.filter((_, i) => i !== first).map((p) => p.then((term) => term)))
+      const second = (await Promise.race(campaigns.filter((_, i) => i !== first).map((p) => p.then((term) => term))))!
       expect(second.token).toBeGreaterThan(firstToken)
       await until(() => elections.filter((e) => e.isLeader).length === 1)
       const leaderIndex = elections.findIndex((e) => e.isLeader)
@@ -472,12 +465,12 @@ export function primitiveCases(factory: FixtureFactory, t: Named, options: Primi
       const observing = (async () => {
         for await (const leader of eb.observe({ signal: controller.signal })) seen.push(leader?.candidate)
       })()
-      const termA = await ea.campaign()
+      const termA = (await ea.campaign())!
       const deposed = new Promise((resolve) => ea.addEventListener('deposed', resolve, { once: true }))
       const bWins = eb.campaign()
       // A's process "hangs": its adapter stops answering, so its renewals fail.
       await a!.adapter.close()
-      const termB = await bWins
+      const termB = (await bWins)!
       expect(termB.token).toBeGreaterThan(termA.token)
       await deposed
       expect(ea.isLeader).toBe(false)

@@ -1,5 +1,7 @@
 /** Small helpers for the conformance suite; nothing here is Node-only. */
 import { test } from 'vitest'
+import type { Adapter } from 'zaris'
+import type { FixtureFactory, StoreFixture } from './fixture'
 
 /** `test` or a wrapper of it that skips named tests with a reason. */
 export type Named = (name: string, fn: () => Promise<void>, timeout?: number) => void
@@ -33,5 +35,27 @@ export function namedTest(skips: Array<{ reason: string; tests: string[] }> = []
     const reason = reasons.get(name)
     if (reason) test.skip(`${name} [skipped: ${reason}]`, fn)
     else test(name, fn, timeout)
+  }
+}
+
+/**
+ * How late (ms) a store may free an entry after its TTL: its declared
+ * `capabilities.ttlGranularity` (1 ms unless declared; etcd's leases count
+ * whole seconds). Expiry cases wait this much longer.
+ */
+export function late(store: Adapter | { adapter: Adapter }): number {
+  const adapter = 'adapter' in store ? store.adapter : store
+  return adapter.capabilities?.ttlGranularity ?? 1
+}
+
+/** A test body on a fresh store of `factory`, closed after the test whatever happens. */
+export function onFreshStore(factory: FixtureFactory): (fn: (f: StoreFixture) => Promise<void>) => () => Promise<void> {
+  return (fn) => async () => {
+    const fixture = await factory()
+    try {
+      await fn(fixture)
+    } finally {
+      await fixture.close()
+    }
   }
 }

@@ -23,7 +23,8 @@ const badKeys: Array<[unknown, RegExp]> = [
   ['', /key must not be empty/],
   [42, /key must be a string, got number 42/],
   [undefined, /key must be a string/],
-  ['x'.repeat(1025), /key is 1025 characters long/],
+  ['x'.repeat(1025), /key is 1025 UTF-16 code units long/],
+  ['lock:\uD800x', /key contains a lone surrogate/],
 ]
 const badTtls: Array<[unknown, RegExp]> = [
   [0, /ttl must be a positive finite number/],
@@ -109,15 +110,15 @@ describe('options', () => {
     await refuses(() => client.election('e', { candidate: '' }), /candidate must be a non-empty string/)
     await refuses(() => client.counters.increment('c', 1.5), /delta must be a safe integer, got 1.5/)
     await refuses(() => client.counters.increment('c', Number.NaN), /delta must be a safe integer/)
-    await refuses(() => new Client(memoryAdapter(), { id: '' }), /id must be a non-empty string/)
+    await refuses(() => new Client(memoryAdapter(), { id: '' }), /id must be a non-empty, well-formed string/)
     await refuses(() => memoryAdapter({ namespace: '' }), /namespace must not be empty/)
   })
 
   test('a counter refuses a key that holds something else, and leaving the safe range', async () => {
     await client.put('not-a-counter', 'text')
-    await refuses(() => client.counters.increment('not-a-counter'), /holds a string, not a counter/)
+    await refuses(() => client.counters.increment('not-a-counter'), /"not-a-counter".*holds "text", not a number/)
     await client.put('huge', Number.MAX_SAFE_INTEGER)
-    await refuses(() => client.counters.increment('huge'), /would leave the safe integer range/)
+    await refuses(() => client.counters.increment('huge'), /"huge".*is not a safe integer/)
     expect((await client.get('huge'))?.value).toBe(Number.MAX_SAFE_INTEGER)
   })
 })

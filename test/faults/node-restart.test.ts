@@ -7,11 +7,10 @@
  * without reordering, doubling or skipping a revision.
  */
 import { writeFileSync } from 'node:fs'
-import { createServer } from 'node:net'
 import { join } from 'node:path'
 import { afterAll, expect, test } from 'vitest'
 import { connect } from 'zaris'
-import { startNode, type NodeProcess } from '../server/node-process'
+import { freePort, startNode, type NodeProcess } from '../server/node-process'
 import { assertHistory, sharedNow, type HistoryRecord } from './checker'
 import { memoryHistory, recordedWatch } from './ops'
 import { Workspace, sleep, until } from './procs'
@@ -23,17 +22,6 @@ afterAll(async () => {
   await node?.kill9()
   await ws.dispose()
 })
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer()
-    s.once('error', reject)
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number }
-      s.close(() => resolve(port))
-    })
-  })
-}
 
 const restarts = count(4, 100)
 const workers = count(3, 4)

@@ -128,3 +128,20 @@ export async function recordedWatch(client: Client, id: string, watch: string, p
     },
   }
 }
+
+/**
+ * The final state of every resource an accepted write of `history` wrote,
+ * read through `client`, as `final` records (for the lost-write check), and
+ * the newest revision accepted on a `res:` key (what a watcher must reach).
+ */
+export async function finalRecords(client: Client, history: HistoryRecord[]): Promise<{ finals: HistoryRecord[]; lastResourceRevision: number }> {
+  const finals: HistoryRecord[] = []
+  const resources = new Set(history.flatMap((r) => (r.type === 'write' && r.outcome === 'accepted' ? [r.resource] : [])))
+  for (const resource of resources) {
+    const e = await client.get<{ token?: number }>(resource)
+    const value = e?.value
+    finals.push({ type: 'final', resource, revision: e?.revision ?? 0, token: typeof value === 'object' && value !== null ? value.token : undefined, at: sharedNow() })
+  }
+  const lastResourceRevision = Math.max(0, ...history.flatMap((r) => (r.type === 'write' && r.outcome === 'accepted' && r.resource.startsWith('res:') ? [r.revision!] : [])))
+  return { finals, lastResourceRevision }
+}

@@ -324,6 +324,7 @@ describe('tabs opened at once elect a leader while busy loops stall them', () =>
                 for (;;) {
                   const invokedAt = now()
                   const term = await election.campaign()
+                  if (!term) return // the client closed
                   record({ type: 'acquire', client: id, lock: 'leader:sync', token: term.token, invokedAt, at: now() })
                   // When this tab last acted as leader: `held` looks at the holder's own deadline, however late its timers are.
                   let lastHeld = now()

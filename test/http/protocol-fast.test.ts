@@ -16,7 +16,8 @@ const pick = <T>(xs: readonly T[]): T => xs[int(xs.length)]!
 
 const nested = (depth: number): unknown => (depth === 0 ? 1 : { a: nested(depth - 1) })
 const values: unknown[] = [1, 'x', true, null, { n: 1 }, [1, [2]], { owner: 'o', list: [1, 2, { d: null }] }, nested(31), nested(40), nested(70), Number.NaN, Infinity, undefined, () => 1, new Date(0), JSON.parse('{"__proto__":{"x":1}}'), Object.create(null), [1, , 3]]
-const keys: unknown[] = ['k', 'lock:a', 'x'.repeat(1024), 'x'.repeat(1025), '', 5, null, undefined, ['k']]
+// Keys by the one key rule: UTF-16 code units (512 emoji are 1024), no lone surrogate.
+const keys: unknown[] = ['k', 'lock:a', 'x'.repeat(1024), 'x'.repeat(1025), '\u{1F600}'.repeat(512), '\u{1F600}'.repeat(512) + 'x', 'lock:\uD800x', '\uDC00', '', 5, null, undefined, ['k']]
 const revisions: unknown[] = [0, 1, 42, Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER + 1, -1, 1.5, -0, '3', null, undefined, Infinity]
 const ttls: unknown[] = [1, 30_000, 0.5, 2_147_483_647, 2_147_483_648, 0, -1, '100', Infinity, undefined]
 
@@ -63,11 +64,19 @@ function mutate(o: unknown): unknown {
 function commitReq(valid: boolean): unknown {
   const check = () => (valid ? (r() < 0.5 ? { key: 'lock:a', revision: r() < 0.5 ? null : int(9) } : { key: 'k', created: int(9) }) : { key: pick(keys), revision: pick(revisions), ...(r() < 0.3 ? { created: pick(revisions) } : {}) })
   const op = () => {
-    if (valid) return r() < 0.7 ? { type: 'set', key: 'lock:a', value: { n: 1 }, ...(r() < 0.5 ? { ttl: 30_000, owner: 'me' } : {}), ...(r() < 0.3 ? { fresh: true } : {}) } : { type: 'delete', key: 'lock:a' }
-    return pick([{ type: 'set', key: pick(keys), value: pick(values), ttl: pick(ttls), owner: pick(['me', '', 5]), fresh: pick([true, 'yes']) }, { type: pick(['delete', 'merge', 5]), key: pick(keys) }])
+    if (valid) {
+      const x = r()
+      return x < 0.6 ? { type: 'set', key: 'lock:a', value: { n: 1 }, ...(r() < 0.5 ? { ttl: 30_000, owner: 'me' } : {}), ...(r() < 0.3 ? { fresh: true } : {}) } : x < 0.8 ? { type: 'delete', key: 'lock:a' } : { type: 'add', key: 'jobs:done', delta: pick([1, -5, 0, Number.MAX_SAFE_INTEGER]) }
+    }
+    return pick([
+      { type: 'set', key: pick(keys), value: pick(values), ttl: pick(ttls), owner: pick(['me', '', 5, 'o\uD800', 'o'.repeat(257)]), fresh: pick([true, 'yes']) },
+      { type: pick(['delete', 'merge', 5]), key: pick(keys) },
+      { type: 'add', key: pick(keys), delta: pick([1, 1.5, '1', Number.MAX_SAFE_INTEGER + 2, null, -3]) },
+    ])
   }
   const body: Record<string, unknown> = { checks: Array.from({ length: int(3) }, check), ops: Array.from({ length: 1 + int(3) }, op) }
   if (r() < 0.7) body.requestId = valid ? `abcdef01-${int(1e6)}` : pick(['short', 'has space!!', 5, 'x'.repeat(129), 'ok_ok_ok_ok'])
+  if (r() < 0.5) body.seen = valid ? int(1e6) : pick(revisions)
   return valid ? body : r() < 0.5 ? mutate(body) : body
 }
 

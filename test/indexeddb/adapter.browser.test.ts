@@ -307,4 +307,55 @@ describe('indexeddb adapter', () => {
     const locks = await Promise.all(clients.map((c) => c.locks.acquire('lock:race', { ttl: 10_000 })))
     expect(locks.filter((l) => l !== null)).toHaveLength(1)
   })
+
+  it('a store whose log reaches Number.MAX_SAFE_INTEGER refuses writes with REVISION_EXHAUSTED; reads and other commits of its batch go on', async () => {
+    const ns = namespace()
+    const a = adapterOn(ns)
+    await a.commit([], [{ type: 'set', key: 'k', value: 1 }])
+    // The revision is the last key of the log: put a record there, as a store that ran that long would have.
+    const db = await new Promise<IDBDatabase>((resolve, reject) => {
+      const r = indexedDB.open(`zaris:${ns}`)
+      r.onsuccess = () => resolve(r.result)
+      r.onerror = () => reject(r.error)
+    })
+    await new Promise<void>((resolve, reject) => {
+      const tx = db.transaction('log', 'readwrite')
+      tx.objectStore('log').put({ revision: Number.MAX_SAFE_INTEGER - 1, events: [] })
+      tx.oncomplete = () => resolve()
+      tx.onerror = () => reject(tx.error)
+    })
+    db.close()
+    const fresh = adapterOn(ns) // reads the revision anew
+    const last = await fresh.commit([], [{ type: 'add', key: 'n', delta: 1 }])
+    expect(last.ok && last.revision).toBe(Number.MAX_SAFE_INTEGER)
+    // Three commits in one batch: the refused ones write nothing and do not fail the others' reads.
+    const results = await Promise.allSettled([
+      fresh.commit([{ key: 'k', revision: 0 }], [{ type: 'delete', key: 'k' }]),
+      fresh.commit([], [{ type: 'set', key: 'b', value: 2 }]),
+      fresh.commit([], [{ type: 'add', key: 'n', delta: 1 }]),
+    ])
+    expect(results[0]).toMatchObject({ status: 'fulfilled', value: { ok: false } })
+    expect(results[1]).toMatchObject({ status: 'rejected', reason: { code: 'REVISION_EXHAUSTED' } })
+    expect(results[2]).toMatchObject({ status: 'rejected', reason: { code: 'REVISION_EXHAUSTED' } })
+    expect(isZarisError((results[1] as PromiseRejectedResult).reason, 'REVISION_EXHAUSTED')).toBe(true)
+    expect(await fresh.get('b')).toBeUndefined()
+    expect((await fresh.get('n'))?.value).toBe(1)
+    expect((await fresh.get('k'))?.value).toBe(1)
+  })
+
+  it('a refused add in a batch fails only its own commit', async () => {
+    const ns = namespace()
+    const a = adapterOn(ns)
+    await a.commit([], [{ type: 'set', key: 'text', value: 'x' }])
+    const results = await Promise.allSettled([
+      a.commit([], [{ type: 'add', key: 'n', delta: 1 }]),
+      a.commit([], [{ type: 'add', key: 'text', delta: 1 }]),
+      a.commit([], [{ type: 'add', key: 'n', delta: 1 }]),
+    ])
+    expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled'])
+    expect((results[1] as PromiseRejectedResult).reason).toMatchObject({ code: 'INVALID_ARGUMENT', message: expect.stringContaining('"text"') })
+    expect((await a.get('n'))?.value).toBe(2)
+    const revisions = results.flatMap((r) => (r.status === 'fulfilled' && r.value.ok ? [r.value.revision] : []))
+    expect(revisions[1]! - revisions[0]!).toBe(1) // the refused one took no revision
+  })
 })

@@ -108,10 +108,13 @@ describe('indexeddb: a discarded page announces that its clients are gone', () =
 
   it('an id alive in another tab (a twin) is not taken for dead when one of its tabs announces', async () => {
     await withTabs(3, async ([holder, twin, waiter], store) => {
-      await hold(holder!, store, 'same', 'lock:a')
+      // The twin first: had it registered only after the lock was seen, every tab
+      // would know it did not write the lock, and the lock would be ended for the
+      // announcing tab (src/adapters/indexeddb/reaper.ts; test/indexeddb/reaper.browser.test.ts).
       await twin!.evaluate(async (store) => {
         window.kept.twin = await window.zaris.connect(`zaris://idb/${store}`, { id: 'same' })
       }, store)
+      await hold(holder!, store, 'same', 'lock:a')
       const waiting = waitFor(waiter!, store, 'lock:a', 1_500)
       await new Promise((r) => setTimeout(r, 200))
       await pagehide(holder!, false)

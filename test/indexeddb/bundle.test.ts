@@ -3,50 +3,9 @@
  * (Vite, minified): no chunk may import a Node built-in, and the sizes a
  * `zaris://idb` app loads are printed (min+gzip).
  */
-import { fileURLToPath } from 'node:url'
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
-import { gzipSync } from 'node:zlib'
 import { builtinModules } from 'node:module'
-import { build, type Rollup } from 'vite'
 import { describe, expect, it } from 'vitest'
-
-const src = (path: string) => fileURLToPath(new URL(`../../src/${path}`, import.meta.url))
-
-type Chunk = Rollup.OutputChunk
-
-/** Bundles `code` as an app's entry for the browser; resolves the chunks and the build's warnings. */
-async function bundle(code: string): Promise<{ chunks: Chunk[]; warnings: string[] }> {
-  const dir = mkdtempSync(join(tmpdir(), 'zaris-bundle-'))
-  const entry = join(dir, 'app.ts')
-  writeFileSync(entry, code)
-  const warnings: string[] = []
-  try {
-    const result = (await build({
-      configFile: false,
-      logLevel: 'silent',
-      root: dir,
-      resolve: {
-        alias: {
-          'zaris/indexeddb': src('adapters/indexeddb/index.ts'),
-          zaris: src('index.ts'),
-        },
-      },
-      build: {
-        write: false,
-        minify: true,
-        target: 'es2022',
-        modulePreload: false,
-        rollupOptions: { input: entry, onwarn: (w) => void warnings.push(String(w.message)) },
-      },
-    })) as Rollup.RollupOutput | Rollup.RollupOutput[]
-    const outputs = (Array.isArray(result) ? result : [result]).flatMap((r) => r.output)
-    return { chunks: outputs.filter((o): o is Chunk => o.type === 'chunk'), warnings }
-  } finally {
-    rmSync(dir, { recursive: true, force: true })
-  }
-}
+import { bundle, gz, kb, min, type Chunk } from '../package/browser-bundle'
 
 const builtins = new Set([...builtinModules, ...builtinModules.map((m) => `node:${m}`)])
 
@@ -60,9 +19,6 @@ function assertNoNodeBuiltins({ chunks, warnings }: { chunks: Chunk[]; warnings:
   expect(warnings.filter((w) => /externalized for browser compatibility|node:/.test(w))).toEqual([])
 }
 
-const gz = (chunks: Chunk[]) => chunks.reduce((t, c) => t + gzipSync(c.code, { level: 9 }).length, 0)
-const min = (chunks: Chunk[]) => chunks.reduce((t, c) => t + Buffer.byteLength(c.code), 0)
-const kb = (n: number) => `${(n / 1024).toFixed(1)} KiB`
 const hasModule = (c: Chunk, path: string) => Object.keys(c.modules).some((m) => m.includes(path))
 
 describe('browser bundle', () => {

@@ -7,8 +7,12 @@
  * - `zaris://idb/…` — in headless Chromium (test/readme/browser.test.ts);
  * - `redis://…` or ioredis — against a real redis-server (test/redis/readme.test.ts);
  * - `zaris://localhost:7861/…` — against a node process (test/server/readme.test.ts);
+ * - `etcd://…` — against a real etcd member (test/etcd/readme.test.ts);
  * - anything else that imports zaris and connects nowhere else — as its own
  *   Node process (test/readme/readme.test.ts).
+ *
+ * A ```console block of `$ zaris ...` lines and their output is run by
+ * test/cli/docs.test.ts against a node process.
  *
  * Snippets run as users would run them: through tsx (or Vite in the
  * browser), from a folder inside the repo so that `'zaris'` resolves to the
@@ -38,7 +42,7 @@ export interface Block {
 }
 
 /** Which test runs a block. */
-export type Runner = 'node' | 'zaris-node' | 'redis' | 'browser'
+export type Runner = 'node' | 'zaris-node' | 'redis' | 'browser' | 'cli' | 'etcd'
 
 /** README.md and every docs/*.md, relative to the repo root. */
 export function markdownFiles(): string[] {
@@ -94,11 +98,14 @@ export function allBlocks(): Block[] {
 
 /** The test that runs `block`, or `undefined` when none would (a marked block, or one no runner knows). */
 export function runnerOf(block: Block): Runner | undefined {
+  // A terminal session of `$ zaris ...` commands and what they print: run by test/cli/docs.test.ts.
+  if (block.notRun === undefined && block.lang === 'console' && /^\$ zaris /m.test(block.code)) return 'cli'
   if (block.notRun !== undefined || block.lang !== 'ts') return undefined
   const code = block.code
   if (code.includes('zaris://idb/')) return 'browser'
   if (code.includes('redis://') || code.includes("from 'ioredis'")) return 'redis'
   if (code.includes('zaris://localhost:7861')) return 'zaris-node'
+  if (code.includes('etcd://')) return 'etcd'
   // A store this file has no runner for (etcd, say) leaves the block unrun, and the coverage test says so.
   if (/from 'zaris(\/[a-z]+)?'/.test(code) && !/zaris:\/\/(?!inproc\/)|https?:\/\/|etcd:\/\//.test(code)) return 'node'
   return undefined

@@ -265,6 +265,56 @@ describe('commits', () => {
   })
 })
 
+describe('revisions and the add op', () => {
+  const MAX = Number.MAX_SAFE_INTEGER
+
+  test('a store whose revision key reaches Number.MAX_SAFE_INTEGER refuses writes with REVISION_EXHAUSTED; reads go on', async () => {
+    const ns = fresh()
+    const a = await redisAdapter({ url: server.url(ns) })
+    await a.commit([], [{ type: 'set', key: 'lock', value: null, ttl: 50, owner: 'o' }])
+    await raw.hset(`zaris:{${ns}}:rev`, 'n', String(MAX - 2))
+    await new Promise((resolve) => setTimeout(resolve, 80)) // the lock is due: its expiry takes a revision too
+    const r1 = await a.commit([], [{ type: 'add', key: 'n', delta: 1 }])
+    expect(r1.ok && r1.revision).toBe(MAX) // the due lock expired first, at MAX - 1
+    const events: WatchEvent[] = []
+    await a.watch('', { event: (e) => events.push(e), error: () => {} }, MAX - 2)
+    await expect(a.commit([{ key: 'held', revision: null }], [{ type: 'set', key: 'held', value: null, ttl: 50, owner: 'o' }])).rejects.toMatchObject({ code: 'REVISION_EXHAUSTED' })
+    await expect(a.commit([], [{ type: 'set', key: 'b', value: 1 }])).rejects.toMatchObject({ code: 'REVISION_EXHAUSTED', message: expect.stringMatching(/largest safe integer/) })
+    await expect(a.commit([], [{ type: 'add', key: 'n', delta: 1 }])).rejects.toMatchObject({ code: 'REVISION_EXHAUSTED' })
+    expect(await a.get('b')).toBeUndefined()
+    expect((await a.get('n'))?.value).toBe(1)
+    expect((await a.position()).revision).toBe(MAX)
+    expect(await raw.hget(`zaris:{${ns}}:rev`, 'n')).toBe(String(MAX))
+    await until(() => events.length >= 2)
+    expect(events.map((e) => [e.type, e.revision])).toEqual([['expire', MAX - 1], ['put', MAX]])
+    await a.close()
+  })
+
+  test('an add that cannot be made exactly takes no revision and writes no event: watchers never see a gap', async () => {
+    const ns = fresh()
+    const a = await redisAdapter({ url: server.url(ns) })
+    await a.commit([], [{ type: 'set', key: 'text', value: 'x' }, { type: 'set', key: 'big', value: MAX }])
+    const before = (await a.position()).revision
+    await expect(a.commit([], [{ type: 'add', key: 'text', delta: 1 }])).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', message: expect.stringContaining('"text"') })
+    await expect(a.commit([], [{ type: 'add', key: 'big', delta: 1 }])).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', message: expect.stringContaining('"big"') })
+    expect((await a.position()).revision).toBe(before)
+    const next = await a.commit([], [{ type: 'add', key: 'big', delta: -MAX }])
+    expect(next.ok && [next.revision, next.entries[0]!.value]).toEqual([before + 1, 0])
+    await a.close()
+  })
+
+  test("an add keeps an owner's bytes exactly, whatever they are", async () => {
+    const ns = fresh()
+    const a = await redisAdapter({ url: server.url(ns) })
+    const owner = 'tab \u{1F600}:\n x'
+    const set = await a.commit([], [{ type: 'set', key: 'c', value: 1, owner, ttl: 60_000 }])
+    const r = await a.commit([], [{ type: 'add', key: 'c', delta: 41 }])
+    expect(r.ok && r.entries[0]).toMatchObject({ value: 42, owner, created: set.ok && set.revision })
+    expect(await a.get('c')).toMatchObject({ value: 42, owner })
+    await a.close()
+  })
+})
+
 describe('process lifetime', () => {
   async function runScript(body: string): Promise<{ code: number | null; out: string }> {
     const script = `import { connect } from './src/index.ts'\nconst c = await connect(${JSON.stringify(server.url(fresh()))})\n${body}`

@@ -109,6 +109,11 @@ describe('redis-server restarts', () => {
     expect(await stranger.locks.holder('lock:x')).toBeUndefined()
     expect((await stranger.put('s', 1)).revision).toBe(1)
 
+    // The connected client's hold went with the store: its renewal finds nothing, LOST (not EXPIRED).
+    expect(await lock.renew()).toBe(false)
+    expect(lock.held).toBe(false)
+    expect((lock.signal.reason as { code: string }).code).toBe('LOST')
+
     // A client that stayed connected never sees a revision go back, and its new token beats its old one.
     const after = await client.put('k', 'after')
     expect(after.revision).toBeGreaterThan(before)

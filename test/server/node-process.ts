@@ -4,6 +4,7 @@
  * from the one line it prints.
  */
 import { spawn, type ChildProcess } from 'node:child_process'
+import { createServer } from 'node:net'
 import { resolve } from 'node:path'
 
 export const root = resolve(import.meta.dirname, '../..')
@@ -81,6 +82,18 @@ export function runServe(args: string[], env: Record<string, string> = {}): Prom
     proc.once('exit', (code) => {
       clearTimeout(timer)
       resolve({ code, output: out })
+    })
+  })
+}
+
+/** A loopback port nothing listens on now: for a node that must come back at the same address after a restart. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer()
+    s.once('error', reject)
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as { port: number }
+      s.close(() => resolve(port))
     })
   })
 }

@@ -19,9 +19,9 @@
  * @module
  */
 import type { z } from 'zod'
-import type { Adapter, CommitResult, Entry, ListOptions, ListPage, Unsubscribe } from '../../core/adapter'
+import type { Adapter, CommitResult, Entry, ListOptions, ListPage, Unsubscribe, WatchEvent } from '../../core/adapter'
 import { ClosedError, InvalidArgumentError, UnauthorizedError, UnavailableError, ZarisError, errorFromJSON } from '../../core/errors'
-import { MAX_KEY_LENGTH, checkKey, checkListOptions, checkPrefix } from '../../core/validate'
+import { checkKey, checkListOptions, checkPrefix } from '../../core/validate'
 import {
   API_PREFIX,
   NAMESPACE_PATTERN,
@@ -35,6 +35,7 @@ import {
   stripEntry,
   stripEvent,
 } from './protocol'
+import { pageExit, type PageExit } from './page-exit'
 import { fetchTransport, hasNodeHttp, type Transport } from './transport'
 import { WatchHub, type HistoryPage, type HubContext } from './watch-hub'
 
@@ -105,6 +106,8 @@ class HttpAdapter implements Adapter {
   /** Request ids are this adapter's random prefix and a counter: unique, and cheap to make. */
   readonly #idPrefix = randomHex(16)
   #ids = 0
+  /** In a page: what this adapter holds, released with keepalive requests on `pagehide` (./page-exit). */
+  readonly #exit: PageExit | undefined
 
   constructor(options: HttpAdapterOptions) {
     if (typeof options !== 'object' || options === null) throw new InvalidArgumentError('httpAdapter: options must be an object')
@@ -135,6 +138,7 @@ class HttpAdapter implements Adapter {
     this.#reconnectLimit = positive(options.watchReconnectLimit, 60_000, 'watchReconnectLimit')
     this.#linger = options.watchLinger === 0 ? 0 : positive(options.watchLinger, 2_000, 'watchLinger')
     this.#choice = options.transport ?? 'auto'
+    this.#exit = pageExit(() => ({ url: this.#url(this.#endpoints[this.#preferred]!, 'commit'), headers: this.#headers }))
   }
 
   async get(key: string): Promise<Entry | undefined> {
@@ -159,7 +163,10 @@ class HttpAdapter implements Adapter {
   async commit(checks: Parameters<Adapter['commit']>[0], ops: Parameters<Adapter['commit']>[1], options?: { requestId?: string }): Promise<CommitResult> {
     // One id for every attempt of this commit: the node answers a retry with the first result.
     const requestId = options?.requestId ?? `${this.#idPrefix}-${(this.#ids++).toString(36)}`
-    const r = fromCommitResponse(await this.#call('commit', { checks, ops, requestId }, commitResponse))
+    // The highest revision seen: a node whose store lost its state (a restarted memory node) moves above it.
+    const body = this.#seen > 0 ? { checks, ops, requestId, seen: this.#seen } : { checks, ops, requestId }
+    const r = fromCommitResponse(await this.#call('commit', body, commitResponse))
+    this.#exit?.saw(ops, r)
     if (r.ok) this.#saw(r.revision)
     else for (const f of r.failed) if (f.entry) this.#saw(f.entry.revision)
     return r
@@ -167,19 +174,26 @@ class HttpAdapter implements Adapter {
 
   async watch(prefix: string, sink: Parameters<Adapter['watch']>[1], fromRevision?: number): Promise<Unsubscribe> {
     this.#assertOpen()
-    if (typeof prefix !== 'string' || prefix.length > MAX_KEY_LENGTH) {
-      throw new InvalidArgumentError(`prefix must be a string of at most ${MAX_KEY_LENGTH} characters`)
-    }
+    checkPrefix(prefix)
     if (fromRevision !== undefined && (!Number.isSafeInteger(fromRevision) || fromRevision < 0)) {
       throw new InvalidArgumentError(`fromRevision must be an integer >= 0, got ${String(fromRevision)}`)
     }
     this.#hub ??= new WatchHub(this.#hubContext())
-    return this.#hub.watch(prefix, sink, fromRevision)
+    // Revisions seen in events count too: a token read from a watch must not come back either.
+    const counted = {
+      event: (ev: WatchEvent) => {
+        this.#saw(ev.revision)
+        sink.event(ev)
+      },
+      error: (err: Error) => sink.error(err),
+    }
+    return this.#hub.watch(prefix, counted, fromRevision)
   }
 
   async close(): Promise<void> {
     if (this.#closer.signal.aborted) return
     this.#closer.abort(new ClosedError('the http adapter is closed'))
+    this.#exit?.close()
     this.#hub?.close()
     const t = this.#transport
     this.#transport = undefined

@@ -7,7 +7,7 @@
  * POST /v1/<ns>/get     { key }                       -> { entry: Entry | null }
  * POST /v1/<ns>/list    { prefix, after?, limit? }    -> { entries: Entry[], more }
  *      (one page, sorted by key, after the key `after`; the node caps its size in entries and bytes)
- * POST /v1/<ns>/commit  { checks, ops, requestId? }   -> CommitResult
+ * POST /v1/<ns>/commit  { checks, ops, requestId?, seen? } -> CommitResult   (seen: CommitOptions.seen)
  * GET  /v1/<ns>/watch?prefix=P[&from=R][&epoch=E]     -> text/event-stream
  *      (Last-Event-ID: R resumes after revision R; each change event's id is its revision;
  *       epoch E, from the stream's `ready` event, makes a resume fail plainly if the store was reset)
@@ -50,7 +50,7 @@
 import { z } from 'zod'
 import type { Check, CommitResult, Entry, Op, Value, WatchEvent } from '../../core/adapter'
 import { InvalidArgumentError, type ErrorCode } from '../../core/errors'
-import { checkValue, MAX_KEY_LENGTH } from '../../core/validate'
+import { checkValue, isOwnerId as isOwner, isWellFormed, keyProblem, MAX_KEY_LENGTH, MAX_OWNER_LENGTH, MAX_TTL } from '../../core/validate'
 
 /** The path prefix of this version of the protocol. */
 export const API_PREFIX = '/v1'
@@ -109,13 +109,19 @@ export function answerFrame(id: number | null, status: number, bodyJson: string)
 }
 
 const MAX_OPS = 1_000
-const MAX_TTL = 2_147_483_647
 
-const key = z.string().min(1, 'must not be empty').max(MAX_KEY_LENGTH, `must be at most ${MAX_KEY_LENGTH} characters`)
-const prefix = z.string().max(MAX_KEY_LENGTH, `must be at most ${MAX_KEY_LENGTH} characters`)
+/** A key or prefix by the core's one rule (UTF-16 code units, well-formed), so the wire and every store agree. */
+const keyLike = (prefix: boolean) =>
+  z.string().superRefine((s, ctx) => {
+    const problem = keyProblem(s, prefix)
+    if (problem) ctx.addIssue({ code: 'custom', message: problem })
+  })
+const key = keyLike(false)
+const prefix = keyLike(true)
 const revision = z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER)
 const ttl = z.number().positive('must be a positive number of milliseconds').max(MAX_TTL, `must be at most ${MAX_TTL} ms`)
-const owner = z.string().min(1).max(256)
+const owner = z.string().refine(isOwner, `must be a non-empty, well-formed string of at most ${MAX_OWNER_LENGTH} UTF-16 code units`)
+const delta = z.number().refine(Number.isSafeInteger, 'must be a safe integer')
 
 /** A storable value: JSON data, finite numbers, at most 64 levels deep (the core's own rule). */
 const value = z.custom<Value>().superRefine((v, ctx) => {
@@ -139,6 +145,7 @@ const check = z
 const op = z.discriminatedUnion('type', [
   z.strictObject({ type: z.literal('set'), key, value, ttl: ttl.optional(), owner: owner.optional(), fresh: z.boolean().optional() }),
   z.strictObject({ type: z.literal('delete'), key }),
+  z.strictObject({ type: z.literal('add'), key, delta }),
 ])
 
 /** A client request id: what makes a retried commit act once. */
@@ -153,6 +160,7 @@ export const commitRequest = z.strictObject({
   checks: z.array(check).max(MAX_OPS, `at most ${MAX_OPS} checks`),
   ops: z.array(op).max(MAX_OPS, `at most ${MAX_OPS} ops`).transform((ops) => ops as Op[]),
   requestId: requestIdSchema.optional(),
+  seen: revision.optional(),
 })
 /** Names one life of a store: a store that was reset (a memory node restarted) gets a new epoch. */
 const epochSchema = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'must be 1-64 letters, digits, _ or -')
@@ -293,9 +301,9 @@ export function parseWith<S extends z.ZodType>(schema: S, input: unknown, what: 
 
 type Obj = Record<string, unknown>
 const isObject = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v) && Object.getPrototypeOf(v) === Object.prototype
-const isKey = (v: unknown): v is string => typeof v === 'string' && v.length >= 1 && v.length <= MAX_KEY_LENGTH
+const isKey = (v: unknown): v is string => typeof v === 'string' && v.length >= 1 && v.length <= MAX_KEY_LENGTH && isWellFormed(v)
+const isPrefix = (v: unknown): v is string => typeof v === 'string' && v.length <= MAX_KEY_LENGTH && isWellFormed(v)
 const isRevision = (v: unknown): boolean => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0
-const isOwner = (v: unknown): boolean => typeof v === 'string' && v.length >= 1 && v.length <= 256
 const REQUEST_ID = /^[A-Za-z0-9_-]{8,128}$/
 const KEY_ONLY = { key: 1 } as const
 
@@ -340,7 +348,8 @@ const MAX_VALUE_DEPTH_FAST = 32
 const CHECK_KEYS = { key: 1, revision: 1, created: 1 } as const
 const SET_KEYS = { type: 1, key: 1, value: 1, ttl: 1, owner: 1, fresh: 1 } as const
 const DELETE_KEYS = { type: 1, key: 1 } as const
-const COMMIT_KEYS = { checks: 1, ops: 1, requestId: 1 } as const
+const ADD_KEYS = { type: 1, key: 1, delta: 1 } as const
+const COMMIT_KEYS = { checks: 1, ops: 1, requestId: 1, seen: 1 } as const
 
 function fastCheck(c: unknown): boolean {
   if (!isObject(c) || !keysWithin(c, CHECK_KEYS, 2) || !isKey(c.key)) return false
@@ -353,6 +362,7 @@ function fastCheck(c: unknown): boolean {
 function fastOp(o: unknown): boolean {
   if (!isObject(o) || !isKey(o.key)) return false
   if (o.type === 'delete') return keysWithin(o, DELETE_KEYS, 2)
+  if (o.type === 'add') return keysWithin(o, ADD_KEYS, 3) && Number.isSafeInteger(o.delta)
   if (o.type !== 'set' || !keysWithin(o, SET_KEYS, 3) || !Object.hasOwn(o, 'value') || !storable(o.value, 0)) return false
   if (o.ttl !== undefined && !(typeof o.ttl === 'number' && o.ttl > 0 && o.ttl <= MAX_TTL)) return false
   if (o.owner !== undefined && !isOwner(o.owner)) return false
@@ -361,8 +371,9 @@ function fastOp(o: unknown): boolean {
 
 function fastCommitRequest(b: unknown): z.output<typeof commitRequest> | undefined {
   if (!isObject(b) || !keysWithin(b, COMMIT_KEYS, 2)) return undefined
-  const { checks, ops, requestId } = b
+  const { checks, ops, requestId, seen } = b
   if (!Array.isArray(checks) || !Array.isArray(ops) || checks.length > MAX_OPS || ops.length > MAX_OPS) return undefined
+  if (seen !== undefined && !isRevision(seen)) return undefined
   if (requestId !== undefined && !(typeof requestId === 'string' && REQUEST_ID.test(requestId))) return undefined
   for (const c of checks) if (!fastCheck(c)) return undefined
   for (const o of ops) if (!fastOp(o)) return undefined
@@ -372,7 +383,7 @@ function fastCommitRequest(b: unknown): z.output<typeof commitRequest> | undefin
 const LIST_KEYS = { prefix: 1, after: 1, limit: 1 } as const
 
 function fastListRequest(b: unknown): z.output<typeof listRequest> | undefined {
-  if (!isObject(b) || !keysWithin(b, LIST_KEYS, 1) || typeof b.prefix !== 'string' || b.prefix.length > MAX_KEY_LENGTH) return undefined
+  if (!isObject(b) || !keysWithin(b, LIST_KEYS, 1) || !isPrefix(b.prefix)) return undefined
   if (b.after !== undefined && !isKey(b.after)) return undefined
   if (b.limit !== undefined && !(typeof b.limit === 'number' && Number.isSafeInteger(b.limit) && b.limit >= 1)) return undefined
   return b as z.output<typeof listRequest>
@@ -444,6 +455,8 @@ export function statusOf(code: ErrorCode | string): number {
       return 415
     case 'RATE_LIMITED':
       return 429
+    case 'REVISION_EXHAUSTED':
+      return 507 // Insufficient Storage: no node of this store could take the write
     case 'UNAVAILABLE':
     case 'CLOSED':
       return 503

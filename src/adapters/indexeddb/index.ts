@@ -15,9 +15,10 @@
 import type { Adapter, Check, CommitResult, Entry, ListOptions, ListPage, Op, Unsubscribe, Value, WatchSink } from '../../core/adapter'
 import type { Clock, TimerHandle } from '../../core/clock'
 import { ClosedError, InvalidArgumentError, UnsupportedError } from '../../core/errors'
-import { checkKey, checkListOptions, checkPrefix } from '../../core/validate'
+import { checkCommitArgs, checkKey, checkListOptions, checkPrefix } from '../../core/validate'
 import { pageBackgroundClock } from './background-clock'
 import { Liveness, webLocks } from './liveness'
+import { Reaper } from './reaper'
 import type { Database } from './schema'
 import { SharedStore } from './shared'
 import { expired, readEntry, readPrefix, toEntry } from './transactions'
@@ -111,6 +112,8 @@ class IndexedDbStore {
   readonly adapter: Adapter
   readonly #shared: SharedStore
   readonly #liveness: Liveness | undefined
+  /** Ends the entries of clients that are gone (closed or crashed tabs), for every tab. */
+  readonly #reaper: Reaper | undefined
   readonly #unwatch = new Set<Unsubscribe>()
   #closed = false
 
@@ -125,6 +128,7 @@ class IndexedDbStore {
     const locks = options.liveness === false ? undefined : webLocks()
     this.#liveness = locks && new Liveness(locks, namespace)
     this.#shared = SharedStore.acquire(namespace, historySize, options.clock ?? wallClock)
+    this.#reaper = locks && Reaper.acquire(this.#shared, locks)
     this.adapter = this.#makeAdapter()
   }
 
@@ -143,6 +147,7 @@ class IndexedDbStore {
       // Holders renew from a worker's timers, which hidden tabs do not throttle.
       holderClock: pageBackgroundClock(),
       get: async (key) => {
+        checkKey(key)
         const e = await readEntry(await this.db(), key)
         const now = clock.now()
         if (!e) return undefined
@@ -191,11 +196,7 @@ class IndexedDbStore {
 
   async #commit(checks: Check[], ops: Op[]): Promise<CommitResult> {
     if (this.#closed) throw new ClosedError('the indexeddb adapter is closed')
-    const seen = new Set<string>()
-    for (const op of ops) {
-      if (seen.has(op.key)) throw new InvalidArgumentError(`ops: key ${JSON.stringify(op.key)} appears twice in one commit`)
-      seen.add(op.key)
-    }
+    checkCommitArgs(checks, ops)
     // Values are copied now: the transaction, the result and the events must not see later mutations.
     const copied = ops.map((op) => (op.type === 'set' ? { ...op, value: copy(op.value) } : op))
     const result = await this.#shared.commit(checks, copied)
@@ -206,6 +207,7 @@ class IndexedDbStore {
   }
 
   async #watch(prefix: string, sink: WatchSink, fromRevision?: number): Promise<Unsubscribe> {
+    checkPrefix(prefix)
     await this.db()
     const unsubscribe = await this.#shared.feed.subscribe(prefix, sink, fromRevision)
     const done = () => {
@@ -225,6 +227,7 @@ class IndexedDbStore {
     this.#closed = true
     for (const done of [...this.#unwatch]) done()
     this.#liveness?.close()
+    this.#reaper?.release()
     await this.#shared.release()
   }
 }

@@ -167,6 +167,17 @@ class Hub {
     this.#ears.clear()
   }
 
+  /** Whether the lock manager holds or queues a registration of `owner` now; null if it cannot say. */
+  async registered(owner: string): Promise<boolean | null> {
+    const seen = await this.#lookUp(owner)
+    return seen && (seen.shared > 0 || seen.nonces.size > 0)
+  }
+
+  /** Whether a registration of `owner` was announced gone lately. */
+  heard(owner: string): boolean {
+    return this.#heard.has(owner)
+  }
+
   #hear(a: Announcement): void {
     const now = Date.now()
     for (const [owner, h] of this.#heard) if (now - h.at > REMEMBER) this.#heard.delete(owner)
@@ -322,6 +333,22 @@ export class Liveness {
         (err: unknown) => leave() && reject(err),
       )
     })
+  }
+
+  /**
+   * Whether a client of `owner` is registered (alive, or queued behind a
+   * live twin) right now; null when the lock manager cannot say. A client
+   * registers before it writes, so "no" after reading an entry means its
+   * writer is gone, or never registered (a store opened with `liveness: false`,
+   * a raw adapter's write).
+   */
+  registered(owner: string): Promise<boolean | null> {
+    return this.#hub.registered(owner)
+  }
+
+  /** Whether a registration of `owner` said lately that it is gone: `owner` did use liveness. */
+  heard(owner: string): boolean {
+    return this.#hub.heard(owner)
   }
 
   /** Says that every client registered here is gone (the page is being discarded, or this adapter closes). */

@@ -112,7 +112,11 @@ export class SharedStore {
           const db = await this.db()
           const { results, outcome } = await commitBatch(db, batch.map((q) => q.request), this.clock.now(), this.historySize, this.#revision)
           this.#announce(outcome)
-          batch.forEach((q, i) => q.resolve(results[i]!))
+          batch.forEach((q, i) => {
+            const r = results[i]!
+            if (r instanceof Error) q.reject(r)
+            else q.resolve(r)
+          })
         } catch (err) {
           const error = isZarisError(err) ? err : new UnavailableError(`IndexedDB refused the commit: ${(err as Error)?.message ?? String(err)}`, { cause: err })
           for (const q of batch) q.reject(error)
@@ -121,6 +125,16 @@ export class SharedStore {
     } finally {
       this.#committing = false
     }
+  }
+
+  /**
+   * Runs a readwrite transaction made elsewhere (the reaper's) on the open
+   * database and announces what it did, as a commit's outcome is.
+   */
+  async write(run: (db: Database, now: number) => Promise<Outcome>): Promise<Outcome> {
+    const outcome = await run(await this.db(), this.clock.now())
+    this.#announce(outcome)
+    return outcome
   }
 
   /** Tells this page's watchers and every other tab what a transaction did. */

@@ -18,6 +18,7 @@ import type { Check, CommitResult, Entry, Op, WatchEvent } from '../../core/adap
 import type { Database, LogRecord, StoredEntry } from './schema'
 import { settled } from './request'
 import { prefixRange, TRIM_EVERY } from './schema'
+import { hasRevisionLeft, nextRevision, written } from '../shared/write'
 
 /** How many log keys a commit reads from its hint before it looks up the last key instead. */
 const HINT_READ = 32
@@ -28,7 +29,7 @@ const HINT_READ = 32
  * `hint` (a revision this page knows the store has reached), the keys from
  * it, usually one or two: cheaper than a reverse cursor.
  */
-function lastRevision(log: IDBObjectStore, hint: number, then: (revision: number) => void): void {
+export function lastRevision(log: IDBObjectStore, hint: number, then: (revision: number) => void): void {
   const last = () => {
     const cursor = log.openKeyCursor(null, 'prev')
     cursor.onsuccess = () => then(cursor.result ? (cursor.result.key as number) : 0)
@@ -51,7 +52,7 @@ function lastRevision(log: IDBObjectStore, hint: number, then: (revision: number
  * that exception; a failed request or an abort rejects with the transaction's
  * error.
  */
-function writeTx<T>(db: Database, body: (tx: IDBTransaction, guard: Guard, done: (value: T) => void) => void): Promise<T> {
+export function writeTx<T>(db: Database, body: (tx: IDBTransaction, guard: Guard, done: (value: T) => void) => void): Promise<T> {
   return new Promise<T>((resolve, reject) => {
     const tx = db.transaction(['entries', 'log'], 'readwrite')
     let value: T
@@ -77,7 +78,7 @@ function writeTx<T>(db: Database, body: (tx: IDBTransaction, guard: Guard, done:
 }
 
 /** Wraps a request callback so that an exception in it aborts the transaction and rejects its promise. */
-type Guard = (fn: () => void) => () => void
+export type Guard = (fn: () => void) => () => void
 
 /** What a readwrite transaction did, for the watch feed and the expiry timers of every tab. */
 export interface Outcome {
@@ -105,7 +106,7 @@ export function toEntry(e: StoredEntry, now: number): Entry {
  * revisions: readers promise no more than `historySize`, so the few extra
  * records in between are never relied on.
  */
-function finish(tx: IDBTransaction, revision: number, records: LogRecord[], historySize: number): void {
+export function finish(tx: IDBTransaction, revision: number, records: LogRecord[], historySize: number): void {
   if (records.length === 0) return
   const log = tx.objectStore('log')
   for (const r of records) log.put(r)
@@ -125,7 +126,9 @@ export interface CommitRequest {
  * Applies a batch of commits in one readwrite transaction, one after the
  * other, each with a revision of its own — as if each had had a transaction
  * to itself, but with one round trip of reads and one disk commit for all.
- * Every read the batch needs is issued at once, before any write.
+ * Every read the batch needs is issued at once, before any write. A commit
+ * the store refuses (bad input, no revision left) gets its error in place of
+ * a result, and writes nothing.
  */
 export function commitBatch(
   db: Database,
@@ -133,7 +136,7 @@ export function commitBatch(
   now: number,
   historySize: number,
   revisionHint = 0,
-): Promise<{ results: CommitResult[]; outcome: Outcome }> {
+): Promise<{ results: Array<CommitResult | Error>; outcome: Outcome }> {
   return writeTx(db, (tx, guard, done) => {
     const entries = tx.objectStore('entries')
     const keys = [...new Set(requests.flatMap((r) => [...r.checks.map((c) => c.key), ...r.ops.map((o) => o.key)]))]
@@ -169,13 +172,13 @@ function apply(
   requests: CommitRequest[],
   now: number,
   historySize: number,
-): { results: CommitResult[]; outcome: Outcome } {
+): { results: Array<CommitResult | Error>; outcome: Outcome } {
   const state = new Map<string, StoredEntry | undefined>()
   let revision = stored
   const records: LogRecord[] = []
   keys.forEach((k, i) => {
     const e = found[i]
-    if (e && expired(e, now)) {
+    if (e && expired(e, now) && hasRevisionLeft(revision)) {
       // Absent to this commit's checks; its end is recorded before the commit, as the sweep would have.
       revision++
       entries.delete(k)
@@ -187,7 +190,7 @@ function apply(
   })
 
   let nextExpiry: number | undefined
-  const results: CommitResult[] = requests.map(({ checks, ops }) => {
+  const results = requests.map(({ checks, ops }): CommitResult | Error => {
     const failed: Array<{ key: string; entry: Entry | undefined }> = []
     for (const check of checks) {
       const e = state.get(check.key)
@@ -199,38 +202,44 @@ function apply(
     }
     if (failed.length > 0) return { ok: false as const, failed }
 
-    revision++
+    // Everything this commit writes is worked out before any of it is: a
+    // commit refused here (an `add` over a non-number, no revision left)
+    // writes nothing, and the other commits of the batch go on.
+    let at: number
+    const writes: Array<StoredEntry | string> = []
+    try {
+      at = nextRevision(revision)
+      for (const op of ops) {
+        const existing = state.get(op.key)
+        if (op.type !== 'delete') writes.push(written(op, existing, at, now))
+        else if (existing) writes.push(op.key)
+      }
+    } catch (err) {
+      return err as Error
+    }
+    revision = at
     const events: WatchEvent[] = []
-    const written: StoredEntry[] = []
+    const entriesWritten: StoredEntry[] = []
     const deleted: string[] = []
-    for (const op of ops) {
-      const existing = state.get(op.key)
-      if (op.type === 'delete') {
-        if (existing) {
-          entries.delete(op.key)
-          state.set(op.key, undefined)
-          deleted.push(op.key)
-          events.push({ type: 'delete', key: op.key, revision })
-        }
+    for (const w of writes) {
+      if (typeof w === 'string') {
+        entries.delete(w)
+        state.set(w, undefined)
+        deleted.push(w)
+        events.push({ type: 'delete', key: w, revision })
         continue
       }
-      const e: StoredEntry = { key: op.key, value: op.value, revision, created: existing && !op.fresh ? existing.created : revision }
-      if (op.owner !== undefined) e.owner = op.owner
-      if (op.ttl !== undefined) {
-        e.ttl = op.ttl
-        e.expiresAt = now + op.ttl
-        nextExpiry = Math.min(nextExpiry ?? Infinity, e.expiresAt)
-      }
-      entries.put(e)
-      state.set(op.key, e)
-      written.push(e)
-      const event: WatchEvent = { type: 'put', key: op.key, revision, value: op.value, created: e.created }
-      if (op.owner !== undefined) event.owner = op.owner
-      if (op.ttl !== undefined) event.ttl = op.ttl
+      if (w.expiresAt !== undefined) nextExpiry = Math.min(nextExpiry ?? Infinity, w.expiresAt)
+      entries.put(w)
+      state.set(w.key, w)
+      entriesWritten.push(w)
+      const event: WatchEvent = { type: 'put', key: w.key, revision, value: w.value, created: w.created }
+      if (w.owner !== undefined) event.owner = w.owner
+      if (w.ttl !== undefined) event.ttl = w.ttl
       events.push(event)
     }
     records.push({ revision, events })
-    return { ok: true as const, revision, entries: written.map((e) => toEntry(e, now)), deleted }
+    return { ok: true as const, revision, entries: entriesWritten.map((e) => toEntry(e, now)), deleted }
   })
   finish(entries.transaction, revision, records, historySize)
   const outcome: Outcome = { records }
@@ -255,6 +264,8 @@ export function sweepTx(db: Database, now: number, historySize: number): Promise
       if (!dueRead || revision === undefined) return
       const records: LogRecord[] = []
       for (const e of due.result as StoredEntry[]) {
+        // A store with no revision left expires nothing (see RevisionExhaustedError).
+        if (!hasRevisionLeft(revision)) break
         revision++
         entries.delete(e.key)
         records.push({ revision, events: [{ type: 'expire', key: e.key, revision }] })

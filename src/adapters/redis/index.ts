@@ -12,8 +12,9 @@
  */
 import type { RedisOptions } from 'ioredis'
 import type { Adapter, Check, CommitOptions, CommitResult, Entry, ListOptions, ListPage, Op, Unsubscribe, Value, WatchSink } from '../../core/adapter'
-import { ClosedError, InvalidArgumentError } from '../../core/errors'
-import { checkKey, checkListOptions, checkOptions, checkPrefix, checkTtl, checkValue, describe } from '../../core/validate'
+import { ClosedError, InternalError, InvalidArgumentError, RevisionExhaustedError } from '../../core/errors'
+import { checkCommitArgs, checkKey, checkListOptions, checkOptions, checkPrefix, checkValue, describe } from '../../core/validate'
+import { added } from '../shared/write'
 import { decodeEntry } from './codec'
 import { parseRedisUrl, shareClient, shareUrl, type RedisClient, type ScriptCommands, type SharedConnection } from './connection'
 import { Space } from './space'
@@ -111,7 +112,6 @@ class NamespaceAdapter implements RedisAdapter {
 
   async get(key: string): Promise<Entry | undefined> {
     checkKey(key)
-    checkUnicode(key, 'key')
     const [now, , raw] = (await this.#script('get', 'zarisGet', key)) as [string, string, unknown]
     if (typeof raw !== 'string') return undefined
     const entry = decodeEntry(key, raw, Number(now))
@@ -121,9 +121,7 @@ class NamespaceAdapter implements RedisAdapter {
 
   async list(prefix: string, options?: ListOptions): Promise<ListPage> {
     checkPrefix(prefix)
-    checkUnicode(prefix, 'prefix')
     const { after, limit } = checkListOptions(options)
-    if (after !== undefined) checkUnicode(after, 'after')
     // Keys under the prefix form one range that starts at the prefix: an `after` past it and not in it is past them all.
     const from = after !== undefined && after >= prefix ? after : ''
     if (from !== '' && !from.startsWith(prefix)) return { entries: [], more: false }
@@ -134,17 +132,19 @@ class NamespaceAdapter implements RedisAdapter {
     return { entries, more: more === 1 }
   }
 
+  /**
+   * One commit, as one script. `options.seen` is not used: this adapter
+   * keeps its own highest revision seen (per process and namespace) and
+   * passes it with every script, and a revision moved by a client's word
+   * would look like lost history to every watcher of the stream.
+   */
   async commit(checks: Check[], ops: Op[], options?: CommitOptions): Promise<CommitResult> {
-    if (!Array.isArray(checks)) throw new InvalidArgumentError('checks must be an array')
-    if (!Array.isArray(ops)) throw new InvalidArgumentError('ops must be an array')
+    checkCommitArgs(checks, ops)
     const args: Array<string | number> = [checks.length]
-    checks.forEach((check, i) => args.push(...encodeCheck(check, `checks[${i}]`)))
+    for (const check of checks) args.push(...encodeCheck(check))
     args.push(ops.length)
-    const seen = new Set<string>()
     const encoded = ops.map((op, i) => {
       const e = encodeOp(op, `ops[${i}]`)
-      if (seen.has(e.key)) throw new InvalidArgumentError(`ops: key ${JSON.stringify(e.key)} appears twice in one commit`)
-      seen.add(e.key)
       args.push(...e.args)
       return e
     })
@@ -165,6 +165,12 @@ class NamespaceAdapter implements RedisAdapter {
       }
       return { ok: false, failed }
     }
+    if (status === 'bad') throw refusedAdd(payload as [string, string], encoded)
+    if (status === 'exhausted') {
+      throw new RevisionExhaustedError(
+        `the store is at revision ${String(payload)}, the largest safe integer: it can take no more writes without losing the order of its revisions; move its data to a new store`,
+      )
+    }
     const answer = String(payload).split(' ')
     const revision = Number(answer[0])
     this.#space.see(revision)
@@ -174,19 +180,20 @@ class NamespaceAdapter implements RedisAdapter {
       const a = answer[i + 1]!
       if (op.type === 'delete') {
         if (a === 'd1') deleted.push(op.key)
-        return
+      } else if (op.type === 'add') {
+        entries.push(addedEntry(op.key, revision, a, Number(now)))
+      } else {
+        const entry: Entry = { key: op.key, value: JSON.parse(op.json) as Value, revision, created: Number(a) }
+        if (op.owner !== undefined) entry.owner = op.owner
+        if (op.ttl !== undefined) entry.ttl = op.ttl
+        entries.push(entry)
       }
-      const entry: Entry = { key: op.key, value: JSON.parse(op.json) as Value, revision, created: Number(a) }
-      if (op.owner !== undefined) entry.owner = op.owner
-      if (op.ttl !== undefined) entry.ttl = op.ttl
-      entries.push(entry)
     })
     return { ok: true, revision, entries, deleted }
   }
 
   async watch(prefix: string, sink: WatchSink, fromRevision?: number): Promise<Unsubscribe> {
     checkPrefix(prefix)
-    checkUnicode(prefix, 'prefix')
     if (typeof sink !== 'object' || sink === null || typeof sink.event !== 'function' || typeof sink.error !== 'function') {
       throw new InvalidArgumentError('sink must be an object with event and error functions')
     }
@@ -232,50 +239,54 @@ class NamespaceAdapter implements RedisAdapter {
   }
 }
 
-function encodeCheck(check: Check, name: string): string[] {
-  if (typeof check !== 'object' || check === null) throw new InvalidArgumentError(`${name} must be an object with key and revision or created`)
-  const key = checkUnicode(checkKey(check.key, `${name}.key`), `${name}.key`)
+/** A check as script arguments; checked by `checkCommitArgs` already. */
+function encodeCheck(check: Check): string[] {
   const byRevision = 'revision' in check
-  if (byRevision === 'created' in check) throw new InvalidArgumentError(`${name} must have exactly one of revision and created`)
-  const want = byRevision ? (check as { revision: unknown }).revision : (check as { created: unknown }).created
-  if (want !== null && (typeof want !== 'number' || !Number.isSafeInteger(want) || want < 0)) {
-    throw new InvalidArgumentError(`${name}.${byRevision ? 'revision' : 'created'} must be an integer >= 0 or null, got ${describe(want)}`)
-  }
-  return [key, byRevision ? 'r' : 'c', want === null ? '' : String(want)]
+  const want = byRevision ? check.revision : check.created
+  return [check.key, byRevision ? 'r' : 'c', want === null ? '' : String(want)]
 }
 
 interface EncodedOp {
-  type: 'set' | 'delete'
+  type: Op['type']
   key: string
   json: string
   owner?: string
   ttl?: number
+  delta?: number
   args: string[]
 }
 
+/** An op as script arguments; its shape was checked by `checkCommitArgs`, its value is checked here. */
 function encodeOp(op: Op, name: string): EncodedOp {
-  if (typeof op !== 'object' || op === null) throw new InvalidArgumentError(`${name} must be an object`)
-  const key = checkUnicode(checkKey(op.key, `${name}.key`), `${name}.key`)
+  const key = op.key
   if (op.type === 'delete') return { type: 'delete', key, json: '', args: ['d', key, '', '', '', ''] }
-  if (op.type !== 'set') throw new InvalidArgumentError(`${name}.type must be 'set' or 'delete', got ${describe((op as { type: unknown }).type)}`)
+  if (op.type === 'add') return { type: 'add', key, json: '', delta: op.delta, args: ['a', key, String(op.delta), '', '', ''] }
   const json = JSON.stringify(checkValue(op.value, `${name}.value`))
   const out: EncodedOp = { type: 'set', key, json, args: [] }
-  if (op.ttl !== undefined) out.ttl = checkTtl(op.ttl, `${name}.ttl`)
-  if (op.owner !== undefined) {
-    if (typeof op.owner !== 'string') throw new InvalidArgumentError(`${name}.owner must be a string, got ${describe(op.owner)}`)
-    out.owner = checkUnicode(op.owner, `${name}.owner`)
-  }
-  if (op.fresh !== undefined && typeof op.fresh !== 'boolean') throw new InvalidArgumentError(`${name}.fresh must be a boolean`)
+  if (op.ttl !== undefined) out.ttl = op.ttl
+  if (op.owner !== undefined) out.owner = op.owner
   out.args = ['s', key, json, out.ttl === undefined ? '' : String(out.ttl), out.owner === undefined ? '' : '=' + out.owner, op.fresh ? '1' : '']
   return out
 }
 
-const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/
+/** The entry an add wrote, from its answer `a<created>:<value>:<deadline|->:<owner as hex>`. */
+function addedEntry(key: string, revision: number, answer: string, now: number): Entry {
+  const [created, value, deadline, hex] = answer.slice(1).split(':') as [string, string, string, string]
+  const entry: Entry = { key, value: Number(value), revision, created: Number(created) }
+  if (hex !== '') entry.owner = new TextDecoder().decode(Uint8Array.from(hex.match(/../g)!, (h) => parseInt(h, 16)))
+  if (deadline !== '-') entry.ttl = Math.max(0, (Number(deadline) - now) / 1000)
+  return entry
+}
 
-/** Redis stores UTF-8: a string with a lone surrogate would come back changed. */
-function checkUnicode(s: string, name: string): string {
-  if (LONE_SURROGATE.test(s)) throw new InvalidArgumentError(`${name} contains a lone surrogate, which Redis cannot store unchanged`)
-  return s
+/** The error of an add the script could not make exactly: the key's value and the op's delta tell which. */
+function refusedAdd([key, json]: [string, string], ops: EncodedOp[]): Error {
+  const delta = ops.find((o) => o.key === key)?.delta ?? 0
+  try {
+    added(key, JSON.parse(json) as Value, delta)
+  } catch (err) {
+    return err as Error
+  }
+  return new InternalError(`add ${JSON.stringify(key)}: Redis refused ${json} + ${delta}, which zaris can add`)
 }
 
 function checkString(s: unknown, name: string): string {

@@ -22,6 +22,10 @@
  * already seen (Redis lost writes), it moves the counter past it and logs an
  * `x` entry first, so readers learn that the store lost history.
  *
+ * Revisions stop at 2^53 - 1 (`Number.MAX_SAFE_INTEGER`): a script that
+ * would need a later one writes nothing and answers `exhausted` (commit), or
+ * leaves due entries unexpired (every other script), so reads keep working.
+ *
  * Expiry: Redis's own key TTLs are not used, because an expiry must take a
  * revision and an event. Every script first expires the due entries of `exp`
  * (each with its own revision and `e` event), and treats any entry whose
@@ -66,22 +70,24 @@ end
 -- fencing tokens still rise for every client that was connected. LOST is set
 -- to the newest revision Redis still had when it had lost later ones.
 local LOST = nil
+local MAXREV = 9007199254740991
+-- Returns nil, having written nothing, when the store has no revision left.
 local function next_rev()
   if not FLOOR then
     local newest = 0
     local last = redis.call('XREVRANGE', K_LOG, '+', '-', 'COUNT', 1)
     if last[1] then newest = tonumber(string.match(last[1][1], '^(%d+)')) end
-    FLOOR = math.max(newest, MINREV)
-    local rev = redis.call('HINCRBY', K_REV, 'n', 1)
-    if rev <= FLOOR then
-      if MINREV > newest and MINREV >= rev then LOST = newest end
-      rev = FLOOR + 1
-      redis.call('HSET', K_REV, 'n', fmt(rev))
-    end
+    local floor = math.max(newest, MINREV)
+    local current = tonumber(redis.call('HGET', K_REV, 'n') or '0')
+    local rev = math.max(current, floor) + 1
+    if rev > MAXREV then return nil end
+    if current < floor and MINREV > newest and MINREV > current then LOST = newest end
+    redis.call('HSET', K_REV, 'n', fmt(rev))
     FLOOR = rev
     LAST_REV = rev
     return rev
   end
+  if LAST_REV >= MAXREV then return nil end
   local rev = redis.call('HINCRBY', K_REV, 'n', 1)
   LAST_REV = rev
   return rev
@@ -118,6 +124,15 @@ local function parse(raw)
   return tonumber(rev), tonumber(created), tonumber(deadline)
 end
 
+-- Every field of a raw entry, as strings; owner is nil when the entry has none.
+-- Serialized JSON never holds a raw newline, so the first one starts the owner.
+local function fields(raw)
+  local rev, created, deadline, ttl, rest = string.match(raw, '^(%d+) (%d+) (%S+) (%S+) (.*)$')
+  local value, owner = string.match(rest, '^([^\\n]*)\\n(.*)$')
+  if not value then value = rest end
+  return rev, created, deadline, ttl, value, owner
+end
+
 -- A key as the idx zset holds it, so that ZRANGEBYLEX orders keys as the
 -- contract does (UTF-16 code units, as JavaScript compares strings). In
 -- UTF-8 byte order U+E000..U+FFFF (lead bytes EE, EF) sort below U+10000 and
@@ -134,20 +149,22 @@ local function remove(key)
   redis.call('ZREM', K_EXP, key)
 end
 
+-- Expires key; false (nothing written) when the store has no revision left for it.
 local function expire(key)
-  append(next_rev(), {{'t', 'e', 'k', key}})
+  local rev = next_rev()
+  if not rev then return false end
+  append(rev, {{'t', 'e', 'k', key}})
   remove(key)
+  return true
 end
 
--- The raw entry at key if it is live; an entry past its deadline is expired here.
+-- The raw entry at key if it is live; an entry past its deadline is expired
+-- here (unless no revision is left to expire it with: then it stays).
 local function live(key)
   local raw = redis.call('HGET', K_DATA, key)
   if not raw then return false end
   local _, _, deadline = parse(raw)
-  if deadline and deadline <= NOW then
-    expire(key)
-    return false
-  end
+  if deadline and deadline <= NOW and expire(key) then return false end
   return raw
 end
 
@@ -155,7 +172,11 @@ end
 local function sweep()
   local due = redis.call('ZRANGEBYSCORE', K_EXP, '-inf', fmt(NOW), 'LIMIT', 0, SWEEP)
   for _, key in ipairs(due) do
-    if redis.call('HEXISTS', K_DATA, key) == 1 then expire(key) else redis.call('ZREM', K_EXP, key) end
+    if redis.call('HEXISTS', K_DATA, key) == 1 then
+      if not expire(key) then return end
+    else
+      redis.call('ZREM', K_EXP, key)
+    end
   end
 end
 
@@ -235,11 +256,19 @@ return {now, next_in, out, more}
  * `commit`: ARGV[4] = requestId ('' for none), ARGV[5] = how long answers are
  * kept for retries (ms), ARGV[6] = number of checks, then per check
  * `key, 'r'|'c', expected ('' = no live entry)`, then the number of ops, then
- * per op `'s'|'d', key, value json, ttl ms ('' = none), '=' .. owner ('' = none), '1' if fresh`.
+ * per op `'s'|'d'|'a', key, value json (a: the delta), ttl ms ('' = none), '=' .. owner ('' = none), '1' if fresh`.
  *
- * Returns `{'ok'|'dup', now, nextIn, answer}` where answer is
- * `<revision> <per op: created, or d1|d0 for a delete that did / did not delete>`,
- * or `{'fail', now, nextIn, {key, raw|nil, ...}}` with the failed checks.
+ * Returns `{'ok'|'dup', now, nextIn, answer}` where answer is `<revision>`
+ * and per op: a set's created; `d1`|`d0` for a delete that did / did not
+ * delete; `a<created>:<value>:<deadline|->:<owner as hex>` for an add.
+ * Or `{'fail', now, nextIn, {key, raw|nil, ...}}` with the failed checks;
+ * `{'bad', now, nextIn, {key, value json}}` for an add that cannot be made
+ * exactly (the value is not an integer, or the sum leaves the safe range);
+ * `{'exhausted', now, nextIn, revision}` when no revision is left. The last
+ * two write nothing (but the expiries that came due).
+ *
+ * The new-life rule: a set keeps the entry's created only over a live entry
+ * of the same owner (none and none count as the same), without fresh.
  */
 export const COMMIT_SCRIPT = `${PRELUDE}
 local request = ARGV[4]
@@ -278,7 +307,9 @@ if #failed > 0 then
 end
 
 -- Every key of the commit is brought up to date (expired if due) before the
--- commit takes its revision, so the expiries come first in revision order.
+-- commit takes its revision, so the expiries come first in revision order;
+-- and every add is worked out, so a bad one refuses the commit before it
+-- takes a revision.
 local n = tonumber(ARGV[i + 1])
 i = i + 2
 local ops = {}
@@ -286,10 +317,31 @@ for o = 1, n do
   local op = {typ = ARGV[i], key = ARGV[i + 1], value = ARGV[i + 2], ttl = ARGV[i + 3], owner = ARGV[i + 4], fresh = ARGV[i + 5]}
   i = i + 6
   op.raw = live(op.key)
+  if op.typ == 'a' then
+    local base, created, deadline, ttl, owner = 0, nil, '-', '-', nil
+    if op.raw then
+      local _, c, d, t, value, ow = fields(op.raw)
+      if not string.match(value, '^-?%d+$') then
+        local now, next_in = finish()
+        return {'bad', now, next_in, {op.key, value}}
+      end
+      base, created, deadline, ttl, owner = tonumber(value), c, d, t, ow
+    end
+    local sum = base + tonumber(op.value)
+    if sum > MAXREV or sum < -MAXREV then
+      local now, next_in = finish()
+      return {'bad', now, next_in, {op.key, fmt(base)}}
+    end
+    op.sum, op.created, op.deadline, op.ttl, op.kept = fmt(sum), created, deadline, ttl, owner
+  end
   ops[o] = op
 end
 
 local rev = next_rev()
+if not rev then
+  local now, next_in = finish()
+  return {'exhausted', now, next_in, redis.call('HGET', K_REV, 'n') or '0'}
+end
 local srev = fmt(rev)
 local events = {}
 local answer = {srev}
@@ -303,30 +355,42 @@ for o = 1, n do
       answer[#answer + 1] = 'd0'
     end
   else
-    local created = rev
-    if op.raw and op.fresh ~= '1' then
-      local _, c = parse(op.raw)
-      created = c
-    end
-    local deadline, ttl = '-', '-'
-    if op.ttl ~= '' then
-      ttl = op.ttl
-      deadline = fmt(NOW + math.ceil(tonumber(op.ttl) * 1000))
+    local created, deadline, ttl, value, owner
+    if op.typ == 'a' then
+      -- Only the value (and the revision) change: created, owner, deadline and ttl stay.
+      created, deadline, ttl, value, owner = op.created or srev, op.deadline, op.ttl, op.sum, op.kept
+    else
+      created, deadline, ttl, value = srev, '-', '-', op.value
+      if op.owner ~= '' then owner = string.sub(op.owner, 2) end
+      if op.raw and op.fresh ~= '1' then
+        local _, c, _, _, _, was = fields(op.raw)
+        -- The new-life rule: only the same owner (none and none count as the same) keeps the life.
+        if was == owner then created = c end
+      end
+      if op.ttl ~= '' then
+        ttl = op.ttl
+        deadline = fmt(NOW + math.ceil(tonumber(op.ttl) * 1000))
+      end
     end
     op.deadline = deadline
-    op.entry = srev .. ' ' .. fmt(created) .. ' ' .. deadline .. ' ' .. ttl .. ' ' .. op.value
-    local event = {'t', 'p', 'k', op.key, 'v', op.value, 'c', fmt(created)}
-    if op.owner ~= '' then
-      op.entry = op.entry .. '\\n' .. string.sub(op.owner, 2)
+    op.entry = srev .. ' ' .. created .. ' ' .. deadline .. ' ' .. ttl .. ' ' .. value
+    local event = {'t', 'p', 'k', op.key, 'v', value, 'c', created}
+    if owner then
+      op.entry = op.entry .. '\\n' .. owner
       event[#event + 1] = 'o'
-      event[#event + 1] = string.sub(op.owner, 2)
+      event[#event + 1] = owner
     end
-    if op.ttl ~= '' then
+    if ttl ~= '-' then
       event[#event + 1] = 'l'
-      event[#event + 1] = op.ttl
+      event[#event + 1] = ttl
     end
     events[#events + 1] = event
-    answer[#answer + 1] = fmt(created)
+    if op.typ == 'a' then
+      local hex = string.gsub(owner or '', '.', function(ch) return string.format('%02x', string.byte(ch)) end)
+      answer[#answer + 1] = 'a' .. created .. ':' .. value .. ':' .. deadline .. ':' .. hex
+    else
+      answer[#answer + 1] = created
+    end
   end
 end
 -- The log first: XADD is the one write that can refuse (an id below the

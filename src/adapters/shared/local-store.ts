@@ -19,26 +19,17 @@
  *
  * @module
  */
-import type { Adapter, Check, CommitResult, Entry, HistoryLimits, HistoryPage, ListPage, Op, Unsubscribe, Value, WatchSink } from '../../core/adapter'
+import type { Adapter, Check, CommitResult, Entry, HistoryLimits, HistoryPage, ListPage, Op, Unsubscribe, WatchSink } from '../../core/adapter'
 import type { Clock, TimerHandle } from '../../core/clock'
-import { ClosedError, InvalidArgumentError, TooLargeError } from '../../core/errors'
-import { checkListOptions, checkPrefix } from '../../core/validate'
+import { ClosedError, TooLargeError } from '../../core/errors'
+import { checkCommitArgs, checkKey, checkListOptions, checkPrefix } from '../../core/validate'
 import { copyValue as copy, entryBytes, EventLog, type LogBudget } from './event-log'
 import { KeyIndex } from './key-index'
 import { MinHeap } from './heap'
+import { floorRevision, hasRevisionLeft, nextRevision, written, type Stored } from './write'
 
-/** An entry as a local store keeps it. */
-export interface StoredEntry {
-  key: string
-  value: Value
-  revision: number
-  created: number
-  owner?: string
-  /** The TTL it was last written with: what it gets again after a restart. */
-  ttl?: number
-  /** When it expires, on the store's clock. */
-  expiresAt?: number
-}
+/** An entry as a local store keeps it; `ttl` is what it gets again after a restart. */
+export type StoredEntry = Stored
 
 /** Where a durable store writes. Must throw (and write nothing) on failure. */
 export interface Persistence {
@@ -143,6 +134,7 @@ export class LocalStore {
   }
 
   get(key: string): Entry | undefined {
+    checkKey(key)
     const now = this.#expireDue()
     const e = this.#slots.get(key)?.entry
     return e && this.#snapshot(e, now)
@@ -154,6 +146,7 @@ export class LocalStore {
    * page + the tombstones it passes) once the sorted keys are up to date.
    */
   list(prefix: string, after?: string, limit = Infinity): ListPage {
+    checkPrefix(prefix)
     const now = this.#expireDue()
     const sorted = this.#index.sorted()
     let i = this.#index.start(prefix, after)
@@ -169,7 +162,15 @@ export class LocalStore {
     return { entries, more: false }
   }
 
-  commit(checks: Check[], ops: Op[]): CommitResult {
+  /**
+   * Applies a commit (see the adapter contract). `seen`: the highest revision
+   * the caller has seen; a store behind it (one that lost its state) moves
+   * up to it first, within the contract's limit.
+   */
+  commit(checks: Check[], ops: Op[], seen?: number): CommitResult {
+    checkCommitArgs(checks, ops)
+    // Before the checks, so that even a refused commit (an old holder's renewal) lifts a store that lost its state.
+    this.#revision = floorRevision(this.#revision, seen)
     const now = this.#expireDue()
     let failed: Array<{ key: string; entry: Entry | undefined }> | undefined
     // The slot of the last checked key: a lock's commits check the key they write, so one Map lookup serves both.
@@ -187,18 +188,12 @@ export class LocalStore {
     }
     if (failed) return { ok: false, failed }
 
-    const revision = this.#revision + 1
+    const revision = nextRevision(this.#revision)
     const puts: StoredEntry[] = []
     const putSlots: Array<Slot | undefined> = []
     const deletes: string[] = []
     const deleteSlots: Slot[] = []
-    // Most commits (a lock's acquire, release, renewal) have one op: no set needed to find a repeated key.
-    const seen = ops.length > 1 ? new Set<string>() : undefined
     for (const op of ops) {
-      if (seen) {
-        if (seen.has(op.key)) throw new InvalidArgumentError(`ops: key ${JSON.stringify(op.key)} appears twice in one commit`)
-        seen.add(op.key)
-      }
       const slot = op.key === checkedKey ? checkedSlot : this.#slots.get(op.key)
       const existing = slot?.entry
       if (op.type === 'delete') {
@@ -208,18 +203,7 @@ export class LocalStore {
         }
         continue
       }
-      const stored: StoredEntry = {
-        key: op.key,
-        value: copy(op.value),
-        revision,
-        created: existing && !op.fresh ? existing.created : revision,
-      }
-      if (op.owner !== undefined) stored.owner = op.owner
-      if (op.ttl !== undefined) {
-        stored.ttl = op.ttl
-        stored.expiresAt = now + op.ttl
-      }
-      puts.push(stored)
+      puts.push(written(op, existing, revision, now, copy))
       putSlots.push(slot)
     }
     const sizes = this.#checkQuota(puts, putSlots, deleteSlots)
@@ -245,6 +229,7 @@ export class LocalStore {
   }
 
   watch(prefix: string, sink: WatchSink, fromRevision?: number): Unsubscribe {
+    checkPrefix(prefix)
     this.#expireDue()
     return this.#log.subscribe(prefix, sink, fromRevision)
   }
@@ -269,11 +254,15 @@ export class LocalStore {
     this.#log.closeAll(new ClosedError('the store was closed'))
   }
 
-  /** Deletes every entry whose deadline has passed, each with its own revision and `expire` event; returns the time it used. */
+  /**
+   * Deletes every entry whose deadline has passed, each with its own revision
+   * and `expire` event; returns the time it used. A store with no revision
+   * left expires nothing (reads still work, and show what was there).
+   */
   #expireDue(): number {
     const now = this.clock.now()
     let expired = false
-    for (let top = this.#expiry.peek(); top !== undefined && top.at <= now; top = this.#expiry.peek()) {
+    for (let top = this.#expiry.peek(); top !== undefined && top.at <= now && hasRevisionLeft(this.#revision); top = this.#expiry.peek()) {
       // Only live entries are in the heap. Written before it leaves the heap, so a failed write is tried again.
       const key = top.entry!.key
       const revision = this.#revision + 1
@@ -346,7 +335,7 @@ export class LocalStore {
 
   #schedule(retry = false): void {
     const next = this.#expiry.peek()
-    if (next === undefined) return
+    if (next === undefined || !hasRevisionLeft(this.#revision)) return
     const now = this.clock.now()
     const at = retry ? now + EXPIRY_RETRY_MS : next.at
     if (at >= this.#timerAt) return
@@ -404,9 +393,9 @@ export function localAdapter(
       const { after, limit } = checkListOptions(options)
       return store.list(checkPrefix(prefix), after, limit)
     },
-    async commit(checks, ops) {
+    async commit(checks, ops, options) {
       open()
-      return store.commit(checks, ops)
+      return store.commit(checks, ops, options?.seen)
     },
     async watch(prefix, sink, fromRevision) {
       open()

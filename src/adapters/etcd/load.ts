@@ -1,0 +1,65 @@
+/**
+ * Loads the etcd client, `etcd3`, on first use, and turns its failures into
+ * zaris errors.
+ *
+ * The module name sits in a variable, with the bundlers' ignore comments, so
+ * that no bundler follows the import into a browser build.
+ *
+ * @module
+ */
+import type * as Etcd3Module from 'etcd3'
+import { InternalError, TooLargeError, UnauthorizedError, UnavailableError, UnsupportedError, ZarisError } from '../../core/errors'
+
+export type Etcd3 = typeof Etcd3Module
+
+/** Imports `etcd3` (or `name`, for tests), or throws an `UnsupportedError` saying how to install it. */
+export async function loadEtcd3(name = 'etcd3'): Promise<Etcd3> {
+  let mod: Record<string, unknown>
+  try {
+    mod = (await import(/* @vite-ignore */ /* webpackIgnore: true */ name)) as Record<string, unknown>
+  } catch (err) {
+    const code = (err as { code?: unknown }).code
+    if (code === 'ERR_MODULE_NOT_FOUND' || code === 'MODULE_NOT_FOUND' || /Cannot find (module|package)/.test(String(err))) {
+      throw new UnsupportedError('the etcd adapter needs the etcd3 package, which is not installed: run `npm install etcd3` (it is an optional peer dependency of zaris)')
+    }
+    throw new UnsupportedError(`the etcd adapter could not load etcd3: ${String(err)}`)
+  }
+  // ESM sees the named exports; CommonJS interop may nest them under `default`.
+  const inner = mod.default as Record<string, unknown> | undefined
+  const lib = (typeof mod.Etcd3 === 'function' ? mod : inner) as Etcd3 | undefined
+  if (typeof lib?.Etcd3 !== 'function') throw new UnsupportedError(`the module ${JSON.stringify(name)} does not export the etcd3 Etcd3 class`)
+  return lib
+}
+
+/**
+ * Failures that mean "not now, maybe elsewhere": the member is down, paused,
+ * cut off from its leader, or the cluster is electing one. The call may or
+ * may not have been applied; a retry (with the same request id) is safe.
+ */
+const TRANSIENT = /unavailable|deadline|timed? ?out|leader changed|no leader|not capable|ECONNREFUSED|ECONNRESET|connection|too many requests|circuit|broken|stopped|aborted/i
+
+/** Whether `err` is worth another try on another member. */
+export function isTransient(err: unknown): boolean {
+  if (err instanceof ZarisError) return err.code === 'UNAVAILABLE'
+  const e = err as { message?: unknown; name?: unknown }
+  return TRANSIENT.test(`${String(e?.name ?? '')} ${String(e?.message ?? err)}`)
+}
+
+/**
+ * A zaris error for a failed etcd call: `UnavailableError` when etcd could not
+ * be reached or cannot answer now (the call may or may not have been applied),
+ * `UnauthorizedError` for refused credentials, `TooLargeError` for a request
+ * over etcd's size limits, `InternalError` for anything else etcd refused.
+ */
+export function etcdError(err: unknown, what: string): ZarisError {
+  if (err instanceof ZarisError) return err
+  const message = err instanceof Error ? err.message : String(err)
+  if (/authentication failed|permission denied|invalid auth token|user name is empty|unauthenticated/i.test(message)) {
+    return new UnauthorizedError(`etcd refused ${what}: ${message}`)
+  }
+  if (/request is too large|too many operations in txn|exceeded.*max.*size|larger than max/i.test(message)) {
+    return new TooLargeError(`etcd refused ${what} as too large (its --max-request-bytes or --max-txn-ops): ${message}`)
+  }
+  if (isTransient(err)) return new UnavailableError(`etcd ${what} failed (it may or may not have been applied): ${message}`, { cause: err })
+  return new InternalError(`etcd refused ${what}: ${message}`, { cause: err })
+}

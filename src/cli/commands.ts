@@ -1,0 +1,145 @@
+/**
+ * The inspect commands, each on a connected client: `get`, `put`, `del`,
+ * `ls`, `locks`, `release --force` and `counter` print one result (a table,
+ * or one JSON value with `--json`); `watch` (watch.ts) streams. Each resolves
+ * its exit code: 0 done, 1 not found or refused. Usage mistakes throw
+ * `UsageError` before anything connects.
+ *
+ * @module
+ */
+import type { Value } from '../core/adapter'
+import type { Client } from '../core/client'
+import { isZarisError } from '../core/errors'
+import { integerArg, keyArg, MAX_TTL, UsageError, type Parsed } from './args'
+import { ENTRY_HEADER, entryRow, showKey, showTtl, table } from './format'
+import { readLocks } from './lock-table'
+import { prepareWatch } from './watch'
+
+/** Where a command prints: results to `out`, notes and errors to `err`. */
+export interface Io {
+  out(text: string): void
+  err(text: string): void
+}
+
+/** A command's run, once its arguments are checked. */
+export type Run = (client: Client, io: Io) => Promise<0 | 1>
+
+/** Each verb's argument count and option check, resolving what to run. */
+export const VERBS: Record<string, { args: [number, number]; options: string[]; prepare(p: Parsed): Run }> = {
+  get: { args: [1, 1], options: [], prepare: (p) => get(keyArg(p.args[0]!), p.json) },
+  put: { args: [2, 2], options: ['ttl', 'string'], prepare: preparePut },
+  del: { args: [1, 1], options: [], prepare: (p) => del(keyArg(p.args[0]!), p.json) },
+  ls: { args: [0, 1], options: [], prepare: (p) => ls(p.args[0] ?? '', p.json) },
+  watch: { args: [0, 1], options: ['from'], prepare: prepareWatch },
+  locks: { args: [0, 1], options: [], prepare: (p) => locks(p.args[0] ?? '', p.json) },
+  release: { args: [1, 1], options: ['force'], prepare: prepareRelease },
+  counter: { args: [1, 2], options: [], prepare: prepareCounter },
+}
+
+const json = (value: unknown) => JSON.stringify(value)
+
+function get(key: string, asJson: boolean): Run {
+  return async (client, io) => {
+    const entry = await client.get(key)
+    if (asJson) io.out(json(entry ?? null))
+    if (!entry) {
+      io.err(`zaris: no entry at ${showKey(key)}`)
+      return 1
+    }
+    if (!asJson) io.out(table(ENTRY_HEADER, [entryRow(entry)]))
+    return 0
+  }
+}
+
+function preparePut(p: Parsed): Run {
+  const key = keyArg(p.args[0]!)
+  const raw = p.args[1]!
+  let value: Value = raw
+  if (p.options.string !== true) {
+    try {
+      value = JSON.parse(raw) as Value
+    } catch {
+      // Not JSON: the words as a string.
+    }
+  }
+  const ttl = p.options.ttl === undefined ? undefined : integerArg(String(p.options.ttl), '--ttl', { min: 1, max: MAX_TTL })
+  return async (client, io) => {
+    const entry = await client.put(key, value, ttl === undefined ? undefined : { ttl })
+    io.out(p.json ? json(entry) : `put ${showKey(key)} at revision ${entry.revision}${ttl === undefined ? '' : `, expires in ${showTtl(ttl)}`}`)
+    return 0
+  }
+}
+
+function del(key: string, asJson: boolean): Run {
+  return async (client, io) => {
+    const deleted = await client.delete(key)
+    if (asJson) io.out(json({ deleted }))
+    else if (deleted) io.out(`deleted ${showKey(key)}`)
+    if (!deleted) io.err(`zaris: no entry at ${showKey(key)}`)
+    return deleted ? 0 : 1
+  }
+}
+
+function ls(prefix: string, asJson: boolean): Run {
+  return async (client, io) => {
+    const entries = await client.list(prefix)
+    if (asJson) io.out(json(entries))
+    else if (entries.length === 0) io.err(`no entries${prefix === '' ? '' : ` under ${showKey(prefix)}`}`)
+    else io.out(table(ENTRY_HEADER, entries.map(entryRow)))
+    return 0
+  }
+}
+
+function locks(prefix: string, asJson: boolean): Run {
+  return async (client, io) => {
+    const rows = await readLocks(client.adapter, prefix)
+    if (asJson) io.out(json(rows))
+    else if (rows.length === 0) io.err(`nothing held${prefix === '' ? '' : ` under ${showKey(prefix)}`}`)
+    else {
+      const lines = rows.flatMap((r) => [
+        [showKey(r.key), r.holder ? 'holder' : 'free', r.holder?.owner ?? '-', r.holder ? String(r.holder.token) : '-', showTtl(r.holder?.ttl)],
+        ...r.waiters.map((w, i) => [showKey(r.key), `waiter ${i + 1}`, w.owner, '-', `since revision ${w.since}`]),
+      ])
+      io.out(table(['KEY', 'ROLE', 'OWNER', 'TOKEN', 'TIME LEFT'], lines))
+    }
+    return 0
+  }
+}
+
+function prepareRelease(p: Parsed): Run {
+  if (p.options.force !== true) {
+    throw new UsageError('release ends a hold another process has (its token dies at once): say release --force KEY')
+  }
+  const key = keyArg(p.args[0]!)
+  return async (client, io) => {
+    const entry = await client.get(key)
+    if (!entry || entry.owner === undefined) {
+      if (p.json) io.out(json({ released: false, key }))
+      io.err(entry ? `zaris: ${showKey(key)} is not held (it has no owner); zaris del deletes it` : `zaris: ${showKey(key)} is not held`)
+      return 1
+    }
+    try {
+      // Only the hold we read: if the key changed hands meanwhile, the new holder keeps it.
+      await client.delete(key, { fence: { key, token: entry.created } })
+    } catch (err) {
+      if (!isZarisError(err, 'FENCED')) throw err
+      if (p.json) io.out(json({ released: false, key }))
+      io.err(`zaris: ${showKey(key)} changed hands while releasing (it was token ${entry.created}); nothing was freed, look again with zaris locks`)
+      return 1
+    }
+    if (p.json) io.out(json({ released: true, key, owner: entry.owner, token: entry.created }))
+    else io.out(`released ${showKey(key)} (held by ${entry.owner} with token ${entry.created})`)
+    return 0
+  }
+}
+
+function prepareCounter(p: Parsed): Run {
+  const key = keyArg(p.args[0]!)
+  const raw = p.args[1]
+  const delta = raw === undefined ? undefined : integerArg(raw, 'N', { min: -Number.MAX_SAFE_INTEGER, max: Number.MAX_SAFE_INTEGER })
+  return async (client, io) => {
+    const value = delta === undefined ? await client.counters.get(key) : await client.counters.increment(key, delta)
+    io.out(p.json ? json(value) : String(value))
+    return 0
+  }
+}

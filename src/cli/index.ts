@@ -1,0 +1,84 @@
+/**
+ * The inspect commands of `zaris` (everything but `serve`): parse, check,
+ * connect to `--url`, run one verb, close. Resolves the exit code: 0 done,
+ * 1 not found or refused (errors of the store included), 2 usage mistake.
+ *
+ * @module
+ */
+import { connect } from '../connect'
+import type { Client } from '../core/client'
+import { isZarisError } from '../core/errors'
+import { parseCommandLine, UsageError, type Parsed, type VerbOption } from './args'
+import { VERBS, type Io, type Run } from './commands'
+import { commandHelp, COMMANDS, mainHelp } from './help'
+
+export { mainHelp } from './help'
+export type { Io } from './commands'
+
+/** The verbs this module runs. */
+export const INSPECT_VERBS = new Set(Object.keys(COMMANDS))
+
+/** Prints to the process's stdout and stderr, a line each. */
+export const processIo: Io = {
+  out: (text) => void process.stdout.write(`${text}\n`),
+  err: (text) => void process.stderr.write(`${text}\n`),
+}
+
+/**
+ * Runs `zaris VERB ...` for an inspect verb (or `zaris --help`); resolves the exit code.
+ *
+ * @example
+ * process.exitCode = await runInspect(['get', 'report:status', '--json'], process.env)
+ */
+export async function runInspect(argv: string[], env: Record<string, string | undefined>, io: Io = processIo): Promise<number> {
+  let parsed: Parsed
+  let run: Run
+  try {
+    parsed = parseCommandLine(argv, env)
+    if (parsed.verb === undefined || !INSPECT_VERBS.has(parsed.verb)) {
+      if (parsed.verb === 'serve') throw new UsageError('serve comes first, its options after it: zaris serve --port 7861 ...')
+      if (parsed.verb !== undefined) throw new UsageError(`unknown command ${JSON.stringify(parsed.verb)}`)
+      if (parsed.help) io.out(mainHelp())
+      else io.err(mainHelp())
+      return parsed.help ? 0 : 2
+    }
+    if (parsed.help) {
+      io.out(commandHelp(parsed.verb))
+      return 0
+    }
+    run = prepare(parsed)
+  } catch (err) {
+    if (!(err instanceof UsageError)) throw err
+    const verb = argv.find((a) => INSPECT_VERBS.has(a))
+    io.err(`zaris: ${err.message}\n${verb === undefined ? 'See zaris --help.' : `usage: zaris ${COMMANDS[verb]!.synopsis}  (zaris ${verb} --help for more)`}`)
+    return 2
+  }
+  let client: Client | undefined
+  try {
+    client = await connect(parsed.url, parsed.token === undefined ? {} : { token: parsed.token })
+    return await run(client, io)
+  } catch (err) {
+    // A connection string that does not parse is a usage mistake; anything the store says is a refusal.
+    if (isZarisError(err, 'INVALID_URL')) {
+      io.err(`zaris: ${err.message}`)
+      return 2
+    }
+    io.err(`zaris: ${isZarisError(err) ? `${err.message} (${err.code})` : ((err as Error).message ?? String(err))}`)
+    return 1
+  } finally {
+    await client?.close().catch(() => {})
+  }
+}
+
+/** Checks the verb's arguments and options; resolves what to run. */
+function prepare(p: Parsed): Run {
+  const verb = p.verb!
+  const spec = VERBS[verb]!
+  for (const name of Object.keys(p.options) as VerbOption[]) {
+    if (!spec.options.includes(name)) throw new UsageError(`--${name} is not an option of ${verb}`)
+  }
+  const [min, max] = spec.args
+  if (p.args.length < min) throw new UsageError(`${verb} needs ${min === 1 ? 'a KEY' : 'KEY and VALUE'}: zaris ${COMMANDS[verb]!.synopsis}`)
+  if (p.args.length > max) throw new UsageError(`${verb} takes at most ${max} argument${max === 1 ? '' : 's'}, got ${p.args.length}: ${p.args.map((a) => JSON.stringify(a)).join(' ')}`)
+  return spec.prepare(p)
+}

@@ -1,0 +1,52 @@
+/**
+ * Why a hold ended, as the `reason` of its signal: one place that turns what
+ * the store has at the hold's key (or an event of it) into a
+ * {@link HoldEndedError}, so renewals, releases, fenced writes and watches
+ * all name the same thing the same way.
+ *
+ * - `STOLEN`: the key now carries another life that has an owner (a steal,
+ *   or another holder that took it since).
+ * - `LOST`: the key carries an ownerless life (a plain put), or nothing
+ *   before the holder's deadline (a delete, or a store that lost its state).
+ * - `EXPIRED`: nothing at or after the holder's deadline, or an `expire` event.
+ *
+ * @module
+ */
+import type { Entry, WatchEvent } from './adapter'
+import { HoldEndedError } from './errors'
+
+/** Describes the hold in messages: `the hold on "lock:a" (token 12)`. */
+export function holdName(key: string, token: number): string {
+  return `the hold on ${JSON.stringify(key)} (token ${token})`
+}
+
+/** The end of hold `what`, from the entry the store has at its key instead of its token; `due`: its deadline has passed. */
+export function endFromEntry(what: string, entry: Entry | undefined, due: boolean): HoldEndedError {
+  if (!entry) {
+    return due
+      ? new HoldEndedError('EXPIRED', `${what} expired: its TTL ran out`)
+      : new HoldEndedError('LOST', `${what} is gone from the store: deleted by another writer, or lost with the store's state`)
+  }
+  return entry.owner !== undefined
+    ? new HoldEndedError('STOLEN', `${what} was taken over by ${entry.owner} (token ${entry.created})`)
+    : new HoldEndedError('LOST', `${what} was overwritten by a plain write (the key now has no owner, token ${entry.created})`)
+}
+
+/** The end of hold `what`, from an event of its key that is not its own renewal. */
+export function endFromEvent(what: string, ev: WatchEvent, due: boolean): HoldEndedError {
+  if (ev.type === 'expire') return new HoldEndedError('EXPIRED', `${what} expired in the store`)
+  if (ev.type === 'delete') return new HoldEndedError('LOST', `${what} was deleted by another writer`)
+  const entry: Entry = { key: ev.key, value: ev.value ?? null, revision: ev.revision, created: ev.created ?? ev.revision }
+  if (ev.owner !== undefined) entry.owner = ev.owner
+  return endFromEntry(what, entry, due)
+}
+
+/** The end of hold `what` at its holder's deadline. */
+export function endAtDeadline(what: string): HoldEndedError {
+  return new HoldEndedError('EXPIRED', `${what} expired: its TTL passed without a successful renewal`)
+}
+
+/** The end of hold `what` that its holder let go, confirmed by the store (or not answered). */
+export function endByHolder(what: string, reason: 'RELEASED' | 'CLOSED'): HoldEndedError {
+  return new HoldEndedError(reason, `${what} was ${reason === 'CLOSED' ? 'ended by client.close()' : 'released'}`)
+}

@@ -1,0 +1,80 @@
+/**
+ * One truth per candidate: an election never names this candidate leader
+ * (`leader`, the `leader` event, `observe()`) while its `isLeader` is false.
+ * The winner's own watch event used to arrive before the campaign had set the
+ * term, so for a moment a tab showed itself as leader and as a follower at
+ * once (the demo test's "expected [] to have a length of 1"). Memory store,
+ * real time.
+ */
+import { describe, expect, it } from 'vitest'
+import { Client, type Election } from 'zaris'
+import { memoryAdapter } from 'zaris/memory'
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+
+/** Every moment an election names its own candidate while `isLeader` is false. */
+function watchTruth(election: Election, lies: string[]): void {
+  const check = (where: string) => {
+    const leader = election.leader
+    if (leader?.candidate === election.candidate && !election.isLeader) lies.push(`${election.candidate} at ${where}: named leader (token ${leader.token}) but isLeader false`)
+  }
+  election.addEventListener('leader', () => check('leader event'))
+  election.addEventListener('elected', () => check('elected'))
+  election.addEventListener('deposed', () => check('deposed'))
+}
+
+describe('election: one truth per candidate', () => {
+  it('the winner knows it leads before it is named leader; the next one too after the leader resigns', async () => {
+    const ns = `truth-${Math.random().toString(36).slice(2)}`
+    const clients = [0, 1, 2].map((i) => new Client(memoryAdapter({ namespace: ns }), { id: `c${i}` }))
+    const lies: string[] = []
+    const elections = clients.map((c) => c.election('leader', { ttl: 5_000 }))
+    for (const e of elections) watchTruth(e, lies)
+    // observe() must not yield this candidate before isLeader is true either.
+    const stop = new AbortController()
+    const observed = elections.map(async (e) => {
+      try {
+        for await (const leader of e.observe({ signal: stop.signal })) {
+          if (leader?.candidate === e.candidate && !e.isLeader) lies.push(`${e.candidate} at observe(): yielded itself but isLeader false`)
+        }
+      } catch {
+        // aborted
+      }
+    })
+    const campaigns = elections.map((e) => e.campaign())
+    for (let round = 0; round < 3; round++) {
+      const winner = await Promise.race(elections.map((e) => e.campaign().then(() => e)))
+      expect(winner.isLeader).toBe(true)
+      await sleep(30)
+      for (const e of elections) expect(e.leader?.candidate).toBe(winner.candidate)
+      await winner.resign()
+      await sleep(30)
+      if (round < 2) void winner.campaign()
+    }
+    stop.abort()
+    await Promise.all(observed)
+    await Promise.allSettled(campaigns)
+    for (const c of clients) await c.close()
+    expect(lies).toEqual([])
+  })
+
+  it('a leader whose term ends (its own deadline) is no longer named leader by itself', async () => {
+    const ns = `truth-${Math.random().toString(36).slice(2)}`
+    const client = new Client(memoryAdapter({ namespace: ns }), { id: 'solo' })
+    const election = client.election('leader', { ttl: 200 })
+    const lies: string[] = []
+    watchTruth(election, lies)
+    const term = (await election.campaign())!
+    expect(election.leader?.candidate).toBe('solo')
+    // Stop renewing behind the election's back: the term ends at its deadline.
+    ;(term as unknown as { renew(): Promise<boolean> }).renew = async () => true
+    const ended = new Promise((r) => election.addEventListener('deposed', r, { once: true }))
+    await ended
+    expect(election.isLeader).toBe(false)
+    expect(election.leader?.candidate).not.toBe('solo')
+    await sleep(300) // the store's own expiry arrives too
+    expect(election.leader).toBeUndefined()
+    await client.close()
+    expect(lies).toEqual([])
+  })
+})

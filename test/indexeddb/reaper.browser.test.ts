@@ -1,0 +1,194 @@
+/**
+ * The reaper in real Chromium, in one page: a client whose adapter closes
+ * without releasing (what a closed tab leaves behind) has its lock, lease,
+ * candidacy and wait-line place ended at once as `expire` events, for every
+ * reader; the races around it (two reapers, an id used twice, a writer that
+ * never registered, a new life on the key) leave what they must alone. The
+ * same with real tabs closed and crashed: reaper.test.ts.
+ */
+import { afterEach, describe, expect, it } from 'vitest'
+import { Client, type Adapter, type Clock, type WatchEvent } from 'zaris'
+import { indexedDbAdapter } from 'zaris/indexeddb'
+import { reapTx } from '../../src/adapters/indexeddb/reaper'
+import { openStore } from '../../src/adapters/indexeddb/schema'
+
+const opened: Array<{ close(): Promise<unknown> }> = []
+const names: string[] = []
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+
+function namespace(): string {
+  const ns = `reap-${Math.random().toString(36).slice(2, 10)}`
+  names.push(ns)
+  return ns
+}
+
+function adapterOn(ns: string, clock?: Clock): Adapter {
+  const a = indexedDbAdapter(clock ? { namespace: ns, clock } : { namespace: ns })
+  opened.push(a)
+  return a
+}
+
+function clientOn(ns: string, id: string, clock?: Clock): Client {
+  const c = new Client(adapterOn(ns, clock), { id })
+  opened.push(c)
+  return c
+}
+
+/** Wall time with its own identity: adapters given it share a store of their own in this page, as another tab would. */
+function otherTab(): Clock {
+  return {
+    now: () => Date.now(),
+    setTimeout: (fn, ms) => setTimeout(fn, Math.max(0, ms)) as never,
+    clearTimeout: (h) => clearTimeout(h as never),
+  }
+}
+
+/** Every event of the store (wait-line keys included) through a raw adapter. */
+async function record(adapter: Adapter): Promise<WatchEvent[]> {
+  const events: WatchEvent[] = []
+  await adapter.watch('', { event: (ev) => events.push(ev), error: () => {} })
+  return events
+}
+
+async function until(cond: () => boolean | Promise<boolean>, timeout = 5_000): Promise<number> {
+  const start = performance.now()
+  while (!(await cond())) {
+    if (performance.now() - start > timeout) throw new Error(`condition not met within ${timeout} ms`)
+    await sleep(2)
+  }
+  return performance.now() - start
+}
+
+afterEach(async () => {
+  await Promise.all(opened.splice(0).map((o) => o.close().catch(() => {})))
+  await Promise.all(
+    names.splice(0).map(
+      (ns) =>
+        new Promise<void>((resolve) => {
+          const r = indexedDB.deleteDatabase(`zaris:${ns}`)
+          r.onsuccess = r.onerror = r.onblocked = () => resolve()
+        }),
+    ),
+  )
+})
+
+describe('the reaper (IndexedDB, one page)', () => {
+  it('a client gone without releasing: its lock, lease, candidacy and wait-line place end as expiries, seen by every reader at once', async () => {
+    const ns = namespace()
+    const dead = clientOn(ns, 'dead')
+    const alive = clientOn(ns, 'alive')
+    const events = await record(adapterOn(ns, otherTab()))
+    const ttl = 60_000
+    expect(await dead.locks.acquire('lock:a', { ttl })).not.toBeNull()
+    expect(await dead.leases.grant('presence:dead', { ttl, value: 'here' })).not.toBeNull()
+    const election = dead.election('leader', { ttl })
+    expect(await election.campaign()).toBeTruthy()
+    const other = (await alive.locks.acquire('lock:w', { ttl }))!
+    const waiting = dead.locks.acquire('lock:w', { ttl, wait: Infinity })
+    waiting.catch(() => {}) // ends with the closed adapter
+    await until(async () => (await alive.adapter.list('\u0001q')).entries.some((e) => e.owner === 'dead'))
+    const place = (await alive.adapter.list('\u0001q')).entries.find((e) => e.owner === 'dead')!
+
+    const before = events.length
+    const closedAt = performance.now()
+    await dead.adapter.close() // the tab is gone; nothing was released
+    const keys = ['lock:a', 'presence:dead', 'leader', place.key]
+    await until(() => keys.every((k) => events.some((e) => e.key === k && e.type === 'expire')), 2_000)
+    const took = performance.now() - closedAt
+    console.log(`reaper, one page: 4 entries of a closed client ended ${took.toFixed(1)} ms after its adapter closed (TTL ${ttl} ms)`)
+
+    const ends = events.slice(before).filter((e) => keys.includes(e.key))
+    expect(ends.map((e) => e.type)).toEqual(['expire', 'expire', 'expire', 'expire'])
+    expect(new Set(ends.map((e) => e.revision)).size).toBe(4) // a revision each
+    expect(await alive.locks.holder('lock:a')).toBeUndefined()
+    expect(await alive.list('presence:')).toEqual([])
+    expect(await alive.get('leader')).toBeUndefined()
+    const taken = await alive.locks.acquire('lock:a', { ttl }) // a plain try, no wait
+    expect(taken).not.toBeNull()
+    expect(taken!.token).toBeGreaterThan(ends[ends.length - 1]!.revision)
+    await other.release()
+  })
+
+  it('two reapers at once end each entry once', async () => {
+    const ns = namespace()
+    const dead = clientOn(ns, 'dead')
+    const watcher = adapterOn(ns)
+    // Two more "tabs", each with a reaper of its own.
+    adapterOn(ns, otherTab())
+    adapterOn(ns, otherTab())
+    const events = await record(watcher)
+    for (let i = 0; i < 5; i++) expect(await dead.locks.acquire(`lock:${i}`, { ttl: 60_000 })).not.toBeNull()
+    await sleep(100) // every reaper has seen them
+    await dead.adapter.close()
+    await until(() => events.filter((e) => e.type === 'expire').length >= 5, 2_000)
+    await sleep(200) // time for a second ending, were there one
+    const expiries = events.filter((e) => e.type === 'expire')
+    expect(expiries.map((e) => e.key).sort()).toEqual(['lock:0', 'lock:1', 'lock:2', 'lock:3', 'lock:4'])
+  })
+
+  it('an id used by two clients: one closing ends what it held, not what the other holds', async () => {
+    const ns = namespace()
+    const first = clientOn(ns, 'same')
+    const events = await record(adapterOn(ns, otherTab()))
+    expect(await first.locks.acquire('lock:old', { ttl: 60_000 })).not.toBeNull()
+    await sleep(100) // the reaper listens for "same" since it saw lock:old
+    const second = clientOn(ns, 'same')
+    const kept = await second.locks.acquire('lock:new', { ttl: 60_000 })
+    expect(kept).not.toBeNull()
+    await first.adapter.close()
+    await until(() => events.some((e) => e.key === 'lock:old' && e.type === 'expire'), 2_000)
+    await sleep(300)
+    expect(events.filter((e) => e.key === 'lock:new').map((e) => e.type)).toEqual(['put'])
+    expect((await second.locks.holder('lock:new'))?.token).toBe(kept!.token)
+    expect(kept!.held).toBe(true)
+  })
+
+  it('an owner that never registered keeps its entries until their TTL', async () => {
+    const ns = namespace()
+    const raw = adapterOn(ns)
+    const reader = clientOn(ns, 'reader')
+    const r = await raw.commit([{ key: 'lock:ghost', revision: null }], [{ type: 'set', key: 'lock:ghost', value: null, ttl: 60_000, owner: 'ghost' }])
+    expect(r.ok).toBe(true)
+    await sleep(500)
+    expect((await reader.locks.holder('lock:ghost'))?.owner).toBe('ghost')
+  })
+
+  it('a live client is never reaped', async () => {
+    const ns = namespace()
+    const holder = clientOn(ns, 'holder')
+    const reader = clientOn(ns, 'reader', otherTab())
+    const lock = (await holder.locks.acquire('lock:live', { ttl: 60_000 }))!
+    await sleep(500)
+    expect((await reader.locks.holder('lock:live'))?.token).toBe(lock.token)
+    expect(lock.held).toBe(true)
+  })
+
+  it('the reaping transaction leaves a new life, another owner and an ended entry alone', async () => {
+    const ns = namespace()
+    const raw = adapterOn(ns)
+    const events = await record(raw)
+    const set = (key: string, owner: string) => raw.commit([], [{ type: 'set', key, value: null, ttl: 60_000, owner, fresh: true }])
+    const old = await set('k:relived', 'x')
+    const renewed = await set('k:relived', 'x') // a new life of the same owner
+    await set('k:other', 'y')
+    const mine = await set('k:mine', 'x')
+    expect(old.ok && renewed.ok && mine.ok).toBe(true)
+    if (!old.ok || !mine.ok) return
+    const db = await openStore(ns, () => {})
+    try {
+      const before = events.length
+      const outcome = await reapTx(db, [
+        { key: 'k:relived', owner: 'x', created: old.revision },
+        { key: 'k:other', owner: 'x', created: mine.revision - 1 },
+        { key: 'k:gone', owner: 'x', created: 1 },
+        { key: 'k:mine', owner: 'x', created: mine.revision },
+      ], 10_000)
+      expect(outcome.records.flatMap((r) => r.events).map((e) => [e.type, e.key])).toEqual([['expire', 'k:mine']])
+      expect(outcome.records[0]!.revision).toBe(mine.revision + 1)
+      expect((await raw.list('k:')).entries.map((e) => e.key)).toEqual(['k:other', 'k:relived'])
+      expect(events.length).toBe(before) // told nobody: reapTx alone does not announce (the store's write() does)
+    } finally {
+      db.close()
+    }
+  })
+})
