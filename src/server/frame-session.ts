@@ -58,7 +58,7 @@ export class FrameRoutes {
     let outcome: UpgradeOutcome
     try {
       if (this.#ctx.closed()) throw new ClosedError('the node is shutting down')
-      const refused = this.#ctx.gate.hostRefusal(ex)
+      const refused = this.#ctx.gate.crossSiteRefusal(ex) ?? this.#ctx.gate.hostRefusal(ex)
       if (refused) outcome = { reply: refused }
       else {
         await this.#ctx.gate.checkBearer(ex)

@@ -1,8 +1,18 @@
 /**
- * Who may use the node, checked before any route runs: the `Host` header
- * (against DNS rebinding, when hosts are configured), the bearer token (when
- * one is set), CORS preflights and the CORS headers of an answer to an
- * allowed browser origin.
+ * Who may use the node, checked before any route runs: requests a browser
+ * marks as coming from another site (any web page the user visits could
+ * otherwise use a node on the user's machine), the `Host` header (against
+ * DNS rebinding, when hosts are configured), the bearer token (when one is
+ * set), CORS preflights and the CORS headers of an answer to an allowed
+ * browser origin.
+ *
+ * The cross-site rule, with or without a token, on every route: a request is
+ * refused (403) when its `Origin` is not one given with `--cors`, or when
+ * `Sec-Fetch-Site` says `cross-site` or `same-site` and no allowed `Origin`
+ * came with it. A request the browser marks `same-origin` (a page the node's
+ * own server serves, where the handler is embedded) or `none` (typed in the
+ * address bar) is served, and so is one with neither header: Node clients,
+ * curl, tools.
  *
  * @module
  */
@@ -21,6 +31,16 @@ export class Gate {
     this.#origins = settings.origins
     this.#hosts = settings.hosts
     this.#authorized = settings.token === undefined ? undefined : bearerChecker(settings.token)
+  }
+
+  /** Refuses a request a browser sent from another site (see the module comment). */
+  crossSiteRefusal(ex: Exchange): Reply | undefined {
+    const origin = ex.header('origin')
+    const site = ex.header('sec-fetch-site')
+    if (site === 'same-origin' || (origin !== null && this.#origins.has(origin))) return undefined
+    if (origin === null && site !== 'cross-site' && site !== 'same-site') return undefined
+    const from = origin === null ? `a page of another site (Sec-Fetch-Site: ${site})` : `origin ${JSON.stringify(origin.slice(0, 200))}`
+    return json(403, { error: { code: 'UNAUTHORIZED', message: `cross-site request refused: ${from} is not allowed to use this node (zaris serve --cors ORIGIN allows one)` } })
   }
 
   /** Refuses a Host not served here (against DNS rebinding), when hosts are configured. */

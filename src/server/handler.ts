@@ -101,7 +101,7 @@ export function createHandler(options: HandlerOptions): Handler {
   async function route(ex: Exchange, name: (route: string) => void): Promise<Reply> {
     if (closed) throw new ClosedError('the node is shutting down')
     const path = ex.url.pathname
-    const refused = gate.hostRefusal(ex)
+    const refused = gate.crossSiteRefusal(ex) ?? gate.hostRefusal(ex)
     if (refused) return refused
     if (ex.method === 'OPTIONS') {
       name('preflight')
