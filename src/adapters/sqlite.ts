@@ -37,8 +37,8 @@
 import type BetterSqlite3 from 'better-sqlite3'
 import type { Adapter, Check, CommitResult, Entry, HistoryLimits, HistoryPage, Op, Unsubscribe, Value, WatchEvent, WatchSink } from '../core/adapter'
 import { systemClock, type Clock } from '../core/clock'
-import { ClosedError, CompactedError, UnavailableError, UnsupportedError, isZarisError } from '../core/errors'
-import { checkListOptions, checkPrefix } from '../core/validate'
+import { ClosedError, CompactedError, InternalError, UnavailableError, UnsupportedError, isZarisError } from '../core/errors'
+import { checkKey, checkListOptions, checkPrefix, checkValue } from '../core/validate'
 import type { LogBudget } from './shared/event-log'
 import { LocalStore, type StoreQuota, type StoredEntry } from './shared/local-store'
 
@@ -411,7 +411,7 @@ class SqliteStoresImpl implements SqliteStores {
   #answer(namespace: string, revision: number): CommitResult {
     const answer = { ok: true as const, revision, entries: [] as Entry[], deleted: [] as string[] }
     for (const e of this.#sql.commitEvents.all(namespace, revision)) {
-      if (e.type === 'put') answer.entries.push(toEntry(fromRow({ ...e, value: e.value!, created: e.created! })))
+      if (e.type === 'put') answer.entries.push(toEntry(fromRow({ ...e, value: e.value!, created: e.created! }, `${this.file}: namespace ${JSON.stringify(namespace)}, event of revision ${revision} for`)))
       else if (e.type !== 'none') answer.deleted.push(e.key)
     }
     return answer
@@ -605,7 +605,7 @@ class SqliteStoresImpl implements SqliteStores {
     }
     const checkpoint = row.revision
     const entries = new Map<string, StoredEntry>()
-    for (const r of sql.entries.all(namespace)) entries.set(r.key, fromRow(r))
+    for (const r of sql.entries.all(namespace)) entries.set(r.key, fromRow(r, `${this.file}: namespace ${JSON.stringify(namespace)}, entry`))
     const dirty = new Map<string, StoredEntry | null>()
     const requests = new Map<string, Remembered>()
     const since = Date.now() - this.#requestTtlMs
@@ -621,7 +621,7 @@ class SqliteStoresImpl implements SqliteStores {
     for (const e of sql.replay.iterate(namespace, checkpoint)) {
       revision = e.revision
       if (e.type === 'none') continue
-      const put = e.type === 'put' ? fromRow({ ...e, value: e.value!, created: e.created! }) : undefined
+      const put = e.type === 'put' ? fromRow({ ...e, value: e.value!, created: e.created! }, `${this.file}: namespace ${JSON.stringify(namespace)}, event of revision ${e.revision} for`) : undefined
       if (put) entries.set(e.key, put)
       else entries.delete(e.key)
       dirty.set(e.key, put ?? null)
@@ -722,11 +722,34 @@ function prepare(db: BetterSqlite3.Database, legacyRequests: boolean) {
   }
 }
 
-function fromRow(r: Row): StoredEntry {
-  const e: StoredEntry = { key: r.key, value: JSON.parse(r.value) as Value, revision: r.revision, created: r.created }
-  if (r.owner !== null) e.owner = r.owner
-  if (r.ttl !== null) e.ttl = r.ttl
-  return e
+/**
+ * A stored row as an entry, checked as a commit's input is: a row that is
+ * not (a damaged file, or one written by hand) fails the load with an error
+ * naming where it is (`where`: the file, the namespace and what the row is)
+ * and its key, rather than a bare JSON error or a store that serves it.
+ */
+function fromRow(r: Row, where: string): StoredEntry {
+  try {
+    checkKey(r.key)
+    let value: Value
+    try {
+      value = JSON.parse(r.value) as Value
+    } catch {
+      throw new Error('its value is not JSON')
+    }
+    checkValue(value)
+    const revisionOk = (n: unknown) => typeof n === 'number' && Number.isSafeInteger(n) && n >= 1
+    if (!revisionOk(r.revision) || !revisionOk(r.created) || r.created > r.revision) throw new Error(`its revision (${r.revision}) and created (${r.created}) are not revisions`)
+    if (r.owner !== null && (typeof r.owner !== 'string' || r.owner === '')) throw new Error('its owner is not a string')
+    if (r.ttl !== null && !(typeof r.ttl === 'number' && r.ttl > 0)) throw new Error('its ttl is not a positive number')
+    const e: StoredEntry = { key: r.key, value, revision: r.revision, created: r.created }
+    if (r.owner !== null) e.owner = r.owner
+    if (r.ttl !== null) e.ttl = r.ttl
+    return e
+  } catch (err) {
+    const key = typeof r.key === 'string' ? JSON.stringify(r.key.slice(0, 200)) : String(r.key)
+    throw new InternalError(`the SQLite file is damaged: ${where} key ${key}: ${(err as Error).message}; restore it from a backup, or delete that row`)
+  }
 }
 
 /** A random id for one store's life in this file. */

@@ -198,8 +198,8 @@ export function checkValue(value: unknown, name = 'value'): Value {
   return value as Value
 }
 
+/** `depth`: how many arrays and objects hold `value`; each array or object is a level, and 64 is the most. */
 function walk(value: unknown, path: string, depth: number, seen: Set<object>): void {
-  if (depth > MAX_VALUE_DEPTH) throw new InvalidArgumentError(`${path}: nested deeper than ${MAX_VALUE_DEPTH} levels`)
   switch (typeof value) {
     case 'string':
     case 'boolean':
@@ -213,6 +213,8 @@ function walk(value: unknown, path: string, depth: number, seen: Set<object>): v
       throw new InvalidArgumentError(`${path}: ${describe(value)} cannot be stored (only JSON data can)`)
   }
   if (value === null) return
+  // Counted at the array or object itself, so an empty one past the limit is refused too.
+  if (depth >= MAX_VALUE_DEPTH) throw new InvalidArgumentError(`${path}: nested deeper than ${MAX_VALUE_DEPTH} levels`)
   if (seen.has(value)) throw new InvalidArgumentError(`${path}: a cycle cannot be stored`)
   seen.add(value)
   if (Array.isArray(value)) {

@@ -58,7 +58,7 @@ export class Calls {
           return JSON.stringify(toCommitResponse(r))
         }
         if (requestId === undefined) return jsonText(200, await apply())
-        const { body: answer, replayed } = await this.#replays.run(`${ns}\u0000${requestId}`, apply)
+        const { body: answer, replayed } = await this.#replays.run(`${ns}\u0000${requestId}`, JSON.stringify([checks, ops]), apply)
         if (replayed) metrics.replays++
         return { status: 200, headers: replayed ? { ...JSON_HEADERS, 'x-zaris-replayed': '1' } : { ...JSON_HEADERS }, body: answer }
       }

@@ -83,11 +83,15 @@ export function toWire(err: Error): { code: string; message: string } {
   return isZarisError(err) ? err.toJSON() : { code: 'INTERNAL', message: 'internal error' }
 }
 
-/** The query of a GET as a record; a name given twice is refused. */
+/**
+ * The query of a GET as a record; a name given twice is refused. A record
+ * without a prototype, so `__proto__` and `constructor` are names like any
+ * other, and the route's schema refuses them as unknown.
+ */
 export function queryOf(ex: Exchange): Record<string, string> {
-  const query: Record<string, string> = {}
+  const query: Record<string, string> = Object.create(null)
   for (const [k, v] of ex.url.searchParams) {
-    if (k in query) throw new InvalidArgumentError(`${k}: given twice`)
+    if (Object.hasOwn(query, k)) throw new InvalidArgumentError(`${k}: given twice`)
     query[k] = v
   }
   return query

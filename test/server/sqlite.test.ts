@@ -355,3 +355,28 @@ test('the new-life rule and the add op survive a reopen: created, owner and TTL 
   expect(next.ok && [next.revision, next.entries[0]!.value]).toEqual([fresh.revision + 1, 43])
   db2.close()
 })
+
+test('a malformed stored row fails the load with an error naming the file, the namespace and the key', async () => {
+  for (const [damage, where, why] of [
+    [`UPDATE zaris_events SET value = '{"broken' WHERE key = 'k:2'`, /namespace "ns-of-the-row", event of revision 2 for key "k:2"/, /its value is not JSON/],
+    [`UPDATE zaris_events SET created = -5 WHERE key = 'k:2'`, /event of revision 2 for key "k:2"/, /not revisions/],
+    [`UPDATE zaris_events SET value = '${'['.repeat(70)}${']'.repeat(70)}' WHERE key = 'k:2'`, /for key "k:2"/, /nested deeper than 64 levels/],
+    [`INSERT INTO zaris_entries (ns, key, value, revision, created, owner, ttl) VALUES ('ns-of-the-row', 'k:9', 'nope', 1, 1, NULL, NULL)`, /namespace "ns-of-the-row", entry key "k:9"/, /its value is not JSON/],
+  ] as const) {
+    const file = join(dir, `damaged-${Math.random().toString(36).slice(2)}.db`)
+    const db1 = await openSqlite(file)
+    const a = db1.adapter('ns-of-the-row')
+    for (let i = 1; i <= 3; i++) await a.commit([], [{ type: 'set', key: `k:${i}`, value: i }])
+    db1.close()
+    const raw = new Database(file)
+    raw.exec(damage)
+    raw.close()
+    const err = await openSqlite(file).then(
+      (db) => (db.close(), undefined),
+      (e: Error) => e,
+    )
+    expect(err, damage).toMatchObject({ code: 'INTERNAL', message: expect.stringContaining(file) })
+    expect(err!.message, damage).toMatch(where)
+    expect(err!.message, damage).toMatch(why)
+  }
+})
