@@ -8,7 +8,6 @@
  */
 import type { Adapter } from '../core/adapter'
 import { InvalidArgumentError, RateLimitedError } from '../core/errors'
-import { listAll } from '../core/pages'
 import { isQueueKey } from '../core/reserved'
 import { NAMESPACE_PATTERN } from '../adapters/http/protocol'
 
@@ -51,7 +50,7 @@ export class Namespaces {
     let n = 0
     for (const a of this.#adapters.values()) {
       try {
-        for (const e of await listAll(await a, '')) if (e.owner !== undefined && !isQueueKey(e.key)) n++
+        n += await countHeld(await a)
       } catch {
         // A namespace that cannot answer is not counted.
       }
@@ -64,6 +63,19 @@ export class Namespaces {
     const opened = [...this.#adapters.values()]
     this.#adapters.clear()
     await Promise.allSettled(opened.map(async (a) => (await a).close()))
+  }
+}
+
+/** Owned entries of one store, read a page at a time (a scrape holds one page, not the store). */
+async function countHeld(adapter: Adapter): Promise<number> {
+  let n = 0
+  let after: string | undefined
+  for (;;) {
+    const page = await adapter.list('', after === undefined ? { limit: 1_000 } : { after, limit: 1_000 })
+    for (const e of page.entries) if (e.owner !== undefined && !isQueueKey(e.key)) n++
+    const last = page.entries.at(-1)
+    if (!page.more || last === undefined) return n
+    after = last.key
   }
 }
 
