@@ -13,8 +13,10 @@
  *   most unread is cut. A cut watch resumes from its last revision; a framed
  *   client retries its requests on a new connection.
  *
- * The limits are checked on every write of a stream or frame (the hard
- * limit) and by a sweep four times a second (all of them).
+ * The hard limit and the total are checked on every write of a stream, a
+ * frame or an answer (a connection that adds output while the node is over
+ * its total is the one cut); all limits are checked by a sweep four times a
+ * second, which also counts the total afresh.
  *
  * @module
  */
@@ -40,6 +42,8 @@ export interface ConnectionLimits {
 export type CutReason = 'output-hard' | 'output-soft' | 'send-timeout' | 'output-total' | 'too-many'
 
 interface Tracked {
+  /** Its unread output when last looked at (the node's total is the sum). */
+  unread: number
   /** When its unread output went over the soft limit. */
   softSince: number | undefined
   /** Bytes the kernel had taken at the last sweep, and when that last grew. */
@@ -87,10 +91,18 @@ export class Connections {
     return { status: 503, body: JSON.stringify({ error: { code: 'UNAVAILABLE', message } }) }
   }
 
-  /** Cuts `socket` if its unread output passed the hard limit; true if it did. Call after a write. */
+  /** Cuts `socket` if its unread output passed the hard limit, or the node's passed its total; true if it did. Call after a write. */
   checkHard(socket: Socket): boolean {
-    if (socket.destroyed || socket.writableLength <= this.#limits.outputHardBytes) return false
-    this.#cut(socket, 'output-hard')
+    if (socket.destroyed) return false
+    const unread = socket.writableLength
+    const t = this.#sockets.get(socket)
+    if (t) {
+      this.#output += unread - t.unread
+      t.unread = unread
+    }
+    if (unread > this.#limits.outputHardBytes) this.#cut(socket, 'output-hard')
+    else if (this.#output > this.#limits.maxOutputBytes && unread > 0) this.#cut(socket, 'output-total')
+    else return false
     return true
   }
 
@@ -100,6 +112,7 @@ export class Connections {
     let total = 0
     for (const [socket, t] of this.#sockets) {
       const unread = socket.writableLength
+      t.unread = unread
       const flushed = socket.bytesWritten - unread
       if (flushed !== t.flushed || unread === 0) {
         t.flushed = flushed
@@ -119,16 +132,15 @@ export class Connections {
       else if (now - t.movedAt >= l.sendTimeoutMs) this.#cut(socket, 'send-timeout')
       else total += unread
     }
+    this.#output = total
     // Over the node's total: the connections holding the most go first.
     if (total > l.maxOutputBytes) {
       const heavy = [...this.#sockets.keys()].filter((s) => !s.destroyed).sort((a, b) => b.writableLength - a.writableLength)
       for (const socket of heavy) {
-        if (total <= l.maxOutputBytes) break
-        total -= socket.writableLength
+        if (this.#output <= l.maxOutputBytes) break
         this.#cut(socket, 'output-total')
       }
     }
-    this.#output = total
   }
 
   /** Stops the sweep (the server is closing). */
@@ -138,14 +150,21 @@ export class Connections {
 
   #accept(socket: Socket): void {
     if (this.#sockets.size >= this.#limits.maxConnections) return this.#refuse(socket)
-    this.#sockets.set(socket, { softSince: undefined, flushed: 0, movedAt: performance.now() })
-    socket.once('close', () => this.#sockets.delete(socket))
+    this.#sockets.set(socket, { unread: 0, softSince: undefined, flushed: 0, movedAt: performance.now() })
+    socket.once('close', () => this.#forget(socket))
   }
 
   #cut(socket: Socket, reason: CutReason): void {
-    this.#sockets.delete(socket)
+    this.#forget(socket)
     socket.destroy()
     this.#onCut(reason)
+  }
+
+  #forget(socket: Socket): void {
+    const t = this.#sockets.get(socket)
+    if (!t) return
+    this.#output -= t.unread
+    this.#sockets.delete(socket)
   }
 
   /** A connection past the limit: its request (if one comes soon) is answered 503; it is closed within 2 s either way. */

@@ -42,6 +42,7 @@ export async function serve(handler: Handler, req: IncomingMessage, res: ServerR
     if (reply.status !== 204) reply.headers['content-length'] = String(Buffer.byteLength(reply.body))
     res.writeHead(reply.status, reply.headers)
     res.end(reply.status === 204 ? undefined : reply.body)
+    connections.checkHard(req.socket)
     return
   }
   res.writeHead(reply.status, reply.headers)

@@ -18,6 +18,7 @@ import { serveFrames, type FrameConnection } from './frames'
 import { InputBudget } from './input-budget'
 import type { Handler } from './handler'
 import { exchangeOf, refuseUpgrade, serve } from './node-exchange'
+import { collectWhenQuiet } from './quiet-gc'
 import { positive } from './options'
 
 /** Options of {@link listen}. */
@@ -100,6 +101,9 @@ export async function listen(handler: Handler, options: ListenOptions = {}): Pro
   const budget = new InputBudget(positive(options.maxInputBytes, 64 * 1024 * 1024, 'maxInputBytes'))
   metrics.gauge('input_bytes', 'Bytes of requests being read or answered, all connections together.', () => budget.used)
   metrics.gauge('connections', 'Open connections (plain, watch streams and framed).', () => connections.count)
+  metrics.gauge('process_resident_bytes', 'Resident memory of the node process.', () => process.memoryUsage.rss())
+  metrics.gauge('process_heap_used_bytes', 'JavaScript heap in use (process.memoryUsage().heapUsed).', () => process.memoryUsage().heapUsed)
+  metrics.gauge('process_external_bytes', 'Memory of buffers outside the JavaScript heap (process.memoryUsage().external).', () => process.memoryUsage().external)
   metrics.gauge('output_buffered_bytes', 'Bytes answered but not yet read by their peers, all connections together.', () => connections.outputBytes)
   server.on('request', (req, res) => {
     serve(handler, req, res, connections, budget).catch(() => {
@@ -107,6 +111,8 @@ export async function listen(handler: Handler, options: ListenOptions = {}): Pro
       res.end('{"error":{"code":"INTERNAL","message":"internal error"}}')
     })
   })
+  const quiet = collectWhenQuiet({ inFlight: () => budget.used + connections.outputBytes })
+  metrics.gauge('quiet_collections', 'Garbage collections the node asked for once quiet after load.', () => quiet?.collections ?? 0)
   const framed = new Set<FrameConnection>()
   let closing: Promise<void> | undefined
   server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
@@ -158,6 +164,7 @@ export async function listen(handler: Handler, options: ListenOptions = {}): Pro
       closing ??= new Promise<void>((resolve) => {
         server.close(() => resolve())
         connections.close()
+        quiet?.stop()
         // Framed connections stop reading now; their clients fail over as they see the end.
         for (const conn of framed) conn.end()
         void handler.close().then(() => {
