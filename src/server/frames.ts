@@ -95,6 +95,8 @@ class FramedSocket implements FrameConnection {
   /** Bytes read but not yet split, left when the connection had to stop taking requests. */
   #rest: Buffer | undefined
   #idle: ReturnType<typeof setTimeout> | undefined
+  /** When the peer last sent anything (performance.now() ms): the idle timer looks at it, rather than being reset per chunk. */
+  #lastData = performance.now()
 
   constructor(socket: Socket, session: FrameSession, limits: FrameLimits) {
     this.#socket = socket
@@ -139,7 +141,7 @@ class FramedSocket implements FrameConnection {
   onData(chunk: Buffer): void {
     // After a refusal the rest is read and dropped (so closing does not reset the answer away).
     if (this.#done) return
-    this.#armIdle()
+    this.#lastData = performance.now()
     let start = 0
     if (this.#skipping) {
       start = this.#skip(chunk)
@@ -299,16 +301,18 @@ class FramedSocket implements FrameConnection {
     this.#socket.end()
   }
 
-  #armIdle(): void {
+  /** Looks again in `ms`: a connection that sent something since, or has answers in flight, is not idle. */
+  #armIdle(ms = this.#limits.idleMs): void {
     this.#clearIdle()
     if (this.#done) return
     this.#idle = setTimeout(() => {
       this.#idle = undefined
-      // Busy (answers in flight) is not idle: look again later.
+      const quiet = performance.now() - this.#lastData
       if (this.#inflight > 0) return this.#armIdle()
+      if (quiet < this.#limits.idleMs) return this.#armIdle(this.#limits.idleMs - quiet)
       this.#limits.onIdle?.()
       this.end()
-    }, this.#limits.idleMs)
+    }, ms)
     this.#idle.unref()
   }
 

@@ -59,6 +59,8 @@ export class EventLog {
   readonly #capacity: number
   readonly #maxBytes: number
   readonly #budget: LogBudget | undefined
+  /** Whether events' bytes are counted (a byte limit or a budget applies). */
+  readonly #counts: boolean
   /** This log's number in its budget. */
   readonly #id: number
   /** Slot of the oldest event; slots run on from there, wrapping at `#capacity`. */
@@ -86,6 +88,7 @@ export class EventLog {
     this.#capacity = Math.max(1, l.maxEvents)
     this.#maxBytes = l.maxBytes ?? Infinity
     this.#budget = l.budget
+    this.#counts = this.#maxBytes !== Infinity || this.#budget !== undefined
     this.#id = this.#budget?.register(this) ?? -1
     this.#compactedThrough = compactedThrough
   }
@@ -160,7 +163,7 @@ export class EventLog {
       through = revision
       if (!this.#keys[i]!.startsWith(prefix)) continue
       events.push(this.#event(i))
-      bytes += this.#sizes[i]!
+      bytes += this.#counts ? this.#sizes[i]! : entryBytes(this.#keys[i]!, this.#values[i] ?? null, this.#owners[i])
     }
     return { events, through, more: false }
   }
@@ -201,8 +204,10 @@ export class EventLog {
     created: number | undefined,
     owner: string | undefined,
     ttl: number | undefined,
-    size = value === undefined ? EVENT_OVERHEAD + 2 * key.length : entryBytes(key, value, owner),
+    known?: number,
   ): void {
+    // A log without byte limits (an in-process memory store's) keeps no sizes; a read estimates them when it needs them.
+    const size = !this.#counts ? 0 : (known ?? (value === undefined ? EVENT_OVERHEAD + 2 * key.length : entryBytes(key, value, owner)))
     if (this.#count === this.#capacity) this.dropOldest()
     const i = this.#slot(this.#count)
     this.#types[i] = type

@@ -102,18 +102,21 @@ export class LocalStore {
   #log: EventLog
   #persistence: Persistence | undefined
   readonly #quota: StoreQuota
+  /** Whether entries' bytes are counted (there is a quota). */
+  readonly #counts: boolean
 
   constructor(options: LocalStoreOptions) {
     this.clock = options.clock
     this.#persistence = options.persistence
     this.#quota = options.quota ?? new StoreQuota(Infinity)
+    this.#counts = this.#quota.maxBytes !== Infinity
     const initial = options.initial
     if (initial) {
       this.#revision = initial.revision
       for (const e of initial.entries) {
         let slot = this.#slots.get(e.key)
         if (!slot) slot = this.#newSlot(e.key)
-        this.#fill(slot, e, entryBytes(e.key, e.value, e.owner))
+        this.#fill(slot, e, this.#counts ? entryBytes(e.key, e.value, e.owner) : 0)
       }
     }
     this.#log = new EventLog({ maxEvents: options.historySize ?? 10_000, maxBytes: options.historyBytes, budget: options.historyBudget }, this.#revision)
@@ -219,8 +222,8 @@ export class LocalStore {
       const e = puts[i]!
       let slot = putSlots[i]
       if (!slot) slot = this.#newSlot(e.key)
-      this.#fill(slot, e, sizes[i]!)
-      this.#log.appendPut(e, sizes[i])
+      this.#fill(slot, e, sizes?.[i] ?? 0)
+      this.#log.appendPut(e, sizes?.[i])
       entries.push(this.#snapshot(e, now))
     }
     if (deletes.length > 0) this.#compact()
@@ -280,7 +283,9 @@ export class LocalStore {
   }
 
   /** The bytes of each put; throws TOO_LARGE if the commit would grow the entries past the quota. */
-  #checkQuota(puts: StoredEntry[], putSlots: Array<Slot | undefined>, deleteSlots: Slot[]): number[] {
+  #checkQuota(puts: StoredEntry[], putSlots: Array<Slot | undefined>, deleteSlots: Slot[]): number[] | undefined {
+    // A store without a quota (the memory adapter's) counts nothing: a commit pays for no sizes.
+    if (!this.#counts) return undefined
     const sizes = puts.map((e) => entryBytes(e.key, e.value, e.owner))
     let grow = 0
     for (let i = 0; i < puts.length; i++) grow += sizes[i]! - (putSlots[i]?.entry ? putSlots[i]!.bytes : 0)
