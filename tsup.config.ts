@@ -1,37 +1,77 @@
-import { defineConfig } from 'tsup'
+import { defineConfig, type Options } from 'tsup'
+import { esbuildBrowserVariants } from './scripts/browser-variants'
 
 /**
- * One entry per public subpath. ESM and CommonJS, with declarations; shared
- * code and lazily loaded adapters land in chunks of their own.
+ * Three builds into dist/ (`npm run build` empties it first):
+ *
+ * - every public subpath, ESM and CommonJS, with declarations; shared code
+ *   and lazily loaded adapters land in chunks of their own;
+ * - dist/browser/: what the `browser` export condition picks (Vite, webpack,
+ *   esbuild apps), ESM, where each `x.ts` with an `x.browser.ts` beside it is
+ *   replaced by it (scripts/browser-variants.ts) — so `connect` knows only a page's schemes
+ *   (src/schemes.browser.ts) and no Node-only adapter is even a chunk;
+ * - dist/conformance.js (`zaris/conformance`): the suite every built-in
+ *   adapter passes (test/conformance), for adapters written outside zaris.
+ *   ESM only, as vitest is; it imports `zaris` and `vitest` as the user's
+ *   project resolves them, so it checks the same classes the user's adapter
+ *   uses.
  */
-export default defineConfig({
-  entry: {
-    index: 'src/index.ts',
-    memory: 'src/adapters/memory.ts',
-    indexeddb: 'src/adapters/indexeddb/index.ts',
-    redis: 'src/adapters/redis/index.ts',
-    etcd: 'src/adapters/etcd/index.ts',
-    testing: 'src/testing.ts',
-    http: 'src/adapters/http/index.ts',
-    server: 'src/server/index.ts',
-    cli: 'src/server/cli.ts',
-  },
-  format: ['esm', 'cjs'],
-  dts: true,
+
+const shared = {
   splitting: true,
   treeshake: true,
-  clean: true,
+  clean: false,
   target: 'es2022',
   platform: 'neutral',
-  outDir: 'dist',
   // The node (server, cli) uses Node built-ins; they stay imports, never bundled.
   external: [/^node:/],
-  // dist/cli.js is the `zaris` bin: it needs its shebang.
-  async onSuccess() {
-    const { readFile, writeFile, chmod } = await import('node:fs/promises')
-    const cli = 'dist/cli.js'
-    const code = await readFile(cli, 'utf8')
-    if (!code.startsWith('#!')) await writeFile(cli, `#!/usr/bin/env node\n${code}`)
-    await chmod(cli, 0o755)
+} satisfies Options
+
+export default defineConfig([
+  {
+    ...shared,
+    entry: {
+      index: 'src/index.ts',
+      memory: 'src/adapters/memory.ts',
+      indexeddb: 'src/adapters/indexeddb/index.ts',
+      redis: 'src/adapters/redis/index.ts',
+      etcd: 'src/adapters/etcd/index.ts',
+      testing: 'src/testing.ts',
+      http: 'src/adapters/http/index.ts',
+      server: 'src/server/index.ts',
+      cli: 'src/server/cli.ts',
+    },
+    format: ['esm', 'cjs'],
+    dts: true,
+    outDir: 'dist',
+    // dist/cli.js is the `zaris` bin: it needs its shebang.
+    async onSuccess() {
+      const { readFile, writeFile, chmod } = await import('node:fs/promises')
+      const cli = 'dist/cli.js'
+      const code = await readFile(cli, 'utf8')
+      if (!code.startsWith('#!')) await writeFile(cli, `#!/usr/bin/env node\n${code}`)
+      await chmod(cli, 0o755)
+    },
   },
-})
+  {
+    ...shared,
+    entry: {
+      index: 'src/index.ts',
+      memory: 'src/adapters/memory.ts',
+      indexeddb: 'src/adapters/indexeddb/index.ts',
+      http: 'src/adapters/http/index.ts',
+      testing: 'src/testing.ts',
+    },
+    format: ['esm'],
+    outDir: 'dist/browser',
+    esbuildPlugins: [esbuildBrowserVariants],
+  },
+  {
+    ...shared,
+    entry: { conformance: 'test/conformance/index.ts' },
+    format: ['esm'],
+    dts: true,
+    outDir: 'dist',
+    external: ['zaris', /^zaris\//, 'vitest'],
+  },
+])

@@ -1,10 +1,12 @@
 import { fileURLToPath } from 'node:url'
 import { defineConfig } from 'vite'
+import { viteBrowserVariants } from '../scripts/browser-variants'
 
 const src = (path: string) => fileURLToPath(new URL(`../src/${path}`, import.meta.url))
 
-/** The demo page: `import 'zaris'` means this repository's source. */
+/** The demo page: `import 'zaris'` means this repository's source, as a page's build sees it (the browser variants). */
 export default defineConfig({
+  plugins: [viteBrowserVariants()],
   root: fileURLToPath(new URL('.', import.meta.url)),
   base: './',
   resolve: {

@@ -1,28 +1,23 @@
 /**
  * `connect(url)` and `clients({...})`: from a connection string to a client.
- * Built-in adapters are loaded with dynamic `import()`, so a bundle carries
- * only the adapters an app connects to, each in its own chunk.
+ * The built-in schemes are a table (`./schemes`; a page's build uses
+ * `./schemes.browser`), each adapter loaded with a dynamic `import()`, so a
+ * bundle carries only the adapters an app connects to, each in its own chunk.
+ * Other schemes come from {@link registerScheme}.
  *
  * @module
  */
 import type { Adapter } from './core/adapter'
-import { Client, type ClientOptions } from './core/client'
-import { InvalidArgumentError, InvalidUrlError, UnsupportedError } from './core/errors'
-import { parseUrl, type Target } from './core/url'
+import { Client } from './core/client'
+import { InvalidArgumentError, InvalidUrlError } from './core/errors'
+import { splitScheme } from './core/url'
+import type { AdapterFactory, ConnectOptions, Parsed, Target } from './scheme'
+import { builtInSchemes, elsewhere } from './schemes'
 
-/** Options of {@link connect}: the client's, plus what adapters read. */
-export interface ConnectOptions extends ClientOptions {
-  /** Bearer token for a zaris node started with `--token`. */
-  token?: string
-  /** Anything a custom adapter factory wants. */
-  [option: string]: unknown
-}
-
-/** Builds the adapter for a URL of a registered scheme. */
-export type AdapterFactory = (url: string, options: ConnectOptions) => Adapter | Promise<Adapter>
+export type { AdapterFactory, ConnectOptions, Target } from './scheme'
+export { DEFAULT_PORT } from './schemes'
 
 const customSchemes = new Map<string, AdapterFactory>()
-const builtInSchemes = new Set(['zaris', 'http', 'https', 'redis', 'rediss', 'etcd', 'etcds'])
 
 /**
  * Lets `connect` open URLs of your own scheme with your adapter.
@@ -35,9 +30,33 @@ export function registerScheme(scheme: string, factory: AdapterFactory): void {
   if (typeof scheme !== 'string' || !/^[a-z][a-z0-9+.-]*$/.test(scheme)) {
     throw new InvalidArgumentError(`scheme must be lowercase letters, digits, + . or - (starting with a letter), got ${JSON.stringify(scheme)}`)
   }
-  if (builtInSchemes.has(scheme)) throw new InvalidArgumentError(`scheme ${JSON.stringify(scheme)} is built in and cannot be replaced`)
+  if (Object.hasOwn(builtInSchemes, scheme)) throw new InvalidArgumentError(`scheme ${JSON.stringify(scheme)} is built in and cannot be replaced`)
   if (typeof factory !== 'function') throw new InvalidArgumentError('factory must be a function (url, options) => Adapter')
   customSchemes.set(scheme, factory)
+}
+
+/**
+ * Says what a connection string names, or throws an `InvalidUrlError` that
+ * says what is wrong. Loads no adapter.
+ *
+ * @example
+ * parseUrl('zaris://localhost:7861/demo') // { scheme: 'zaris', kind: 'http', endpoints: ['http://localhost:7861'], namespace: 'demo', … }
+ */
+export function parseUrl(url: unknown): Target {
+  return parse(url).target
+}
+
+function parse(url: unknown): Parsed {
+  const { scheme, rest } = splitScheme(url, (name) => `zaris://inproc/${name}`)
+  const u = url as string
+  const custom = customSchemes.get(scheme)
+  if (custom) return { target: { scheme, kind: 'custom', url: u }, open: async (options) => custom(u, options) }
+  const builtIn = Object.hasOwn(builtInSchemes, scheme) ? builtInSchemes[scheme] : undefined
+  if (builtIn) return builtIn.parse(u, scheme, rest)
+  const where = Object.hasOwn(elsewhere, scheme) ? elsewhere[scheme] : undefined
+  if (where) throw new InvalidUrlError(`${JSON.stringify(u)}: ${scheme}:// works in ${where}, not in a page (this is zaris's browser build)`)
+  const known = Object.keys(builtInSchemes).map((s) => `${s}://`).join(', ')
+  throw new InvalidUrlError(`unknown scheme ${JSON.stringify(scheme + '://')} in ${JSON.stringify(u)}: use ${known} or one registered with registerScheme()`)
 }
 
 /**
@@ -49,32 +68,12 @@ export function registerScheme(scheme: string, factory: AdapterFactory): void {
  */
 export async function connect(url: string, options: ConnectOptions = {}): Promise<Client> {
   if (typeof options !== 'object' || options === null) throw new InvalidArgumentError('options must be an object')
-  const target = parseUrl(url, new Set(customSchemes.keys()))
-  const adapter = await openAdapter(target, options)
+  const adapter: Adapter = await parse(url).open(options)
   try {
     return new Client(adapter, options)
   } catch (err) {
     await adapter.close()
     throw err
-  }
-}
-
-async function openAdapter(target: Target, options: ConnectOptions): Promise<Adapter> {
-  switch (target.kind) {
-    case 'memory':
-      return (await import('./adapters/memory')).memoryAdapter({ namespace: target.namespace, clock: options.clock })
-    case 'custom':
-      return customSchemes.get(target.scheme)!(target.url, options)
-    case 'indexeddb':
-      return (await import('./adapters/indexeddb')).fromUrl(target.namespace)
-    case 'http':
-      return (await import('./adapters/http/client')).fromUrl(target.endpoints, target.namespace, options)
-    case 'redis':
-      return (await import('./adapters/redis')).fromUrl(target.url, target.namespace, options)
-    case 'etcd':
-      return (await import('./adapters/etcd')).fromUrl(target.url, options)
-    default:
-      throw new InvalidUrlError(`cannot open ${JSON.stringify((target as Target).url)}`)
   }
 }
 
@@ -100,7 +99,7 @@ export function clients<Name extends string>(
   const specs = new Map<string, { url: string; options?: ConnectOptions }>()
   for (const [name, spec] of Object.entries(urls) as Array<[string, string | { url: string; options?: ConnectOptions }]>) {
     const s = typeof spec === 'string' ? { url: spec } : spec
-    parseUrl(s?.url, new Set(customSchemes.keys())) // fail now, not on first use
+    parse(s?.url) // fail now, not on first use
     specs.set(name, s)
   }
   const connected = new Map<string, Promise<Client>>()

@@ -5,14 +5,18 @@
  *
  * @module
  */
-export { connect, clients, registerScheme } from './connect'
-export type { AdapterFactory, Clients, ConnectOptions } from './connect'
+export { connect, clients, registerScheme, parseUrl, DEFAULT_PORT } from './connect'
+export type { AdapterFactory, Clients, ConnectOptions, Target } from './connect'
 export { Client, DEFAULT_TTL } from './core/client'
 export type { ClientOptions, DeleteOptions, PutOptions } from './core/client'
 export { Lock, Lease, Hold } from './core/hold'
-export type { Fence } from './core/hold'
+export type { Fence, LockMode } from './core/hold'
 export { Locks } from './core/locks'
-export type { Holder, LockOptions } from './core/locks'
+export type { HeldLock, Holder, LockOptions, LockQuery, PendingLock, RunOptions } from './core/locks'
+export type { LockSet } from './core/lock-set'
+export { Semaphores, MAX_PERMITS } from './core/semaphores'
+export type { PermitHolder, SemaphoreOptions } from './core/semaphores'
+export type { Permit } from './core/permits'
 export { Leases } from './core/leases'
 export type { LeaseOptions } from './core/leases'
 export type { AcquireOptions } from './core/acquire'
@@ -22,9 +26,9 @@ export type { WatchOptions } from './core/watch'
 export { Election } from './core/election'
 export type { ElectionOptions, Leader } from './core/election'
 export { systemClock } from './core/clock'
+export { backgroundClock, pageBackgroundClock } from './core/page-clock'
+export type { BackgroundClock } from './core/page-clock'
 export type { Clock, TimerHandle } from './core/clock'
-export { parseUrl, DEFAULT_PORT } from './core/url'
-export type { Target } from './core/url'
 export type {
   Adapter,
   Capabilities,
@@ -38,6 +42,7 @@ export type {
   WatchEvent,
   WatchSink,
 } from './core/adapter'
+export { checkCommitArgs, checkKey, checkListOptions, checkPrefix } from './core/validate'
 export {
   ZarisError,
   InvalidArgumentError,

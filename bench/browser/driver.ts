@@ -30,18 +30,25 @@ export interface Tab {
   close(): Promise<void>
 }
 
-async function buildPage(minify: boolean): Promise<Map<string, string>> {
+/** What a page is built from: its folder (with index.html) and the import aliases besides zaris's own. */
+export interface PageSource {
+  root: string
+  alias?: Record<string, string>
+}
+
+async function buildPage(minify: boolean, source: PageSource): Promise<Map<string, string>> {
   const result = (await build({
     configFile: false,
     logLevel: 'silent',
-    root: here('.'),
+    root: source.root,
     resolve: {
       alias: {
+        ...source.alias,
         'zaris/indexeddb': here('../../src/adapters/indexeddb/index.ts'),
         zaris: here('../../src/index.ts'),
       },
     },
-    build: { write: false, minify, target: 'es2022', modulePreload: false, rollupOptions: { input: here('index.html') } },
+    build: { write: false, minify, target: 'es2022', modulePreload: false, rollupOptions: { input: `${source.root}/index.html` } },
   })) as Rollup.RollupOutput | Rollup.RollupOutput[]
   const files = new Map<string, string>()
   for (const out of (Array.isArray(result) ? result : [result]).flatMap((r) => r.output)) {
@@ -68,9 +75,12 @@ function serve(files: Map<string, string>): Promise<{ server: Server; url: strin
   })
 }
 
-/** Builds and serves the page and launches Chromium. `minify: false` keeps names readable in profiles. */
-export async function startBrowser(options: { minify?: boolean } = {}): Promise<BenchBrowser> {
-  const files = await buildPage(options.minify ?? true)
+/**
+ * Builds and serves the page (the bench page, or `page`: a tool's own) and
+ * launches Chromium. `minify: false` keeps names readable in profiles.
+ */
+export async function startBrowser(options: { minify?: boolean; page?: PageSource } = {}): Promise<BenchBrowser> {
+  const files = await buildPage(options.minify ?? true, options.page ?? { root: here('.') })
   const { server, url } = await serve(files)
   let browser: Browser
   try {

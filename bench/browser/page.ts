@@ -179,6 +179,34 @@ const api = {
       await rawTx('one-tab', false)
     }, durationMs)
   },
+  /**
+   * One-tab throughput of a shared lock: acquire shared + release back to
+   * back, alone or `beside` another shared hold of the same lock that this
+   * tab keeps meanwhile (a join of a group that is there).
+   */
+  async sharedLoop(kind: 'zaris' | 'weblocks', ns: string, durationMs: number, beside: boolean): Promise<Trial> {
+    const key = `bench:shared:${beside ? 'beside' : 'alone'}`
+    if (kind === 'zaris') {
+      const c = await client(ns)
+      const other = beside ? await c.locks.acquire(key, { mode: 'shared', ttl: 30_000 }) : null
+      try {
+        return await loop(async () => {
+          const lock = await c.locks.acquire(key, { mode: 'shared', ttl: 30_000 })
+          if (!lock) throw new Error('the bench lock was not free')
+          await lock.release()
+        }, durationMs)
+      } finally {
+        await other?.release()
+      }
+    }
+    let letGo: (() => void) | undefined
+    if (beside) await new Promise<void>((held) => void navigator.locks.request(key, { mode: 'shared' }, () => (held(), new Promise<void>((r) => (letGo = r)))))
+    try {
+      return await loop(() => navigator.locks.request(key, { mode: 'shared' }, async () => {}), durationMs)
+    } finally {
+      letGo?.()
+    }
+  },
   /** Takes the lock and keeps it; resolves once held. */
   async hold(kind: Kind, ns: string, key: string): Promise<void> {
     held = (await take(kind, ns, key, true)).held

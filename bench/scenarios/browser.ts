@@ -21,38 +21,75 @@ export async function browserScenarios(ctx: BenchContext): Promise<Scenario[]> {
     b = await startBrowser()
   } catch (err) {
     const why = `Chromium could not be started (${(err as Error).message.split('\n')[0]})`
-    return ['one-tab', 'handoff', 'tab-closed', 'leader-closed', 'watch'].map((id) => ({ id, title: id, op: '-', metric: 'ops', rows: [], skipped: why }))
+    return ['one-tab', 'one-tab-shared', 'handoff', 'tab-closed', 'leader-closed', 'watch'].map((id) => ({ id, title: id, op: '-', metric: 'ops', rows: [], skipped: why }))
   }
   try {
-    return [await oneTab(ctx, b), await handoff(ctx, b), await tabClosed(ctx, b, 'holder'), await tabClosed(ctx, b, 'leader'), await watchLatency(ctx, b)]
+    return [
+      await oneTab(ctx, b),
+      await sharedTab(ctx, b),
+      await handoff(ctx, b),
+      await tabClosed(ctx, b, 'holder'),
+      await tabClosed(ctx, b, 'leader'),
+      await watchLatency(ctx, b),
+    ]
   } finally {
     await b.close()
   }
 }
 
-async function oneTab(ctx: BenchContext, b: BenchBrowser): Promise<Scenario> {
-  ctx.log('browser: one tab')
+/** One tab, one namespace: the trials `contenders` make of it (each a loop timed in the page), as scenario `meta`. */
+async function inOneTab(
+  ctx: BenchContext,
+  b: BenchBrowser,
+  ns: string,
+  contenders: (loop: (run: (dur: number) => Promise<Trial>) => () => Promise<Trial>, tab: Tab) => Contender[],
+  meta: Omit<Scenario, 'rows' | 'metric'>,
+): Promise<Scenario> {
+  ctx.log(`browser: ${meta.title}`)
   const tab = await b.tab()
-  const ns = 'one-tab'
   await tab.page.evaluate((ns) => window.bench.ready(ns), ns)
   const dur = ctx.quick ? 200 : 500
-  const contender = (label: string, kind: 'zaris' | 'weblocks' | 'raw', zaris: boolean): Contender => ({
-    label,
-    zaris,
-    trial: () => tab.page.evaluate(([kind, ns, dur]) => window.bench.loop(kind, ns, dur), [kind, ns, dur] as const),
-  })
-  const rows = await alternate(
-    [contender('zaris idb', 'zaris', true), contender('navigator.locks', 'weblocks', false), contender('2 IndexedDB readwrite txs', 'raw', false)],
-    ctx.trials,
-  )
+  const rows = await alternate(contenders((run) => () => run(dur), tab), ctx.trials)
   await tab.close()
-  return {
+  return { ...meta, metric: 'ops', rows }
+}
+
+function oneTab(ctx: BenchContext, b: BenchBrowser): Promise<Scenario> {
+  const ns = 'one-tab'
+  return inOneTab(ctx, b, ns, (loop, tab) => {
+    const contender = (label: string, kind: 'zaris' | 'weblocks' | 'raw', zaris: boolean): Contender => ({
+      label,
+      zaris,
+      trial: loop((dur) => tab.page.evaluate(([kind, ns, dur]) => window.bench.loop(kind, ns, dur), [kind, ns, dur] as const)),
+    })
+    return [contender('zaris idb', 'zaris', true), contender('navigator.locks', 'weblocks', false), contender('2 IndexedDB readwrite txs', 'raw', false)]
+  }, {
     id: 'one-tab',
     title: 'One tab: IndexedDB lock',
     op: 'acquire + release in one tab (zaris://idb; a Web Lock request; or two bare readwrite transactions, the ceiling)',
-    metric: 'ops',
-    rows,
-  }
+  })
+}
+
+/** A shared lock in one tab: acquire shared + release, alone and beside another shared hold, against navigator.locks' shared mode. */
+function sharedTab(ctx: BenchContext, b: BenchBrowser): Promise<Scenario> {
+  const ns = 'one-tab-shared'
+  return inOneTab(ctx, b, ns, (loop, tab) => {
+    const contender = (label: string, kind: 'zaris' | 'weblocks', beside: boolean): Contender => ({
+      label,
+      zaris: kind === 'zaris',
+      trial: loop((dur) => tab.page.evaluate(([kind, ns, dur, beside]) => window.bench.sharedLoop(kind, ns, dur, beside), [kind, ns, dur, beside] as const)),
+    })
+    return [
+      contender('zaris idb, shared', 'zaris', false),
+      contender('navigator.locks, shared', 'weblocks', false),
+      contender('zaris idb, shared beside another', 'zaris', true),
+      contender('navigator.locks, shared beside another', 'weblocks', true),
+    ]
+  }, {
+    id: 'one-tab-shared',
+    title: 'One tab: shared lock',
+    op: "acquire mode 'shared' + release in one tab: alone (zaris: a new group, and the last one out deletes it), and beside another shared hold kept meanwhile (zaris: a join, +1 and -1 on the group's count)",
+  })
 }
 
 /** Moves a lock back and forth between two tabs; each handoff timed from the holder's release to the waiter's grant. */

@@ -1,7 +1,8 @@
 /**
  * The Redis adapter against the same peers as the node: Redis `SET NX PX` +
  * Lua release through ioredis, and redlock, on one redis-server of the
- * bench's own; one client, and 16 contending clients.
+ * bench's own; one client, and 16 contending clients. Semaphores against
+ * redis-semaphore on the same server: one client, and 8 clients sharing 3 permits.
  *
  * @module
  */
@@ -11,6 +12,7 @@ import { alternate } from '../lib/compare'
 import { contention, oneClient, redisPeer, redlockPeer, scriptAttempts, zarisPeer, type LockPeer } from '../lib/locks'
 import type { Scenario } from '../lib/report'
 import { redis as startRedis } from '../lib/procs'
+import { redisSemaphorePeer, scriptCalls, zarisSemaphorePeer } from '../lib/semaphores'
 import type { BenchContext } from './context'
 import { CLIENTS, RETRY, contentionScenario } from './remote'
 
@@ -54,7 +56,9 @@ export async function redisScenarios(ctx: BenchContext): Promise<Scenario[]> {
       ],
       ctx.trials,
     )
+    const semaphores = await semaphoreRows(ctx, zarisSemaphorePeer, conn, make, counter)
     return [
+      ...semaphores,
       {
         id: 'redis-1',
         title: 'Redis adapter, one client',
@@ -69,4 +73,54 @@ export async function redisScenarios(ctx: BenchContext): Promise<Scenario[]> {
     for (const c of conns) c.disconnect()
     await server.dispose()
   }
+}
+
+/** The semaphore limit and clients of the contention run: 8 clients, 3 permits. */
+const PERMITS = 3
+const SEM_CLIENTS = 8
+
+/** zaris's semaphores against redis-semaphore on the same redis-server: one client, then 8 clients sharing 3 permits. */
+async function semaphoreRows(
+  ctx: BenchContext,
+  zarisPeer: (a: Awaited<ReturnType<typeof redisAdapter>>, limit: number) => LockPeer,
+  conn: () => Redis,
+  make: (p: LockPeer) => LockPeer,
+  counter: Redis,
+): Promise<Scenario[]> {
+  const zaris = async () => make(zarisPeer(await redisAdapter({ client: conn(), namespace: 'bench-sem' }), PERMITS))
+  const dur = ctx.quick ? 200 : 500
+  ctx.log('redis: semaphore, one client')
+  const z1 = await zaris()
+  const r1 = make(redisSemaphorePeer(conn(), PERMITS, RETRY.delay))
+  const single = await alternate(
+    [
+      { label: 'zaris semaphore (redis adapter)', zaris: true, trial: () => oneClient(z1, 'sem:one', dur) },
+      { label: 'redis-semaphore Semaphore', zaris: false, trial: () => oneClient(r1, 'sem:one:rs', dur) },
+    ],
+    ctx.trials,
+  )
+  ctx.log(`redis: semaphore, ${SEM_CLIENTS} clients, ${PERMITS} permits`)
+  const zs = await Promise.all(Array.from({ length: SEM_CLIENTS }, zaris))
+  const rs = Array.from({ length: SEM_CLIENTS }, () => make(redisSemaphorePeer(conn(), PERMITS, RETRY.delay)))
+  const cdur = ctx.quick ? 400 : 800
+  const many = await alternate(
+    [
+      { label: 'zaris semaphore, wait', zaris: true, trial: (i) => contention(zs, `sem:many:${i}`, cdur) },
+      { label: `redis-semaphore, retrying every ${RETRY.delay} ms`, zaris: false, trial: (i) => contention(rs, `sem:many:rs:${i}`, cdur, scriptCalls(counter)) },
+    ],
+    ctx.trials,
+  )
+  return [
+    {
+      id: 'redis-sem-1',
+      title: 'Redis: semaphore, one client',
+      op: `acquire + release of a permit (limit ${PERMITS}, none held) on a local redis-server: zaris's semaphores through its Redis adapter against redis-semaphore's Semaphore`,
+      metric: 'ops',
+      rows: single,
+    },
+    {
+      ...contentionScenario('redis-sem-8', `Redis: semaphore, ${SEM_CLIENTS} clients sharing ${PERMITS} permits`, many),
+      op: `one success: ${SEM_CLIENTS} clients in one process share a semaphore of ${PERMITS} permits, each acquiring, releasing at once and going again; latency is the wait for a permit; zaris waits in line, redis-semaphore retries every ${RETRY.delay} ms; attempts are tries at a slot (zaris) or acquire scripts run (redis-semaphore)`,
+    },
+  ]
 }

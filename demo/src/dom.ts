@@ -50,3 +50,9 @@ export async function follow(watch: Watch, fn: (ev: WatchEvent) => void, closing
 export function quietly<T>(p: Promise<T>): Promise<T | undefined> {
   return p.catch(() => undefined)
 }
+
+/** How an owner reads on the page: a lock held in shared mode is owned by zaris's group (an id starting with U+0001). */
+export function ownerName(owner: string, self: string): string {
+  if (owner.startsWith('\u0001')) return 'shared holders'
+  return owner === self ? `${owner} (this tab)` : owner
+}

@@ -1,53 +1,57 @@
 /**
- * The lock panel: take one shared lock (a plain try, or wait in line for it),
+ * The lock panel: take one lock that every tab sees — exclusive (alone) or
+ * shared (beside other readers) — with a plain try or waiting in line;
  * renew, release and "freeze" it (stop renewing, as a paused process would),
- * and see who holds it, with which fencing token, how long they have left,
- * and who waits behind them, in order (./lock-view).
+ * and see who holds it, in which mode, with which fencing token, how long
+ * they have left, and who waits behind them, in order (./lock-view).
  */
-import { isZarisError, type Client, type Lock } from 'zaris'
+import type { Client } from 'zaris'
 import { every, h, quietly, type Say, type Unmount } from './dom'
-import { holderFacts, lineView, ttlField } from './lock-view'
+import { holdControls } from './lock-hold'
+import { lockFacts, modeField, ttlField } from './lock-view'
 import type { TabState } from './tab-state'
 
 export const LOCK_KEY = 'demo:lock'
 
 export function lockPanel(root: HTMLElement, client: Client, tab: TabState, say: Say): Unmount {
   const closing = new AbortController()
-  let lock: Lock | null = null
-  let frozen = false
-  let stopRenewing: (() => void) | undefined
   let waiting: { controller: AbortController; done: Promise<void> } | undefined
 
   const ttl = ttlField(() => render())
   const auto = h('input', { type: 'checkbox', id: 'lock-auto', checked: true })
+  const mode = modeField()
   const button = (testid: string, label: string, onclick: () => void, secondary = true) =>
     h('button', { type: 'button', class: secondary ? 'secondary' : '', 'data-testid': testid, onclick }, label)
   const acquire = button('acquire', 'Acquire', () => void onAcquire(0), false)
   const acquireWait = button('acquire-wait', 'Acquire and wait', () => void onAcquire(Infinity), false)
   const cancel = button('cancel-wait', 'Stop waiting', () => waiting?.controller.abort(new Error('cancelled')))
-  const renew = button('renew', 'Renew', () => void onRenew())
-  const freeze = button('freeze', 'Freeze (stop renewing)', () => onFreeze(true))
-  const unfreeze = button('unfreeze', 'Unfreeze', () => onFreeze(false))
-  const release = button('release', 'Release', () => void (stopRenewing?.(), lock?.release()))
-  const facts = holderFacts(client, LOCK_KEY, closing.signal, say)
-  const line = lineView(client, LOCK_KEY)
+  const renew = button('renew', 'Renew', () => {
+    const t = ttl.read()
+    if (t !== undefined) void hold.renew(t)
+  })
+  const freeze = button('freeze', 'Freeze (stop renewing)', () => hold.freeze(true))
+  const unfreeze = button('unfreeze', 'Unfreeze', () => hold.freeze(false))
+  const release = button('release', 'Release', () => void (hold.stop(), hold.lock?.release()))
+  const facts = lockFacts(client, LOCK_KEY)
   const note = h('p', { class: 'note', 'data-testid': 'lock-note' })
+  const hold = holdControls({ auto, note, tab, say, closing: closing.signal, render: () => render() })
 
   root.replaceChildren(
     h('h2', { id: 'lock-title' }, 'Lock ', h('code', {}, LOCK_KEY)),
     h('div', { class: 'row' }, h('label', { for: 'lock-ttl' }, 'TTL (ms)'), ttl.input, h('label', { class: 'check' }, auto, ' auto-renew')),
     ttl.error,
+    mode.element,
     h('div', { class: 'row' }, acquire, acquireWait, cancel),
     h('div', { class: 'row' }, renew, freeze, unfreeze, release),
     facts.element,
     note,
     h('h3', { id: 'line-title' }, 'Waiting in line'),
-    line.element,
+    facts.line,
   )
 
   async function onAcquire(wait: number) {
     const t = ttl.read()
-    if (t === undefined || lock?.held || waiting) return
+    if (t === undefined || hold.lock?.held || waiting) return
     const controller = new AbortController()
     const stop = () => controller.abort(new Error('closing'))
     closing.signal.addEventListener('abort', stop)
@@ -60,8 +64,8 @@ export function lockPanel(root: HTMLElement, client: Client, tab: TabState, say:
     }
     try {
       // The page renews by itself (instead of autoRenew) so that "freeze" can stop it.
-      const got = await client.locks.acquire(LOCK_KEY, { ttl: t, wait, signal: controller.signal, autoRenew: false })
-      if (got) took(got)
+      const got = await client.locks.acquire(LOCK_KEY, { ttl: t, wait, mode: mode.value(), signal: controller.signal, autoRenew: false })
+      if (got) hold.took(got)
       else say(`The lock is held by ${facts.holder()?.owner ?? 'another tab'}: try "Acquire and wait".`)
     } catch (err) {
       if (!controller.signal.aborted) say(`Acquire failed: ${(err as Error).message}`, true)
@@ -77,78 +81,24 @@ export function lockPanel(root: HTMLElement, client: Client, tab: TabState, say:
     }
   }
 
-  function took(held: Lock) {
-    lock = held
-    frozen = false
-    tab.lastLock = held
-    tab.set({ holds: true, frozen: false })
-    note.textContent = ''
-    say(`Acquired with token ${held.token}.`)
-    held.signal.addEventListener('abort', () => {
-      const code = isZarisError(held.signal.reason) ? held.signal.reason.code : 'ENDED'
-      if (!closing.signal.aborted) say(code === 'RELEASED' ? 'Released.' : `Lost the lock (${code}).`, code !== 'RELEASED')
-      stopRenewing?.()
-      if (lock === held) tab.set({ holds: false })
-      if (lock === held && frozen) note.textContent = `Frozen, this tab would still believe it holds token ${held.token}. Unfreeze, then write the shared document with it.`
-      render()
-    })
-    if (auto.checked) startRenewing(held)
-  }
-
-  function startRenewing(held: Lock) {
-    stopRenewing?.()
-    stopRenewing = every(held.ttl / 3, () => void held.renew().catch((err) => say(`Renew failed: ${err.message}`, true)))
-  }
-
-  async function onRenew() {
-    const t = ttl.read()
-    if (!lock || t === undefined) return
-    const ok = await lock.renew(t).catch(() => false)
-    say(ok ? 'Renewed.' : 'Renewal failed: the lock was lost.', !ok)
-  }
-
-  /** Freeze: stop renewing, as a paused process would. Unfreeze: carry on — with a lock that may be gone. */
-  function onFreeze(on: boolean) {
-    frozen = on
-    tab.set({ frozen: on })
-    if (on) {
-      stopRenewing?.()
-      stopRenewing = undefined
-      note.textContent = 'Frozen: this tab stopped renewing, as a paused process would. Another tab can take the lock when the TTL runs out.'
-      say('Frozen: this tab no longer renews.')
-    } else if (lock?.held) {
-      note.textContent = ''
-      if (auto.checked) startRenewing(lock)
-      say('Unfrozen: renewing again.')
-    } else if (lock) {
-      note.textContent = `While frozen, the lock ran out: token ${lock.token} is stale. A write fenced with it is refused — try "Write" in the shared document.`
-      say(`Unfrozen: the lock (token ${lock.token}) was lost meanwhile.`, true)
-    }
-    render()
-  }
-
-  auto.addEventListener('change', () => {
-    if (auto.checked && lock?.held && !frozen) startRenewing(lock)
-    else stopRenewing?.()
-  })
-
   function render() {
-    const held = Boolean(lock?.held)
+    const held = Boolean(hold.lock?.held)
     facts.draw(held)
     acquire.disabled = acquireWait.disabled = held || Boolean(waiting) || !ttl.valid()
+    mode.disable(held || Boolean(waiting))
     cancel.disabled = !waiting
     renew.disabled = release.disabled = !held
-    freeze.disabled = !held || frozen
-    unfreeze.disabled = !frozen
+    freeze.disabled = !held || hold.frozen
+    unfreeze.disabled = !hold.frozen
   }
   const stopTicking = every(200, render)
 
   return async () => {
     stopTicking()
-    stopRenewing?.()
+    hold.stop()
     closing.abort()
     await waiting?.done
-    if (lock?.held) await quietly(lock.release())
-    await Promise.all([facts.stop(), line.stop()])
+    if (hold.lock?.held) await quietly(hold.lock.release())
+    await facts.stop()
   }
 }

@@ -1,11 +1,11 @@
 /**
  * The read-only parts of the lock panel: the TTL field and its check, who
- * holds the lock (with token and time left, as a number and as a bar), and
- * the line of waiting tabs.
+ * holds the lock (exclusive or shared, with token and time left, as a number
+ * and as a bar), and the line of waiting tabs with what each waits for.
  */
-import type { Client } from 'zaris'
-import { follow, h, quietly, seconds, type Say } from './dom'
-import { followLine } from './wait-line'
+import type { Client, HeldLock, LockMode, PendingLock } from 'zaris'
+import { h, seconds } from './dom'
+import { followLock } from './lock-query'
 
 const TTL_MIN = 500
 const TTL_MAX = 600_000
@@ -26,55 +26,70 @@ export function ttlField(onChange: () => void) {
   return { input, error, read, valid: () => input.getAttribute('aria-invalid') !== 'true' }
 }
 
-/** Who holds `key`, from the store (a read, then every change), drawn by `draw(mine)`; `done` settles when the watch ends. */
-export function holderFacts(client: Client, key: string, closing: AbortSignal, say: Say) {
-  let holder: { owner: string; token: number; ttl: number; seenAt: number } | undefined
+/** The mode choice: exclusive (alone) or shared (beside other readers). */
+export function modeField() {
+  const radio = (mode: LockMode, checked: boolean) => h('input', { type: 'radio', name: 'lock-mode', value: mode, 'data-testid': `mode-${mode}`, checked })
+  const exclusive = radio('exclusive', true)
+  const shared = radio('shared', false)
+  const element = h('fieldset', { class: 'row mode' }, h('legend', {}, 'Mode'), h('label', { class: 'check' }, exclusive, ' exclusive (alone)'), h('label', { class: 'check' }, shared, ' shared (beside other readers)'))
+  return {
+    element,
+    value: (): LockMode => (shared.checked ? 'shared' : 'exclusive'),
+    disable: (on: boolean) => void (exclusive.disabled = shared.disabled = on),
+  }
+}
+
+/**
+ * Who holds `key` (one exclusive holder, or every shared holder) with token
+ * and time left, and the tabs waiting for it in line order, from
+ * `client.locks.query()` (./lock-query); `draw(mine)` redraws.
+ */
+export function lockFacts(client: Client, key: string) {
+  let held: HeldLock[] = []
+  let seenAt = performance.now()
   const holderText = h('dd', { 'data-testid': 'lock-holder' }, 'free')
+  const modeText = h('dd', { 'data-testid': 'lock-mode' }, '—')
   const tokenText = h('dd', { 'data-testid': 'lock-token' }, '—')
   const mineText = h('dd', { 'data-testid': 'lock-mine' }, 'no')
   const left = h('span', { class: 'left', 'data-testid': 'lock-left' }, '—')
   const bar = h('div', { class: 'bar', role: 'progressbar', 'aria-label': 'Time left on the lock', 'aria-valuemin': 0, 'aria-valuemax': 100, 'aria-valuenow': 0, 'aria-valuetext': 'free' }, h('div'))
   const element = h('dl', { class: 'facts' },
     h('dt', {}, 'Held by'), holderText,
+    h('dt', {}, 'Mode'), modeText,
     h('dt', {}, 'Fencing token'), tokenText,
     h('dt', {}, 'This tab holds it'), mineText,
     h('dt', {}, 'Time left'), h('dd', { class: 'time' }, left, bar),
   )
+  const line = h('ol', { class: 'line', 'data-testid': 'wait-line', 'aria-label': 'Tabs waiting for the lock, first in line first' })
+  const name = (owner: string) => `${owner}${owner === client.id ? ' (this tab)' : ''}`
   let mine = false
-  const draw = (held = mine) => {
-    mine = held
-    const ms = holder ? holder.ttl - (performance.now() - holder.seenAt) : 0
-    holderText.textContent = holder ? `${holder.owner}${holder.owner === client.id ? ' (this tab)' : ''}` : 'free'
-    tokenText.textContent = holder ? String(holder.token) : '—'
-    mineText.textContent = held ? 'yes' : 'no'
-    const pct = holder && holder.ttl > 0 ? Math.max(0, Math.min(100, (ms / holder.ttl) * 100)) : 0
+  const draw = (holds = mine) => {
+    mine = holds
+    // This tab's own hold first: its token is the one its writes carry.
+    const first = held.find((x) => x.owner === client.id) ?? held[0]
+    const ttl = first?.ttl ?? 0
+    const ms = first ? ttl - (performance.now() - seenAt) : 0
+    holderText.textContent = held.length === 0 ? 'free' : held.map((x) => name(x.owner)).join(', ')
+    modeText.textContent = first ? (first.mode === 'shared' ? `shared by ${held.length}` : 'exclusive') : '—'
+    tokenText.textContent = first ? String(first.token) : '—'
+    mineText.textContent = holds ? 'yes' : 'no'
+    const pct = first && ttl > 0 ? Math.max(0, Math.min(100, (ms / ttl) * 100)) : 0
     ;(bar.firstElementChild as HTMLElement).style.width = `${pct}%`
     bar.classList.toggle('low', pct < 30)
     bar.setAttribute('aria-valuenow', String(Math.round(pct)))
-    left.textContent = holder ? seconds(ms) : '—'
-    bar.setAttribute('aria-valuetext', holder ? `${(Math.max(0, ms) / 1000).toFixed(1)} seconds left` : 'free')
+    left.textContent = first ? seconds(ms) : '—'
+    bar.setAttribute('aria-valuetext', first ? `${(Math.max(0, ms) / 1000).toFixed(1)} seconds left` : 'free')
   }
-  const watch = client.watch(key, { signal: closing })
-  const done = (async () => {
-    const now = await quietly(client.locks.holder(key))
-    if (now && !holder) holder = { owner: now.owner, token: now.token, ttl: now.ttl ?? 0, seenAt: performance.now() }
+  const showLine = (pending: PendingLock[]) => {
+    if (pending.length === 0) return line.replaceChildren(h('li', { class: 'empty' }, 'Nobody waits.'))
+    line.replaceChildren(...pending.map((w) => h('li', { 'data-owner': w.owner, 'data-mode': w.mode }, `${name(w.owner)}${w.mode === 'shared' ? ' — shared' : ''}`)))
+  }
+  showLine([])
+  const stop = followLock(client, key, (q) => {
+    held = q.held
+    seenAt = performance.now()
     draw()
-    await follow(watch, (ev) => {
-      holder = ev.type === 'put' && ev.owner ? { owner: ev.owner, token: ev.created!, ttl: ev.ttl ?? 0, seenAt: performance.now() } : undefined
-      draw()
-    }, closing, say, 'Lock watch')
-  })()
-  return { element, draw, holder: () => holder, stop: () => (watch.close(), done) }
-}
-
-/** The tabs waiting for `key`, first in line first; `stop` resolves once it stopped following. */
-export function lineView(client: Client, key: string) {
-  const element = h('ol', { class: 'line', 'data-testid': 'wait-line', 'aria-label': 'Tabs waiting for the lock, first in line first' })
-  const empty = () => element.replaceChildren(h('li', { class: 'empty' }, 'Nobody waits.'))
-  empty()
-  const stop = followLine(client, key, (line) => {
-    if (line.length === 0) return empty()
-    element.replaceChildren(...line.map((w) => h('li', { 'data-owner': w.owner }, `${w.owner}${w.owner === client.id ? ' (this tab)' : ''}`)))
+    showLine(q.pending)
   })
-  return { element, stop }
+  return { element, line, draw, holder: () => held[0], stop }
 }

@@ -4,7 +4,7 @@
  * the line they renew ("renewed ×3"); tick "list renewals" to see each.
  */
 import type { Client, WatchEvent } from 'zaris'
-import { follow, h, type Say, type Unmount } from './dom'
+import { follow, h, ownerName, type Say, type Unmount } from './dom'
 
 const KEEP = 80
 
@@ -53,7 +53,7 @@ export function logPanel(root: HTMLElement, client: Client, say: Say): Unmount {
 }
 
 function describe(ev: WatchEvent): string {
-  const who = ev.owner ? ` by ${ev.owner}` : ''
+  const who = ev.owner ? ` by ${ownerName(ev.owner, '')}` : ''
   const value = ev.type === 'put' && ev.value !== null ? ` = ${JSON.stringify(ev.value)}` : ''
   return `#${ev.revision} ${ev.type} ${ev.key}${value}${who}`
 }

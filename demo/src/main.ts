@@ -12,6 +12,7 @@ import { electionPanel } from './election-panel'
 import { guide } from './guide'
 import { lockPanel } from './lock-panel'
 import { logPanel } from './log-panel'
+import { semaphorePanel } from './semaphore-panel'
 import { TabState } from './tab-state'
 import { timeline } from './timeline'
 
@@ -60,6 +61,7 @@ async function start(store: Store) {
     electionPanel($('#election-panel'), next, tab, say),
     timeline($('#timeline-panel'), next, say),
     counterPanel($('#counter-panel'), next, say),
+    semaphorePanel($('#semaphore-panel'), next, say),
     logPanel($('#log-panel'), next, say),
   ]
   say(`Connected to ${urls[store]} as ${id}.`)

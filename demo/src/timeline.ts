@@ -3,7 +3,7 @@
  * with its fencing token — drawn as SVG from the lock key's watch events.
  */
 import type { Client } from 'zaris'
-import { every, follow, h, quietly, type Say, type Unmount } from './dom'
+import { every, follow, h, ownerName, quietly, type Say, type Unmount } from './dom'
 import { LOCK_KEY } from './lock-panel'
 
 interface Spell {
@@ -60,7 +60,7 @@ export function timeline(root: HTMLElement, client: Client, say: Say): Unmount {
     const svg = document.createElementNS(SVG, 'svg')
     svg.setAttribute('viewBox', `0 0 ${width} ${height}`)
     svg.setAttribute('role', 'img')
-    svg.setAttribute('aria-label', `Lock holders over the last minute: ${spells.map((s) => `${s.owner} token ${s.token}`).join(', ') || 'none'}`)
+    svg.setAttribute('aria-label', `Lock holders over the last minute: ${spells.map((s) => `${ownerName(s.owner, client.id)} token ${s.token}`).join(', ') || 'none'}`)
     const el = (name: string, attrs: Record<string, string | number>, text?: string) => {
       const node = document.createElementNS(SVG, name)
       for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, String(v))
@@ -68,7 +68,7 @@ export function timeline(root: HTMLElement, client: Client, say: Say): Unmount {
       return node
     }
     owners.forEach((owner, i) => {
-      svg.append(el('text', { x: 4, y: i * lane + 19, 'font-size': 12, fill: '#1b1f24' }, owner === client.id ? `${owner} (this tab)` : owner))
+      svg.append(el('text', { x: 4, y: i * lane + 19, 'font-size': 12, fill: '#1b1f24' }, ownerName(owner, client.id)))
       svg.append(el('line', { x1: left, x2: width - 10, y1: i * lane + lane - 1, y2: i * lane + lane - 1, stroke: '#eceff3' }))
     })
     for (const s of spells) {

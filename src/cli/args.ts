@@ -7,14 +7,11 @@
  * @module
  */
 import { parseArgs } from 'node:util'
-import { MAX_KEY_LENGTH } from '../core/validate'
-import { isQueueKey } from '../core/reserved'
+import { MAX_KEY_LENGTH } from '../core/limits'
+import { isReservedKey } from '../core/reserved'
 
 /** The connection string used when neither `--url` nor `ZARIS_URL` is given. */
 export const DEFAULT_URL = 'zaris://127.0.0.1:7861/default'
-
-/** The longest TTL a store takes, in ms (timers cannot wait longer than 2^31-1 ms). */
-export const MAX_TTL = 2_147_483_647
 
 /** A command-line mistake: printed with the usage, exit code 2. */
 export class UsageError extends Error {}
@@ -85,7 +82,7 @@ export function parseCommandLine(argv: string[], env: Record<string, string | un
 export function keyArg(key: string, name = 'KEY'): string {
   if (key === '') throw new UsageError(`${name} must not be empty`)
   if (key.length > MAX_KEY_LENGTH) throw new UsageError(`${name} is ${key.length} characters long; the limit is ${MAX_KEY_LENGTH}`)
-  if (isQueueKey(key)) throw new UsageError(`${name} must not start with U+0001 "q": zaris keeps those keys for its wait queues`)
+  if (isReservedKey(key)) throw new UsageError(`${name} must not start with U+0001: zaris keeps those keys for its wait lines, shared holds and permits`)
   return key
 }
 

@@ -8,21 +8,14 @@
  * @module
  */
 import type { Value } from '../core/adapter'
-import type { Client } from '../core/client'
 import { isZarisError } from '../core/errors'
-import { integerArg, keyArg, MAX_TTL, UsageError, type Parsed } from './args'
+import { MAX_TTL } from '../core/limits'
+import { integerArg, keyArg, UsageError, type Parsed } from './args'
 import { ENTRY_HEADER, entryRow, showKey, showTtl, table } from './format'
 import { readLocks } from './lock-table'
+import type { Run } from './run'
 import { prepareWatch } from './watch'
 
-/** Where a command prints: results to `out`, notes and errors to `err`. */
-export interface Io {
-  out(text: string): void
-  err(text: string): void
-}
-
-/** A command's run, once its arguments are checked. */
-export type Run = (client: Client, io: Io) => Promise<0 | 1>
 
 /** Each verb's argument count and option check, resolving what to run. */
 export const VERBS: Record<string, { args: [number, number]; options: string[]; prepare(p: Parsed): Run }> = {
@@ -92,13 +85,14 @@ function ls(prefix: string, asJson: boolean): Run {
 
 function locks(prefix: string, asJson: boolean): Run {
   return async (client, io) => {
-    const rows = await readLocks(client.adapter, prefix)
+    const rows = await readLocks(client, prefix)
     if (asJson) io.out(json(rows))
     else if (rows.length === 0) io.err(`nothing held${prefix === '' ? '' : ` under ${showKey(prefix)}`}`)
     else {
       const lines = rows.flatMap((r) => [
-        [showKey(r.key), r.holder ? 'holder' : 'free', r.holder?.owner ?? '-', r.holder ? String(r.holder.token) : '-', showTtl(r.holder?.ttl)],
-        ...r.waiters.map((w, i) => [showKey(r.key), `waiter ${i + 1}`, w.owner, '-', `since revision ${w.since}`]),
+        ...(r.holders.length === 0 ? [[showKey(r.key), 'free', '-', '-', showTtl(undefined)]] : []),
+        ...r.holders.map((h) => [showKey(r.key), h.mode === 'shared' ? 'shared' : 'holder', h.owner, String(h.token), showTtl(h.ttl)]),
+        ...r.waiters.map((w, i) => [showKey(r.key), `waiter ${i + 1}${w.mode === 'shared' ? ' (shared)' : ''}`, w.owner, '-', `since revision ${w.since}`]),
       ])
       io.out(table(['KEY', 'ROLE', 'OWNER', 'TOKEN', 'TIME LEFT'], lines))
     }

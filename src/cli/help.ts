@@ -45,7 +45,7 @@ export const COMMANDS: Record<string, { synopsis: string; summary: string; detai
     synopsis: 'locks [PREFIX]',
     summary: 'show held keys under PREFIX: holders and waiters in line',
     details:
-      'Every key under PREFIX that a client holds (locks, leases, election terms): the owner, the\nfencing token and the time left; then the clients waiting for it, first in line first.\nWith --json: [{ key, holder: { owner, token, ttl } | null, waiters: [{ owner, since }] }].',
+      'Every key under PREFIX that a client holds (locks, leases, election terms): the owner, the\nfencing token and the time left (one row per holder of a lock held shared); then the clients\nwaiting for it, first in line first, with (shared) for a shared request.\nWith --json: [{ key, holder: { owner, token, ttl, mode } | null, holders: [...], waiters: [{ owner, since, mode }] }].',
   },
   release: {
     synopsis: 'release --force KEY',

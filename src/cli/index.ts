@@ -9,11 +9,12 @@ import { connect } from '../connect'
 import type { Client } from '../core/client'
 import { isZarisError } from '../core/errors'
 import { parseCommandLine, UsageError, type Parsed, type VerbOption } from './args'
-import { VERBS, type Io, type Run } from './commands'
+import { VERBS } from './commands'
+import type { Io, Run } from './run'
 import { commandHelp, COMMANDS, mainHelp } from './help'
 
 export { mainHelp } from './help'
-export type { Io } from './commands'
+export type { Io } from './run'
 
 /** The verbs this module runs. */
 export const INSPECT_VERBS = new Set(Object.keys(COMMANDS))

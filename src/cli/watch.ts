@@ -8,7 +8,7 @@
  */
 import type { Client } from '../core/client'
 import { integerArg, type Parsed } from './args'
-import type { Io, Run } from './commands'
+import type { Io, Run } from './run'
 import { eventLine, showKey } from './format'
 
 /**

@@ -36,8 +36,6 @@
  * @module
  */
 
-import type { Clock } from './clock'
-
 /** A value zaris can store: anything JSON can carry (no `undefined`, functions, NaN or cycles). */
 export type Value = string | number | boolean | null | Value[] | { [key: string]: Value }
 
@@ -266,11 +264,6 @@ export interface Adapter {
   readonly name: string
   /** Optional members this adapter implements. */
   readonly capabilities?: Capabilities
-  /**
-   * The clock clients of this adapter count their holds on unless given one:
-   * the IndexedDB adapter offers one whose timers keep running in a hidden tab.
-   */
-  readonly holderClock?: Clock
   /** The live entry at `key`, or `undefined`. */
   get(key: string): Promise<Entry | undefined>
   /**

@@ -6,16 +6,20 @@
  * @module
  */
 import type { Adapter, Check, Entry, Value } from './adapter'
-import { systemClock, type Clock } from './clock'
+import type { Clock } from './clock'
 import type { Closable, Context } from './context'
 import { Counters } from './counters'
 import { Election, type ElectionOptions } from './election'
 import { ClosedError, ConflictError, FencedError, InvalidArgumentError } from './errors'
-import { learnFromFence, type Fence } from './hold'
+import type { Fence } from './hold'
+import { fencing } from './hold-life'
+import { randomId } from './ids'
 import { Leases } from './leases'
 import { Locks } from './locks'
+import { defaultClock } from './page-clock'
 import { listAll } from './pages'
-import { isQueueKey } from './reserved'
+import { isReservedKey, SEP } from './reserved'
+import { Semaphores } from './semaphores'
 import { checkUserKey, checkOptions, checkOwner, checkPrefix, checkRevision, checkTtl, checkValue } from './validate'
 import { Watch, type WatchOptions } from './watch'
 
@@ -25,7 +29,11 @@ export interface ClientOptions {
   id?: string
   /** The default TTL in ms of locks, leases and elections. Default 30 000. */
   ttl?: number
-  /** The clock the client counts TTLs on. Default: the system's monotonic clock. */
+  /**
+   * The clock the client counts TTLs on. Default: in a page, the page's
+   * background clock (its timers survive a hidden tab); elsewhere the
+   * system's monotonic clock.
+   */
   clock?: Clock
 }
 
@@ -67,6 +75,8 @@ export class Client implements AsyncDisposable {
   readonly leases: Leases
   /** Atomic counters. */
   readonly counters: Counters
+  /** Semaphores: at most `limit` holders of a key at once. */
+  readonly semaphores: Semaphores
   /** The adapter under this client. */
   readonly adapter: Adapter
 
@@ -80,12 +90,14 @@ export class Client implements AsyncDisposable {
     const options = checkOptions<ClientOptions>(rawOptions)
     // The id is written as the owner of what the client holds: the store must keep it unchanged.
     this.id = options.id === undefined ? randomId() : checkOwner(options.id, 'id')
+    // U+0001 ends a key inside zaris's own keys (which carry ids), and starts its own owners (a shared lock's group).
+    if (this.id.includes(SEP)) throw new InvalidArgumentError('id must not contain U+0001: zaris keeps that character for its own keys and owners')
     this.adapter = adapter
     const ready = adapter.capabilities?.ownerGone && adapter.registerOwner ? adapter.registerOwner(this.id) : Promise.resolve()
     ready.catch(() => {}) // reported where it is awaited, by the first hold
     this.#ctx = {
       adapter,
-      clock: options.clock ?? adapter.holderClock ?? systemClock,
+      clock: options.clock ?? defaultClock(),
       id: this.id,
       ttl: options.ttl === undefined ? DEFAULT_TTL : checkTtl(options.ttl),
       ready,
@@ -105,6 +117,7 @@ export class Client implements AsyncDisposable {
     this.locks = new Locks(this.#ctx)
     this.leases = new Leases(this.#ctx)
     this.counters = new Counters(this.#ctx)
+    this.semaphores = new Semaphores(this.#ctx)
   }
 
   /** True once `close()` was called. */
@@ -172,8 +185,8 @@ export class Client implements AsyncDisposable {
     checkPrefix(prefix)
     this.#ctx.assertOpen()
     const entries = await listAll(this.adapter, prefix)
-    // Wait-queue entries sort first (U+0001) and are ours, not the user's.
-    return entries.some((e) => isQueueKey(e.key)) ? entries.filter((e) => !isQueueKey(e.key)) : entries
+    // Reserved entries (wait lines, shared holds, permits) sort first (U+0001) and are ours, not the user's.
+    return entries.some((e) => isReservedKey(e.key)) ? entries.filter((e) => !isReservedKey(e.key)) : entries
   }
 
   /**
@@ -228,23 +241,17 @@ export class Client implements AsyncDisposable {
       if (typeof f !== 'object' || f === null || typeof f.key !== 'string' || typeof f.token !== 'number') {
         throw new InvalidArgumentError('fence must be a lock or lease (an object with key and token)')
       }
-      checks.push({ key: checkUserKey(f.key, 'fence.key'), created: f.token })
+      checkUserKey(f.key, 'fence.key')
+      checks.push(...fencing.checks(f as Fence))
     }
     return checks
   }
 
   #refusal(op: string, key: string, failed: Array<{ key: string; entry: Entry | undefined }>, fence: Fence | undefined): Error {
-    const fenced = fence && failed.find((f) => f.key === fence.key)
-    if (fenced) {
-      // The key no longer carries the token: the hold (if the fence is one) is over, and learns it now.
-      learnFromFence(fence, fenced.entry)
+    // The key no longer carries the token: the hold (if the fence is one) is over, and learns it now.
+    if (fence && fencing.refused(fence, failed)) {
       return new FencedError(`${op} ${JSON.stringify(key)} refused: the lock ${JSON.stringify(fence.key)} is no longer held with token ${fence.token}`)
     }
     return new ConflictError(`${op} ${JSON.stringify(key)} refused: the entry is not at the expected revision`)
   }
-}
-
-function randomId(): string {
-  const c = globalThis.crypto
-  return typeof c?.randomUUID === 'function' ? c.randomUUID() : Math.random().toString(36).slice(2) + Date.now().toString(36)
 }

@@ -33,20 +33,14 @@ import type { TimerHandle } from './clock'
 import { driftMargin, type Context } from './context'
 import type { HoldEndedError } from './errors'
 import { endAtDeadline, endByHolder, endFromEntry, endFromEvent, holdName } from './hold-end'
+import { fencing, Life, type Failed, type Fence, type HoldLife } from './hold-life'
 import { keepAlive } from './keep-alive'
 import { checkTtl } from './validate'
 
 /** How long a hold whose watch failed waits before it watches its key again. */
 const REWATCH_MS = 1_000
 
-/**
- * Tells a hold used as a fence that a write was refused for it, with what
- * the store found at its key. Set by {@link Hold}'s static block; a no-op for
- * a fence that is not a hold (a plain `{ key, token }`).
- *
- * @internal
- */
-export let learnFromFence: (fence: Fence, entry: Entry | undefined) => void = () => {}
+export type { Fence } from './hold-life'
 
 /** How a hold starts: the entry its acquiring commit wrote, and when the request was sent. */
 export interface HoldInit<V extends Value> {
@@ -58,20 +52,14 @@ export interface HoldInit<V extends Value> {
   /** The clock reading taken before the acquiring request was sent. */
   sentAt: number
   autoRenew: boolean
+  /** Where the hold lives, when not simply in the entry at `key`. */
+  life?: HoldLife
+  /** A lock's mode (default exclusive). */
+  mode?: LockMode
 }
 
-/**
- * What a fenced write checks: a lock or lease key and the token it must still be held with.
- *
- * @example
- * await client.put('report', 'done', { fence: lock }) // a Lock is a Fence
- */
-export interface Fence {
-  /** The lock or lease key. */
-  readonly key: string
-  /** The fencing token the key must still be held with. */
-  readonly token: number
-}
+/** How a lock is held: alone (`exclusive`), or beside other `shared` holders (as the Web Locks API). */
+export type LockMode = 'exclusive' | 'shared'
 
 /**
  * The shared machinery of locks and leases. Use {@link Lock} and {@link Lease}.
@@ -92,6 +80,7 @@ export abstract class Hold<V extends Value = Value> implements AsyncDisposable, 
 
   readonly #ctx: Context
   readonly #value: V
+  readonly #life: Life
   readonly #autoRenew: boolean
   #ttl: number
   #revision: number
@@ -120,6 +109,7 @@ export abstract class Hold<V extends Value = Value> implements AsyncDisposable, 
     this.token = init.token
     this.owner = ctx.id
     this.#value = init.value
+    this.#life = new Life(init.key, init.token, init.life)
     this.#ttl = init.ttl
     this.#revision = init.revision
     this.#autoRenew = init.autoRenew
@@ -180,13 +170,10 @@ export abstract class Hold<V extends Value = Value> implements AsyncDisposable, 
     checkTtl(ttl)
     if (!this.held) return false
     const sentAt = this.#ctx.clock.now()
-    const result = await this.#ctx.adapter.commit(
-      [{ key: this.key, created: this.token }],
-      [{ type: 'set', key: this.key, value: this.#value, ttl, owner: this.owner }],
-    )
+    const result = await this.#ctx.adapter.commit(this.#life.checks, [{ type: 'set', key: this.#life.entryKey, value: this.#value, ttl, owner: this.owner }])
     if (!result.ok) {
       // A release under way decides the reason from its own answer.
-      if (!this.#releasing) this.#end(this.#reasonFrom(result.failed[0]?.entry))
+      if (!this.#releasing) this.#end(this.#reasonFrom(result.failed))
       return false
     }
     if (this.#releasing) return false
@@ -224,15 +211,12 @@ export abstract class Hold<V extends Value = Value> implements AsyncDisposable, 
       this.#releasing = true
       this.#stopTimers()
     }
-    this.#finishing = this.#ctx.adapter.commit([{ key: this.key, created: this.token }], [{ type: 'delete', key: this.key }]).then(
-      (r) => {
-        if (!wasHeld) return false
-        if (r.ok) {
-          this.#end(released)
-          return true
-        }
-        this.#end(this.#reasonFrom(r.failed[0]?.entry))
-        return false
+    this.#finishing = this.#ctx.adapter.commit(this.#life.checks, this.#life.releaseOps()).then(
+      async (r) => {
+        if (wasHeld) this.#end(r.ok ? released : this.#reasonFrom(r.failed))
+        // What else a release tidies (the last shared holder out ends its group) is done before it resolves.
+        if (r.ok) await this.#life.released(r.entries)
+        return wasHeld && r.ok
       },
       (err) => {
         if (!wasHeld) return false
@@ -255,7 +239,8 @@ export abstract class Hold<V extends Value = Value> implements AsyncDisposable, 
   }
 
   async #deleteGuarded(): Promise<boolean> {
-    const r = await this.#ctx.adapter.commit([{ key: this.key, created: this.token }], [{ type: 'delete', key: this.key }])
+    const r = await this.#ctx.adapter.commit(this.#life.checks, this.#life.releaseOps())
+    if (r.ok) await this.#life.released(r.entries)
     return r.ok
   }
 
@@ -263,22 +248,22 @@ export abstract class Hold<V extends Value = Value> implements AsyncDisposable, 
     return holdName(this.key, this.token)
   }
 
-  /** Why the hold is over, from what the store has at its key instead of its token. */
-  #reasonFrom(entry: Entry | undefined): HoldEndedError {
+  /** Why the hold is over, from what the store has instead at the first of its failed checks. */
+  #reasonFrom(failed: Failed): HoldEndedError {
     // An expiry comes at the holder's deadline or after it, since the holder counts from before its request.
-    return endFromEntry(this.#what(), entry, this.#ctx.clock.now() >= this.#deadline)
+    return endFromEntry(this.#what(), (this.#life.gone(failed) ?? failed[0])?.entry, this.#ctx.clock.now() >= this.#deadline)
   }
 
-  /** What a write refused for this hold's fence found at the key: the hold is over. */
-  #fenceRefused(entry: Entry | undefined): void {
-    if (this.#ended || this.#releasing || entry?.created === this.token) return
-    this.#end(this.#reasonFrom(entry))
+  /** A write fenced by this hold was refused: if for the fence, the hold is over. */
+  #fenceRefused(failed: Failed): boolean {
+    const gone = this.#life.gone(failed)
+    if (gone && !this.#ended && !this.#releasing) this.#end(this.#reasonFrom([gone]))
+    return gone !== undefined
   }
 
   static {
-    learnFromFence = (fence, entry) => {
-      if (fence instanceof Hold) fence.#fenceRefused(entry)
-    }
+    fencing.refused = (fence, failed) => (fence instanceof Hold ? fence.#fenceRefused(failed) : failed.some((f) => f.key === fence.key))
+    fencing.checks = (fence) => (fence instanceof Hold ? fence.#life.checks : [{ key: fence.key, created: fence.token }])
   }
 
   #checkDeadline(): void {
@@ -326,33 +311,25 @@ export abstract class Hold<V extends Value = Value> implements AsyncDisposable, 
   #observe(): void {
     if (this.#watching || this.#ended || this.#releasing) return
     this.#watching = true
-    const sink = {
-      event: (ev: WatchEvent) => this.#onEvent(ev),
-      // The watch ended (history gone, a store that was reset, no connection): look at the key instead.
-      error: () => {
-        this.#unwatch = undefined
-        void this.#look()
-      },
-    }
-    this.#ctx.adapter.watch(this.key, sink, this.#revision).then(
-      (unwatch) => (this.#ended ? unwatch() : (this.#unwatch = unwatch)),
-      () => void this.#look(),
-    )
+    // If the watch ends (history gone, a store that was reset, no connection): look at the key instead.
+    this.#unwatch = this.#life.watch(this.#ctx.adapter, this.#revision, (ev) => this.#onEvent(ev), () => {
+      this.#unwatch = undefined
+      void this.#look()
+    })
   }
 
   /** Reads the key: ends the hold if the key no longer carries its token, else watches it again a little later. */
   async #look(): Promise<void> {
-    let entry: Entry | undefined
-    let read = false
+    let read: Array<{ key: string; entry: Entry | undefined }> | undefined
     try {
-      entry = await this.#ctx.adapter.get(this.key)
-      read = true
+      read = await Promise.all(this.#life.keys.map(async (key) => ({ key, entry: await this.#ctx.adapter.get(key) })))
     } catch {
       // Unreachable: the deadline still decides, and we look again below.
     }
     if (this.#ended || this.#releasing) return
-    if (read && entry?.created !== this.token) return this.#end(this.#reasonFrom(entry))
-    if (read) this.#revision = Math.max(this.#revision, entry!.revision)
+    const gone = read && this.#life.gone(read)
+    if (gone) return this.#end(this.#reasonFrom([gone]))
+    if (read) this.#revision = Math.max(this.#revision, read[0]!.entry!.revision)
     this.#rewatchTimer = this.#ctx.clock.setTimeout(() => {
       this.#rewatchTimer = undefined
       this.#watching = false
@@ -361,12 +338,10 @@ export abstract class Hold<V extends Value = Value> implements AsyncDisposable, 
   }
 
   #onEvent(ev: WatchEvent): void {
-    if (ev.key !== this.key || ev.revision <= this.#revision || this.#ended || this.#releasing) return
-    if (ev.type === 'put' && ev.created === this.token) {
-      this.#revision = ev.revision
-      return
-    }
-    this.#end(endFromEvent(this.#what(), ev, this.#ctx.clock.now() >= this.#deadline))
+    if (ev.revision <= this.#revision || this.#ended || this.#releasing) return
+    const verdict = this.#life.judge(ev)
+    if (verdict === 'renewed') this.#revision = ev.revision
+    if (verdict === 'ended') this.#end(endFromEvent(this.#what(), ev, this.#ctx.clock.now() >= this.#deadline))
   }
 
   #stopTimers(): void {
@@ -402,6 +377,15 @@ export abstract class Hold<V extends Value = Value> implements AsyncDisposable, 
  * }
  */
 export class Lock extends Hold<null> {
+  /** `exclusive` (the only holder) or `shared` (one of many shared holders, never beside an exclusive one). */
+  readonly mode: LockMode
+
+  /** @internal Created by `locks.acquire`. */
+  constructor(ctx: Context, init: HoldInit<null>) {
+    super(ctx, init)
+    this.mode = init.mode ?? 'exclusive'
+  }
+
   /**
    * Releases the lock: true if it was still held. Releasing twice, or after
    * the lock was lost, is harmless and resolves false; it never removes a lock

@@ -5,14 +5,13 @@
  *
  * @module
  */
-import type { Check, Op, Value } from './adapter'
+import type { Check, Op, Value, WatchSink } from './adapter'
 import { InvalidArgumentError } from './errors'
-import { isQueueKey } from './reserved'
+import { MAX_KEY_LENGTH, MAX_OWNER_LENGTH, MAX_REQUEST_ID_LENGTH, MAX_TTL, MAX_VALUE_DEPTH } from './limits'
+import { isReservedKey } from './reserved'
 
-/** Keys longer than this many UTF-16 code units are refused: they are names, not payloads. */
-export const MAX_KEY_LENGTH = 1024
-/** Values nested deeper than this are refused (a guard against runaway recursion). */
-export const MAX_VALUE_DEPTH = 64
+// The limits these checks enforce, for modules that import them with the checks.
+export { MAX_KEY_LENGTH, MAX_OWNER_LENGTH, MAX_TTL, MAX_VALUE_DEPTH }
 
 const nativeWellFormed = (String.prototype as { isWellFormed?: (this: string) => boolean }).isWellFormed
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/
@@ -36,6 +35,14 @@ export function keyProblem(s: string, prefix = false): string | undefined {
   return undefined
 }
 
+/**
+ * Returns `key` if it is a key by the one key rule (well-formed UTF-16, 1 to
+ * 1024 code units), else throws an `InvalidArgumentError` naming `name`.
+ * Every store checks keys so, even when called directly.
+ *
+ * @example
+ * const key = checkKey(input) // in an adapter's get
+ */
 export function checkKey(key: unknown, name = 'key'): string {
   if (typeof key !== 'string') throw new InvalidArgumentError(`${name} must be a string, got ${describe(key)}`)
   const problem = keyProblem(key)
@@ -46,24 +53,25 @@ export function checkKey(key: unknown, name = 'key'): string {
 /** A key given to the public API: {@link checkKey}, and not one of zaris's reserved keys. */
 export function checkUserKey(key: unknown, name = 'key'): string {
   checkKey(key, name)
-  if (isQueueKey(key as string)) {
-    throw new InvalidArgumentError(`${name} must not start with U+0001 "q": zaris keeps those keys for its wait queues`)
+  if (isReservedKey(key as string)) {
+    throw new InvalidArgumentError(`${name} must not start with U+0001: zaris keeps those keys for its wait lines, shared holds and permits`)
   }
   return key as string
 }
 
-/** A prefix may be empty (everything); otherwise the key rule. */
+/**
+ * Returns `prefix` if it is one: the key rule, except that it may be empty
+ * (everything); else throws an `InvalidArgumentError` naming `name`.
+ *
+ * @example
+ * checkPrefix('lock:') // in an adapter's list and watch
+ */
 export function checkPrefix(prefix: unknown, name = 'prefix'): string {
   if (typeof prefix !== 'string') throw new InvalidArgumentError(`${name} must be a string, got ${describe(prefix)}`)
   const problem = keyProblem(prefix, true)
   if (problem) throw new InvalidArgumentError(`${name} ${problem}`)
   return prefix
 }
-
-/** The most ms a TTL may be: timers cannot wait longer than 2^31-1 ms. */
-export const MAX_TTL = 2_147_483_647
-/** Owner ids (client ids) are at most this many UTF-16 code units. */
-export const MAX_OWNER_LENGTH = 256
 
 /**
  * Checks a commit's arguments as every store must, whoever calls it: arrays
@@ -238,7 +246,14 @@ export function describe(value: unknown): string {
   return `${typeof value} ${String(value)}`
 }
 
-/** The options of an adapter's `list`, checked: `after` a key (the key rule), `limit` an integer >= 1. */
+/**
+ * Checks the options of an adapter's `list` as every store must: `after` a
+ * key by the key rule, `limit` an integer >= 1 (both optional). Throws
+ * `InvalidArgumentError` naming the field.
+ *
+ * @example
+ * const { after, limit } = checkListOptions(options) // in an adapter's list
+ */
 export function checkListOptions(options: unknown): { after: string | undefined; limit: number | undefined } {
   const o = checkOptions<{ after?: unknown; limit?: unknown }>(options, 'list options')
   if (o.after !== undefined) checkKey(o.after, 'after')
@@ -246,4 +261,31 @@ export function checkListOptions(options: unknown): { after: string | undefined;
     throw new InvalidArgumentError(`limit must be an integer >= 1, got ${describe(o.limit)}`)
   }
   return { after: o.after as string | undefined, limit: o.limit as number | undefined }
+}
+
+/**
+ * Checks a watch's arguments as every store must: a prefix by the key rule
+ * (or empty), a sink with `event` and `error`, a `fromRevision` that is a
+ * revision. Throws `InvalidArgumentError` naming the field.
+ *
+ * @example
+ * checkWatchArgs('lock:', sink, undefined)
+ */
+export function checkWatchArgs(prefix: unknown, sink: unknown, fromRevision: unknown): asserts sink is WatchSink {
+  checkPrefix(prefix)
+  const s = sink as Partial<WatchSink> | null
+  if (typeof s !== 'object' || s === null || typeof s.event !== 'function' || typeof s.error !== 'function') {
+    throw new InvalidArgumentError('sink must be an object with event and error functions')
+  }
+  if (fromRevision !== undefined && (!Number.isSafeInteger(fromRevision) || (fromRevision as number) < 0)) {
+    throw new InvalidArgumentError(`fromRevision must be an integer >= 0, got ${describe(fromRevision)}`)
+  }
+}
+
+/** Checks a commit's request id, as a store given one directly takes it: a string of 1 to {@link MAX_REQUEST_ID_LENGTH} characters. */
+export function checkRequestId(requestId: unknown): string | undefined {
+  if (requestId !== undefined && (typeof requestId !== 'string' || requestId.length === 0 || requestId.length > MAX_REQUEST_ID_LENGTH)) {
+    throw new InvalidArgumentError(`requestId must be a non-empty string of at most ${MAX_REQUEST_ID_LENGTH} characters`)
+  }
+  return requestId
 }

@@ -9,18 +9,18 @@
  * The line is advisory, never a safety mechanism: the lock's own
  * compare-and-set decides who holds it. A waiter that dies leaves an entry
  * that expires after {@link QUEUE_TTL}; until then the waiters behind it
- * still try the lock when they find it free on a patrol (see acquire.ts).
+ * still try the lock when they find it free on a patrol (see acquire-machine.ts).
  *
  * @module
  */
-import type { Entry } from './adapter'
+import type { Entry, Value } from './adapter'
 import type { Context } from './context'
 import { ConflictError } from './errors'
+import { KeptEntry } from './kept-entry'
 import { listAll } from './pages'
-import { QUEUE_PREFIX } from './reserved'
+import { QUEUE_PREFIX, SEP } from './reserved'
 import { MAX_KEY_LENGTH } from './validate'
 
-const SEP = '\u0001'
 /** How long a waiter's place lives without renewal; renewed at a third of it. */
 export const QUEUE_TTL = 10_000
 
@@ -30,32 +30,37 @@ let joins = 0
 export class WaitQueue {
   readonly #ctx: Context
   readonly #prefix: string
-  #entry: Entry | undefined
-  #renewal: ReturnType<Context['clock']['setTimeout']> | undefined
+  readonly #value: Value
+  #place: KeptEntry | undefined
   #left = false
   #joining: Promise<void> | undefined
 
-  /** The queue of `lockKey`, or `undefined` when the key is too long to have one (its waiters then simply retry). */
-  static for(ctx: Context, lockKey: string): WaitQueue | undefined {
+  /**
+   * The queue of `lockKey`, or `undefined` when the key is too long to have
+   * one (its waiters then simply retry). `value` says what the waiter wants
+   * (`exclusive`, `shared`, `permit`), for `locks.query()`.
+   */
+  static for(ctx: Context, lockKey: string, value: Value = null): WaitQueue | undefined {
     const prefix = QUEUE_PREFIX + lockKey + SEP
     // Our own suffix: the client id (a UUID) and a counter.
     if (prefix.length + ctx.id.length + 12 > MAX_KEY_LENGTH) return undefined
-    return new WaitQueue(ctx, prefix)
+    return new WaitQueue(ctx, prefix, value)
   }
 
-  private constructor(ctx: Context, prefix: string) {
+  private constructor(ctx: Context, prefix: string, value: Value) {
     this.#ctx = ctx
     this.#prefix = prefix
+    this.#value = value
   }
 
   /** Whether we stand in line or are joining it. */
   get placed(): boolean {
-    return this.#entry !== undefined || this.#joining !== undefined
+    return this.#place?.entry !== undefined || this.#joining !== undefined
   }
 
   /** Our entry while we stand in line (to be deleted in the same commit that takes the lock). */
   get entry(): Entry | undefined {
-    return this.#entry
+    return this.#place?.entry
   }
 
   /**
@@ -64,18 +69,20 @@ export class WaitQueue {
    */
   async ahead(): Promise<Entry | undefined> {
     for (let tries = 0; ; tries++) {
-      if (!this.#entry) {
+      if (!this.entry) {
         // One join at a time: a caller that raced ahead asks again while the first is on its way.
         this.#joining ??= this.#join().finally(() => {
           this.#joining = undefined
         })
         await this.#joining
       }
+      const own = this.entry!
       const line = (await listAll(this.#ctx.adapter, this.#prefix)).filter((e) => !e.key.slice(this.#prefix.length).includes(SEP))
-      const mine = line.find((e) => e.key === this.#entry!.key && e.created === this.#entry!.created)
+      const mine = line.find((e) => e.key === own.key && e.created === own.created)
       if (!mine) {
         // Our place expired (renewals failed): join again at the back.
-        this.#entry = undefined
+        this.#place?.lost()
+        this.#place = undefined
         if (tries < 2) continue
         return undefined
       }
@@ -87,7 +94,8 @@ export class WaitQueue {
 
   /** Forget our place (the store says it is gone); the next {@link ahead} joins again. */
   lost(): void {
-    this.#entry = undefined
+    this.#place?.lost()
+    this.#place = undefined
   }
 
   /** Removes a dead waiter's entry (its owner is gone), if it is still the one we saw. */
@@ -98,40 +106,16 @@ export class WaitQueue {
   /** Leaves the line (best effort: an entry that cannot be deleted expires). */
   leave(): void {
     this.#left = true
-    if (this.#renewal !== undefined) this.#ctx.clock.clearTimeout(this.#renewal)
-    const entry = this.#entry
-    this.#entry = undefined
-    if (entry) this.#ctx.adapter.commit([{ key: entry.key, created: entry.created }], [{ type: 'delete', key: entry.key }]).catch(() => {})
+    this.#place?.leave()
   }
 
   async #join(): Promise<void> {
     const key = `${this.#prefix}${this.#ctx.id}.${(++joins).toString(36)}`
-    const r = await this.#ctx.adapter.commit([{ key, revision: null }], [{ type: 'set', key, value: null, ttl: QUEUE_TTL, owner: this.#ctx.id }])
-    if (!r.ok) throw new ConflictError(`the wait-queue key ${JSON.stringify(key)} already exists`)
-    this.#entry = r.entries[0]!
-    if (this.#left) this.leave()
-    else this.#scheduleRenewal()
-  }
-
-  #scheduleRenewal(): void {
-    if (this.#renewal !== undefined) this.#ctx.clock.clearTimeout(this.#renewal)
-    this.#renewal = this.#ctx.clock.setTimeout(() => {
-      this.#renewal = undefined
-      const entry = this.#entry
-      if (!entry || this.#left) return
-      this.#ctx.adapter
-        .commit([{ key: entry.key, created: entry.created }], [{ type: 'set', key: entry.key, value: null, ttl: QUEUE_TTL, owner: this.#ctx.id }])
-        .then(
-          (r) => {
-            if (this.#entry !== entry) return
-            if (r.ok) this.#entry = r.entries[0]!
-            else this.#entry = undefined
-            if (!this.#left && this.#entry) this.#scheduleRenewal()
-          },
-          () => {
-            if (!this.#left && this.#entry === entry) this.#scheduleRenewal()
-          },
-        )
-    }, QUEUE_TTL / 3)
+    const place = new KeptEntry(this.#ctx, key, this.#value, QUEUE_TTL)
+    // Set before the write, so that a leave() meanwhile deletes the place once written.
+    this.#place = place
+    if (this.#left) place.leave()
+    const taken = await place.take()
+    if (!taken.entry) throw new ConflictError(`the wait-queue key ${JSON.stringify(key)} already exists`)
   }
 }

@@ -12,7 +12,7 @@
 import type { Unsubscribe, WatchEvent } from './adapter'
 import type { Context } from './context'
 import { keepAlive } from './keep-alive'
-import { isQueueKey } from './reserved'
+import { isReservedKey } from './reserved'
 import { checkBoolean, checkUserKey, checkOptions, checkPrefix, checkRevision, checkSignal } from './validate'
 
 /** Options of `client.watch`. */
@@ -127,7 +127,7 @@ export class Watch implements AsyncIterableIterator<WatchEvent>, AsyncDisposable
 
   #push(ev: WatchEvent): void {
     if (this.#done || ev.revision < this.#last || (ev.revision === this.#last && this.#lastKeys.has(ev.key))) return
-    if (this.#prefix ? !ev.key.startsWith(this.#key) || isQueueKey(ev.key) : ev.key !== this.#key) return
+    if (this.#prefix ? !ev.key.startsWith(this.#key) || isReservedKey(ev.key) : ev.key !== this.#key) return
     if (ev.revision !== this.#last) this.#lastKeys.clear()
     this.#last = ev.revision
     this.#lastKeys.add(ev.key)

@@ -7,6 +7,7 @@
  */
 import type { Adapter } from '../core/adapter'
 import { systemClock, type Clock } from '../core/clock'
+import { randomHex } from '../core/ids'
 import { LogBudget } from '../adapters/shared/event-log'
 import { LocalStore, StoreQuota, localAdapter } from '../adapters/shared/local-store'
 import { memoryShares } from './limits'
@@ -161,7 +162,5 @@ async function sharedBackend<A extends Adapter & { position(): Promise<StorePosi
 
 /** A random id for one life of a store. */
 export function newEpoch(): string {
-  const bytes = new Uint8Array(9)
-  globalThis.crypto.getRandomValues(bytes)
-  return Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('')
+  return randomHex(9)
 }

@@ -5,6 +5,8 @@
  */
 import * as zaris from 'zaris'
 import * as indexeddb from 'zaris/indexeddb'
+import type { HistoryEvent } from '../lincheck/history'
+import { recordingAdapter, streamSink } from '../lincheck/recorder'
 
 declare global {
   interface Window {
@@ -13,10 +15,23 @@ declare global {
     /** Whatever a test keeps between evaluate calls. */
     kept: Record<string, unknown>
     harnessReady: boolean
+    /**
+     * A client of the IndexedDB store `namespace` (what `connect('zaris://idb/<namespace>')`
+     * opens) whose store operations are recorded (test/lincheck/recorder.ts) through the
+     * `zarisOp` binding, if the test exposed one.
+     */
+    zarisRecorded(namespace: string, id: string): Promise<zaris.Client>
+    zarisOp?(event: HistoryEvent): Promise<void>
   }
 }
 
 window.zaris = zaris
 window.zarisIndexedDb = indexeddb
 window.kept = {}
+window.zarisRecorded = async (namespace, id) => {
+  const now = () => performance.timeOrigin + performance.now()
+  // Process numbers of its own: tabs number theirs apart at random (2^20 blocks of 1000).
+  const sink = streamSink((e) => void window.zarisOp?.(e).catch(() => {}), now, (1 + Math.floor(Math.random() * 2 ** 20)) * 1000)
+  return new zaris.Client(recordingAdapter(await indexeddb.openIndexedDb({ namespace }), sink, id), { id })
+}
 window.harnessReady = true

@@ -29,7 +29,7 @@ const SCENES: Record<string, { before?(s: Stage): Promise<void>; during?(s: Stag
       const holder = await s.client('holder-1')
       await holder.locks.acquire('lock:a', { ttl: 20_000 })
       const line = async (n: number) => {
-        while (((await readLocks(holder.adapter, 'lock:'))[0]?.waiters.length ?? 0) < n) await new Promise((r) => setTimeout(r, 20))
+        while (((await readLocks(holder, 'lock:'))[0]?.waiters.length ?? 0) < n) await new Promise((r) => setTimeout(r, 20))
       }
       s.firstWaiter = (await s.client('waiter-a')).locks.acquire('lock:a', { wait: 60_000 })
       await line(1)

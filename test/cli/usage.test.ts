@@ -44,7 +44,7 @@ describe('usage mistakes exit 2 with the reason, without connecting', () => {
     [['put', 'k', 'v', '--ttl', '1.5'], /--ttl must be a whole number/],
     [['counter', 'k', 'x'], /N must be a whole number/],
     [['release', 'k'], /say release --force KEY/],
-    [['get', '\u0001qk'], /must not start with U\+0001 "q"/],
+    [['get', '\u0001qk'], /must not start with U\+0001: zaris keeps those keys/],
     [['get', ''], /KEY must not be empty/],
     [['watch', '--from', 'x'], /--from must be a whole number/],
     [['get', 'k', '--url', 'nope'], /"nope" is not a connection string/],

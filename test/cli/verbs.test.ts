@@ -144,7 +144,7 @@ describe.each(stores)('zaris against %s', (_, open) => {
     const b = await connect(url, { id: 'waiter-b' })
     clients.push(a, b)
     const waitersIn = async (n: number) => {
-      for (let i = 0; i < 200 && ((await readLocks(holder.adapter, 'lock:'))[0]?.waiters.length ?? 0) < n; i++) await new Promise((r) => setTimeout(r, 25))
+      for (let i = 0; i < 200 && ((await readLocks(holder, 'lock:'))[0]?.waiters.length ?? 0) < n; i++) await new Promise((r) => setTimeout(r, 25))
     }
     const first = a.locks.acquire('lock:a', { wait: 30_000 })
     await waitersIn(1)
@@ -154,7 +154,12 @@ describe.each(stores)('zaris against %s', (_, open) => {
 
     const rows = json(await zaris(['locks', 'lock:', '--json'], env)) as LockRow[]
     expect(rows).toEqual([
-      { key: 'lock:a', holder: { owner: 'holder-1', token: lock.token, ttl: expect.any(Number) }, waiters: [{ owner: 'waiter-a', since: expect.any(Number) }, { owner: 'waiter-b', since: expect.any(Number) }] },
+      {
+        key: 'lock:a',
+        holder: { owner: 'holder-1', token: lock.token, ttl: expect.any(Number), mode: 'exclusive' },
+        holders: [{ owner: 'holder-1', token: lock.token, ttl: expect.any(Number), mode: 'exclusive' }],
+        waiters: [{ owner: 'waiter-a', since: expect.any(Number), mode: 'exclusive' }, { owner: 'waiter-b', since: expect.any(Number), mode: 'exclusive' }],
+      },
     ])
     expect(rows[0]!.holder!.ttl).toBeGreaterThan(0)
     expect(rows[0]!.holder!.ttl).toBeLessThanOrEqual(20_000)
@@ -188,5 +193,37 @@ describe.each(stores)('zaris against %s', (_, open) => {
     expect(await holder.get('plain')).toMatchObject({ value: 1 })
     await taken!.release()
     await b.close()
+  }, 60_000)
+
+  test('locks shows every shared holder of a lock and the mode of each waiter (from locks.query)', async () => {
+    const { env, client: r1 } = await fresh('reader-1')
+    const url = env.ZARIS_URL!
+    const r2 = await connect(url, { id: 'reader-2' })
+    const w = await connect(url, { id: 'writer' })
+    const r3 = await connect(url, { id: 'reader-3' })
+    clients.push(r2, w, r3)
+    const s1 = (await r1.locks.acquire('lock:rw', { mode: 'shared', ttl: 20_000 }))!
+    const s2 = (await r2.locks.acquire('lock:rw', { mode: 'shared', ttl: 20_000 }))!
+    const writing = w.locks.acquire('lock:rw', { wait: 30_000 })
+    writing.catch(() => {})
+    await vi.waitFor(async () => expect((await r1.locks.query('lock:rw')).pending).toHaveLength(1), { timeout: 5_000 })
+    const reading = r3.locks.acquire('lock:rw', { mode: 'shared', wait: 30_000 }) // behind the writer's intent
+    reading.catch(() => {})
+    await vi.waitFor(async () => expect((await r1.locks.query('lock:rw')).pending).toHaveLength(2), { timeout: 5_000 })
+    const shown = await zaris(['locks', 'lock:'], env)
+    expect(shown.stdout.trim().split('\n')).toEqual([
+      expect.stringMatching(/^KEY\s+ROLE\s+OWNER\s+TOKEN\s+TIME LEFT$/),
+      expect.stringMatching(new RegExp(`^lock:rw\\s+shared\\s+reader-1\\s+${s1.token}\\s+\\d+s$`)),
+      expect.stringMatching(new RegExp(`^lock:rw\\s+shared\\s+reader-2\\s+${s2.token}\\s+\\d+s$`)),
+      expect.stringMatching(/^lock:rw\s+waiter 1\s+writer\s+-\s+since revision \d+$/),
+      expect.stringMatching(/^lock:rw\s+waiter 2 \(shared\)\s+reader-3\s+-\s+since revision \d+$/),
+    ])
+    const [row] = json(await zaris(['locks', 'lock:', '--json'], env)) as LockRow[]
+    expect(row!.holders.map((h) => [h.owner, h.mode])).toEqual([['reader-1', 'shared'], ['reader-2', 'shared']])
+    expect(row!.waiters.map((x) => [x.owner, x.mode])).toEqual([['writer', 'exclusive'], ['reader-3', 'shared']])
+    await s1.release()
+    await s2.release()
+    await (await writing)!.release()
+    await (await reading)!.release()
   }, 60_000)
 })

@@ -44,7 +44,6 @@ function wrap(inner: Adapter, commit: Adapter['commit']): Adapter {
   const adapter: Adapter = {
     name: inner.name,
     capabilities: inner.capabilities,
-    holderClock: inner.holderClock,
     get: (key) => inner.get(key),
     list: (prefix, options) => inner.list(prefix, options),
     commit,

@@ -1,21 +1,27 @@
 /**
  * The conformance suite: the adapter contract and every client feature,
- * run against one adapter. Each adapter's test file calls `runConformance`
- * with a factory of fresh stores; the suite itself never changes per adapter.
+ * run against one adapter. Each adapter's test file calls `testAdapter` with
+ * a function that opens its adapter on a namespace (or `runConformance` with
+ * a fixture factory of its own); the suite itself never changes per adapter.
+ * Published as `zaris/conformance` (ESM only; vitest is a peer dependency),
+ * for adapters written outside zaris.
  *
  * @example
- * runConformance('memory', async () => memoryFixture())
+ * testAdapter('memory', (namespace) => memoryAdapter({ namespace }))
  */
 import { describe } from 'vitest'
 import { adapterCases } from './adapter.case'
-import type { FixtureFactory, Skips } from './fixture'
+import { familyCases } from './family.case'
+import { adapterFixture, type AdapterFixtureOptions, type FixtureFactory, type OpenAdapter, type Skips } from './fixture'
 import { ownerGoneCases } from './owner-gone.case'
 import { primitiveCases } from './primitives.case'
 import { safetyCases } from './safety.case'
 import { namedTest } from './util'
 
-export type { FixtureFactory, Skips, StoreFixture } from './fixture'
+export { adapterFixture } from './fixture'
+export type { AdapterFixtureOptions, FixtureFactory, OpenAdapter, Skips, StoreFixture } from './fixture'
 
+/** Options of {@link runConformance} and {@link testAdapter}. */
 export interface ConformanceOptions {
   /** Multiplies the round counts of the heavy race tests, for slow transports (default 1). */
   scale?: number
@@ -23,6 +29,12 @@ export interface ConformanceOptions {
   skips?: Skips[]
 }
 
+/**
+ * Runs the whole suite on stores made by `factory`.
+ *
+ * @example
+ * runConformance('mystore', adapterFixture((namespace) => myAdapter({ namespace })))
+ */
 export function runConformance(name: string, factory: FixtureFactory, options: ConformanceOptions = {}): void {
   const t = namedTest(options.skips)
   describe(`conformance: ${name}`, () => {
@@ -30,5 +42,18 @@ export function runConformance(name: string, factory: FixtureFactory, options: C
     primitiveCases(factory, t, { scale: options.scale })
     safetyCases(factory, t)
     ownerGoneCases(factory, t)
+    familyCases(factory, t)
   })
+}
+
+/**
+ * Runs the whole suite on adapters `open` makes, a fresh namespace per test:
+ * an adapter's suite file in one call.
+ *
+ * @example
+ * import { testAdapter } from 'zaris/conformance'
+ * testAdapter('mystore', (namespace) => myAdapter({ namespace }))
+ */
+export function testAdapter(name: string, open: OpenAdapter, options: ConformanceOptions & AdapterFixtureOptions = {}): void {
+  runConformance(name, adapterFixture(open, options), options)
 }

@@ -9,7 +9,23 @@ test('parseUrl understands every built-in form', () => {
   expect(parseUrl('zaris://h1:7000,h2/demo')).toMatchObject({ endpoints: ['http://h1:7000', 'http://h2:7861'] })
   expect(parseUrl('https://Node.example:443/ns')).toMatchObject({ endpoints: ['https://node.example:443'] })
   expect(parseUrl('zaris://[::1]:7861/demo')).toMatchObject({ endpoints: ['http://[::1]:7861'] })
-  expect(parseUrl('redis://:pw@127.0.0.1:6379/2?ns=jobs')).toMatchObject({ kind: 'redis', namespace: 'jobs' })
+  expect(parseUrl('redis://:pw@127.0.0.1:6379/2?ns=jobs')).toMatchObject({ scheme: 'redis', kind: 'redis', namespace: 'jobs' })
+  expect(parseUrl('Zaris://inproc/demo')).toEqual({ scheme: 'zaris', kind: 'memory', namespace: 'demo', url: 'Zaris://inproc/demo' })
+})
+
+test("the built-in scheme tables: a page's knows memory, IndexedDB and nodes; the full one adds Node's stores, each named in the page's as working elsewhere", async () => {
+  const page = await import('../../src/schemes.browser')
+  const all = await import('../../src/schemes')
+  expect(Object.keys(page.builtInSchemes).sort()).toEqual(['http', 'https', 'zaris'])
+  for (const scheme of Object.keys(page.builtInSchemes)) expect(all.builtInSchemes[scheme]).toBe(page.builtInSchemes[scheme])
+  const nodeOnly = Object.keys(all.builtInSchemes).filter((s) => !(s in page.builtInSchemes))
+  expect(nodeOnly).toContain('redis')
+  for (const scheme of nodeOnly) expect(page.elsewhere[scheme], scheme).toBe('Node')
+  expect(all.elsewhere).toEqual({})
+})
+
+test('a built-in scheme cannot be registered over', () => {
+  expect(() => registerScheme('redis', () => memoryAdapter({ namespace: 'x' }))).toThrow(/"redis" is built in/)
 })
 
 test('two connects to the same inproc URL share a store; other namespaces never see it', async () => {

@@ -210,6 +210,47 @@ for (const store of ['idb', 'node'] as const) {
       await context.close()
     }, 120_000)
 
+    test('shared and exclusive: two tabs hold the lock shared at once, an exclusive request waits in line behind them; the semaphore lets three of four tabs hold a permit and the fourth gets the first given back', async () => {
+      const { context, tabs } = await threeTabs(store)
+      const [a, b, c] = tabs as [Page, Page, Page]
+      const [idA, idB, idC] = (await Promise.all(tabs.map(idOf))) as [string, string, string]
+      const line = (t: Page) => t.getByTestId('wait-line').locator('li[data-owner]').evaluateAll((lis) => lis.map((li) => `${li.getAttribute('data-owner')} ${li.getAttribute('data-mode')}`))
+      for (const t of [a, b]) {
+        await t.getByTestId('mode-shared').check()
+        await t.getByTestId('acquire').click()
+      }
+      for (const t of [a, b]) await eventually(async () => (await text(t, 'lock-mine')) === 'yes', 5_000, 'both readers hold it')
+      await eventually(async () => (await text(c, 'lock-mode')) === 'shared by 2' && (await text(c, 'lock-holder')).includes(idA) && (await text(c, 'lock-holder')).includes(idB), 5_000, 'the third tab sees two shared holders')
+      expect(Number(await text(a, 'lock-token'))).not.toBe(Number(await text(b, 'lock-token'))) // a token each
+      // An exclusive request in c: a plain try gets nothing, a wait stands in line (and keeps new readers out).
+      await c.getByTestId('acquire').click()
+      await eventually(async () => (await text(c, 'status')).includes('held by'), 5_000, 'the plain try is refused')
+      await c.getByTestId('acquire-wait').click()
+      await eventually(async () => JSON.stringify(await line(a)) === JSON.stringify([`${idC} exclusive`]), 5_000, 'c waits in line, exclusive')
+      await a.getByTestId('release').click()
+      await eventually(async () => (await text(c, 'lock-mine')) === 'no' && (await text(c, 'lock-mode')) === 'shared by 1', 5_000, 'one reader left: c still waits')
+      await b.getByTestId('release').click()
+      await eventually(async () => (await text(c, 'lock-mine')) === 'yes' && (await text(a, 'lock-mode')) === 'exclusive', 5_000, 'the writer holds it once both readers left')
+      await c.getByTestId('release').click()
+
+      // The semaphore: three permits for four tabs.
+      const d = await openTab(context, await a.evaluate(() => location.search.slice(1))) // the same store (and namespace) as the others
+      const idD = await idOf(d)
+      for (const t of [a, b, c]) await t.getByTestId('sem-acquire').click()
+      for (const t of [a, b, c]) await eventually(async () => (await t.getByTestId('sem-mine').getAttribute('data-state')) === 'holds', 5_000, 'three tabs hold a permit')
+      await d.getByTestId('sem-acquire').click()
+      await eventually(async () => (await d.getByTestId('sem-mine').getAttribute('data-state')) === 'waiting' && (await text(d, 'sem-count')) === '3 of 3', 5_000, 'the fourth waits: all three permits are out')
+      const slots = await d.getByTestId('sem-holders').locator('li[data-owner]').evaluateAll((lis) => lis.map((li) => `${li.getAttribute('data-slot')} ${li.getAttribute('data-owner')}`))
+      expect(slots.map((x) => x.split(' ')[0])).toEqual(['0', '1', '2'])
+      expect(slots.map((x) => x.split(' ')[1]).sort()).toEqual([idA, idB, idC].sort())
+      await b.getByTestId('sem-release').click()
+      await eventually(async () => (await d.getByTestId('sem-mine').getAttribute('data-state')) === 'holds', 5_000, 'the fourth gets the permit given back')
+      await eventually(async () => (await d.getByTestId('sem-holders').locator(`li[data-owner="${idD}"]`).count()) === 1 && (await text(a, 'sem-count')) === '3 of 3', 5_000, 'every tab sees it')
+      for (const t of [a, c, d]) await t.getByTestId('sem-release').click()
+      await eventually(async () => (await text(b, 'sem-count')) === '0 of 3', 5_000, 'all given back')
+      await context.close()
+    }, 120_000)
+
     test('the wait line: waiting tabs are listed in order in every tab, served in order; one that stops waiting leaves it', async () => {
       const { context, tabs } = await threeTabs(store)
       const [a, b, c] = tabs as [Page, Page, Page]

@@ -1,9 +1,15 @@
 /**
- * The checker on hand-made histories: a clean one passes, and each kind of
- * bad history is caught, with the records that show it.
+ * The fault suite's checker on hand-made histories: a clean one passes, and
+ * each kind of bad history is caught, with the records that show it — the
+ * piecemeal checks kept for measuring stores that do not keep the contract,
+ * and assertHistory, what every fault test calls.
  */
-import { describe, expect, test } from 'vitest'
-import { checkHistory, formatViolations, type HistoryRecord } from './checker'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterAll, beforeAll, describe, expect, test } from 'vitest'
+import { HistoryBuilder } from '../lincheck/builder'
+import { assertHistory, checkHistory, formatViolations, type HistoryRecord } from './checker'
 
 /** A clean run: two holders in turn, each writes once fenced, a watcher sees everything. */
 function clean(): HistoryRecord[] {
@@ -179,5 +185,53 @@ describe('the history checker', () => {
     expect(kinds([...clean(), { ...pause, until: 24 }, stale])).toEqual([])
     // No loss recorded for the paused hold: its signal never aborted.
     expect(kinds([...clean().filter((x) => x.type !== 'loss'), pause])).toEqual(['missed-loss'])
+  })
+})
+
+describe('assertHistory: the store operations through the linearizability checker, the observations through what remains here', () => {
+  // Failing histories are written to files: here, to a directory of this test's own.
+  const dir = mkdtempSync(join(tmpdir(), 'zaris-checker-test-'))
+  const before = process.env.ZARIS_HISTORY_DIR
+  beforeAll(() => void (process.env.ZARIS_HISTORY_DIR = dir))
+  afterAll(() => {
+    if (before === undefined) delete process.env.ZARIS_HISTORY_DIR
+    else process.env.ZARIS_HISTORY_DIR = before
+    rmSync(dir, { recursive: true, force: true })
+  })
+  const ops = () =>
+    new HistoryBuilder()
+      .grant(1, [0, 1], 'lock:r', 1_000, 1)
+      .fenced(1, [2, 3], 'lock:r', 1, 'res:r', 'a', 2)
+      .release(1, [4, 5], 'lock:r', 1, 3)
+      .grant(2, [6, 7], 'lock:r', 1_000, 4)
+  const observed: HistoryRecord[] = [{ type: 'acquire', client: 'c1', lock: 'lock:r', token: 1, invokedAt: 0, at: 1 }]
+
+  test('a clean run passes, with its figures', () => {
+    const stats = assertHistory(observed, ops().events)
+    expect(stats.operations).toBe(4)
+    expect(stats.unknownOutcome).toBe(0)
+  })
+
+  test('a stale fenced write among the operations fails it, naming the history file', () => {
+    const bad = ops().fenced(1, [8, 9], 'lock:r', 1, 'res:r', 'stale', 5).events
+    expect(() => assertHistory(observed, bad)).toThrow(/NOT linearizable[\s\S]*fenced put res:r="stale" by lock:r token 1[\s\S]*the history \(Jepsen shape\): \S+\.jsonl/)
+  })
+
+  test('a watcher that skipped a revision fails it', () => {
+    const watch: HistoryRecord[] = [
+      { type: 'watch-start', client: 'w', watch: 'main', prefix: 'res:', from: 0, at: 0 },
+      { type: 'watch-end', client: 'w', watch: 'main', reason: 'closed', through: 4, at: 10 },
+    ]
+    expect(() => assertHistory([...observed, ...watch], ops().events)).toThrow(/watch-skip: .*never delivered revision 2 \(res:r\)/)
+  })
+
+  test('a holder paused past its TTL that was never told fails it (missed-loss); an unhandled rejection fails it', () => {
+    const pause: HistoryRecord = { type: 'pause', client: 'c1', lock: 'lock:r', token: 1, ttl: 100, at: 10, until: 500 }
+    expect(() => assertHistory([...observed, pause], ops().events)).toThrow(/missed-loss/)
+    expect(() => assertHistory([...observed, { type: 'unhandled', client: 'c1', error: 'boom', at: 3 }], ops().events)).toThrow(/unhandled: c1: boom/)
+  })
+
+  test('acquisitions with no recorded operations are refused: a client was not recorded', () => {
+    expect(() => assertHistory(observed, [])).toThrow(/no store operations/)
   })
 })

@@ -7,10 +7,9 @@
  * must not matter; these tests check that it does not.
  */
 import { afterAll, beforeAll, expect, test } from 'vitest'
-import { connect } from 'zaris'
 import { startNode, type NodeProcess } from '../server/node-process'
 import { assertHistory, sharedNow } from './checker'
-import { memoryHistory, recordedOps } from './ops'
+import { memoryHistory, recordedClient, recordedOps } from './ops'
 import { Workspace, until } from './procs'
 import { count, figure, timeout } from './scale'
 
@@ -52,7 +51,7 @@ test(`a contender whose clock jumps ±1 h is not granted a lock that a renewing 
     const granted = c.find((r) => r.type === 'acquire')!
     expect(Number.isFinite(ended)).toBe(true)
     expect(granted.at, 'the contender was granted only after the holder let go').toBeGreaterThan(ended)
-    assertHistory([...h, ...c])
+    assertHistory([...h, ...c], [...holder.operations(), ...contender.operations()])
     await figure('clock jumps of ±1-2 h on holder and contender', { holder_held_ms: holdMs, contender_granted_after_hold_ended_ms: granted.at - ended, holder_lost_by_deadline: loss ? 1 : 0 })
   }
 }, timeout(40_000, 120_000))
@@ -63,8 +62,8 @@ test(`a holder whose clock jumps back 1 h still steps down at its TTL, before a 
     const ttl = 1_000
     const holder = ws.spawn({ url, id: `holder-${run}`, mode: 'hold', locks: ['lock:a'], ttl, wait: 10_000, autoRenew: false, interval: 50, stopAfterRefused: 2 }, { jumps: '200:-3600000' })
     await holder.waitFor(/held/)
-    const { history, record } = memoryHistory()
-    const client = await connect(url, { id: `contender-${run}` })
+    const { history, record, operations, sink } = memoryHistory()
+    const client = await recordedClient(url, `contender-${run}`, sink)
     const ops = recordedOps(client, `contender-${run}`, record)
     const lock = await ops.take('lock:a', { ttl: 30_000, wait: 20_000 })
     const grantedAt = sharedNow()
@@ -80,7 +79,7 @@ test(`a holder whose clock jumps back 1 h still steps down at its TTL, before a 
     await holder.exited
     await ops.release(lock!)
     await client.close()
-    assertHistory([...holder.history(), ...history])
+    assertHistory([...holder.history(), ...history], [...holder.operations(), ...operations])
     await figure('holder clock jumped back 1 h, no renewal', { ttl, loss_after_acquire_ms: loss.at - acquired.invokedAt, contender_granted_after_loss_ms: grantedAt - loss.at })
   }
 }, timeout(40_000, 120_000))

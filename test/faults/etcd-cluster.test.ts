@@ -12,10 +12,9 @@
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, expect, test } from 'vitest'
-import { connect } from 'zaris'
 import { EtcdCluster } from '../etcd/server'
-import { checkHistory, formatViolations } from './checker'
-import { finalRecords, memoryHistory, recordedWatch } from './ops'
+import { assertHistory } from './checker'
+import { finalRecords, memoryHistory, recordedClient, recordedWatch } from './ops'
 import { Workspace, sleep, until } from './procs'
 import { count, figure, prng, seedFor, timeout } from './scale'
 
@@ -40,8 +39,8 @@ test(`etcd, three members: ${WORKERS} workers x ${rounds} rounds while the leade
     ws.spawn({ url, id: `e${i}`, mode: 'rounds', rounds, locks: ['lock:a', 'lock:b', 'lock:c'], ttl: 3_000, wait: 60_000, writes: 1, workMs: [0, 20], staleProbe: true, plainPuts: true, stopFile, seed: seedFor(`etcd-w${i}`) }),
   )
   await Promise.all(procs.map((p) => p.waitFor(/held/, 60_000)))
-  const { history, record } = memoryHistory()
-  const observer = await connect(url, { id: 'observer' })
+  const { history, record, operations, sink } = memoryHistory()
+  const observer = await recordedClient(url, 'observer', sink)
   const watch = await recordedWatch(observer, 'observer', 'resources', 'res:', 0, record)
   const faults: string[] = []
   const running = () => procs.some((p) => p.alive())
@@ -72,8 +71,11 @@ test(`etcd, three members: ${WORKERS} workers x ${rounds} rounds while the leade
   await until(() => watch.last() >= lastRes, 30_000, `the watcher reaching revision ${lastRes}`)
   watch.end(lastRes)
   await observer.close()
-  const result = checkHistory([...workerHistory, ...history, ...finals])
-  expect(result.violations, formatViolations(result)).toEqual([])
+  // etcd frees an entry up to its lease granularity after the TTL, and up to one more lease TTL after a
+  // leader change (src/adapters/etcd/index.ts): the model lets it live that much longer, never shorter.
+  const granularity = observer.adapter.capabilities?.ttlGranularity ?? 1_000
+  const stats = assertHistory([...workerHistory, ...history, ...finals], [...ws.operations(), ...operations], { clockMargin: 5, lateExpiry: granularity + Math.ceil(3_000 / granularity) * granularity })
+  const result = { stats }
   expect(result.stats.acquisitions).toBeGreaterThanOrEqual(WORKERS * rounds * 0.9)
   await figure('etcd three members: leader kill -9 and follower SIGSTOP under 8 workers', {
     workers: WORKERS,
@@ -85,6 +87,9 @@ test(`etcd, three members: ${WORKERS} workers x ${rounds} rounds while the leade
     unknown: result.stats.unknown,
     stale_refused: result.stats.refused,
     watch_events: result.stats.watchEvents,
-    violations: result.violations.length,
+    operations_checked: stats.operations,
+    unknown_outcome: stats.unknownOutcome,
+    undecided_partitions: stats.undecided,
+    violations: 0,
   })
 }, timeout(240_000, 900_000))

@@ -6,10 +6,10 @@
  * the new holder's are accepted). Every run is checked by the history checker.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
-import { connect, type Client } from 'zaris'
+import type { Client } from 'zaris'
 import { startNode, type NodeProcess } from '../server/node-process'
 import { assertHistory, sharedNow } from './checker'
-import { memoryHistory, recordedOps } from './ops'
+import { memoryHistory, recordedClient, recordedOps } from './ops'
 import { Workspace, sleep, until } from './procs'
 import { count, figure, quantiles, timeout } from './scale'
 
@@ -39,8 +39,8 @@ describe('a holder killed with kill -9', () => {
       const holder = ws.spawn({ url: url(ns), id: `holder-${run}`, mode: 'hold', locks: ['lock:a'], ttl, wait: 10_000, interval: 20 })
       const [, token] = await holder.waitFor(/held (\d+)/)
       await sleep(100 + (run * 37) % 300) // a few renewals and writes in
-      const { history, record } = memoryHistory()
-      const client = await connect(url(ns), { id: `contender-${run}` })
+      const { history, record, operations, sink } = memoryHistory()
+      const client = await recordedClient(url(ns), `contender-${run}`, sink)
       const ops = recordedOps(client, `contender-${run}`, record)
       const killedAt = sharedNow()
       await holder.kill9()
@@ -52,7 +52,7 @@ describe('a holder killed with kill -9', () => {
         // deadline before it was killed, and the lock was already free. Nothing to time in this run.
         expect(holder.history().some((r) => r.type === 'loss'), 'a free lock means the holder had recorded its loss').toBe(true)
         lostBeforeKill++
-        accepted += assertHistory(holder.history()).accepted
+        accepted += assertHistory(holder.history(), holder.operations()).accepted
         await client.close()
         continue
       }
@@ -69,7 +69,7 @@ describe('a holder killed with kill -9', () => {
       takeovers.push(acquiredAt - killedAt)
       afterExpiry.push(acquiredAt - freeNoEarlierThan)
       // Each run is its own store (namespace): its history is checked on its own.
-      accepted += assertHistory([...holder.history(), ...history]).accepted
+      accepted += assertHistory([...holder.history(), ...history], [...holder.operations(), ...operations]).accepted
       await client.close()
     }
     expect(accepted).toBeGreaterThan(runs)
@@ -103,8 +103,8 @@ describe('a holder paused with SIGSTOP past its TTL', () => {
       const holder = ws.spawn({ url: url(ns), id: `paused-${run}`, mode: 'hold', locks: ['lock:a'], ttl, wait: 10_000, interval: 25, stopAfterRefused: 3 })
       await holder.waitFor(/held (\d+)/)
       await until(() => holder.history().some((r) => r.type === 'write' && r.outcome === 'accepted'), 10_000, 'a first accepted write')
-      const { history, record } = memoryHistory()
-      const client: Client = await connect(url(ns), { id: `successor-${run}` })
+      const { history, record, operations, sink } = memoryHistory()
+      const client: Client = await recordedClient(url(ns), `successor-${run}`, sink)
       const ops = recordedOps(client, `successor-${run}`, record)
       holder.pause()
       const pausedAt = sharedNow()
@@ -133,7 +133,7 @@ describe('a holder paused with SIGSTOP past its TTL', () => {
       expect(after.length, JSON.stringify(h.filter((r) => r.type !== 'note' || r.at > pausedAt))).toBeGreaterThanOrEqual(2)
       expect(after.every((r) => r.type === 'write' && r.outcome === 'refused')).toBe(true)
       if (loss!.at > resumedAt) learnt.push(loss!.at - resumedAt)
-      refused += assertHistory([...h, ...history]).refused
+      refused += assertHistory([...h, ...history], [...holder.operations(), ...operations]).refused
     }
     expect(refused).toBeGreaterThanOrEqual(runs * 3)
     const q = quantiles(learnt)

@@ -12,7 +12,7 @@ import { Client, connect } from 'zaris'
 import { httpAdapter } from 'zaris/http'
 import { startNode, type NodeProcess } from '../server/node-process'
 import { assertHistory, sharedNow } from './checker'
-import { memoryHistory, recordedOps } from './ops'
+import { memoryHistory, recordedClient, recordedOps, recordedOver } from './ops'
 import { Workspace, sleep, until } from './procs'
 import { FaultProxy } from './proxy'
 import { count, figure, quantiles, timeout } from './scale'
@@ -50,8 +50,8 @@ describe('a holder cut off from the node', () => {
         const holder = ws.spawn({ url: `zaris://127.0.0.1:${p.port}/${ns}`, id: `cut-${fault}-${run}`, mode: 'hold', locks: ['lock:a'], ttl, wait: 10_000, interval: 100, stopAfterRefused: 1 })
         const [, token] = await holder.waitFor(/held (\d+)/)
         await sleep(ttl / 2 + ((run * 97) % 400)) // at least one renewal through the proxy
-        const { history, record } = memoryHistory()
-        const client = await connect(`zaris://127.0.0.1:${node.port}/${ns}`, { id: `contender-${run}` })
+        const { history, record, operations, sink } = memoryHistory()
+        const client = await recordedClient(`zaris://127.0.0.1:${node.port}/${ns}`, `contender-${run}`, sink)
         const ops = recordedOps(client, `contender-${run}`, record)
         const faultAt = sharedNow()
         if (fault === 'blackhole') p.blackhole()
@@ -74,7 +74,7 @@ describe('a holder cut off from the node', () => {
         await ops.release(lock!)
         await client.close()
         const h = holder.history()
-        assertHistory([...h, ...history])
+        assertHistory([...h, ...history], [...holder.operations(), ...operations])
         const late = h.filter((r) => r.type === 'write' && r.invokedAt > faultAt)
         expect(late.every((r) => r.type === 'write' && r.outcome !== 'accepted')).toBe(true)
         console.log(`[${fault}] fault at 0, holder stepped down at +${(loss.at - faultAt).toFixed(0)} ms, contender granted at +${(grantedAt - faultAt).toFixed(0)} ms; the holder's writes after the fault: ${late.map((r) => (r.type === 'write' ? r.outcome : '')).join(' ')}`)
@@ -120,9 +120,9 @@ describe('an answer lost after the node applied the request', () => {
   test(`an acquire retried after its answer was lost grants the lock once, to its caller; ${runs} times`, async () => {
     const p = await proxy()
     const ns = 'lost-acquire'
-    const client = through(p, ns, 'taker')
-    const direct = await connect(`zaris://127.0.0.1:${node.port}/${ns}`, { id: 'other' })
-    const { history, record } = memoryHistory()
+    const { history, record, operations, sink } = memoryHistory()
+    const client = recordedOver(httpAdapter({ endpoints: [p.url], namespace: ns }), 'taker', sink)
+    const direct = await recordedClient(`zaris://127.0.0.1:${node.port}/${ns}`, 'other', sink)
     const ops = recordedOps(client, 'taker', record)
     const other = recordedOps(direct, 'other', record)
     for (let i = 0; i < runs; i++) {
@@ -149,7 +149,7 @@ describe('an answer lost after the node applied the request', () => {
       expect((await direct.put('probe', i)).revision).toBe(rev + 2)
       await ops.release(lock!)
     }
-    assertHistory(history)
+    assertHistory(history, operations)
     await client.close()
     await direct.close()
   }, timeout(30_000, 120_000))

@@ -9,10 +9,10 @@
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, expect, test } from 'vitest'
-import { connect } from 'zaris'
 import { freePort, startNode, type NodeProcess } from '../server/node-process'
+import type { HistoryEvent } from '../lincheck/history'
 import { assertHistory, sharedNow, type HistoryRecord } from './checker'
-import { memoryHistory, recordedWatch } from './ops'
+import { memoryHistory, recordedClient, recordedWatch } from './ops'
 import { Workspace, sleep, until } from './procs'
 import { count, figure, prng, quantiles, seedFor, timeout } from './scale'
 
@@ -38,16 +38,20 @@ test(`a --data node killed with kill -9 and restarted ${restarts} times under ${
     ws.spawn({ url, id: `w${i}`, mode: 'rounds', rounds: 1_000_000, locks: ['lock:a', 'lock:b'], ttl: 1_000, wait: 30_000, writes: 2, workMs: [0, 20], staleProbe: true, plainPuts: true, stopFile, seed: seedFor(`w${i}`) }),
   )
   await Promise.all(procs.map((p) => p.waitFor(/held/)))
-  const { history, record } = memoryHistory()
-  const observer = await connect(url, { id: 'observer' })
+  const { history, record, operations, sink } = memoryHistory()
+  const observer = await recordedClient(url, 'observer', sink)
   const watch = await recordedWatch(observer, 'observer', 'resources', 'res:', 0, record)
   const downtimes: number[] = []
+  // Each restart in the history: the store kept its entries, and gives each TTL'd one its whole TTL again.
+  const restartsSeen: HistoryEvent[] = []
   for (let i = 0; i < restarts; i++) {
     await sleep(300 + random() * 1_200)
+    const down = sharedNow()
     await node.kill9()
     const killedAt = sharedNow()
     node = await startNode(args)
     downtimes.push(sharedNow() - killedAt)
+    restartsSeen.push({ process: 'nemesis', type: 'info', f: 'store-restart', value: { start: Math.round(down * 1e6), durable: true }, time: Math.round(sharedNow() * 1e6) })
   }
   await sleep(500)
   writeFileSync(stopFile, '')
@@ -57,7 +61,8 @@ test(`a --data node killed with kill -9 and restarted ${restarts} times under ${
   const workerHistory = ws.history()
   const finals: HistoryRecord[] = []
   // The final state of every resource and plain key that got an acknowledged write.
-  const reader = await connect(url, { id: 'reader' })
+  // Read through a recorded client: the checker holds the final state to every acknowledged write.
+  const reader = await recordedClient(url, 'reader', sink)
   const resources = new Set(workerHistory.flatMap((r) => (r.type === 'write' && r.outcome === 'accepted' ? [r.resource] : [])))
   for (const resource of resources) {
     const e = await reader.get<{ token?: number }>(resource)
@@ -71,7 +76,7 @@ test(`a --data node killed with kill -9 and restarted ${restarts} times under ${
   })
   expect(watch.endedWith(), 'the watch ended on its own').toBeUndefined()
   watch.end(lastRes)
-  const stats = assertHistory([...workerHistory, ...history, ...finals])
+  const stats = assertHistory([...workerHistory, ...history, ...finals], [...ws.operations(), ...operations, ...restartsSeen])
   await reader.close()
   await observer.close()
   // The work went on between restarts (how much depends on how long a restart takes on this machine).
@@ -81,6 +86,9 @@ test(`a --data node killed with kill -9 and restarted ${restarts} times under ${
   await figure(`--data node kill -9 + restart`, {
     restarts,
     workers,
+    operations_checked: stats.operations,
+    unknown_outcome: stats.unknownOutcome,
+    linearizable: 'yes',
     acknowledged_writes: stats.accepted,
     unknown_outcome_writes: stats.unknown,
     acquisitions: stats.acquisitions,

@@ -3,7 +3,9 @@
  * (worker.ts) and the clients tests run in their own process: each step does
  * one thing with zaris and appends what happened to the history.
  */
-import { isZarisError, type Client, type Lock } from 'zaris'
+import { Client, connect, isZarisError, type Adapter, type Lock } from 'zaris'
+import type { HistoryEvent } from '../lincheck/history'
+import { recordingAdapter, streamSink, type HistorySink } from '../lincheck/recorder'
 import { sharedNow, type HistoryRecord } from './checker'
 
 /** Where a client's records go. */
@@ -12,10 +14,28 @@ export type Recorder = (record: HistoryRecord) => void
 /** The resource a lock guards: `lock:X` guards `res:X`. */
 export const resourceOf = (lock: string) => `res:${lock.replace(/^lock:/, '')}`
 
-/** A history kept in memory, for clients in the test's own process. */
-export function memoryHistory(): { history: HistoryRecord[]; record: Recorder } {
+let nextProcesses = 10_000_000
+
+/**
+ * A history kept in memory, for clients in the test's own process: their
+ * observations (`history`, through `record`) and their store operations
+ * (`operations`, through `sink`: give it to {@link recordedClient}).
+ */
+export function memoryHistory(): { history: HistoryRecord[]; record: Recorder; operations: HistoryEvent[]; sink: HistorySink } {
   const history: HistoryRecord[] = []
-  return { history, record: (r) => void history.push(r) }
+  const operations: HistoryEvent[] = []
+  const sink = streamSink((e) => void operations.push(e), sharedNow, (nextProcesses += 10_000))
+  return { history, record: (r) => void history.push(r), operations, sink }
+}
+
+/** A client whose store operations are recorded into `sink` (test/lincheck/recorder.ts): `connect(url)`'s adapter, wrapped. */
+export async function recordedClient(url: string, id: string, sink: HistorySink): Promise<Client> {
+  return recordedOver((await connect(url, { id })).adapter, id, sink)
+}
+
+/** A client on `adapter` whose store operations are recorded into `sink`. */
+export function recordedOver(adapter: Adapter, id: string, sink: HistorySink): Client {
+  return new Client(recordingAdapter(adapter, sink, id), { id })
 }
 
 export interface RecordedOps {

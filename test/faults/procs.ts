@@ -8,8 +8,9 @@ import { spawn, type ChildProcess } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
+import type { HistoryEvent } from '../lincheck/history'
 import type { HistoryRecord } from './checker'
-import { readHistory } from './recorder'
+import { readHistory, readOperations } from './recorder'
 import type { WorkerConfig } from './worker'
 
 export const root = resolve(import.meta.dirname, '../..')
@@ -27,6 +28,8 @@ export interface WorkerProcess {
   pause(): void
   resume(): void
   history(): HistoryRecord[]
+  /** Its client's store operations (Jepsen shape). */
+  operations(): HistoryEvent[]
   /** Resolves the first match of `pattern` in its output. */
   waitFor(pattern: RegExp, timeoutMs?: number): Promise<RegExpExecArray>
 }
@@ -37,10 +40,10 @@ export class Workspace {
   readonly workers: WorkerProcess[] = []
 
   /** Starts a worker; `clock` sets ZARIS_CLOCK_OFFSET_MS / ZARIS_CLOCK_JUMPS through shift-clock.ts. */
-  spawn(config: Omit<WorkerConfig, 'log'>, clock?: { offsetMs?: number; jumps?: string }): WorkerProcess {
-    // One file per process, even when a test reuses a client id.
+  spawn(config: Omit<WorkerConfig, 'log' | 'firstProcess'>, clock?: { offsetMs?: number; jumps?: string }): WorkerProcess {
+    // One file per process, even when a test reuses a client id; process numbers of its own.
     const log = join(this.dir, `${config.id}.${this.workers.length}.jsonl`)
-    const full: WorkerConfig = { ...config, log }
+    const full: WorkerConfig = { ...config, log, firstProcess: (this.workers.length + 1) * 10_000 }
     const imports = ['--import', 'tsx', ...(clock ? ['--import', './test/faults/shift-clock.ts'] : [])]
     const env: NodeJS.ProcessEnv = { ...process.env }
     if (clock?.offsetMs !== undefined) env.ZARIS_CLOCK_OFFSET_MS = String(clock.offsetMs)
@@ -66,6 +69,7 @@ export class Workspace {
       pause: () => void (alive() && proc.kill('SIGSTOP')),
       resume: () => void (alive() && proc.kill('SIGCONT')),
       history: () => readHistory([log]),
+      operations: () => readOperations([log]),
       waitFor: (pattern, timeoutMs = 30_000) => waitFor(() => out, pattern, timeoutMs, () => !alive()),
     }
     this.workers.push(worker)
@@ -75,6 +79,11 @@ export class Workspace {
   /** The histories of every worker started here. */
   history(): HistoryRecord[] {
     return readHistory(this.workers.map((w) => w.log))
+  }
+
+  /** The store operations of every worker started here. */
+  operations(): HistoryEvent[] {
+    return readOperations(this.workers.map((w) => w.log))
   }
 
   /** kill -9 (after SIGCONT, in case it was stopped) whatever still runs, and removes the directory. */

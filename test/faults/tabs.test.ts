@@ -15,6 +15,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import type { BrowserContext, Page } from 'playwright'
 import { launchRealTabs, UNTHROTTLED_ARGS, type RealTabsBrowser } from '../browser-harness/real-tabs'
 import { startHarness, type Harness } from '../browser-harness/server'
+import type { HistoryEvent } from '../lincheck/history'
 import { assertHistory, type HistoryRecord } from './checker'
 import { count, figure, LONG, prng, quantiles, seedFor, timeout } from './scale'
 
@@ -35,16 +36,21 @@ declare global {
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 const ns = (name: string) => `faults-${name}-${Math.random().toString(36).slice(2, 8)}`
 
-/** A browser context whose pages record into `history`; `open` adds a ready tab. */
-async function context(history: HistoryRecord[]): Promise<{ ctx: BrowserContext; open(): Promise<Page> }> {
+/** A browser context whose pages record into `history` (observations) and `operations` (store operations); `open` adds a ready tab. */
+async function context(history: HistoryRecord[], operations: HistoryEvent[] = []): Promise<{ ctx: BrowserContext; open(): Promise<Page> }> {
   const ctx = await harness.browser.newContext()
-  await recordFrom(ctx, (record) => history.push(record))
+  await recordFrom(ctx, (record) => history.push(record), (op) => operations.push(op))
   return { ctx, open: opener(ctx, harness.url) }
 }
 
-/** Makes the pages of `ctx` record through `push`, their unhandled rejections included. */
-async function recordFrom(ctx: BrowserContext, push: (record: HistoryRecord) => void): Promise<void> {
+/**
+ * Makes the pages of `ctx` record through `push`, their unhandled rejections
+ * included, and their clients' store operations (window.zarisRecorded)
+ * through `pushOperation`.
+ */
+async function recordFrom(ctx: BrowserContext, push: (record: HistoryRecord) => void, pushOperation: (event: HistoryEvent) => void): Promise<void> {
   await ctx.exposeBinding('zarisRecord', (_source, record: HistoryRecord) => void push(record))
+  await ctx.exposeBinding('zarisOp', (_source, event: HistoryEvent) => void pushOperation(event))
   // A tab's unhandled rejection is a failure of the run, like a process's.
   await ctx.addInitScript(() => {
     window.addEventListener('unhandledrejection', (e) => {
@@ -82,7 +88,7 @@ function startClient(page: Page, args: { store: string; id: string; lock: string
     const now = () => performance.timeOrigin + performance.now()
     const record = (r: HistoryRecord) => void window.zarisRecord(r).catch(() => {})
     window.kept.id = id
-    const c = await window.zaris.connect(`zaris://idb/${store}`, { id })
+    const c = await window.zarisRecorded(store, id)
     window.kept.client = c
     const resource = `res:${lockKey}`
     let frozenAt: number | undefined
@@ -154,12 +160,15 @@ function startClient(page: Page, args: { store: string; id: string; lock: string
   }, { workMs: 0, ...args })
 }
 
+/** A tab closed or crashed: from now on the store may end its client's entries at once (the model's owner-gone). */
+const ownerGone = (owner: string): HistoryEvent => ({ process: 'nemesis', type: 'info', f: 'owner-gone', value: { owner }, time: Math.round((performance.timeOrigin + performance.now()) * 1e6) })
+
 /** Follows `prefix` in `page`, recording every event (through the adapter, below the client's de-duplication). */
 function startObserver(page: Page, store: string, prefix: string): Promise<void> {
   return page.evaluate(
     async ({ store, prefix }) => {
       const now = () => performance.timeOrigin + performance.now()
-      const c = await window.zaris.connect(`zaris://idb/${store}`, { id: 'observer' })
+      const c = await window.zarisRecorded(store, 'observer')
       window.kept.observerLast = 0
       void window.zarisRecord({ type: 'watch-start', client: 'observer', watch: 'w', prefix, from: 0, at: now() })
       window.kept.unwatch = await c.adapter.watch(prefix, {
@@ -201,7 +210,8 @@ describe('a holder tab that goes away', () => {
       const takeovers: number[] = []
       for (let run = 0; run < runs; run++) {
         const history: HistoryRecord[] = []
-        const { ctx, open } = await context(history)
+        const operations: HistoryEvent[] = []
+        const { ctx, open } = await context(history, operations)
         try {
           const store = ns(fault)
           const [holder, waiter] = [await open(), await open()]
@@ -210,6 +220,7 @@ describe('a holder tab that goes away', () => {
           await startClient(waiter, { store, id: 'waiter', lock: 'lock:a', rounds: 3, ttl: 30_000 })
           await sleep(300) // the waiter is waiting, the holder writing
           const at = performance.timeOrigin + performance.now()
+          operations.push(ownerGone('holder'))
           await inflict(fault, ctx, holder)
           await waiter.waitForFunction(() => window.kept.running !== undefined)
           await waiter.evaluate(() => window.kept.running)
@@ -218,7 +229,7 @@ describe('a holder tab that goes away', () => {
           expect((granted as { token: number }).token).toBeGreaterThan((held as { token: number }).token)
           takeovers.push(granted.at - at)
           expect(granted.at - at, 'taken over on the tab going away, not at the TTL').toBeLessThan(15_000)
-          const stats = assertHistory(history, { clockMargin: 5 })
+          const stats = assertHistory(history, operations, { clockMargin: 5 })
           expect(stats.accepted).toBeGreaterThan(3)
           expect(stats.refused).toBe(3) // the waiter's writes with its released locks
         } finally {
@@ -241,7 +252,7 @@ describe('takeover after a clean release', () => {
       const [a, b] = [await open(), await open()]
       for (const [tab, id] of [[a, 'a'], [b, 'b']] as const) {
         await tab.evaluate(async ({ store, id }) => {
-          window.kept.client = await window.zaris.connect(`zaris://idb/${store}`, { id })
+          window.kept.client = await window.zarisRecorded(store, id)
         }, { store, id })
       }
       const times: number[] = []
@@ -290,7 +301,8 @@ describe('tabs opened at once elect a leader while busy loops stall them', () =>
   const boundS = seconds + (LONG ? 120 : 45)
   test(`${tabsN} tabs, at least ${seconds} s and ${minTerms} terms: one leader at a time by token order, fenced writes rise, all agree at the end`, async () => {
     const history: HistoryRecord[] = []
-    const { ctx, open } = await context(history)
+    const operations: HistoryEvent[] = []
+    const { ctx, open } = await context(history, operations)
     try {
       const store = ns('election')
       const openedFrom = performance.now()
@@ -306,7 +318,7 @@ describe('tabs opened at once elect a leader while busy loops stall them', () =>
               let s = seed
               const rand = () => ((s = (s * 1103515245 + 12345) % 2147483648) / 2147483648)
               window.kept.id = id
-              const c = await window.zaris.connect(`zaris://idb/${store}`, { id })
+              const c = await window.zarisRecorded(store, id)
               const election = c.election('leader:sync', { ttl: 1_000, candidate: id })
               window.kept.election = election
               window.kept.chaos = true
@@ -379,7 +391,7 @@ describe('tabs opened at once elect a leader while busy loops stall them', () =>
         await sleep(100)
       }
       const leader = views.find((v) => v.isLeader)!.leader!
-      const stats = assertHistory(history, { clockMargin: 5 })
+      const stats = assertHistory(history, operations, { clockMargin: 5 })
       // One leader at a time by token order: a term starts only after the one before it ended.
       const terms = history.filter((r): r is Extract<HistoryRecord, { type: 'acquire' }> => r.type === 'acquire').sort((a, b) => a.token - b.token)
       const deposed = new Map(history.flatMap((r) => (r.type === 'note' && r.text === 'deposed' ? [[r.token as number, r] as const] : [])))
@@ -429,9 +441,10 @@ describe('tabs taking one lock in rounds while tabs are closed, crashed and froz
   let realHarness: Harness
   let real: RealTabsBrowser
   let sink: (record: HistoryRecord) => void = () => {}
+  let opSink: (event: HistoryEvent) => void = () => {}
   beforeAll(async () => {
     realHarness = await startHarness(async () => (real = await launchRealTabs({ args: UNTHROTTLED_ARGS })))
-    await recordFrom(real.context, (record) => sink(record))
+    await recordFrom(real.context, (record) => sink(record), (event) => opSink(event))
   }, 60_000)
   afterAll(async () => {
     await realHarness?.close()
@@ -467,7 +480,9 @@ describe('tabs taking one lock in rounds while tabs are closed, crashed and froz
 
   test(`${tabsN} tabs x ${rounds} rounds with closes, crashes and freezes past the TTL: no stale write, frozen holders told and refused, tokens rise, the watcher misses nothing`, async () => {
     const history: HistoryRecord[] = []
+    const operations: HistoryEvent[] = []
     sink = (record) => history.push(record)
+    opSink = (event) => operations.push(event)
     const open = opener(real.context, realHarness.url)
     const pages: Page[] = []
     try {
@@ -506,6 +521,7 @@ describe('tabs taking one lock in rounds while tabs are closed, crashed and froz
           if (!(await freezeHolder(page, history, random))) continue
         } else {
           live.delete(id)
+          operations.push(ownerGone(id))
           await inflict(kind, real.context, page)
           await page.close().catch(() => {}) // a crashed tab's page stays open until closed
           await spawn()
@@ -517,7 +533,7 @@ describe('tabs taking one lock in rounds while tabs are closed, crashed and froz
       const lastAccepted = Math.max(...history.flatMap((r) => (r.type === 'write' && r.outcome === 'accepted' ? [r.revision!] : [])))
       await observer.waitForFunction((n) => (window.kept.observerLast as number) >= n, lastAccepted, { polling: 50 })
       history.push({ type: 'watch-end', client: 'observer', watch: 'w', reason: 'closed', through: lastAccepted, at: performance.timeOrigin + performance.now() })
-      const stats = assertHistory(history, { clockMargin: 5 })
+      const stats = assertHistory(history, operations, { clockMargin: 5 })
       expect(acquisitions).toBeGreaterThanOrEqual(tabsN * rounds)
       // Every freeze was past the TTL, checked by the checker: the frozen holder's writes after resuming refused, its signal aborted.
       const pauses = history.filter((r): r is Extract<HistoryRecord, { type: 'pause' }> => r.type === 'pause')
@@ -542,9 +558,11 @@ describe('tabs taking one lock in rounds while tabs are closed, crashed and froz
         frozen_ms_p50: quantiles(pauses.map((p) => p.until - p.at)).p50, taken_over_while_frozen: takenOver, others_held_up_until_resume: heldUp,
         writes_after_resume_refused: afterResume.length, writes_after_resume_accepted: 0, told_after_resume_min_ms: toldAfter.min, told_after_resume_p50_ms: toldAfter.p50, told_after_resume_max_ms: toldAfter.max,
         accepted: stats.accepted, stale_refused: stats.refused, watch_events: stats.watchEvents, stale_accepted: 0,
+        operations_checked: stats.operations, unknown_outcome: stats.unknownOutcome, linearizable: 'yes',
       })
     } finally {
       sink = () => {}
+      opSink = () => {}
       for (const page of pages) await page.close().catch(() => {})
     }
   }, timeout(150_000, 900_000))

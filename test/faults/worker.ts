@@ -20,8 +20,8 @@
 import { existsSync } from 'node:fs'
 import { monitorEventLoopDelay } from 'node:perf_hooks'
 import { connect, type Lock } from 'zaris'
+import { recordedOps, recordedOver } from './ops'
 import { sharedNow } from './checker'
-import { recordedOps } from './ops'
 import { fileRecorder, recordUnhandled } from './recorder'
 import { prng } from './scale'
 
@@ -30,6 +30,8 @@ export interface WorkerConfig {
   id: string
   /** The history file. */
   log: string
+  /** The first process number of its store operations in the history (unique per worker). */
+  firstProcess?: number
   mode: 'rounds' | 'hold'
   locks: string[]
   ttl: number
@@ -56,7 +58,7 @@ const config = JSON.parse(process.argv[2]!) as WorkerConfig
 // else keeps Node's loop alive and the process would end at once with code 13 ("unsettled top-level
 // await") in the middle of a call (reported as a bug; see RELIABILITY.md).
 const alive = setInterval(() => {}, 60_000)
-const record = fileRecorder(config.log)
+const record = fileRecorder(config.log, config.firstProcess ?? 0)
 recordUnhandled(record, config.id)
 const random = prng(config.seed ?? 1)
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
@@ -64,7 +66,8 @@ const work = () => {
   const [min, max] = config.workMs ?? [0, 0]
   return max > 0 ? sleep(min + random() * (max - min)) : Promise.resolve()
 }
-const client = await connect(config.url, { id: config.id })
+// Every store operation of the client recorded, in the Jepsen shape, beside the observations.
+const client = recordedOver((await connect(config.url, { id: config.id })).adapter, config.id, record.sink)
 // How late this process's timers ran, reported with each loss: a starved process learns late, like a paused one.
 const loopDelay = monitorEventLoopDelay({ resolution: 5 })
 loopDelay.enable()

@@ -7,9 +7,8 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe } from 'vitest'
-import { Client, connect } from 'zaris'
 import { httpAdapter } from 'zaris/http'
-import { runConformance } from '../conformance'
+import { testAdapter } from '../conformance'
 import { startNode, type NodeProcess } from '../server/node-process'
 
 function suite(name: string, args: () => string[]) {
@@ -21,26 +20,7 @@ function suite(name: string, args: () => string[]) {
     afterAll(async () => {
       await node?.stop()
     })
-    let n = 0
-    runConformance(name, async () => {
-      const namespace = `c${++n}-${Math.random().toString(36).slice(2)}`
-      const opened: Array<{ close(): Promise<void> }> = []
-      return {
-        async connect(options) {
-          const client: Client = await connect(`zaris://127.0.0.1:${node.port}/${namespace}`, { ...options })
-          opened.push(client)
-          return client
-        },
-        async adapter() {
-          const adapter = httpAdapter({ endpoints: [node.url], namespace })
-          opened.push(adapter)
-          return adapter
-        },
-        async close() {
-          await Promise.all(opened.map((c) => c.close()))
-        },
-      }
-    }, { scale: 1 })
+    testAdapter(name, (namespace) => httpAdapter({ endpoints: [node.url], namespace }))
   })
 }
 

@@ -1,7 +1,9 @@
 /**
  * `zaris` + `zaris/indexeddb` bundled for the browser the way an app would
- * (Vite, minified): no chunk may import a Node built-in, and the sizes a
- * `zaris://idb` app loads are printed (min+gzip).
+ * (Vite, minified, from source with the browser variants the package's
+ * `browser` export condition serves): no chunk may import a Node built-in,
+ * no Node-only adapter is even a chunk, and the sizes a `zaris://idb` app
+ * loads are printed (min+gzip).
  */
 import { builtinModules } from 'node:module'
 import { describe, expect, it } from 'vitest'
@@ -24,7 +26,7 @@ const hasModule = (c: Chunk, path: string) => Object.keys(c.modules).some((m) =>
 describe('browser bundle', () => {
   it('zaris + zaris/indexeddb bundle with no Node built-in', async () => {
     const both = await bundle(
-      "import { connect } from 'zaris'\nimport { indexedDbAdapter, backgroundClock } from 'zaris/indexeddb'\n" +
+      "import { connect, backgroundClock } from 'zaris'\nimport { indexedDbAdapter } from 'zaris/indexeddb'\n" +
         'Object.assign(globalThis, { app: { connect, indexedDbAdapter, backgroundClock } })\n',
     )
     assertNoNodeBuiltins(both)
@@ -38,13 +40,19 @@ describe('browser bundle', () => {
     const idbChunk = lazy.chunks.filter((c) => !c.isEntry && hasModule(c, 'adapters/indexeddb/shared'))
     expect(idbChunk).toHaveLength(1)
     expect(lazyEntry.some((c) => hasModule(c, 'adapters/indexeddb'))).toBe(false)
+    // connect's table is the page's (src/schemes.browser.ts): memory, IndexedDB and HTTP chunks, nothing Node-only.
+    const modules = lazy.chunks.flatMap((c) => Object.keys(c.modules))
+    expect(modules.some((m) => m.endsWith('src/schemes.browser.ts'))).toBe(true)
+    expect(modules.filter((m) => /src\/(schemes\.ts|adapters\/(redis|sqlite|etcd)|server)\b/.test(m))).toEqual([])
+    expect(lazy.chunks.some((c) => hasModule(c, 'adapters/memory'))).toBe(true)
+    expect(lazy.chunks.some((c) => hasModule(c, 'adapters/http/client'))).toBe(true)
 
     console.log(
       'browser bundle (vite, minified, gzip -9):\n' +
         `  zaris + zaris/indexeddb imported statically: ${kb(min(entry))} min, ${kb(gz(entry))} min+gzip\n` +
         `  import { connect } from 'zaris': entry ${kb(min(lazyEntry))} min, ${kb(gz(lazyEntry))} min+gzip; ` +
         `+ the indexeddb chunk loaded by zaris://idb ${kb(min(idbChunk))} min, ${kb(gz(idbChunk))} min+gzip\n` +
-        `  every chunk (all adapters connect can load): ${kb(min(lazy.chunks))} min, ${kb(gz(lazy.chunks))} min+gzip`,
+        `  every chunk (all adapters a page's connect can load: memory, indexeddb, http): ${kb(min(lazy.chunks))} min, ${kb(gz(lazy.chunks))} min+gzip`,
     )
   }, 60_000)
 })

@@ -8,11 +8,12 @@
  */
 import { describe, expect, test } from 'vitest'
 import type { Entry, Op, WatchEvent } from 'zaris'
-import { LocalStore, StoreQuota, type StoredEntry } from '../../src/adapters/shared/local-store'
+import { LocalStore, StoreQuota } from '../../src/adapters/shared/local-store'
+import type { Stored } from '../../src/adapters/shared/write'
 import { ManualClock } from 'zaris/testing'
 import type { Clock, TimerHandle } from '../../src/core/clock'
 
-function store(options: { history?: number; writes?: Array<{ revision: number; puts: StoredEntry[]; deletes: string[] }> } = {}) {
+function store(options: { history?: number; writes?: Array<{ revision: number; puts: Stored[]; deletes: string[] }> } = {}) {
   const clock = new ManualClock()
   const s = new LocalStore({
     clock,
@@ -212,7 +213,7 @@ describe('LocalStore tombstones', () => {
   })
 
   test('an expiry whose write fails stays due and is written on the next read', async () => {
-    const writes: Array<{ revision: number; puts: StoredEntry[]; deletes: string[] }> = []
+    const writes: Array<{ revision: number; puts: Stored[]; deletes: string[] }> = []
     let failing = false
     const clock = new ManualClock()
     const s = new LocalStore({
@@ -265,7 +266,7 @@ describe('LocalStore tombstones', () => {
   })
 
   test('expiries across a rebuild are written through persistence once each, and only for live keys', async () => {
-    const writes: Array<{ revision: number; puts: StoredEntry[]; deletes: string[] }> = []
+    const writes: Array<{ revision: number; puts: Stored[]; deletes: string[] }> = []
     const { s, clock } = store({ writes })
     fill(s, 2000, 1_000)
     ok(s, [], [set('keep', 'x')])

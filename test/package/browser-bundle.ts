@@ -1,7 +1,8 @@
 /**
  * Bundles a few lines of app code for the browser the way an app would
- * (Vite, minified, `zaris*` resolved to this source tree), for the bundle
- * tests and the size budgets.
+ * (Vite, minified, `zaris*` resolved to this source tree with the browser
+ * variants the package's `browser` export condition serves:
+ * scripts/browser-variants.ts), for the bundle tests and the size budgets.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -9,6 +10,7 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { gzipSync } from 'node:zlib'
 import { build, type Rollup } from 'vite'
+import { viteBrowserVariants } from '../../scripts/browser-variants'
 
 /** One output chunk of a bundle. */
 export type Chunk = Rollup.OutputChunk
@@ -34,6 +36,7 @@ export async function bundle(code: string): Promise<{ chunks: Chunk[]; warnings:
       configFile: false,
       logLevel: 'silent',
       root: dir,
+      plugins: [viteBrowserVariants()],
       resolve: { alias },
       build: {
         write: false,

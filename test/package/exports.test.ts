@@ -1,18 +1,24 @@
 /**
  * The published package, as users load it: `npm run build`, then `import` and
  * `require` of every built subpath from a separate Node process resolving
- * 'zaris' through package.json's exports map; the file list `npm pack` would
- * publish; the built `zaris` bin. (publint and attw: `npm run lint:package`.)
+ * 'zaris' through package.json's exports map, and a web app's Vite build
+ * resolving it with the `browser` condition; the file list `npm pack` would
+ * publish; the built `zaris` bin; and `zaris/conformance` from the packed
+ * tarball, installed in a project of its own beside the small adapter that
+ * docs/writing-an-adapter.md walks through. (publint and attw: `npm run lint:package`.)
  */
 import { execFile } from 'node:child_process'
-import { existsSync, mkdtempSync, mkdirSync, readFileSync, statSync, symlinkSync } from 'node:fs'
+import { existsSync, lstatSync, mkdtempSync, mkdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { promisify } from 'node:util'
-import { beforeAll, expect, test } from 'vitest'
+import { build, type Rollup } from 'vite'
+import { afterAll, beforeAll, describe, expect, test } from 'vitest'
+import { blocksOf, fileOf, runnerOf } from '../readme/snippets'
 
 const run = promisify(execFile)
 const root = resolve(import.meta.dirname, '../..')
+const { version } = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { version: string }
 let app: string
 
 beforeAll(async () => {
@@ -51,7 +57,7 @@ test('require works', async () => {
 test('npm pack publishes only what a user needs: package.json, README, LICENSE and built files', async () => {
   const { stdout } = await run('npm', ['pack', '--dry-run', '--json'], { cwd: root })
   const files = (JSON.parse(stdout) as Array<{ files: Array<{ path: string }> }>)[0]!.files.map((f) => f.path)
-  const expected = (p: string) => /^(package\.json|README\.md|LICENSE(\.md)?)$/.test(p) || /^dist\/[\w.-]+\.(js|cjs|d\.ts|d\.cts)$/.test(p)
+  const expected = (p: string) => /^(package\.json|README\.md|LICENSE(\.md)?)$/.test(p) || /^dist\/(browser\/)?[\w.-]+\.(js|cjs|d\.ts|d\.cts)$/.test(p)
   expect(files.filter((p) => !expected(p))).toEqual([])
   expect(files).toContain('LICENSE') // package.json says MIT: the text ships with it
   // Built but loaded by nobody: the bin's CommonJS twin and declarations.
@@ -83,3 +89,86 @@ test('the built zaris bin runs: --help, and an inspect command loads its adapter
   expect(down.code).toBe(1)
   expect(down.stderr).toMatch(/\(UNAVAILABLE\)/)
 }, 30_000)
+
+test("the browser condition serves dist/browser: a web app's Vite build of connect() has only a page's adapters as chunks", async () => {
+  writeFileSync(join(app, 'app.js'), "import { connect } from 'zaris'\nglobalThis.open = (url) => connect(url)\n")
+  const result = (await build({
+    configFile: false,
+    logLevel: 'silent',
+    root: app,
+    build: { write: false, minify: false, modulePreload: false, rollupOptions: { input: join(app, 'app.js') } },
+  })) as Rollup.RollupOutput
+  const chunks = result.output.filter((o): o is Rollup.OutputChunk => o.type === 'chunk')
+  const fromDist = chunks.flatMap((c) => Object.keys(c.modules)).filter((m) => m.startsWith(join(root, 'dist')))
+  expect(fromDist.length).toBeGreaterThan(0)
+  expect(fromDist.filter((m) => !m.startsWith(join(root, 'dist/browser/')))).toEqual([])
+  const code = chunks.map((c) => c.code).join('\n')
+  expect(code).toContain('zaris://idb/') // the IndexedDB adapter is a chunk a page can load
+  expect(code).not.toMatch(/ioredis|better-sqlite3|EVALSHA/i)
+})
+
+test("the browser build's connect knows a page's schemes only, and says where the others work", async () => {
+  const code = `
+    const z = await import(${JSON.stringify(join(root, 'dist/browser/index.js'))})
+    const c = await z.connect('zaris://inproc/browser-build')
+    const refused = await z.connect('redis://127.0.0.1:6379/0?ns=x').catch((e) => e.code + ': ' + e.message)
+    console.log(JSON.stringify({ kind: z.parseUrl('zaris://idb/app').kind, id: typeof c.id, refused }))
+    process.exit(0)
+  `
+  const { stdout } = await run('node', ['--input-type=module', '-e', code], { cwd: app })
+  expect(JSON.parse(stdout)).toEqual({ kind: 'indexeddb', id: 'string', refused: expect.stringMatching(/^INVALID_URL: .*redis:\/\/ works in Node, not in a page/) })
+})
+
+describe('zaris/conformance on an adapter written outside zaris (docs/writing-an-adapter.md)', () => {
+  let dir: string
+  let project: string
+  afterAll(() => rmSync(dir, { recursive: true, force: true }))
+
+  /** Runs the project's suite with vitest; resolves the counts and the titles of the failed tests. */
+  async function conformance(): Promise<{ passed: number; failed: string[] }> {
+    // The child is a vitest of its own: none of this run's VITEST_* variables.
+    const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('VITEST')))
+    await run(process.execPath, ['node_modules/vitest/vitest.mjs', 'run', '--reporter=json', '--outputFile=result.json'], { cwd: project, env, timeout: 90_000 }).catch(() => {})
+    const result = JSON.parse(readFileSync(join(project, 'result.json'), 'utf8')) as {
+      numPassedTests: number
+      testResults: Array<{ assertionResults: Array<{ title: string; status: string }> }>
+    }
+    const failed = result.testResults.flatMap((f) => f.assertionResults.filter((a) => a.status === 'failed').map((a) => a.title))
+    return { passed: result.numPassedTests, failed }
+  }
+
+  beforeAll(async () => {
+    // `npm pack`, then a project that installs the tarball, as a user's would (zaris's own
+    // dependencies and vitest come from this checkout, so nothing is fetched).
+    dir = mkdtempSync(join(tmpdir(), 'zaris-pack-'))
+    await run('npm', ['pack', '--ignore-scripts', '--pack-destination', dir], { cwd: root })
+    project = join(dir, 'project')
+    mkdirSync(project)
+    writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'map-adapter', private: true, type: 'module' }))
+    const deps = ['zod', 'eventsource-parser'].map((d) => join(root, 'node_modules', d))
+    await run('npm', ['install', join(dir, `zaris-${version}.tgz`), ...deps, '--offline', '--no-audit', '--no-fund', '--ignore-scripts'], { cwd: project })
+    symlinkSync(join(root, 'node_modules/vitest'), join(project, 'node_modules/vitest'), 'dir')
+    const files = blocksOf('docs/writing-an-adapter.md').filter((b) => runnerOf(b) === 'package')
+    expect(files.map(fileOf)).toEqual(['map-adapter.ts', 'map-adapter.test.ts'])
+    for (const b of files) writeFileSync(join(project, fileOf(b)!), b.code)
+  }, 120_000)
+
+  test('the packed zaris/conformance passes the guide\'s Map adapter', async () => {
+    expect(existsSync(join(project, 'node_modules/zaris/dist/conformance.js'))).toBe(true)
+    expect(lstatSync(join(project, 'node_modules/zaris')).isSymbolicLink()).toBe(false)
+    const { passed, failed } = await conformance()
+    expect(failed).toEqual([])
+    expect(passed).toBeGreaterThanOrEqual(59)
+  }, 100_000)
+
+  test('and fails it once the fence check is taken out of the adapter', async () => {
+    const file = join(project, 'map-adapter.ts')
+    const code = readFileSync(file, 'utf8')
+    const fence = "return (e?.created ?? null) === check.created"
+    expect(code).toContain(fence)
+    writeFileSync(file, code.replace(fence, 'return true'))
+    const { failed } = await conformance()
+    expect(failed).toContain('a fenced put after the lock was lost is rejected and writes nothing')
+    expect(failed).toContain('steal takes the lock over: the old holder\'s fenced writes fail and its signal aborts')
+  }, 100_000)
+})

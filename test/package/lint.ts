@@ -6,7 +6,9 @@
  * - attw with .attw.json: every subpath's types resolve for ESM and CJS
  *   (node16) and bundlers; node10 is left out there, since it cannot see
  *   subpaths at all;
- * - attw on the root entry alone, strict: `zaris` also resolves under node10.
+ * - attw on the root entry alone, strict: `zaris` also resolves under node10;
+ * - attw on zaris/conformance with the esm-only profile: it is ESM only, as
+ *   vitest is, so a require() of it is not expected to work.
  */
 import { execFileSync } from 'node:child_process'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
@@ -38,6 +40,7 @@ try {
     step('publint', bin('publint'), ['run', tarball, '--strict']),
     step('attw: every subpath, ESM, CJS and bundler', bin('attw'), [tarball, '--no-emoji', '--format', 'table-flipped']),
     step('attw: the root entry, node10 included', bin('attw'), [tarball, '--entrypoints', '.', '--config-path', strict, '--no-emoji', '--format', 'table-flipped']),
+    step('attw: zaris/conformance, ESM only', bin('attw'), [tarball, '--entrypoints', './conformance', '--config-path', strict, '--profile', 'esm-only', '--no-emoji', '--format', 'table-flipped']),
   ]
   if (results.includes(false)) process.exitCode = 1
 } finally {

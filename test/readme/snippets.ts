@@ -8,6 +8,9 @@
  * - `redis://…` or ioredis — against a real redis-server (test/redis/readme.test.ts);
  * - `zaris://localhost:7861/…` — against a node process (test/server/readme.test.ts);
  * - `etcd://…` — against a real etcd member (test/etcd/readme.test.ts);
+ * - a block whose first line names its file (`// map-adapter.ts`) — as a file
+ *   of a small project outside zaris, installed from the packed package
+ *   (test/package/exports.test.ts);
  * - anything else that imports zaris and connects nowhere else — as its own
  *   Node process (test/readme/readme.test.ts).
  *
@@ -42,7 +45,7 @@ export interface Block {
 }
 
 /** Which test runs a block. */
-export type Runner = 'node' | 'zaris-node' | 'redis' | 'browser' | 'cli' | 'etcd'
+export type Runner = 'node' | 'zaris-node' | 'redis' | 'browser' | 'cli' | 'etcd' | 'package'
 
 /** README.md and every docs/*.md, relative to the repo root. */
 export function markdownFiles(): string[] {
@@ -96,12 +99,18 @@ export function allBlocks(): Block[] {
   return markdownFiles().flatMap(blocksOf)
 }
 
+/** The file a block is, from its first line (`// map-adapter.ts`): a file of a project a guide walks through. */
+export function fileOf(block: Block): string | undefined {
+  return /^\/\/ ([\w.-]+\.ts)\n/.exec(block.code)?.[1]
+}
+
 /** The test that runs `block`, or `undefined` when none would (a marked block, or one no runner knows). */
 export function runnerOf(block: Block): Runner | undefined {
   // A terminal session of `$ zaris ...` commands and what they print: run by test/cli/docs.test.ts.
   if (block.notRun === undefined && block.lang === 'console' && /^\$ zaris /m.test(block.code)) return 'cli'
   if (block.notRun !== undefined || block.lang !== 'ts') return undefined
   const code = block.code
+  if (fileOf(block)) return 'package'
   if (code.includes('zaris://idb/')) return 'browser'
   if (code.includes('redis://') || code.includes("from 'ioredis'")) return 'redis'
   if (code.includes('zaris://localhost:7861')) return 'zaris-node'

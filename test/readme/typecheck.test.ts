@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { join, relative } from 'node:path'
 import { promisify } from 'node:util'
 import { expect, test } from 'vitest'
-import { allBlocks, root, runnerOf, titleOf } from './snippets'
+import { allBlocks, fileOf, root, runnerOf, titleOf } from './snippets'
 
 const run = promisify(execFile)
 
@@ -19,18 +19,19 @@ test('every example that runs also typechecks', async () => {
   try {
     const names = new Map<string, string>()
     blocks.forEach((b, i) => {
-      const name = `example-${i}.ts`
+      // A file of a guide's project keeps its name: the project's other files import it.
+      const name = fileOf(b) ?? `example-${i}.ts`
       names.set(name, titleOf(b))
       writeFileSync(join(dir, name), b.code)
     })
-    writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify({ extends: relative(dir, join(root, 'tsconfig.json')), compilerOptions: { baseUrl: relative(dir, root) }, include: ['example-*.ts'] }))
+    writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify({ extends: relative(dir, join(root, 'tsconfig.json')), compilerOptions: { baseUrl: relative(dir, root) }, include: ['*.ts'] }))
     const tsc = join(root, 'node_modules/typescript/bin/tsc')
     const result = await run(process.execPath, [tsc, '--noEmit', '-p', join(dir, 'tsconfig.json')], { cwd: root }).then(
       () => '',
       (err: { stdout?: string }) => err.stdout ?? String(err),
     )
     // Name each error by the block it came from, not by the temporary file.
-    const errors = result.replace(/^.*?(example-\d+\.ts)\((\d+),\d+\)/gm, (_, name: string, line: string) => `${names.get(name)}, line ${line} of the block`)
+    const errors = result.replace(/^.*?([\w.-]+\.ts)\((\d+),\d+\)/gm, (_, name: string, line: string) => `${names.get(name) ?? name}, line ${line} of the block`)
     expect(errors).toBe('')
   } finally {
     rmSync(dir, { recursive: true, force: true })

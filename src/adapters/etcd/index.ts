@@ -29,8 +29,10 @@
  */
 import type { IOptions } from 'etcd3'
 import type { Adapter, Capabilities, Check, CommitOptions, CommitResult, Entry, ListOptions, ListPage, Op, Unsubscribe, WatchSink } from '../../core/adapter'
-import { ClosedError, InvalidArgumentError } from '../../core/errors'
-import { checkKey, checkListOptions, checkOptions, checkPrefix, describe } from '../../core/validate'
+import { InvalidArgumentError } from '../../core/errors'
+import { randomId } from '../../core/ids'
+import { checkKey, checkListOptions, checkOptions, checkPrefix, checkRequestId, checkWatchArgs, describe } from '../../core/validate'
+import { AdapterLife } from '../shared/life'
 import { planCommit, runCommit } from './commit'
 import { shareConnection, type Connection } from './connection'
 import { entryOf, Layout, type RawKv } from './layout'
@@ -129,8 +131,7 @@ class NamespaceAdapter implements EtcdAdapter {
   readonly #connection: Connection
   readonly #layout: Layout
   readonly #retention: number
-  readonly #watches = new Set<Unsubscribe>()
-  #closed = false
+  readonly #life = new AdapterLife('etcd')
 
   constructor(connection: Connection, layout: Layout, retention: number) {
     this.#connection = connection
@@ -201,37 +202,18 @@ class NamespaceAdapter implements EtcdAdapter {
    */
   async commit(checks: Check[], ops: Op[], options?: CommitOptions): Promise<CommitResult> {
     const plan = planCommit(checks, ops)
-    const requestId = options?.requestId
-    if (requestId !== undefined && (typeof requestId !== 'string' || requestId.length === 0 || requestId.length > 256)) {
-      throw new InvalidArgumentError('requestId must be a non-empty string of at most 256 characters')
-    }
+    const requestId = checkRequestId(options?.requestId)
     this.#open()
     // Every commit carries a request id, so one sent again after a lost answer is not applied twice.
-    return runCommit(this.#connection, this.#layout, plan.checks, plan.ops, requestId ?? globalThis.crypto.randomUUID(), this.#retention)
+    return runCommit(this.#connection, this.#layout, plan.checks, plan.ops, requestId ?? randomId(), this.#retention)
   }
 
   async watch(prefix: string, sink: WatchSink, fromRevision?: number): Promise<Unsubscribe> {
-    checkPrefix(prefix)
-    if (typeof sink !== 'object' || sink === null || typeof sink.event !== 'function' || typeof sink.error !== 'function') {
-      throw new InvalidArgumentError('sink must be an object with event and error functions')
-    }
-    if (fromRevision !== undefined && (!Number.isSafeInteger(fromRevision) || fromRevision < 0)) {
-      throw new InvalidArgumentError(`fromRevision must be an integer >= 0, got ${describe(fromRevision)}`)
-    }
+    checkWatchArgs(prefix, sink, fromRevision)
     this.#open()
     // Without a revision: from the newest this process has seen, so a member that lags cannot start the watch in the past.
     const from = fromRevision !== undefined ? fromRevision + 1 : this.#connection.seen > 0 ? this.#connection.seen + 1 : 0
-    const unsubscribe = await this.#connection.watches.subscribe(this.#layout, prefix, sink, from, this.#connection.options.timeout)
-    if (this.#closed) {
-      unsubscribe()
-      return () => {}
-    }
-    const tracked = () => {
-      this.#watches.delete(tracked)
-      unsubscribe()
-    }
-    this.#watches.add(tracked)
-    return tracked
+    return this.#life.track(await this.#connection.watches.subscribe(this.#layout, prefix, sink, from, this.#connection.options.timeout))
   }
 
   async position(): Promise<{ revision: number; epoch: string }> {
@@ -241,9 +223,7 @@ class NamespaceAdapter implements EtcdAdapter {
   }
 
   async close(): Promise<void> {
-    if (this.#closed) return
-    this.#closed = true
-    for (const unsubscribe of [...this.#watches]) unsubscribe()
+    if (!this.#life.close()) return
     await this.#connection.release()
   }
 
@@ -254,7 +234,7 @@ class NamespaceAdapter implements EtcdAdapter {
   }
 
   #open(): void {
-    if (this.#closed) throw new ClosedError('the etcd adapter is closed')
+    this.#life.assertOpen()
   }
 }
 

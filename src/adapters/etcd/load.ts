@@ -1,31 +1,18 @@
 /**
- * Loads the etcd client, `etcd3`, on first use, and turns its failures into
- * zaris errors.
- *
- * The module name sits in a variable, with the bundlers' ignore comments, so
- * that no bundler follows the import into a browser build.
+ * Loads the etcd client, `etcd3`, on first use (`../shared/load`), and turns
+ * its failures into zaris errors.
  *
  * @module
  */
 import type * as Etcd3Module from 'etcd3'
 import { InternalError, TooLargeError, UnauthorizedError, UnavailableError, UnsupportedError, ZarisError } from '../../core/errors'
+import { loadOptional } from '../shared/load'
 
 export type Etcd3 = typeof Etcd3Module
 
 /** Imports `etcd3` (or `name`, for tests), or throws an `UnsupportedError` saying how to install it. */
 export async function loadEtcd3(name = 'etcd3'): Promise<Etcd3> {
-  let mod: Record<string, unknown>
-  try {
-    mod = (await import(/* @vite-ignore */ /* webpackIgnore: true */ name)) as Record<string, unknown>
-  } catch (err) {
-    const code = (err as { code?: unknown }).code
-    if (code === 'ERR_MODULE_NOT_FOUND' || code === 'MODULE_NOT_FOUND' || /Cannot find (module|package)/.test(String(err))) {
-      throw new UnsupportedError('the etcd adapter needs the etcd3 package, which is not installed: run `npm install etcd3` (it is an optional peer dependency of zaris)')
-    }
-    throw new UnsupportedError(`the etcd adapter could not load etcd3: ${String(err)}`)
-  }
-  // ESM sees the named exports; CommonJS interop may nest them under `default`.
-  const inner = mod.default as Record<string, unknown> | undefined
+  const { mod, inner } = await loadOptional(name, 'etcd3', 'the etcd adapter')
   const lib = (typeof mod.Etcd3 === 'function' ? mod : inner) as Etcd3 | undefined
   if (typeof lib?.Etcd3 !== 'function') throw new UnsupportedError(`the module ${JSON.stringify(name)} does not export the etcd3 Etcd3 class`)
   return lib

@@ -21,7 +21,8 @@
 import type { z } from 'zod'
 import type { Adapter, CommitResult, Entry, ListOptions, ListPage, Unsubscribe, WatchEvent } from '../../core/adapter'
 import { ClosedError, InvalidArgumentError, UnauthorizedError, UnavailableError, ZarisError, errorFromJSON } from '../../core/errors'
-import { checkKey, checkListOptions, checkPrefix } from '../../core/validate'
+import { randomHex } from '../../core/ids'
+import { checkKey, checkListOptions, checkPrefix, checkWatchArgs } from '../../core/validate'
 import {
   API_PREFIX,
   NAMESPACE_PATTERN,
@@ -72,17 +73,6 @@ export interface HttpAdapterOptions {
  */
 export function httpAdapter(options: HttpAdapterOptions): Adapter {
   return new HttpAdapter(options)
-}
-
-/**
- * Creates the adapter for a parsed `zaris://host:port/ns` URL (used by `connect`).
- *
- * @example
- * const adapter = fromUrl(['http://127.0.0.1:7861'], 'demo', { token })
- */
-export function fromUrl(endpoints: string[], namespace: string, options: { token?: unknown }): Adapter {
-  if (options.token !== undefined && typeof options.token !== 'string') throw new InvalidArgumentError('token must be a string')
-  return new HttpAdapter({ endpoints, namespace, token: options.token })
 }
 
 class HttpAdapter implements Adapter {
@@ -174,10 +164,7 @@ class HttpAdapter implements Adapter {
 
   async watch(prefix: string, sink: Parameters<Adapter['watch']>[1], fromRevision?: number): Promise<Unsubscribe> {
     this.#assertOpen()
-    checkPrefix(prefix)
-    if (fromRevision !== undefined && (!Number.isSafeInteger(fromRevision) || fromRevision < 0)) {
-      throw new InvalidArgumentError(`fromRevision must be an integer >= 0, got ${String(fromRevision)}`)
-    }
+    checkWatchArgs(prefix, sink, fromRevision)
     this.#hub ??= new WatchHub(this.#hubContext())
     // Revisions seen in events count too: a token read from a watch must not come back either.
     const counted = {
@@ -343,14 +330,6 @@ function errorOf(status: number, text: string, endpoint: string): ZarisError {
   return new ZarisError('INTERNAL', `${endpoint} answered HTTP ${status}; is it a zaris node?`)
 }
 
-/** `n` random bytes as hex; crypto.getRandomValues works in insecure browser contexts too. */
-function randomHex(n: number): string {
-  const bytes = new Uint8Array(n)
-  globalThis.crypto.getRandomValues(bytes)
-  let id = ''
-  for (const b of bytes) id += b.toString(16).padStart(2, '0')
-  return id
-}
 
 /** The adapter's close signal as is, for a transport that keeps the deadline itself. */
 function untimed(closed: AbortSignal, deadline: number): { signal: AbortSignal; timedOut(): boolean; dispose(): void } {

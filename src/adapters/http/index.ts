@@ -8,7 +8,7 @@
  *
  * @module
  */
-export { httpAdapter, fromUrl } from './client'
+export { httpAdapter } from './client'
 export type { HttpAdapterOptions } from './client'
 export { fetchTransport } from './transport'
 export type { Transport, TransportRequest, TransportResponse } from './transport'

@@ -30,6 +30,7 @@
  * @module
  */
 import type { CommitResult, Op } from '../../core/adapter'
+import { randomHex } from '../../core/ids'
 
 /** Where an adapter's commits go now: the commit URL of its preferred node, and its headers (the bearer token). */
 export type CommitTarget = () => { url: string; headers: Record<string, string> }
@@ -103,7 +104,7 @@ export class PageExit {
   readonly #send: (body: string) => void
   readonly #held = new Map<string, Held>()
   #requests = 0
-  readonly #prefix = Math.random().toString(36).slice(2, 10)
+  readonly #prefix = randomHex(5)
 
   /** @internal Made by {@link pageExit}. */
   constructor(send: (body: string) => void) {

@@ -12,19 +12,17 @@
  *
  * @module
  */
-import type { Adapter, Check, CommitResult, Entry, ListOptions, ListPage, Op, Unsubscribe, Value, WatchSink } from '../../core/adapter'
+import type { Adapter, Check, CommitResult, Entry, ListOptions, ListPage, Op, Unsubscribe, WatchSink } from '../../core/adapter'
 import type { Clock, TimerHandle } from '../../core/clock'
 import { ClosedError, InvalidArgumentError, UnsupportedError } from '../../core/errors'
-import { checkCommitArgs, checkKey, checkListOptions, checkPrefix } from '../../core/validate'
-import { pageBackgroundClock } from './background-clock'
+import { checkCommitArgs, checkKey, checkListOptions, checkPrefix, checkWatchArgs } from '../../core/validate'
+import { AdapterLife } from '../shared/life'
 import { Liveness, webLocks } from './liveness'
 import { Reaper } from './reaper'
 import type { Database } from './schema'
 import { SharedStore } from './shared'
-import { expired, readEntry, readPrefix, toEntry } from './transactions'
-
-export { backgroundClock, pageBackgroundClock } from './background-clock'
-export type { BackgroundClock } from './background-clock'
+import { copyValue as copy, expired, toEntry } from '../shared/write'
+import { readEntry, readPrefix } from './transactions'
 
 /**
  * Options of {@link indexedDbAdapter}.
@@ -98,24 +96,13 @@ export async function openIndexedDb(options: IndexedDbAdapterOptions = {}): Prom
   return store.adapter
 }
 
-/**
- * Opens the adapter for a parsed `zaris://idb/<namespace>` URL (used by `connect`).
- *
- * @example
- * const adapter = await fromUrl('app') // what connect('zaris://idb/app') uses
- */
-export function fromUrl(namespace: string): Promise<Adapter> {
-  return openIndexedDb({ namespace })
-}
-
 class IndexedDbStore {
   readonly adapter: Adapter
   readonly #shared: SharedStore
   readonly #liveness: Liveness | undefined
   /** Ends the entries of clients that are gone (closed or crashed tabs), for every tab. */
   readonly #reaper: Reaper | undefined
-  readonly #unwatch = new Set<Unsubscribe>()
-  #closed = false
+  readonly #life = new AdapterLife('indexeddb')
 
   constructor(options: IndexedDbAdapterOptions) {
     assertSupported()
@@ -134,7 +121,7 @@ class IndexedDbStore {
 
   /** The open database. */
   db(): Promise<Database> {
-    if (this.#closed) return Promise.reject(new ClosedError('the indexeddb adapter is closed'))
+    if (this.#life.closed) return Promise.reject(new ClosedError('the indexeddb adapter is closed'))
     return this.#shared.db()
   }
 
@@ -144,8 +131,6 @@ class IndexedDbStore {
     const adapter: Adapter = {
       name: 'indexeddb',
       capabilities: { ownerGone: liveness !== undefined },
-      // Holders renew from a worker's timers, which hidden tabs do not throttle.
-      holderClock: pageBackgroundClock(),
       get: async (key) => {
         checkKey(key)
         const e = await readEntry(await this.db(), key)
@@ -195,7 +180,7 @@ class IndexedDbStore {
   }
 
   async #commit(checks: Check[], ops: Op[]): Promise<CommitResult> {
-    if (this.#closed) throw new ClosedError('the indexeddb adapter is closed')
+    this.#life.assertOpen()
     checkCommitArgs(checks, ops)
     // Values are copied now: the transaction, the result and the events must not see later mutations.
     const copied = ops.map((op) => (op.type === 'set' ? { ...op, value: copy(op.value) } : op))
@@ -207,31 +192,15 @@ class IndexedDbStore {
   }
 
   async #watch(prefix: string, sink: WatchSink, fromRevision?: number): Promise<Unsubscribe> {
-    checkPrefix(prefix)
+    checkWatchArgs(prefix, sink, fromRevision)
     await this.db()
-    const unsubscribe = await this.#shared.feed.subscribe(prefix, sink, fromRevision)
-    const done = () => {
-      unsubscribe()
-      this.#unwatch.delete(done)
-    }
-    if (this.#closed) {
-      unsubscribe()
-      throw new ClosedError('the indexeddb adapter is closed')
-    }
-    this.#unwatch.add(done)
-    return done
+    return this.#life.track(await this.#shared.feed.subscribe(prefix, sink, fromRevision))
   }
 
   async #close(): Promise<void> {
-    if (this.#closed) return
-    this.#closed = true
-    for (const done of [...this.#unwatch]) done()
+    if (!this.#life.close()) return
     this.#liveness?.close()
     this.#reaper?.release()
     await this.#shared.release()
   }
-}
-
-function copy(value: Value): Value {
-  return typeof value === 'object' && value !== null ? structuredClone(value) : value
 }

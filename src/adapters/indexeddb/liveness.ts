@@ -28,6 +28,7 @@
  *
  * @module
  */
+import { randomHex } from '../../core/ids'
 
 /** The Web Locks API, where the platform has it. */
 export function webLocks(): LockManager | undefined {
@@ -73,12 +74,6 @@ function isAnnouncement(data: unknown): data is Announcement {
   return typeof a === 'object' && a !== null && typeof a.owner === 'string' && typeof a.nonce === 'string'
 }
 
-/** A random registration id: never reused, unlike client ids. */
-function makeNonce(): string {
-  const bytes = new Uint8Array(12)
-  globalThis.crypto.getRandomValues(bytes)
-  return Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('')
-}
 
 /** The registrations of one id the lock manager knew of at one moment. */
 interface Seen {
@@ -260,7 +255,8 @@ export class Liveness {
 
   /** Holds `owner`'s liveness locks until {@link close}; resolves once they are held (or queued behind a live twin). */
   async register(owner: string): Promise<void> {
-    const nonce = makeNonce()
+    // A random registration id: never reused, unlike client ids.
+    const nonce = randomHex(12)
     const signal = this.#closing.signal
     const hold = (name: string, mode: LockMode) =>
       new Promise<void>((resolve, reject) => {

@@ -38,10 +38,10 @@
  */
 import type { WatchEvent } from '../../core/adapter'
 import { Liveness } from './liveness'
-import type { Database, LogRecord, StoredEntry } from './schema'
+import type { Database, LogRecord } from './schema'
 import type { SharedStore } from './shared'
-import { hasRevisionLeft } from '../shared/write'
-import { expired, finish, lastRevision, writeTx, type Outcome } from './transactions'
+import { expired, hasRevisionLeft, type Stored } from '../shared/write'
+import { finish, lastRevision, writeTx, type Outcome } from './transactions'
 
 /** One life of an owned entry, as this page saw it. */
 interface Life {
@@ -230,14 +230,14 @@ export class Reaper {
 }
 
 /** Every live owned entry and the store's revision, read in one transaction. */
-function readOwned(db: Database, now: number): Promise<{ revision: number; entries: StoredEntry[] }> {
+function readOwned(db: Database, now: number): Promise<{ revision: number; entries: Stored[] }> {
   return new Promise((resolve, reject) => {
     const tx = db.transaction(['entries', 'log'])
     const all = tx.objectStore('entries').getAll()
     let revision = 0
     lastRevision(tx.objectStore('log'), 0, (r) => (revision = r))
     tx.oncomplete = () => {
-      const entries = (all.result as StoredEntry[]).filter((e) => e.owner !== undefined && !expired(e, now))
+      const entries = (all.result as Stored[]).filter((e) => e.owner !== undefined && !expired(e, now))
       resolve({ revision, entries })
     }
     tx.onabort = () => reject(tx.error ?? new DOMException('the transaction was aborted', 'AbortError'))
@@ -252,7 +252,7 @@ function readOwned(db: Database, now: number): Promise<{ revision: number; entri
 export function reapTx(db: Database, lives: Array<Pick<Life, 'key' | 'owner' | 'created'>>, historySize: number): Promise<Outcome> {
   return writeTx(db, (tx, guard, done) => {
     const entries = tx.objectStore('entries')
-    const found: Array<StoredEntry | undefined> = new Array(lives.length)
+    const found: Array<Stored | undefined> = new Array(lives.length)
     let revision = 0
     // The writes go from the callback of the last read to arrive.
     let pending = lives.length + 1
@@ -274,7 +274,7 @@ export function reapTx(db: Database, lives: Array<Pick<Life, 'key' | 'owner' | '
     lives.forEach((life, i) => {
       const get = entries.get(life.key)
       get.onsuccess = guard(() => {
-        found[i] = get.result as StoredEntry | undefined
+        found[i] = get.result as Stored | undefined
         arrived()
       })
     })

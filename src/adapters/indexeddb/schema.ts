@@ -16,11 +16,7 @@
  * @module
  */
 import type { WatchEvent } from '../../core/adapter'
-import type { Stored } from '../shared/write'
 import { openDatabase } from './request'
-
-/** An entry as the store keeps it. `expiresAt` is wall-clock ms (Date.now scale), shared by all tabs. */
-export type StoredEntry = Stored
 
 /** Everything one revision did: one record per revision, even one whose commit changed nothing. */
 export interface LogRecord {

@@ -15,10 +15,10 @@
  * @module
  */
 import type { Check, CommitResult, Entry, Op, WatchEvent } from '../../core/adapter'
-import type { Database, LogRecord, StoredEntry } from './schema'
+import type { Database, LogRecord } from './schema'
 import { settled } from './request'
 import { prefixRange, TRIM_EVERY } from './schema'
-import { hasRevisionLeft, nextRevision, written } from '../shared/write'
+import { expired, hasRevisionLeft, nextRevision, toEntry, written, type Stored } from '../shared/write'
 
 /** How many log keys a commit reads from its hint before it looks up the last key instead. */
 const HINT_READ = 32
@@ -87,18 +87,6 @@ export interface Outcome {
   nextExpiry?: number
 }
 
-/** True when `e` has expired at `now`. */
-export function expired(e: StoredEntry, now: number): boolean {
-  return e.expiresAt !== undefined && e.expiresAt <= now
-}
-
-/** The entry as a read returns it. */
-export function toEntry(e: StoredEntry, now: number): Entry {
-  const entry: Entry = { key: e.key, value: e.value, revision: e.revision, created: e.created }
-  if (e.owner !== undefined) entry.owner = e.owner
-  if (e.expiresAt !== undefined) entry.ttl = Math.max(0, e.expiresAt - now)
-  return entry
-}
 
 /**
  * Writes the log records (the last of which is the revision now) and, every
@@ -140,7 +128,7 @@ export function commitBatch(
   return writeTx(db, (tx, guard, done) => {
     const entries = tx.objectStore('entries')
     const keys = [...new Set(requests.flatMap((r) => [...r.checks.map((c) => c.key), ...r.ops.map((o) => o.key)]))]
-    const found: Array<StoredEntry | undefined> = new Array(keys.length)
+    const found: Array<Stored | undefined> = new Array(keys.length)
     let stored = 0
     // The writes go from the callback of the last read to arrive, so no turn of the event loop passes in between.
     let pending = keys.length + 1
@@ -150,7 +138,7 @@ export function commitBatch(
     keys.forEach((k, i) => {
       const get = entries.get(k)
       get.onsuccess = guard(() => {
-        found[i] = get.result as StoredEntry | undefined
+        found[i] = get.result as Stored | undefined
         arrived()
       })
     })
@@ -167,13 +155,13 @@ export function commitBatch(
 function apply(
   entries: IDBObjectStore,
   keys: string[],
-  found: Array<StoredEntry | undefined>,
+  found: Array<Stored | undefined>,
   stored: number,
   requests: CommitRequest[],
   now: number,
   historySize: number,
 ): { results: Array<CommitResult | Error>; outcome: Outcome } {
-  const state = new Map<string, StoredEntry | undefined>()
+  const state = new Map<string, Stored | undefined>()
   let revision = stored
   const records: LogRecord[] = []
   keys.forEach((k, i) => {
@@ -206,7 +194,7 @@ function apply(
     // commit refused here (an `add` over a non-number, no revision left)
     // writes nothing, and the other commits of the batch go on.
     let at: number
-    const writes: Array<StoredEntry | string> = []
+    const writes: Array<Stored | string> = []
     try {
       at = nextRevision(revision)
       for (const op of ops) {
@@ -219,7 +207,7 @@ function apply(
     }
     revision = at
     const events: WatchEvent[] = []
-    const entriesWritten: StoredEntry[] = []
+    const entriesWritten: Stored[] = []
     const deleted: string[] = []
     for (const w of writes) {
       if (typeof w === 'string') {
@@ -263,7 +251,7 @@ export function sweepTx(db: Database, now: number, historySize: number): Promise
     const expire = () => {
       if (!dueRead || revision === undefined) return
       const records: LogRecord[] = []
-      for (const e of due.result as StoredEntry[]) {
+      for (const e of due.result as Stored[]) {
         // A store with no revision left expires nothing (see RevisionExhaustedError).
         if (!hasRevisionLeft(revision)) break
         revision++
@@ -298,8 +286,8 @@ export async function earliestExpiry(db: Database): Promise<number | undefined> 
 }
 
 /** The stored entry at `key` (possibly expired: the caller decides). */
-export function readEntry(db: Database, key: string): Promise<StoredEntry | undefined> {
-  return settled(() => db.transaction('entries').objectStore('entries').get(key) as IDBRequest<StoredEntry | undefined>)
+export function readEntry(db: Database, key: string): Promise<Stored | undefined> {
+  return settled(() => db.transaction('entries').objectStore('entries').get(key) as IDBRequest<Stored | undefined>)
 }
 
 /**
@@ -307,10 +295,10 @@ export function readEntry(db: Database, key: string): Promise<StoredEntry | unde
  * `after`, in key order (possibly expired: the caller decides). IndexedDB
  * orders string keys by UTF-16 code units, as the contract does.
  */
-export async function readPrefix(db: Database, prefix: string, after?: string, count?: number): Promise<StoredEntry[]> {
+export async function readPrefix(db: Database, prefix: string, after?: string, count?: number): Promise<Stored[]> {
   const range = pageRange(prefix, after)
   if (range === null) return []
-  const all = await settled(() => db.transaction('entries').objectStore('entries').getAll(range, count) as IDBRequest<StoredEntry[]>)
+  const all = await settled(() => db.transaction('entries').objectStore('entries').getAll(range, count) as IDBRequest<Stored[]>)
   return all.filter((e) => e.key.startsWith(prefix))
 }
 

@@ -12,8 +12,10 @@
  */
 import type { RedisOptions } from 'ioredis'
 import type { Adapter, Check, CommitOptions, CommitResult, Entry, ListOptions, ListPage, Op, Unsubscribe, Value, WatchSink } from '../../core/adapter'
-import { ClosedError, InternalError, InvalidArgumentError, RevisionExhaustedError } from '../../core/errors'
-import { checkCommitArgs, checkKey, checkListOptions, checkOptions, checkPrefix, checkValue, describe } from '../../core/validate'
+import { InternalError, InvalidArgumentError, RevisionExhaustedError } from '../../core/errors'
+import { randomId } from '../../core/ids'
+import { checkCommitArgs, checkKey, checkListOptions, checkOptions, checkPrefix, checkRequestId, checkValue, checkWatchArgs, describe } from '../../core/validate'
+import { AdapterLife } from '../shared/life'
 import { added } from '../shared/write'
 import { decodeEntry } from './codec'
 import { parseRedisUrl, shareClient, shareUrl, type RedisClient, type ScriptCommands, type SharedConnection } from './connection'
@@ -101,8 +103,7 @@ class NamespaceAdapter implements RedisAdapter {
   readonly #connection: SharedConnection
   readonly #space: Space
   readonly #retention: number
-  readonly #watches = new Set<Unsubscribe>()
-  #closed = false
+  readonly #life = new AdapterLife('redis')
 
   constructor(connection: SharedConnection, space: Space, retention: number) {
     this.#connection = connection
@@ -148,12 +149,9 @@ class NamespaceAdapter implements RedisAdapter {
       args.push(...e.args)
       return e
     })
-    const requestId = options?.requestId
-    if (requestId !== undefined && (typeof requestId !== 'string' || requestId.length === 0 || requestId.length > 256)) {
-      throw new InvalidArgumentError('requestId must be a non-empty string of at most 256 characters')
-    }
+    const requestId = checkRequestId(options?.requestId)
     // Every commit carries a request id, so ioredis may resend one cut off by a dropped connection.
-    const request = requestId ?? globalThis.crypto.randomUUID()
+    const request = requestId ?? randomId()
     const [status, now, , payload] = (await this.#script('commit', 'zarisCommit', request, this.#retention, ...args)) as [string, string, string, unknown]
     if (status === 'fail') {
       const pairs = payload as unknown[]
@@ -193,25 +191,9 @@ class NamespaceAdapter implements RedisAdapter {
   }
 
   async watch(prefix: string, sink: WatchSink, fromRevision?: number): Promise<Unsubscribe> {
-    checkPrefix(prefix)
-    if (typeof sink !== 'object' || sink === null || typeof sink.event !== 'function' || typeof sink.error !== 'function') {
-      throw new InvalidArgumentError('sink must be an object with event and error functions')
-    }
-    if (fromRevision !== undefined && (!Number.isSafeInteger(fromRevision) || fromRevision < 0)) {
-      throw new InvalidArgumentError(`fromRevision must be an integer >= 0, got ${describe(fromRevision)}`)
-    }
-    this.#open()
-    const unsubscribe = await this.#space.watch(prefix, sink, fromRevision)
-    if (this.#closed) {
-      unsubscribe()
-      return () => {}
-    }
-    const tracked = () => {
-      this.#watches.delete(tracked)
-      unsubscribe()
-    }
-    this.#watches.add(tracked)
-    return tracked
+    checkWatchArgs(prefix, sink, fromRevision)
+    this.#life.assertOpen()
+    return this.#life.track(await this.#space.watch(prefix, sink, fromRevision))
   }
 
   async position(): Promise<{ revision: number; epoch: string }> {
@@ -222,20 +204,14 @@ class NamespaceAdapter implements RedisAdapter {
   }
 
   async close(): Promise<void> {
-    if (this.#closed) return
-    this.#closed = true
-    for (const unsubscribe of [...this.#watches]) unsubscribe()
+    if (!this.#life.close()) return
     this.#space.release()
     await this.#connection.release()
   }
 
   #script(what: string, name: keyof ScriptCommands, ...args: Array<string | number>): Promise<unknown[]> {
-    this.#open()
+    this.#life.assertOpen()
     return this.#space.script(what, name, ...args)
-  }
-
-  #open(): void {
-    if (this.#closed) throw new ClosedError('the redis adapter is closed')
   }
 }
 

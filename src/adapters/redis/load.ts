@@ -1,14 +1,12 @@
 /**
- * Loads ioredis on first use, and turns its failures into zaris errors.
- *
- * The module name sits in a variable, with the bundlers' ignore comments, so
- * that no bundler follows the import into a browser build: ioredis is loaded
- * by Node at run time or not at all.
+ * Loads ioredis on first use (`../shared/load`), and turns its failures into
+ * zaris errors.
  *
  * @module
  */
 import type { Redis, RedisOptions } from 'ioredis'
 import { UnauthorizedError, UnavailableError, UnsupportedError, ZarisError } from '../../core/errors'
+import { loadOptional } from '../shared/load'
 
 /** The ioredis `Redis` class. */
 export type RedisConstructor = new (options: RedisOptions) => Redis
@@ -18,20 +16,7 @@ export type RedisConstructor = new (options: RedisOptions) => Redis
  * class, or throws an `UnsupportedError` saying how to install it.
  */
 export async function loadIoredis(name = 'ioredis'): Promise<RedisConstructor> {
-  let mod: Record<string, unknown>
-  try {
-    mod = (await import(/* @vite-ignore */ /* webpackIgnore: true */ name)) as Record<string, unknown>
-  } catch (err) {
-    const code = (err as { code?: unknown }).code
-    if (code === 'ERR_MODULE_NOT_FOUND' || code === 'MODULE_NOT_FOUND' || /Cannot find (module|package)/.test(String(err))) {
-      throw new UnsupportedError(
-        `the Redis adapter needs the ioredis package, which is not installed: run \`npm install ioredis\` (it is an optional peer dependency of zaris)`,
-      )
-    }
-    throw new UnsupportedError(`the Redis adapter could not load ioredis: ${String(err)}`)
-  }
-  // ESM sees the named export; CommonJS interop may nest it under `default`.
-  const inner = mod.default as Record<string, unknown> | undefined
+  const { mod, inner } = await loadOptional(name, 'ioredis', 'the Redis adapter')
   const Redis = mod.Redis ?? inner?.Redis ?? inner?.default ?? inner
   if (typeof Redis !== 'function') throw new UnsupportedError(`the module ${JSON.stringify(name)} does not export the ioredis Redis class`)
   return Redis as RedisConstructor

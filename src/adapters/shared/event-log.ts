@@ -21,6 +21,7 @@
  */
 import type { HistoryLimits, HistoryPage, Unsubscribe, Value, WatchEvent, WatchSink } from '../../core/adapter'
 import { CompactedError } from '../../core/errors'
+import { copyValue } from './write'
 
 interface Subscriber {
   prefix: string
@@ -366,11 +367,6 @@ function putEvent(put: PutRecord): WatchEvent {
   if (put.owner !== undefined) event.owner = put.owner
   if (put.ttl !== undefined) event.ttl = put.ttl
   return event
-}
-
-/** Stored values are copies, so a caller mutating its object (or an event's) cannot change the store. */
-export function copyValue(value: Value): Value {
-  return typeof value === 'object' && value !== null ? structuredClone(value) : value
 }
 
 /**

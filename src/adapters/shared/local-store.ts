@@ -22,18 +22,16 @@
 import type { Adapter, Check, CommitResult, Entry, HistoryLimits, HistoryPage, ListPage, Op, Unsubscribe, WatchSink } from '../../core/adapter'
 import type { Clock, TimerHandle } from '../../core/clock'
 import { ClosedError, TooLargeError } from '../../core/errors'
-import { checkCommitArgs, checkKey, checkListOptions, checkPrefix } from '../../core/validate'
-import { copyValue as copy, entryBytes, EventLog, type LogBudget } from './event-log'
+import { checkCommitArgs, checkKey, checkListOptions, checkPrefix, checkWatchArgs } from '../../core/validate'
+import { entryBytes, EventLog, type LogBudget } from './event-log'
 import { KeyIndex } from './key-index'
 import { MinHeap } from './heap'
-import { floorRevision, hasRevisionLeft, nextRevision, written, type Stored } from './write'
-
-/** An entry as a local store keeps it; `ttl` is what it gets again after a restart. */
-export type StoredEntry = Stored
+import { AdapterLife } from './life'
+import { copyValue as copy, floorRevision, hasRevisionLeft, nextRevision, toEntry, written, type Stored } from './write'
 
 /** Where a durable store writes. Must throw (and write nothing) on failure. */
 export interface Persistence {
-  write(revision: number, puts: StoredEntry[], deletes: string[]): void
+  write(revision: number, puts: Stored[], deletes: string[]): void
 }
 
 export interface LocalStoreOptions {
@@ -47,7 +45,7 @@ export interface LocalStoreOptions {
   /** Bytes the entries of this store and others sharing the quota may take. */
   quota?: StoreQuota
   /** A durable store's state at start. */
-  initial?: { revision: number; entries: Iterable<StoredEntry> }
+  initial?: { revision: number; entries: Iterable<Stored> }
 }
 
 /**
@@ -78,7 +76,7 @@ const EXPIRY_RETRY_MS = 1000
  * slot is also the key's item in the expiry heap while its entry has a TTL.
  */
 class Slot {
-  entry: StoredEntry | undefined = undefined
+  entry: Stored | undefined = undefined
   /** The entry's bytes (see entryBytes), counted in the store's quota. */
   bytes = 0
   /** The entry's expiry deadline while it is in the heap. */
@@ -192,7 +190,7 @@ export class LocalStore {
     if (failed) return { ok: false, failed }
 
     const revision = nextRevision(this.#revision)
-    const puts: StoredEntry[] = []
+    const puts: Stored[] = []
     const putSlots: Array<Slot | undefined> = []
     const deletes: string[] = []
     const deleteSlots: Slot[] = []
@@ -283,7 +281,7 @@ export class LocalStore {
   }
 
   /** The bytes of each put; throws TOO_LARGE if the commit would grow the entries past the quota. */
-  #checkQuota(puts: StoredEntry[], putSlots: Array<Slot | undefined>, deleteSlots: Slot[]): number[] | undefined {
+  #checkQuota(puts: Stored[], putSlots: Array<Slot | undefined>, deleteSlots: Slot[]): number[] | undefined {
     // A store without a quota (the memory adapter's) counts nothing: a commit pays for no sizes.
     if (!this.#counts) return undefined
     const sizes = puts.map((e) => entryBytes(e.key, e.value, e.owner))
@@ -300,7 +298,7 @@ export class LocalStore {
   }
 
   /** Puts `e` (of `bytes`) in its key's slot, and the slot in (or out of) the expiry heap. */
-  #fill(slot: Slot, e: StoredEntry, bytes: number): void {
+  #fill(slot: Slot, e: Stored, bytes: number): void {
     if (slot.entry === undefined) this.#live++
     this.#quota.used += bytes - slot.bytes
     slot.bytes = bytes
@@ -360,28 +358,34 @@ export class LocalStore {
     }, at - now)
   }
 
-  #snapshot(e: StoredEntry, now: number): Entry {
-    const entry: Entry = { key: e.key, value: copy(e.value), revision: e.revision, created: e.created }
-    if (e.owner !== undefined) entry.owner = e.owner
-    if (e.expiresAt !== undefined) entry.ttl = Math.max(0, e.expiresAt - now)
-    return entry
+  #snapshot(e: Stored, now: number): Entry {
+    return toEntry(e, now, copy)
   }
 }
 
+/** What {@link localAdapter} runs on: a {@link LocalStore}, or a store built on one (the SQLite file's). */
+export interface LocalBackend {
+  get(key: string): Entry | undefined | Promise<Entry | undefined>
+  /** A page of live entries under `prefix` after `after` (the arguments checked). */
+  list(prefix: string, after?: string, limit?: number): ListPage | Promise<ListPage>
+  history(prefix: string, after: number, limits: HistoryLimits): HistoryPage | Promise<HistoryPage>
+  /** `seen` and `requestId` come from the commit's options; a LocalStore needs only `seen`. */
+  commit(checks: Check[], ops: Op[], seen?: number, requestId?: string): CommitResult | Promise<CommitResult>
+  watch(prefix: string, sink: WatchSink, fromRevision?: number): Unsubscribe
+}
+
 /**
- * An Adapter over a LocalStore. Each adapter closes on its own (its watches
- * end, its calls fail with `ClosedError`) while the store lives on for others.
+ * An Adapter over a store of this process (memory, or the SQLite file's).
+ * Each adapter closes on its own (its watches end, its calls fail with
+ * `ClosedError`) while the store lives on for others.
  */
 export function localAdapter(
   name: string,
-  store: LocalStore,
+  store: LocalBackend,
   onClose?: () => void,
 ): Adapter {
-  let closed = false
-  const subscriptions = new Set<{ unsubscribe: Unsubscribe; sink: WatchSink }>()
-  const open = () => {
-    if (closed) throw new ClosedError(`the ${name} adapter is closed`)
-  }
+  const life = new AdapterLife(name)
+  const open = () => life.assertOpen()
   return {
     name,
     capabilities: { history: true },
@@ -400,24 +404,15 @@ export function localAdapter(
     },
     async commit(checks, ops, options) {
       open()
-      return store.commit(checks, ops, options?.seen)
+      return store.commit(checks, ops, options?.seen, options?.requestId)
     },
     async watch(prefix, sink, fromRevision) {
       open()
-      const sub = { sink, unsubscribe: () => {} }
-      subscriptions.add(sub)
-      sub.unsubscribe = store.watch(prefix, sink, fromRevision)
-      return () => {
-        sub.unsubscribe()
-        subscriptions.delete(sub)
-      }
+      checkWatchArgs(prefix, sink, fromRevision)
+      return life.track(store.watch(prefix, sink, fromRevision))
     },
     async close() {
-      if (closed) return
-      closed = true
-      for (const sub of subscriptions) sub.unsubscribe()
-      subscriptions.clear()
-      onClose?.()
+      if (life.close()) onClose?.()
     },
   }
 }

@@ -1,12 +1,13 @@
 /**
- * What one op of a commit makes of its key, for the stores that compute
- * entries in JavaScript (the local store of memory and SQLite, IndexedDB):
- * the new-life rule and the `add` op in one place, so the stores cannot
- * drift apart. The Redis adapter does the same in Lua (`redis/scripts.ts`).
+ * Entries as the stores that compute them in JavaScript keep them (the local
+ * store of memory and SQLite, IndexedDB): what one op of a commit makes of
+ * its key — the new-life rule and the `add` op in one place, so the stores
+ * cannot drift apart — and what a read hands out. The Redis adapter does the
+ * same in Lua (`redis/scripts.ts`).
  *
  * @module
  */
-import { SEEN_REVISION_LIMIT, type Op, type Value } from '../../core/adapter'
+import { SEEN_REVISION_LIMIT, type Entry, type Op, type Value } from '../../core/adapter'
 import { InvalidArgumentError, RevisionExhaustedError } from '../../core/errors'
 import { describe } from '../../core/validate'
 
@@ -21,6 +22,24 @@ export interface Stored {
   ttl?: number
   /** When it expires, on the store's clock. */
   expiresAt?: number
+}
+
+/** Stored values are copies, so a caller mutating its object (or an event's) cannot change the store. */
+export function copyValue(value: Value): Value {
+  return typeof value === 'object' && value !== null ? structuredClone(value) : value
+}
+
+/** True when `e` has expired at `now` (on the store's clock). */
+export function expired(e: Stored, now: number): boolean {
+  return e.expiresAt !== undefined && e.expiresAt <= now
+}
+
+/** The entry as a read returns it at store time `now`: `ttl` is the time left; `copy` copies the value. */
+export function toEntry(e: Stored, now: number, copy: (value: Value) => Value = (v) => v): Entry {
+  const entry: Entry = { key: e.key, value: copy(e.value), revision: e.revision, created: e.created }
+  if (e.owner !== undefined) entry.owner = e.owner
+  if (e.expiresAt !== undefined) entry.ttl = Math.max(0, e.expiresAt - now)
+  return entry
 }
 
 /**

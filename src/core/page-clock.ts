@@ -1,4 +1,8 @@
 /**
+ * The page's background clock: every client that runs in a page counts its
+ * holds on it by default, whatever the store (IndexedDB, a zaris node,
+ * memory), because throttling is a property of the page, not of the store.
+ *
  * A clock whose timers run in a dedicated Worker. Browsers throttle the
  * timers of hidden pages (Chrome: aligned to 1 s at once, and to one wake-up
  * a minute after five minutes hidden), which would starve a holder's
@@ -15,7 +19,7 @@
  *
  * @module
  */
-import type { Clock, TimerHandle } from '../../core/clock'
+import { systemClock, type Clock, type TimerHandle } from './clock'
 
 /** A {@link Clock} whose timers survive background-tab throttling; `close()` ends its worker. */
 export interface BackgroundClock extends Clock {
@@ -41,11 +45,12 @@ interface Handle {
 
 /**
  * Creates a monotonic clock whose timers run in a dedicated Worker, so that
- * `autoRenew` keeps renewing in a hidden tab. Pass it to `connect`.
+ * `autoRenew` keeps renewing in a hidden tab. Clients in a page use the
+ * page's shared one ({@link pageBackgroundClock}) by default; make one of
+ * your own to close it with the client.
  *
  * @example
- * import { connect } from 'zaris'
- * import { backgroundClock } from 'zaris/indexeddb'
+ * import { backgroundClock, connect } from 'zaris'
  * const client = await connect('zaris://idb/app', { clock: backgroundClock() })
  */
 export function backgroundClock(): BackgroundClock {
@@ -130,8 +135,9 @@ export function backgroundClock(): BackgroundClock {
 let shared: BackgroundClock | undefined
 
 /**
- * The page's one background clock, made on first use: what IndexedDB clients
- * count their holds on by default (one worker per page, however many clients).
+ * The page's one background clock, made on first use: what every client in a
+ * page counts its holds on by default (one worker per page, however many
+ * clients and stores).
  *
  * @example
  * const clock = pageBackgroundClock()
@@ -139,6 +145,19 @@ let shared: BackgroundClock | undefined
 export function pageBackgroundClock(): BackgroundClock {
   shared ??= backgroundClock()
   return shared
+}
+
+/**
+ * The clock a client counts on unless given one: the page's background clock
+ * in a page that can run Workers, the system clock elsewhere (Node, Deno,
+ * inside a worker, whose timers are not throttled like a hidden page's).
+ *
+ * @example
+ * const clock = defaultClock() // what new Client(adapter) uses
+ */
+export function defaultClock(): Clock {
+  const g = globalThis as { document?: unknown; Worker?: unknown }
+  return typeof g.document === 'object' && g.document !== null && typeof g.Worker === 'function' ? pageBackgroundClock() : systemClock
 }
 
 function makeWorker(): Worker | undefined {

@@ -1,13 +1,14 @@
 /**
- * backgroundClock: timers that run in a dedicated Worker, for auto-renewal
+ * The page clock (src/core/page-clock.ts): timers that run in a dedicated Worker, for auto-renewal
  * in hidden tabs. (Pages under vitest's Playwright provider always count as
  * visible; the renewal in a really hidden, throttled tab is tested in
  * lifecycle.test.ts. Here the page is made to look hidden by shadowing
  * `document.visibilityState`.)
  */
 import { describe, expect, it } from 'vitest'
-import { Client } from 'zaris'
-import { backgroundClock, indexedDbAdapter } from 'zaris/indexeddb'
+import { backgroundClock, Client, pageBackgroundClock } from 'zaris'
+import { indexedDbAdapter } from 'zaris/indexeddb'
+import { memoryAdapter } from 'zaris/memory'
 
 /** Makes the page look hidden (or visible again) to the clock, and says so with the event. */
 function lookHidden(hidden: boolean): void {
@@ -115,6 +116,26 @@ describe('backgroundClock', () => {
       await other.close()
       clock.close()
       indexedDB.deleteDatabase(`zaris:${namespace}`)
+    }
+  })
+
+  it('is what a client in a page counts on by default, whatever the store: hidden, a memory client renews from the worker', async () => {
+    const client = new Client(memoryAdapter({ namespace: `page-clock-${Math.random().toString(36).slice(2)}` }), { id: 'holder' })
+    try {
+      expect(pageBackgroundClock().inWorker).toBe(true)
+      await countingWorkerMessages(async (count) => {
+        lookHidden(true)
+        const lock = (await client.locks.acquire('lock:page-clock', { ttl: 300 }))!
+        const token = lock.token
+        await new Promise((r) => setTimeout(r, 700))
+        expect(lock.held).toBe(true)
+        expect((await client.locks.holder('lock:page-clock'))?.token).toBe(token)
+        // Every renewal and the hold's deadline were timers set while hidden: each one a message to the page clock's worker.
+        expect(count()).toBeGreaterThanOrEqual(4)
+      })
+    } finally {
+      lookHidden(false)
+      await client.close()
     }
   })
 })

@@ -1,0 +1,266 @@
+/**
+ * The wait of an acquire, as an explicit state machine. A {@link Claim}
+ * (claim.ts) says what a try writes and what stands in its way; this machine
+ * says when to try, where to stand in line, and what to wait for.
+ *
+ * Waiters stand in line (wait-queue.ts): only the first in line tries when
+ * what blocks it changes, so a release costs one try, not one per waiter.
+ * The line is advisory; the claim's compare-and-set alone decides who holds.
+ *
+ * States, and the transitions out of each (→ next state: when):
+ *
+ *   open      one try before the line (a plain try never queues)
+ *             → won: it took · → open: the blocker vanished meanwhile
+ *             → steal: held, `steal` asked · → gave-up: held, no wait
+ *             → join / watch: held (watch when there is no line)
+ *   steal     a try over whoever holds it
+ *             → won · → open: it changed before we could take it over
+ *   join      take a place in line (or ask again who is ahead); meanwhile an
+ *             *early watch* on the blocker, so joining does not delay a
+ *             handover when we turn out to be first
+ *             → behind: someone is ahead · → woke: the blocker changed first
+ *             → watch: we are first, something blocks · → try: first, free
+ *   behind    wait for the waiter ahead to leave the line, at most PATROL ms
+ *             → join: it left or changed (evicted first if its client is gone)
+ *             → patrol: PATROL passed (it may have died in line)
+ *   patrol    look at the claim while someone (maybe dead) is ahead
+ *             → try: nothing blocks · → join: something does
+ *   try       one commit that takes the claim and leaves the line
+ *             → won · → join / watch / try: what blocks now (join when the
+ *             place was lost: rejoin at the back)
+ *   watch     wait for what blocks to change (event, its TTL, its owner gone)
+ *             → woke
+ *   woke      act on what ended the wait
+ *             → takeover: a blocker's client is gone · → look: unknown change
+ *             → join / watch / try: an event says what blocks now
+ *             → gave-up: the time ran out (via the deadline check)
+ *   look      read what blocks → join / watch / try
+ *   takeover  a try over the dead owner's entries (only the very ones seen)
+ *             → won · → join / watch / try
+ *   won, gave-up   the end: the hold, or `null`
+ *
+ * Before every state but open and steal: the caller's signal, the client's
+ * close and the wait's deadline are checked (→ gave-up when it passed).
+ *
+ * @module
+ */
+import type { Entry } from './adapter'
+import type { Claim } from './claim'
+import type { Context } from './context'
+import { sightOf, waitForChange, type Sight, type Wake } from './wait-change'
+import { WaitQueue } from './wait-queue'
+
+/** How often a waiter behind others looks at the claim itself, in ms (the waiter ahead may be dead). */
+export const PATROL = 1_000
+
+const EARLY: unique symbol = Symbol('early')
+
+/** A state of the machine; see the module doc. */
+export type State<H> =
+  | { readonly name: 'open' }
+  | { readonly name: 'steal'; readonly sight: Sight }
+  | { readonly name: 'join'; readonly sight: Sight | undefined }
+  | { readonly name: 'behind'; readonly ahead: Entry }
+  | { readonly name: 'patrol' }
+  | { readonly name: 'try' }
+  | { readonly name: 'watch'; readonly sight: Sight }
+  | { readonly name: 'woke'; readonly wake: Wake; readonly sight: Sight }
+  | { readonly name: 'look' }
+  | { readonly name: 'takeover'; readonly sight: Sight; readonly owner: string }
+  | { readonly name: 'won'; readonly hold: H }
+  | { readonly name: 'gave-up' }
+
+/** How long to wait, and for whom. */
+export interface MachineOptions {
+  /** Ms to keep waiting after the first try; 0 for one try. */
+  wait: number
+  signal?: AbortSignal
+  steal?: boolean
+}
+
+/** A watch on the blocker begun while joining the line. */
+interface Early {
+  sight: Sight
+  promise: Promise<Wake>
+  cancel: AbortController
+}
+
+/** One acquire's wait. `run()` it once; `step()` is the single transition (for tests). */
+export class AcquireMachine<H> {
+  readonly #ctx: Context
+  readonly #claim: Claim<H>
+  readonly #signal: AbortSignal | undefined
+  readonly #steal: boolean
+  readonly #until: number
+  readonly #line: WaitQueue | undefined
+  /** Nobody is ahead of us in line (or the claim has no line). */
+  #first: boolean
+  #early: Early | undefined
+
+  constructor(ctx: Context, claim: Claim<H>, options: MachineOptions) {
+    this.#ctx = ctx
+    this.#claim = claim
+    this.#signal = options.signal
+    this.#steal = options.steal ?? false
+    this.#until = ctx.clock.now() + options.wait
+    this.#line = claim.lineKey === undefined ? undefined : WaitQueue.for(ctx, claim.lineKey, claim.lineValue)
+    this.#first = this.#line === undefined
+  }
+
+  /** Whether nobody stands ahead of us in line, as far as we know. */
+  get first(): boolean {
+    return this.#first
+  }
+
+  /** Our place in line, if we have one. */
+  get line(): WaitQueue | undefined {
+    return this.#line
+  }
+
+  /** Runs from `open` to the end: the hold, or `null` when the wait ran out. */
+  async run(): Promise<H | null> {
+    let state: State<H> = { name: 'open' }
+    try {
+      while (state.name !== 'won' && state.name !== 'gave-up') state = await this.step(state)
+      return state.name === 'won' ? state.hold : null
+    } finally {
+      this.stop()
+    }
+  }
+
+  /** Ends whatever the wait left running: the early watch, the place in line, the claim's own entries. */
+  stop(): void {
+    this.#dropEarly()
+    this.#line?.leave()
+    this.#claim.leave()
+  }
+
+  /** One transition. */
+  async step(state: State<H>): Promise<State<H>> {
+    if (state.name === 'won' || state.name === 'gave-up') return state
+    this.#signal?.throwIfAborted()
+    this.#ctx.assertOpen()
+    if (state.name === 'open') return this.#open()
+    if (state.name === 'steal') return this.#stealOver(state.sight)
+    if (this.#left() <= 0) return { name: 'gave-up' }
+    switch (state.name) {
+      case 'join':
+        return this.#join(state.sight)
+      case 'behind':
+        return this.#behind(state.ahead)
+      case 'patrol': {
+        // Free: try now, though someone (maybe dead) stands ahead; held: back in line.
+        const sight = await this.#claim.look()
+        return sight ? { name: 'join', sight } : { name: 'try' }
+      }
+      case 'try':
+        this.#dropEarly()
+        return this.#tried(await this.#claim.attempt(undefined, { place: this.#line?.entry, first: this.#first }))
+      case 'watch':
+        return this.#watch(state.sight)
+      case 'woke':
+        return this.#woke(state.wake, state.sight)
+      case 'look':
+        return this.#route(await this.#claim.look())
+      case 'takeover':
+        return this.#tried(await this.#claim.attempt(state.sight, { place: this.#line?.entry, first: this.#first, over: { sight: state.sight, owner: state.owner } }))
+    }
+  }
+
+  #left(): number {
+    return this.#until - this.#ctx.clock.now()
+  }
+
+  async #open(): Promise<State<H>> {
+    const r = await this.#claim.attempt(undefined, {})
+    if ('hold' in r) return { name: 'won', hold: r.hold }
+    if (!r.sight) return { name: 'open' } // it vanished between the check and now: try again at once
+    if (this.#steal) return { name: 'steal', sight: r.sight }
+    if (this.#left() <= 0) return { name: 'gave-up' }
+    return this.#route(r.sight)
+  }
+
+  async #stealOver(sight: Sight): Promise<State<H>> {
+    const r = await this.#claim.attempt(sight, { over: { sight } })
+    return 'hold' in r ? { name: 'won', hold: r.hold } : { name: 'open' }
+  }
+
+  /** Where to go with what blocks now: stand in line until first, then wait on it, or try when nothing does. */
+  #route(sight: Sight | undefined): State<H> {
+    if (!this.#first) return { name: 'join', sight }
+    return sight ? { name: 'watch', sight } : { name: 'try' }
+  }
+
+  async #join(sight: Sight | undefined): Promise<State<H>> {
+    const line = this.#line!
+    if (sight && !this.#early && !line.placed) this.#early = this.#startEarly(sight)
+    const early = this.#early
+    const placing = line.ahead()
+    const raced = early ? await Promise.race([placing, early.promise.then((): typeof EARLY => EARLY)]) : await placing
+    if (raced === EARLY) {
+      // What blocks us changed before we knew our place: act on it now, as the
+      // first in line would (at worst one extra try, never a second holder).
+      placing.catch(() => {})
+      this.#early = undefined
+      return { name: 'woke', wake: await early!.promise, sight: early!.sight }
+    }
+    if (raced) {
+      this.#dropEarly()
+      return { name: 'behind', ahead: raced }
+    }
+    // First in line. The waiter ahead just left, most often by taking the claim: look before trying.
+    this.#first = true
+    const now = sight ?? (await this.#claim.look())
+    if (now) await this.#claim.becameFirst?.()
+    return this.#route(now)
+  }
+
+  async #behind(ahead: Entry): Promise<State<H>> {
+    // The patrol covers a waiter that died in line on a store that cannot tell us.
+    const wake = await waitForChange(this.#ctx, sightOf(ahead), Math.min(this.#left(), PATROL), this.#signal)
+    if (wake.kind === 'owner-gone') await this.#line!.evict(ahead)
+    if (wake.kind !== 'timeout' || this.#left() <= 0) return { name: 'join', sight: undefined }
+    return { name: 'patrol' }
+  }
+
+  async #watch(sight: Sight): Promise<State<H>> {
+    const early = this.#early
+    this.#early = undefined
+    if (early && early.sight !== sight) early.cancel.abort()
+    const wake = early?.sight === sight ? await early.promise : await waitForChange(this.#ctx, sight, this.#left(), this.#signal)
+    return { name: 'woke', wake, sight }
+  }
+
+  #woke(wake: Wake, sight: Sight): State<H> {
+    switch (wake.kind) {
+      case 'owner-gone':
+        return { name: 'takeover', sight, owner: wake.owner }
+      case 'event':
+        return this.#route(this.#claim.afterEvent(sight, wake.event))
+      case 'changed':
+        return { name: 'look' }
+      case 'timeout':
+        return this.#route(sight) // the deadline check ends it
+    }
+  }
+
+  /** After a try that may have left the line: the hold, or on with what blocks now. */
+  #tried(r: Awaited<ReturnType<Claim<H>['attempt']>>): State<H> {
+    if ('hold' in r) return { name: 'won', hold: r.hold }
+    if (r.lostPlace) {
+      this.#line!.lost()
+      this.#first = false
+    }
+    return this.#route(r.sight)
+  }
+
+  #startEarly(sight: Sight): Early {
+    const cancel = new AbortController()
+    return { sight, cancel, promise: waitForChange(this.#ctx, sight, this.#left(), this.#signal, cancel.signal) }
+  }
+
+  #dropEarly(): void {
+    this.#early?.cancel.abort()
+    this.#early = undefined
+  }
+}

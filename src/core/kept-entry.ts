@@ -1,0 +1,84 @@
+/**
+ * A reserved entry this client keeps alive while it waits — a place in a
+ * wait line, an exclusive waiter's intent: written only where no live entry
+ * is, renewed at a third of its TTL, deleted (if still its own life) when
+ * the client lets go. An entry whose renewals fail simply expires; one whose
+ * client died expires, or is ended at once by a store that can tell.
+ *
+ * @module
+ */
+import type { Entry, Value } from './adapter'
+import type { TimerHandle } from './clock'
+import type { Context } from './context'
+
+export class KeptEntry {
+  readonly #ctx: Context
+  readonly #key: string
+  readonly #value: Value
+  readonly #ttl: number
+  #entry: Entry | undefined
+  #renewal: TimerHandle | undefined
+  #left = false
+
+  constructor(ctx: Context, key: string, value: Value, ttl: number) {
+    this.#ctx = ctx
+    this.#key = key
+    this.#value = value
+    this.#ttl = ttl
+  }
+
+  /** The entry while this client keeps it. */
+  get entry(): Entry | undefined {
+    return this.#entry
+  }
+
+  /**
+   * Writes the entry if no live entry has the key: resolves it, or resolves
+   * `undefined` with the entry that has the key (someone else's, or ours from before).
+   */
+  async take(): Promise<{ entry: Entry } | { entry: undefined; other: Entry | undefined }> {
+    const r = await this.#ctx.adapter.commit([{ key: this.#key, revision: null }], [this.#set()])
+    if (!r.ok) return { entry: undefined, other: r.failed[0]?.entry }
+    this.#entry = r.entries[0]!
+    if (this.#left) this.leave()
+    else this.#scheduleRenewal()
+    return { entry: this.#entry }
+  }
+
+  /** Forget the entry (the store says it is gone). */
+  lost(): void {
+    this.#entry = undefined
+  }
+
+  /** Stops renewing and deletes the entry if it is still this one's life (best effort: else it expires). */
+  leave(): void {
+    this.#left = true
+    if (this.#renewal !== undefined) this.#ctx.clock.clearTimeout(this.#renewal)
+    const entry = this.#entry
+    this.#entry = undefined
+    if (entry) this.#ctx.adapter.commit([{ key: entry.key, created: entry.created }], [{ type: 'delete', key: entry.key }]).catch(() => {})
+  }
+
+  #set() {
+    return { type: 'set' as const, key: this.#key, value: this.#value, ttl: this.#ttl, owner: this.#ctx.id }
+  }
+
+  #scheduleRenewal(): void {
+    if (this.#renewal !== undefined) this.#ctx.clock.clearTimeout(this.#renewal)
+    this.#renewal = this.#ctx.clock.setTimeout(() => {
+      this.#renewal = undefined
+      const entry = this.#entry
+      if (!entry || this.#left) return
+      this.#ctx.adapter.commit([{ key: entry.key, created: entry.created }], [this.#set()]).then(
+        (r) => {
+          if (this.#entry !== entry) return
+          this.#entry = r.ok ? r.entries[0]! : undefined
+          if (!this.#left && this.#entry) this.#scheduleRenewal()
+        },
+        () => {
+          if (!this.#left && this.#entry === entry) this.#scheduleRenewal()
+        },
+      )
+    }, this.#ttl / 3)
+  }
+}

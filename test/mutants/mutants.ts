@@ -1,0 +1,75 @@
+/**
+ * Injected bugs: each one expression of one module of src/, rewritten when
+ * the module is loaded by the mutants' vitest config (vitest.config.ts
+ * here) with `ZARIS_MUTANT=<name>`. No hook in src/: the source under test
+ * is the real one, patched in the loader. `npm run test:mutants` runs each
+ * against the tests that should catch it and fails if any survives
+ * (test/mutants/run.ts); the table goes to RELIABILITY.md.
+ *
+ * @module
+ */
+
+export interface Mutant {
+  name: string
+  /** What the bug does, in words. */
+  bug: string
+  /** The module (path from the repository root) and the exact text replaced. */
+  file: string
+  from: string
+  to: string
+  /** The test files that must fail with it. */
+  tests: string[]
+}
+
+const MODEL = 'test/model/memory.test.ts'
+
+export const MUTANTS: Mutant[] = [
+  {
+    name: 'fence-check-removed',
+    bug: 'a fenced write is sent without its fence check (a plain write)',
+    file: 'src/core/client.ts',
+    from: "checks.push({ key: checkUserKey(f.key, 'fence.key'), created: f.token })",
+    to: "checkUserKey(f.key, 'fence.key')",
+    tests: [MODEL],
+  },
+  {
+    name: 'overwrite-keeps-created',
+    bug: "a write that changes the owner keeps created (issue 12's bug: an ownerless overwrite of a lock leaves its token alive)",
+    file: 'src/adapters/shared/write.ts',
+    from: 'const sameLife = existing !== undefined && !op.fresh && existing.owner === op.owner',
+    to: 'const sameLife = existing !== undefined && !op.fresh',
+    tests: [MODEL],
+  },
+  {
+    name: 'release-without-token-check',
+    bug: "release deletes the lock key whoever holds it now (no check of the token)",
+    file: 'src/core/hold.ts',
+    from: 'const r = await this.#ctx.adapter.commit([{ key: this.key, created: this.token }], [{ type: \'delete\', key: this.key }])',
+    to: "const r = await this.#ctx.adapter.commit([], [{ type: 'delete', key: this.key }])",
+    tests: [MODEL],
+  },
+  {
+    name: 'renewal-extends-stolen-lock',
+    bug: 'a renewal writes the lock without checking its token: it takes back a stolen lock',
+    file: 'src/core/hold.ts',
+    from: '[{ key: this.key, created: this.token }],\n      [{ type: \'set\'',
+    to: "[],\n      [{ type: 'set'",
+    tests: [MODEL],
+  },
+  {
+    name: 'expiry-without-revision',
+    bug: "an expiry does not take a revision of its own (the next commit reuses the expire event's)",
+    file: 'src/adapters/shared/local-store.ts',
+    from: 'this.#revision = revision\n      this.#empty(top)',
+    to: 'this.#empty(top)',
+    tests: [MODEL],
+  },
+  {
+    name: 'watch-drops-delete',
+    bug: 'watchers are not told of deletes (a live subscriber misses the event)',
+    file: 'src/adapters/shared/event-log.ts',
+    from: 'for (const s of this.#subscribers) if (event.key.startsWith(s.prefix)) deliver(s, event)',
+    to: "for (const s of this.#subscribers) if (event.key.startsWith(s.prefix) && event.type !== 'delete') deliver(s, event)",
+    tests: [MODEL],
+  },
+]
