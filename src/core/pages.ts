@@ -9,17 +9,27 @@
  */
 import type { Adapter, Entry } from './adapter'
 
-/** Every live entry under `prefix`, sorted by key, read page by page. */
-export async function listAll(adapter: Adapter, prefix: string): Promise<Entry[]> {
-  let page = await adapter.list(prefix)
-  if (!page.more) return page.entries
-  const all = [...page.entries]
-  while (page.more) {
+/** The pages of live entries under `prefix`, in key order, each of at most `limit` (the store's own size when undefined). */
+export async function* pagesOf(adapter: Adapter, prefix: string, limit?: number): AsyncGenerator<Entry[]> {
+  let after: string | undefined
+  for (;;) {
+    const options = limit === undefined ? (after === undefined ? undefined : { after }) : after === undefined ? { limit } : { after, limit }
+    const page = await adapter.list(prefix, options)
+    yield page.entries
     const last = page.entries.at(-1)
     // A page that says more follow has entries (the contract); one without cannot be continued.
-    if (last === undefined) break
-    page = await adapter.list(prefix, { after: last.key })
-    all.push(...page.entries)
+    if (!page.more || last === undefined) return
+    after = last.key
   }
-  return all
+}
+
+/** Every live entry under `prefix`, sorted by key, read page by page. */
+export async function listAll(adapter: Adapter, prefix: string): Promise<Entry[]> {
+  let first: Entry[] | undefined
+  let all: Entry[] | undefined
+  for await (const entries of pagesOf(adapter, prefix)) {
+    if (first === undefined) first = entries
+    else (all ??= [...first]).push(...entries)
+  }
+  return all ?? first ?? []
 }

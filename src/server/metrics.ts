@@ -76,7 +76,7 @@ export class Metrics {
     metric('zaris_commit_conflicts_total', 'counter', 'Commits refused because a check did not hold.', [`zaris_commit_conflicts_total ${this.conflicts}`])
     metric('zaris_commit_replays_total', 'counter', 'Retried commits answered with their original result.', [`zaris_commit_replays_total ${this.replays}`])
     metric('zaris_watchers', 'gauge', 'Open watch streams.', [`zaris_watchers ${gauges.watchers}`])
-    metric('zaris_locks_held', 'gauge', 'Live entries held by an owner (locks, leases, candidacies).', [`zaris_locks_held ${gauges.locksHeld}`])
+    metric('zaris_locks_held', 'gauge', 'Holds of locks, leases and candidacies, as locks.query() lists them (each shared holder counts; wait lines and permits do not).', [`zaris_locks_held ${gauges.locksHeld}`])
     metric('zaris_namespaces', 'gauge', 'Namespaces opened since start.', [`zaris_namespaces ${gauges.namespaces}`])
     for (const [name, g] of this.#gauges) metric(`zaris_${name}`, 'gauge', g.help, [`zaris_${name} ${g.read()}`])
     metric(

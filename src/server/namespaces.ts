@@ -8,7 +8,7 @@
  */
 import type { Adapter } from '../core/adapter'
 import { InvalidArgumentError, RateLimitedError } from '../core/errors'
-import { isQueueKey } from '../core/reserved'
+import { countHolds } from '../core/lock-query'
 import { NAMESPACE_PATTERN } from '../adapters/http/protocol'
 
 /** The open namespaces of one node. */
@@ -42,15 +42,16 @@ export class Namespaces {
   }
 
   /**
-   * Live entries held by an owner (locks, leases, candidacies) across every
-   * namespace. The wait line's own entries (keys under the reserved prefix,
-   * see core/reserved.ts) carry their waiter as owner but are not locks.
+   * The holds of locks, leases and candidacies across every namespace, as
+   * `locks.query()` counts them (core/lock-query.ts): zaris's own entries
+   * (wait lines, shared holds' groups, intents, permits) are not counted as
+   * locks; a lock held shared counts each live holder.
    */
   async locksHeld(): Promise<number> {
     let n = 0
     for (const a of this.#adapters.values()) {
       try {
-        n += await countHeld(await a)
+        n += await countHolds(await a)
       } catch {
         // A namespace that cannot answer is not counted.
       }
@@ -63,19 +64,6 @@ export class Namespaces {
     const opened = [...this.#adapters.values()]
     this.#adapters.clear()
     await Promise.allSettled(opened.map(async (a) => (await a).close()))
-  }
-}
-
-/** Owned entries of one store, read a page at a time (a scrape holds one page, not the store). */
-async function countHeld(adapter: Adapter): Promise<number> {
-  let n = 0
-  let after: string | undefined
-  for (;;) {
-    const page = await adapter.list('', after === undefined ? { limit: 1_000 } : { after, limit: 1_000 })
-    for (const e of page.entries) if (e.owner !== undefined && !isQueueKey(e.key)) n++
-    const last = page.entries.at(-1)
-    if (!page.more || last === undefined) return n
-    after = last.key
   }
 }
 
