@@ -203,9 +203,9 @@ describe('try', () => {
   test('try → won: one commit takes the key and leaves the line', async () => {
     const { m, beFirst, store } = setup()
     await beFirst()
-    expect(await store.adapter.list(QUEUE)).toHaveLength(1)
+    expect((await store.adapter.list(QUEUE)).entries).toHaveLength(1)
     expect(name(await m.step({ name: 'try' }))).toBe('won')
-    expect(await store.adapter.list(QUEUE)).toHaveLength(0)
+    expect((await store.adapter.list(QUEUE)).entries).toHaveLength(0)
   })
 
   test('try → join: the place was lost (expired, evicted): back in line', async () => {
@@ -328,7 +328,7 @@ describe('look and takeover', () => {
     const s = await m.step({ name: 'takeover', sight: await sightNow(), owner: 'holder' })
     expect(s.name).toBe('won')
     expect((s as { hold: Lock }).hold.token).toBeGreaterThan(lock.token)
-    expect(await store.adapter.list(QUEUE)).toHaveLength(0)
+    expect((await store.adapter.list(QUEUE)).entries).toHaveLength(0)
   })
 
   test('takeover → watch: the entry changed since it was seen (renewed): no takeover', async () => {
