@@ -35,8 +35,9 @@ export interface ListenOptions {
   maxConnections?: number
   /** Unread output that cuts a connection off at once. Default 4 MiB. */
   outputHardBytes?: number
-  /** Unread output that cuts a connection off when it lasts `outputSoftMs`. Default 1 MiB for 10 s. */
+  /** Unread output that cuts a connection off when it lasts `outputSoftMs`. Default 1 MiB. */
   outputSoftBytes?: number
+  /** How long, in ms, a connection may stay over `outputSoftBytes` before it is cut. Default 10 s. */
   outputSoftMs?: number
   /** A connection whose unread output does not move for this long is cut off. Default 30 000 ms. */
   sendTimeoutMs?: number
