@@ -159,11 +159,22 @@ test('a framed peer that pipelines list frames and never reads: the node stops r
   let frames = ''
   for (let id = 0; id < 200; id++) frames += `{"id":${id},"path":"/v1/pipe/list","body":{"prefix":"k/"}}\n`
   raw.write(frames)
-  await new Promise((r) => setTimeout(r, 1_000))
+  // What the node holds for this connection, sampled while its peer does not read: answers unread, and answers reserved.
+  let buffered = 0
+  let reserved = 0
+  for (let i = 0; i < 20; i++) {
+    buffered = Math.max(buffered, await metric('zaris_output_buffered_bytes'))
+    reserved = Math.max(reserved, await metric('zaris_input_bytes'))
+    await new Promise((r) => setTimeout(r, 50))
+  }
   // Each list reserves a page (1 MiB): two at a time in flight, and then its unread answers hold the rest back.
   const answered = await metric('zaris_requests_total{route="list",status="200"}')
+  console.log(`[figure] framed peer not reading, 200 lists of ~410 KB sent: ${answered} answered; node holds at most ${(buffered / 2 ** 20).toFixed(2)} MiB unread, ${(reserved / 2 ** 20).toFixed(2)} MiB reserved`)
   expect(answered).toBeGreaterThanOrEqual(1)
   expect(answered).toBeLessThan(20)
+  // Bounded by the connection's in-flight bytes (2 MiB), not by the 200 answers (about 80 MB) it asked for.
+  expect(buffered).toBeGreaterThan(0)
+  expect(buffered + reserved).toBeLessThanOrEqual(2 * 1024 * 1024 + 1024 * 1024)
   raw.socket.resume()
   for (let i = 0; i < 200; i++) expect((await raw.next()).status).toBe(200)
   expect(await metric('zaris_requests_total{route="list",status="200"}')).toBe(200)
