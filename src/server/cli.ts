@@ -182,57 +182,44 @@ function byteSize(flag: string, raw: string, min: number, max: number): number {
   return n
 }
 
+/**
+ * The limits block's flags that take one number: the field each sets and how
+ * it is read — a size (binary units) from its least value, whole seconds up
+ * to a most, or a count from a least value.
+ */
+const LIMIT_FLAGS: Record<string, [Exclude<keyof LoadLimits, 'output'>, 'size' | 'seconds' | 'count', number]> = {
+  '--max-memory': ['maxMemory', 'size', 16 * MIB],
+  '--max-store-bytes': ['maxStoreBytes', 'size', 64 * 1024],
+  '--max-history-bytes': ['maxHistoryBytes', 'size', 64 * 1024],
+  '--max-output-bytes': ['maxOutputBytes', 'size', 64 * 1024],
+  '--max-input-bytes': ['maxInputBytes', 'size', 64 * 1024],
+  '--max-page-bytes': ['maxPageBytes', 'size', 64 * 1024],
+  '--send-timeout': ['sendTimeoutMs', 'seconds', 3_600],
+  '--idle-timeout': ['idleTimeoutMs', 'seconds', 86_400],
+  '--headers-timeout': ['headersTimeoutMs', 'seconds', 600],
+  '--request-timeout': ['requestTimeoutMs', 'seconds', 3_600],
+  '--max-connections': ['maxConnections', 'count', 16],
+}
+
 /** Parses one flag of the limits block into `limits`; false if `flag` is not one of them. */
 function loadLimit(limits: LoadLimits, flag: string, value: () => string, integer: (min: number, max: number) => number): boolean {
-  const size = (min = 64 * 1024) => byteSize(flag, value(), min, 1024 * 1024 * MIB)
-  const seconds = (max: number) => integer(1, max) * 1000
-  switch (flag) {
-    case '--max-memory':
-      limits.maxMemory = size(16 * MIB)
-      return true
-    case '--max-store-bytes':
-      limits.maxStoreBytes = size()
-      return true
-    case '--max-history-bytes':
-      limits.maxHistoryBytes = size()
-      return true
-    case '--max-output-bytes':
-      limits.maxOutputBytes = size()
-      return true
-    case '--max-input-bytes':
-      limits.maxInputBytes = size()
-      return true
-    case '--output-limit': {
-      const parts = value().split(',')
-      if (parts.length !== 3) throw new UsageError('--output-limit takes HARD,SOFT,SECONDS, like 4MiB,1MiB,10')
-      const [hard, soft] = parts.slice(0, 2).map((p) => byteSize(flag, p, 16 * 1024, 1024 * MIB))
-      const s = Number(parts[2])
-      if (!Number.isInteger(s) || s < 1 || s > 3_600) throw new UsageError(`--output-limit: SECONDS must be an integer from 1 to 3600, got ${JSON.stringify(parts[2])}`)
-      if (soft! > hard!) throw new UsageError('--output-limit: SOFT must not be larger than HARD')
-      limits.output = { hard: hard!, soft: soft!, softMs: s * 1000 }
-      return true
-    }
-    case '--send-timeout':
-      limits.sendTimeoutMs = seconds(3_600)
-      return true
-    case '--max-connections':
-      limits.maxConnections = integer(16, 1_000_000)
-      return true
-    case '--idle-timeout':
-      limits.idleTimeoutMs = seconds(86_400)
-      return true
-    case '--headers-timeout':
-      limits.headersTimeoutMs = seconds(600)
-      return true
-    case '--request-timeout':
-      limits.requestTimeoutMs = seconds(3_600)
-      return true
-    case '--max-page-bytes':
-      limits.maxPageBytes = size()
-      return true
-    default:
-      return false
+  if (flag === '--output-limit') {
+    const parts = value().split(',')
+    if (parts.length !== 3) throw new UsageError('--output-limit takes HARD,SOFT,SECONDS, like 4MiB,1MiB,10')
+    const [hard, soft] = parts.slice(0, 2).map((p) => byteSize(flag, p, 16 * 1024, 1024 * MIB))
+    const s = Number(parts[2])
+    if (!Number.isInteger(s) || s < 1 || s > 3_600) throw new UsageError(`--output-limit: SECONDS must be an integer from 1 to 3600, got ${JSON.stringify(parts[2])}`)
+    if (soft! > hard!) throw new UsageError('--output-limit: SOFT must not be larger than HARD')
+    limits.output = { hard: hard!, soft: soft!, softMs: s * 1000 }
+    return true
   }
+  const known = Object.hasOwn(LIMIT_FLAGS, flag) ? LIMIT_FLAGS[flag] : undefined
+  if (known === undefined) return false
+  const [field, kind, bound] = known
+  if (kind === 'size') limits[field] = byteSize(flag, value(), bound, 1024 * 1024 * MIB)
+  else if (kind === 'seconds') limits[field] = integer(1, bound) * 1000
+  else limits[field] = integer(bound, 1_000_000)
+  return true
 }
 
 /** True for addresses only this machine can reach. */
