@@ -42,7 +42,7 @@ export type {
   WatchEvent,
   WatchSink,
 } from './core/adapter'
-export { checkCommitArgs, checkKey, checkPrefix } from './core/validate'
+export { checkCommitArgs, checkKey, checkListOptions, checkPrefix } from './core/validate'
 export {
   ZarisError,
   InvalidArgumentError,

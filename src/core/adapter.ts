@@ -160,6 +160,65 @@ export interface WatchSink {
   error(error: Error): void
 }
 
+/**
+ * Which page of a `list` to read.
+ *
+ * @example
+ * const next: ListOptions = { after: page.entries.at(-1)!.key, limit: 500 }
+ */
+export interface ListOptions {
+  /** Start after this key (exclusive): the last key of the page before. Default: from the first key. */
+  after?: string
+  /** Most entries in the page (an integer >= 1). A store may return fewer; default: the store's own page size. */
+  limit?: number
+}
+
+/**
+ * One page of a `list`: live entries sorted by key (UTF-16 code unit
+ * order, as JavaScript compares strings), and whether more follow. When
+ * `more` is true, `entries` is not empty: the next page starts after its last key.
+ *
+ * @example
+ * const { entries, more } = await adapter.list('job:', { limit: 100 })
+ */
+export interface ListPage {
+  /** The page's live entries, sorted by key. */
+  entries: Entry[]
+  /** True when entries after the last one follow (ask again with `after` its key). */
+  more: boolean
+}
+
+/**
+ * How much one {@link Adapter.history} page may hold: it stops between two
+ * revisions once it has this many events or bytes of them.
+ *
+ * @example
+ * const limits: HistoryLimits = { maxEvents: 1_000, maxBytes: 1024 * 1024 }
+ */
+export interface HistoryLimits {
+  /** Most events (a revision is never split, so a page may pass this by the rest of one commit). */
+  maxEvents: number
+  /** Most bytes of events, as the store estimates them (likewise). */
+  maxBytes: number
+}
+
+/**
+ * One page of a store's change history (capability `history`): the events
+ * after a revision for keys under a prefix, in revision order, complete for
+ * every revision up to `through`.
+ *
+ * @example
+ * const page = await adapter.history!('job:', 120, { maxEvents: 500, maxBytes: 1 << 20 })
+ */
+export interface HistoryPage {
+  /** The events, in revision order. */
+  events: WatchEvent[]
+  /** Every event up to this revision is in this page or an earlier one. */
+  through: number
+  /** The page was cut short: ask again after `through`. */
+  more: boolean
+}
+
 /** Ends a watch; calling it again is harmless. */
 export type Unsubscribe = () => void
 
@@ -207,8 +266,13 @@ export interface Adapter {
   readonly capabilities?: Capabilities
   /** The live entry at `key`, or `undefined`. */
   get(key: string): Promise<Entry | undefined>
-  /** Every live entry whose key starts with `prefix`, sorted by key. */
-  list(prefix: string): Promise<Entry[]>
+  /**
+   * A page of the live entries whose key starts with `prefix`, sorted by
+   * key, starting after `options.after`; `more` says whether more follow.
+   * Callers page through (the client's `list()` does); a store that can
+   * answer everything at once may, and says `more: false`.
+   */
+  list(prefix: string, options?: ListOptions): Promise<ListPage>
   /**
    * Applies `ops` atomically if every check holds, with one new revision.
    * Checks are judged before any op; a failed check writes nothing and is
@@ -235,12 +299,22 @@ export interface Adapter {
   ownerGone?(owner: string, signal: AbortSignal): Promise<void>
   /** Capability `ownerGone`: registers `owner` as alive for as long as this adapter is open. */
   registerOwner?(owner: string): Promise<void>
+  /**
+   * Capability `history`: one page of the events after revision `after` for
+   * keys under `prefix`, read from the store's history without subscribing
+   * (a node streams an old watch from it as its client reads). Rejects with
+   * `CompactedError` when that history is gone. Without `more`, `through` is
+   * the store's revision.
+   */
+  history?(prefix: string, after: number, limits: HistoryLimits): Promise<HistoryPage>
 }
 
 /** Capabilities an adapter declares instead of leaving them to be guessed. */
 export interface Capabilities {
   /** The adapter implements `ownerGone` and `registerOwner`. */
   ownerGone?: boolean
+  /** The adapter implements `history`. */
+  history?: boolean
   /**
    * How finely the store serves TTLs, in ms (default 1): an entry never frees
    * before its TTL and frees at most this much after it (beyond the store's

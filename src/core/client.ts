@@ -17,6 +17,7 @@ import { randomId } from './ids'
 import { Leases } from './leases'
 import { Locks } from './locks'
 import { defaultClock } from './page-clock'
+import { listAll } from './pages'
 import { isReservedKey, SEP } from './reserved'
 import { Semaphores } from './semaphores'
 import { checkUserKey, checkOptions, checkOwner, checkPrefix, checkRevision, checkTtl, checkValue } from './validate'
@@ -173,7 +174,9 @@ export class Client implements AsyncDisposable {
   }
 
   /**
-   * Every live entry whose key starts with `prefix`, sorted by key.
+   * Every live entry whose key starts with `prefix`, sorted by key. Read
+   * through the store's pages one after another (not one snapshot: an entry
+   * changed meanwhile may show its new state or be missed).
    *
    * @example
    * const tabs = await client.list('presence:')
@@ -181,7 +184,7 @@ export class Client implements AsyncDisposable {
   async list(prefix: string): Promise<Entry[]> {
     checkPrefix(prefix)
     this.#ctx.assertOpen()
-    const entries = await this.adapter.list(prefix)
+    const entries = await listAll(this.adapter, prefix)
     // Reserved entries (wait lines, shared holds, permits) sort first (U+0001) and are ours, not the user's.
     return entries.some((e) => isReservedKey(e.key)) ? entries.filter((e) => !isReservedKey(e.key)) : entries
   }

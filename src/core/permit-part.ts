@@ -13,6 +13,7 @@
 import type { Entry, WatchEvent } from './adapter'
 import type { HoldSpec, Part, Plan, TryHow } from './claim'
 import type { Context } from './context'
+import { listAll } from './pages'
 import { PERMIT_PREFIX, SEP } from './reserved'
 import { entryOf, watches, type Sight } from './wait-change'
 
@@ -89,7 +90,7 @@ export class PermitPart<P> implements Part<P> {
   }
 
   async look(): Promise<Sight | undefined> {
-    const listed = await this.#ctx.adapter.list(this.#prefix)
+    const listed = await listAll(this.#ctx.adapter, this.#prefix)
     this.#taken = new Map()
     for (const e of listed) this.#see(e)
     return this.blocked()

@@ -10,6 +10,7 @@ import { claimOf } from './claim'
 import type { Context } from './context'
 import { InvalidArgumentError } from './errors'
 import { Hold, type HoldInit } from './hold'
+import { listAll } from './pages'
 import { PermitPart, slotOf, slotPrefix } from './permit-part'
 import { PERMIT_PREFIX } from './reserved'
 import { checkOptions, checkUserKey, MAX_KEY_LENGTH } from './validate'
@@ -87,7 +88,7 @@ export async function acquirePermit(ctx: Context, key: string, rawOptions: Semap
 export async function permitHolders(ctx: Context, key: string): Promise<PermitHolder[]> {
   const prefix = slotPrefix(key)
   const holders: PermitHolder[] = []
-  for (const e of await ctx.adapter.list(prefix)) {
+  for (const e of await listAll(ctx.adapter, prefix)) {
     const slot = slotOf(prefix, e.key)
     if (slot === undefined || e.owner === undefined) continue
     const limit = (e.value as { limit?: unknown } | null)?.limit

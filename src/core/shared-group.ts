@@ -30,6 +30,7 @@
  */
 import type { Entry } from './adapter'
 import type { Context } from './context'
+import { listAll } from './pages'
 import { SEP, SHARE_PREFIX, SHARED_OWNER } from './reserved'
 import type { Sight } from './wait-change'
 
@@ -51,7 +52,7 @@ export function isShareOf(key: string, k: string): boolean {
 
 /** The live shares of `group`, the group at `key` as read before this list. */
 export async function liveShares(ctx: Context, key: string, group: Entry): Promise<Entry[]> {
-  const listed = await ctx.adapter.list(sharePrefix(key))
+  const listed = await listAll(ctx.adapter, sharePrefix(key))
   return listed.filter((e) => isShareOf(key, e.key) && e.created >= group.created)
 }
 

@@ -206,8 +206,8 @@ export function checkValue(value: unknown, name = 'value'): Value {
   return value as Value
 }
 
+/** `depth`: how many arrays and objects hold `value`; each array or object is a level, and 64 is the most. */
 function walk(value: unknown, path: string, depth: number, seen: Set<object>): void {
-  if (depth > MAX_VALUE_DEPTH) throw new InvalidArgumentError(`${path}: nested deeper than ${MAX_VALUE_DEPTH} levels`)
   switch (typeof value) {
     case 'string':
     case 'boolean':
@@ -221,6 +221,8 @@ function walk(value: unknown, path: string, depth: number, seen: Set<object>): v
       throw new InvalidArgumentError(`${path}: ${describe(value)} cannot be stored (only JSON data can)`)
   }
   if (value === null) return
+  // Counted at the array or object itself, so an empty one past the limit is refused too.
+  if (depth >= MAX_VALUE_DEPTH) throw new InvalidArgumentError(`${path}: nested deeper than ${MAX_VALUE_DEPTH} levels`)
   if (seen.has(value)) throw new InvalidArgumentError(`${path}: a cycle cannot be stored`)
   seen.add(value)
   if (Array.isArray(value)) {
@@ -242,6 +244,23 @@ export function describe(value: unknown): string {
   if (typeof value === 'object') return `an object (${value.constructor?.name ?? 'no prototype'})`
   if (typeof value === 'string') return JSON.stringify(value.length > 40 ? value.slice(0, 40) + '…' : value)
   return `${typeof value} ${String(value)}`
+}
+
+/**
+ * Checks the options of an adapter's `list` as every store must: `after` a
+ * key by the key rule, `limit` an integer >= 1 (both optional). Throws
+ * `InvalidArgumentError` naming the field.
+ *
+ * @example
+ * const { after, limit } = checkListOptions(options) // in an adapter's list
+ */
+export function checkListOptions(options: unknown): { after: string | undefined; limit: number | undefined } {
+  const o = checkOptions<{ after?: unknown; limit?: unknown }>(options, 'list options')
+  if (o.after !== undefined) checkKey(o.after, 'after')
+  if (o.limit !== undefined && (typeof o.limit !== 'number' || !Number.isSafeInteger(o.limit) || o.limit < 1)) {
+    throw new InvalidArgumentError(`limit must be an integer >= 1, got ${describe(o.limit)}`)
+  }
+  return { after: o.after as string | undefined, limit: o.limit as number | undefined }
 }
 
 /**

@@ -17,6 +17,7 @@ import type { Entry, Value } from './adapter'
 import type { Context } from './context'
 import { ConflictError } from './errors'
 import { KeptEntry } from './kept-entry'
+import { listAll } from './pages'
 import { QUEUE_PREFIX, SEP } from './reserved'
 import { MAX_KEY_LENGTH } from './validate'
 
@@ -76,7 +77,7 @@ export class WaitQueue {
         await this.#joining
       }
       const own = this.entry!
-      const line = (await this.#ctx.adapter.list(this.#prefix)).filter((e) => !e.key.slice(this.#prefix.length).includes(SEP))
+      const line = (await listAll(this.#ctx.adapter, this.#prefix)).filter((e) => !e.key.slice(this.#prefix.length).includes(SEP))
       const mine = line.find((e) => e.key === own.key && e.created === own.created)
       if (!mine) {
         // Our place expired (renewals failed): join again at the back.

@@ -8,8 +8,10 @@
 import type { Adapter } from '../core/adapter'
 import { systemClock, type Clock } from '../core/clock'
 import { randomHex } from '../core/ids'
-import { LocalStore, localAdapter } from '../adapters/shared/local-store'
-import type { StorePosition } from './handler'
+import { LogBudget } from '../adapters/shared/event-log'
+import { LocalStore, StoreQuota, localAdapter } from '../adapters/shared/local-store'
+import { memoryShares } from './limits'
+import type { StorePosition } from './options'
 
 /**
  * The stores behind a node.
@@ -25,8 +27,33 @@ export interface Backend {
   adapterFor(namespace: string): Adapter | Promise<Adapter>
   /** The revision and epoch of a namespace's store (for `createHandler`). */
   positionOf(namespace: string): StorePosition | Promise<StorePosition>
+  /** Bytes its stores hold in this process (none for Redis, which holds them itself). */
+  usage?(): { storeBytes: number; historyBytes: number }
   /** Closes every store. */
   close(): Promise<void>
+}
+
+/** Byte limits of the stores a node keeps in its own memory (memory and SQLite backends); defaults are shares of the default memory budget (see limits.ts). */
+export interface StoreLimits {
+  /** Recent events kept per namespace for watch replays. Default 10 000. */
+  historySize?: number
+  /** Most bytes of recent events kept per namespace. Default 8 MiB. */
+  historyBytes?: number
+  /** Most bytes of recent events kept, all namespaces. Default 32 MiB. */
+  maxHistoryBytes?: number
+  /** Most bytes of entries, all namespaces; a commit that would pass it gets TOO_LARGE. Default 64 MiB. */
+  maxStoreBytes?: number
+}
+
+/** The shared budgets of a backend's stores. */
+function budgets(options: StoreLimits) {
+  const shares = memoryShares()
+  return {
+    historySize: options.historySize,
+    historyBytes: options.historyBytes ?? shares.historyBytesPerNamespace,
+    historyBudget: new LogBudget(options.maxHistoryBytes ?? shares.maxHistoryBytes),
+    quota: new StoreQuota(options.maxStoreBytes ?? shares.maxStoreBytes),
+  }
 }
 
 /**
@@ -35,15 +62,17 @@ export interface Backend {
  * @example
  * const backend = memoryBackend({ historySize: 1_000 })
  */
-export function memoryBackend(options: { clock?: Clock; historySize?: number } = {}): Backend {
+export function memoryBackend(options: StoreLimits & { clock?: Clock } = {}): Backend {
   const stores = new Map<string, { store: LocalStore; epoch: string }>()
+  const shared = budgets(options)
   const storeOf = (ns: string) => {
     let s = stores.get(ns)
-    if (!s) stores.set(ns, (s = { store: new LocalStore({ clock: options.clock ?? systemClock, historySize: options.historySize }), epoch: newEpoch() }))
+    if (!s) stores.set(ns, (s = { store: new LocalStore({ clock: options.clock ?? systemClock, ...shared }), epoch: newEpoch() }))
     return s
   }
   return {
     description: 'memory',
+    usage: () => ({ storeBytes: shared.quota.used, historyBytes: shared.historyBudget.used }),
     adapterFor: (ns) => localAdapter('memory', storeOf(ns).store),
     positionOf: (ns) => {
       const s = storeOf(ns)
@@ -62,11 +91,13 @@ export function memoryBackend(options: { clock?: Clock; historySize?: number } =
  * @example
  * const backend = await sqliteBackend('zaris.db')
  */
-export async function sqliteBackend(file: string, options: { clock?: Clock; historySize?: number } = {}): Promise<Backend> {
+export async function sqliteBackend(file: string, options: StoreLimits & { clock?: Clock } = {}): Promise<Backend> {
   const { openSqlite } = await import('../adapters/sqlite')
-  const db = await openSqlite(file, options)
+  const shared = budgets(options)
+  const db = await openSqlite(file, { clock: options.clock, ...shared })
   return {
     description: `sqlite ${file}`,
+    usage: () => ({ storeBytes: shared.quota.used, historyBytes: shared.historyBudget.used }),
     adapterFor: (ns) => db.adapter(ns),
     positionOf: (ns) => db.position(ns),
     async close() {

@@ -17,8 +17,10 @@
 import { isIP } from 'node:net'
 import { runInspect } from '../cli'
 import { isZarisError } from '../core/errors'
-import { etcdBackend, memoryBackend, redisBackend, sqliteBackend, type Backend } from './backends'
-import { createHandler, loopbackHosts } from './handler'
+import { etcdBackend, memoryBackend, redisBackend, sqliteBackend, type Backend, type StoreLimits } from './backends'
+import { createHandler } from './handler'
+import { memoryShares } from './limits'
+import { loopbackHosts } from './options'
 import { listen } from './node'
 
 const USAGE = `usage: zaris serve [options]
@@ -33,7 +35,22 @@ const USAGE = `usage: zaris serve [options]
   --insecure        allow binding a non-loopback address without a token
   --max-watchers N  open watch streams allowed (default 1000)
   --max-namespaces N  namespaces the node opens at most (default 10000)
-  --max-body BYTES  largest request body (default 65536)
+  --max-body BYTES  largest request body (default 64KiB)
+
+  Limits under load (docs/operations.md; BYTES may end in KiB, MiB or GiB):
+  --max-memory BYTES          the node's budget for what it holds for clients
+                              (default 256MiB); the five below default to shares of it
+  --max-store-bytes BYTES     entries of the memory/SQLite stores (1/4)
+  --max-history-bytes BYTES   watch history, all namespaces (1/8; 8MiB per namespace)
+  --max-output-bytes BYTES    unread answers, all connections (1/4)
+  --max-input-bytes BYTES     requests being read or in flight (1/4)
+  --output-limit HARD,SOFT,S  per connection: cut past HARD, or past SOFT for S seconds (4MiB,1MiB,10)
+  --send-timeout S            cut a connection whose unread output does not move for S seconds (30)
+  --max-connections N         open connections (2048)
+  --idle-timeout S            close a framed connection idle this long (60)
+  --headers-timeout S         to send the request headers (10)
+  --request-timeout S         to send the whole request (30)
+  --max-page-bytes BYTES      one list or events answer (1MiB)
 `
 
 /** Parsed `serve` options. */
@@ -49,6 +66,24 @@ export interface ServeArgs {
   maxWatchers?: number
   maxNamespaces?: number
   maxBody?: number
+  /** The limits under load (flags of the second block of the usage). */
+  limits: LoadLimits
+}
+
+/** The `zaris serve` flags that bound a node under load (see limits.ts and docs/operations.md). */
+export interface LoadLimits {
+  maxMemory?: number
+  maxStoreBytes?: number
+  maxHistoryBytes?: number
+  maxOutputBytes?: number
+  maxInputBytes?: number
+  output?: { hard: number; soft: number; softMs: number }
+  sendTimeoutMs?: number
+  maxConnections?: number
+  idleTimeoutMs?: number
+  headersTimeoutMs?: number
+  requestTimeoutMs?: number
+  maxPageBytes?: number
 }
 
 /** A command-line mistake: printed with the usage, exit code 2. */
@@ -61,7 +96,7 @@ export class UsageError extends Error {}
  * parseServeArgs(['--port', '0', '--cors', 'http://localhost:5173'], {})
  */
 export function parseServeArgs(argv: string[], env: Record<string, string | undefined>): ServeArgs {
-  const args: ServeArgs = { port: 7861, host: '127.0.0.1', cors: [], insecure: false }
+  const args: ServeArgs = { port: 7861, host: '127.0.0.1', cors: [], insecure: false, limits: {} }
   const token = env.ZARIS_TOKEN
   if (token) args.token = token
   for (let i = 0; i < argv.length; i++) {
@@ -115,10 +150,10 @@ export function parseServeArgs(argv: string[], env: Record<string, string | unde
         args.maxNamespaces = integer(1, 10_000_000)
         break
       case '--max-body':
-        args.maxBody = integer(1024, 64 * 1024 * 1024)
+        args.maxBody = byteSize(flag, value(), 1024, 64 * MIB)
         break
       default:
-        throw new UsageError(`unknown option ${JSON.stringify(arg)}`)
+        if (!loadLimit(args.limits, flag, value, integer)) throw new UsageError(`unknown option ${JSON.stringify(arg)}`)
     }
   }
   if ([args.data, args.redis, args.etcd].filter((x) => x !== undefined).length > 1) throw new UsageError('--data, --redis and --etcd are different stores; give one')
@@ -135,6 +170,58 @@ export function parseServeArgs(argv: string[], env: Record<string, string | unde
   return args
 }
 
+const MIB = 1024 * 1024
+const UNITS: Record<string, number> = { '': 1, b: 1, kib: 1024, k: 1024, mib: MIB, m: MIB, gib: 1024 * MIB, g: 1024 * MIB }
+
+/** A size like 256MiB, 64KiB, 1GiB or 1048576 (binary units; k, m, g taken the same), from `min` to `max` bytes. */
+function byteSize(flag: string, raw: string, min: number, max: number): number {
+  const m = /^(\d+)\s*([a-z]*)$/i.exec(raw.trim())
+  const unit = m ? UNITS[m[2]!.toLowerCase()] : undefined
+  const n = m && unit !== undefined ? Number(m[1]) * unit : NaN
+  if (!(n >= min && n <= max)) throw new UsageError(`${flag} must be a size from ${min} bytes to ${max / MIB} MiB (like 64MiB), got ${JSON.stringify(raw)}`)
+  return n
+}
+
+/**
+ * The limits block's flags that take one number: the field each sets and how
+ * it is read — a size (binary units) from its least value, whole seconds up
+ * to a most, or a count from a least value.
+ */
+const LIMIT_FLAGS: Record<string, [Exclude<keyof LoadLimits, 'output'>, 'size' | 'seconds' | 'count', number]> = {
+  '--max-memory': ['maxMemory', 'size', 16 * MIB],
+  '--max-store-bytes': ['maxStoreBytes', 'size', 64 * 1024],
+  '--max-history-bytes': ['maxHistoryBytes', 'size', 64 * 1024],
+  '--max-output-bytes': ['maxOutputBytes', 'size', 64 * 1024],
+  '--max-input-bytes': ['maxInputBytes', 'size', 64 * 1024],
+  '--max-page-bytes': ['maxPageBytes', 'size', 64 * 1024],
+  '--send-timeout': ['sendTimeoutMs', 'seconds', 3_600],
+  '--idle-timeout': ['idleTimeoutMs', 'seconds', 86_400],
+  '--headers-timeout': ['headersTimeoutMs', 'seconds', 600],
+  '--request-timeout': ['requestTimeoutMs', 'seconds', 3_600],
+  '--max-connections': ['maxConnections', 'count', 16],
+}
+
+/** Parses one flag of the limits block into `limits`; false if `flag` is not one of them. */
+function loadLimit(limits: LoadLimits, flag: string, value: () => string, integer: (min: number, max: number) => number): boolean {
+  if (flag === '--output-limit') {
+    const parts = value().split(',')
+    if (parts.length !== 3) throw new UsageError('--output-limit takes HARD,SOFT,SECONDS, like 4MiB,1MiB,10')
+    const [hard, soft] = parts.slice(0, 2).map((p) => byteSize(flag, p, 16 * 1024, 1024 * MIB))
+    const s = Number(parts[2])
+    if (!Number.isInteger(s) || s < 1 || s > 3_600) throw new UsageError(`--output-limit: SECONDS must be an integer from 1 to 3600, got ${JSON.stringify(parts[2])}`)
+    if (soft! > hard!) throw new UsageError('--output-limit: SOFT must not be larger than HARD')
+    limits.output = { hard: hard!, soft: soft!, softMs: s * 1000 }
+    return true
+  }
+  const known = Object.hasOwn(LIMIT_FLAGS, flag) ? LIMIT_FLAGS[flag] : undefined
+  if (known === undefined) return false
+  const [field, kind, bound] = known
+  if (kind === 'size') limits[field] = byteSize(flag, value(), bound, 1024 * 1024 * MIB)
+  else if (kind === 'seconds') limits[field] = integer(1, bound) * 1000
+  else limits[field] = integer(bound, 1_000_000)
+  return true
+}
+
 /** True for addresses only this machine can reach. */
 export function isLoopback(host: string): boolean {
   const h = host.replace(/^\[|\]$/g, '').toLowerCase()
@@ -149,14 +236,18 @@ export function isLoopback(host: string): boolean {
  * await serveCommand(parseServeArgs(['--port', '7861'], process.env))
  */
 export async function serveCommand(args: ServeArgs, log: (line: string) => void = console.log): Promise<void> {
+  const l = args.limits
+  const shares = memoryShares(l.maxMemory)
+  const stores: StoreLimits = { maxStoreBytes: l.maxStoreBytes ?? shares.maxStoreBytes, maxHistoryBytes: l.maxHistoryBytes ?? shares.maxHistoryBytes }
+  stores.historyBytes = Math.min(shares.historyBytesPerNamespace, stores.maxHistoryBytes!)
   const backend: Backend =
     args.redis !== undefined
       ? await redisBackend(args.redis)
       : args.etcd !== undefined
         ? await etcdBackend(args.etcd)
         : args.data !== undefined
-          ? await sqliteBackend(args.data)
-          : memoryBackend()
+          ? await sqliteBackend(args.data, stores)
+          : memoryBackend(stores)
   const handler = createHandler({
     adapterFor: backend.adapterFor,
     positionOf: backend.positionOf,
@@ -167,10 +258,31 @@ export async function serveCommand(args: ServeArgs, log: (line: string) => void 
     maxWatchers: args.maxWatchers,
     maxNamespaces: args.maxNamespaces,
     maxBodyBytes: args.maxBody,
+    maxPageBytes: l.maxPageBytes,
+    replay: { maxBytes: shares.replayCacheBytes },
   })
+  handler.metrics.gauge('memory_budget_bytes', 'The memory budget of the node (--max-memory): what it may hold for clients, beyond the runtime.', () => shares.maxMemory)
+  if (backend.usage) {
+    const usage = backend.usage.bind(backend)
+    handler.metrics.gauge('store_bytes', 'Bytes of the entries of the stores (--max-store-bytes).', () => usage().storeBytes)
+    handler.metrics.gauge('history_bytes', 'Bytes of watch history kept (--max-history-bytes).', () => usage().historyBytes)
+  }
   let node
   try {
-    node = await listen(handler, { port: args.port, host: args.host })
+    node = await listen(handler, {
+      port: args.port,
+      host: args.host,
+      maxOutputBytes: l.maxOutputBytes ?? shares.maxOutputBytes,
+      maxInputBytes: l.maxInputBytes ?? shares.maxInputBytes,
+      outputHardBytes: l.output?.hard,
+      outputSoftBytes: l.output?.soft,
+      outputSoftMs: l.output?.softMs,
+      sendTimeoutMs: l.sendTimeoutMs,
+      maxConnections: l.maxConnections,
+      framesIdleMs: l.idleTimeoutMs,
+      headersTimeoutMs: l.headersTimeoutMs,
+      requestTimeoutMs: l.requestTimeoutMs,
+    })
   } catch (err) {
     await handler.close()
     await backend.close()

@@ -10,8 +10,12 @@
  *
  * @module
  */
-export { createHandler, loopbackHosts } from './handler'
-export type { Exchange, FrameAnswer, FrameSession, Handler, HandlerOptions, Reply, StorePosition, StreamSink, UpgradeOutcome } from './handler'
+export { createHandler } from './handler'
+export type { Handler } from './handler'
+export { loopbackHosts } from './options'
+export type { HandlerOptions, StorePosition } from './options'
+export type { Exchange, Reply, StreamSink } from './reply'
+export type { FrameAnswer, FrameSession, UpgradeOutcome } from './frame-session'
 export { listen } from './node'
 export type { ListenOptions, Listening } from './node'
 export { etcdBackend, memoryBackend, redisBackend, sqliteBackend } from './backends'

@@ -33,6 +33,8 @@ export class Metrics {
   replays = 0
   #requests = new Map<string, number>()
   #latency = new Map<string, Histogram>()
+  #gauges = new Map<string, { help: string; read: () => number }>()
+  #cuts = new Map<string, number>()
   readonly #started = Date.now()
 
   /** Records one request: its route, status and duration in seconds. */
@@ -46,6 +48,24 @@ export class Metrics {
     h.count++
   }
 
+  /**
+   * Adds a gauge read at each scrape (`name` without the `zaris_` prefix);
+   * the listener adds its connections and buffered output this way.
+   */
+  gauge(name: string, help: string, read: () => number): void {
+    this.#gauges.set(name, { help, read })
+  }
+
+  /** Counts a connection the node cut off (or refused), by why. */
+  cut(reason: string): void {
+    this.#cuts.set(reason, (this.#cuts.get(reason) ?? 0) + 1)
+  }
+
+  /** Connections cut off (or refused) for `reason` so far. */
+  cuts(reason: string): number {
+    return this.#cuts.get(reason) ?? 0
+  }
+
   /** The Prometheus text exposition, with the gauges measured at scrape time. */
   render(gauges: { watchers: number; locksHeld: number; namespaces: number }): string {
     const out: string[] = []
@@ -56,8 +76,15 @@ export class Metrics {
     metric('zaris_commit_conflicts_total', 'counter', 'Commits refused because a check did not hold.', [`zaris_commit_conflicts_total ${this.conflicts}`])
     metric('zaris_commit_replays_total', 'counter', 'Retried commits answered with their original result.', [`zaris_commit_replays_total ${this.replays}`])
     metric('zaris_watchers', 'gauge', 'Open watch streams.', [`zaris_watchers ${gauges.watchers}`])
-    metric('zaris_locks_held', 'gauge', 'Live entries held by an owner (locks, leases, candidacies).', [`zaris_locks_held ${gauges.locksHeld}`])
+    metric('zaris_locks_held', 'gauge', 'Holds of locks, leases and candidacies, as locks.query() lists them (each shared holder counts; wait lines and permits do not).', [`zaris_locks_held ${gauges.locksHeld}`])
     metric('zaris_namespaces', 'gauge', 'Namespaces opened since start.', [`zaris_namespaces ${gauges.namespaces}`])
+    for (const [name, g] of this.#gauges) metric(`zaris_${name}`, 'gauge', g.help, [`zaris_${name} ${g.read()}`])
+    metric(
+      'zaris_connections_cut_total',
+      'counter',
+      'Connections the node cut off or refused, by reason (output-hard, output-soft, send-timeout, output-total, too-many, idle).',
+      [...this.#cuts].map(([reason, n]) => `zaris_connections_cut_total{reason="${reason}"} ${n}`),
+    )
     metric('zaris_uptime_seconds', 'gauge', 'Seconds since the node started.', [`zaris_uptime_seconds ${((Date.now() - this.#started) / 1000).toFixed(3)}`])
     metric(
       'zaris_requests_total',

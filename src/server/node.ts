@@ -2,18 +2,24 @@
  * Serves a {@link Handler} from Node's http module: the fast path, without
  * building a `Request` and `Response` per call. Slow clients are cut off by
  * header and request timeouts; bodies are read up to the handler's limit and
- * no further. A request to upgrade to the framed protocol is checked by the
- * handler and, once accepted, served by `./frames`; any other upgrade is refused.
+ * no further (`./node-exchange`); connections are capped in number and in
+ * unread output (`./connections`). A request to upgrade to the framed
+ * protocol is checked by the handler and, once accepted, served by
+ * `./frames`; any other upgrade is refused.
  *
  * @module
  */
-import { STATUS_CODES, createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
+import { createServer, type IncomingMessage, type Server } from 'node:http'
 import type { AddressInfo, Socket } from 'node:net'
 import type { Duplex } from 'node:stream'
-import { InvalidArgumentError } from '../core/errors'
-import { FRAMES_PROTOCOL } from '../adapters/http/protocol'
+import { FRAMES_IDLE_HEADER, FRAMES_PROTOCOL } from '../adapters/http/protocol'
+import { Connections, type ConnectionLimits } from './connections'
 import { serveFrames, type FrameConnection } from './frames'
-import { tooLarge, type Exchange, type Handler, type Reply } from './handler'
+import { InputBudget } from './input-budget'
+import type { Handler } from './handler'
+import { exchangeOf, refuseUpgrade, serve } from './node-exchange'
+import { collectWhenQuiet } from './quiet-gc'
+import { positive } from './options'
 
 /** Options of {@link listen}. */
 export interface ListenOptions {
@@ -25,6 +31,28 @@ export interface ListenOptions {
   headersTimeoutMs?: number
   /** Ms a client has to send its whole request. Default 30 000. */
   requestTimeoutMs?: number
+  /** Most open connections (plain, watch streams and framed); one more gets 503. Default 2 048. */
+  maxConnections?: number
+  /** Unread output that cuts a connection off at once. Default 4 MiB. */
+  outputHardBytes?: number
+  /** Unread output that cuts a connection off when it lasts `outputSoftMs`. Default 1 MiB. */
+  outputSoftBytes?: number
+  /** How long, in ms, a connection may stay over `outputSoftBytes` before it is cut. Default 10 s. */
+  outputSoftMs?: number
+  /** A connection whose unread output does not move for this long is cut off. Default 30 000 ms. */
+  sendTimeoutMs?: number
+  /** Unread output of all connections together; past it, those holding the most are cut off. Default 64 MiB. */
+  maxOutputBytes?: number
+  /** A framed connection with nothing in flight that sends nothing (not even a ping) this long is closed. Default 60 000 ms. */
+  framesIdleMs?: number
+  /** Bytes a framed connection may have reserved for answers in flight and unread, before the node stops reading it. Default 4 MiB. */
+  framesInflightBytes?: number
+  /**
+   * Bytes of requests in progress, all connections together: HTTP bodies
+   * being read and served, and what framed requests in flight reserve. A
+   * body that finds it spent gets 503; framed connections wait. Default 64 MiB.
+   */
+  maxInputBytes?: number
 }
 
 /**
@@ -44,15 +72,11 @@ export interface Listening {
   readonly port: number
   /** Node's http server, for anything this API does not cover. */
   readonly server: Server
+  /** Open connections. */
+  readonly connections: number
   /** Stops accepting, ends watch streams and framed connections, waits for open requests (2 s at most) and closes the handler. */
   close(): Promise<void>
 }
-
-/** Bytes past the body limit read and dropped before the connection is cut. */
-const MAX_DRAIN = 4 * 1024 * 1024
-
-/** A streamed reply whose peer has this much unsent is cut off (it resumes from its last revision). */
-const MAX_BUFFERED = 1024 * 1024
 
 /**
  * Serves `handler` on a TCP port.
@@ -63,31 +87,55 @@ const MAX_BUFFERED = 1024 * 1024
  * const node = await listen(createHandler({ adapterFor: backend.adapterFor }), { port: 7861 })
  */
 export async function listen(handler: Handler, options: ListenOptions = {}): Promise<Listening> {
-  const server = createServer(
-    {
-      headersTimeout: options.headersTimeoutMs ?? 10_000,
-      requestTimeout: options.requestTimeoutMs ?? 30_000,
-      keepAliveTimeout: 5_000,
-      // How often the two timeouts above are enforced (Node's default is every 30 s).
-      connectionsCheckingInterval: 1_000,
-    },
-    (req, res) => {
-      serve(handler, req, res).catch(() => {
-        if (!res.headersSent) res.writeHead(500, { 'content-type': 'application/json' })
-        res.end('{"error":{"code":"INTERNAL","message":"internal error"}}')
-      })
-    },
-  )
+  const limits = connectionLimits(options)
+  const framesIdleMs = positive(options.framesIdleMs, 60_000, 'framesIdleMs')
+  const framesInflightBytes = positive(options.framesInflightBytes, 4 * 1024 * 1024, 'framesInflightBytes')
+  const server = createServer({
+    headersTimeout: positive(options.headersTimeoutMs, 10_000, 'headersTimeoutMs'),
+    requestTimeout: positive(options.requestTimeoutMs, 30_000, 'requestTimeoutMs'),
+    keepAliveTimeout: 5_000,
+    // How often the two timeouts above are enforced (Node's default is every 30 s).
+    connectionsCheckingInterval: 1_000,
+  })
+  const metrics = handler.metrics
+  const connections = new Connections(server, limits, (reason) => metrics.cut(reason))
+  const budget = new InputBudget(positive(options.maxInputBytes, 64 * 1024 * 1024, 'maxInputBytes'))
+  metrics.gauge('input_bytes', 'Bytes of requests being read or answered, all connections together.', () => budget.used)
+  metrics.gauge('connections', 'Open connections (plain, watch streams and framed).', () => connections.count)
+  metrics.gauge('process_resident_bytes', 'Resident memory of the node process.', () => process.memoryUsage.rss())
+  metrics.gauge('process_heap_used_bytes', 'JavaScript heap in use (process.memoryUsage().heapUsed).', () => process.memoryUsage().heapUsed)
+  metrics.gauge('process_external_bytes', 'Memory of buffers outside the JavaScript heap (process.memoryUsage().external).', () => process.memoryUsage().external)
+  metrics.gauge('output_buffered_bytes', 'Bytes answered but not yet read by their peers, all connections together.', () => connections.outputBytes)
+  server.on('request', (req, res) => {
+    serve(handler, req, res, connections, budget).catch(() => {
+      if (!res.headersSent) res.writeHead(500, { 'content-type': 'application/json' })
+      res.end('{"error":{"code":"INTERNAL","message":"internal error"}}')
+    })
+  })
+  const quiet = collectWhenQuiet({ inFlight: () => budget.used + connections.outputBytes })
+  metrics.gauge('quiet_collections', 'Garbage collections the node asked for once quiet after load.', () => quiet?.collections ?? 0)
   const framed = new Set<FrameConnection>()
   let closing: Promise<void> | undefined
   server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     socket.on('error', () => {})
+    if (connections.refused(socket as Socket)) {
+      const { status, body } = connections.refusal()
+      return refuseUpgrade(socket, { status, headers: { 'content-type': 'application/json; charset=utf-8', 'retry-after': '1' }, body })
+    }
     handler.upgrade(exchangeOf(req)).then(
       (outcome) => {
         if (socket.destroyed) return
-        if ('reply' in outcome) return refuse(socket, outcome.reply)
-        socket.write(`HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: ${FRAMES_PROTOCOL}\r\n\r\n`)
-        const conn = serveFrames(socket as Socket, head, outcome.session, { maxFrameBytes: handler.maxFrameBytes })
+        if ('reply' in outcome) return refuseUpgrade(socket, outcome.reply)
+        socket.write(`HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: ${FRAMES_PROTOCOL}\r\n${FRAMES_IDLE_HEADER}: ${framesIdleMs}\r\n\r\n`)
+        const conn = serveFrames(socket as Socket, head, outcome.session, {
+          maxFrameBytes: handler.maxFrameBytes,
+          pageBytes: handler.maxPageBytes,
+          maxInflightBytes: framesInflightBytes,
+          idleMs: framesIdleMs,
+          afterWrite: (s) => connections.checkHard(s),
+          onIdle: () => metrics.cut('idle'),
+          budget,
+        })
         framed.add(conn)
         socket.on('close', () => framed.delete(conn))
         if (closing) conn.end()
@@ -110,9 +158,14 @@ export async function listen(handler: Handler, options: ListenOptions = {}): Pro
     host: address.address,
     port: address.port,
     server,
+    get connections() {
+      return connections.count
+    },
     close() {
       closing ??= new Promise<void>((resolve) => {
         server.close(() => resolve())
+        connections.close()
+        quiet?.stop()
         // Framed connections stop reading now; their clients fail over as they see the end.
         for (const conn of framed) conn.end()
         void handler.close().then(() => {
@@ -128,105 +181,13 @@ export async function listen(handler: Handler, options: ListenOptions = {}): Pro
   }
 }
 
-function exchangeOf(req: IncomingMessage): Exchange {
+function connectionLimits(o: ListenOptions): ConnectionLimits {
   return {
-    method: req.method ?? 'GET',
-    // The Host header is not trusted to build URLs; only the path and query are used.
-    url: new URL(req.url ?? '/', 'http://zaris.invalid'),
-    header: (name) => {
-      const v = req.headers[name]
-      return v === undefined ? null : Array.isArray(v) ? v.join(', ') : v
-    },
-    body: (limit) => readBody(req, limit),
+    maxConnections: positive(o.maxConnections, 2_048, 'maxConnections'),
+    outputHardBytes: positive(o.outputHardBytes, 4 * 1024 * 1024, 'outputHardBytes'),
+    outputSoftBytes: positive(o.outputSoftBytes, 1024 * 1024, 'outputSoftBytes'),
+    outputSoftMs: positive(o.outputSoftMs, 10_000, 'outputSoftMs'),
+    sendTimeoutMs: positive(o.sendTimeoutMs, 30_000, 'sendTimeoutMs'),
+    maxOutputBytes: positive(o.maxOutputBytes, 64 * 1024 * 1024, 'maxOutputBytes'),
   }
-}
-
-/** Answers a refused upgrade on the raw socket (no ServerResponse exists for it) and closes. */
-function refuse(socket: Duplex, reply: Reply): void {
-  const body = 'body' in reply ? reply.body : ''
-  const headers: Record<string, string> = { ...reply.headers, 'content-length': String(Buffer.byteLength(body)), connection: 'close' }
-  let head = `HTTP/1.1 ${reply.status} ${STATUS_CODES[reply.status] ?? ''}\r\n`
-  for (const [name, value] of Object.entries(headers)) head += `${name}: ${value}\r\n`
-  socket.end(`${head}\r\n${body}`)
-}
-
-async function serve(handler: Handler, req: IncomingMessage, res: ServerResponse): Promise<void> {
-  const reply = await handler.handle(exchangeOf(req))
-  if ('body' in reply) {
-    if (reply.status !== 204) reply.headers['content-length'] = String(Buffer.byteLength(reply.body))
-    res.writeHead(reply.status, reply.headers)
-    res.end(reply.status === 204 ? undefined : reply.body)
-    return
-  }
-  res.writeHead(reply.status, reply.headers)
-  res.flushHeaders()
-  req.socket.setNoDelay(true)
-  const stop = reply.stream({
-    write(chunk) {
-      if (res.destroyed || res.writableEnded) return false
-      res.write(chunk)
-      return res.writableLength < MAX_BUFFERED
-    },
-    end() {
-      if (!res.writableEnded) res.end()
-    },
-  })
-  res.on('close', stop)
-}
-
-/** Decodes request bodies; `ignoreBOM` keeps a leading BOM, which JSON.parse then refuses, as before. */
-const UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true })
-
-/** Reads the body up to `limit` bytes; past it, rejects at once and stops buffering. */
-function readBody(req: IncomingMessage, limit: number): Promise<string> {
-  const declared = Number(req.headers['content-length'] ?? NaN)
-  if (declared > limit) {
-    drain(req, limit, 0)
-    return Promise.reject(tooLarge(limit))
-  }
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = []
-    let size = 0
-    const onData = (chunk: Buffer) => {
-      size += chunk.length
-      if (size > limit) {
-        cleanup()
-        drain(req, limit, size)
-        reject(tooLarge(limit))
-        return
-      }
-      chunks.push(chunk)
-    }
-    const onEnd = () => {
-      cleanup()
-      // Strict: invalid UTF-8 is refused, not replaced with U+FFFD (which would write a key the client never sent).
-      try {
-        resolve(UTF8.decode(Buffer.concat(chunks)))
-      } catch {
-        reject(new InvalidArgumentError('body: not valid UTF-8'))
-      }
-    }
-    const onError = (err: Error) => {
-      cleanup()
-      reject(err)
-    }
-    const cleanup = () => {
-      req.off('data', onData)
-      req.off('end', onEnd)
-      req.off('error', onError)
-    }
-    req.on('data', onData)
-    req.on('end', onEnd)
-    req.on('error', onError)
-  })
-}
-
-/** Reads and drops the rest of a refused body, so a client still sending can read the 413; past a cap, hangs up. */
-function drain(req: IncomingMessage, limit: number, already: number): void {
-  let drained = already
-  req.on('data', (c: Buffer) => {
-    drained += c.length
-    if (drained > limit + MAX_DRAIN) req.socket.destroy()
-  })
-  req.resume()
 }

@@ -14,6 +14,9 @@
  * @module
  */
 
+import { InvalidArgumentError } from '../core/errors'
+
+/** Bounds of a {@link ReplayCache}. */
 export interface ReplayCacheOptions {
   /** Most ids remembered. Default 10 000. */
   maxEntries?: number
@@ -27,6 +30,8 @@ export interface ReplayCacheOptions {
 
 interface Slot {
   id: string
+  /** A hash of the request the answer is for: a retry with another request under the same id is refused. */
+  print: number
   answer: Promise<string>
   at: number
   bytes: number
@@ -37,7 +42,7 @@ interface Slot {
  *
  * @example
  * const cache = new ReplayCache()
- * const body = await cache.run(`${ns}:${requestId}`, async () => JSON.stringify(await adapter.commit(checks, ops)))
+ * const body = await cache.run(`${ns}:${requestId}`, requestText, async () => JSON.stringify(await adapter.commit(checks, ops)))
  */
 export class ReplayCache {
   readonly #maxEntries: number
@@ -68,14 +73,23 @@ export class ReplayCache {
 
   /**
    * The answer remembered for `id`, or the answer of `apply()`, remembered.
-   * `replayed` says which. A failed `apply` is not remembered: its retry runs again.
+   * `replayed` says which. `request` is the request's text: a retry whose
+   * request differs is refused with INVALID_ARGUMENT (it is not a retry, and
+   * the old answer would be for another commit). A failed `apply` is not
+   * remembered: its retry runs again.
    */
-  async run(id: string, apply: () => Promise<string>): Promise<{ body: string; replayed: boolean }> {
+  async run(id: string, request: string, apply: () => Promise<string>): Promise<{ body: string; replayed: boolean }> {
     this.#prune()
+    const print = fingerprint(request)
     const slot = this.#slots.get(id)
-    if (slot) return { body: await slot.answer, replayed: true }
+    if (slot) {
+      if (slot.print !== print) {
+        throw new InvalidArgumentError(`requestId: already used for another commit; a retry must send the same checks and ops (use a new id for a new commit)`)
+      }
+      return { body: await slot.answer, replayed: true }
+    }
     const answer = apply()
-    const fresh: Slot = { id, answer, at: this.#now(), bytes: 0 }
+    const fresh: Slot = { id, print, answer, at: this.#now(), bytes: 0 }
     this.#slots.set(id, fresh)
     this.#order.push(fresh)
     try {
@@ -112,4 +126,11 @@ export class ReplayCache {
       this.#head = 0
     }
   }
+}
+
+/** FNV-1a over the UTF-16 code units of `text`, as a 32-bit number: enough to tell a retry from another request. */
+function fingerprint(text: string): number {
+  let h = 0x811c9dc5
+  for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193)
+  return h >>> 0
 }

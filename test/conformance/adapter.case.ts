@@ -119,8 +119,81 @@ export function adapterCases(factory: FixtureFactory, t: Named = test): void {
       ])
       await sleep(100 + late(a))
       const list = await a.list('p/')
-      expect(list.map((e) => [e.key, e.value])).toEqual([['p/a', 1], ['p/b', 2]])
-      expect((await a.list('')).map((e) => e.key)).toEqual(['p/a', 'p/b', 'q/a'])
+      expect(list.more).toBe(false)
+      expect(list.entries.map((e) => [e.key, e.value])).toEqual([['p/a', 1], ['p/b', 2]])
+      expect((await a.list('')).entries.map((e) => e.key)).toEqual(['p/a', 'p/b', 'q/a'])
+    }))
+
+    t('list pages: sorted by UTF-16 code units, each after the last key of the one before, at most limit, more exactly while entries follow', withAdapter(async (a) => {
+      // U+1F600 is a surrogate pair: in UTF-16 order it sorts below U+E000 and U+FFEF (in code point or UTF-8 order, above).
+      const keys = ['pg/b', 'pg/a', 'pg/ab', 'pg/a/1', 'pg/\u00e9', 'pg/\ud83d\ude00', 'pg/\ue000', 'pg/\uffef', 'pg/c', 'pgx', 'pf/z']
+      await a.commit([], keys.map((key, i) => ({ type: 'set' as const, key, value: i })))
+      await a.commit([], [{ type: 'set', key: 'pg/b2', value: 'gone soon', ttl: 40 }, { type: 'set', key: 'pg/d', value: 'deleted' }])
+      await a.commit([], [{ type: 'delete', key: 'pg/d' }])
+      await sleep(100 + late(a))
+      const want = keys.filter((k) => k.startsWith('pg/')).sort()
+      expect(want.indexOf('pg/\ud83d\ude00')).toBeLessThan(want.indexOf('pg/\ue000'))
+      for (const limit of [1, 2, 3, want.length, want.length + 1]) {
+        const got: string[] = []
+        let after: string | undefined
+        for (let pages = 1; ; pages++) {
+          const page = await a.list('pg/', after === undefined ? { limit } : { after, limit })
+          expect(page.entries.length, `limit ${limit}, page ${pages}`).toBeLessThanOrEqual(limit)
+          // No empty page after the first: \`more\` said entries follow only when they did.
+          if (pages > 1) expect(page.entries.length, `limit ${limit}, page ${pages}`).toBeGreaterThan(0)
+          got.push(...page.entries.map((e) => e.key))
+          if (!page.more) break
+          after = page.entries.at(-1)!.key
+          expect(pages).toBeLessThan(3 * want.length)
+        }
+        expect(got, `limit ${limit}`).toEqual(want)
+      }
+      const keysOf = async (options: { after?: string; limit?: number }) => (await a.list('pg/', options)).entries.map((e) => e.key)
+      // \`after\` need not be a key of the store; one before the prefix starts at it; one past it gives nothing.
+      expect(await keysOf({ after: 'pg/aa' })).toEqual(want.filter((k) => k > 'pg/aa'))
+      expect(await keysOf({ after: 'pa' })).toEqual(want)
+      expect(await a.list('pg/', { after: 'pz' })).toEqual({ entries: [], more: false })
+      expect(await a.list('pg/', { after: 'pg/\uffef' })).toEqual({ entries: [], more: false })
+      await expect(a.list('pg/', { limit: 0 })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' })
+      await expect(a.list('pg/', { limit: 1.5 })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' })
+      await expect(a.list('pg/', { after: 'pg/\ud800' })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' })
+    }))
+
+    t('capability history: pages of the change log, cut between revisions, the same events a watch replays', withAdapter(async (a) => {
+      // Declared exactly when implemented (never guessed).
+      expect(a.capabilities?.history === true).toBe(typeof a.history === 'function')
+      if (!a.history) return
+      const base = await a.commit([], [{ type: 'set', key: 'base', value: 0 }])
+      if (!base.ok) throw new Error('commit failed')
+      for (let i = 0; i < 12; i++) {
+        await a.commit([], [{ type: 'set', key: `h/${i % 3}`, value: i }, { type: 'set', key: `o/${i}`, value: 'x'.repeat(i * 50) }])
+        if (i % 4 === 3) await a.commit([], [{ type: 'delete', key: `h/${i % 3}` }])
+      }
+      const last = await a.commit([], [{ type: 'set', key: 'h/end', value: 'end' }])
+      if (!last.ok) throw new Error('commit failed')
+      const reference: WatchEvent[] = []
+      const unwatch = await a.watch('h/', { event: (e) => reference.push(e), error: () => {} }, base.revision)
+      await until(() => reference.at(-1)?.revision === last.revision)
+      for (const limits of [{ maxEvents: 1, maxBytes: Infinity }, { maxEvents: 1_000, maxBytes: 200 }, { maxEvents: 1_000, maxBytes: Infinity }]) {
+        const got: WatchEvent[] = []
+        let after = base.revision
+        for (let pages = 0; ; pages++) {
+          const page = await a.history('h/', after, limits)
+          expect(page.through).toBeGreaterThanOrEqual(after)
+          // Whole revisions only: nothing past `through`, nothing at or before `after`.
+          for (const e of page.events) expect(e.revision > after && e.revision <= page.through).toBe(true)
+          got.push(...page.events)
+          if (!page.more) {
+            expect(page.through).toBe(last.revision)
+            break
+          }
+          expect(page.through).toBeGreaterThan(after)
+          after = page.through
+          expect(pages).toBeLessThan(100)
+        }
+        expect(got).toEqual(reference)
+      }
+      unwatch()
     }))
 
     t('keys like __proto__ and constructor are ordinary keys and values', withAdapter(async (a) => {

@@ -45,7 +45,7 @@ function wrap(inner: Adapter, commit: Adapter['commit']): Adapter {
     name: inner.name,
     capabilities: inner.capabilities,
     get: (key) => inner.get(key),
-    list: (prefix) => inner.list(prefix),
+    list: (prefix, options) => inner.list(prefix, options),
     commit,
     watch: (prefix, sink, from) => inner.watch(prefix, sink, from),
     close: () => inner.close(),

@@ -26,8 +26,8 @@ export function ownerGoneCases(factory: FixtureFactory, t: Named): void {
         expect(await dead.election('leader', { ttl }).campaign()).toBeTruthy()
         const other = (await alive.locks.acquire('lock:w', { ttl }))!
         dead.locks.acquire('lock:w', { ttl, wait: Infinity }).catch(() => {}) // ends with its adapter
-        await until(async () => (await raw.list('\u0001q')).some((e) => e.owner === 'dead'))
-        const place = (await raw.list('\u0001q')).find((e) => e.owner === 'dead')!
+        await until(async () => (await raw.list('\u0001q')).entries.some((e) => e.owner === 'dead'))
+        const place = (await raw.list('\u0001q')).entries.find((e) => e.owner === 'dead')!
         const keys = ['lock:a', 'presence:dead', 'leader', place.key]
 
         const closedAt = Date.now()

@@ -227,14 +227,14 @@ export function primitiveCases(factory: FixtureFactory, t: Named, options: Primi
       })
       await sleep(5 * 150 + 100)
       const raw = waiters[0]!.inner
-      expect((await raw.list(queueOf('lock:line'))).map((e) => e.owner)).toEqual(['w0', 'w1', 'w2', 'w3', 'w4'].sort())
+      expect((await raw.list(queueOf('lock:line'))).entries.map((e) => e.owner)).toEqual(['w0', 'w1', 'w2', 'w3', 'w4'].sort())
       await lock.release()
       await Promise.all(done)
       expect(order).toEqual(['w0', 'w1', 'w2', 'w3', 'w4'])
       // One failed try on arrival, one winning try when first in line.
       const tries = waiters.map((w) => w.tries())
       expect(tries.reduce((a, b) => a + b, 0)).toBeLessThanOrEqual(2 * waiters.length + 1)
-      await until(async () => (await raw.list(queueOf('lock:line'))).length === 0)
+      await until(async () => (await raw.list(queueOf('lock:line'))).entries.length === 0)
       lock = (await holder!.locks.acquire('lock:line', { ttl: 1_000 }))!
       expect(lock).not.toBeNull()
       await lock.release()
@@ -256,13 +256,13 @@ export function primitiveCases(factory: FixtureFactory, t: Named, options: Primi
       await expect(aborted).rejects.toThrow('no longer needed')
       expect(await gaveUp).toBeNull()
       const raw = await f.adapter()
-      await until(async () => (await raw.list(queueOf('lock:leave'))).length === 1)
-      expect((await raw.list(queueOf('lock:leave')))[0]!.owner).toBe('c3')
+      await until(async () => (await raw.list(queueOf('lock:leave'))).entries.length === 1)
+      expect((await raw.list(queueOf('lock:leave'))).entries[0]!.owner).toBe('c3')
       await lock.release()
       const next = await served
       expect(next).not.toBeNull()
       await next!.release()
-      await until(async () => (await raw.list(queueOf('lock:leave'))).length === 0)
+      await until(async () => (await raw.list(queueOf('lock:leave'))).entries.length === 0)
     }))
 
     t('a waiter that died in line does not stop the line: the next waiter takes the free lock', withStore(async (f) => {
@@ -279,7 +279,7 @@ export function primitiveCases(factory: FixtureFactory, t: Named, options: Primi
       expect(next).not.toBeNull() // found free on a patrol, long before the ghost's place expires
       await next!.release()
       // A store that can tell dead owners (IndexedDB: no tab registered as "ghost") drops the place; others leave it to expire.
-      expect((await raw.list(queueOf('lock:ghost'))).map((e) => e.owner)).toEqual(raw.capabilities?.ownerGone ? [] : ['ghost'])
+      expect((await raw.list(queueOf('lock:ghost'))).entries.map((e) => e.owner)).toEqual(raw.capabilities?.ownerGone ? [] : ['ghost'])
     }), 30_000)
 
     t('wait-queue entries are not user data: hidden from list and prefix watch, refused as keys', withStore(async (f) => {
@@ -292,7 +292,7 @@ export function primitiveCases(factory: FixtureFactory, t: Named, options: Primi
       const lock = (await a!.locks.acquire('lock:hidden', { ttl: 30_000 }))!
       const waiting = b!.locks.acquire('lock:hidden', { wait: 30_000 })
       const raw = await f.adapter()
-      await until(async () => (await raw.list(queueOf('lock:hidden'))).length === 1)
+      await until(async () => (await raw.list(queueOf('lock:hidden'))).entries.length === 1)
       expect((await a!.list('')).map((e) => e.key)).toEqual(['lock:hidden'])
       await lock.release()
       await (await waiting)!.release()

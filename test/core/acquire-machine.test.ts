@@ -139,7 +139,7 @@ describe('join', () => {
     const s = await m.step({ name: 'join', sight: await sightNow() })
     expect(name(s)).toBe('watch')
     expect(m.first).toBe(true)
-    expect((await store.adapter.list(QUEUE)).map((e) => e.owner)).toEqual(['waiter'])
+    expect((await store.adapter.list(QUEUE)).entries.map((e) => e.owner)).toEqual(['waiter'])
   })
 
   test('join → try: first in line, and the key is free', async () => {
@@ -203,15 +203,15 @@ describe('try', () => {
   test('try → won: one commit takes the key and leaves the line', async () => {
     const { m, beFirst, store } = setup()
     await beFirst()
-    expect(await store.adapter.list(QUEUE)).toHaveLength(1)
+    expect((await store.adapter.list(QUEUE)).entries).toHaveLength(1)
     expect(name(await m.step({ name: 'try' }))).toBe('won')
-    expect(await store.adapter.list(QUEUE)).toHaveLength(0)
+    expect((await store.adapter.list(QUEUE)).entries).toHaveLength(0)
   })
 
   test('try → join: the place was lost (expired, evicted): back in line', async () => {
     const { m, beFirst, store } = setup()
     await beFirst()
-    const [place] = await store.adapter.list(QUEUE)
+    const [place] = (await store.adapter.list(QUEUE)).entries
     await store.adapter.commit([], [{ type: 'delete', key: place!.key }])
     expect(await m.step({ name: 'try' })).toEqual({ name: 'join', sight: undefined })
     expect(m.first).toBe(false)
@@ -328,7 +328,7 @@ describe('look and takeover', () => {
     const s = await m.step({ name: 'takeover', sight: await sightNow(), owner: 'holder' })
     expect(s.name).toBe('won')
     expect((s as { hold: Lock }).hold.token).toBeGreaterThan(lock.token)
-    expect(await store.adapter.list(QUEUE)).toHaveLength(0)
+    expect((await store.adapter.list(QUEUE)).entries).toHaveLength(0)
   })
 
   test('takeover → watch: the entry changed since it was seen (renewed): no takeover', async () => {

@@ -44,7 +44,7 @@ function gated(inner: Adapter) {
   const adapter: Adapter = {
     name: 'memory (commits held on demand: fake delays)',
     get: (k) => inner.get(k),
-    list: (p) => inner.list(p),
+    list: (p, o) => inner.list(p, o),
     watch: (p, s, f) => inner.watch(p, s, f),
     close: () => inner.close(),
     async commit(checks, ops, options) {
@@ -167,7 +167,7 @@ describe('how a hold learns it ended', () => {
       ...inner,
       name: 'memory (watches fail on demand: a fake fault)',
       get: (k) => inner.get(k),
-      list: (p) => inner.list(p),
+      list: (p, o) => inner.list(p, o),
       commit: (c, o, opt) => inner.commit(c, o, opt),
       close: () => inner.close(),
       async watch(prefix, sink, from) {

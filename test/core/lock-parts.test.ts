@@ -176,7 +176,7 @@ describe('permit part', () => {
     await client('a').semaphores.acquire('s', { limit: 2 })
     const first = await tryOnce(new PermitPart(ctx, 's', 2, spec))
     expect('hold' in first).toBe(true)
-    expect((await raw.list('\u0001ps\u0001')).map((e) => [e.key.at(-1), e.owner])).toEqual([['0', 'a'], ['1', 'me']])
+    expect((await raw.list('\u0001ps\u0001')).entries.map((e) => [e.key.at(-1), e.owner])).toEqual([['0', 'a'], ['1', 'me']])
     let commits = 0
     const counting = { ...ctx, adapter: { ...ctx.adapter, commit: (...a: Parameters<typeof ctx.adapter.commit>) => (commits++, ctx.adapter.commit(...a)) } }
     const full = await claimOf(counting, [new PermitPart(counting, 's', 2, spec)], undefined, ([h]) => h!).attempt(undefined, {})

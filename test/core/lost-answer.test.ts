@@ -21,7 +21,7 @@ function droppingAnswers(inner: Adapter) {
       return result
     },
     get: (k) => inner.get(k),
-    list: (p) => inner.list(p),
+    list: (p, o) => inner.list(p, o),
     watch: (p, s, f) => inner.watch(p, s, f),
     close: () => inner.close(),
   }

@@ -58,7 +58,7 @@ export function staged(inner: Adapter) {
     name: 'memory (staged: held commits and ownerGone are fakes)',
     capabilities: { ownerGone: true },
     get: (k) => inner.get(k),
-    list: (p) => inner.list(p),
+    list: (p, o) => inner.list(p, o),
     watch: (p, s, f) => (failWatches ? Promise.reject(new Error('watch refused (staged)')) : inner.watch(p, s, f)),
     close: () => inner.close(),
     async commit(checks, ops, options) {

@@ -82,6 +82,19 @@ describe('values', () => {
     ['a symbol', Symbol('s'), /symbol Symbol\(s\) cannot be stored/],
     ['too deep', deep, /nested deeper than 64 levels/],
   ]
+  const nested = (levels: number, inner: unknown = []) => {
+    let v: unknown = inner
+    for (let i = 1; i < levels; i++) v = [v]
+    return v
+  }
+  test('up to 64 levels of arrays and objects are stored; 65 are refused, even with nothing inside the last', async () => {
+    await client.put('deep', nested(64) as never)
+    await client.put('deep', nested(63, { a: [] }) as never)
+    await refuses(() => client.put('deep', nested(65) as never), /nested deeper than 64 levels/)
+    await refuses(() => client.put('deep', nested(64, { a: {} }) as never), /nested deeper than 64 levels/)
+    expect(JSON.stringify((await client.get('deep'))!.value)).toBe(JSON.stringify(nested(63, { a: [] })))
+    await client.delete('deep')
+  })
   for (const [name, value, message] of cases) {
     test(`${name} cannot be stored and nothing is written`, async () => {
       await refuses(() => client.put('v', value as never), message)

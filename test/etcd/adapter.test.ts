@@ -151,7 +151,7 @@ describe('etcd adapter', () => {
     const left = (await b.get('k'))!.ttl!
     expect(left).toBeLessThanOrEqual(4_000)
     expect(left).toBeGreaterThanOrEqual(2_000)
-    expect((await b.list(''))[0]!.ttl).toBeLessThanOrEqual(left)
+    expect((await b.list('')).entries[0]!.ttl).toBeLessThanOrEqual(left)
   })
 
   test('a watch from a revision etcd has compacted away gets CompactedError', async () => {
@@ -184,7 +184,7 @@ describe('etcd adapter', () => {
     await expect(etcdAdapter({ url: 'etcd://127.0.0.1:1/ns', timeout: 500, callTimeout: 200 })).rejects.toMatchObject({ code: 'UNAVAILABLE' })
     // Keys with bytes 0x00 and 0x01 (zaris's queue keys start with U+0001) round-trip and stay apart.
     await a.commit([], [{ type: 'set', key: 'z', value: 0 }, { type: 'set', key: 'z\u0000', value: 1 }, { type: 'set', key: 'z\u0001q', value: 2 }])
-    expect((await a.list('z')).map((e) => [e.key, e.value])).toEqual([['z', 0], ['z\u0000', 1], ['z\u0001q', 2]])
+    expect((await a.list('z')).entries.map((e) => [e.key, e.value])).toEqual([['z', 0], ['z\u0000', 1], ['z\u0001q', 2]])
     expect(await a.commit([{ key: 'z', revision: null }], [])).toMatchObject({ ok: false })
   })
 })

@@ -19,7 +19,7 @@ function cutOff(namespace: string, clock: Clock) {
   const adapter: Adapter = {
     name: 'memory (cut off on demand)',
     get: (key) => inner.get(key),
-    list: (prefix) => inner.list(prefix),
+    list: (prefix, options) => inner.list(prefix, options),
     watch: async () => () => {},
     close: () => inner.close(),
     commit: (checks, ops, options) =>

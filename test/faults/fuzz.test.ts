@@ -64,7 +64,7 @@ describe('fuzzed requests to a node in this process (createHandler + listen)', (
       { type: 'set', key: 'k', value: { a: 1 } },
       { type: 'set', key: 'res:fuzz', value: 'data' },
     ])
-    const snapshot = async (ns: string) => JSON.stringify({ position: (await backend.positionOf(ns)).revision, entries: await (await backend.adapterFor(ns)).list('') })
+    const snapshot = async (ns: string) => JSON.stringify({ position: (await backend.positionOf(ns)).revision, entries: (await (await backend.adapterFor(ns)).list('')).entries })
     const initial = await snapshot(FUZZ_NS)
     const prototypes = prototypeState()
     const failures: Failure[] = []

@@ -314,4 +314,51 @@ describe('dead streams and metrics', () => {
     await lock!.release()
     await client.close()
   })
+
+  test('/metrics locks held counts locks, not the entries of the wait line', async () => {
+    const n = await node()
+    const holder = await connect(`zaris://127.0.0.1:${n.port}/line`)
+    const waiters = await Promise.all([1, 2].map(() => connect(`zaris://127.0.0.1:${n.port}/line`)))
+    const lock = await holder.locks.acquire('lock:line', { ttl: 10_000 })
+    const waiting = waiters.map((w) => w.locks.acquire('lock:line', { ttl: 10_000, wait: 10_000 }))
+    const locksHeld = async () => Number(/^zaris_locks_held (\d+)$/m.exec(await (await fetch(`${n.url}/metrics`)).text())![1])
+    // The wait line keeps one owned entry per waiter, under the reserved prefix U+0001 q.
+    const lineEntries = async () => ((await (await fetch(`${n.url}/v1/line/list`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ prefix: '\u0001q' }) })).json()) as { entries: Array<{ owner?: string }> }).entries
+    for (let i = 0; i < 200 && (await lineEntries()).length < 2; i++) await new Promise((r) => setTimeout(r, 20))
+    expect((await lineEntries()).filter((e) => e.owner !== undefined)).toHaveLength(2)
+    expect(await locksHeld()).toBe(1)
+    await lock!.release()
+    const next = await Promise.race(waiting)
+    expect(await locksHeld()).toBe(1)
+    await next!.release()
+    for (const l of await Promise.all(waiting)) await l?.release()
+    await Promise.all([holder, ...waiters].map((c) => c.close()))
+  })
+
+  test('/metrics locks held counts as locks.query() does: each shared holder, not the group, the intent, the line or permits', async () => {
+    const n = await node()
+    const url = `zaris://127.0.0.1:${n.port}/family`
+    const [a, b, c, d] = await Promise.all([1, 2, 3, 4].map(() => connect(url)))
+    const readers = await Promise.all([a, b].map((x) => x!.locks.acquire('doc', { mode: 'shared', ttl: 10_000 })))
+    const writer = c!.locks.acquire('doc', { ttl: 10_000, wait: 10_000 }) // waits: a line entry and an intent
+    const lease = await d!.locks.acquire('lease', { ttl: 10_000 })
+    const permit = await d!.semaphores.acquire('sem', { limit: 2, ttl: 10_000 })
+    for (let i = 0; i < 200 && (await a!.locks.query()).pending.length < 1; i++) await new Promise((r) => setTimeout(r, 20))
+    const query = await a!.locks.query()
+    expect(query.pending).toHaveLength(1)
+    expect(query.held.map((h) => h.mode).sort()).toEqual(['exclusive', 'shared', 'shared'])
+    // The store holds more owned entries than that: the group, two shares, the line, the intent, a permit.
+    const owned = ((await (await fetch(`${n.url}/v1/family/list`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ prefix: '' }) })).json()) as { entries: Array<{ owner?: string }> }).entries.filter((e) => e.owner !== undefined)
+    expect(owned.length).toBeGreaterThanOrEqual(7)
+    const locksHeld = async () => Number(/^zaris_locks_held (\d+)$/m.exec(await (await fetch(`${n.url}/metrics`)).text())![1])
+    expect(await locksHeld()).toBe(query.held.length)
+    for (const r of readers) await r!.release()
+    const w = await writer
+    expect(await locksHeld()).toBe((await a!.locks.query()).held.length)
+    expect(await locksHeld()).toBe(2)
+    await w!.release()
+    await lease!.release()
+    await permit!.release()
+    await Promise.all([a, b, c, d].map((x) => x!.close()))
+  })
 })

@@ -171,7 +171,7 @@ describe('faults', () => {
         if (k === 'slow') await new Promise<void>((r) => (release = r))
         return inner.get(k)
       },
-      list: (p) => inner.list(p),
+      list: (p, o) => inner.list(p, o),
       commit: (c, o, opt) => inner.commit(c, o, opt),
       watch: (p, sink, f) => inner.watch(p, sink, f),
       close: () => inner.close(),
@@ -255,7 +255,7 @@ describe('process lifetime', () => {
 
   test('a process waiting for an answer on the framed connection stays until it comes', async () => {
     // Every get takes 1.5 s at the node: the process must not exit meanwhile (code 13, unsettled await).
-    const slow = (inner: Adapter): Adapter => ({ ...inner, name: 'slow', get: async (k) => (await new Promise((r) => setTimeout(r, 1_500)), inner.get(k)), list: (p) => inner.list(p), commit: (c, o, opt) => inner.commit(c, o, opt), watch: (p, sink, f) => inner.watch(p, sink, f), close: () => inner.close() })
+    const slow = (inner: Adapter): Adapter => ({ ...inner, name: 'slow', get: async (k) => (await new Promise((r) => setTimeout(r, 1_500)), inner.get(k)), list: (p, o) => inner.list(p, o), commit: (c, o, opt) => inner.commit(c, o, opt), watch: (p, sink, f) => inner.watch(p, sink, f), close: () => inner.close() })
     const s = await serve({ adapterFor: (ns) => slow(memoryAdapter({ namespace: `frames-wait-${ns}-${Math.random()}` })) })
     const { code, out } = await run(s.node.url)
     expect(out).toContain('got "v"; client left open')

@@ -78,7 +78,7 @@ function holdThings(page: Page, store: string): Promise<{ token: number; place: 
       window.kept.lease = await c.leases.grant('presence:page', { ttl: 30_000, value: 'here' })
       void c.locks.acquire('lock:w', { ttl: 30_000, wait: Infinity }).catch(() => {})
       for (;;) {
-        const place = (await c.adapter.list('\u0001q')).find((e) => e.owner === 'page')
+        const place = (await c.adapter.list('\u0001q')).entries.find((e) => e.owner === 'page')
         if (place) return { token: lock!.token, place: place.key }
         await new Promise((r) => setTimeout(r, 10))
       }

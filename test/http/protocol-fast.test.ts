@@ -85,11 +85,24 @@ function commitRes(valid: boolean): unknown {
   return valid ? body : r() < 0.5 ? mutate(body) : body
 }
 
+function listReq(valid: boolean): unknown {
+  if (valid) {
+    const body: Record<string, unknown> = { prefix: r() < 0.5 ? '' : 'lock:' }
+    if (r() < 0.5) body.after = 'lock:a'
+    if (r() < 0.5) body.limit = 1 + int(2_000)
+    return body
+  }
+  const body: Record<string, unknown> = { prefix: pick([...keys, 'x'.repeat(1024)]) }
+  if (r() < 0.5) body.after = pick([...keys, '', 5])
+  if (r() < 0.5) body.limit = pick([0, -1, 1.5, '10', null, 2 ** 53, ...revisions])
+  return mutate(body)
+}
+
 const cases: Array<[string, z.ZodType, (valid: boolean) => unknown]> = [
   ['commit request', commitRequest, commitReq],
   ['commit response', commitResponse, commitRes],
   ['get request', getRequest, (v) => (v ? { key: 'lock:a' } : mutate({ key: pick(keys) }))],
-  ['list request', listRequest, (v) => (v ? { prefix: r() < 0.5 ? '' : 'lock:' } : mutate({ prefix: pick([...keys, 'x'.repeat(1024)]) }))],
+  ['list request', listRequest, listReq],
   ['get response', getResponse, (v) => (v ? { entry: r() < 0.2 ? null : validEntry() } : mutate({ entry: r() < 0.2 ? null : entry() }))],
 ]
 

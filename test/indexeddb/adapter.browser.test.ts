@@ -75,7 +75,7 @@ describe('indexeddb adapter', () => {
     expect(del.ok && del.deleted).toEqual(['k'])
     const again = await a.commit([], [{ type: 'set', key: 'k', value: 5 }])
     expect(again.ok && again.entries[0]).toEqual({ key: 'k', value: 5, revision: 5, created: 5 })
-    expect((await a.list('')).map((e) => e.key)).toEqual(['j', 'k'])
+    expect((await a.list('')).entries.map((e) => e.key)).toEqual(['j', 'k'])
   })
 
   it('rejects a commit that names a key twice', async () => {
@@ -91,9 +91,9 @@ describe('indexeddb adapter', () => {
     for (const k of ['b', 'a:2', 'a:1', 'a', 'a\uffff', 'a\uffff\uffff', 'ab']) {
       await a.commit([], [{ type: 'set', key: k, value: k }])
     }
-    expect((await a.list('a:')).map((e) => e.key)).toEqual(['a:1', 'a:2'])
-    expect((await a.list('a\uffff')).map((e) => e.key)).toEqual(['a\uffff', 'a\uffff\uffff'])
-    expect((await a.list('')).length).toBe(7)
+    expect((await a.list('a:')).entries.map((e) => e.key)).toEqual(['a:1', 'a:2'])
+    expect((await a.list('a\uffff')).entries.map((e) => e.key)).toEqual(['a\uffff', 'a\uffff\uffff'])
+    expect((await a.list('')).entries.length).toBe(7)
   })
 
   it('keeps entries and the revision across a reopen (as across a reload)', async () => {
@@ -120,7 +120,7 @@ describe('indexeddb adapter', () => {
     await new Promise((res) => setTimeout(res, 90))
     // Absent to every read even before any tab has committed the expiry.
     expect(await tabs[1]!.get('e1')).toBeUndefined()
-    expect(await tabs[2]!.list('e')).toEqual([])
+    expect(await tabs[2]!.list('e')).toEqual({ entries: [], more: false })
     await until(() => watches.every((w) => w.events.length >= 2))
     await new Promise((res) => setTimeout(res, 100))
     for (const w of watches) {

@@ -86,8 +86,8 @@ describe('the reaper (IndexedDB, one page)', () => {
     const other = (await alive.locks.acquire('lock:w', { ttl }))!
     const waiting = dead.locks.acquire('lock:w', { ttl, wait: Infinity })
     waiting.catch(() => {}) // ends with the closed adapter
-    await until(async () => (await alive.adapter.list('\u0001q')).some((e) => e.owner === 'dead'))
-    const place = (await alive.adapter.list('\u0001q')).find((e) => e.owner === 'dead')!
+    await until(async () => (await alive.adapter.list('\u0001q')).entries.some((e) => e.owner === 'dead'))
+    const place = (await alive.adapter.list('\u0001q')).entries.find((e) => e.owner === 'dead')!
 
     const before = events.length
     const closedAt = performance.now()
@@ -185,7 +185,7 @@ describe('the reaper (IndexedDB, one page)', () => {
       ], 10_000)
       expect(outcome.records.flatMap((r) => r.events).map((e) => [e.type, e.key])).toEqual([['expire', 'k:mine']])
       expect(outcome.records[0]!.revision).toBe(mine.revision + 1)
-      expect((await raw.list('k:')).map((e) => e.key)).toEqual(['k:other', 'k:relived'])
+      expect((await raw.list('k:')).entries.map((e) => e.key)).toEqual(['k:other', 'k:relived'])
       expect(events.length).toBe(before) // told nobody: reapTx alone does not announce (the store's write() does)
     } finally {
       db.close()

@@ -84,7 +84,7 @@ describe('a tab that goes away frees its entries for every tab (IndexedDB, real 
           window.kept.term = await c.election('leader', { ttl }).campaign()
           void c.locks.acquire('lock:w', { ttl, wait: Infinity }).catch(() => {})
           for (;;) {
-            const place = (await c.adapter.list('\u0001q')).find((e) => e.owner === 'holder')
+            const place = (await c.adapter.list('\u0001q')).entries.find((e) => e.owner === 'holder')
             if (place) return place.key
             await new Promise((r) => setTimeout(r, 10))
           }

@@ -87,7 +87,7 @@ export function recordingAdapter(inner: Adapter, sink: HistorySink, client: stri
     name: inner.name,
     capabilities: inner.capabilities,
     get: (key) => run('get', { key }, () => inner.get(key), (entry) => ({ type: 'ok', value: { entry: entry ?? null } })),
-    list: (prefix) => inner.list(prefix),
+    list: (prefix, options) => inner.list(prefix, options),
     commit: (checks: Check[], ops: Op[], options) =>
       run('commit', { checks, ops }, () => inner.commit(checks, ops, options), (r) =>
         r.ok ? { type: 'ok', value: { revision: r.revision, entries: r.entries, deleted: r.deleted } } : { type: 'fail', value: { failed: r.failed.map((f) => ({ key: f.key, entry: f.entry ?? null })) } },

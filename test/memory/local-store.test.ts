@@ -8,7 +8,7 @@
  */
 import { describe, expect, test } from 'vitest'
 import type { Entry, Op, WatchEvent } from 'zaris'
-import { LocalStore } from '../../src/adapters/shared/local-store'
+import { LocalStore, StoreQuota } from '../../src/adapters/shared/local-store'
 import type { Stored } from '../../src/adapters/shared/write'
 import { ManualClock } from 'zaris/testing'
 import type { Clock, TimerHandle } from '../../src/core/clock'
@@ -96,7 +96,7 @@ describe('LocalStore tombstones', () => {
     const del1 = ok(s, [{ key: 'a', revision: 1 }], [del('a')])
     expect(del1.deleted).toEqual(['a'])
     expect(s.get('a')).toBeUndefined()
-    expect(s.list('')).toEqual([expect.objectContaining({ key: 'b' })])
+    expect(s.list('').entries).toEqual([expect.objectContaining({ key: 'b' })])
     expect(s.size).toBe(1)
     // A check that the key is absent holds; one that it exists fails and reports no entry.
     expect(s.commit([{ key: 'a', revision: null }], []).ok).toBe(true)
@@ -108,7 +108,7 @@ describe('LocalStore tombstones', () => {
     const again = ok(s, [{ key: 'a', revision: null }], [set('a', '3')])
     expect(again.entries[0]).toMatchObject({ key: 'a', value: '3', created: again.revision, revision: again.revision })
     expect(s.get('a')).toMatchObject({ value: '3', created: again.revision })
-    expect(s.list('').map((e) => e.key)).toEqual(['a', 'b'])
+    expect(s.list('').entries.map((e) => e.key)).toEqual(['a', 'b'])
     expect(s.size).toBe(2)
   })
 
@@ -124,7 +124,7 @@ describe('LocalStore tombstones', () => {
     }
     expect(s.size).toBe(2000)
     expect(s.get('lock')).toBeUndefined()
-    expect(s.list('lock')).toEqual([])
+    expect(s.list('lock').entries).toEqual([])
     expect(s.get('k:1999')).toMatchObject({ value: 'v1999' })
   })
 
@@ -136,7 +136,7 @@ describe('LocalStore tombstones', () => {
     expect(s.get('k:0')).toBeUndefined()
     expect(s.get('k:2499')).toBeUndefined()
     expect(s.get('k:2500')).toMatchObject({ key: 'k:2500', value: 'v2500' })
-    expect(s.list('k:').map((e) => e.key)).toEqual(Array.from({ length: 500 }, (_, i) => `k:${2500 + i}`).sort())
+    expect(s.list('k:').entries.map((e) => e.key)).toEqual(Array.from({ length: 500 }, (_, i) => `k:${2500 + i}`).sort())
     // A deleted key can be created again, a live one cannot.
     expect(s.commit([{ key: 'k:10', revision: null }], [set('k:10', 'again')]).ok).toBe(true)
     expect(s.commit([{ key: 'k:2600', revision: null }], [set('k:2600', 'no')]).ok).toBe(false)
@@ -148,7 +148,7 @@ describe('LocalStore tombstones', () => {
     for (let i = 0; i < 2000; i++) ok(s, [], [set(`n:${i}`, 'x')])
     for (let i = 0; i < 2000; i++) ok(s, [], [del(`n:${i}`)])
     expect(s.size).toBe(1)
-    expect(s.list('').map((e) => [e.key, e.value])).toEqual([['k:10', 'again']])
+    expect(s.list('').entries.map((e) => [e.key, e.value])).toEqual([['k:10', 'again']])
   })
 
   test('a watch replay from before a rebuild sees every event, in order, as a live watch did', () => {
@@ -167,7 +167,7 @@ describe('LocalStore tombstones', () => {
     // Replaying the events over the state at `from` gives the state now.
     const state = new Map(Array.from({ length: 1500 }, (_, i) => [`k:${i}`, `v${i}`]))
     for (const e of replay) e.type === 'put' ? state.set(e.key, e.value as string) : state.delete(e.key)
-    expect(s.list('k:').map((e) => [e.key, e.value])).toEqual([...state].sort((a, b) => (a[0] < b[0] ? -1 : 1)))
+    expect(s.list('k:').entries.map((e) => [e.key, e.value])).toEqual([...state].sort((a, b) => (a[0] < b[0] ? -1 : 1)))
   })
 
   test('put events built lazily carry the same fields live and in a replay, and are copies', () => {
@@ -262,7 +262,7 @@ describe('LocalStore tombstones', () => {
     expect(s.size).toBe(100)
     await clock.advance(1)
     expect(s.size).toBe(0)
-    expect(s.list('')).toEqual([])
+    expect(s.list('').entries).toEqual([])
   })
 
   test('expiries across a rebuild are written through persistence once each, and only for live keys', async () => {
@@ -278,7 +278,7 @@ describe('LocalStore tombstones', () => {
     const expiries = writes.slice(before)
     expect(expiries.map((w) => w.deletes).flat().sort()).toEqual(Array.from({ length: 100 }, (_, i) => `k:${1900 + i}`).sort())
     expect(expiries.every((w) => w.puts.length === 0 && w.deletes.length === 1)).toBe(true)
-    expect(s.list('').map((e) => e.key)).toEqual(['keep'])
+    expect(s.list('').entries.map((e) => e.key)).toEqual(['keep'])
   })
 
   test('random commits, deletes and expiries agree with a plain model through many rebuilds', () => {
@@ -299,7 +299,7 @@ describe('LocalStore tombstones', () => {
     }
     const compare = () => {
       const want = [...model].map(([key, e]) => ({ key, value: e.value, revision: e.revision, created: e.created })).sort((a, b) => (a.key < b.key ? -1 : 1))
-      expect(s.list('').map(({ key, value, revision, created }: Entry) => ({ key, value, revision, created }))).toEqual(want)
+      expect(s.list('').entries.map(({ key, value, revision, created }: Entry) => ({ key, value, revision, created }))).toEqual(want)
       expect(s.size).toBe(model.size)
     }
     const POOL = 4000
@@ -345,3 +345,39 @@ describe('LocalStore tombstones', () => {
     expect(collect(s, '', 0)).toEqual(all)
   })
 })
+
+describe('store quota', () => {
+  test('a commit that would grow the entries past the quota is refused whole; shrinking and same-size commits go through; expiry and deletes free room', async () => {
+    const clock = new ManualClock()
+    const quota = new StoreQuota(20_000)
+    const a = new LocalStore({ clock, quota })
+    const b = new LocalStore({ clock, quota })
+    const v = (n: number) => 'x'.repeat(n)
+    for (let i = 0; i < 4; i++) a.commit([], [{ type: 'set', key: `a/${i}`, value: v(2_000) }])
+    b.commit([], [{ type: 'set', key: 'b/lock', value: null, owner: 'me', ttl: 1_000 }])
+    const before = quota.used
+    expect(before).toBeGreaterThan(16_000)
+    // The two stores share it: b's growth is refused, and nothing of the commit is written.
+    const revision = b.revision
+    expect(() => b.commit([], [{ type: 'set', key: 'b/small', value: 1 }, { type: 'set', key: 'b/big', value: v(2_000) }])).toThrow(
+      expect.objectContaining({ code: 'TOO_LARGE', message: expect.stringMatching(/store is full.*--max-store-bytes/) }),
+    )
+    expect(b.revision).toBe(revision)
+    expect(b.get('b/small')).toBeUndefined()
+    expect(quota.used).toBe(before)
+    // A renewal of the lock (same size), an overwrite with a smaller value, and a delete all go through.
+    b.commit([{ key: 'b/lock', revision }], [{ type: 'set', key: 'b/lock', value: null, owner: 'me', ttl: 1_000 }])
+    a.commit([], [{ type: 'set', key: 'a/0', value: v(10) }])
+    a.commit([], [{ type: 'delete', key: 'a/1' }])
+    expect(quota.used).toBeLessThan(before - 7_000)
+    b.commit([], [{ type: 'set', key: 'b/big', value: v(2_000) }])
+    // The lock's expiry gives its bytes back.
+    const withLock = quota.used
+    await clock.advance(2_000)
+    expect(b.get('b/lock')).toBeUndefined()
+    expect(quota.used).toBeLessThan(withLock)
+    a.close()
+    b.close()
+  })
+})
+

@@ -46,7 +46,7 @@ describe('a store at the end of its revisions', () => {
     store.commit([], [{ type: 'set', key: 'lock', value: null, ttl: 100, owner: 'o' }])
     await clock.advance(200)
     expect(store.get('lock')).toMatchObject({ owner: 'o', ttl: 0 })
-    expect(store.list('')).toHaveLength(1)
+    expect(store.list('').entries).toHaveLength(1)
     expect(clock.pending).toBe(0)
   })
 

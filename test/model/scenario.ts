@@ -145,7 +145,7 @@ export async function runScenario(scenario: Scenario, env: Environment, runId: s
         await gate(`${id} get ${key} answer`)
         return r
       },
-      list: (prefix) => inner.list(prefix),
+      list: (prefix, options) => inner.list(prefix, options),
       commit: async (checks, ops, options) => {
         const n = commits++
         await gate(`${id} commit #${n}`)

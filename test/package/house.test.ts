@@ -27,11 +27,7 @@ const NAMES = [
  * Violations on this branch that other branches remove, each with who does.
  * A pending entry that no longer matches fails the test: delete it then.
  */
-const PENDING: Array<[RegExp, string]> = [
-  [/^server\/handler\.ts: \d+ lines$/, 'h3-node splits the handler by job (issue 13)'],
-  [/^server\/handler\.ts:\d+: a function of \d+ lines$/, 'h3-node: createHandler becomes routing only'],
-  [/^server\/frames\.ts:\d+: a function of \d+ lines$/, 'h3-node: serveFrames becomes a FramedSocket class'],
-]
+const PENDING: Array<[RegExp, string]> = []
 const pending = (v: Violation) => PENDING.some(([re]) => re.test(v))
 
 describe('src/ keeps the house rules', () => {

@@ -131,15 +131,43 @@ describe('layout in Redis', () => {
     await other.commit([], Array.from({ length: 50 }, (_, i) => ({ type: 'set' as const, key: `p/${i}`, value: i })))
     await a.commit([], [{ type: 'set', key: 'p/b', value: 2 }, { type: 'set', key: 'p/a', value: 1 }, { type: 'set', key: 'q', value: 3 }, { type: 'set', key: 'p', value: 0 }])
     await raw.config('RESETSTAT')
-    expect((await a.list('p/')).map((e) => e.key)).toEqual(['p/a', 'p/b'])
-    expect((await a.list('p')).map((e) => e.key)).toEqual(['p', 'p/a', 'p/b'])
-    expect((await a.list('')).map((e) => e.key)).toEqual(['p', 'p/a', 'p/b', 'q'])
-    expect(await a.list('zzz')).toEqual([])
+    expect((await a.list('p/')).entries.map((e) => e.key)).toEqual(['p/a', 'p/b'])
+    expect((await a.list('p')).entries.map((e) => e.key)).toEqual(['p', 'p/a', 'p/b'])
+    expect((await a.list('')).entries.map((e) => e.key)).toEqual(['p', 'p/a', 'p/b', 'q'])
+    expect(await a.list('zzz')).toEqual({ entries: [], more: false })
     const stats = (await raw.info('commandstats')) as string
     expect(stats).not.toMatch(/cmdstat_keys:/)
     expect(stats).not.toMatch(/cmdstat_scan:/)
     expect(stats).toMatch(/cmdstat_zrangebylex:calls=4,/)
     await Promise.all([a.close(), other.close()])
+  })
+
+  test('list pages in UTF-16 order: a store whose key index predates that order is brought to it by its first list', async () => {
+    const ns = fresh()
+    const a = await redisAdapter({ url: server.url(ns) })
+    const keys = ['k/\uff01', 'k/\ud83d\ude00', 'k/\ue000', 'k/a']
+    await a.commit([], keys.map((key) => ({ type: 'set' as const, key, value: key })))
+    // As an older version left it: index members are the keys' UTF-8 bytes, and the store carries no mark.
+    const idx = `zaris:{${ns}}:idx`
+    await raw.del(idx)
+    await raw.zadd(idx, ...keys.flatMap((k) => ['0', k]))
+    await raw.hdel(`zaris:{${ns}}:rev`, 'ix')
+    const pages: string[][] = []
+    for (let after: string | undefined, more = true; more; ) {
+      const page = await a.list('k/', after === undefined ? { limit: 1 } : { after, limit: 1 })
+      pages.push(page.entries.map((e) => e.key))
+      more = page.more
+      after = page.entries.at(-1)?.key
+    }
+    expect(pages.flat()).toEqual([...keys].sort())
+    // Rewritten once: a member that held the bytes EF/EE now holds F6/F5.
+    const members = (await raw.zrangeBuffer(idx, '0', '-1')).map((m) => m.toString('hex'))
+    expect(members.some((m) => /^6b2f(ee|ef)/.test(m))).toBe(false)
+    expect(members.filter((m) => /^6b2f(f5|f6)/.test(m))).toHaveLength(2)
+    await a.commit([], [{ type: 'delete', key: 'k/\uff01' }])
+    expect((await a.list('k/')).entries.map((e) => e.key)).toEqual(['k/\ud83d\ude00', 'k/\ue000', 'k/a'].sort())
+    expect(await raw.zcard(idx)).toBe(3)
+    await a.close()
   })
 
   test("deadlines are kept on Redis's clock (TIME), not the client's", async () => {
@@ -166,7 +194,7 @@ describe('layout in Redis', () => {
     expect(r.ok && r.entries[0]).toMatchObject({ key, value, owner })
     const e = await a.get(key)
     expect(e).toMatchObject({ key, value, owner })
-    expect((await a.list('a b'))[0]).toMatchObject({ key, value, owner })
+    expect((await a.list('a b')).entries[0]).toMatchObject({ key, value, owner })
     await a.close()
   })
 })

@@ -94,6 +94,34 @@ test('history older than the file keeps gives CompactedError', async () => {
   db2.close()
 })
 
+test('history pages after a reopen come from the file, row by row, up to the store revision; older ones are CompactedError', async () => {
+  const file = join(dir, 'history-pages.db')
+  const db1 = await openSqlite(file, { historySize: 10 })
+  const a1 = db1.adapter('h')
+  // Enough that the file lets its oldest history go (it keeps at least historySize revisions).
+  for (let i = 1; i <= 1_000; i++) await a1.commit([], [{ type: 'set', key: `k/${i % 4}`, value: i }, { type: 'set', key: `o/${i}`, value: i }])
+  db1.close()
+  const db2 = await openSqlite(file, { historySize: 10 })
+  const a2 = db2.adapter('h')
+  // Memory holds nothing from before the reopen: the file answers, a few rows at a time.
+  const got: number[] = []
+  let after = 995
+  for (let pages = 0; ; pages++) {
+    const page = await a2.history!('k/', after, { maxEvents: 1, maxBytes: Infinity })
+    got.push(...page.events.map((e) => e.revision))
+    expect(page.events.every((e) => e.key.startsWith('k/'))).toBe(true)
+    if (!page.more) {
+      expect(page.through).toBe(1_000)
+      break
+    }
+    after = page.through
+    expect(pages).toBeLessThan(10)
+  }
+  expect(got).toEqual([996, 997, 998, 999, 1_000])
+  await expect(a2.history!('k/', 5, { maxEvents: 10, maxBytes: Infinity })).rejects.toMatchObject({ code: 'COMPACTED' })
+  db2.close()
+})
+
 test('a commit is remembered by request id across a reopen; other commits are not mistaken for it', async () => {
   const file = join(dir, 'ids.db')
   const clock = new ManualClock()
@@ -144,7 +172,7 @@ test('group commit: concurrent commits share transactions, keep serial revisions
   db1.close()
   const db2 = await openSqlite(file)
   const b = db2.adapter('g')
-  expect((await b.list('k:')).map((e) => [e.key, e.revision])).toEqual(
+  expect((await b.list('k:')).entries.map((e) => [e.key, e.revision])).toEqual(
     [...Array(20).keys()].filter((i) => i % 5 !== 4).map((i, n) => [`k:${i}`, n + 1]).sort((x, y) => (x[0]! < y[0]! ? -1 : 1)),
   )
   expect((await b.commit([], [{ type: 'set', key: 'next', value: 1 }])).ok && 'ok').toBe('ok')
@@ -239,12 +267,12 @@ test('after checkpoints and pruning: entries, empty commits and old request ids 
     )
   }
   const empty = await a1.commit([], [{ type: 'delete', key: 'never-there' }]) // changes nothing, still a revision
-  const state = await a1.list('')
+  const state = (await a1.list('')).entries
   db1.close()
   const db2 = await openSqlite(file, { historySize: 10 })
   const a2 = db2.adapter('c')
   expect(db2.position('c').revision).toBe(empty.ok && empty.revision)
-  expect((await a2.list('')).map(({ ttl: _, ...e }) => e)).toEqual(state.map(({ ttl: _, ...e }) => e))
+  expect((await a2.list('')).entries.map(({ ttl: _, ...e }) => e)).toEqual(state.map(({ ttl: _, ...e }) => e))
   const again = await a2.commit([], [{ type: 'set', key: 'first', value: { deep: [1] }, owner: 'o', ttl: 60_000 }], { requestId: 'req-early-01' })
   // The same answer (a remembered answer gives the TTL the entry was written with, the first the time left).
   expect(again).toMatchObject({ ok: true, revision: 1, deleted: [], entries: [{ key: 'first', value: { deep: [1] }, owner: 'o', revision: 1, created: 1, ttl: 60_000 }] })
@@ -326,4 +354,29 @@ test('the new-life rule and the add op survive a reopen: created, owner and TTL 
   const next = await b.commit([], [{ type: 'add', key: 'n', delta: 1 }])
   expect(next.ok && [next.revision, next.entries[0]!.value]).toEqual([fresh.revision + 1, 43])
   db2.close()
+})
+
+test('a malformed stored row fails the load with an error naming the file, the namespace and the key', async () => {
+  for (const [damage, where, why] of [
+    [`UPDATE zaris_events SET value = '{"broken' WHERE key = 'k:2'`, /namespace "ns-of-the-row", event of revision 2 for key "k:2"/, /its value is not JSON/],
+    [`UPDATE zaris_events SET created = -5 WHERE key = 'k:2'`, /event of revision 2 for key "k:2"/, /not revisions/],
+    [`UPDATE zaris_events SET value = '${'['.repeat(70)}${']'.repeat(70)}' WHERE key = 'k:2'`, /for key "k:2"/, /nested deeper than 64 levels/],
+    [`INSERT INTO zaris_entries (ns, key, value, revision, created, owner, ttl) VALUES ('ns-of-the-row', 'k:9', 'nope', 1, 1, NULL, NULL)`, /namespace "ns-of-the-row", entry key "k:9"/, /its value is not JSON/],
+  ] as const) {
+    const file = join(dir, `damaged-${Math.random().toString(36).slice(2)}.db`)
+    const db1 = await openSqlite(file)
+    const a = db1.adapter('ns-of-the-row')
+    for (let i = 1; i <= 3; i++) await a.commit([], [{ type: 'set', key: `k:${i}`, value: i }])
+    db1.close()
+    const raw = new Database(file)
+    raw.exec(damage)
+    raw.close()
+    const err = await openSqlite(file).then(
+      (db) => (db.close(), undefined),
+      (e: Error) => e,
+    )
+    expect(err, damage).toMatchObject({ code: 'INTERNAL', message: expect.stringContaining(file) })
+    expect(err!.message, damage).toMatch(where)
+    expect(err!.message, damage).toMatch(why)
+  }
 })

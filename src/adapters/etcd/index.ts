@@ -28,10 +28,10 @@
  * @module
  */
 import type { IOptions } from 'etcd3'
-import type { Adapter, Capabilities, Check, CommitOptions, CommitResult, Entry, Op, Unsubscribe, WatchSink } from '../../core/adapter'
+import type { Adapter, Capabilities, Check, CommitOptions, CommitResult, Entry, ListOptions, ListPage, Op, Unsubscribe, WatchSink } from '../../core/adapter'
 import { InvalidArgumentError } from '../../core/errors'
 import { randomId } from '../../core/ids'
-import { checkKey, checkOptions, checkPrefix, checkRequestId, checkWatchArgs, describe } from '../../core/validate'
+import { checkKey, checkListOptions, checkOptions, checkPrefix, checkRequestId, checkWatchArgs, describe } from '../../core/validate'
 import { AdapterLife } from '../shared/life'
 import { planCommit, runCommit } from './commit'
 import { shareConnection, type Connection } from './connection'
@@ -149,18 +149,50 @@ class NamespaceAdapter implements EtcdAdapter {
     return kv ? (await this.#entries([[key, kv]]))[0] : undefined
   }
 
-  async list(prefix: string): Promise<Entry[]> {
+  /**
+   * A page in the contract's order (UTF-16 code units). etcd orders keys by
+   * their UTF-8 bytes, which is the same order unless keys hold characters
+   * U+E000..U+FFFF (UTF-8 puts them below U+10000 and up, UTF-16 above): a
+   * page is read as a range of etcd's order, and only when it, or `after`,
+   * holds such characters is the whole prefix read and sorted instead.
+   */
+  async list(prefix: string, options?: ListOptions): Promise<ListPage> {
     checkPrefix(prefix)
+    const { after, limit } = checkListOptions(options)
     this.#open()
-    const res = await this.#connection.call('list', (o) => this.#connection.client.kv.range(this.#layout.prefix(prefix), o))
-    const live: Array<[string, RawKv]> = []
-    for (const kv of res.kvs as unknown as RawKv[]) {
-      const part = this.#layout.part(kv.key)
-      if (part?.kind === 'slot') live.push([part.key, kv])
+    const range = this.#layout.prefix(prefix)
+    const from = after !== undefined && after >= prefix ? after : undefined
+    // Keys under the prefix form one range that starts at the prefix: an `after` past it and not in it is past them all.
+    if (from !== undefined && !from.startsWith(prefix)) return { entries: [], more: false }
+    if (from === undefined || !/[\ud800-\uffff]/.test(from)) {
+      const page = await this.#range(from === undefined ? range.key : this.#layout.after(from), range.range_end, limit)
+      if (!page.live.some(([key]) => /[\ue000-\uffff]/.test(key))) return { entries: await this.#entries(page.live), more: page.more }
     }
-    const out = await this.#entries(live)
-    // etcd orders by UTF-8 bytes; the contract orders as JavaScript compares strings (UTF-16 code units).
-    return out.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0))
+    const all = (await this.#range(range.key, range.range_end, undefined)).live
+    const sorted = all.filter(([key]) => from === undefined || key > from).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+    const more = limit !== undefined && sorted.length > limit
+    return { entries: await this.#entries(more ? sorted.slice(0, limit) : sorted), more }
+  }
+
+  /** The live slots of `[key, end)` in etcd's order: the first `limit` (all when undefined), and whether more follow. */
+  async #range(key: Buffer, end: Buffer, limit: number | undefined): Promise<{ live: Array<[string, RawKv]>; more: boolean }> {
+    const live: Array<[string, RawKv]> = []
+    const want = limit === undefined ? Infinity : limit + 1
+    for (let from = key; ; ) {
+      // Tombstones share the range with the slots: ask for a little more than is left to find.
+      const batch = want === Infinity ? 0 : Math.max(16, 2 * (want - live.length))
+      const res = await this.#connection.call('list', (o) => this.#connection.client.kv.range({ key: from, range_end: end, limit: batch }, o))
+      const kvs = res.kvs as unknown as RawKv[]
+      for (const kv of kvs) {
+        const part = this.#layout.part(kv.key)
+        if (part?.kind === 'slot' && live.push([part.key, kv]) === want) break
+      }
+      if (live.length >= want || !res.more || kvs.length === 0) break
+      from = Buffer.concat([kvs.at(-1)!.key, Buffer.from([0])])
+    }
+    const more = live.length > (limit ?? Infinity)
+    if (more) live.length = limit!
+    return { live, more }
   }
 
   /**

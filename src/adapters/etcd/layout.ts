@@ -109,6 +109,11 @@ export class Layout {
     return Buffer.concat([this.#base(key), Buffer.from([TOMBSTONE_BYTE])])
   }
 
+  /** The first etcd key past every etcd key of the zaris key `key` (and before those of keys that extend it). */
+  after(key: string): Buffer {
+    return Buffer.concat([this.#base(key), Buffer.from([0xff])])
+  }
+
   /** Every etcd key of the zaris keys that start with `prefix`. */
   prefix(prefix: string): { key: Buffer; range_end: Buffer } {
     const start = Buffer.concat([this.entries, escape(prefix)])

@@ -19,10 +19,10 @@
  * @module
  */
 import type { z } from 'zod'
-import type { Adapter, CommitResult, Entry, Unsubscribe, WatchEvent } from '../../core/adapter'
+import type { Adapter, CommitResult, Entry, ListOptions, ListPage, Unsubscribe, WatchEvent } from '../../core/adapter'
 import { ClosedError, InvalidArgumentError, UnauthorizedError, UnavailableError, ZarisError, errorFromJSON } from '../../core/errors'
 import { randomHex } from '../../core/ids'
-import { checkKey, checkPrefix, checkWatchArgs } from '../../core/validate'
+import { checkKey, checkListOptions, checkPrefix, checkWatchArgs } from '../../core/validate'
 import {
   API_PREFIX,
   NAMESPACE_PATTERN,
@@ -139,11 +139,15 @@ class HttpAdapter implements Adapter {
     return stripEntry(r.entry)
   }
 
-  async list(prefix: string): Promise<Entry[]> {
+  async list(prefix: string, options?: ListOptions): Promise<ListPage> {
     checkPrefix(prefix)
-    const r = await this.#call('list', { prefix }, listResponse)
+    const { after, limit } = checkListOptions(options)
+    const body: { prefix: string; after?: string; limit?: number } = { prefix }
+    if (after !== undefined) body.after = after
+    if (limit !== undefined) body.limit = limit
+    const r = await this.#call('list', body, listResponse)
     for (const e of r.entries) this.#saw(e.revision)
-    return r.entries.map(stripEntry)
+    return { entries: r.entries.map(stripEntry), more: r.more }
   }
 
   async commit(checks: Parameters<Adapter['commit']>[0], ops: Parameters<Adapter['commit']>[1], options?: { requestId?: string }): Promise<CommitResult> {

@@ -17,13 +17,17 @@
  *   for its answer, as the HTTP agent's pooled sockets do.
  * - At most {@link FRAMES_MAX_PENDING} requests wait on one connection;
  *   the next go over HTTP until some are answered.
+ * - The node closes a connection that sends nothing for its idle timeout
+ *   (the 101 answer says how long): the connection pings within a third of
+ *   it, so an open one stays open, and a ping unanswered for 10 s takes a
+ *   dead one down.
  *
  * @module
  */
 import type * as Http from 'node:http'
 import type * as Https from 'node:https'
 import type { Socket } from 'node:net'
-import { FRAMES_MAX_PENDING, FRAMES_PATH, FRAMES_PROTOCOL } from './protocol'
+import { FRAMES_IDLE_HEADER, FRAMES_MAX_PENDING, FRAMES_PATH, FRAMES_PING_PATH, FRAMES_PROTOCOL } from './protocol'
 import type { TransportRequest, TransportResponse } from './transport'
 
 /** How long a node that refused the upgrade is served over HTTP before it is asked again. */
@@ -38,6 +42,10 @@ const UPGRADE_TIMEOUT_MS = 2_000
 /** An answer frame longer than this means the peer is not a zaris node (or is broken): the connection is cut. */
 const MAX_ANSWER_BYTES = 256 * 1024 * 1024
 const NEWLINE = 10
+/** A ping unanswered this long means the connection is dead. */
+const PING_TIMEOUT_MS = 10_000
+/** The signal of a ping: it ends by its deadline, never by abort. */
+const NEVER = new AbortController().signal
 
 /** The modules the connections are opened with. */
 export interface FrameModules {
@@ -206,7 +214,8 @@ export class Frames {
           reject(signal.reason as Error)
           return
         }
-        resolve(new Connection(socket, head, origin))
+        const idle = Number(res.headers[FRAMES_IDLE_HEADER])
+        resolve(new Connection(socket, head, origin, Number.isFinite(idle) && idle > 0 ? idle : undefined))
       })
       req.end()
     })
@@ -229,9 +238,19 @@ class Connection {
   #parts: Buffer[] = []
   #size = 0
 
-  constructor(socket: Socket, head: Buffer, origin: string) {
+  /** When the last frame was sent (performance.now() ms), and the timer that pings when that gets old. */
+  #lastSent = performance.now()
+  #ping: ReturnType<typeof setInterval> | undefined
+
+  constructor(socket: Socket, head: Buffer, origin: string, idleMs: number | undefined) {
     this.#socket = socket
     this.#origin = origin
+    if (idleMs !== undefined) {
+      // The node closes a connection that sends nothing for idleMs: a ping within a third of it keeps a live one open.
+      const every = Math.max(100, idleMs / 3)
+      this.#ping = setInterval(() => this.#keepOpen(every), every)
+      this.#ping.unref()
+    }
     socket.setNoDelay(true)
     socket.setKeepAlive(true, 15_000)
     // Idle, the connection does not keep the process alive; a waiting request refs it.
@@ -262,8 +281,15 @@ class Connection {
       this.#pending.set(id, pending)
       if (this.#pending.size === 1) this.#socket.ref()
       if (deadline < this.#timerAt) this.#arm(deadline)
+      this.#lastSent = performance.now()
       this.#socket.write(`{"id":${id},"path":${JSON.stringify(path)},"body":${body}}\n`)
     })
+  }
+
+  /** Pings when nothing was sent for `every` ms; an unanswered ping, like any request, takes a dead connection down. */
+  #keepOpen(every: number): void {
+    if (this.closed || performance.now() - this.#lastSent < every) return
+    this.request(FRAMES_PING_PATH, '{}', NEVER, performance.now() + PING_TIMEOUT_MS).catch(() => {})
   }
 
   /** A request that stops waiting (its signal, or its deadline). */
@@ -307,6 +333,7 @@ class Connection {
   destroy(why: Error): void {
     if (this.closed) return
     this.closed = true
+    if (this.#ping !== undefined) clearInterval(this.#ping)
     if (this.#timer !== undefined) clearTimeout(this.#timer)
     this.#socket.destroy()
     const pending = [...this.#pending]

@@ -5,7 +5,8 @@
  *
  * ```
  * POST /v1/<ns>/get     { key }                       -> { entry: Entry | null }
- * POST /v1/<ns>/list    { prefix }                    -> { entries: Entry[] }
+ * POST /v1/<ns>/list    { prefix, after?, limit? }    -> { entries: Entry[], more }
+ *      (one page, sorted by key, after the key `after`; the node caps its size in entries and bytes)
  * POST /v1/<ns>/commit  { checks, ops, requestId?, seen? } -> CommitResult   (seen: CommitOptions.seen)
  * GET  /v1/<ns>/watch?prefix=P[&from=R][&epoch=E]     -> text/event-stream
  *      (Last-Event-ID: R resumes after revision R; each change event's id is its revision;
@@ -35,7 +36,10 @@
  * ```
  *
  * `path` is the POST's path (`get`, `list` or `commit`), and each frame goes
- * through the same validation, replay cache and metrics as the POST. A frame
+ * through the same validation, replay cache and metrics as the POST; or
+ * `/v1/ping`, answered `{}` at once. The 101 answer says (header
+ * `zaris-idle-timeout`, ms) how long the node keeps a connection that sends
+ * nothing; the client pings well within it. A frame
  * the node cannot read (not JSON, no usable id, invalid UTF-8, longer than
  * the node's body limit and 1 KiB of envelope) is answered with `id: null` and the connection is
  * closed. A connection has at most {@link FRAMES_MAX_PENDING} requests in
@@ -46,7 +50,8 @@
 import { z } from 'zod'
 import type { Check, CommitResult, Entry, Op, Value, WatchEvent } from '../../core/adapter'
 import { InvalidArgumentError, type ErrorCode } from '../../core/errors'
-import { checkValue, isOwnerId as isOwner, isWellFormed, keyProblem, MAX_KEY_LENGTH, MAX_OWNER_LENGTH, MAX_TTL } from '../../core/validate'
+import { checkValue, isOwnerId as isOwner, keyProblem, MAX_KEY_LENGTH, MAX_OWNER_LENGTH, MAX_TTL } from '../../core/validate'
+import { MAX_OPS, fastCommitRequest, fastCommitResponse, fastGetRequest, fastGetResponse, fastListRequest } from './fast-checks'
 
 /** The path prefix of this version of the protocol. */
 export const API_PREFIX = '/v1'
@@ -65,6 +70,10 @@ export const FRAMES_PATH = `${API_PREFIX}/frames`
 export const FRAME_ENVELOPE_BYTES = 1024
 /** Most requests in flight on one framed connection. */
 export const FRAMES_MAX_PENDING = 256
+/** A header of the 101 answer: ms after which the node closes a framed connection that sent nothing; the client pings within it. */
+export const FRAMES_IDLE_HEADER = 'zaris-idle-timeout'
+/** The path of a ping frame: answered `{}` at once, it keeps an idle framed connection open. */
+export const FRAMES_PING_PATH = `${API_PREFIX}/ping`
 
 /** A request frame, as read by the node: the envelope only; `body` is validated like a POST body. */
 export interface RequestFrame {
@@ -100,7 +109,6 @@ export function answerFrame(id: number | null, status: number, bodyJson: string)
   return `{"id":${id},"status":${status},"body":${bodyJson}}\n`
 }
 
-const MAX_OPS = 1_000
 
 /** A key or prefix by the core's one rule (UTF-16 code units, well-formed), so the wire and every store agree. */
 const keyLike = (prefix: boolean) =>
@@ -145,8 +153,8 @@ export const requestIdSchema = z.string().regex(/^[A-Za-z0-9_-]{8,128}$/, 'must 
 
 /** Body of `POST /v1/<ns>/get`. */
 export const getRequest = z.strictObject({ key })
-/** Body of `POST /v1/<ns>/list`. */
-export const listRequest = z.strictObject({ prefix })
+/** Body of `POST /v1/<ns>/list`: a page after the key `after`, of at most `limit` entries (the node may send fewer). */
+export const listRequest = z.strictObject({ prefix, after: key.optional(), limit: z.number().int().min(1).max(Number.MAX_SAFE_INTEGER).optional() })
 /** Body of `POST /v1/<ns>/commit`. */
 export const commitRequest = z.strictObject({
   checks: z.array(check).max(MAX_OPS, `at most ${MAX_OPS} checks`),
@@ -193,8 +201,8 @@ const entry = z.strictObject({
 
 /** Response of `get`. */
 export const getResponse = z.strictObject({ entry: entry.nullable() })
-/** Response of `list`. */
-export const listResponse = z.strictObject({ entries: z.array(entry) })
+/** Response of `list`: one page; `more` when entries follow (ask again after the last key). */
+export const listResponse = z.strictObject({ entries: z.array(entry), more: z.boolean() })
 /** Response of `commit`: a {@link CommitResult}, `undefined` entries sent as `null`. */
 export const commitResponse = z.discriminatedUnion('ok', [
   z.strictObject({ ok: z.literal(true), revision, entries: z.array(entry), deleted: z.array(key) }),
@@ -280,133 +288,13 @@ export function parseWith<S extends z.ZodType>(schema: S, input: unknown, what: 
   throw new InvalidArgumentError(`${path}: ${issue.message}`)
 }
 
-/*
- * Hand-written checks for the shapes that cross the wire on every lock
- * operation (get, list and commit requests; get and commit answers). Each
- * accepts only what its schema accepts and then returns what the schema
- * would (the input itself: no transform changes these shapes), or
- * undefined for anything else, which then goes to zod, so the error
- * messages stay zod's. They assume JSON-parsed input, as everything
- * parseWith sees is. test/http/protocol-fast.test.ts checks them against
- * the schemas on generated inputs, valid and not.
- */
-
-type Obj = Record<string, unknown>
-const isObject = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v) && Object.getPrototypeOf(v) === Object.prototype
-const isKey = (v: unknown): v is string => typeof v === 'string' && v.length >= 1 && v.length <= MAX_KEY_LENGTH && isWellFormed(v)
-const isPrefix = (v: unknown): v is string => typeof v === 'string' && v.length <= MAX_KEY_LENGTH && isWellFormed(v)
-const isRevision = (v: unknown): boolean => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0
-const REQUEST_ID = /^[A-Za-z0-9_-]{8,128}$/
-const KEY_ONLY = { key: 1 } as const
-
-/** Every own key of `o` is one of `allowed`, and the `required` ones are there. */
-function keysWithin(o: Obj, allowed: Readonly<Record<string, 1>>, required: number): boolean {
-  let n = 0
-  for (const k in o) {
-    if (!Object.hasOwn(o, k) || allowed[k] !== 1 || k === '__proto__') return false
-    n++
-  }
-  return n >= required
-}
-
-/** What checkValue accepts, without building a path per node (values only, no message). */
-function storable(v: unknown, depth: number): boolean {
-  switch (typeof v) {
-    case 'string':
-    case 'boolean':
-      return true
-    case 'number':
-      return Number.isFinite(v)
-    case 'object':
-      break
-    default:
-      return false
-  }
-  if (v === null) return true
-  // checkValue refuses deeper values, and shared references; neither comes out of JSON.parse, but say no and let it judge.
-  if (depth >= MAX_VALUE_DEPTH_FAST) return false
-  if (Array.isArray(v)) {
-    for (const x of v) if (!storable(x, depth + 1)) return false
-    return true
-  }
-  const proto = Object.getPrototypeOf(v)
-  if (proto !== Object.prototype && proto !== null) return false
-  for (const k of Object.keys(v)) if (!storable((v as Obj)[k], depth + 1)) return false
-  return true
-}
-/** Below checkValue's own limit (64): anything near it goes to the full check. */
-const MAX_VALUE_DEPTH_FAST = 32
-
-const CHECK_KEYS = { key: 1, revision: 1, created: 1 } as const
-const SET_KEYS = { type: 1, key: 1, value: 1, ttl: 1, owner: 1, fresh: 1 } as const
-const DELETE_KEYS = { type: 1, key: 1 } as const
-const ADD_KEYS = { type: 1, key: 1, delta: 1 } as const
-const COMMIT_KEYS = { checks: 1, ops: 1, requestId: 1, seen: 1 } as const
-
-function fastCheck(c: unknown): boolean {
-  if (!isObject(c) || !keysWithin(c, CHECK_KEYS, 2) || !isKey(c.key)) return false
-  const hasRevision = Object.hasOwn(c, 'revision')
-  if (hasRevision === Object.hasOwn(c, 'created')) return false
-  const r = hasRevision ? c.revision : c.created
-  return r === null || isRevision(r)
-}
-
-function fastOp(o: unknown): boolean {
-  if (!isObject(o) || !isKey(o.key)) return false
-  if (o.type === 'delete') return keysWithin(o, DELETE_KEYS, 2)
-  if (o.type === 'add') return keysWithin(o, ADD_KEYS, 3) && Number.isSafeInteger(o.delta)
-  if (o.type !== 'set' || !keysWithin(o, SET_KEYS, 3) || !Object.hasOwn(o, 'value') || !storable(o.value, 0)) return false
-  if (o.ttl !== undefined && !(typeof o.ttl === 'number' && o.ttl > 0 && o.ttl <= MAX_TTL)) return false
-  if (o.owner !== undefined && !isOwner(o.owner)) return false
-  return o.fresh === undefined || typeof o.fresh === 'boolean'
-}
-
-function fastCommitRequest(b: unknown): z.output<typeof commitRequest> | undefined {
-  if (!isObject(b) || !keysWithin(b, COMMIT_KEYS, 2)) return undefined
-  const { checks, ops, requestId, seen } = b
-  if (!Array.isArray(checks) || !Array.isArray(ops) || checks.length > MAX_OPS || ops.length > MAX_OPS) return undefined
-  if (seen !== undefined && !isRevision(seen)) return undefined
-  if (requestId !== undefined && !(typeof requestId === 'string' && REQUEST_ID.test(requestId))) return undefined
-  for (const c of checks) if (!fastCheck(c)) return undefined
-  for (const o of ops) if (!fastOp(o)) return undefined
-  return b as z.output<typeof commitRequest>
-}
-
-const ENTRY_KEYS = { key: 1, value: 1, revision: 1, created: 1, owner: 1, ttl: 1 } as const
-
-function fastEntry(e: unknown): boolean {
-  if (!isObject(e) || !keysWithin(e, ENTRY_KEYS, 4) || !isKey(e.key) || !isRevision(e.revision) || !isRevision(e.created)) return false
-  if (!Object.hasOwn(e, 'value') || !storable(e.value, 0)) return false
-  if (e.owner !== undefined && !isOwner(e.owner)) return false
-  return e.ttl === undefined || (typeof e.ttl === 'number' && e.ttl >= 0 && Number.isFinite(e.ttl))
-}
-
-const OK_KEYS = { ok: 1, revision: 1, entries: 1, deleted: 1 } as const
-const FAILED_KEYS = { ok: 1, failed: 1 } as const
-const FAILURE_KEYS = { key: 1, entry: 1 } as const
-
-function fastCommitResponse(r: unknown): z.output<typeof commitResponse> | undefined {
-  if (!isObject(r)) return undefined
-  if (r.ok === true) {
-    if (!keysWithin(r, OK_KEYS, 4) || !isRevision(r.revision) || !Array.isArray(r.entries) || !Array.isArray(r.deleted)) return undefined
-    for (const e of r.entries) if (!fastEntry(e)) return undefined
-    for (const k of r.deleted) if (!isKey(k)) return undefined
-    return r as z.output<typeof commitResponse>
-  }
-  if (r.ok !== false || !keysWithin(r, FAILED_KEYS, 2) || !Array.isArray(r.failed)) return undefined
-  for (const f of r.failed) {
-    if (!isObject(f) || !keysWithin(f, FAILURE_KEYS, 2) || !isKey(f.key) || !(f.entry === null || fastEntry(f.entry))) return undefined
-  }
-  return r as z.output<typeof commitResponse>
-}
-
 /** The hand-written check of each schema that has one. */
 const FAST = new Map<z.ZodType, (input: unknown) => unknown>([
   [commitRequest, fastCommitRequest],
-  [getRequest, (b) => (isObject(b) && keysWithin(b, KEY_ONLY, 1) && isKey(b.key) ? b : undefined)],
-  [listRequest, (b) => (isObject(b) && keysWithin(b, { prefix: 1 }, 1) && isPrefix(b.prefix) ? b : undefined)],
+  [getRequest, fastGetRequest],
+  [listRequest, fastListRequest],
   [commitResponse, fastCommitResponse],
-  [getResponse, (r) => (isObject(r) && keysWithin(r, { entry: 1 }, 1) && (r.entry === null || fastEntry(r.entry)) ? r : undefined)],
+  [getResponse, fastGetResponse],
 ])
 
 /**

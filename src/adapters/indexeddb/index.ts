@@ -12,10 +12,10 @@
  *
  * @module
  */
-import type { Adapter, Check, CommitResult, Op, Unsubscribe, WatchSink } from '../../core/adapter'
+import type { Adapter, Check, CommitResult, Entry, ListOptions, ListPage, Op, Unsubscribe, WatchSink } from '../../core/adapter'
 import type { Clock, TimerHandle } from '../../core/clock'
 import { ClosedError, InvalidArgumentError, UnsupportedError } from '../../core/errors'
-import { checkCommitArgs, checkKey, checkPrefix, checkWatchArgs } from '../../core/validate'
+import { checkCommitArgs, checkKey, checkListOptions, checkPrefix, checkWatchArgs } from '../../core/validate'
 import { AdapterLife } from '../shared/life'
 import { Liveness, webLocks } from './liveness'
 import { Reaper } from './reaper'
@@ -142,14 +142,7 @@ class IndexedDbStore {
         }
         return toEntry(e, now)
       },
-      list: async (prefix) => {
-        checkPrefix(prefix)
-        const all = await readPrefix(await this.db(), prefix)
-        const now = clock.now()
-        const live = all.filter((e) => !expired(e, now))
-        if (live.length < all.length) this.#shared.armExpiry(now)
-        return live.map((e) => toEntry(e, now))
-      },
+      list: (prefix, options) => this.#list(prefix, options),
       commit: (checks, ops) => this.#commit(checks, ops),
       watch: (prefix, sink, fromRevision) => this.#watch(prefix, sink, fromRevision),
       close: () => this.#close(),
@@ -159,6 +152,31 @@ class IndexedDbStore {
       adapter.registerOwner = (owner) => liveness.register(owner)
     }
     return adapter
+  }
+
+  /** A page of live entries: read a record more than the limit, to know whether more follow; expired ones are skipped. */
+  async #list(prefix: string, options: ListOptions | undefined): Promise<ListPage> {
+    checkPrefix(prefix)
+    const { after, limit } = checkListOptions(options)
+    const db = await this.db()
+    const entries: Entry[] = []
+    let from = after
+    for (;;) {
+      const want = limit === undefined ? undefined : limit - entries.length + 1
+      const records = await readPrefix(db, prefix, from, want)
+      const now = this.#shared.clock.now()
+      for (const e of records) {
+        if (expired(e, now)) {
+          this.#shared.armExpiry(now)
+          continue
+        }
+        if (entries.length === limit) return { entries, more: true }
+        entries.push(toEntry(e, now))
+      }
+      // Fewer than asked for: the range is done. Else expired records took places: read on after the last.
+      if (want === undefined || records.length < want) return { entries, more: false }
+      from = records.at(-1)!.key
+    }
   }
 
   async #commit(checks: Check[], ops: Op[]): Promise<CommitResult> {

@@ -290,10 +290,25 @@ export function readEntry(db: Database, key: string): Promise<Stored | undefined
   return settled(() => db.transaction('entries').objectStore('entries').get(key) as IDBRequest<Stored | undefined>)
 }
 
-/** Every stored entry whose key starts with `prefix`, in key order (possibly expired). */
-export async function readPrefix(db: Database, prefix: string): Promise<Stored[]> {
-  const all = await settled(() => db.transaction('entries').objectStore('entries').getAll(prefixRange(prefix)) as IDBRequest<Stored[]>)
+/**
+ * Up to `count` stored entries whose key starts with `prefix`, after the key
+ * `after`, in key order (possibly expired: the caller decides). IndexedDB
+ * orders string keys by UTF-16 code units, as the contract does.
+ */
+export async function readPrefix(db: Database, prefix: string, after?: string, count?: number): Promise<Stored[]> {
+  const range = pageRange(prefix, after)
+  if (range === null) return []
+  const all = await settled(() => db.transaction('entries').objectStore('entries').getAll(range, count) as IDBRequest<Stored[]>)
   return all.filter((e) => e.key.startsWith(prefix))
+}
+
+/** The keys under `prefix` after `after`; null when there are none. */
+function pageRange(prefix: string, after: string | undefined): IDBKeyRange | undefined | null {
+  const whole = prefixRange(prefix)
+  if (after === undefined || after < prefix) return whole
+  if (!after.startsWith(prefix)) return null
+  if (!whole || whole.upper === undefined) return IDBKeyRange.lowerBound(after, true)
+  return after >= whole.upper ? null : IDBKeyRange.bound(after, whole.upper, true, true)
 }
 
 /** The store's revision and every log record after `after`, read together. */

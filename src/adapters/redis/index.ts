@@ -11,10 +11,10 @@
  * @module
  */
 import type { RedisOptions } from 'ioredis'
-import type { Adapter, Check, CommitOptions, CommitResult, Entry, Op, Unsubscribe, Value, WatchSink } from '../../core/adapter'
+import type { Adapter, Check, CommitOptions, CommitResult, Entry, ListOptions, ListPage, Op, Unsubscribe, Value, WatchSink } from '../../core/adapter'
 import { InternalError, InvalidArgumentError, RevisionExhaustedError } from '../../core/errors'
 import { randomId } from '../../core/ids'
-import { checkCommitArgs, checkKey, checkOptions, checkPrefix, checkRequestId, checkValue, checkWatchArgs, describe } from '../../core/validate'
+import { checkCommitArgs, checkKey, checkListOptions, checkOptions, checkPrefix, checkRequestId, checkValue, checkWatchArgs, describe } from '../../core/validate'
 import { AdapterLife } from '../shared/life'
 import { added } from '../shared/write'
 import { decodeEntry } from './codec'
@@ -120,14 +120,17 @@ class NamespaceAdapter implements RedisAdapter {
     return entry
   }
 
-  async list(prefix: string): Promise<Entry[]> {
+  async list(prefix: string, options?: ListOptions): Promise<ListPage> {
     checkPrefix(prefix)
-    const [now, , pairs] = (await this.#script('list', 'zarisList', prefix)) as [string, string, string[]]
-    const out: Entry[] = []
-    for (let i = 0; i + 1 < pairs.length; i += 2) out.push(decodeEntry(pairs[i]!, pairs[i + 1]!, Number(now)))
-    for (const e of out) this.#space.see(e.revision)
-    // Redis orders by UTF-8 bytes; the contract orders as JavaScript compares strings.
-    return out.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0))
+    const { after, limit } = checkListOptions(options)
+    // Keys under the prefix form one range that starts at the prefix: an `after` past it and not in it is past them all.
+    const from = after !== undefined && after >= prefix ? after : ''
+    if (from !== '' && !from.startsWith(prefix)) return { entries: [], more: false }
+    const [now, , pairs, more] = (await this.#script('list', 'zarisList', prefix, from, limit ?? 0)) as [string, string, string[], number]
+    const entries: Entry[] = []
+    for (let i = 0; i + 1 < pairs.length; i += 2) entries.push(decodeEntry(pairs[i]!, pairs[i + 1]!, Number(now)))
+    for (const e of entries) this.#space.see(e.revision)
+    return { entries, more: more === 1 }
   }
 
   /**

@@ -8,7 +8,7 @@
  * 1. `rev`  hash    `n`: the store-wide revision counter (HINCRBY); `g`: the epoch, Redis's
  *                   time when the counter was created, which changes if Redis lost everything
  * 2. `data` hash    key -> `<rev> <created> <deadline|-> <ttl|-> <value json>[\n<owner>]`
- * 3. `idx`  zset    every stored key at score 0, for prefix ranges (ZRANGEBYLEX)
+ * 3. `idx`  zset    every stored key at score 0 (as `ix(key)`, see below), for prefix ranges and pages (ZRANGEBYLEX)
  * 4. `exp`  zset    key -> deadline in microseconds on Redis's clock (TIME)
  * 5. `log`  stream  the events, id `<revision>-<n>`; trimmed to the last `history` revisions
  * 6. `req`  hash    requestId -> the answer of the commit that carried it
@@ -57,7 +57,8 @@ local function epoch()
     EPOCH = redis.call('HGET', K_REV, 'g')
     if not EPOCH then
       EPOCH = fmt(NOW)
-      redis.call('HSET', K_REV, 'g', EPOCH)
+      -- A store born now holds its idx members as ix(key) from the start (see the list script).
+      redis.call('HSET', K_REV, 'g', EPOCH, 'ix', '1')
     end
   end
   return EPOCH
@@ -132,9 +133,19 @@ local function fields(raw)
   return rev, created, deadline, ttl, value, owner
 end
 
+-- A key as the idx zset holds it, so that ZRANGEBYLEX orders keys as the
+-- contract does (UTF-16 code units, as JavaScript compares strings). In
+-- UTF-8 byte order U+E000..U+FFFF (lead bytes EE, EF) sort below U+10000 and
+-- up (F0..F4, surrogate pairs in UTF-16, which sort below U+E000 there), so
+-- those two lead bytes are stored as F5 and F6, which no UTF-8 text holds.
+local IX, UNIX = {['\\238'] = '\\245', ['\\239'] = '\\246'}, {['\\245'] = '\\238', ['\\246'] = '\\239'}
+local function ix(key) return (string.gsub(key, '[\\238\\239]', IX)) end
+local function unix(member) return (string.gsub(member, '[\\245\\246]', UNIX)) end
+
 local function remove(key)
   redis.call('HDEL', K_DATA, key)
-  redis.call('ZREM', K_IDX, key)
+  -- (a key stored before idx members were transformed may still be there as itself)
+  redis.call('ZREM', K_IDX, ix(key), key)
   redis.call('ZREM', K_EXP, key)
 end
 
@@ -193,26 +204,52 @@ local now, next_in = finish()
 return {now, next_in, raw}
 `
 
-/** `list`: ARGV[4] = prefix. Returns `{now, nextIn, {key, raw, ...}}` in byte order of the keys. */
+/**
+ * `list`: ARGV[4] = prefix, ARGV[5] = the key to start after ('' = from the
+ * prefix; the caller passes only one under the prefix), ARGV[6] = the most
+ * entries (0 = all). Returns `{now, nextIn, {key, raw, ...}, more}` in key
+ * order (UTF-16 code units, see `ix`); `more` is 1 when a live entry follows.
+ */
 export const LIST_SCRIPT = `${PRELUDE}
 sweep()
-local prefix = ARGV[4]
+-- Once per namespace: idx members written before they were transformed become ix(key).
+if not redis.call('HGET', K_REV, 'ix') then
+  for _, member in ipairs(redis.call('ZRANGEBYLEX', K_IDX, '-', '+')) do
+    if string.find(member, '[\\238\\239]') then
+      redis.call('ZREM', K_IDX, member)
+      redis.call('ZADD', K_IDX, 0, ix(member))
+    end
+  end
+  redis.call('HSET', K_REV, 'ix', '1')
+end
+local prefix, after, limit = ARGV[4], ARGV[5], tonumber(ARGV[6])
 local lo, hi = '-', '+'
 if prefix ~= '' then
-  -- No UTF-8 string contains the byte 0xFF, so this bounds every key that starts with prefix.
-  lo = '[' .. prefix
-  hi = '[' .. prefix .. '\\255'
+  -- No UTF-8 string (nor ix of one) contains the byte 0xFF, so this bounds every key that starts with prefix.
+  lo = '[' .. ix(prefix)
+  hi = '[' .. ix(prefix) .. '\\255'
 end
-local out = {}
-for _, key in ipairs(redis.call('ZRANGEBYLEX', K_IDX, lo, hi)) do
-  local raw = live(key)
-  if raw then
-    out[#out + 1] = key
-    out[#out + 1] = raw
+if after ~= '' then lo = '(' .. ix(after) end
+local out, count, more = {}, 0, 0
+local batch = 256
+if limit > 0 then batch = limit + 1 end
+while true do
+  local members = redis.call('ZRANGEBYLEX', K_IDX, lo, hi, 'LIMIT', 0, batch)
+  for _, member in ipairs(members) do
+    local key = unix(member)
+    local raw = live(key)
+    if raw then
+      if limit > 0 and count == limit then more = 1 break end
+      out[#out + 1] = key
+      out[#out + 1] = raw
+      count = count + 1
+    end
   end
+  if more == 1 or #members < batch then break end
+  lo = '(' .. members[#members]
 end
 local now, next_in = finish()
-return {now, next_in, out}
+return {now, next_in, out, more}
 `
 
 /**
@@ -365,7 +402,7 @@ for o = 1, n do
     if op.raw then remove(op.key) end
   else
     redis.call('HSET', K_DATA, op.key, op.entry)
-    redis.call('ZADD', K_IDX, 0, op.key)
+    redis.call('ZADD', K_IDX, 0, ix(op.key))
     if op.deadline ~= '-' then
       redis.call('ZADD', K_EXP, op.deadline, op.key)
     else

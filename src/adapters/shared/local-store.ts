@@ -19,11 +19,12 @@
  *
  * @module
  */
-import type { Adapter, Check, CommitResult, Entry, Op, Unsubscribe, WatchSink } from '../../core/adapter'
+import type { Adapter, Check, CommitResult, Entry, HistoryLimits, HistoryPage, ListPage, Op, Unsubscribe, WatchSink } from '../../core/adapter'
 import type { Clock, TimerHandle } from '../../core/clock'
-import { ClosedError } from '../../core/errors'
-import { checkCommitArgs, checkKey, checkPrefix, checkWatchArgs } from '../../core/validate'
-import { EventLog } from './event-log'
+import { ClosedError, TooLargeError } from '../../core/errors'
+import { checkCommitArgs, checkKey, checkListOptions, checkPrefix, checkWatchArgs } from '../../core/validate'
+import { entryBytes, EventLog, type LogBudget } from './event-log'
+import { KeyIndex } from './key-index'
 import { MinHeap } from './heap'
 import { AdapterLife } from './life'
 import { copyValue as copy, floorRevision, hasRevisionLeft, nextRevision, toEntry, written, type Stored } from './write'
@@ -35,11 +36,32 @@ export interface Persistence {
 
 export interface LocalStoreOptions {
   clock: Clock
-  /** How many recent events are kept for watch replays. */
+  /** How many recent events are kept for watch replays. Default 10 000. */
   historySize?: number
+  /** Most bytes of recent events kept (estimated; see event-log.ts), and a budget shared with other stores. */
+  historyBytes?: number
+  historyBudget?: LogBudget
   persistence?: Persistence
+  /** Bytes the entries of this store and others sharing the quota may take. */
+  quota?: StoreQuota
   /** A durable store's state at start. */
   initial?: { revision: number; entries: Iterable<Stored> }
+}
+
+/**
+ * A byte budget shared by the entries of a node's stores (etcd's
+ * `--quota-backend-bytes`): a commit that would grow them past it is refused
+ * with TOO_LARGE; commits that do not grow them (renewals, releases, deletes,
+ * same-size overwrites) still go through.
+ *
+ * @example
+ * const quota = new StoreQuota(64 * 1024 * 1024)
+ * const store = new LocalStore({ clock: systemClock, quota })
+ */
+export class StoreQuota {
+  /** Bytes the entries hold now. */
+  used = 0
+  constructor(readonly maxBytes: number) {}
 }
 
 /** Below this many tombstones the Map is never rebuilt: a rebuild of a small store would cost more than it saves. */
@@ -55,6 +77,8 @@ const EXPIRY_RETRY_MS = 1000
  */
 class Slot {
   entry: Stored | undefined = undefined
+  /** The entry's bytes (see entryBytes), counted in the store's quota. */
+  bytes = 0
   /** The entry's expiry deadline while it is in the heap. */
   at = Infinity
   heapIndex = -1
@@ -67,26 +91,33 @@ export class LocalStore {
   #slots = new Map<string, Slot>()
   /** How many slots hold an entry; the rest are tombstones. */
   #live = 0
+  /** Every slot's key (tombstones too, until the Map is rebuilt), sorted for `list` pages. */
+  #index = new KeyIndex()
   /** The slots whose entry has a TTL, earliest deadline first. */
   #expiry = new MinHeap<Slot>()
   #timer: TimerHandle | undefined
   #timerAt = Infinity
   #log: EventLog
   #persistence: Persistence | undefined
+  readonly #quota: StoreQuota
+  /** Whether entries' bytes are counted (there is a quota). */
+  readonly #counts: boolean
 
   constructor(options: LocalStoreOptions) {
     this.clock = options.clock
     this.#persistence = options.persistence
+    this.#quota = options.quota ?? new StoreQuota(Infinity)
+    this.#counts = this.#quota.maxBytes !== Infinity
     const initial = options.initial
     if (initial) {
       this.#revision = initial.revision
       for (const e of initial.entries) {
         let slot = this.#slots.get(e.key)
-        if (!slot) this.#slots.set(e.key, (slot = new Slot()))
-        this.#fill(slot, e)
+        if (!slot) slot = this.#newSlot(e.key)
+        this.#fill(slot, e, this.#counts ? entryBytes(e.key, e.value, e.owner) : 0)
       }
     }
-    this.#log = new EventLog(options.historySize ?? 10_000, this.#revision)
+    this.#log = new EventLog({ maxEvents: options.historySize ?? 10_000, maxBytes: options.historyBytes, budget: options.historyBudget }, this.#revision)
     this.#schedule()
   }
 
@@ -110,12 +141,26 @@ export class LocalStore {
     return e && this.#snapshot(e, now)
   }
 
-  list(prefix: string): Entry[] {
+  /**
+   * A page of the live entries under `prefix`, sorted by key, after the key
+   * `after`, at most `limit` of them (all when undefined). O(log n + the
+   * page + the tombstones it passes) once the sorted keys are up to date.
+   */
+  list(prefix: string, after?: string, limit = Infinity): ListPage {
     checkPrefix(prefix)
     const now = this.#expireDue()
-    const out: Entry[] = []
-    for (const { entry: e } of this.#slots.values()) if (e !== undefined && e.key.startsWith(prefix)) out.push(this.#snapshot(e, now))
-    return out.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0))
+    const sorted = this.#index.sorted()
+    let i = this.#index.start(prefix, after)
+    const entries: Entry[] = []
+    for (; i < sorted.length; i++) {
+      const key = sorted[i]!
+      if (!key.startsWith(prefix)) break
+      const e = this.#slots.get(key)?.entry
+      if (e === undefined) continue
+      if (entries.length === limit) return { entries, more: true }
+      entries.push(this.#snapshot(e, now))
+    }
+    return { entries, more: false }
   }
 
   /**
@@ -162,6 +207,7 @@ export class LocalStore {
       puts.push(written(op, existing, revision, now, copy))
       putSlots.push(slot)
     }
+    const sizes = this.#checkQuota(puts, putSlots, deleteSlots)
     this.#persistence?.write(revision, puts, deletes)
 
     this.#revision = revision
@@ -173,9 +219,9 @@ export class LocalStore {
     for (let i = 0; i < puts.length; i++) {
       const e = puts[i]!
       let slot = putSlots[i]
-      if (!slot) this.#slots.set(e.key, (slot = new Slot()))
-      this.#fill(slot, e)
-      this.#log.appendPut(e)
+      if (!slot) slot = this.#newSlot(e.key)
+      this.#fill(slot, e, sizes?.[i] ?? 0)
+      this.#log.appendPut(e, sizes?.[i])
       entries.push(this.#snapshot(e, now))
     }
     if (deletes.length > 0) this.#compact()
@@ -187,6 +233,19 @@ export class LocalStore {
     checkPrefix(prefix)
     this.#expireDue()
     return this.#log.subscribe(prefix, sink, fromRevision)
+  }
+
+  /** A page of the history after `after` (see EventLog.read); complete up to the store's revision when nothing more follows. */
+  history(prefix: string, after: number, limits: HistoryLimits): HistoryPage {
+    this.#expireDue()
+    const page = this.#log.read(prefix, after, limits)
+    if (!page.more) page.through = Math.max(page.through, this.#revision)
+    return page
+  }
+
+  /** Estimated bytes of the history kept. */
+  get historyBytes(): number {
+    return this.#log.bytes
   }
 
   /** Stops the expiry timer and ends every watch; the store is not used again. */
@@ -221,9 +280,28 @@ export class LocalStore {
     return now
   }
 
-  /** Puts `e` in its key's slot, and the slot in (or out of) the expiry heap. */
-  #fill(slot: Slot, e: Stored): void {
+  /** The bytes of each put; throws TOO_LARGE if the commit would grow the entries past the quota. */
+  #checkQuota(puts: Stored[], putSlots: Array<Slot | undefined>, deleteSlots: Slot[]): number[] | undefined {
+    // A store without a quota (the memory adapter's) counts nothing: a commit pays for no sizes.
+    if (!this.#counts) return undefined
+    const sizes = puts.map((e) => entryBytes(e.key, e.value, e.owner))
+    let grow = 0
+    for (let i = 0; i < puts.length; i++) grow += sizes[i]! - (putSlots[i]?.entry ? putSlots[i]!.bytes : 0)
+    for (const slot of deleteSlots) grow -= slot.bytes
+    const quota = this.#quota
+    if (grow > 0 && quota.used + grow > quota.maxBytes) {
+      throw new TooLargeError(
+        `the store is full: its entries take ${quota.used} of their ${quota.maxBytes} bytes and this commit would add ${grow} (zaris serve --max-store-bytes); delete entries or raise the limit`,
+      )
+    }
+    return sizes
+  }
+
+  /** Puts `e` (of `bytes`) in its key's slot, and the slot in (or out of) the expiry heap. */
+  #fill(slot: Slot, e: Stored, bytes: number): void {
     if (slot.entry === undefined) this.#live++
+    this.#quota.used += bytes - slot.bytes
+    slot.bytes = bytes
     slot.entry = e
     if (e.expiresAt !== undefined) {
       slot.at = e.expiresAt
@@ -233,6 +311,8 @@ export class LocalStore {
 
   /** Deletes a slot's entry, leaving a tombstone (see the module comment for why not `Map.delete`). */
   #empty(slot: Slot): void {
+    this.#quota.used -= slot.bytes
+    slot.bytes = 0
     slot.entry = undefined
     this.#expiry.remove(slot)
     this.#live--
@@ -245,6 +325,15 @@ export class LocalStore {
     const slots = new Map<string, Slot>()
     for (const [key, slot] of this.#slots) if (slot.entry !== undefined) slots.set(key, slot)
     this.#slots = slots
+    this.#index.retain((key) => slots.has(key))
+  }
+
+  /** A slot for a key the Map does not hold yet. */
+  #newSlot(key: string): Slot {
+    const slot = new Slot()
+    this.#slots.set(key, slot)
+    this.#index.add(key)
+    return slot
   }
 
   #schedule(retry = false): void {
@@ -277,7 +366,9 @@ export class LocalStore {
 /** What {@link localAdapter} runs on: a {@link LocalStore}, or a store built on one (the SQLite file's). */
 export interface LocalBackend {
   get(key: string): Entry | undefined | Promise<Entry | undefined>
-  list(prefix: string): Entry[] | Promise<Entry[]>
+  /** A page of live entries under `prefix` after `after` (the arguments checked). */
+  list(prefix: string, after?: string, limit?: number): ListPage | Promise<ListPage>
+  history(prefix: string, after: number, limits: HistoryLimits): HistoryPage | Promise<HistoryPage>
   /** `seen` and `requestId` come from the commit's options; a LocalStore needs only `seen`. */
   commit(checks: Check[], ops: Op[], seen?: number, requestId?: string): CommitResult | Promise<CommitResult>
   watch(prefix: string, sink: WatchSink, fromRevision?: number): Unsubscribe
@@ -297,13 +388,19 @@ export function localAdapter(
   const open = () => life.assertOpen()
   return {
     name,
+    capabilities: { history: true },
+    async history(prefix, after, limits) {
+      open()
+      return store.history(prefix, after, limits)
+    },
     async get(key) {
       open()
       return store.get(key)
     },
-    async list(prefix) {
+    async list(prefix, options) {
       open()
-      return store.list(prefix)
+      const { after, limit } = checkListOptions(options)
+      return store.list(checkPrefix(prefix), after, limit)
     },
     async commit(checks, ops, options) {
       open()

@@ -12,7 +12,7 @@ import { randomHex } from '../../core/ids'
 import type { LocalStore } from '../shared/local-store'
 import type { Stored } from '../shared/write'
 import type { GatedSink, Group } from './group'
-import { fromRow, type Statements } from './schema'
+import { fromRow, rowPlace, type Statements } from './schema'
 
 /**
  * A commit remembered by its request id. Its answer is rebuilt from its
@@ -52,10 +52,12 @@ export type FromFile = Pick<Loaded, 'epoch' | 'checkpoint' | 'dirty' | 'requests
 }
 
 /**
- * Reads a namespace (creating its row if the file has none), with TTLs
- * restarting at `now` and request ids younger than `requestTtlMs`.
+ * Reads a namespace of `file` (creating its row if the file has none), with
+ * TTLs restarting at `now` and request ids younger than `requestTtlMs`. A
+ * malformed row fails the read with INTERNAL naming the file, the namespace,
+ * the row and its key.
  */
-export function readNamespace(sql: Statements, namespace: string, now: number, requestTtlMs: number): FromFile {
+export function readNamespace(sql: Statements, file: string, namespace: string, now: number, requestTtlMs: number): FromFile {
   let row = sql.storeRow.get(namespace)
   const created = row === undefined
   if (!row) {
@@ -64,7 +66,7 @@ export function readNamespace(sql: Statements, namespace: string, now: number, r
   }
   const checkpoint = row.revision
   const entries = new Map<string, Stored>()
-  for (const r of sql.entries.all(namespace)) entries.set(r.key, fromRow(r))
+  for (const r of sql.entries.all(namespace)) entries.set(r.key, fromRow(r, rowPlace(file, namespace, 'entry')))
   const dirty = new Map<string, Stored | null>()
   const requests = new Map<string, Remembered>()
   const since = Date.now() - requestTtlMs
@@ -80,7 +82,7 @@ export function readNamespace(sql: Statements, namespace: string, now: number, r
   for (const e of sql.replay.iterate(namespace, checkpoint)) {
     revision = e.revision
     if (e.type === 'none') continue
-    const put = e.type === 'put' ? fromRow({ ...e, value: e.value!, created: e.created! }) : undefined
+    const put = e.type === 'put' ? fromRow({ ...e, value: e.value!, created: e.created! }, rowPlace(file, namespace, `event of revision ${e.revision} for`)) : undefined
     if (put) entries.set(e.key, put)
     else entries.delete(e.key)
     dirty.set(e.key, put ?? null)

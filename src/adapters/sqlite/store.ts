@@ -9,14 +9,14 @@
  * @module
  */
 import type BetterSqlite3 from 'better-sqlite3'
-import type { Adapter, Check, CommitResult, Entry, Op, Unsubscribe, WatchEvent, WatchSink } from '../../core/adapter'
+import type { Adapter, Check, CommitResult, Entry, HistoryLimits, HistoryPage, Op, Unsubscribe, WatchEvent, WatchSink } from '../../core/adapter'
 import { systemClock, type Clock } from '../../core/clock'
 import { ClosedError, CompactedError, UnavailableError, isZarisError } from '../../core/errors'
 import { LocalStore, localAdapter } from '../shared/local-store'
 import type { Stored } from '../shared/write'
 import { GatedSink, GroupCommit, type Group } from './group'
 import { FreezableClock, readNamespace, type Loaded } from './load'
-import { fromRow, prepare, toEvent, type Statements } from './schema'
+import { fromRow, prepare, rowPlace, toEvent, type Statements } from './schema'
 import type { SqliteOptions, SqliteStores } from './types'
 
 /** Revisions between two checkpoints of a namespace's entries (each also prunes its history). */
@@ -74,7 +74,8 @@ export class SqliteStoresImpl implements SqliteStores {
     this.#load(namespace)
     return localAdapter('sqlite', {
       get: (key) => this.#read(namespace, (store) => store.get(key)),
-      list: (prefix) => this.#read(namespace, (store) => store.list(prefix)),
+      list: (prefix, after, limit) => this.#read(namespace, (store) => store.list(prefix, after, limit)),
+      history: (prefix, after, limits) => this.#history(namespace, prefix, after, limits),
       commit: (checks, ops, seen, requestId) => this.#commit(namespace, checks, ops, requestId, seen),
       watch: (prefix, sink, fromRevision) => this.#watch(namespace, prefix, sink, fromRevision),
     })
@@ -99,6 +100,36 @@ export class SqliteStoresImpl implements SqliteStores {
     const out = read(this.#load(namespace).store)
     this.#groups.flushOrThrow()
     return out
+  }
+
+  /**
+   * A page of history: from memory while it reaches back far enough, else
+   * from the file's events, read row by row up to the page's limits.
+   */
+  #history(namespace: string, prefix: string, after: number, limits: HistoryLimits): HistoryPage {
+    this.#groups.flush()
+    const { store } = this.#load(namespace)
+    try {
+      return store.history(prefix, after, limits)
+    } catch (err) {
+      if (!isZarisError(err, 'COMPACTED')) throw err
+    }
+    const gone = this.#sql.compacted.get(namespace)?.compacted ?? 0
+    if (after < gone) throw new CompactedError(`read from revision ${after}: history up to revision ${gone} is gone; read the current state and watch from its revision`)
+    const now = store.revision
+    const events: WatchEvent[] = []
+    let bytes = 0
+    let through = after
+    for (const row of this.#sql.events.iterate(namespace, after)) {
+      if (row.revision > now) break
+      // Cut only between revisions, so `through` is complete.
+      if (row.revision !== through && (events.length >= limits.maxEvents || bytes >= limits.maxBytes)) return { events, through, more: true }
+      through = row.revision
+      if (!row.key.startsWith(prefix)) continue
+      events.push(toEvent(row))
+      bytes += 64 + 2 * (row.key.length + (row.value?.length ?? 0))
+    }
+    return { events, through: Math.max(through, now), more: false }
   }
 
   async #commit(namespace: string, checks: Check[], ops: Op[], id: string | undefined, seen: number | undefined): Promise<CommitResult> {
@@ -139,7 +170,7 @@ export class SqliteStoresImpl implements SqliteStores {
   #answer(namespace: string, revision: number): CommitResult {
     const answer = { ok: true as const, revision, entries: [] as Entry[], deleted: [] as string[] }
     for (const e of this.#sql.commitEvents.all(namespace, revision)) {
-      if (e.type === 'put') answer.entries.push(toEntry(fromRow({ ...e, value: e.value!, created: e.created! })))
+      if (e.type === 'put') answer.entries.push(toEntry(fromRow({ ...e, value: e.value!, created: e.created! }, rowPlace(this.file, namespace, `event of revision ${revision} for`))))
       else if (e.type !== 'none') answer.deleted.push(e.key)
     }
     return answer
@@ -259,7 +290,7 @@ export class SqliteStoresImpl implements SqliteStores {
     const known = this.#stores.get(namespace)
     if (known) return known
     const clock = new FreezableClock(this.#baseClock)
-    const read = readNamespace(this.#sql, namespace, clock.now(), this.#requestTtlMs)
+    const read = readNamespace(this.#sql, this.file, namespace, clock.now(), this.#requestTtlMs)
     // Inside an open group a new namespace's row is written (or lost) with it.
     if (read.created) this.#groups.current?.namespaces.add(namespace)
     const { epoch, checkpoint, dirty, requests, revision, entries } = read
@@ -267,6 +298,9 @@ export class SqliteStoresImpl implements SqliteStores {
     loaded.store = new LocalStore({
       clock,
       historySize: this.#options.historySize,
+      historyBytes: this.#options.historyBytes,
+      historyBudget: this.#options.historyBudget,
+      quota: this.#options.quota,
       initial: { revision, entries: entries.values() },
       persistence: { write: (rev, puts, deletes) => this.#write(namespace, loaded, rev, puts, deletes) },
     })

@@ -5,6 +5,8 @@
  */
 import type { Adapter } from '../../core/adapter'
 import type { Clock } from '../../core/clock'
+import type { LogBudget } from '../shared/event-log'
+import type { StoreQuota } from '../shared/local-store'
 
 /** Options of `openSqlite`. */
 export interface SqliteOptions {
@@ -12,6 +14,11 @@ export interface SqliteOptions {
   clock?: Clock
   /** Recent events kept per namespace for watch replays. Default 10 000. */
   historySize?: number
+  /** Most bytes of recent events kept in memory per namespace, and a budget the namespaces share (see event-log.ts). */
+  historyBytes?: number
+  historyBudget?: LogBudget
+  /** Most bytes of entries, shared with other stores: a commit that would pass it gets TOO_LARGE. */
+  quota?: StoreQuota
   /** How long a commit's request id is remembered, in ms. Default 10 minutes. */
   requestTtlMs?: number
   /** Most request ids remembered per namespace. Default 100 000. */

@@ -1,0 +1,80 @@
+/**
+ * The call path: `get`, `list` and `commit` on a parsed JSON body, the one
+ * code path of a POST and of a frame (validation, the replay cache, commit
+ * metrics). A commit with a `requestId` acts once: a retry gets the original
+ * answer.
+ *
+ * @module
+ */
+import { InvalidArgumentError, UnsupportedError } from '../core/errors'
+import { commitRequest, getRequest, listRequest, parseWith, toCommitResponse, toGetResponse } from '../adapters/http/protocol'
+import type { Metrics } from './metrics'
+import type { Namespaces } from './namespaces'
+import { ListPages } from './list-pages'
+import type { Settings } from './options'
+import { ReplayCache } from './replay-cache'
+import { JSON_HEADERS, json, jsonText, type Exchange, type Reply } from './reply'
+
+/** List pages built at once; the next wait their turn (each holds up to a chunk of entries). */
+const LIST_CONCURRENCY = 4
+
+/** The routes a frame may name: the POSTs. */
+export type CallOp = 'get' | 'list' | 'commit'
+
+/** Serves the calls of one node. */
+export class Calls {
+  readonly #namespaces: Namespaces
+  readonly #metrics: Metrics
+  readonly #replays: ReplayCache
+  readonly #pages: ListPages
+
+  constructor(namespaces: Namespaces, metrics: Metrics, settings: Settings) {
+    this.#namespaces = namespaces
+    this.#metrics = metrics
+    this.#replays = new ReplayCache(settings.replay)
+    this.#pages = new ListPages({ maxEntries: settings.maxPageEntries, maxBytes: settings.maxPageBytes, concurrency: LIST_CONCURRENCY })
+  }
+
+  /** Answers `op` on namespace `ns` for a parsed request body. */
+  async call(ns: string, op: CallOp, body: unknown): Promise<Reply> {
+    const adapter = await this.#namespaces.adapterOf(ns)
+    switch (op) {
+      case 'get': {
+        const { key } = parseWith(getRequest, body, 'body')
+        return json(200, toGetResponse(await adapter.get(key)))
+      }
+      case 'list': {
+        const { prefix, after, limit } = parseWith(listRequest, body, 'body')
+        return jsonText(200, await this.#pages.page(adapter, prefix, after, limit))
+      }
+      default: {
+        const { checks, ops, requestId, seen } = parseWith(commitRequest, body, 'body')
+        const metrics = this.#metrics
+        const apply = async () => {
+          // `seen` moves a store that lost its state above what the client saw (bounded: see CommitOptions.seen).
+          const r = await adapter.commit(checks, ops, requestId === undefined && seen === undefined ? undefined : { requestId, seen })
+          if (r.ok) metrics.commits++
+          else metrics.conflicts++
+          return JSON.stringify(toCommitResponse(r))
+        }
+        if (requestId === undefined) return jsonText(200, await apply())
+        const { body: answer, replayed } = await this.#replays.run(`${ns}\u0000${requestId}`, JSON.stringify([checks, ops]), apply)
+        if (replayed) metrics.replays++
+        return { status: 200, headers: replayed ? { ...JSON_HEADERS, 'x-zaris-replayed': '1' } : { ...JSON_HEADERS }, body: answer }
+      }
+    }
+  }
+}
+
+/** Reads a POST's body as JSON, up to `limit` bytes. */
+export async function readJson(ex: Exchange, limit: number): Promise<unknown> {
+  const type = ex.header('content-type') ?? ''
+  // Only application/json: a cross-origin page cannot send it without a CORS preflight.
+  if (!/^application\/json\s*(;|$)/i.test(type)) throw new UnsupportedError('content-type must be application/json')
+  const text = await ex.body(limit)
+  try {
+    return JSON.parse(text)
+  } catch {
+    throw new InvalidArgumentError('body: malformed JSON')
+  }
+}
