@@ -17,7 +17,7 @@ import type { Entry, Value } from './adapter'
 import type { Context } from './context'
 import { ConflictError } from './errors'
 import { KeptEntry } from './kept-entry'
-import { listAll } from './pages'
+import { listAll, pagesOf } from './pages'
 import { QUEUE_PREFIX, SEP } from './reserved'
 import { MAX_KEY_LENGTH } from './validate'
 
@@ -98,8 +98,10 @@ export class WaitQueue {
    */
   async occupied(): Promise<boolean> {
     const own = this.entry?.key
-    const line = await this.#ctx.adapter.list(this.#prefix)
-    return line.some((e) => e.key !== own && !e.key.slice(this.#prefix.length).includes(SEP))
+    for await (const page of pagesOf(this.#ctx.adapter, this.#prefix)) {
+      if (page.some((e) => e.key !== own && !e.key.slice(this.#prefix.length).includes(SEP))) return true
+    }
+    return false
   }
 
   /** Forget our place (the store says it is gone); the next {@link ahead} joins again. */

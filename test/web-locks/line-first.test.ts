@@ -105,7 +105,7 @@ describe('onQueued', () => {
       inLine: {
         onQueued: () => {
           calls++
-          void store.adapter.list(QUEUE).then((line) => (placedThen = line.some((e) => e.owner === 'waiter')))
+          void store.adapter.list(QUEUE).then((line) => (placedThen = line.entries.some((e) => e.owner === 'waiter')))
         },
       },
     })
