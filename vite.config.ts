@@ -14,6 +14,7 @@ const alias = {
   'zaris/redis': src('adapters/redis/index.ts'),
   'zaris/etcd': src('adapters/etcd/index.ts'),
   'zaris/testing': src('testing.ts'),
+  'zaris/web-locks': src('web-locks/index.ts'),
   'zaris/conformance': fileURLToPath(new URL('./test/conformance/index.ts', import.meta.url)),
   zaris: src('index.ts'),
 }

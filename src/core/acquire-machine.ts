@@ -11,6 +11,7 @@
  *
  *   open      one try before the line (a plain try never queues)
  *             → won: it took · → open: the blocker vanished meanwhile
+ *             → join: `inLine`, and someone already waits in line (no try)
  *             → steal: held, `steal` asked · → gave-up: held, no wait
  *             → join / watch: held (watch when there is no line)
  *   steal     a try over whoever holds it
@@ -76,6 +77,14 @@ export interface MachineOptions {
   wait: number
   signal?: AbortSignal
   steal?: boolean
+  /**
+   * Respect the line: `open` tries only when nobody waits in line, else it
+   * joins (or gives up, with no time to wait) — the Web Locks API's grant
+   * order. A steal goes ahead regardless, as the API's does. `onQueued` is
+   * called once when the wait begins: our place in line is written (without
+   * a line: we begin to watch).
+   */
+  inLine?: { onQueued?: () => void }
 }
 
 /** A watch on the blocker begun while joining the line. */
@@ -91,6 +100,8 @@ export class AcquireMachine<H> {
   readonly #claim: Claim<H>
   readonly #signal: AbortSignal | undefined
   readonly #steal: boolean
+  readonly #inLine: boolean
+  #onQueued: (() => void) | undefined
   readonly #until: number
   readonly #line: WaitQueue | undefined
   /** Nobody is ahead of us in line (or the claim has no line). */
@@ -102,6 +113,8 @@ export class AcquireMachine<H> {
     this.#claim = claim
     this.#signal = options.signal
     this.#steal = options.steal ?? false
+    this.#inLine = !!options.inLine
+    this.#onQueued = options.inLine?.onQueued
     this.#until = ctx.clock.now() + options.wait
     this.#line = claim.lineKey === undefined ? undefined : WaitQueue.for(ctx, claim.lineKey, claim.lineValue)
     this.#first = this.#line === undefined
@@ -172,6 +185,9 @@ export class AcquireMachine<H> {
   }
 
   async #open(): Promise<State<H>> {
+    if (this.#inLine && !this.#steal && (await this.#line?.occupied())) {
+      return this.#left() <= 0 ? { name: 'gave-up' } : { name: 'join', sight: undefined }
+    }
     const r = await this.#claim.attempt(undefined, {})
     if ('hold' in r) return { name: 'won', hold: r.hold }
     if (!r.sight) return { name: 'open' } // it vanished between the check and now: try again at once
@@ -196,6 +212,7 @@ export class AcquireMachine<H> {
     if (sight && !this.#early && !line.placed) this.#early = this.#startEarly(sight)
     const early = this.#early
     const placing = line.ahead()
+    placing.then(() => this.#queued(), () => {})
     const raced = early ? await Promise.race([placing, early.promise.then((): typeof EARLY => EARLY)]) : await placing
     if (raced === EARLY) {
       // What blocks us changed before we knew our place: act on it now, as the
@@ -224,6 +241,7 @@ export class AcquireMachine<H> {
   }
 
   async #watch(sight: Sight): Promise<State<H>> {
+    this.#queued()
     const early = this.#early
     this.#early = undefined
     if (early && early.sight !== sight) early.cancel.abort()
@@ -252,6 +270,12 @@ export class AcquireMachine<H> {
       this.#first = false
     }
     return this.#route(r.sight)
+  }
+
+  #queued(): void {
+    const fn = this.#onQueued
+    this.#onQueued = undefined
+    fn?.()
   }
 
   #startEarly(sight: Sight): Early {

@@ -4,7 +4,7 @@
  * builds the claim of what it takes (claim.ts and its parts) and runs the
  * acquire machine (acquire-machine.ts), which waits in line when asked to.
  * A plain try (`wait: 0`) does not queue and may take a free key before the
- * line does.
+ * line does — unless the acquire asks to respect the line ({@link IN_LINE}).
  *
  * @module
  */
@@ -39,6 +39,24 @@ export interface AcquireOptions {
   steal?: boolean
 }
 
+/**
+ * An internal option of `locks.acquire` (zaris/web-locks asks for the Web
+ * Locks API's grant order with it): `{ [IN_LINE]: { onQueued } }` makes
+ * the acquire respect the line — its first try is made only when nobody
+ * waits in line, else it joins, or gives up with no time to wait — and
+ * calls `onQueued` once its place in line is written. Keyed by a
+ * registered symbol, so that it is no public option and cannot clash with one.
+ *
+ * @internal
+ */
+export const IN_LINE: unique symbol = Symbol.for('zaris.acquire.inLine')
+
+/** The value of the {@link IN_LINE} option. @internal */
+export interface InLine {
+  /** Called once when the acquire starts to wait: its place in line is written. */
+  onQueued?: () => void
+}
+
 /** Options checked, with their defaults. */
 export interface Checked {
   ttl: number
@@ -46,6 +64,8 @@ export interface Checked {
   signal: AbortSignal | undefined
   autoRenew: boolean
   steal: boolean
+  /** Respect the line ({@link IN_LINE}). */
+  inLine: InLine | undefined
 }
 
 /** Checks the options every acquire takes (`InvalidArgumentError` naming the one that is wrong). */
@@ -56,6 +76,7 @@ export function checkAcquire(ctx: Context, options: AcquireOptions): Checked {
     signal: checkSignal(options.signal),
     autoRenew: checkBoolean(options.autoRenew, 'autoRenew') ?? true,
     steal: checkBoolean(options.steal, 'steal') ?? false,
+    inLine: (options as { [IN_LINE]?: InLine })[IN_LINE],
   }
 }
 
@@ -64,7 +85,7 @@ export async function take<H>(ctx: Context, claim: Claim<H>, o: Checked): Promis
   ctx.assertOpen()
   o.signal?.throwIfAborted()
   await ctx.ready
-  return new AcquireMachine(ctx, claim, { wait: o.wait, signal: o.signal, steal: o.steal }).run()
+  return new AcquireMachine(ctx, claim, { wait: o.wait, signal: o.signal, steal: o.steal, inLine: o.inLine }).run()
 }
 
 /** A lease or an election's term: `key` held alone with `value`. */

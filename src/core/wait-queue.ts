@@ -17,7 +17,7 @@ import type { Entry, Value } from './adapter'
 import type { Context } from './context'
 import { ConflictError } from './errors'
 import { KeptEntry } from './kept-entry'
-import { listAll } from './pages'
+import { listAll, pagesOf } from './pages'
 import { QUEUE_PREFIX, SEP } from './reserved'
 import { MAX_KEY_LENGTH } from './validate'
 
@@ -90,6 +90,18 @@ export class WaitQueue {
       for (const e of line) if (e.created < mine.created && (!ahead || e.created > ahead.created)) ahead = e
       return ahead
     }
+  }
+
+  /**
+   * Whether anyone else stands in the line now: a line-respecting try (the
+   * Web Locks API's grant order) does not go ahead of them.
+   */
+  async occupied(): Promise<boolean> {
+    const own = this.entry?.key
+    for await (const page of pagesOf(this.#ctx.adapter, this.#prefix)) {
+      if (page.some((e) => e.key !== own && !e.key.slice(this.#prefix.length).includes(SEP))) return true
+    }
+    return false
   }
 
   /** Forget our place (the store says it is gone); the next {@link ahead} joins again. */

@@ -28,6 +28,7 @@ export async function startHarness(launch: LaunchOptions | BrowserLauncher = chr
       alias: {
         'zaris/indexeddb': here('../../src/adapters/indexeddb/index.ts'),
         'zaris/memory': here('../../src/adapters/memory.ts'),
+        'zaris/web-locks': here('../../src/web-locks/index.ts'),
         zaris: here('../../src/index.ts'),
       },
     },

@@ -16,6 +16,7 @@ import { adapterFixture, type AdapterFixtureOptions, type FixtureFactory, type O
 import { ownerGoneCases } from './owner-gone.case'
 import { primitiveCases } from './primitives.case'
 import { safetyCases } from './safety.case'
+import { lineCases } from './web-locks.case'
 import { namedTest } from './util'
 
 export { adapterFixture } from './fixture'
@@ -43,6 +44,7 @@ export function runConformance(name: string, factory: FixtureFactory, options: C
     safetyCases(factory, t)
     ownerGoneCases(factory, t)
     familyCases(factory, t)
+    lineCases(factory, t)
   })
 }
 

@@ -22,6 +22,7 @@ const alias = {
   'zaris/indexeddb': src('adapters/indexeddb/index.ts'),
   'zaris/http': src('adapters/http/index.ts'),
   'zaris/memory': src('adapters/memory.ts'),
+  'zaris/web-locks': src('web-locks/index.ts'),
   zaris: src('index.ts'),
 }
 

@@ -37,7 +37,7 @@ const program = `
 `
 
 test('build emits ESM, CommonJS and declarations for every subpath', () => {
-  for (const name of ['index', 'memory', 'testing']) {
+  for (const name of ['index', 'memory', 'testing', 'web-locks']) {
     for (const ext of ['js', 'cjs', 'd.ts', 'd.cts']) expect(existsSync(join(root, 'dist', `${name}.${ext}`)), `${name}.${ext}`).toBe(true)
   }
 })
@@ -52,6 +52,13 @@ test('require works', async () => {
   const code = `const z = require('zaris'); const memory = require('zaris/memory'); const testing = require('zaris/testing'); (async () => { ${program} })()`
   const { stdout } = await run('node', ['-e', code], { cwd: app })
   expect(JSON.parse(stdout)).toEqual({ token: 1, error: 'function', memory: 'function', clock: 5 })
+})
+
+test('zaris/web-locks loads by import and by require, over the client zaris makes', async () => {
+  const request = `const locks = wl.webLocks(await z.connect('zaris://inproc/wl')); console.log(JSON.stringify(await locks.request('job', (lock) => [lock.name, lock.mode, lock.token]))); process.exit(0)`
+  const esm = await run('node', ['--input-type=module', '-e', `import * as z from 'zaris'; import * as wl from 'zaris/web-locks'; ${request}`], { cwd: app })
+  const cjs = await run('node', ['-e', `const z = require('zaris'); const wl = require('zaris/web-locks'); (async () => { ${request} })()`], { cwd: app })
+  for (const { stdout } of [esm, cjs]) expect(JSON.parse(stdout)).toEqual(['job', 'exclusive', 1])
 })
 
 test('npm pack publishes only what a user needs: package.json, README, LICENSE and built files', async () => {

@@ -1,0 +1,205 @@
+/**
+ * What zaris/web-locks adds to the Web Locks API, and where it refuses what
+ * only zaris must refuse, on the memory store: the fencing token and the
+ * `fence`, the signal of a lost hold and the `AbortError` (with its cause)
+ * that rejects the request, a TTL with and without renewal, the prefix,
+ * names zaris cannot store, and working beside `client.locks`.
+ */
+import { getEventListeners } from 'node:events'
+import { afterEach, describe, expect, test } from 'vitest'
+import { connect, isZarisError, type Client } from 'zaris'
+import { webLocks, WebLock, type WebLocks } from 'zaris/web-locks'
+
+const opened: Client[] = []
+afterEach(async () => {
+  await Promise.all(opened.splice(0).map((c) => c.close()))
+})
+
+let n = 0
+/** `count` managers, each over a client of its own, on a fresh memory store. */
+async function managers(count: number, prefix?: string): Promise<WebLocks[]> {
+  const url = `zaris://inproc/web-locks-extras-${++n}`
+  const clients = await Promise.all(Array.from({ length: count }, (_, i) => connect(url, { id: `c${i}` })))
+  opened.push(...clients)
+  return clients.map((c) => webLocks(c, prefix === undefined ? undefined : { prefix }))
+}
+
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms))
+
+describe('the lock the callback gets', () => {
+  test('a WebLock with name and mode, a token that rises with every holder, and a signal that aborts once released', async () => {
+    const [locks] = await managers(1)
+    const first = await locks!.request('job', (lock) => lock)
+    const second = await locks!.request('job', { mode: 'shared' }, (lock) => lock)
+    expect(first).toBeInstanceOf(WebLock)
+    expect(first).toMatchObject({ name: 'job', mode: 'exclusive' })
+    expect(second!.token).toBeGreaterThan(first!.token)
+    expect(first!.signal.aborted).toBe(true)
+    expect((first!.signal.reason as { code: string }).code).toBe('RELEASED')
+  })
+
+  test("lock.fence fences writes: refused once the lock was stolen, whose holder's request rejects with AbortError (cause STOLEN)", async () => {
+    const [a, b] = await managers(2)
+    const client = a!.client
+    let stale: WebLock | undefined
+    const [stolen, steal] = [a!.request('report', async (lock) => {
+      stale = lock!
+      await client.put('report:body', 'draft', { fence: lock!.fence })
+      await new Promise((r) => lock!.signal.addEventListener('abort', r))
+      return 'finished anyway'
+    }), () => b!.request('report', { steal: true }, async (lock) => client.put('report:body', 'the thief', { fence: lock!.fence }))]
+    await until(() => stale !== undefined)
+    await steal()
+    const err = (await stolen.catch((e: unknown) => e)) as DOMException & { cause?: { code: string } }
+    expect(err.name).toBe('AbortError')
+    expect(err.cause?.code).toBe('STOLEN')
+    expect(stale!.signal.aborted).toBe(true)
+    const refused = await client.put('report:body', 'stale', { fence: stale!.fence }).catch((e: unknown) => e)
+    expect(isZarisError(refused, 'FENCED')).toBe(true)
+    expect((await client.get('report:body'))!.value).toBe('the thief')
+  })
+
+  test('a shared lock fences with its own hold: its write is refused once that hold is gone, while another reader still holds', async () => {
+    const [a, b] = await managers(2)
+    const client = a!.client
+    const [bHolds, letGo] = gate()
+    let bReading = false
+    const other = b!.request('doc', { mode: 'shared' }, async () => {
+      bReading = true
+      await bHolds
+    })
+    await until(() => bReading)
+    const mine = await a!.request('doc', { mode: 'shared' }, async (lock) => {
+      await client.put('doc:seen', 1, { fence: lock!.fence })
+      return lock!
+    })
+    expect(isZarisError(await client.put('doc:seen', 2, { fence: mine!.fence }).catch((e: unknown) => e), 'FENCED')).toBe(true)
+    letGo()
+    await other
+  })
+})
+
+describe('zaris options', () => {
+  test('autoRenew (the default) keeps the lock past its TTL while the callback runs', async () => {
+    const [a, b] = await managers(2)
+    const result = await a!.request('long', { zaris: { ttl: 150 } }, async (lock) => {
+      await sleep(450)
+      const other = await b!.request('long', { ifAvailable: true }, (l) => l)
+      return { held: !lock!.signal.aborted, other }
+    })
+    expect(result).toEqual({ held: true, other: null })
+  })
+
+  test('autoRenew: false: the lock ends at its TTL while the callback runs; the request rejects at once; the next holder gets it', async () => {
+    const [a, b] = await managers(2)
+    const [stop, done] = gate()
+    const started = performance.now()
+    const held = a!.request('capped', { zaris: { ttl: 200, autoRenew: false } }, async () => stop)
+    const err = (await held.catch((e: unknown) => e)) as DOMException & { cause?: { code: string } }
+    const ended = performance.now() - started
+    expect(err.name).toBe('AbortError')
+    expect(err.cause?.code).toBe('EXPIRED')
+    expect(ended).toBeGreaterThanOrEqual(150)
+    expect(ended).toBeLessThan(2_000)
+    expect(await b!.request('capped', (lock) => lock!.mode)).toBe('exclusive')
+    done()
+  })
+
+  test('bad zaris options are zaris errors (INVALID_ARGUMENT) naming the option', async () => {
+    const [locks] = await managers(1)
+    for (const zaris of [1, null, { ttl: 0 }, { ttl: 'soon' }, { autoRenew: 'yes' }]) {
+      const err = await locks!.request('x', { zaris } as object, () => 'ran').catch((e: unknown) => e)
+      expect(isZarisError(err, 'INVALID_ARGUMENT')).toBe(true)
+      expect((err as Error).message).toMatch(/options\.zaris/)
+    }
+  })
+})
+
+describe('names and the prefix', () => {
+  test('a name zaris cannot store is refused as a zaris key error; with a prefix the empty name works', async () => {
+    const [locks] = await managers(1)
+    for (const name of ['', '\uD800', '\u0001own', 'x'.repeat(1025)]) {
+      const err = await locks!.request(name, () => 'ran').catch((e: unknown) => e)
+      expect(isZarisError(err, 'INVALID_ARGUMENT')).toBe(true)
+      expect((err as Error).message).toMatch(/lock name/)
+    }
+    const [prefixed] = await managers(1, 'app/')
+    expect(await prefixed!.request('', (lock) => lock!.name)).toBe('')
+  })
+
+  test('the prefix keeps names apart from other keys: query lists only its own, by name', async () => {
+    const [app, plain] = await managers(2, 'app/')
+    await plain!.client.locks.acquire('other', { ttl: 10_000 })
+    const state = await app!.request('job', async () => app!.query())
+    expect(state).toEqual({ held: [{ name: 'job', mode: 'exclusive', clientId: 'c0' }], pending: [] })
+    expect(await app!.client.locks.holder('app/job')).toBeUndefined()
+  })
+
+  test('without a prefix the name is the key: client.locks sees the lock, and a lock taken there keeps the request waiting', async () => {
+    const [locks] = await managers(1)
+    const client = locks!.client
+    const holder = await locks!.request('shared-key', async () => client.locks.holder('shared-key'))
+    expect(holder).toMatchObject({ owner: 'c0', mode: 'exclusive' })
+    const plain = (await client.locks.acquire('shared-key', { ttl: 10_000 }))!
+    let granted = false
+    const waiting = locks!.request('shared-key', () => (granted = true))
+    await sleep(50)
+    expect(granted).toBe(false)
+    await plain.release()
+    await waiting
+    expect(granted).toBe(true)
+  })
+})
+
+test("a WebLocks is a LockManager to TypeScript (lib.dom): code typed for navigator.locks takes it as it is", async () => {
+  const [ours] = await managers(1)
+  // Checked by the compiler (npm run typecheck): no cast.
+  const locks: LockManager = ours!
+  const seen = await locks.request('typed', { mode: 'shared' }, async (lock: Lock | null) => `${lock!.name} ${lock!.mode}`)
+  expect(seen).toBe('typed shared')
+  expect((await locks.query()).held).toEqual([])
+})
+
+describe('the client', () => {
+  test('closing the client ends a held lock (AbortError, cause CLOSED) and rejects a waiting request', async () => {
+    const [locks] = await managers(1)
+    const [, never] = gate()
+    let running = false
+    const held = locks!.request('c', () => {
+      running = true
+      return new Promise(() => {})
+    })
+    await until(() => running)
+    const waiting = locks!.request('c', () => 'ran')
+    await until(async () => (await locks!.client.locks.query()).pending.length === 1)
+    await locks!.client.close()
+    const [h, w] = (await Promise.all([held.catch((e: unknown) => e), waiting.catch((e: unknown) => e)])) as Array<Error & { cause?: { code: string } }>
+    expect(h!.name).toBe('AbortError')
+    expect(h!.cause?.code).toBe('CLOSED')
+    expect(isZarisError(w, 'CLOSED')).toBe(true)
+    never()
+  })
+})
+
+test('a signal kept for many requests keeps no listener of those that ended, however they ended', async () => {
+  const [locks, other] = await managers(2)
+  const signal = new AbortController().signal
+  await locks!.request('kept', { signal }, () => 'granted')
+  const closed = webLocks(other!.client)
+  await other!.client.close()
+  for (let i = 0; i < 5; i++) expect(isZarisError(await closed.request('kept', { signal }, () => 'ran').catch((e: unknown) => e), 'CLOSED')).toBe(true)
+  expect(getEventListeners(signal, 'abort')).toHaveLength(0)
+})
+
+function gate(): [Promise<void>, () => void] {
+  let open!: () => void
+  return [new Promise<void>((r) => (open = r)), () => open()]
+}
+
+async function until(check: () => boolean | Promise<boolean>): Promise<void> {
+  for (let i = 0; i < 500; i++) {
+    if (await check()) return
+    await sleep(5)
+  }
+  throw new Error('the condition never held')
+}

@@ -1,0 +1,6 @@
+/** The Web Locks API cases (cases.ts) against zaris/web-locks over the memory store. */
+import { webLocksCases } from './cases'
+import { zarisContexts } from './fixture'
+
+const url = `zaris://inproc/web-locks-${Math.random().toString(36).slice(2)}`
+webLocksCases('zaris/web-locks over memory', zarisContexts(() => url))
