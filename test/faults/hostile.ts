@@ -17,6 +17,7 @@
  *
  * @module
  */
+import { WebSocket } from 'ws'
 import { spawn } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
@@ -232,4 +233,34 @@ if (process.argv[1]?.endsWith('hostile.ts')) {
       for (const p of probes) console.log(JSON.stringify(p))
     })
   } else void main()
+}
+
+/**
+ * Runs a full garbage collection in a node started with `--inspect=127.0.0.1:0`
+ * (its `output` names the inspector's address), through the inspector
+ * protocol. `heapUsed` counts garbage V8 has not collected yet; on an idle
+ * node nothing makes V8 collect it, so "the heap is back" is measured on the
+ * heap that is still reachable, as a collection leaves it.
+ */
+export async function collectGarbage(output: () => string): Promise<void> {
+  const address = /Debugger listening on (ws:\/\/\S+)/.exec(output())?.[1]
+  if (!address) throw new Error(`the node was not started with --inspect:\n${output()}`)
+  const socket = new WebSocket(address)
+  try {
+    await new Promise<void>((resolve, reject) => {
+      socket.once('open', () => resolve())
+      socket.once('error', reject)
+    })
+    await new Promise<void>((resolve, reject) => {
+      socket.on('message', (data) => {
+        const reply = JSON.parse(String(data)) as { id?: number; error?: { message: string } }
+        if (reply.id !== 1) return
+        if (reply.error) reject(new Error(`HeapProfiler.collectGarbage: ${reply.error.message}`))
+        else resolve()
+      })
+      socket.send(JSON.stringify({ id: 1, method: 'HeapProfiler.collectGarbage' }))
+    })
+  } finally {
+    socket.close()
+  }
 }
