@@ -4,7 +4,7 @@
  */
 import { fileURLToPath } from 'node:url'
 import { chromium, type Browser, type LaunchOptions } from 'playwright'
-import { createServer, type ViteDevServer } from 'vite'
+import { createServer, type Plugin, type ViteDevServer } from 'vite'
 import { chromiumLaunchOptions } from './chromium'
 
 const here = (path: string) => fileURLToPath(new URL(path, import.meta.url))
@@ -17,6 +17,20 @@ export interface Harness {
 
 /** Starts a browser some other way than `chromium.launch` (see real-tabs.ts); `close` stops it. */
 export type BrowserLauncher = () => Promise<{ browser: Browser; close(): Promise<void> }>
+
+/**
+ * Vite puts its client in every page it serves, even with `ws: false`; the
+ * client then tries a WebSocket the server does not answer and prints errors
+ * into the page's console, where the tests look for the page's own errors
+ * (the later on a loaded machine, the likelier inside a test's window).
+ */
+const withoutViteClient: Plugin = {
+  name: 'zaris-harness-without-vite-client',
+  transformIndexHtml: {
+    order: 'post',
+    handler: (html) => html.replace(/<script type="module" src="\/@vite\/client"><\/script>\s*/, ''),
+  },
+}
 
 /** Starts the dev server and a browser; `close` stops both. */
 export async function startHarness(launch: LaunchOptions | BrowserLauncher = chromiumLaunchOptions()): Promise<Harness> {
@@ -35,6 +49,7 @@ export async function startHarness(launch: LaunchOptions | BrowserLauncher = chr
     // Pre-bundling would reload the page mid-test when it discovers `idb`; idb is plain ESM anyway.
     optimizeDeps: { noDiscovery: true, include: [] },
     server: { host: '127.0.0.1', port: 0, strictPort: false, hmr: false, ws: false, watch: null, fs: { allow: [here('../..')] } },
+    plugins: [withoutViteClient],
   })
   await server.listen()
   const address = server.httpServer?.address()
