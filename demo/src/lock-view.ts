@@ -39,10 +39,16 @@ export function modeField() {
   }
 }
 
+/** What the tab knows of its own hold. */
+export interface Own {
+  token: number
+  mode: LockMode
+}
+
 /**
  * Who holds `key` (one exclusive holder, or every shared holder) with token
  * and time left, and the tabs waiting for it in line order, from
- * `client.locks.query()` (./lock-query); `draw(mine)` redraws.
+ * `client.locks.query()` (./lock-query); `draw(own)` redraws (`own`: this tab's hold, if it holds).
  */
 export function lockFacts(client: Client, key: string) {
   let held: HeldLock[] = []
@@ -62,15 +68,19 @@ export function lockFacts(client: Client, key: string) {
   )
   const line = h('ol', { class: 'line', 'data-testid': 'wait-line', 'aria-label': 'Tabs waiting for the lock, first in line first' })
   const name = (owner: string) => `${owner}${owner === client.id ? ' (this tab)' : ''}`
-  let mine = false
-  const draw = (holds = mine) => {
-    mine = holds
-    // This tab's own hold first: its token is the one its writes carry.
-    const first = held.find((x) => x.owner === client.id) ?? held[0]
+  let mine: Own | undefined
+  const draw = (own = mine) => {
+    mine = own
+    const holds = own !== undefined
+    // This tab's own hold first: its token is the one its writes carry. The
+    // tab knows it before the next query does, so a fresh hold shows at once.
+    const listed = held.find((x) => x.owner === client.id && (!own || x.token === own.token))
+    const first = listed ?? (own ? { owner: client.id, mode: own.mode, token: own.token, ttl: undefined } : held[0])
     const ttl = first?.ttl ?? 0
     const ms = first ? ttl - (performance.now() - seenAt) : 0
-    holderText.textContent = held.length === 0 ? 'free' : held.map((x) => name(x.owner)).join(', ')
-    modeText.textContent = first ? (first.mode === 'shared' ? `shared by ${held.length}` : 'exclusive') : '—'
+    const shown = first && !listed && holds ? [first] : held
+    holderText.textContent = shown.length === 0 ? 'free' : shown.map((x) => name(x.owner)).join(', ')
+    modeText.textContent = first ? (first.mode === 'shared' ? `shared by ${shown.length}` : 'exclusive') : '—'
     tokenText.textContent = first ? String(first.token) : '—'
     mineText.textContent = holds ? 'yes' : 'no'
     const pct = first && ttl > 0 ? Math.max(0, Math.min(100, (ms / ttl) * 100)) : 0
