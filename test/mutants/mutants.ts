@@ -94,4 +94,13 @@ export const MUTANTS: Mutant[] = [
     tests: [FAMILY],
     filter: 'shared holders overlap and never overlap an exclusive one',
   },
+  {
+    name: 'shared-hold-outlives-steal',
+    bug: "a shared hold's fence checks only its own entry, not its group's life (its fenced writes pass after a steal)",
+    file: 'src/core/hold-life.ts',
+    from: 'if (life?.group) this.checks.push({ key: life.group.key, created: life.group.created })',
+    to: 'if (life?.group) void life.group',
+    tests: [FAMILY],
+    filter: 'a steal ends every shared hold',
+  },
 ]

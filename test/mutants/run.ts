@@ -55,7 +55,7 @@ function firstFailure(output: string): string {
   const caused = /Caused by: Error: ((?:[^\n]+\n?){1,12})/.exec(output)?.[1]?.split('\n') ?? []
   const lines = caused.map((l) => l.trim()).filter((l) => l !== '' && !/^linearizable:|^watch: \d+ events, 0 violation/.test(l))
   // A checker's verdict in an assertion's message (the lock-family conformance cases): the line that says why.
-  const refused = /^\s*(refused: [^\n]+)/m.exec(output)?.[1]
+  const refused = /^\s*(refused: [^\n]+)/m.exec(output)?.[1]?.replace(/: expected '\w+' to be '\w+' \/\/ Object\.is equality$/, '')
   const line = lines.find((l) => /^refused:|^watch-\w+:|outside the token|after that life|never aborted|aborted at/.test(l)) ?? lines[0] ?? refused ?? /AssertionError: ([^\n]+)/.exec(output)?.[1] ?? /Error: ([^\n]+)/.exec(output)?.[1]
   return (line ?? '(no message)').trim().replace(/\s+/g, ' ').slice(0, 300)
 }
