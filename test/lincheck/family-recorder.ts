@@ -113,7 +113,7 @@ export class FamilyRecorder {
     return idle.pop() ?? this.#sink.newProcess()
   }
 
-  /** One operation; a rejection is an unknown outcome (that process is not used again, as Jepsen's crashed ones). */
+  /** One operation; a rejection other than bad input is an unknown outcome (that process is not used again, as Jepsen's crashed ones). */
   async #run<T>(client: string, f: string, input: unknown, call: () => Promise<T>, outcome: (r: T) => { type: 'ok' | 'fail'; value: unknown }): Promise<T> {
     const process = this.#process(client)
     this.#sink.push({ process, type: 'invoke', f, value: input, time: ns(this.#sink.now()), client })
@@ -121,7 +121,10 @@ export class FamilyRecorder {
     try {
       result = await call()
     } catch (err) {
-      this.#sink.push({ process, type: 'info', f, value: { error: codeOf(err) ?? String(err) }, time: ns(this.#sink.now()), client })
+      // Bad input is refused before anything is sent: not applied. Anything else: unknown.
+      const refused = codeOf(err) === 'INVALID_ARGUMENT'
+      this.#sink.push({ process, type: refused ? 'fail' : 'info', f, value: { error: codeOf(err) ?? String(err) }, time: ns(this.#sink.now()), client })
+      if (refused) this.#idle.get(client)!.push(process)
       throw err
     }
     const { type, value } = outcome(result)

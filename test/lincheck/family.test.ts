@@ -83,6 +83,11 @@ describe('a semaphore', () => {
     violation(new HistoryBuilder().acquire(1, [0, 1], 'permit', permit(2), 1).hold(1, [4, 5], 'permit', 'fenced', 'uploads', 1, false), /was refused, but c1's permit .* lives here/)
   })
 
+  test('a call refused as bad input changes nothing', () => {
+    ok(new HistoryBuilder().acquire(1, [0, 1], 'permit', permit(1), 1).op(1, 2, 3, 'permit-renew', { key: 'uploads', token: 1, ttl: -1 }, 'fail', { error: 'INVALID_ARGUMENT' }).hold(1, [4, 5], 'permit', 'fenced', 'uploads', 1, true))
+    violation(new HistoryBuilder().acquire(1, [0, 1], 'permit', permit(1), 1).op(2, 2, 3, 'permit-acquire', { key: 'uploads', limit: 0, ttl: 10 }, 'fail', { error: 'INVALID_ARGUMENT' }).acquire(3, [4, 5], 'permit', permit(1), 2))
+  })
+
   test('a renewal keeps a permit alive past its first TTL', () => {
     ok(new HistoryBuilder().acquire(1, [0, 1], 'permit', permit(1, 100), 1).hold(1, [60, 61], 'permit', 'renew', 'uploads', 1, true, 100).hold(1, [140, 141], 'permit', 'fenced', 'uploads', 1, true).hold(1, [150, 151], 'permit', 'release', 'uploads', 1, true))
     violation(new HistoryBuilder().acquire(1, [0, 1], 'permit', permit(1, 100), 1).hold(1, [60, 61], 'permit', 'renew', 'uploads', 1, true, 100).acquire(2, [140, 141], 'permit', permit(1), 3))

@@ -19,8 +19,9 @@
  * - `lock-release` / `permit-release`: invoke `{ key, token }`, ok
  *   `{ released }`; `lock-renew` / `permit-renew`: invoke `{ key, token,
  *   ttl }`, ok `{ renewed }`; `lock-fenced` / `permit-fenced`: invoke
- *   `{ key, token }` (a write fenced by that hold), ok: accepted, fail:
- *   refused with `FENCED`.
+ *   `{ key, token }` (a write fenced by that hold), ok: accepted, fail
+ *   `{ error: 'FENCED' }`: refused by its fence. Any other `fail` is bad
+ *   input refused before anything was sent: nothing happened.
  *
  * The rules, at each operation's linearization point:
  *
@@ -175,6 +176,8 @@ export function applyFamily<S extends FamilyState>(s: S, op: Operation): Step<S>
     if (verb === 'release') return { ok: true, states: [replaced(s, h, { ...h, doomed: true })] }
     return { ok: true, states: [s, replaced(s, h, { ...h, ttl: Math.max(h.ttl, Number(op.input.ttl ?? h.ttl)), hi: Infinity })] }
   }
+  // Refused as bad input (a renewal's TTL, say): nothing was sent. A fenced write's refusal is its answer.
+  if (op.status === 'fail' && (verb !== 'fenced' || (op.output?.error ?? 'FENCED') !== 'FENCED')) return { ok: true, states: [s] }
   switch (verb) {
     case 'release':
       if (op.output?.released === true) return h ? { ok: true, states: [without(s, h)] } : { ok: false, reason: `it released ${what}, which does not live here` }
