@@ -399,6 +399,8 @@ describe('indexeddb tab lifecycles (Chromium, real visibility and freezing)', ()
           `between renewals answered ${idb.answered} ms and ${node.answered} ms (${pct(node.answered, idb.answered)}); ` +
           `as the observer tab saw them ${renewals('lock:worker').maxGap} ms and ${renewals('lock:node').maxGap} ms (${pct(renewals('lock:node').maxGap, renewals('lock:worker').maxGap)})`,
       )
+      const timeline = (key: Key) => run.tabs.worker.writes[key]?.map(([sent, answered]) => `${sent - run.from}+${answered - sent}`).join(' ')
+      console.log(`renewals sent (ms into the hidden period) + ms to the answer: IndexedDB ${timeline('lock:worker')}; node ${timeline('lock:node')}`)
       expectKept('lock:node')
       expect(node.sent).toBeLessThanOrEqual(idb.sent * 1.1)
     })
