@@ -166,17 +166,21 @@ export class AcquireMachine<H> {
         const sight = await this.#claim.look()
         return sight ? { name: 'join', sight } : { name: 'try' }
       }
-      case 'try':
+      case 'try': {
         this.#dropEarly()
-        return this.#tried(await this.#claim.attempt(undefined, { place: this.#line?.entry, first: this.#first }))
+        const place = this.#line?.entry
+        return this.#tried(await this.#claim.attempt(undefined, { place, first: this.#first }), place)
+      }
       case 'watch':
         return this.#watch(state.sight)
       case 'woke':
         return this.#woke(state.wake, state.sight)
       case 'look':
         return this.#route(await this.#claim.look())
-      case 'takeover':
-        return this.#tried(await this.#claim.attempt(state.sight, { place: this.#line?.entry, first: this.#first, over: { sight: state.sight, owner: state.owner } }))
+      case 'takeover': {
+        const place = this.#line?.entry
+        return this.#tried(await this.#claim.attempt(state.sight, { place, first: this.#first, over: { sight: state.sight, owner: state.owner } }), place)
+      }
     }
   }
 
@@ -262,9 +266,13 @@ export class AcquireMachine<H> {
     }
   }
 
-  /** After a try that may have left the line: the hold, or on with what blocks now. */
-  #tried(r: Awaited<ReturnType<Claim<H>['attempt']>>): State<H> {
-    if ('hold' in r) return { name: 'won', hold: r.hold }
+  /** After a try that may have left the line (`place`: it deleted our place if it won): the hold, or on with what blocks now. */
+  #tried(r: Awaited<ReturnType<Claim<H>['attempt']>>, place: Entry | undefined): State<H> {
+    if ('hold' in r) {
+      // The winning commit deleted our place: leaving must not send a second delete before the hold is handed over.
+      if (place) this.#line!.taken()
+      return { name: 'won', hold: r.hold }
+    }
     if (r.lostPlace) {
       this.#line!.lost()
       this.#first = false
