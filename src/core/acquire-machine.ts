@@ -55,6 +55,8 @@ import { WaitQueue } from './wait-queue'
 export const PATROL = 1_000
 
 const EARLY: unique symbol = Symbol('early')
+/** Why an early watch is dropped; made once (an abort without a reason makes a DOMException each time). */
+const DROPPED = new Error('the early watch was dropped')
 
 /** A state of the machine; see the module doc. */
 export type State<H> =
@@ -248,7 +250,7 @@ export class AcquireMachine<H> {
     this.#queued()
     const early = this.#early
     this.#early = undefined
-    if (early && early.sight !== sight) early.cancel.abort()
+    if (early && early.sight !== sight) early.cancel.abort(DROPPED)
     const wake = early?.sight === sight ? await early.promise : await waitForChange(this.#ctx, sight, this.#left(), this.#signal)
     return { name: 'woke', wake, sight }
   }
@@ -292,7 +294,7 @@ export class AcquireMachine<H> {
   }
 
   #dropEarly(): void {
-    this.#early?.cancel.abort()
+    this.#early?.cancel.abort(DROPPED)
     this.#early = undefined
   }
 }
