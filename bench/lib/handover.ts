@@ -18,10 +18,10 @@ const WAIT_MS = 60_000
 /**
  * `rounds` handovers among `peers` (peers[0] takes the lock first; the rest
  * wait), `settleMs` apart. Latency: the holder's release call to the next
- * holder's grant. extra.attempts: lock tries per handover, summed.
+ * holder's grant. extra.attempts: lock tries during the timed handovers
+ * (the take, and the last holder's try before it queues again).
  */
 export async function handovers(peers: LockPeer[], key: string, rounds: number, settleMs: number): Promise<Trial> {
-  const before = await attempts(peers)
   const first = await peers[0]!.acquire(key, WAIT_MS)
   if (!first) throw new Error(`${key}: the first holder could not take it`)
   let release = first
@@ -50,15 +50,19 @@ export async function handovers(peers: LockPeer[], key: string, rounds: number, 
     release = next.release
     return ms
   }
+  // Tries are counted over the timed handovers only: not the waiters' first tries, nor the drain below.
+  let before = 0
   for (let r = 0; r < rounds; r++) {
     await sleep(settleMs)
+    if (r === 0) before = await attempts(peers)
     lat.push(await handOn(true))
   }
+  const tries = (await attempts(peers)) - before
   const ms = performance.now() - start
   // The waiters left are handed the lock in turn and let go (untimed), so the trial ends with the lock free.
   while (waiting.size > 0) await handOn(false)
   await release()
-  return { ops: lat.length, ms, lat, extra: { handovers: lat.length, attempts: (await attempts(peers)) - before } }
+  return { ops: lat.length, ms, lat, extra: { handovers: lat.length, attempts: tries } }
 }
 
 async function attempts(peers: LockPeer[]): Promise<number> {
