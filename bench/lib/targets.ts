@@ -19,6 +19,7 @@ interface Spec {
 }
 
 const specs: Spec[] = [
+  { text: 'handover with 8 waiters, node (memory): p50 ahead of etcd3 lock() waiting on etcd', scenario: 'handover-8', zaris: 'zaris node (memory)', peer: 'etcd3 lock(), waiting on a watch', kind: 'latency', limit: 1, chart: 'handover: node vs etcd3 lock()' },
   { text: 'memory acquire+release >= 0.5x async-mutex (TTL and fencing on)', scenario: 'memory', zaris: 'zaris memory', peer: 'async-mutex', kind: 'ops', limit: 0.5, chart: 'memory vs async-mutex' },
   { text: 'IndexedDB acquire+release >= 0.8x two readwrite transactions', scenario: 'one-tab', zaris: 'zaris idb', peer: '2 IndexedDB readwrite txs', kind: 'ops', limit: 0.8, chart: 'IndexedDB vs 2-tx ceiling' },
   { text: 'cross-tab handoff <= 1.5x (tx + BroadcastChannel message + tx)', scenario: 'handoff', zaris: 'zaris idb', peer: 'tx + BroadcastChannel msg + tx', kind: 'latency', limit: 1.5, chart: 'handoff vs tx+msg+tx' },
@@ -28,7 +29,6 @@ const specs: Spec[] = [
   { text: '16 clients with wait, node (memory): >= 2x the successes/s of Redis try-acquire polling', scenario: 'remote-16', zaris: 'zaris node (memory), wait', peer: 'Redis SET NX polling', kind: 'ops', limit: 2, chart: '16 clients: node vs Redis polling' },
   { text: 'durable node (--data): acquire+release >= 2x etcd\'s raw transaction cycle', scenario: 'durable', zaris: 'zaris node (--data)', peer: 'etcd txn (lease, put-if-absent)', kind: 'ops', limit: 2, chart: '--data node vs etcd txn' },
   { text: 'etcd adapter: acquire+release >= 1.0x etcd3 lock()', scenario: 'etcd-1', zaris: 'zaris etcd adapter', peer: 'etcd3 lock()', kind: 'ops', limit: 1, chart: 'etcd adapter vs etcd3 lock()' },
-  { text: 'handover with 8 waiters, node (memory): p50 ahead of etcd3 lock() waiting on etcd', scenario: 'handover-8', zaris: 'zaris node (memory)', peer: 'etcd3 lock(), waiting on a watch', kind: 'latency', limit: 1, chart: 'handover: node vs etcd3 lock()' },
   { text: 'flat per-op cost up to 100k keys, memory (<= 1.2x the 10-key figure)', scenario: 'scale-memory', zaris: '100k other keys', peer: '10 other keys', kind: 'cost', limit: 1.2, chart: 'memory: 100k keys vs 10' },
   { text: 'flat per-op cost up to 100k keys, --data node (<= 1.2x the 10-key figure)', scenario: 'scale-data', zaris: '100k other keys', peer: '10 other keys', kind: 'cost', limit: 1.2, chart: '--data node: 100k keys vs 10' },
 ]
@@ -80,11 +80,6 @@ export function evaluateTargets(scenarios: Scenario[]): Target[] {
     const a = (many.r.extra.attempts ?? NaN) / (many.r.extra.successes ?? NaN)
     out.push({ text: '16 clients with wait, node (memory): <= 2 attempts per success', measured: `${a.toFixed(2)} attempts per success`, met: a <= 2 })
   }
-  // Issue 16: a handover through a node in about two round trips.
-  const handover = find(scenarios, 'handover-8', 'zaris node (memory)')
-  if (handover.s && !handover.s.skipped && handover.r) {
-    out.push({ text: 'handover with 8 waiters, node (memory): p50 <= 1.5 ms (quiet machine)', measured: `p50 ${fmtMs(handover.r.p50)}, p99 ${fmtMs(handover.r.p99)}`, met: handover.r.p50 <= 1.5 })
-  }
   const bundle = find(scenarios, 'bundle', 'zaris + zaris/indexeddb')
   if (bundle.s && bundle.r) {
     const gz = bundle.r.extra.gzip ?? NaN
@@ -94,6 +89,11 @@ export function evaluateTargets(scenarios: Scenario[]): Target[] {
       met: gz <= 8000,
       chart: { label: 'bundle: 8 kB / size', value: 8000 / gz, goal: 1 },
     })
+  }
+  // Issue 16: a handover through a node in about two round trips.
+  const handover = find(scenarios, 'handover-8', 'zaris node (memory)')
+  if (handover.s && !handover.s.skipped && handover.r) {
+    out.push({ text: 'handover with 8 waiters, node (memory): p50 <= 1.5 ms (quiet machine)', measured: `p50 ${fmtMs(handover.r.p50)}, p99 ${fmtMs(handover.r.p99)}`, met: handover.r.p50 <= 1.5 })
   }
   return out
 }
