@@ -74,6 +74,11 @@ export function evaluateTargets(scenarios: Scenario[]): Target[] {
       })
     }
   }
+  // Issue 16: a handover through a node in about two round trips.
+  const handover = find(scenarios, 'handover-8', 'zaris node (memory)')
+  if (handover.s && !handover.s.skipped && handover.r) {
+    out.push({ text: 'handover with 8 waiters, node (memory): p50 <= 1.5 ms (quiet machine)', measured: `p50 ${fmtMs(handover.r.p50)}, p99 ${fmtMs(handover.r.p99)}`, met: handover.r.p50 <= 1.5 })
+  }
   // 16 clients: at most 2 attempts per success.
   const many = find(scenarios, 'remote-16', 'zaris node (memory), wait')
   if (many.s && !many.s.skipped && many.r) {
@@ -89,11 +94,6 @@ export function evaluateTargets(scenarios: Scenario[]): Target[] {
       met: gz <= 8000,
       chart: { label: 'bundle: 8 kB / size', value: 8000 / gz, goal: 1 },
     })
-  }
-  // Issue 16: a handover through a node in about two round trips.
-  const handover = find(scenarios, 'handover-8', 'zaris node (memory)')
-  if (handover.s && !handover.s.skipped && handover.r) {
-    out.push({ text: 'handover with 8 waiters, node (memory): p50 <= 1.5 ms (quiet machine)', measured: `p50 ${fmtMs(handover.r.p50)}, p99 ${fmtMs(handover.r.p99)}`, met: handover.r.p50 <= 1.5 })
   }
   return out
 }
