@@ -147,11 +147,14 @@ export class Election extends EventTarget implements AsyncDisposable {
         this.#term = lease
         this.#setLeader({ candidate: this.candidate, token: lease.token }, lease.revision)
         this.dispatchEvent(new Event('elected'))
-        lease.signal.addEventListener('abort', () => {
+        const deposed = () => {
           if (this.#term === lease) this.#term = undefined
           this.#termEnded(lease.token)
           this.dispatchEvent(new Event('deposed'))
-        }, { once: true })
+        }
+        // A term won by a commit answered after its TTL has already ended: no abort is to come.
+        if (lease.signal.aborted) deposed()
+        else lease.signal.addEventListener('abort', deposed, { once: true })
         return lease
       },
       (err) => {

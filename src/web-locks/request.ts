@@ -103,7 +103,9 @@ async function hold(lock: Lock, r: Parsed, turn: Turn, settle: Settle, earlier: 
     const reason = lock.signal.reason as { code?: string; message?: string } | undefined
     if (reason?.code !== 'RELEASED') settle(false, lostError(r.name, lock.mode, reason))
   }
-  lock.signal.addEventListener('abort', lost, { once: true })
+  // Granted by a commit answered after the TTL, the lock has already ended: no abort is to come.
+  if (lock.signal.aborted) lost()
+  else lock.signal.addEventListener('abort', lost, { once: true })
   const running = call(r.callback, new WebLock(r.name, lock))
   turn.done()
   const outcome = await running.then((value) => ({ ok: true, value }), (value: unknown) => ({ ok: false, value }))
