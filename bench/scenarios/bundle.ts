@@ -80,7 +80,7 @@ export async function bundleScenario(ctx: BenchContext): Promise<Scenario> {
     columns,
     notes: [
       'zaris + zaris/indexeddb is the whole library for a browser app (the adapter uses raw IndexedDB requests, no wrapper) and zod is not in it; kB = 1000 bytes.',
-      "connect('zaris://host'): the chunk a page loads on top of the entry to talk to a node (issue 16's target: <= 10 kB min+gzip); it reads answers without zod. What weighs what: bench/tools/chunk-breakdown.ts, bench/FINDINGS.md §14.",
+      "connect('zaris://host'): the chunk a page loads on top of the entry to talk to a node (issue 16's target: <= 10 kB min+gzip); it reads answers without zod. What weighs what: bench/tools/chunk-breakdown.ts, bench/FINDINGS.md §15.",
     ],
   }
 }
