@@ -14,7 +14,7 @@
 export default {
   testRunner: 'vitest',
   vitest: { configFile: 'test/mutation/vitest.config.ts', related: false },
-  plugins: ['@stryker-mutator/vitest-runner', './test/mutation/ignore-messages.mjs'],
+  plugins: ['@stryker-mutator/vitest-runner', './test/mutation/ignore-messages.mjs', './test/mutation/survivors.mjs'],
   ignorers: ['error-messages'],
   mutate: [
     'src/core/hold.ts',
@@ -33,7 +33,7 @@ export default {
   concurrency: 2,
   incremental: true,
   incrementalFile: 'reports/stryker-incremental.json',
-  reporters: ['clear-text', 'progress', 'html', 'json'],
+  reporters: ['clear-text', 'progress', 'html', 'json', 'survivors'],
   htmlReporter: { fileName: 'reports/mutation/index.html' },
   jsonReporter: { fileName: 'reports/mutation/mutation.json' },
   thresholds: { high: 85, low: 70, break: null },

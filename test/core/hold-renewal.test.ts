@@ -1,0 +1,71 @@
+/**
+ * What `renew()` promises beyond the steal and loss cases of
+ * hold-ends.test.ts: a hold that has ended answers false by itself (it asks
+ * the store nothing, so it answers even when the store is down), and a
+ * renewal sets the deadline from the moment it was sent, with the TTL it
+ * was given. On the memory store with a ManualClock, so deadlines are exact;
+ * an adapter that can be made unreachable (a fake fault, named so) stands in
+ * for a store that is down.
+ */
+import { expect, test } from 'vitest'
+import { Client, type Adapter } from 'zaris'
+import { memoryAdapter } from 'zaris/memory'
+import { ManualClock } from 'zaris/testing'
+
+let n = 0
+function setup() {
+  const clock = new ManualClock()
+  const ns = `hold-renewal-${++n}-${Math.random().toString(36).slice(2)}`
+  const inner = memoryAdapter({ namespace: ns, clock })
+  let down = false
+  const adapter: Adapter = {
+    name: 'memory (unreachable on demand: a fake fault)',
+    get: (k) => inner.get(k),
+    list: (p, o) => inner.list(p, o),
+    watch: (p, s, f) => inner.watch(p, s, f),
+    close: () => inner.close(),
+    commit: (c, o, opt) => (down ? Promise.reject(new Error('store unreachable (fake)')) : inner.commit(c, o, opt)),
+  }
+  const holder = new Client(adapter, { id: 'holder', clock })
+  const other = new Client(memoryAdapter({ namespace: ns, clock }), { id: 'other', clock })
+  return { clock, holder, other, setDown: (v: boolean) => (down = v), close: () => Promise.all([holder.close(), other.close()]) }
+}
+
+test('renew of a released hold resolves false by itself, even with the store unreachable', async () => {
+  const { holder, setDown, close } = setup()
+  const lock = (await holder.locks.acquire('lock:a', { ttl: 5_000, autoRenew: false }))!
+  expect(await lock.release()).toBe(true)
+  setDown(true)
+  expect(await lock.renew()).toBe(false)
+  expect((lock.signal.reason as { code: string }).code).toBe('RELEASED')
+  setDown(false)
+  await close()
+})
+
+test('renew of a hold past its own deadline resolves false and writes nothing: the entry lives out its store TTL', async () => {
+  const { clock, holder, other, close } = setup()
+  const lock = (await holder.locks.acquire('lock:a', { ttl: 1_000, autoRenew: false }))!
+  await clock.advance(999) // past the holder's deadline (its TTL less the drift margin), not the store's
+  expect(lock.held).toBe(false)
+  expect((lock.signal.reason as { code: string }).code).toBe('EXPIRED')
+  expect(await lock.renew(10_000)).toBe(false)
+  // Still the old entry with what is left of its old TTL: the late renew neither extended it nor took it away.
+  const entry = await other.get('lock:a')
+  expect(entry).toMatchObject({ created: lock.token, owner: 'holder' })
+  expect(entry!.ttl).toBeLessThanOrEqual(1)
+  await close()
+})
+
+test('a renewal sent at the same clock reading as the acquire still sets the deadline from its own TTL', async () => {
+  const { clock, holder, other, close } = setup()
+  const lock = (await holder.locks.acquire('lock:a', { ttl: 1_000, autoRenew: false }))!
+  expect(await lock.renew(10_000)).toBe(true) // no time has passed on the ManualClock
+  expect(lock.ttl).toBe(10_000)
+  await clock.advance(5_000)
+  expect(lock.held).toBe(true)
+  expect(lock.remaining).toBeGreaterThan(4_000)
+  expect(await other.locks.holder('lock:a')).toMatchObject({ owner: 'holder', token: lock.token })
+  await clock.advance(5_000)
+  expect(lock.held).toBe(false)
+  await close()
+})
