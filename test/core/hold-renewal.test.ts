@@ -3,7 +3,8 @@
  * hold-ends.test.ts: a hold that has ended answers false by itself (it asks
  * the store nothing, so it answers even when the store is down), and a
  * renewal sets the deadline from the moment it was sent, with the TTL it
- * was given. On the memory store with a ManualClock, so deadlines are exact;
+ * was given; a store whose clock runs ahead and expires the entry first
+ * ends the hold as EXPIRED, from its expire event. On the memory store with a ManualClock, so deadlines are exact;
  * an adapter that can be made unreachable (a fake fault, named so) stands in
  * for a store that is down.
  */
@@ -68,4 +69,19 @@ test('a renewal sent at the same clock reading as the acquire still sets the dea
   await clock.advance(5_000)
   expect(lock.held).toBe(false)
   await close()
+})
+
+test('a store whose clock runs ahead expires the entry before the holder\'s deadline: the watched hold ends EXPIRED from the expire event', async () => {
+  const storeClock = new ManualClock()
+  const holderClock = new ManualClock()
+  const ns = `hold-renewal-expire-${Math.random().toString(36).slice(2)}`
+  const holder = new Client(memoryAdapter({ namespace: ns, clock: storeClock }), { id: 'holder', clock: holderClock })
+  const lock = (await holder.locks.acquire('lock:a', { ttl: 1_000, autoRenew: false }))!
+  const ended = new Promise((resolve) => lock.signal.addEventListener('abort', resolve, { once: true }))
+  await new Promise((resolve) => setTimeout(resolve, 10)) // the watch is established
+  await storeClock.advance(1_000) // the store's TTL ran out; the holder's clock has not moved
+  await ended
+  expect(lock.held).toBe(false)
+  expect((lock.signal.reason as { code: string }).code).toBe('EXPIRED')
+  await holder.close()
 })
