@@ -85,3 +85,17 @@ test('a store whose clock runs ahead expires the entry before the holder\'s dead
   expect((lock.signal.reason as { code: string }).code).toBe('EXPIRED')
   await holder.close()
 })
+
+test('an auto-renewal that finds the store unreachable tries again within a tenth of the TTL, so one failed try does not cost the hold', async () => {
+  const { clock, holder, other, setDown, close } = setup()
+  const lock = (await holder.locks.acquire('lock:a', { ttl: 1_200 }))! // renews at 400 ms; deadline about 1 186 ms
+  setDown(true)
+  await clock.advance(400) // the renewal fails
+  expect(lock.held).toBe(true)
+  setDown(false)
+  await clock.advance(150) // the retry, at a tenth of the TTL (120 ms), succeeds
+  await clock.advance(800) // past the first deadline
+  expect(lock.held).toBe(true)
+  expect(await other.locks.holder('lock:a')).toMatchObject({ owner: 'holder', token: lock.token })
+  await close()
+})
