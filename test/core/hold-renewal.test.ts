@@ -9,7 +9,7 @@
  * for a store that is down.
  */
 import { expect, test } from 'vitest'
-import { Client, type Adapter } from 'zaris'
+import { Client, type Adapter, type Clock } from 'zaris'
 import { memoryAdapter } from 'zaris/memory'
 import { ManualClock } from 'zaris/testing'
 
@@ -98,4 +98,17 @@ test('an auto-renewal that finds the store unreachable tries again within a tent
   expect(lock.held).toBe(true)
   expect(await other.locks.holder('lock:a')).toMatchObject({ owner: 'holder', token: lock.token })
   await close()
+})
+
+test('a deadline timer that fires early (as Node\'s may, rounding to whole ms) looks again: the signal aborts at the deadline, not at the next read of held', async () => {
+  const clock = new ManualClock()
+  // A fake clock, named so: timers of more than 5 ms fire 5 ms before they are due, readings are the ManualClock's.
+  const early: Clock = { now: () => clock.now(), setTimeout: (fn, ms) => clock.setTimeout(fn, ms > 5 ? ms - 5 : ms), clearTimeout: (h) => clock.clearTimeout(h) }
+  const holder = new Client(memoryAdapter({ namespace: `hold-renewal-early-${Math.random().toString(36).slice(2)}`, clock }), { id: 'holder', clock: early })
+  const lock = (await holder.locks.acquire('lock:a', { ttl: 1_000, autoRenew: false }))!
+  let abortedAt: number | undefined
+  lock.signal.addEventListener('abort', () => (abortedAt = clock.now()), { once: true })
+  await clock.advance(990) // its deadline (the TTL less the drift margin: 988 ms) has passed, the store's TTL not yet
+  expect(abortedAt).toBe(988)
+  await holder.close()
 })
