@@ -112,3 +112,30 @@ test('a deadline timer that fires early (as Node\'s may, rounding to whole ms) l
   expect(abortedAt).toBe(988)
   await holder.close()
 })
+
+test('release after the holder\'s deadline resolves false, yet frees the entry the store still keeps for it', async () => {
+  const { clock, holder, other, close } = setup()
+  const lock = (await holder.locks.acquire('lock:a', { ttl: 1_000, autoRenew: false }))!
+  await clock.advance(990) // past the holder's deadline (988 ms), not the store's TTL
+  expect(lock.held).toBe(false)
+  expect(await other.get('lock:a')).toMatchObject({ created: lock.token })
+  expect(await lock.release()).toBe(false)
+  expect(await other.get('lock:a')).toBeUndefined()
+  expect((lock.signal.reason as { code: string }).code).toBe('EXPIRED')
+  await close()
+})
+
+test('release of an ended hold resolves false with the store unreachable; release of a held one rejects and ends it RELEASED', async () => {
+  const { clock, holder, setDown, close } = setup()
+  const ended = (await holder.locks.acquire('lock:ended', { ttl: 1_000, autoRenew: false }))!
+  await clock.advance(990) // past its deadline
+  const held = (await holder.locks.acquire('lock:held', { ttl: 5_000, autoRenew: false }))!
+  setDown(true)
+  expect(await ended.release()).toBe(false)
+  expect((ended.signal.reason as { code: string }).code).toBe('EXPIRED')
+  await expect(held.release()).rejects.toThrow('store unreachable (fake)')
+  expect(held.held).toBe(false)
+  expect((held.signal.reason as { code: string }).code).toBe('RELEASED')
+  setDown(false)
+  await close()
+})
