@@ -1,5 +1,5 @@
 /**
- * What `renew()` promises beyond the steal and loss cases of
+ * What a hold promises beyond the steal and loss cases of
  * hold-ends.test.ts: a hold that has ended answers false by itself (it asks
  * the store nothing, so it answers even when the store is down), and a
  * renewal sets the deadline from the moment it was sent, with the TTL it
@@ -16,7 +16,7 @@ import { ManualClock } from 'zaris/testing'
 let n = 0
 function setup() {
   const clock = new ManualClock()
-  const ns = `hold-renewal-${++n}-${Math.random().toString(36).slice(2)}`
+  const ns = `hold-details-${++n}-${Math.random().toString(36).slice(2)}`
   const inner = memoryAdapter({ namespace: ns, clock })
   let down = false
   const adapter: Adapter = {
@@ -74,7 +74,7 @@ test('a renewal sent at the same clock reading as the acquire still sets the dea
 test('a store whose clock runs ahead expires the entry before the holder\'s deadline: the watched hold ends EXPIRED from the expire event', async () => {
   const storeClock = new ManualClock()
   const holderClock = new ManualClock()
-  const ns = `hold-renewal-expire-${Math.random().toString(36).slice(2)}`
+  const ns = `hold-details-expire-${Math.random().toString(36).slice(2)}`
   const holder = new Client(memoryAdapter({ namespace: ns, clock: storeClock }), { id: 'holder', clock: holderClock })
   const lock = (await holder.locks.acquire('lock:a', { ttl: 1_000, autoRenew: false }))!
   const ended = new Promise((resolve) => lock.signal.addEventListener('abort', resolve, { once: true }))
@@ -104,7 +104,7 @@ test('a deadline timer that fires early (as Node\'s may, rounding to whole ms) l
   const clock = new ManualClock()
   // A fake clock, named so: timers of more than 5 ms fire 5 ms before they are due, readings are the ManualClock's.
   const early: Clock = { now: () => clock.now(), setTimeout: (fn, ms) => clock.setTimeout(fn, ms > 5 ? ms - 5 : ms), clearTimeout: (h) => clock.clearTimeout(h) }
-  const holder = new Client(memoryAdapter({ namespace: `hold-renewal-early-${Math.random().toString(36).slice(2)}`, clock }), { id: 'holder', clock: early })
+  const holder = new Client(memoryAdapter({ namespace: `hold-details-early-${Math.random().toString(36).slice(2)}`, clock }), { id: 'holder', clock: early })
   const lock = (await holder.locks.acquire('lock:a', { ttl: 1_000, autoRenew: false }))!
   let abortedAt: number | undefined
   lock.signal.addEventListener('abort', () => (abortedAt = clock.now()), { once: true })
@@ -138,4 +138,76 @@ test('release of an ended hold resolves false with the store unreachable; releas
   expect((held.signal.reason as { code: string }).code).toBe('RELEASED')
   setDown(false)
   await close()
+})
+
+test('a watched hold whose renewal answer is late learns of the renewal from its own event: still held, and its revision is the renewal\'s', async () => {
+  const clock = new ManualClock()
+  const ns = `hold-details-late-${Math.random().toString(36).slice(2)}`
+  const inner = memoryAdapter({ namespace: ns, clock })
+  let answers: Promise<void> | undefined
+  const adapter: Adapter = {
+    name: 'memory (answers held on demand: a fake delay)',
+    get: (k) => inner.get(k),
+    list: (p, o) => inner.list(p, o),
+    watch: (p, s, f) => inner.watch(p, s, f),
+    close: () => inner.close(),
+    async commit(c, o, opt) {
+      const r = await inner.commit(c, o, opt)
+      await answers
+      return r
+    },
+  }
+  const holder = new Client(adapter, { id: 'holder', clock })
+  const other = new Client(memoryAdapter({ namespace: ns, clock }), { id: 'other', clock })
+  const lock = (await holder.locks.acquire('lock:a', { ttl: 5_000, autoRenew: false }))!
+  void lock.signal
+  await new Promise((resolve) => setTimeout(resolve, 10)) // the watch is established
+  let open!: () => void
+  answers = new Promise((resolve) => (open = resolve))
+  const renewing = lock.renew()
+  await new Promise((resolve) => setTimeout(resolve, 20)) // applied; its event is delivered, its answer held
+  const entry = (await other.get('lock:a'))!
+  expect(entry.revision).toBeGreaterThan(lock.token)
+  expect(lock.held).toBe(true)
+  expect(lock.revision).toBe(entry.revision)
+  open()
+  answers = undefined
+  expect(await renewing).toBe(true)
+  expect(lock.held).toBe(true)
+  await Promise.all([holder.close(), other.close()])
+})
+
+test('a watched shared hold whose watches fail looks at its keys: its share and its group still carry it, so it stays held', async () => {
+  const ns = `hold-details-shared-${Math.random().toString(36).slice(2)}`
+  const inner = memoryAdapter({ namespace: ns })
+  let watchFails: 'error' | 'reject' = 'error'
+  const adapter: Adapter = {
+    name: 'memory (watches fail: a fake fault)',
+    get: (k) => inner.get(k),
+    list: (p, o) => inner.list(p, o),
+    commit: (c, o, opt) => inner.commit(c, o, opt),
+    close: () => inner.close(),
+    async watch(_prefix, sink) {
+      if (watchFails === 'reject') throw new Error('watch refused (fake)')
+      queueMicrotask(() => sink.error(new Error('stream reset (fake)')))
+      return () => {}
+    },
+  }
+  const holder = new Client(adapter, { id: 'holder' })
+  const other = new Client(memoryAdapter({ namespace: ns }), { id: 'other' })
+  // Another client opens the group, so the holder's share is younger than the group's life.
+  await other.locks.acquire('lock:s', { mode: 'shared', ttl: 10_000, autoRenew: false })
+  const shared = (await holder.locks.acquire('lock:s', { mode: 'shared', ttl: 10_000, autoRenew: false }))!
+  void shared.signal
+  await new Promise((resolve) => setTimeout(resolve, 50))
+  expect(shared.held).toBe(true) // it looked, found its share and its group, and stays
+  // A watch that cannot even start (its promise rejects) is a failed watch too: the hold looks, and sees the steal.
+  watchFails = 'reject'
+  const lock = (await holder.locks.acquire('lock:x', { ttl: 10_000, autoRenew: false }))!
+  await other.locks.acquire('lock:x', { steal: true, autoRenew: false })
+  void lock.signal
+  await new Promise((resolve) => setTimeout(resolve, 50))
+  expect(lock.held).toBe(false)
+  expect((lock.signal.reason as { code: string }).code).toBe('STOLEN')
+  await Promise.all([holder.close(), other.close()])
 })
