@@ -62,6 +62,7 @@ test('a renewal sent at the same clock reading as the acquire still sets the dea
   const lock = (await holder.locks.acquire('lock:a', { ttl: 1_000, autoRenew: false }))!
   expect(await lock.renew(10_000)).toBe(true) // no time has passed on the ManualClock
   expect(lock.ttl).toBe(10_000)
+  expect(lock.revision).toBe((await other.get('lock:a'))!.revision) // the renewal's write, which the holder knows of
   await clock.advance(5_000)
   expect(lock.held).toBe(true)
   expect(lock.remaining).toBeGreaterThan(4_000)
@@ -210,4 +211,30 @@ test('a watched shared hold whose watches fail looks at its keys: its share and 
   expect(lock.held).toBe(false)
   expect((lock.signal.reason as { code: string }).code).toBe('STOLEN')
   await Promise.all([holder.close(), other.close()])
+})
+
+test('a plain { key, token } fence (a token handed to another process) is checked like the hold itself: accepted while held, FENCED once stolen', async () => {
+  const { holder, other, close } = setup()
+  const lock = (await holder.locks.acquire('lock:a', { ttl: 5_000, autoRenew: false }))!
+  const fence = { key: lock.key, token: lock.token }
+  await other.put('data', 'by the token', { fence })
+  expect((await other.get('data'))?.value).toBe('by the token')
+  await other.locks.acquire('lock:a', { steal: true, autoRenew: false })
+  await expect(other.put('data', 'stale', { fence })).rejects.toMatchObject({ code: 'FENCED' })
+  await expect(other.delete('data', { fence })).rejects.toMatchObject({ code: 'FENCED' })
+  expect((await other.get('data'))?.value).toBe('by the token')
+  await close()
+})
+
+test('a fenced write refused for its own condition (ifRevision), not for the fence, is a CONFLICT and leaves the hold alone', async () => {
+  const { holder, other, close } = setup()
+  const lock = (await holder.locks.acquire('lock:a', { ttl: 5_000, autoRenew: false }))!
+  await holder.put('data', 'v1', { fence: lock })
+  const stale = (await other.get('data'))!.revision
+  await other.put('data', 'v2')
+  await expect(holder.put('data', 'x', { fence: lock, ifRevision: stale })).rejects.toMatchObject({ code: 'CONFLICT' })
+  expect(lock.held).toBe(true)
+  expect(await lock.renew()).toBe(true)
+  expect(await other.locks.holder('lock:a')).toMatchObject({ owner: 'holder', token: lock.token })
+  await close()
 })
