@@ -1,6 +1,6 @@
 import { fileURLToPath } from 'node:url'
 import { defineConfig } from 'vite'
-import { viteBrowserVariants } from '../scripts/browser-variants'
+import { viteBrowserVariants } from '../scripts/browser-variants.ts'
 
 const src = (path: string) => fileURLToPath(new URL(`../src/${path}`, import.meta.url))
 

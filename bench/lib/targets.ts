@@ -28,6 +28,8 @@ const specs: Spec[] = [
   { text: '16 clients with wait, node (memory): >= 2x the successes/s of Redis try-acquire polling', scenario: 'remote-16', zaris: 'zaris node (memory), wait', peer: 'Redis SET NX polling', kind: 'ops', limit: 2, chart: '16 clients: node vs Redis polling' },
   { text: 'durable node (--data): acquire+release >= 2x etcd\'s raw transaction cycle', scenario: 'durable', zaris: 'zaris node (--data)', peer: 'etcd txn (lease, put-if-absent)', kind: 'ops', limit: 2, chart: '--data node vs etcd txn' },
   { text: 'etcd adapter: acquire+release >= 1.0x etcd3 lock()', scenario: 'etcd-1', zaris: 'zaris etcd adapter', peer: 'etcd3 lock()', kind: 'ops', limit: 1, chart: 'etcd adapter vs etcd3 lock()' },
+  { text: 'Redis adapter acquire+release >= 0.8x redlock (issue 16)', scenario: 'redis-1', zaris: 'zaris redis adapter', peer: 'redlock', kind: 'ops', limit: 0.8, chart: 'Redis adapter vs redlock' },
+  { text: 'counters through the Redis adapter >= 0.5x ioredis INCR round trips (issue 16)', scenario: 'counters-1', zaris: 'zaris redis adapter', peer: 'ioredis INCR', kind: 'ops', limit: 0.5, chart: 'Redis counters vs INCR' },
   { text: 'flat per-op cost up to 100k keys, memory (<= 1.2x the 10-key figure)', scenario: 'scale-memory', zaris: '100k other keys', peer: '10 other keys', kind: 'cost', limit: 1.2, chart: 'memory: 100k keys vs 10' },
   { text: 'flat per-op cost up to 100k keys, --data node (<= 1.2x the 10-key figure)', scenario: 'scale-data', zaris: '100k other keys', peer: '10 other keys', kind: 'cost', limit: 1.2, chart: '--data node: 100k keys vs 10' },
 ]
@@ -78,6 +80,16 @@ export function evaluateTargets(scenarios: Scenario[]): Target[] {
   if (many.s && !many.s.skipped && many.r) {
     const a = (many.r.extra.attempts ?? NaN) / (many.r.extra.successes ?? NaN)
     out.push({ text: '16 clients with wait, node (memory): <= 2 attempts per success', measured: `${a.toFixed(2)} attempts per success`, met: a <= 2 })
+  }
+  // Issue 16: 100 increments at once through a node are about 100 commits, none refused (counted on the node).
+  const inc = find(scenarios, 'counters-100', 'zaris node (memory)')
+  if (inc.s && !inc.s.skipped && inc.r) {
+    const per = (k: string) => ((inc.r!.extra[k] ?? NaN) * 100) / (inc.r!.extra.increments ?? NaN)
+    out.push({
+      text: '100 concurrent increments through a node: <= 110 commits, 0 rejected (issue 16)',
+      measured: `${per('commits').toFixed(1)} commits and ${per('rejected').toFixed(1)} rejected per 100 increments (on the node's /metrics)`,
+      met: per('commits') <= 110 && per('rejected') === 0,
+    })
   }
   const bundle = find(scenarios, 'bundle', 'zaris + zaris/indexeddb')
   if (bundle.s && bundle.r) {

@@ -83,7 +83,7 @@ export function lockPanel(root: HTMLElement, client: Client, tab: TabState, say:
 
   function render() {
     const held = Boolean(hold.lock?.held)
-    facts.draw(held ? hold.lock : undefined)
+    facts.draw(hold.lock?.held ? hold.lock : null)
     acquire.disabled = acquireWait.disabled = held || Boolean(waiting) || !ttl.valid()
     mode.disable(held || Boolean(waiting))
     cancel.disabled = !waiting

@@ -48,7 +48,7 @@ export interface Own {
 /**
  * Who holds `key` (one exclusive holder, or every shared holder) with token
  * and time left, and the tabs waiting for it in line order, from
- * `client.locks.query()` (./lock-query); `draw(own)` redraws (`own`: this tab's hold, if it holds).
+ * `client.locks.query()` (./lock-query); `draw(own)` redraws (`own`: this tab's hold, null if none).
  */
 export function lockFacts(client: Client, key: string) {
   let held: HeldLock[] = []
@@ -68,10 +68,11 @@ export function lockFacts(client: Client, key: string) {
   )
   const line = h('ol', { class: 'line', 'data-testid': 'wait-line', 'aria-label': 'Tabs waiting for the lock, first in line first' })
   const name = (owner: string) => `${owner}${owner === client.id ? ' (this tab)' : ''}`
-  let mine: Own | undefined
-  const draw = (own = mine) => {
+  let mine: Own | null = null
+  /** `own`: this tab's hold, or null when it holds none; without it, as last drawn. */
+  const draw = (own: Own | null = mine) => {
     mine = own
-    const holds = own !== undefined
+    const holds = own !== null
     // This tab's own hold first: its token is the one its writes carry. The
     // tab knows it before the next query does, so a fresh hold shows at once.
     const listed = held.find((x) => x.owner === client.id && (!own || x.token === own.token))
