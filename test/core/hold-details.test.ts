@@ -141,11 +141,11 @@ test('release of an ended hold resolves false with the store unreachable; releas
   await close()
 })
 
-test('a watched hold whose renewal answer is late learns of the renewal from its own event: still held, and its revision is the renewal\'s', async () => {
-  const clock = new ManualClock()
-  const ns = `hold-details-late-${Math.random().toString(36).slice(2)}`
+/** The memory adapter with commit answers held while `hold()` is on (a fake delay, named so); the store applies the commit at once. */
+function answersHeld(ns: string, clock: ManualClock) {
   const inner = memoryAdapter({ namespace: ns, clock })
   let answers: Promise<void> | undefined
+  let open: () => void = () => {}
   const adapter: Adapter = {
     name: 'memory (answers held on demand: a fake delay)',
     get: (k) => inner.get(k),
@@ -158,21 +158,33 @@ test('a watched hold whose renewal answer is late learns of the renewal from its
       return r
     },
   }
+  return {
+    adapter,
+    hold: () => (answers = new Promise((resolve) => (open = resolve))),
+    release: () => {
+      answers = undefined
+      open()
+    },
+  }
+}
+
+test('a watched hold whose renewal answer is late learns of the renewal from its own event: still held, and its revision is the renewal\'s', async () => {
+  const clock = new ManualClock()
+  const ns = `hold-details-late-${Math.random().toString(36).slice(2)}`
+  const { adapter, hold, release } = answersHeld(ns, clock)
   const holder = new Client(adapter, { id: 'holder', clock })
   const other = new Client(memoryAdapter({ namespace: ns, clock }), { id: 'other', clock })
   const lock = (await holder.locks.acquire('lock:a', { ttl: 5_000, autoRenew: false }))!
   void lock.signal
   await new Promise((resolve) => setTimeout(resolve, 10)) // the watch is established
-  let open!: () => void
-  answers = new Promise((resolve) => (open = resolve))
+  hold()
   const renewing = lock.renew()
   await new Promise((resolve) => setTimeout(resolve, 20)) // applied; its event is delivered, its answer held
   const entry = (await other.get('lock:a'))!
   expect(entry.revision).toBeGreaterThan(lock.token)
   expect(lock.held).toBe(true)
   expect(lock.revision).toBe(entry.revision)
-  open()
-  answers = undefined
+  release()
   expect(await renewing).toBe(true)
   expect(lock.held).toBe(true)
   await Promise.all([holder.close(), other.close()])
@@ -236,5 +248,52 @@ test('a fenced write refused for its own condition (ifRevision), not for the fen
   expect(lock.held).toBe(true)
   expect(await lock.renew()).toBe(true)
   expect(await other.locks.holder('lock:a')).toMatchObject({ owner: 'holder', token: lock.token })
+  await close()
+})
+
+test('a renewal applied with a long TTL whose answer comes after the holder\'s deadline frees the entry it extended; a release in flight past the deadline still ends RELEASED', async () => {
+  const clock = new ManualClock()
+  const ns = `hold-details-deadline-${Math.random().toString(36).slice(2)}`
+  const { adapter, hold, release } = answersHeld(ns, clock)
+  const holder = new Client(adapter, { id: 'holder', clock })
+  const other = new Client(memoryAdapter({ namespace: ns, clock }), { id: 'other', clock })
+  const lock = (await holder.locks.acquire('lock:a', { ttl: 1_000, autoRenew: false }))!
+  hold()
+  const renewing = lock.renew(60_000) // applied at once: the store keeps the entry for a minute
+  await clock.advance(990) // the holder's deadline passes before the answer
+  expect(lock.held).toBe(false)
+  release()
+  expect(await renewing).toBe(false)
+  await clock.advance(0)
+  expect(await other.get('lock:a')).toBeUndefined() // nobody holds a lock nobody knows of
+
+  const second = (await holder.locks.acquire('lock:b', { ttl: 1_000, autoRenew: false }))!
+  hold()
+  const releasing = second.release()
+  await clock.advance(990) // past its deadline while the release's answer is on its way
+  expect(second.held).toBe(false)
+  release()
+  expect(await releasing).toBe(true)
+  expect((second.signal.reason as { code: string }).code).toBe('RELEASED')
+  await Promise.all([holder.close(), other.close()])
+})
+
+test('a hold\'s signal is one signal: a listener added before any other read hears the end', async () => {
+  const { holder, other, close } = setup()
+  const lock = (await holder.locks.acquire('lock:a', { ttl: 5_000, autoRenew: false }))!
+  const first = lock.signal
+  let heard: unknown
+  first.addEventListener('abort', () => (heard = first.reason), { once: true })
+  expect(lock.signal).toBe(first)
+  await other.locks.acquire('lock:a', { steal: true, autoRenew: false })
+  expect(await lock.renew()).toBe(false)
+  expect((heard as { code: string }).code).toBe('STOLEN')
+  await close()
+})
+
+test('a lease hands back the value it was granted with', async () => {
+  const { holder, close } = setup()
+  const lease = (await holder.leases.grant('lease:a', { ttl: 5_000, autoRenew: false, value: { name: 'tab 1' } }))!
+  expect(lease.value).toEqual({ name: 'tab 1' })
   await close()
 })
