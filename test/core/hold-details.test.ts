@@ -153,14 +153,23 @@ function answersHeld(ns: string, clock: ManualClock) {
     watch: (p, s, f) => inner.watch(p, s, f),
     close: () => inner.close(),
     async commit(c, o, opt) {
+      const wait = answers // the gate at the time of the call
       const r = await inner.commit(c, o, opt)
-      await answers
+      await wait
       return r
     },
   }
   return {
     adapter,
-    hold: () => (answers = new Promise((resolve) => (open = resolve))),
+    /** Holds the answers of the commits made from now on until `release`; returns what lets this batch through alone. */
+    hold: () => {
+      let openThis!: () => void
+      answers = new Promise((resolve) => (open = openThis = resolve))
+      return openThis
+    },
+    /** Commits made from now on answer at once; those held stay held. */
+    pass: () => (answers = undefined),
+    /** Lets the held answers through; later commits answer at once. */
     release: () => {
       answers = undefined
       open()
@@ -296,4 +305,24 @@ test('a lease hands back the value it was granted with', async () => {
   const lease = (await holder.leases.grant('lease:a', { ttl: 5_000, autoRenew: false, value: { name: 'tab 1' } }))!
   expect(lease.value).toEqual({ name: 'tab 1' })
   await close()
+})
+
+test('renewals answered out of order: the one sent last sets the deadline, as the store applied it last', async () => {
+  const clock = new ManualClock()
+  const ns = `hold-details-order-${Math.random().toString(36).slice(2)}`
+  const { adapter, hold, pass } = answersHeld(ns, clock)
+  const holder = new Client(adapter, { id: 'holder', clock })
+  const lock = (await holder.locks.acquire('lock:a', { ttl: 1_000, autoRenew: false }))!
+  const openLong = hold()
+  const long = lock.renew(5_000) // applied at once, its answer held
+  pass()
+  await clock.advance(10)
+  const slow = lock.renew(1_000) // applied after it, answered at once
+  expect(await slow).toBe(true)
+  openLong()
+  expect(await long).toBe(true)
+  // The store applied the 1 s renewal last (at 10 ms): it expires the entry at 1 010 ms, so the holder must not count on more.
+  await clock.advance(1_000)
+  expect(lock.held).toBe(false)
+  await holder.close()
 })
