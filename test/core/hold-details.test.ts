@@ -290,6 +290,7 @@ test('a renewal applied with a long TTL whose answer comes after the holder\'s d
 test('a hold\'s signal is one signal: a listener added before any other read hears the end', async () => {
   const { holder, other, close } = setup()
   const lock = (await holder.locks.acquire('lock:a', { ttl: 5_000, autoRenew: false }))!
+  expect(lock.mode).toBe('exclusive') // the default
   const first = lock.signal
   let heard: unknown
   first.addEventListener('abort', () => (heard = first.reason), { once: true })
