@@ -33,6 +33,7 @@ const groups: Record<string, () => Promise<Group>> = {
   counters: async () => (await import('./scenarios/counters')).counterScenarios,
   scale: async () => (await import('./scenarios/scale')).scaleScenarios,
   bundle: async () => (await import('./scenarios/bundle')).bundleScenario,
+  handover: async () => (await import('./scenarios/handover')).handoverScenarios,
 }
 
 async function main(): Promise<void> {

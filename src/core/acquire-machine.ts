@@ -55,6 +55,8 @@ import { WaitQueue } from './wait-queue'
 export const PATROL = 1_000
 
 const EARLY: unique symbol = Symbol('early')
+/** Why an early watch is dropped; made once (an abort without a reason makes a DOMException each time). */
+const DROPPED = new Error('the early watch was dropped')
 
 /** A state of the machine; see the module doc. */
 export type State<H> =
@@ -166,17 +168,21 @@ export class AcquireMachine<H> {
         const sight = await this.#claim.look()
         return sight ? { name: 'join', sight } : { name: 'try' }
       }
-      case 'try':
+      case 'try': {
         this.#dropEarly()
-        return this.#tried(await this.#claim.attempt(undefined, { place: this.#line?.entry, first: this.#first }))
+        const place = this.#line?.entry
+        return this.#tried(await this.#claim.attempt(undefined, { place, first: this.#first }), place)
+      }
       case 'watch':
         return this.#watch(state.sight)
       case 'woke':
         return this.#woke(state.wake, state.sight)
       case 'look':
         return this.#route(await this.#claim.look())
-      case 'takeover':
-        return this.#tried(await this.#claim.attempt(state.sight, { place: this.#line?.entry, first: this.#first, over: { sight: state.sight, owner: state.owner } }))
+      case 'takeover': {
+        const place = this.#line?.entry
+        return this.#tried(await this.#claim.attempt(state.sight, { place, first: this.#first, over: { sight: state.sight, owner: state.owner } }), place)
+      }
     }
   }
 
@@ -244,7 +250,7 @@ export class AcquireMachine<H> {
     this.#queued()
     const early = this.#early
     this.#early = undefined
-    if (early && early.sight !== sight) early.cancel.abort()
+    if (early && early.sight !== sight) early.cancel.abort(DROPPED)
     const wake = early?.sight === sight ? await early.promise : await waitForChange(this.#ctx, sight, this.#left(), this.#signal)
     return { name: 'woke', wake, sight }
   }
@@ -262,9 +268,13 @@ export class AcquireMachine<H> {
     }
   }
 
-  /** After a try that may have left the line: the hold, or on with what blocks now. */
-  #tried(r: Awaited<ReturnType<Claim<H>['attempt']>>): State<H> {
-    if ('hold' in r) return { name: 'won', hold: r.hold }
+  /** After a try that may have left the line (`place`: it deleted our place if it won): the hold, or on with what blocks now. */
+  #tried(r: Awaited<ReturnType<Claim<H>['attempt']>>, place: Entry | undefined): State<H> {
+    if ('hold' in r) {
+      // The winning commit deleted our place: leaving must not send a second delete before the hold is handed over.
+      if (place) this.#line!.taken()
+      return { name: 'won', hold: r.hold }
+    }
     if (r.lostPlace) {
       this.#line!.lost()
       this.#first = false
@@ -284,7 +294,7 @@ export class AcquireMachine<H> {
   }
 
   #dropEarly(): void {
-    this.#early?.cancel.abort()
+    this.#early?.cancel.abort(DROPPED)
     this.#early = undefined
   }
 }

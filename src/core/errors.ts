@@ -184,7 +184,9 @@ export class UnauthorizedError extends ZarisError {
 
 /**
  * A request or frame was larger than the node accepts (`zaris serve
- * --max-body`, 64 KiB by default). Nothing was applied.
+ * --max-body`, 64 KiB by default), a commit would grow the entries of a
+ * node's stores past its budget (`--max-store-bytes`), or etcd refused a
+ * transaction as too large. Nothing was applied.
  *
  * @example
  * await client.put('big', 'x'.repeat(100_000)) // through a node: throws TooLargeError

@@ -272,12 +272,17 @@ export abstract class Hold<V extends Value = Value> implements AsyncDisposable, 
     }
   }
 
-  /** (Re)sets the deadline timer and, with auto-renew, the next renewal. */
+  /**
+   * (Re)sets the deadline timer and, with auto-renew, the next renewal: a
+   * third of the TTL after the request that set the deadline was sent, not
+   * after its answer came, so a slow store (a loaded node, a long round trip)
+   * does not stretch every renewal period by its round trip.
+   */
   #arm(): void {
     const clock = this.#ctx.clock
     if (this.#deadlineTimer !== undefined) clock.clearTimeout(this.#deadlineTimer)
     this.#armDeadline()
-    if (this.#autoRenew) this.#scheduleRenew(this.#ttl / 3)
+    if (this.#autoRenew) this.#scheduleRenew(this.#deadlineSentAt + this.#ttl / 3 - clock.now())
   }
 
   /**

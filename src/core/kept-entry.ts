@@ -37,11 +37,12 @@ export class KeptEntry {
    * `undefined` with the entry that has the key (someone else's, or ours from before).
    */
   async take(): Promise<{ entry: Entry } | { entry: undefined; other: Entry | undefined }> {
+    const sentAt = this.#ctx.clock.now()
     const r = await this.#ctx.adapter.commit([{ key: this.#key, revision: null }], [this.#set()])
     if (!r.ok) return { entry: undefined, other: r.failed[0]?.entry }
     this.#entry = r.entries[0]!
     if (this.#left) this.leave()
-    else this.#scheduleRenewal()
+    else this.#scheduleRenewal(sentAt)
     return { entry: this.#entry }
   }
 
@@ -63,22 +64,26 @@ export class KeptEntry {
     return { type: 'set' as const, key: this.#key, value: this.#value, ttl: this.#ttl, owner: this.#ctx.id }
   }
 
-  #scheduleRenewal(): void {
-    if (this.#renewal !== undefined) this.#ctx.clock.clearTimeout(this.#renewal)
-    this.#renewal = this.#ctx.clock.setTimeout(() => {
+  /** The next renewal, a third of the TTL after `sentAt` (when the last write was sent: its round trip does not stretch the period). */
+  #scheduleRenewal(sentAt: number): void {
+    const clock = this.#ctx.clock
+    if (this.#renewal !== undefined) clock.clearTimeout(this.#renewal)
+    this.#renewal = clock.setTimeout(() => {
       this.#renewal = undefined
       const entry = this.#entry
       if (!entry || this.#left) return
+      const sent = clock.now()
       this.#ctx.adapter.commit([{ key: entry.key, created: entry.created }], [this.#set()]).then(
         (r) => {
           if (this.#entry !== entry) return
           this.#entry = r.ok ? r.entries[0]! : undefined
-          if (!this.#left && this.#entry) this.#scheduleRenewal()
+          if (!this.#left && this.#entry) this.#scheduleRenewal(sent)
         },
         () => {
-          if (!this.#left && this.#entry === entry) this.#scheduleRenewal()
+          // Not applied (or not known): try again a third of the TTL after this failure.
+          if (!this.#left && this.#entry === entry) this.#scheduleRenewal(clock.now())
         },
       )
-    }, this.#ttl / 3)
+    }, sentAt + this.#ttl / 3 - clock.now())
   }
 }

@@ -29,12 +29,14 @@ export interface BackgroundClock extends Clock {
   close(): void
 }
 
-// Runs in the worker: one timer per id, each answered with its id.
+// Runs in the worker: one timer per id, each answered with its id. A timer comes with the time it is
+// due ('timeOrigin + now()', one scale in the page and its worker), not a delay, so a message that
+// reaches a busy worker late does not make the timer late too.
 const WORKER_SOURCE = `
 const timers = new Map()
 onmessage = (e) => {
-  const [op, id, ms] = e.data
-  if (op === 'set') timers.set(id, setTimeout(() => { timers.delete(id); postMessage(id) }, ms))
+  const [op, id, at] = e.data
+  if (op === 'set') timers.set(id, setTimeout(() => { timers.delete(id); postMessage(id) }, Math.max(0, at - performance.timeOrigin - performance.now())))
   else { clearTimeout(timers.get(id)); timers.delete(id) }
 }
 `
@@ -77,7 +79,7 @@ export function backgroundClock(): BackgroundClock {
   const visible = () => doc?.visibilityState === 'visible'
   const toWorker = (id: number, t: Timer) => {
     t.page = undefined
-    worker.postMessage(['set', id, Math.max(0, t.at - performance.now())])
+    worker.postMessage(['set', id, performance.timeOrigin + t.at])
   }
   // Hidden: the page's timers will be throttled, so what is pending moves to the worker.
   const onVisibility = () => {
@@ -93,8 +95,15 @@ export function backgroundClock(): BackgroundClock {
     const t = pending.get(e.data)
     // A timer moved back and forth may answer late; only one still in the worker fires.
     if (!t || t.page !== undefined) return
-    pending.delete(e.data)
-    t.fn()
+    // With it, every worker timer due by now, in deadline order: timers that were overdue when the
+    // worker got them (it starts late, or was busy) answer in the order they were sent.
+    const now = performance.now()
+    const due = [...pending].filter(([id, x]) => x.page === undefined && (x.at <= now || id === e.data)).sort(([, x], [, y]) => x.at - y.at)
+    for (const [id, x] of due) {
+      if (pending.get(id) !== x) continue
+      pending.delete(id)
+      x.fn()
+    }
   }
   return {
     inWorker: true,

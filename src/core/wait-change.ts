@@ -59,6 +59,13 @@ export type Wake =
 const EXPIRY_GRACE = 5
 /** How long after a failed watch the waiter looks again. */
 const REWATCH_MS = 50
+/**
+ * The reasons of our own cleanup aborts, made once: nobody reads them (see
+ * the `.catch` below), and an Error made per wait costs a stack capture on
+ * the path from a release event to the waiter's take.
+ */
+const CANCELLED = new Error('cancelled')
+const SETTLED = new Error('settled')
 
 /**
  * Resolves when something in `sight` may have changed, or after `limit` ms
@@ -68,7 +75,7 @@ const REWATCH_MS = 50
  */
 export function waitForChange(ctx: Context, sight: Sight, limit: number, signal: AbortSignal | undefined, cancel?: AbortSignal): Promise<Wake> {
   const stop = new AbortController()
-  cancel?.addEventListener('abort', () => stop.abort(new Error('cancelled')), { once: true })
+  cancel?.addEventListener('abort', () => stop.abort(CANCELLED), { once: true })
   const letGo = keepAlive()
   const onAbort = () => stop.abort(signal!.reason)
   signal?.addEventListener('abort', onAbort, { once: true })
@@ -94,7 +101,7 @@ export function waitForChange(ctx: Context, sight: Sight, limit: number, signal:
     .finally(() => {
       signal?.removeEventListener('abort', onAbort)
       unregister()
-      stop.abort(new Error('settled'))
+      stop.abort(SETTLED)
       letGo()
     })
     .catch((err) => {

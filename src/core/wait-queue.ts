@@ -110,6 +110,12 @@ export class WaitQueue {
     this.#place = undefined
   }
 
+  /** Leaves the line whose place the commit that took the lock already deleted: nothing more is written. */
+  taken(): void {
+    this.#place?.lost()
+    this.leave()
+  }
+
   /** Removes a dead waiter's entry (its owner is gone), if it is still the one we saw. */
   async evict(dead: Entry): Promise<void> {
     await this.#ctx.adapter.commit([{ key: dead.key, created: dead.created }], [{ type: 'delete', key: dead.key }]).catch(() => {})

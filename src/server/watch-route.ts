@@ -221,6 +221,15 @@ class Stream {
   }
 }
 
+/** The last event written and its chunk: a store hands one event object to every stream it goes to. */
+let lastEvent: WatchEvent | undefined
+let lastChunk = ''
+
+/** An event as SSE, serialized once however many streams it goes to. */
 function eventChunk(ev: WatchEvent): string {
-  return `id: ${ev.revision}\ndata: ${JSON.stringify(ev)}\n\n`
+  if (ev !== lastEvent) {
+    lastChunk = `id: ${ev.revision}\ndata: ${JSON.stringify(ev)}\n\n`
+    lastEvent = ev
+  }
+  return lastChunk
 }

@@ -1,15 +1,41 @@
 /**
  * The lock family on one adapter, with contending clients: shared and
  * exclusive locks, semaphores, `run`, `query` and several keys at once.
- * Safety is judged from a recorded history of hold windows (windows.ts);
- * every test also asserts that what it measures happened (shared holds did
+ * Safety is judged from a recorded history: what each client was told by
+ * its acquires, releases, renewals and fenced writes
+ * (test/lincheck/family-recorder.ts), checked for linearizability against
+ * the lock family's models (test/lincheck/family.ts: at most `limit` live
+ * permits, shared holds never beside an exclusive one, tokens rising, no
+ * fenced write accepted outside its hold, no hold freed before its TTL).
+ * Every test also asserts that what it measures happened (shared holds did
  * overlap, the semaphore did fill up), so a test that raced nothing fails.
  */
 import { describe, expect } from 'vitest'
-import { isZarisError, type Client, type Hold, type Lock, type LockMode } from 'zaris'
+import type { Client, Lock, LockMode, Permit } from 'zaris'
+import { isZarisError } from 'zaris'
+import { checkHistory, formatResult } from '../lincheck/check'
+import { FamilyRecorder, heldAtOnce } from '../lincheck/family-recorder'
+import type { HistoryEvent } from '../lincheck/history'
+import { MemoryHistory } from '../lincheck/recorder'
 import type { FixtureFactory, StoreFixture } from './fixture'
-import { onFreshStore, sleep, until, type Named } from './util'
-import { WindowLog } from './windows'
+import { late, onFreshStore, sleep, until, type Named } from './util'
+
+/** A history of the lock family on one store, and its recorder. */
+function recorded(): { rec: FamilyRecorder; events: HistoryEvent[] } {
+  const history = new MemoryHistory(() => performance.now())
+  return { rec: new FamilyRecorder(history), events: history.events }
+}
+
+/**
+ * The history is linearizable against the lock family's models. `slack`
+ * for timer rounding between the test's clock and the store's; entries may
+ * live past their TTL by the store's granularity (etcd's whole seconds).
+ */
+function expectLinearizable(events: HistoryEvent[], client: Client): void {
+  const r = checkHistory(events, { slack: 5, lateExpiry: late(client), maxMs: 60_000 })
+  expect(r.verdict, formatResult(r)).toBe('ok')
+  expect(r.operations).toBeGreaterThan(0)
+}
 
 export function familyCases(factory: FixtureFactory, t: Named): void {
   const withStore = onFreshStore(factory)
@@ -21,43 +47,51 @@ export function familyCases(factory: FixtureFactory, t: Named): void {
    * goes, no release is sent); another client waiting for it gets it at the
    * hold's TTL — or at once, on a store that knows the client is gone.
    */
-  async function freedAtTtl(f: StoreFixture, take: (c: Client, ttl: number) => Promise<Hold | null>, retake: (c: Client) => Promise<Hold | null>) {
+  async function freedAtTtl(f: StoreFixture, take: (rec: FamilyRecorder, c: Client, ttl: number) => Promise<Lock | Permit | null>, retake: (rec: FamilyRecorder, c: Client) => Promise<Lock | Permit | null>) {
     const [a, b] = await clientsOf(f, 2)
+    const { rec, events } = recorded()
     const raw = await f.adapter()
     const ttl = 600
-    const first = await take(a!, ttl)
+    const first = await take(rec, a!, ttl)
     expect(first).not.toBeNull()
     const taken = performance.now()
+    // A store that knows a client is gone may end its holds at once: the history says so.
+    if (raw.capabilities?.ownerGone) rec.ownerGone(a!.id, performance.now())
     await a!.adapter.close()
-    const next = await retake(b!)
+    const next = await retake(rec, b!)
     const elapsed = performance.now() - taken
     expect(next).not.toBeNull()
     expect(next!.token).toBeGreaterThan(first!.token)
     expect(elapsed).toBeLessThan(ttl + 3_000)
     if (!raw.capabilities?.ownerGone) expect(elapsed).toBeGreaterThanOrEqual(ttl * 0.9)
-    await (next as Lock).release()
+    expect(await rec.release(next!)).toBe(true)
+    // Not freed before its TTL (or the owner's end), the new hold's token above the old.
+    expectLinearizable(events, b!)
   }
 
   describe('shared locks', () => {
     t('shared holders overlap and never overlap an exclusive one (6 clients, mixed modes)', withStore(async (f) => {
       const clients = await clientsOf(f, 6)
-      const log = new WindowLog()
+      const { rec, events } = recorded()
+      const told: boolean[] = []
       await Promise.all(clients.map(async (c, i) => {
         for (let r = 0; r < 12; r++) {
           const mode: LockMode = (i + r) % 4 === 0 ? 'exclusive' : 'shared'
-          const lock = await c.locks.acquire('rw', { mode, ttl: 20_000, wait: 60_000, autoRenew: false })
+          const lock = await rec.lock(c, 'rw', { mode, ttl: 20_000, wait: 60_000, autoRenew: false })
           if (!lock) throw new Error(`${c.id} waited in vain`)
           expect(lock.mode).toBe(mode)
-          const close = log.open('rw', mode, c.id, lock.token)
+          told.push(await rec.fenced(c, lock, 'rw:data', `${c.id}:${r}`))
           await sleep(3 + ((i * 7 + r * 3) % 10))
-          close()
-          expect(await lock.release()).toBe(true)
+          told.push(await rec.release(lock))
         }
       }))
-      const report = log.check()
-      expect(report.violations).toEqual([])
-      expect(report.maxShared).toBeGreaterThanOrEqual(2)
-      expect(log.windows.filter((w) => w.mode === 'exclusive')).toHaveLength(18)
+      // The history first (it says why), then what each holder was told: every fenced write accepted, every release true.
+      expectLinearizable(events, clients[0]!)
+      expect(told.every(Boolean)).toBe(true)
+      const most = heldAtOnce(events, 'rw')
+      expect(most.shared).toBeGreaterThanOrEqual(2)
+      expect(most.exclusive).toBe(1)
+      expect(events.filter((e) => e.type === 'ok' && e.f === 'lock-acquire')).toHaveLength(72)
       // The last shared holder out ended the group: the lock key is free.
       expect(await clients[0]!.get('rw')).toBeUndefined()
     }), 120_000)
@@ -65,110 +99,131 @@ export function familyCases(factory: FixtureFactory, t: Named): void {
     t('an exclusive waiter is served while new shared requests keep arriving', withStore(async (f) => {
       const readers = await clientsOf(f, 4, 'r')
       const [writer] = await clientsOf(f, 1, 'w')
-      const log = new WindowLog()
+      const { rec, events } = recorded()
       let stop = false
       let tries = 0
+      let granted = 0
       const stream = readers.map(async (c, i) => {
         await sleep(i * 15)
         while (!stop) {
           tries++
-          const lock = await c.locks.acquire('feed', { mode: 'shared', ttl: 20_000, wait: 20_000 })
+          const lock = await rec.lock(c, 'feed', { mode: 'shared', ttl: 20_000, wait: 20_000, autoRenew: false })
           if (!lock) throw new Error('a reader waited in vain')
-          const close = log.open('feed', 'shared', c.id, lock.token)
+          granted++
           await sleep(40)
-          close()
-          await lock.release()
+          await rec.release(lock)
         }
       })
-      await until(() => log.windows.length >= 4)
+      await until(() => granted >= 4)
       const triesBefore = tries
       const started = performance.now()
-      const lock = await writer!.locks.acquire('feed', { ttl: 20_000, wait: 15_000 })
+      const lock = await rec.lock(writer!, 'feed', { ttl: 20_000, wait: 15_000, autoRenew: false })
       expect(lock).not.toBeNull() // without the intent the readers would hold the key until the wait ran out
       const waited = performance.now() - started
-      const close = log.open('feed', 'exclusive', writer!.id, lock!.token)
+      expect(await rec.fenced(writer!, lock!, 'feed:data', 'written')).toBe(true)
       await sleep(20)
-      close()
-      await lock!.release()
-      const sharedAfter = log.windows.length
-      await until(() => log.windows.length >= sharedAfter + 2)
+      expect(await rec.release(lock!)).toBe(true)
+      const sharedAfter = granted
+      await until(() => granted >= sharedAfter + 2)
       stop = true
       await Promise.all(stream)
       expect(tries - triesBefore).toBeGreaterThan(2) // shared requests kept coming while it waited
       expect(waited).toBeLessThan(10_000)
-      expect(log.check().violations).toEqual([])
+      expectLinearizable(events, writer!)
     }), 60_000)
 
     t('a fenced write with a shared hold is refused once that hold is gone; a steal ends every shared hold', withStore(async (f) => {
       const [a, b, c] = await clientsOf(f, 3)
-      const sa = (await a!.locks.acquire('doc', { mode: 'shared', ttl: 20_000 }))!
-      const sb = (await b!.locks.acquire('doc', { mode: 'shared', ttl: 20_000 }))!
+      const { rec, events } = recorded()
+      // What each holder is told, judged after the history (which says why when it is wrong).
+      const told: Array<[string, boolean]> = []
+      const sa = (await rec.lock(a!, 'doc', { mode: 'shared', ttl: 20_000, autoRenew: false }))!
+      const sb = (await rec.lock(b!, 'doc', { mode: 'shared', ttl: 20_000, autoRenew: false }))!
       expect(sb.token).toBeGreaterThan(sa.token)
-      await a!.put('doc:body', 'read by a', { fence: sa })
-      expect(await sa.release()).toBe(true)
-      await expect(a!.put('doc:body', 'stale', { fence: sa })).rejects.toMatchObject({ code: 'FENCED' })
+      told.push(['a fenced write with a live shared hold', await rec.fenced(a!, sa, 'doc:body', 'read by a')])
+      told.push(['its release', await rec.release(sa)])
+      told.push(['a fenced write with the released hold', await rec.fenced(a!, sa, 'doc:body', 'stale')])
       const signal = sb.signal
-      const thief = (await c!.locks.acquire('doc', { steal: true, ttl: 20_000 }))!
-      await expect(b!.put('doc:body', 'stale', { fence: sb })).rejects.toMatchObject({ code: 'FENCED' })
+      const thief = (await rec.lock(c!, 'doc', { steal: true, ttl: 20_000, autoRenew: false }))!
+      told.push(['a fenced write with a stolen shared hold', await rec.fenced(b!, sb, 'doc:body', 'stale')])
       await until(() => signal.aborted)
-      expect(code(signal)).toBe('STOLEN')
-      expect(await sb.renew()).toBe(false)
+      told.push(['a renewal of the stolen shared hold', await rec.renew(sb, 20_000)])
       expect(await c!.locks.holder('doc')).toMatchObject({ owner: 'c2', token: thief.token, mode: 'exclusive' })
-      await c!.put('doc:body', 'by the thief', { fence: thief })
-      await thief.release()
+      told.push(["the thief's fenced write", await rec.fenced(c!, thief, 'doc:body', 'by the thief')])
+      told.push(["the thief's release", await rec.release(thief)])
+      expectLinearizable(events, a!)
+      expect(told).toEqual([
+        ['a fenced write with a live shared hold', true],
+        ['its release', true],
+        ['a fenced write with the released hold', false],
+        ['a fenced write with a stolen shared hold', false],
+        ['a renewal of the stolen shared hold', false],
+        ["the thief's fenced write", true],
+        ["the thief's release", true],
+      ])
+      expect(code(signal)).toBe('STOLEN')
       await expect(a!.locks.acquire('doc', { mode: 'shared', steal: true })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' })
     }))
 
     t('a shared holder that stops renewing frees its share at its TTL (at once where the store knows its client is gone)', withStore(async (f) => {
-      await freedAtTtl(f, (c, ttl) => c.locks.acquire('crash', { mode: 'shared', ttl, autoRenew: false }), (c) => c.locks.acquire('crash', { ttl: 20_000, wait: 10_000 }))
+      await freedAtTtl(f, (rec, c, ttl) => rec.lock(c, 'crash', { mode: 'shared', ttl, autoRenew: false }), (rec, c) => rec.lock(c, 'crash', { ttl: 20_000, wait: 10_000, autoRenew: false }))
     }), 30_000)
   })
 
   describe('semaphores', () => {
     t('a semaphore never has more than limit live permits (8 clients, limit 3)', withStore(async (f) => {
       const clients = await clientsOf(f, 8)
-      const log = new WindowLog()
+      const { rec, events } = recorded()
+      const told: boolean[] = []
+      // The first holders keep their permits until three are out at once (or 10 s pass): on a loaded
+      // machine the short holds alone may never overlap three deep, and the test must see it full.
+      let out = 0
+      let most = 0
       await Promise.all(clients.map(async (c, i) => {
         for (let r = 0; r < 8; r++) {
-          const permit = await c.semaphores.acquire('uploads', { limit: 3, ttl: 20_000, wait: 60_000, autoRenew: false })
+          const permit = await rec.permit(c, 'uploads', { limit: 3, ttl: 20_000, wait: 60_000, autoRenew: false })
           if (!permit) throw new Error(`${c.id} waited in vain`)
-          const close = log.open('uploads', 'permit', c.id, permit.token)
+          most = Math.max(most, ++out)
+          told.push(await rec.fenced(c, permit, 'uploads:data', `${c.id}:${r}`))
           await sleep(3 + ((i * 5 + r * 3) % 10))
-          close()
-          expect(await permit.release()).toBe(true)
+          if (r === 0) await until(() => most >= 3, 10_000).catch(() => {})
+          out--
+          told.push(await rec.release(permit))
         }
       }))
-      const report = log.check(3)
-      expect(report.violations).toEqual([])
-      expect(report.maxPermits).toBe(3)
+      expectLinearizable(events, clients[0]!)
+      expect(told.every(Boolean)).toBe(true)
+      expect(heldAtOnce(events, 'uploads').permits).toBe(3)
       expect(await clients[0]!.semaphores.holders('uploads')).toEqual([])
     }), 120_000)
 
     t('permits: null when full, holders by slot, a freed permit goes to the waiter, a fenced write with a permit', withStore(async (f) => {
       const [a, b, c] = await clientsOf(f, 3)
-      const pa = (await a!.semaphores.acquire('sem', { limit: 2, ttl: 20_000 }))!
-      const pb = (await b!.semaphores.acquire('sem', { limit: 2, ttl: 20_000 }))!
-      expect(await c!.semaphores.acquire('sem', { limit: 2 })).toBeNull()
+      const { rec, events } = recorded()
+      const pa = (await rec.permit(a!, 'sem', { limit: 2, ttl: 20_000, autoRenew: false }))!
+      const pb = (await rec.permit(b!, 'sem', { limit: 2, ttl: 20_000, autoRenew: false }))!
+      expect(await rec.permit(c!, 'sem', { limit: 2, ttl: 20_000, autoRenew: false })).toBeNull()
       expect(await c!.semaphores.holders('sem')).toMatchObject([
         { owner: 'c0', slot: 0, limit: 2, token: pa.token },
         { owner: 'c1', slot: 1, limit: 2, token: pb.token },
       ])
-      const waiting = c!.semaphores.acquire('sem', { limit: 2, ttl: 20_000, wait: 10_000 })
+      const waiting = rec.permit(c!, 'sem', { limit: 2, ttl: 20_000, wait: 10_000, autoRenew: false })
       await sleep(100)
-      await c!.put('sem:res', 1, { fence: pa })
-      expect(await pa.release()).toBe(true)
+      expect(await rec.fenced(c!, pa, 'sem:res', 1)).toBe(true)
+      expect(await rec.release(pa)).toBe(true)
       const pc = (await waiting)!
       expect(pc.token).toBeGreaterThan(pb.token)
-      await expect(a!.put('sem:res', 2, { fence: pa })).rejects.toMatchObject({ code: 'FENCED' })
+      expect(await rec.fenced(a!, pa, 'sem:res', 2)).toBe(false)
       // A client asking with limit 1 takes only slot 0, which is held: it waits (the rule for mixed limits).
-      expect(await a!.semaphores.acquire('sem', { limit: 1 })).toBeNull()
-      await pb.release()
-      await pc.release()
+      expect(await rec.permit(a!, 'sem', { limit: 1, ttl: 20_000, autoRenew: false })).toBeNull()
+      expect(await rec.release(pb)).toBe(true)
+      expect(await rec.release(pc)).toBe(true)
+      expectLinearizable(events, a!)
       await expect(a!.semaphores.acquire('sem', { limit: 0 })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' })
     }))
 
     t('a permit holder that stops renewing frees its permit at its TTL (at once where the store knows its client is gone)', withStore(async (f) => {
-      await freedAtTtl(f, (c, ttl) => c.semaphores.acquire('crash-sem', { limit: 1, ttl, autoRenew: false }), (c) => c.semaphores.acquire('crash-sem', { limit: 1, ttl: 20_000, wait: 10_000 }))
+      await freedAtTtl(f, (rec, c, ttl) => rec.permit(c, 'crash-sem', { limit: 1, ttl, autoRenew: false }), (rec, c) => rec.permit(c, 'crash-sem', { limit: 1, ttl: 20_000, wait: 10_000, autoRenew: false }))
     }), 30_000)
   })
 
@@ -224,26 +279,26 @@ export function familyCases(factory: FixtureFactory, t: Named): void {
     t('multi-key acquires of overlapping key sets by 8 clients finish with no deadlock and no overlap', withStore(async (f) => {
       const clients = await clientsOf(f, 8)
       const keys = ['m:0', 'm:1', 'm:2', 'm:3', 'm:4']
-      const log = new WindowLog()
+      const { rec, events } = recorded()
+      const told: boolean[] = []
       let done = 0
       await Promise.all(clients.map(async (c, i) => {
         for (let r = 0; r < 6; r++) {
           // Overlapping sets, named in different orders: [i, i+1] or [i+2, i, i+1] (mod 5).
           const want = (r % 2 === 0 ? [i, i + 1] : [i + 2, i, i + 1]).map((n) => keys[n % keys.length]!)
-          const set = await c.locks.acquire(want, { ttl: 20_000, wait: 60_000, autoRenew: false })
+          const set = await rec.lock(c, want, { ttl: 20_000, wait: 60_000, autoRenew: false })
           if (!set) throw new Error(`${c.id} waited in vain`)
           expect(set.keys).toEqual(want)
           expect(new Set(set.locks.map((l) => l.token)).size).toBe(1) // one commit
-          const closes = set.locks.map((l) => log.open(l.key, 'exclusive', c.id, l.token))
           await sleep(2 + ((i + r) % 6))
-          for (const close of closes) close()
-          expect(await set.release()).toBe(true)
+          told.push(await rec.release(set))
         }
         done++
       }))
       expect(done).toBe(8)
-      expect(log.check().violations).toEqual([])
-      expect(log.windows).toHaveLength(8 * 6 * 2.5)
+      expectLinearizable(events, clients[0]!)
+      expect(told.every(Boolean)).toBe(true)
+      expect(events.filter((e) => e.type === 'ok' && e.f === 'lock-release')).toHaveLength(8 * 6 * 2.5)
     }), 120_000)
 
     t('several keys: all or none, one token per key, fenced writes per key, bad key lists refused', withStore(async (f) => {

@@ -6,6 +6,13 @@
  * key conflict: an exclusive window beside any other, or more permit windows
  * than the semaphore's limit. Touching windows (one ends when the next
  * begins) do not overlap. Nothing here is Node-only: it runs in the browser.
+ *
+ * Where holds have tokens (`locks`, `semaphores`), the lock-family cases
+ * record what clients were told and check it with the lock-family models
+ * of the linearizability checker instead (test/lincheck/family.ts), which
+ * also judges tokens, releases, renewals, fenced writes and expiry. Windows
+ * remain where a history has no tokens to check: the Web Locks facade's
+ * callbacks (web-locks.case.ts, test/web-locks).
  */
 
 export type WindowMode = 'exclusive' | 'shared' | 'permit'

@@ -76,6 +76,23 @@ export class HistoryBuilder {
     return this.commit(process, span, [], ops, { revision: result.revision, entries: [{ key, value: result.value, revision: result.revision, created: result.created }] })
   }
 
+  /** A lock-family grant (family.ts): `lock-acquire` of one key or several (`mode`, `steal`), `permit-acquire` (`limit`). */
+  acquire(process: number, span: [number, number], kind: 'lock' | 'permit', input: { key?: string; keys?: string[]; mode?: 'exclusive' | 'shared'; steal?: boolean; limit?: number; ttl: number }, result: Outcome<number | null | { token: number; slot: number }>): this {
+    const f = `${kind}-acquire`
+    if (result === 'unknown') return this.op(process, span[0], span[1], f, input, 'info')
+    if (result === null) return this.op(process, span[0], span[1], f, input, 'fail')
+    return this.op(process, span[0], span[1], f, input, 'ok', typeof result === 'number' ? { token: result } : result)
+  }
+
+  /** A hold's release or renewal (`ok`: what it resolved), or a write fenced by it (`ok`: accepted, false: FENCED). */
+  hold(process: number, span: [number, number], kind: 'lock' | 'permit', verb: 'release' | 'renew' | 'fenced', key: string, token: number, result: Outcome<boolean>, ttl?: number): this {
+    const f = `${kind}-${verb}`
+    const input = ttl === undefined ? { key, token } : { key, token, ttl }
+    if (result === 'unknown') return this.op(process, span[0], span[1], f, input, 'info')
+    if (verb === 'fenced') return this.op(process, span[0], span[1], f, input, result ? 'ok' : 'fail', result ? null : { error: 'FENCED' })
+    return this.op(process, span[0], span[1], f, input, 'ok', verb === 'release' ? { released: result } : { renewed: result })
+  }
+
   fault(f: 'owner-gone' | 'store-restart', at: number, value: unknown = null): this {
     this.events.push({ process: 'nemesis', type: 'info', f, value, time: at * 1e6 })
     return this

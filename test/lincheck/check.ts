@@ -321,13 +321,16 @@ function hash32(s: string, seed: number): number {
  * (a restarted store included: it starts above what its clients have seen).
  */
 function revisionRegressions(operations: Operation[], restarts: Operation[], margin: number): CheckResult['regressions'] {
+  // A lock-family grant's token is the revision of the commit that granted it.
+  const grants = (op: Operation) => op.f === 'commit' || op.f === 'lock-acquire' || op.f === 'permit-acquire'
   const seenBy = (op: Operation): number | undefined => {
     if (op.status !== 'ok') return undefined
     if (op.f === 'commit') return op.output?.revision
     if (op.f === 'get') return op.output?.entry?.revision
+    if (grants(op)) return op.output?.token
     return undefined
   }
-  const written = operations.filter((op) => op.f === 'commit' && op.status === 'ok')
+  const written = operations.filter((op) => grants(op) && op.status === 'ok')
   const observed = operations.filter((op) => seenBy(op) !== undefined)
   const byReturn = [...observed].sort((a, b) => a.ret - b.ret)
   const byCall = [...written].sort((a, b) => a.call - b.call)
@@ -340,8 +343,8 @@ function revisionRegressions(operations: Operation[], restarts: Operation[], mar
         const c = returned[i++]!
         if (!best || seenBy(c)! > seenBy(best)!) best = c
       }
-      if (best && op.output.revision <= seenBy(best)!) {
-        out.push({ earlier: best, later: op, message: `${describeOperation(op)} got revision ${op.output.revision}, invoked after ${describeOperation(best)} had returned revision ${seenBy(best)}` })
+      if (best && seenBy(op)! <= seenBy(best)!) {
+        out.push({ earlier: best, later: op, message: `${describeOperation(op)} got revision ${seenBy(op)}, invoked after ${describeOperation(best)} had returned revision ${seenBy(best)}` })
       }
     }
   }

@@ -5,6 +5,11 @@
  * the acknowledged commits, prints the verdict and, on a
  * violation, the smallest failing partition with the operations involved.
  * Exit code 0: linearizable; 1: not; 2: undecided or unreadable.
+ *
+ * There is no model to choose: each operation's `f` says which model judges
+ * it (model.ts's `MODELED`): `get` and `commit` the store's, the
+ * `lock-*` and `permit-*` operations of a history recorded at the client
+ * API the lock family's (family.ts); one file may hold both.
  */
 import { readFileSync } from 'node:fs'
 import { parseHistory } from './history'

@@ -4,6 +4,7 @@
  *
  * @module
  */
+import { FAMILY_OPS, describeFamily } from './family'
 import { canonical, type CheckJson, type EntryJson, type OpJson, type Operation } from './history'
 
 const ms = (t: number) => (Number.isFinite(t) ? `${+t.toFixed(3)}` : '∞')
@@ -11,6 +12,10 @@ const ms = (t: number) => (Number.isFinite(t) ? `${+t.toFixed(3)}` : '∞')
 /** `[call, return] process (client): what it did -> what came back`. */
 export function describeOperation(op: Operation): string {
   const who = `${op.client ?? `process ${op.process}`}`
+  if (FAMILY_OPS.has(op.f)) {
+    const d = describeFamily(op)
+    return `#${op.events[0]?.index ?? op.id} [${ms(op.call)}, ${ms(op.ret)}] ${who}: ${d.what} -> ${d.outcome}`
+  }
   return `#${op.events[0]?.index ?? op.id} [${ms(op.call)}, ${ms(op.ret)}] ${who}: ${what(op)} -> ${outcome(op)}`
 }
 

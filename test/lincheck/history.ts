@@ -21,6 +21,11 @@
  * A lock's grant, renewal and release and a fenced write are commits of a
  * known shape; test/lincheck/describe.ts names them in reports.
  *
+ * Histories recorded at the client API (test/lincheck/family-recorder.ts)
+ * hold the lock family's operations instead: `lock-acquire`,
+ * `permit-acquire` and the release, renewal and fenced write of their holds
+ * (family.ts has their shapes).
+ *
  * Written so that a JVM elsewhere (Knossos, elle) can read the same files:
  * plain JSON, integer processes and nanosecond times.
  *

@@ -49,8 +49,12 @@
  * store that kept its entries and gives each TTL'd one its whole TTL again
  * from when it reopened, as a `--data` node does).
  *
+ * The lock family (shared and exclusive holds, semaphore permits), as the
+ * client API reports it, is family.ts's; its holds live beside the entries.
+ *
  * @module
  */
+import { FAMILY_OPS, applyFamily, familyKeys, holdExpiries, holdsKey, restartHolds, tightenHolds, type FamilyHold } from './family'
 import { canonical, type CheckJson, type EntryJson, type OpJson, type Operation } from './history'
 
 /** A revision the model may not know yet: "some integer above `gt`", named by the operation that made it. */
@@ -85,6 +89,8 @@ export interface State {
   max: number
   /** Owners known gone (sorted). */
   dead: string[]
+  /** The lock family's live holds (family.ts), sorted. */
+  holds?: FamilyHold[]
 }
 
 export interface ModelOptions {
@@ -109,6 +115,7 @@ const showNum = (n: Num) => (isSym(n) ? `(unknown > ${n.gt})` : String(n))
 /** The keys an operation touches: its partition. Empty: it concerns every partition. */
 export function keysOf(op: Operation): string[] {
   if (op.f === 'get') return [op.input.key]
+  if (FAMILY_OPS.has(op.f)) return familyKeys(op)
   if (op.f === 'commit') {
     const keys = new Set<string>()
     for (const c of op.input.checks as CheckJson[]) keys.add(c.key)
@@ -119,12 +126,14 @@ export function keysOf(op: Operation): string[] {
 }
 
 /** Operations the model knows; others are refused when the history is read. */
-export const MODELED = new Set(['get', 'commit', 'owner-gone', 'store-restart'])
+export const MODELED = new Set(['get', 'commit', 'owner-gone', 'store-restart', ...FAMILY_OPS])
 
 /** A step of one state; see the module comment. */
 export function step(state: State, op: Operation, options: ModelOptions = {}): StepResult {
   const slack = options.slack ?? 0
-  const branches = expiries(state, op, slack, options.lateExpiry ?? 0)
+  const touched = keysOf(op)
+  const holdsTouched = touched.length > 0 ? new Set(touched) : undefined
+  const branches = expiries(state, op, slack, options.lateExpiry ?? 0).flatMap((s) => holdExpiries(s, op, holdsTouched, slack, options.lateExpiry ?? 0))
   const states: State[] = []
   let reason = ''
   for (const b of branches) {
@@ -178,7 +187,7 @@ function tighten(state: State, op: Operation): State {
     // A store that answered had reopened by then.
     if (e.reopen === Infinity && op.status !== 'unknown' && op.f !== 'store-restart') (keys ??= { ...state.keys })[key] = { ...(keys?.[key] ?? e), reopen: ret }
   }
-  return keys ? { ...state, keys } : state
+  return tightenHolds(keys ? { ...state, keys } : state, op)
 }
 
 function apply(s: State, op: Operation, slack: number): StepResult {
@@ -198,11 +207,11 @@ function apply(s: State, op: Operation, slack: number): StepResult {
       if (op.input?.durable) {
         const keys: Record<string, KeyState> = {}
         for (const [k, e] of Object.entries(s.keys)) keys[k] = e.ttl === undefined ? e : { ...e, reopen: Infinity }
-        return { ok: true, states: [{ ...s, keys }] }
+        return { ok: true, states: [restartHolds({ ...s, keys }, true)] }
       }
-      return { ok: true, states: [{ ...s, keys: {}, max: 0 }] }
+      return { ok: true, states: [restartHolds({ ...s, keys: {}, max: 0 }, false)] }
     default:
-      return { ok: false, reason: `unknown operation ${op.f}` }
+      return FAMILY_OPS.has(op.f) ? applyFamily(s, op) : { ok: false, reason: `unknown operation ${op.f}` }
   }
 }
 
@@ -380,7 +389,7 @@ export function stateKey(s: State): string {
     const e = s.keys[k]!
     out += `${k}=${e.value}@${numKey(e.rev)}/${numKey(e.created)}/${e.owner ?? ''}/${e.ttl ?? ''}/${e.lo ?? ''}/${e.hi ?? ''}/${e.reopen ?? ''};`
   }
-  return out
+  return out + holdsKey(s)
 }
 const numKey = (n: Num) => (isSym(n) ? `s${n.sym}>${n.gt}` : String(n))
 

@@ -19,9 +19,13 @@ export interface Mutant {
   to: string
   /** The test files that must fail with it. */
   tests: string[]
+  /** Only the tests whose names match (vitest's `-t`), when the files hold many more. */
+  filter?: string
 }
 
 const MODEL = 'test/model/memory.test.ts'
+/** The lock-family conformance cases on the memory store, judged by the lock-family models (test/lincheck/family.ts). */
+const FAMILY = 'test/memory/conformance.test.ts'
 
 export const MUTANTS: Mutant[] = [
   {
@@ -44,16 +48,16 @@ export const MUTANTS: Mutant[] = [
     name: 'release-without-token-check',
     bug: "release deletes the lock key whoever holds it now (no check of the token)",
     file: 'src/core/hold.ts',
-    from: 'const r = await this.#ctx.adapter.commit([{ key: this.key, created: this.token }], [{ type: \'delete\', key: this.key }])',
-    to: "const r = await this.#ctx.adapter.commit([], [{ type: 'delete', key: this.key }])",
+    from: 'this.#finishing = this.#ctx.adapter.commit(this.#life.checks, this.#life.releaseOps())',
+    to: 'this.#finishing = this.#ctx.adapter.commit([], this.#life.releaseOps())',
     tests: [MODEL],
   },
   {
     name: 'renewal-extends-stolen-lock',
     bug: 'a renewal writes the lock without checking its token: it takes back a stolen lock',
     file: 'src/core/hold.ts',
-    from: '[{ key: this.key, created: this.token }],\n      [{ type: \'set\'',
-    to: "[],\n      [{ type: 'set'",
+    from: "this.#ctx.adapter.commit(this.#life.checks, [{ type: 'set'",
+    to: "this.#ctx.adapter.commit([], [{ type: 'set'",
     tests: [MODEL],
   },
   {
@@ -71,5 +75,32 @@ export const MUTANTS: Mutant[] = [
     from: 'for (const s of this.#subscribers) if (event.key.startsWith(s.prefix)) deliver(s, event)',
     to: "for (const s of this.#subscribers) if (event.key.startsWith(s.prefix) && event.type !== 'delete') deliver(s, event)",
     tests: [MODEL],
+  },
+  {
+    name: 'semaphore-grants-limit-plus-one',
+    bug: 'a semaphore of limit n takes its permits from n + 1 slots (one permit too many)',
+    file: 'src/core/permit-part.ts',
+    from: 'this.#limit = limit',
+    to: 'this.#limit = limit + 1',
+    tests: [FAMILY],
+    filter: 'semaphore never has more than limit',
+  },
+  {
+    name: 'shared-beside-exclusive',
+    bug: 'a shared acquire that saw no group writes one without checking the key is free (a shared grant beside an exclusive holder)',
+    file: 'src/core/shared-part.ts',
+    from: 'checks.push({ key: this.#key, revision: null })\n      ops.push(newGroup)',
+    to: 'ops.push(newGroup)',
+    tests: [FAMILY],
+    filter: 'shared holders overlap and never overlap an exclusive one',
+  },
+  {
+    name: 'shared-hold-outlives-steal',
+    bug: "a shared hold's fence checks only its own entry, not its group's life (its fenced writes pass after a steal)",
+    file: 'src/core/hold-life.ts',
+    from: 'if (life?.group) this.checks.push({ key: life.group.key, created: life.group.created })',
+    to: 'if (life?.group) void life.group',
+    tests: [FAMILY],
+    filter: 'a steal ends every shared hold',
   },
 ]

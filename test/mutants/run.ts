@@ -32,11 +32,11 @@ interface Run {
 const marks = mkdtempSync(join(tmpdir(), 'zaris-mutants-'))
 process.on('exit', () => rmSync(marks, { recursive: true, force: true }))
 
-function vitest(files: string[], mutant?: string): Promise<Run> {
+function vitest(files: string[], filter: string | undefined, mutant?: string): Promise<Run> {
   const started = performance.now()
   const mark = join(marks, mutant ?? 'baseline')
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [join(root, 'node_modules/vitest/vitest.mjs'), 'run', '--config', 'test/mutants/vitest.config.ts', '--project', 'node', '--maxWorkers=1', ...files], {
+    const child = spawn(process.execPath, [join(root, 'node_modules/vitest/vitest.mjs'), 'run', '--config', 'test/mutants/vitest.config.ts', '--project', 'node', '--maxWorkers=1', ...(filter ? ['-t', filter] : []), ...files], {
       cwd: root,
       // More random runs than npm test's 60: a race like a renewal in flight during a steal needs a few hundred to come up.
       env: { ...process.env, ZARIS_MODEL_RUNS: process.env.ZARIS_MODEL_RUNS ?? '300', ZARIS_MUTANT: mutant ?? '', ZARIS_MUTANT_MARK: mark, NO_COLOR: '1', FORCE_COLOR: '0' },
@@ -54,22 +54,28 @@ function firstFailure(output: string): string {
   // The report's first line that names a problem (not the summary of what passed).
   const caused = /Caused by: Error: ((?:[^\n]+\n?){1,12})/.exec(output)?.[1]?.split('\n') ?? []
   const lines = caused.map((l) => l.trim()).filter((l) => l !== '' && !/^linearizable:|^watch: \d+ events, 0 violation/.test(l))
-  const line = lines.find((l) => /^refused:|^watch-\w+:|outside the token|after that life|never aborted|aborted at/.test(l)) ?? lines[0] ?? /AssertionError: ([^\n]+)/.exec(output)?.[1] ?? /Error: ([^\n]+)/.exec(output)?.[1]
+  // A checker's verdict in an assertion's message (the lock-family conformance cases): the line that says why.
+  const refused = /^\s*(refused: [^\n]+)/m.exec(output)?.[1]?.replace(/: expected '\w+' to be '\w+' \/\/ Object\.is equality$/, '')
+  const line = lines.find((l) => /^refused:|^watch-\w+:|outside the token|after that life|never aborted|aborted at/.test(l)) ?? lines[0] ?? refused ?? /AssertionError: ([^\n]+)/.exec(output)?.[1] ?? /Error: ([^\n]+)/.exec(output)?.[1]
   return (line ?? '(no message)').trim().replace(/\s+/g, ' ').slice(0, 300)
 }
 
-const files = [...new Set(chosen.flatMap((m) => m.tests))]
-console.log(`baseline: ${files.join(' ')} without a mutant`)
-const baseline = await vitest(files)
-if (baseline.code !== 0) {
-  console.error(`the tests fail without a mutant; fix that first:\n${baseline.output.slice(-4000)}`)
-  process.exit(1)
+// One baseline per set of files and name filter the chosen mutants use.
+const runs = new Map<string, { files: string[]; filter: string | undefined }>()
+for (const m of chosen) runs.set(`${m.tests.join(' ')}|${m.filter ?? ''}`, { files: m.tests, filter: m.filter })
+for (const { files, filter } of runs.values()) {
+  console.log(`baseline: ${files.join(' ')}${filter ? ` -t "${filter}"` : ''} without a mutant`)
+  const baseline = await vitest(files, filter)
+  if (baseline.code !== 0) {
+    console.error(`the tests fail without a mutant; fix that first:\n${baseline.output.slice(-4000)}`)
+    process.exit(1)
+  }
+  console.log(`  passed in ${(baseline.ms / 1000).toFixed(1)} s`)
 }
-console.log(`  passed in ${(baseline.ms / 1000).toFixed(1)} s`)
 
 const rows: Array<{ mutant: Mutant; caught: boolean; stale: boolean; ms: number; by: string; failure: string }> = []
 for (const mutant of chosen) {
-  const run = await vitest(mutant.tests, mutant.name)
+  const run = await vitest(mutant.tests, mutant.filter, mutant.name)
   const stale = !run.applied || /no longer contains|no such mutant/.test(run.output)
   const caught = run.code !== 0 && !stale
   const by = [...run.output.matchAll(/FAIL\s+(?:node\s+)?(test\/\S+\.test\.ts)/g)].map((m) => m[1]).filter((v, i, a) => a.indexOf(v) === i).join(', ')

@@ -215,12 +215,22 @@ export class EventStream {
     this.#attempt = attempt
     if (this.stopped) return { kind: 'stopped' }
     let ready = false
+    // One timer that looks at when the last chunk came, not one re-armed per chunk: a busy stream
+    // (every event of the namespace) would pay a clearTimeout and a setTimeout for each.
     let idle: ReturnType<typeof setTimeout> | undefined
+    let quietLimit = ctx.timeoutMs
+    let lastChunk = Date.now()
     const arm = (ms: number) => {
       if (idle !== undefined) clearTimeout(idle)
-      idle = unref(setTimeout(() => attempt.abort(new UnavailableError(`the watch stream at ${endpoint} went quiet`)), ms))
+      idle = unref(
+        setTimeout(() => {
+          const quiet = Date.now() - lastChunk
+          if (quiet >= quietLimit) attempt.abort(new UnavailableError(`the watch stream at ${endpoint} went quiet`))
+          else arm(quietLimit - quiet)
+        }, ms),
+      )
     }
-    arm(ctx.timeoutMs)
+    arm(quietLimit)
     let failure: Outcome | undefined
     // On the first connection, changes wait for `ready`: it says where a fresh stream starts.
     let early: Array<{ event: WatchEvent; size: number }> | undefined = this.#opened ? undefined : []
@@ -281,7 +291,12 @@ export class EventStream {
         }
         parser.feed(decoder.decode(chunk, { stream: true }))
         // Once the stream is open, silence longer than three heartbeats means it is dead.
-        arm(ready ? this.#heartbeat * 3 : ctx.timeoutMs)
+        lastChunk = Date.now()
+        const limit = ready ? this.#heartbeat * 3 : ctx.timeoutMs
+        if (limit !== quietLimit) {
+          quietLimit = limit
+          arm(limit)
+        }
         if (failure) {
           res.cancel()
           return failure
