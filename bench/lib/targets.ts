@@ -107,5 +107,11 @@ export function evaluateTargets(scenarios: Scenario[]): Target[] {
       chart: { label: 'bundle: 8 kB / size', value: 8000 / gz, goal: 1 },
     })
   }
+  // Issue 16: what a page loads on top of the entry to talk to a node.
+  const client = find(scenarios, 'bundle', "connect('zaris://host'): its HTTP client chunk")
+  if (client.s && client.r) {
+    const gz = client.r.extra.gzip ?? NaN
+    out.push({ text: "connect('zaris://host'): the HTTP client chunk <= 10 kB min+gzip (issue 16)", measured: `${fmtBytes(gz)} min+gzip (${gz} bytes)`, met: gz <= 10_000 })
+  }
   return out
 }

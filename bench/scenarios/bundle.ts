@@ -1,7 +1,10 @@
 /**
  * Bundle size: what a browser app ships, built the way an app builds (Vite,
- * minified, es2022), gzip -9: zaris with the IndexedDB adapter, against
- * broadcast-channel (its channel and its LeaderElection).
+ * minified, es2022, zaris's `browser` export condition: its browser variants,
+ * scripts/browser-variants.ts), gzip -9: zaris with the IndexedDB adapter,
+ * against broadcast-channel (its channel and its LeaderElection); and the
+ * HTTP client chunk a page loads for `connect('zaris://host…')` (issue 16's
+ * target: at most 10 kB).
  *
  * @module
  */
@@ -10,6 +13,7 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { gzipSync } from 'node:zlib'
 import { build, type Rollup } from 'vite'
+import { viteBrowserVariants } from '../../scripts/browser-variants'
 import type { Row } from '../lib/compare'
 import { fmtBytes, type Scenario } from '../lib/report'
 import type { BenchContext } from './context'
@@ -29,6 +33,7 @@ async function bundle(code: string): Promise<Rollup.OutputChunk[]> {
       configFile: false,
       logLevel: 'silent',
       root: dir,
+      plugins: [viteBrowserVariants()],
       resolve: { alias: { 'zaris/indexeddb': src('adapters/indexeddb/index.ts'), zaris: src('index.ts') } },
       build: { write: false, minify: true, target: 'es2022', modulePreload: false, rollupOptions: { input: entry } },
       cacheDir: join(dir, '.vite'),
@@ -54,10 +59,14 @@ export async function bundleScenario(ctx: BenchContext): Promise<Scenario> {
   // The usual app calls connect('zaris://idb/...'): the entry chunk, plus the IndexedDB chunk it loads.
   const lazy = await bundle("import { connect } from 'zaris'\nObject.assign(globalThis, { open: () => connect('zaris://idb/app') })\n")
   const loaded = lazy.filter((c) => c.isEntry || /adapters\/indexeddb\//.test(modules(c)))
+  // A page that talks to a node: the client is a chunk of its own, loaded by connect.
+  const node = await bundle("import { connect } from 'zaris'\nObject.assign(globalThis, { open: () => connect('zaris://host:7861/ns') })\n")
+  const client = node.filter((c) => /adapters\/http\/client\.ts/.test(modules(c)))
   const bc = await bundle("import { BroadcastChannel, createLeaderElection } from 'broadcast-channel'\nObject.assign(globalThis, { BroadcastChannel, createLeaderElection })\n")
   const rows = [
     row('zaris + zaris/indexeddb', true, staticBoth.filter((c) => c.isEntry)),
     row("connect('zaris://idb/…'): entry + idb chunk", true, loaded),
+    row("connect('zaris://host'): its HTTP client chunk", true, client),
     row('broadcast-channel (channel + LeaderElection)', false, bc),
   ]
   const columns: Record<string, Record<string, string>> = {}
@@ -69,6 +78,9 @@ export async function bundleScenario(ctx: BenchContext): Promise<Scenario> {
     metric: 'size',
     rows,
     columns,
-    notes: ['zaris + zaris/indexeddb is the whole library for a browser app (the adapter uses raw IndexedDB requests, no wrapper) and zod is not in it; kB = 1000 bytes.'],
+    notes: [
+      'zaris + zaris/indexeddb is the whole library for a browser app (the adapter uses raw IndexedDB requests, no wrapper) and zod is not in it; kB = 1000 bytes.',
+      "connect('zaris://host'): the chunk a page loads on top of the entry to talk to a node (issue 16's target: <= 10 kB min+gzip); it reads answers without zod. What weighs what: bench/tools/chunk-breakdown.ts, bench/FINDINGS.md §15.",
+    ],
   }
 }

@@ -32,13 +32,17 @@ export function endFromEntry(what: string, entry: Entry | undefined, due: boolea
     : new HoldEndedError('LOST', `${what} was overwritten by a plain write (the key now has no owner, token ${entry.created})`)
 }
 
-/** The end of hold `what`, from an event of its key that is not its own renewal. */
-export function endFromEvent(what: string, ev: WatchEvent, due: boolean): HoldEndedError {
+/**
+ * The end of hold `what`, from an event of its key that is not its own
+ * renewal. No deadline is needed: a put names who wrote, and a delete or an
+ * expiry says which it is.
+ */
+export function endFromEvent(what: string, ev: WatchEvent): HoldEndedError {
   if (ev.type === 'expire') return new HoldEndedError('EXPIRED', `${what} expired in the store`)
   if (ev.type === 'delete') return new HoldEndedError('LOST', `${what} was deleted by another writer`)
   const entry: Entry = { key: ev.key, value: ev.value ?? null, revision: ev.revision, created: ev.created ?? ev.revision }
   if (ev.owner !== undefined) entry.owner = ev.owner
-  return endFromEntry(what, entry, due)
+  return endFromEntry(what, entry, false)
 }
 
 /** The end of hold `what` at its holder's deadline. */

@@ -35,13 +35,15 @@ export type Failed = ReadonlyArray<{ key: string; entry: Entry | undefined }>
  * its private life): `checks` are what a write fenced by `fence` sends (a
  * hold's life, or `{ key, created: token }`); `refused` tells the fence that
  * such a write was refused, with the failed checks, and says whether it was
- * refused for the fence (a hold then ends at once).
+ * refused for the fence (a hold then ends at once). No default: the client
+ * imports hold.ts, so both are set before any write can be fenced, and a
+ * default would be code that never runs.
  *
  * @internal
  */
-export const fencing = {
-  checks: (fence: Fence): Check[] => [{ key: fence.key, created: fence.token }],
-  refused: (fence: Fence, failed: Failed): boolean => failed.some((f) => f.key === fence.key),
+export const fencing = {} as {
+  checks(fence: Fence): Check[]
+  refused(fence: Fence, failed: Failed): boolean
 }
 
 /** Where a hold lives, when not simply in its key's entry. */

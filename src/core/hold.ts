@@ -346,7 +346,7 @@ export abstract class Hold<V extends Value = Value> implements AsyncDisposable, 
     if (ev.revision <= this.#revision || this.#ended || this.#releasing) return
     const verdict = this.#life.judge(ev)
     if (verdict === 'renewed') this.#revision = ev.revision
-    if (verdict === 'ended') this.#end(endFromEvent(this.#what(), ev, this.#ctx.clock.now() >= this.#deadline))
+    if (verdict === 'ended') this.#end(endFromEvent(this.#what(), ev))
   }
 
   #stopTimers(): void {

@@ -18,24 +18,12 @@
  *
  * @module
  */
-import type { z } from 'zod'
 import type { Adapter, CommitResult, Entry, ListOptions, ListPage, Unsubscribe, WatchEvent } from '../../core/adapter'
 import { ClosedError, InvalidArgumentError, UnauthorizedError, UnavailableError, ZarisError, errorFromJSON } from '../../core/errors'
 import { randomHex } from '../../core/ids'
 import { checkKey, checkListOptions, checkPrefix, checkWatchArgs } from '../../core/validate'
-import {
-  API_PREFIX,
-  NAMESPACE_PATTERN,
-  commitResponse,
-  errorBody,
-  eventsResponse,
-  fromCommitResponse,
-  getResponse,
-  listResponse,
-  parseWith,
-  stripEntry,
-  stripEvent,
-} from './protocol'
+import { BadAnswer, readCommit, readError, readEvents, readGet, readList } from './answers'
+import { API_PREFIX, NAMESPACE_PATTERN } from './wire'
 import { pageExit, type PageExit } from './page-exit'
 import { fetchTransport, hasNodeHttp, type Transport } from './transport'
 import { WatchHub, type HistoryPage, type HubContext } from './watch-hub'
@@ -133,10 +121,9 @@ class HttpAdapter implements Adapter {
 
   async get(key: string): Promise<Entry | undefined> {
     checkKey(key)
-    const r = await this.#call('get', { key }, getResponse)
-    if (r.entry === null) return undefined
-    this.#saw(r.entry.revision)
-    return stripEntry(r.entry)
+    const entry = await this.#call('get', { key }, readGet)
+    if (entry) this.#saw(entry.revision)
+    return entry
   }
 
   async list(prefix: string, options?: ListOptions): Promise<ListPage> {
@@ -145,9 +132,9 @@ class HttpAdapter implements Adapter {
     const body: { prefix: string; after?: string; limit?: number } = { prefix }
     if (after !== undefined) body.after = after
     if (limit !== undefined) body.limit = limit
-    const r = await this.#call('list', body, listResponse)
-    for (const e of r.entries) this.#saw(e.revision)
-    return { entries: r.entries.map(stripEntry), more: r.more }
+    const page = await this.#call('list', body, readList)
+    for (const e of page.entries) this.#saw(e.revision)
+    return page
   }
 
   async commit(checks: Parameters<Adapter['commit']>[0], ops: Parameters<Adapter['commit']>[1], options?: { requestId?: string }): Promise<CommitResult> {
@@ -155,7 +142,7 @@ class HttpAdapter implements Adapter {
     const requestId = options?.requestId ?? `${this.#idPrefix}-${(this.#ids++).toString(36)}`
     // The highest revision seen: a node whose store lost its state (a restarted memory node) moves above it.
     const body = this.#seen > 0 ? { checks, ops, requestId, seen: this.#seen } : { checks, ops, requestId }
-    const r = fromCommitResponse(await this.#call('commit', body, commitResponse))
+    const r = await this.#call('commit', body, readCommit)
     this.#exit?.saw(ops, r)
     if (r.ok) this.#saw(r.revision)
     else for (const f of r.failed) if (f.entry) this.#saw(f.entry.revision)
@@ -223,9 +210,10 @@ class HttpAdapter implements Adapter {
 
   /**
    * Posts `payload` to `op` (or GETs it with `payload` as the query), failing
-   * over across endpoints and retrying in rounds with backoff.
+   * over across endpoints and retrying in rounds with backoff; `read`
+   * checks the answer (./answers) and builds what the call resolves.
    */
-  async #call<S extends z.ZodType>(op: string, payload: unknown, schema: S, method: 'GET' | 'POST' = 'POST'): Promise<z.output<S>> {
+  async #call<T>(op: string, payload: unknown, read: (json: unknown) => T, method: 'GET' | 'POST' = 'POST'): Promise<T> {
     this.#assertOpen()
     const transport = this.#ready ?? (await this.#getTransport())
     const body = method === 'POST' ? JSON.stringify(payload) : undefined
@@ -271,9 +259,10 @@ class HttpAdapter implements Adapter {
             }
           }
           try {
-            return parseWith(schema, json, 'response')
+            return read(json)
           } catch (err) {
-            throw new ZarisError('INTERNAL', `${endpoint} sent an invalid ${op} response: ${(err as Error).message}`)
+            if (!(err instanceof BadAnswer)) throw err
+            throw new ZarisError('INTERNAL', `${endpoint} sent an invalid ${op} response: ${err.message}`)
           }
         }
         const error = errorOf(status, text, endpoint)
@@ -309,8 +298,7 @@ class HttpAdapter implements Adapter {
       history: async (prefix, after, epoch): Promise<HistoryPage> => {
         const query: Record<string, string> = { prefix, after: String(after) }
         if (epoch !== undefined) query.epoch = epoch
-        const page = await this.#call('events', query, eventsResponse, 'GET')
-        return { events: page.events.map(stripEvent), through: page.through, more: page.more }
+        return this.#call('events', query, readEvents, 'GET')
       },
       seen: () => this.#seen,
     }
@@ -320,8 +308,8 @@ class HttpAdapter implements Adapter {
 /** The error a node's non-200 answer stands for. */
 function errorOf(status: number, text: string, endpoint: string): ZarisError {
   try {
-    const parsed = errorBody.safeParse(JSON.parse(text))
-    if (parsed.success) return errorFromJSON(parsed.data.error)
+    const error = readError(JSON.parse(text))
+    if (error) return errorFromJSON(error)
   } catch {
     // not JSON: fall through
   }

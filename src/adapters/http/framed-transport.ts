@@ -27,7 +27,7 @@
 import type * as Http from 'node:http'
 import type * as Https from 'node:https'
 import type { Socket } from 'node:net'
-import { FRAMES_IDLE_HEADER, FRAMES_MAX_PENDING, FRAMES_PATH, FRAMES_PING_PATH, FRAMES_PROTOCOL } from './protocol'
+import { FRAMES_IDLE_HEADER, FRAMES_MAX_PENDING, FRAMES_PATH, FRAMES_PING_PATH, FRAMES_PROTOCOL } from './wire'
 import type { TransportRequest, TransportResponse } from './transport'
 
 /** How long a node that refused the upgrade is served over HTTP before it is asked again. */

@@ -1,7 +1,9 @@
 /**
  * The wire protocol between the HTTP adapter and a zaris node, as zod
- * schemas that both ends validate with: the node every request body, the
- * adapter every response and every watch event. JSON over HTTP:
+ * schemas: the node validates every request body with them; the adapter
+ * reads answers and watch events with hand-written checks held to these
+ * schemas (`./answers`, so a page's client chunk carries no zod), and the
+ * names both ends share live in `./wire`. JSON over HTTP:
  *
  * ```
  * POST /v1/<ns>/get     { key }                       -> { entry: Entry | null }
@@ -53,27 +55,18 @@ import { InvalidArgumentError, type ErrorCode } from '../../core/errors'
 import { checkValue, isOwnerId as isOwner, keyProblem, MAX_KEY_LENGTH, MAX_OWNER_LENGTH, MAX_TTL } from '../../core/validate'
 import { MAX_OPS, fastCommitRequest, fastCommitResponse, fastGetRequest, fastGetResponse, fastListRequest } from './fast-checks'
 
-/** The path prefix of this version of the protocol. */
-export const API_PREFIX = '/v1'
-
-/** Namespaces on the wire follow the connection-string rule. */
-export const NAMESPACE_PATTERN = /^[A-Za-z0-9._~-]{1,128}$/
-
-/** The SSE event names a watch stream uses besides plain change events. */
-export const SSE_READY = 'ready'
-export const SSE_ERROR = 'error'
-
-/** The `Upgrade` token of the framed protocol, and the path that accepts it. */
-export const FRAMES_PROTOCOL = 'zaris-frames/1'
-export const FRAMES_PATH = `${API_PREFIX}/frames`
-/** Bytes a request frame may hold beyond the body limit: its envelope. */
-export const FRAME_ENVELOPE_BYTES = 1024
-/** Most requests in flight on one framed connection. */
-export const FRAMES_MAX_PENDING = 256
-/** A header of the 101 answer: ms after which the node closes a framed connection that sent nothing; the client pings within it. */
-export const FRAMES_IDLE_HEADER = 'zaris-idle-timeout'
-/** The path of a ping frame: answered `{}` at once, it keeps an idle framed connection open. */
-export const FRAMES_PING_PATH = `${API_PREFIX}/ping`
+export {
+  API_PREFIX,
+  NAMESPACE_PATTERN,
+  SSE_READY,
+  SSE_ERROR,
+  FRAMES_PROTOCOL,
+  FRAMES_PATH,
+  FRAME_ENVELOPE_BYTES,
+  FRAMES_MAX_PENDING,
+  FRAMES_IDLE_HEADER,
+  FRAMES_PING_PATH,
+} from './wire'
 
 /** A request frame, as read by the node: the envelope only; `body` is validated like a POST body. */
 export interface RequestFrame {

@@ -31,7 +31,8 @@
 import { createParser } from 'eventsource-parser'
 import type { WatchEvent } from '../../core/adapter'
 import { UnavailableError, ZarisError, errorFromJSON, isZarisError } from '../../core/errors'
-import { SSE_ERROR, SSE_READY, errorBody, parseWith, readyEvent, stripEvent, watchEvent } from './protocol'
+import { BadAnswer, readError, readEvent, readReady } from './answers'
+import { SSE_ERROR, SSE_READY } from './wire'
 import type { Transport, TransportResponse } from './transport'
 
 /** What a watch stream needs from its adapter. */
@@ -255,7 +256,7 @@ export class EventStream {
           if (failure || this.stopped) return
           try {
             if (message.event === SSE_READY) {
-              const r = parseWith(readyEvent, JSON.parse(message.data), 'ready')
+              const r = readReady(JSON.parse(message.data))
               this.#heartbeat = r.heartbeat
               this.#epoch ??= r.epoch
               ready = true
@@ -271,11 +272,12 @@ export class EventStream {
               early = undefined
               for (const e of held) this.#accept(e.event, e.size)
             } else if (message.event === SSE_ERROR) {
-              const { error } = parseWith(errorBody, { error: JSON.parse(message.data) }, 'error')
+              const error = readError({ error: JSON.parse(message.data) })
+              if (!error) throw new BadAnswer('error: expected { code, message }')
               const err = errorFromJSON(error)
               failure = { kind: 'failed', error: err, fatal: !(err.code === 'UNAVAILABLE' || err.code === 'CLOSED') }
             } else {
-              const event = stripEvent(parseWith(watchEvent, JSON.parse(message.data), 'event'))
+              const event = readEvent(JSON.parse(message.data))
               if (early) early.push({ event, size: message.data.length })
               else this.#accept(event, message.data.length)
             }
