@@ -2,30 +2,14 @@
  * A term whose winning commit is answered after its TTL has ended before
  * `campaign()` resolves: the election still says `deposed` after `elected`
  * (and a lock taken so is handed over ended, its signal already aborted).
- * A wrapper around the real memory adapter answers each commit late —
- * a fake slow transport, named as such.
+ * The memory adapter answers each commit late (./late-answers: a fake slow
+ * transport, named as such).
  */
 import { expect, test } from 'vitest'
-import { Client, type Adapter } from 'zaris'
+import { Client } from 'zaris'
 import { memoryAdapter } from 'zaris/memory'
 import { ManualClock } from 'zaris/testing'
-
-/** The memory adapter, answering `latency` ms (ManualClock time) after applying each commit. */
-function lateAnswers(inner: Adapter, clock: ManualClock, latency: number): Adapter {
-  return {
-    ...inner,
-    name: `memory (answers ${latency} ms late: fake)`,
-    async commit(checks, ops, options) {
-      const result = await inner.commit(checks, ops, options)
-      await new Promise<void>((resolve) => clock.setTimeout(resolve, latency))
-      return result
-    },
-    get: (k) => inner.get(k),
-    list: (p, o) => inner.list(p, o),
-    watch: (p, s, f) => inner.watch(p, s, f),
-    close: () => inner.close(),
-  }
-}
+import { lateAnswers } from './late-answers'
 
 test('fake slow transport: a term won by a commit answered after its TTL is elected, then deposed', async () => {
   const clock = new ManualClock()

@@ -10,26 +10,16 @@ import { expect, test } from 'vitest'
 import { Client, type Adapter } from 'zaris'
 import { memoryAdapter } from 'zaris/memory'
 import { ManualClock } from 'zaris/testing'
+import { lateAnswers } from './late-answers'
 
 const LATENCY = 200
 
 /** The memory adapter, answering late; records when each `set` of a key was sent, with its TTL. */
 function slowAnswers(inner: Adapter, clock: ManualClock) {
   const sets = new Map<string, Array<{ at: number; ttl: number }>>()
-  const adapter: Adapter = {
-    ...inner,
-    name: `memory (answers ${LATENCY} ms late: fake)`,
-    async commit(checks, ops, options) {
-      for (const op of ops) if (op.type === 'set' && op.ttl !== undefined) (sets.get(op.key) ?? sets.set(op.key, []).get(op.key)!).push({ at: clock.now(), ttl: op.ttl })
-      const result = await inner.commit(checks, ops, options)
-      await new Promise<void>((resolve) => clock.setTimeout(resolve, LATENCY))
-      return result
-    },
-    get: (k) => inner.get(k),
-    list: (p, o) => inner.list(p, o),
-    watch: (p, s, f) => inner.watch(p, s, f),
-    close: () => inner.close(),
-  }
+  const adapter = lateAnswers(inner, clock, LATENCY, (_checks, ops) => {
+    for (const op of ops) if (op.type === 'set' && op.ttl !== undefined) (sets.get(op.key) ?? sets.set(op.key, []).get(op.key)!).push({ at: clock.now(), ttl: op.ttl })
+  })
   return { adapter, sets }
 }
 
