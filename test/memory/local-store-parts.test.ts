@@ -173,6 +173,17 @@ describe('the quota at its edge', () => {
     expect(s.commit([], [set('a', 'w'.repeat(100))]).ok).toBe(true)
     expect(q.used).toBe(q.maxBytes)
   })
+
+  test('a store loaded over its quota (the limit lowered since) still takes renewals, shrinking writes and deletes, and refuses growth', () => {
+    const q = new StoreQuota(100)
+    const lock: Stored = { key: 'lock', value: 'x'.repeat(100), revision: 2, created: 1, owner: 'o', ttl: 1_000, expiresAt: 1_000 }
+    const s = new LocalStore({ clock: new ManualClock(), quota: q, initial: { revision: 2, entries: [lock, { key: 'b', value: 'y'.repeat(100), revision: 2, created: 2 }] } })
+    expect(q.used).toBeGreaterThan(q.maxBytes)
+    expect(s.commit([{ key: 'lock', created: 1 }], [{ type: 'set', key: 'lock', value: 'x'.repeat(100), owner: 'o', ttl: 1_000 }]).ok).toBe(true)
+    expect(s.commit([], [set('b', 'short')]).ok).toBe(true)
+    expect(() => s.commit([], [set('c', 1)])).toThrow(expect.objectContaining({ code: 'TOO_LARGE' }))
+    expect(s.commit([], [{ type: 'delete', key: 'b' }]).ok).toBe(true)
+  })
 })
 
 describe('the expiry timer', () => {
