@@ -297,6 +297,25 @@ describe('tombstones stay bounded', () => {
     expect(s.size).toBe(100)
   })
 
+  test('the places are dropped only past that bound: up to max(live entries, 1 024) tombstones stay, so a key deleted and written again reuses its place', () => {
+    const s = new LocalStore({ clock: new ManualClock(), historySize: 10 })
+    s.commit([], Array.from({ length: 1_100 }, (_, i) => set(`k/${i}`, i)))
+    // 1 024 tombstones and 76 live entries: at the bound, kept.
+    s.commit([], Array.from({ length: 1_024 }, (_, i) => ({ type: 'delete', key: `k/${i}` }) as Op))
+    expect([s.size, s.keptKeys]).toEqual([76, 1_100])
+    s.commit([], [set('k/0', 'again')])
+    expect([s.size, s.keptKeys]).toEqual([77, 1_100])
+    // One past it: the Map is rebuilt with the live entries only.
+    s.commit([], [{ type: 'delete', key: 'k/0' }, { type: 'delete', key: 'k/1099' }])
+    expect([s.size, s.keptKeys]).toEqual([75, 75])
+    // Above 1 024 live entries the bound is their count: 1 037 tombstones stay beside 1 038 live entries, 1 038 beside 1 037 do not.
+    s.commit([], Array.from({ length: 2_000 }, (_, i) => set(`m/${i}`, i)))
+    s.commit([], Array.from({ length: 1_037 }, (_, i) => ({ type: 'delete', key: `m/${i}` }) as Op))
+    expect([s.size, s.keptKeys]).toEqual([1_038, 2_075])
+    s.commit([], [{ type: 'delete', key: 'm/1037' }])
+    expect([s.size, s.keptKeys]).toEqual([1_037, 1_037])
+  })
+
   test('expiries of distinct keys leave no more tombstones than that either', async () => {
     const clock = new ManualClock()
     const s = new LocalStore({ clock, historySize: 10 })

@@ -226,7 +226,7 @@ export class LocalStore {
       this.#log.appendPut(e, sizes?.[i])
       entries.push(this.#snapshot(e, now))
     }
-    if (deletes.length > 0) this.#compact()
+    this.#compact()
     this.#schedule()
     return { ok: true, revision, entries, deleted: deletes }
   }
