@@ -2,10 +2,11 @@
  * The LocalStore kernel's parts that local-store.test.ts (tombstones, the
  * quota's sharing) does not pin: a durable store's start from its saved
  * state, the check kinds, pages of `list`, history's `through`, the floor a
- * client's `seen` sets, the expiry timer and its retry, `close`, and the
- * adapter shell. Written from the mutants Stryker left alive
+ * client's `seen` sets, the quota at its edge, the expiry timer and its
+ * retry, `close`, the adapter shell, and the bound on tombstones both ways
+ * (through `keptKeys`: no read can see a tombstone). Written from the mutants Stryker left alive
  * (RELIABILITY.md, "Mutation score"). Persistence here is an array the test
- * reads (named so): the SQLite file's own is tested in test/sqlite.
+ * reads (named so): the SQLite file's own is tested in test/server/sqlite.test.ts.
  */
 import { describe, expect, test } from 'vitest'
 import type { Op, WatchEvent } from 'zaris'
