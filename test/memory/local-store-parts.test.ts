@@ -12,6 +12,7 @@ import { describe, expect, test } from 'vitest'
 import type { Op, WatchEvent } from 'zaris'
 import { ManualClock } from 'zaris/testing'
 import { LocalStore, StoreQuota, localAdapter } from '../../src/adapters/shared/local-store'
+import { LogBudget } from '../../src/adapters/shared/event-log'
 import type { Stored } from '../../src/adapters/shared/write'
 
 type Write = { revision: number; puts: Stored[]; deletes: string[] }
@@ -184,6 +185,41 @@ describe('the quota at its edge', () => {
     expect(s.commit([], [set('b', 'short')]).ok).toBe(true)
     expect(() => s.commit([], [set('c', 1)])).toThrow(expect.objectContaining({ code: 'TOO_LARGE' }))
     expect(s.commit([], [{ type: 'delete', key: 'b' }]).ok).toBe(true)
+  })
+})
+
+describe('the history kept', () => {
+  const compacted = (s: LocalStore, from: number) => collect(s, '', from).errors.map((e) => (e as Error & { code?: string }).code)
+
+  test('at most historySize events: a watch from before them is COMPACTED, one from within replays', () => {
+    const s = new LocalStore({ clock: new ManualClock(), historySize: 2 })
+    for (let i = 0; i < 3; i++) s.commit([], [set('k', i)])
+    expect(compacted(s, 0)).toEqual(['COMPACTED'])
+    expect(collect(s, '', 1).events.map((e) => e.revision)).toEqual([2, 3])
+  })
+
+  test('10 000 events when historySize is not given', () => {
+    const s = new LocalStore({ clock: new ManualClock() })
+    for (let i = 0; i < 10_000; i++) s.commit([], [set('k', i)])
+    expect(compacted(s, 0)).toEqual([])
+    s.commit([], [set('k', 'one more')])
+    expect(compacted(s, 0)).toEqual(['COMPACTED'])
+  })
+
+  test('at most historyBytes of events, and within a budget shared with other stores', () => {
+    const big = 'x'.repeat(1_000)
+    const s = new LocalStore({ clock: new ManualClock(), historyBytes: 3_000 })
+    for (let i = 0; i < 3; i++) s.commit([], [set('k', big)])
+    expect(compacted(s, 0)).toEqual(['COMPACTED'])
+    const budget = new LogBudget(3_000)
+    const a = new LocalStore({ clock: new ManualClock(), historyBudget: budget })
+    const b = new LocalStore({ clock: new ManualClock(), historyBudget: budget })
+    a.commit([], [set('k', big)])
+    expect(compacted(a, 0)).toEqual([])
+    for (let i = 0; i < 2; i++) b.commit([], [set('k', big)])
+    // b's events pushed a's oldest out of the shared budget.
+    expect(compacted(a, 0)).toEqual(['COMPACTED'])
+    expect(budget.used).toBeLessThanOrEqual(3_000)
   })
 })
 
