@@ -82,6 +82,16 @@ describe('checks', () => {
   })
 })
 
+describe('reads', () => {
+  test('an entry written without an owner or a TTL has no such fields at all', () => {
+    const s = new LocalStore({ clock: new ManualClock() })
+    const r = s.commit([], [set('a', 1)])
+    expect(r.ok && Object.keys(r.entries[0]!)).toEqual(['key', 'value', 'revision', 'created'])
+    expect(Object.keys(s.get('a')!)).toEqual(['key', 'value', 'revision', 'created'])
+    expect(Object.keys(s.list('').entries[0]!)).toEqual(['key', 'value', 'revision', 'created'])
+  })
+})
+
 describe('list pages', () => {
   test('a page stops at its limit and says more follow, only when a live entry does; it never runs past the prefix', () => {
     const s = new LocalStore({ clock: new ManualClock() })
