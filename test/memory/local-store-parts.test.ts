@@ -19,11 +19,11 @@ type Write = { revision: number; puts: Stored[]; deletes: string[] }
 
 const set = (key: string, value: unknown, ttl?: number): Op => (ttl === undefined ? { type: 'set', key, value } : { type: 'set', key, value, ttl }) as Op
 
-function collect(s: LocalStore, prefix = '', from?: number): { events: WatchEvent[]; errors: Error[]; stop: () => void } {
+function collect(s: LocalStore, prefix = '', from?: number): { events: WatchEvent[]; errors: Error[] } {
   const events: WatchEvent[] = []
   const errors: Error[] = []
-  const stop = s.watch(prefix, { event: (ev) => events.push(ev), error: (err) => errors.push(err) }, from)
-  return { events, errors, stop }
+  s.watch(prefix, { event: (ev) => events.push(ev), error: (err) => errors.push(err) }, from)
+  return { events, errors }
 }
 
 describe('a store started from a durable state (initial)', () => {
