@@ -112,6 +112,9 @@ export function claimOf<P, H>(ctx: Context, parts: Array<Part<P>>, line: { key: 
         const sights = await Promise.all(parts.map((p) => p.learn(failed, how)))
         if (lostPlace || round === ROUNDS || sights.some((s) => s !== undefined)) return { sight: blocked(), lostPlace }
         // Nothing blocks any part any more (it vanished, or a group may be joined): plan again.
+        // A steal or takeover is over the very entries seen, and they changed: the next round is a plain try
+        // (kept, it would check their old revisions again and fail every round: bench/FINDINGS.md §18).
+        if (how.over) how = { ...how, over: undefined }
       }
     },
     async look() {
