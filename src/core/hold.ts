@@ -212,11 +212,11 @@ export abstract class Hold<V extends Value = Value> implements AsyncDisposable, 
       this.#stopTimers()
     }
     this.#finishing = this.#ctx.adapter.commit(this.#life.checks, this.#life.releaseOps()).then(
-      async (r) => {
+      (r): boolean | Promise<boolean> => {
         if (wasHeld) this.#end(r.ok ? released : this.#reasonFrom(r.failed))
         // What else a release tidies (the last shared holder out ends its group) is done before it resolves.
-        if (r.ok) await this.#life.released(r.entries)
-        return wasHeld && r.ok
+        const tidying = r.ok ? this.#life.released(r.entries) : undefined
+        return tidying ? tidying.then(() => wasHeld && r.ok) : wasHeld && r.ok
       },
       (err) => {
         if (!wasHeld) return false
