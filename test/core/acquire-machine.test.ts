@@ -87,6 +87,18 @@ describe('open', () => {
     expect(name(await m.step({ name: 'open' }))).toBe('watch')
   })
 
+  test('open → watch: a claim with no line (a multi-key lock\'s) watches at once, first from the start', async () => {
+    const { ctx, hold, key } = setup()
+    await hold()
+    const spec = { value: null, ttl: 10_000, autoRenew: false, make: (init: HoldInit<null>) => new Lock(ctx, init) }
+    const parts = [key, 'lock:other'].map((k) => new ExclusivePart(ctx, k, spec, { lock: true }))
+    const m = new AcquireMachine(ctx, claimOf(ctx, parts, undefined, (holds) => holds), { wait: 5_000 })
+    cleanups.push(() => m.stop())
+    expect(m.line).toBeUndefined()
+    expect(m.first).toBe(true)
+    expect(await m.step({ name: 'open' })).toMatchObject({ name: 'watch', sight: { blockers: [{ owner: 'holder' }] } })
+  })
+
   test('open → steal → won: steal takes the key over and the old token dies', async () => {
     const { m, hold, store, key } = setup({ steal: true })
     const old = await hold()
@@ -139,7 +151,9 @@ describe('join', () => {
     const s = await m.step({ name: 'join', sight: await sightNow() })
     expect(name(s)).toBe('watch')
     expect(m.first).toBe(true)
-    expect((await store.adapter.list(QUEUE)).entries.map((e) => e.owner)).toEqual(['waiter'])
+    const line = (await store.adapter.list(QUEUE)).entries
+    expect(line.map((e) => e.owner)).toEqual(['waiter'])
+    expect(m.line?.entry?.key).toBe(line[0]!.key)
   })
 
   test('join → try: first in line, and the key is free', async () => {
@@ -366,6 +380,71 @@ describe('every step checks the signal, the client and the deadline', () => {
     const { m } = setup()
     const end: State<Lock> = { name: 'gave-up' }
     expect(await m.step(end)).toBe(end)
+    const won = await m.step({ name: 'open' })
+    expect(won.name).toBe('won')
+    expect(await m.step(won)).toBe(won)
   })
 })
 
+
+describe('what a wait leaves open', () => {
+  /** Lets the store's watch calls and their cleanups settle. */
+  const settle = () => new Promise((r) => setTimeout(r, 0))
+
+  test('join → behind drops the early watch on the holder: behind, it watches only the waiter ahead', async () => {
+    const { m, hold, sightNow, placeAhead, store } = setup()
+    await hold()
+    const ahead = await placeAhead()
+    const s = await m.step({ name: 'join', sight: await sightNow() })
+    expect(name(s)).toBe('behind')
+    await settle()
+    expect(store.openWatches()).toBe(0)
+    const stepping = m.step({ name: 'behind', ahead })
+    await settle()
+    expect(store.openWatches()).toBe(1)
+    await store.adapter.commit([], [{ type: 'delete', key: ahead.key }])
+    expect(name(await stepping)).toBe('join')
+    await settle()
+    expect(store.openWatches()).toBe(0)
+  })
+
+  test('join → watch: the watch goes on with the early watch begun while joining, not a second one', async () => {
+    const { m, lock, sight, store } = await (async () => {
+      const t = setup()
+      const lock = await t.hold()
+      const s = await t.m.step({ name: 'join', sight: await t.sightNow() })
+      expect(name(s)).toBe('watch')
+      return { ...t, lock, sight: (s as { sight: Sight }).sight }
+    })()
+    await settle()
+    expect(store.openWatches()).toBe(1)
+    const stepping = m.step({ name: 'watch', sight })
+    await settle()
+    expect(store.openWatches()).toBe(1)
+    await lock.release()
+    expect(name(await stepping)).toBe('woke')
+    await settle()
+    expect(store.openWatches()).toBe(0)
+  })
+
+  test('run() leaves no watch open, whether it wins or gives up', async () => {
+    const { m, hold, store } = setup({ wait: 3_000 })
+    const lock = await hold()
+    const winning = m.run()
+    await settle()
+    expect(store.openWatches()).toBeGreaterThan(0)
+    await lock.release()
+    expect(await winning).not.toBeNull()
+    await settle()
+    expect(store.openWatches()).toBe(0)
+
+    const t = setup({ wait: 2_000 })
+    await t.hold()
+    const giving = t.m.run()
+    await settle()
+    await t.clock.advance(2_000)
+    expect(await giving).toBeNull()
+    await settle()
+    expect(t.store.openWatches()).toBe(0)
+  })
+})
