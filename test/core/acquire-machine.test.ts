@@ -162,6 +162,23 @@ describe('join', () => {
     expect(m.first).toBe(true)
   })
 
+  test('join → watch with a claim that has no becameFirst (it is optional: a scripted claim, a test double)', async () => {
+    const { ctx, hold, sightNow } = setup()
+    await hold()
+    const sight = await sightNow()
+    const scripted: Claim<string> = {
+      lineKey: 'lock:scripted',
+      attempt: async () => ({ sight, lostPlace: false }),
+      look: async () => sight,
+      afterEvent: () => sight,
+      leave() {},
+    }
+    const m = new AcquireMachine(ctx, scripted, { wait: 1_000 })
+    cleanups.push(() => m.stop())
+    expect(await m.step({ name: 'join', sight })).toEqual({ name: 'watch', sight })
+    expect(m.first).toBe(true)
+  })
+
   test('join → woke: the holder left while the place was being written (the early watch)', async () => {
     const { m, hold, sightNow, store } = setup()
     const lock = await hold()
@@ -201,6 +218,16 @@ describe('behind and patrol', () => {
     expect(await stepping).toEqual({ name: 'patrol' })
   })
 
+  test('behind → patrol → gave-up: the wait runs out before PATROL, with the waiter ahead still in line', async () => {
+    const { m, placeAhead, clock } = setup({ wait: 300 })
+    const ahead = await placeAhead()
+    const stepping = m.step({ name: 'behind', ahead })
+    await clock.advance(300)
+    const s = await stepping
+    expect(s).toEqual({ name: 'patrol' })
+    expect(await m.step(s)).toEqual({ name: 'gave-up' })
+  })
+
   test('patrol → try: the key is free though someone stands ahead', async () => {
     const { m } = setup()
     expect(await m.step({ name: 'patrol' })).toEqual({ name: 'try' })
@@ -220,6 +247,18 @@ describe('try', () => {
     expect((await store.adapter.list(QUEUE)).entries).toHaveLength(1)
     expect(name(await m.step({ name: 'try' }))).toBe('won')
     expect((await store.adapter.list(QUEUE)).entries).toHaveLength(0)
+  })
+
+  test('try → won from the line: the winning commit deleted the place, so ending the wait sends nothing more', async () => {
+    const { m, beFirst, store } = setup()
+    await beFirst()
+    let commits = 0
+    const inner = store.adapter.commit
+    store.adapter.commit = (...args) => (commits++, inner(...args))
+    expect(name(await m.step({ name: 'try' }))).toBe('won')
+    m.stop()
+    await new Promise((r) => setTimeout(r, 0))
+    expect(commits).toBe(1)
   })
 
   test('try → join: the place was lost (expired, evicted): back in line', async () => {
@@ -313,6 +352,11 @@ describe('watch and woke', () => {
     expect(await m.step({ name: 'woke', wake: { kind: 'changed' }, sight })).toEqual({ name: 'look' })
   })
 
+  test('woke (timeout) → watch while time is left: the blocker is still there', async () => {
+    const { m, sight } = await watching({ wait: 1_000 })
+    expect(await m.step({ name: 'woke', wake: { kind: 'timeout' }, sight })).toEqual({ name: 'watch', sight })
+  })
+
   test('woke (timeout) → gave-up at the next step: the deadline passed', async () => {
     const { m, sight, clock } = await watching({ wait: 1_000 })
     await clock.advance(1_000)
@@ -343,6 +387,19 @@ describe('look and takeover', () => {
     expect(s.name).toBe('won')
     expect((s as { hold: Lock }).hold.token).toBeGreaterThan(lock.token)
     expect((await store.adapter.list(QUEUE)).entries).toHaveLength(0)
+  })
+
+  test('takeover → won with no line (a multi-key lock\'s claim): nothing to leave', async () => {
+    const { ctx, hold, sightNow, key } = setup()
+    const lock = await hold()
+    const spec = { value: null, ttl: 10_000, autoRenew: false, make: (init: HoldInit<null>) => new Lock(ctx, init) }
+    const parts = [key, 'lock:other'].map((k) => new ExclusivePart(ctx, k, spec, { lock: true }))
+    const m = new AcquireMachine(ctx, claimOf(ctx, parts, undefined, (holds) => holds), { wait: 5_000 })
+    cleanups.push(() => m.stop())
+    const s = await m.step({ name: 'takeover', sight: await sightNow(), owner: 'holder' })
+    expect(s.name).toBe('won')
+    expect((s as { hold: Lock[] }).hold.map((l) => l.token)).toEqual([expect.any(Number), expect.any(Number)])
+    expect((s as { hold: Lock[] }).hold[0]!.token).toBeGreaterThan(lock.token)
   })
 
   test('takeover → watch: the entry changed since it was seen (renewed): no takeover', async () => {
