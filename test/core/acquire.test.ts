@@ -5,8 +5,12 @@
  * memory store on a ManualClock.
  */
 import { afterEach, describe, expect, test } from 'vitest'
-import { Client, InvalidArgumentError } from 'zaris'
-import { freshStore } from './machine-kit'
+import { Client, InvalidArgumentError, Lock } from 'zaris'
+import { checkAcquire, take } from '../../src/core/acquire'
+import { claimOf } from '../../src/core/claim'
+import { ExclusivePart } from '../../src/core/exclusive-part'
+import type { HoldInit } from '../../src/core/hold'
+import { contextOf, freshStore } from './machine-kit'
 
 const closing: Array<() => unknown> = []
 afterEach(async () => {
@@ -71,5 +75,60 @@ describe('a shared lock\'s key', () => {
     const { client } = setup()
     const roomOf = async (c: Client) => Number(/at most (\d+) UTF-16/.exec((await rejection(() => c.locks.acquire('k'.repeat(1024), { mode: 'shared' }))).message)?.[1])
     expect((await roomOf(client('ab'))) - (await roomOf(client('abcdef')))).toBe(4)
+  })
+})
+
+describe('before the client is ready', () => {
+  /** A context whose client is still connecting, and a lock claim in it. */
+  function connecting() {
+    const { clock, raw } = freshStore()
+    const store = raw()
+    closing.push(() => store.close())
+    let ready!: () => void
+    const ctx = { ...contextOf(store, clock, 'me'), ready: new Promise<void>((r) => (ready = r)) }
+    const spec = { value: null, ttl: 10_000, autoRenew: false, make: (init: HoldInit<null>) => new Lock(ctx, init) }
+    const claim = claimOf(ctx, [new ExclusivePart(ctx, 'lock:k', spec, { lock: true })], { key: 'lock:k', value: 'exclusive' }, ([h]) => h!)
+    return { ctx, claim, ready: () => ready() }
+  }
+  /** Whether `p` has settled once pending callbacks ran. */
+  async function settled(p: Promise<unknown>): Promise<boolean> {
+    let done = false
+    p.then(
+      () => (done = true),
+      () => (done = true),
+    )
+    await new Promise((r) => setTimeout(r, 0))
+    return done
+  }
+
+  test('an aborted signal rejects at once with its reason, without waiting for the client', async () => {
+    const { ctx, claim, ready } = connecting()
+    const c = new AbortController()
+    c.abort(new Error('caller gave up'))
+    const taking = take(ctx, claim, checkAcquire(ctx, { signal: c.signal, wait: 1_000 }))
+    taking.catch(() => {})
+    expect(await settled(taking)).toBe(true)
+    await expect(taking).rejects.toThrow('caller gave up')
+    ready()
+  })
+
+  test('a closed client rejects at once with CLOSED', async () => {
+    const { ctx, claim, ready } = connecting()
+    ctx.close()
+    const taking = take(ctx, claim, checkAcquire(ctx, { wait: 1_000 }))
+    taking.catch(() => {})
+    expect(await settled(taking)).toBe(true)
+    await expect(taking).rejects.toMatchObject({ code: 'CLOSED' })
+    ready()
+  })
+
+  test('otherwise the try waits for the client to be ready', async () => {
+    const { ctx, claim, ready } = connecting()
+    const taking = take(ctx, claim, checkAcquire(ctx, {}))
+    expect(await settled(taking)).toBe(false)
+    ready()
+    const lock = (await taking)!
+    expect(lock.key).toBe('lock:k')
+    await lock.release()
   })
 })
