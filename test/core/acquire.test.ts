@@ -50,6 +50,20 @@ describe('the keys of a multi-key acquire', () => {
     expect(await rejection(() => a.locks.acquire([...keys, 'lock:64']))).toMatchObject({ code: 'INVALID_ARGUMENT' })
     expect(await rejection(() => a.locks.acquire([]))).toMatchObject({ code: 'INVALID_ARGUMENT' })
   })
+
+  test('a key given twice, or one that is no key, is refused and nothing is taken', async () => {
+    const { client, store } = setup()
+    const a = client('a')
+    expect(await rejection(() => a.locks.acquire(['lock:a', 'lock:b', 'lock:a']))).toMatchObject({ code: 'INVALID_ARGUMENT' })
+    expect(await rejection(() => a.locks.acquire(['lock:a', '']))).toMatchObject({ code: 'INVALID_ARGUMENT' })
+    expect(await rejection(() => a.locks.acquire(['lock:a', 7 as never]))).toMatchObject({ code: 'INVALID_ARGUMENT' })
+    expect((await store.list('lock:')).entries).toEqual([])
+    // Checked at the call, before anything else: a closed client still names the bad argument.
+    await a.close()
+    expect(await rejection(() => a.locks.acquire(['lock:a', 'lock:a']))).toMatchObject({ code: 'INVALID_ARGUMENT' })
+    expect(await rejection(() => a.locks.acquire(['lock:a', '']))).toMatchObject({ code: 'INVALID_ARGUMENT' })
+    expect(await rejection(() => a.locks.acquire(['lock:a']))).toMatchObject({ code: 'CLOSED' })
+  })
 })
 
 describe('a shared lock\'s key', () => {
