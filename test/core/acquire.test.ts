@@ -10,7 +10,7 @@ import { checkAcquire, take } from '../../src/core/acquire'
 import { claimOf } from '../../src/core/claim'
 import { ExclusivePart } from '../../src/core/exclusive-part'
 import type { HoldInit } from '../../src/core/hold'
-import { contextOf, freshStore } from './machine-kit'
+import { contextOf, freshStore, staged } from './machine-kit'
 
 const closing: Array<() => unknown> = []
 afterEach(async () => {
@@ -20,13 +20,13 @@ afterEach(async () => {
 function setup() {
   const { clock, raw } = freshStore()
   const store = raw()
-  const client = (id: string, options: { ttl?: number } = {}) => {
-    const c = new Client(raw(), { id, clock, ...options })
+  const client = (id: string) => {
+    const c = new Client(raw(), { id, clock })
     closing.push(() => c.close())
     return c
   }
   closing.push(() => store.close())
-  return { clock, store, client }
+  return { clock, store, client, raw }
 }
 
 /** The error `fn` rejects with (the test fails when it resolves). */
@@ -63,6 +63,30 @@ describe('the keys of a multi-key acquire', () => {
     expect(await rejection(() => a.locks.acquire(['lock:a', 'lock:a']))).toMatchObject({ code: 'INVALID_ARGUMENT' })
     expect(await rejection(() => a.locks.acquire(['lock:a', '']))).toMatchObject({ code: 'INVALID_ARGUMENT' })
     expect(await rejection(() => a.locks.acquire(['lock:a']))).toMatchObject({ code: 'CLOSED' })
+  })
+
+  test('the error names the key that is wrong by its place in the list', async () => {
+    const { client } = setup()
+    const err = await rejection(() => client('a').locks.acquire(['lock:a', 'lock:b', '']))
+    expect(err.message).toMatch(/^keys\[2\] /)
+  })
+})
+
+describe('the mode of a lock', () => {
+  test('shared and exclusive are the modes; no mode is exclusive; anything else is refused', async () => {
+    const { client } = setup()
+    const a = client('a')
+    const shared = (await a.locks.acquire('lock:m', { mode: 'shared', autoRenew: false }))!
+    const another = (await client('b').locks.acquire('lock:m', { mode: 'shared', autoRenew: false }))!
+    expect([shared.mode, another.mode]).toEqual(['shared', 'shared'])
+    await Promise.all([shared.release(), another.release()])
+    const plain = (await a.locks.acquire('lock:m', { autoRenew: false }))!
+    expect(plain.mode).toBe('exclusive')
+    expect(await client('c').locks.acquire('lock:m', { mode: 'shared' })).toBeNull()
+    await plain.release()
+    expect((await a.locks.acquire('lock:m', { mode: 'exclusive', autoRenew: false }))!.mode).toBe('exclusive')
+    expect(await rejection(() => a.locks.acquire('lock:x', { mode: 'Shared' as never }))).toMatchObject({ code: 'INVALID_ARGUMENT' })
+    expect(await rejection(() => a.locks.acquire('lock:x', { mode: 1 as never }))).toMatchObject({ code: 'INVALID_ARGUMENT' })
   })
 })
 
@@ -144,5 +168,40 @@ describe('before the client is ready', () => {
     const lock = (await taking)!
     expect(lock.key).toBe('lock:k')
     await lock.release()
+  })
+})
+
+describe('a lease', () => {
+  const settle = () => new Promise((r) => setTimeout(r, 0))
+
+  test('its waiters stand in line: a revoke wakes the first, and the one behind sends nothing', async () => {
+    const { client, raw, clock } = setup()
+    const behindStore = staged(raw())
+    const behind = new Client(behindStore.adapter, { id: 'behind', clock })
+    closing.push(() => behind.close())
+    const held = (await client('holder').leases.grant('lease:l', { value: 'h', autoRenew: false }))!
+    const firstWaits = client('first').leases.grant('lease:l', { value: 'f', wait: 5_000, autoRenew: false })
+    await settle()
+    const behindWaits = behind.leases.grant('lease:l', { value: 'b', wait: 5_000, autoRenew: false })
+    await settle()
+    let commits = 0
+    const inner = behindStore.adapter.commit
+    behindStore.adapter.commit = (...args) => (commits++, inner(...args))
+    await held.revoke()
+    const got = (await firstWaits)!
+    expect(got.value).toBe('f')
+    await settle()
+    expect(commits).toBe(0)
+    await got.revoke()
+    expect((await behindWaits)!.value).toBe('b')
+  })
+
+  test('never takes a key over a shared lock\'s group, even one whose holders are all gone', async () => {
+    const { client, clock } = setup()
+    await client('crashed').locks.acquire('k', { mode: 'shared', ttl: 1_000, autoRenew: false })
+    await clock.advance(1_100) // its share expires; the group (no TTL) stays
+    expect(await client('a').leases.grant('k', { value: 1 })).toBeNull()
+    // A lock takes a drained group over.
+    expect(await client('b').locks.acquire('k', { autoRenew: false })).not.toBeNull()
   })
 })
