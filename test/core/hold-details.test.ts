@@ -474,3 +474,49 @@ test('the last shared holder, whose renewal is answered after its deadline, free
   expect(lock?.mode).toBe('exclusive')
   await Promise.all([holder.close(), other.close()])
 })
+
+test('a watched hold sees its own release\'s delete before the answer: still RELEASED, not LOST', async () => {
+  const clock = new ManualClock()
+  const ns = `hold-details-own-delete-${Math.random().toString(36).slice(2)}`
+  const { adapter, hold, release } = answersHeld(ns, clock)
+  const holder = new Client(adapter, { id: 'holder', clock })
+  const lock = (await holder.locks.acquire('lock:a', { ttl: 5_000, autoRenew: false }))!
+  void lock.signal
+  await new Promise((resolve) => setTimeout(resolve, 10)) // the watch is established
+  hold()
+  const releasing = lock.release()
+  await new Promise((resolve) => setTimeout(resolve, 20)) // applied; its delete event is delivered, its answer held
+  release()
+  expect(await releasing).toBe(true)
+  expect(code(lock)).toBe('RELEASED')
+  await holder.close()
+})
+
+test('a hold whose watch broke learns its renewal\'s revision from the look at its key while the renewal\'s answer is late', async () => {
+  const clock = new ManualClock()
+  const ns = `hold-details-look-${Math.random().toString(36).slice(2)}`
+  const late = answersHeld(ns, clock)
+  const adapter: Adapter = {
+    ...late.adapter,
+    name: 'memory (answers held on demand, watches break: fakes)',
+    async watch(_prefix, sink) {
+      queueMicrotask(() => sink.error(new Error('stream reset (fake)')))
+      return () => {}
+    },
+  }
+  const holder = new Client(adapter, { id: 'holder', clock })
+  const other = new Client(memoryAdapter({ namespace: ns, clock }), { id: 'other', clock })
+  const lock = (await holder.locks.acquire('lock:a', { ttl: 5_000, autoRenew: false }))!
+  late.hold()
+  const renewing = lock.renew() // applied at once, its answer held
+  await new Promise((resolve) => setTimeout(resolve, 10))
+  void lock.signal // the watch breaks at once: the hold looks at its key
+  await new Promise((resolve) => setTimeout(resolve, 20))
+  const entry = (await other.get('lock:a'))!
+  expect(entry.revision).toBeGreaterThan(lock.token)
+  expect(lock.held).toBe(true)
+  expect(lock.revision).toBe(entry.revision)
+  late.release()
+  expect(await renewing).toBe(true)
+  await Promise.all([holder.close(), other.close()])
+})
