@@ -520,3 +520,18 @@ test('a hold whose watch broke learns its renewal\'s revision from the look at i
   expect(await renewing).toBe(true)
   await Promise.all([holder.close(), other.close()])
 })
+
+test('a watched hold that learns of a steal from its event keeps the revision of its own last write, not the thief\'s', async () => {
+  const { holder, other, close } = setup()
+  const lock = (await holder.locks.acquire('lock:a', { ttl: 5_000, autoRenew: false }))!
+  expect(await lock.renew()).toBe(true)
+  const own = lock.revision
+  const ended = new Promise((resolve) => lock.signal.addEventListener('abort', resolve, { once: true }))
+  await new Promise((resolve) => setTimeout(resolve, 10)) // the watch is established
+  const thief = (await other.locks.acquire('lock:a', { steal: true, autoRenew: false }))!
+  await ended
+  expect(code(lock)).toBe('STOLEN')
+  expect(thief.revision).toBeGreaterThan(own)
+  expect(lock.revision).toBe(own)
+  await close()
+})
