@@ -11,7 +11,7 @@
  * store's faults and delays, named so in their `name`).
  */
 import { expect, test } from 'vitest'
-import { Client, type Adapter, type Unsubscribe, type WatchSink } from 'zaris'
+import { Client, type Adapter, type Clock, type Unsubscribe, type WatchSink } from 'zaris'
 import { memoryAdapter } from 'zaris/memory'
 import { ManualClock } from 'zaris/testing'
 
@@ -221,4 +221,32 @@ test('a shared hold whose two watches both break looks once, and leaves no timer
   expect(await shared.release()).toBe(true)
   expect(clock.pending).toBe(0)
   await close()
+})
+
+test('a hold never hands its clock a timer it did not set (the page clock reads the handle it is given to clear)', async () => {
+  const readings = new ManualClock()
+  // A fake clock, named so: the ManualClock, but clearing anything it did not hand out throws, as the page clock's does.
+  const handed = new WeakSet<object>()
+  const strict: Clock = {
+    now: () => readings.now(),
+    setTimeout(fn, ms) {
+      const handle = readings.setTimeout(fn, ms)
+      handed.add(handle)
+      return handle
+    },
+    clearTimeout(handle) {
+      if (typeof handle !== 'object' || handle === null || !handed.has(handle)) throw new TypeError('not a timer of this clock (fake)')
+      readings.clearTimeout(handle)
+    },
+  }
+  const holder = new Client(memoryAdapter({ namespace: `hold-cleanup-strict-${Math.random().toString(36).slice(2)}` }), { id: 'holder', clock: strict })
+  const quiet = (await holder.locks.acquire('lock:quiet', { ttl: 5_000, autoRenew: false }))! // no renewal timer, no rewatch timer
+  expect(await quiet.renew()).toBe(true)
+  expect(await quiet.release()).toBe(true)
+  const renewing = (await holder.locks.acquire('lock:renewing', { ttl: 3_000 }))!
+  void renewing.signal
+  await readings.advance(1_000) // one auto-renewal
+  expect(await renewing.release()).toBe(true)
+  expect(readings.pending).toBe(0)
+  await holder.close()
 })
