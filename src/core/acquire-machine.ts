@@ -23,7 +23,7 @@
  *             → watch: we are first, something blocks · → try: first, free
  *   behind    wait for the waiter ahead to leave the line, at most PATROL ms
  *             → join: it left or changed (evicted first if its client is gone)
- *             → patrol: PATROL passed (it may have died in line)
+ *             → patrol: PATROL passed (it may have died in line), or the wait ran out
  *   patrol    look at the claim while someone (maybe dead) is ahead
  *             → try: nothing blocks · → join: something does
  *   try       one commit that takes the claim and leaves the line
@@ -242,8 +242,8 @@ export class AcquireMachine<H> {
     // The patrol covers a waiter that died in line on a store that cannot tell us.
     const wake = await waitForChange(this.#ctx, sightOf(ahead), Math.min(this.#left(), PATROL), this.#signal)
     if (wake.kind === 'owner-gone') await this.#line!.evict(ahead)
-    if (wake.kind !== 'timeout' || this.#left() <= 0) return { name: 'join', sight: undefined }
-    return { name: 'patrol' }
+    // A timeout at the wait's deadline goes to patrol too: the deadline check before it gives up.
+    return wake.kind === 'timeout' ? { name: 'patrol' } : { name: 'join', sight: undefined }
   }
 
   async #watch(sight: Sight): Promise<State<H>> {
