@@ -91,7 +91,7 @@ export class ExclusivePart<V extends Value, P> implements Part<P> {
   won(written: ReadonlyMap<string, Entry>, sentAt: number): P {
     const entry = written.get(this.#key)!
     const { value, ttl, autoRenew } = this.#spec
-    return this.#spec.make({ key: this.#key, value, token: entry.created, revision: entry.revision, ttl, sentAt, autoRenew, mode: 'exclusive' })
+    return this.#spec.make({ key: this.#key, value, token: entry.created, revision: entry.revision, ttl, sentAt, autoRenew })
   }
 
   blocked(): Sight | undefined {
