@@ -105,7 +105,8 @@ export class AcquireMachine<H> {
   readonly #inLine: boolean
   #onQueued: (() => void) | undefined
   readonly #until: number
-  readonly #line: WaitQueue | undefined
+  /** Our place in line, made when first needed (most acquires never wait); `null` before. */
+  #queue: WaitQueue | undefined | null = null
   /** Nobody is ahead of us in line (or the claim has no line). */
   #first: boolean
   #early: Early | undefined
@@ -118,8 +119,7 @@ export class AcquireMachine<H> {
     this.#inLine = !!options.inLine
     this.#onQueued = options.inLine?.onQueued
     this.#until = ctx.clock.now() + options.wait
-    this.#line = claim.lineKey === undefined ? undefined : WaitQueue.for(ctx, claim.lineKey, claim.lineValue)
-    this.#first = this.#line === undefined
+    this.#first = claim.lineKey === undefined || !WaitQueue.fits(ctx, claim.lineKey)
   }
 
   /** Whether nobody stands ahead of us in line, as far as we know. */
@@ -132,10 +132,22 @@ export class AcquireMachine<H> {
     return this.#line
   }
 
+  get #line(): WaitQueue | undefined {
+    if (this.#queue === null) {
+      const key = this.#claim.lineKey
+      this.#queue = key === undefined ? undefined : WaitQueue.for(this.#ctx, key, this.#claim.lineValue)
+    }
+    return this.#queue
+  }
+
   /** Runs from `open` to the end: the hold, or `null` when the wait ran out. */
   async run(): Promise<H | null> {
-    let state: State<H> = { name: 'open' }
+    let state: State<H>
     try {
+      // The first step without step()'s async hop: most acquires end here.
+      this.#signal?.throwIfAborted()
+      this.#ctx.assertOpen()
+      state = await this.#open()
       while (state.name !== 'won' && state.name !== 'gave-up') state = await this.step(state)
       return state.name === 'won' ? state.hold : null
     } finally {
@@ -146,7 +158,7 @@ export class AcquireMachine<H> {
   /** Ends whatever the wait left running: the early watch, the place in line, the claim's own entries. */
   stop(): void {
     this.#dropEarly()
-    this.#line?.leave()
+    this.#queue?.leave()
     this.#claim.leave()
   }
 

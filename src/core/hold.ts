@@ -241,7 +241,9 @@ export abstract class Hold<V extends Value = Value> implements AsyncDisposable, 
    */
   async #free(): Promise<CommitResult> {
     const r = await this.#ctx.adapter.commit(this.#life.checks, this.#life.releaseOps())
-    if (r.ok) await this.#life.released(r.entries)
+    // A tidy-up (a shared hold's) is awaited; most releases have none, and skip that hop.
+    const tidying = r.ok ? this.#life.released(r.entries) : undefined
+    if (tidying) await tidying
     return r
   }
 

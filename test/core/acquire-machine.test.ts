@@ -412,6 +412,26 @@ describe('look and takeover', () => {
     expect(s).toMatchObject({ name: 'watch', sight: { blockers: [{ owner: 'holder', created: lock.token }] } })
     expect((await store.adapter.get(KEY))?.owner).toBe('holder')
   })
+
+  test('takeover → won: the dead holder\'s entry was ended meanwhile (a reaper got there first): one failed try over it, then a plain one', async () => {
+    const { m, hold, beFirst, sightNow, store } = setup()
+    const lock = await hold()
+    await beFirst()
+    const seen = await sightNow()
+    await store.adapter.commit([], [{ type: 'delete', key: KEY }])
+    const commit = store.adapter.commit
+    const sent: Array<number | null | undefined> = []
+    store.adapter.commit = (checks, ops, options) => {
+      const check = checks.find((c) => c.key === KEY)
+      sent.push(check && 'revision' in check ? check.revision : undefined)
+      return commit(checks, ops, options)
+    }
+    const s = await m.step({ name: 'takeover', sight: seen, owner: 'holder' })
+    expect(s.name).toBe('won')
+    expect((s as { hold: Lock }).hold.token).toBeGreaterThan(lock.token)
+    // The old revision is checked once, not once per round (each a commit that cannot succeed).
+    expect(sent).toEqual([lock.revision, null])
+  })
 })
 
 describe('every step checks the signal, the client and the deadline', () => {
