@@ -23,7 +23,7 @@
  *             → watch: we are first, something blocks · → try: first, free
  *   behind    wait for the waiter ahead to leave the line, at most PATROL ms
  *             → join: it left or changed (evicted first if its client is gone)
- *             → patrol: PATROL passed (it may have died in line)
+ *             → patrol: PATROL passed (it may have died in line), or the wait ran out
  *   patrol    look at the claim while someone (maybe dead) is ahead
  *             → try: nothing blocks · → join: something does
  *   try       one commit that takes the claim and leaves the line
@@ -105,7 +105,8 @@ export class AcquireMachine<H> {
   readonly #inLine: boolean
   #onQueued: (() => void) | undefined
   readonly #until: number
-  readonly #line: WaitQueue | undefined
+  /** Our place in line, made when first needed (most acquires never wait); `null` before. */
+  #queue: WaitQueue | undefined | null = null
   /** Nobody is ahead of us in line (or the claim has no line). */
   #first: boolean
   #early: Early | undefined
@@ -118,8 +119,7 @@ export class AcquireMachine<H> {
     this.#inLine = !!options.inLine
     this.#onQueued = options.inLine?.onQueued
     this.#until = ctx.clock.now() + options.wait
-    this.#line = claim.lineKey === undefined ? undefined : WaitQueue.for(ctx, claim.lineKey, claim.lineValue)
-    this.#first = this.#line === undefined
+    this.#first = claim.lineKey === undefined || !WaitQueue.fits(ctx, claim.lineKey)
   }
 
   /** Whether nobody stands ahead of us in line, as far as we know. */
@@ -132,10 +132,22 @@ export class AcquireMachine<H> {
     return this.#line
   }
 
+  get #line(): WaitQueue | undefined {
+    if (this.#queue === null) {
+      const key = this.#claim.lineKey
+      this.#queue = key === undefined ? undefined : WaitQueue.for(this.#ctx, key, this.#claim.lineValue)
+    }
+    return this.#queue
+  }
+
   /** Runs from `open` to the end: the hold, or `null` when the wait ran out. */
   async run(): Promise<H | null> {
-    let state: State<H> = { name: 'open' }
+    let state: State<H>
     try {
+      // The first step without step()'s async hop: most acquires end here.
+      this.#signal?.throwIfAborted()
+      this.#ctx.assertOpen()
+      state = await this.#open()
       while (state.name !== 'won' && state.name !== 'gave-up') state = await this.step(state)
       return state.name === 'won' ? state.hold : null
     } finally {
@@ -146,7 +158,7 @@ export class AcquireMachine<H> {
   /** Ends whatever the wait left running: the early watch, the place in line, the claim's own entries. */
   stop(): void {
     this.#dropEarly()
-    this.#line?.leave()
+    this.#queue?.leave()
     this.#claim.leave()
   }
 
@@ -242,8 +254,8 @@ export class AcquireMachine<H> {
     // The patrol covers a waiter that died in line on a store that cannot tell us.
     const wake = await waitForChange(this.#ctx, sightOf(ahead), Math.min(this.#left(), PATROL), this.#signal)
     if (wake.kind === 'owner-gone') await this.#line!.evict(ahead)
-    if (wake.kind !== 'timeout' || this.#left() <= 0) return { name: 'join', sight: undefined }
-    return { name: 'patrol' }
+    // A timeout at the wait's deadline goes to patrol too: the deadline check before it gives up.
+    return wake.kind === 'timeout' ? { name: 'patrol' } : { name: 'join', sight: undefined }
   }
 
   async #watch(sight: Sight): Promise<State<H>> {

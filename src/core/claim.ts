@@ -65,7 +65,7 @@ export interface Part<P> {
   /** Whether an event at `key` is this part's. */
   owns(key: string): boolean
   /** This part's checks and ops for the next try, or what blocks it (then no commit is sent). */
-  plan(how: TryHow): Promise<Plan | Sight>
+  plan(how: TryHow): Plan | Sight | Promise<Plan | Sight>
   /** What a failed commit says of this part: what blocks it now, or `undefined` (plan again). */
   learn(failed: ReadonlyMap<string, Entry | undefined>, how: TryHow): Promise<Sight | undefined>
   /** This part's hold, from the entries the winning commit wrote. */
@@ -93,10 +93,17 @@ export function claimOf<P, H>(ctx: Context, parts: Array<Part<P>>, line: { key: 
     lineValue: line?.value,
     async attempt(_sight, how) {
       for (let round = 1; ; round++) {
-        const plans = await Promise.all(parts.map((p) => p.plan(how)))
+        const planned = parts.map((p) => p.plan(how))
+        // A part that plans without reading (an exclusive key) answers at once: no promise to wait for.
+        const plans = planned.some((p) => p instanceof Promise) ? await Promise.all(planned) : (planned as Array<Plan | Sight>)
         if (plans.some((p) => !('checks' in p))) return { sight: blocked(), lostPlace: false }
-        const checks = (plans as Plan[]).flatMap((p) => p.checks)
-        const ops = (plans as Plan[]).flatMap((p) => p.ops)
+        // Loops, not flatMap: this is every acquire's path, and most claims have one part.
+        const checks: Check[] = []
+        const ops: Op[] = []
+        for (const p of plans as Plan[]) {
+          for (const c of p.checks) checks.push(c)
+          for (const o of p.ops) ops.push(o)
+        }
         if (how.place) {
           checks.push({ key: how.place.key, created: how.place.created })
           ops.push({ type: 'delete', key: how.place.key })
@@ -104,7 +111,8 @@ export function claimOf<P, H>(ctx: Context, parts: Array<Part<P>>, line: { key: 
         const sentAt = ctx.clock.now()
         const r = await ctx.adapter.commit(checks, ops)
         if (r.ok) {
-          const written = new Map(r.entries.map((e) => [e.key, e]))
+          const written = new Map<string, Entry>()
+          for (const e of r.entries) written.set(e.key, e)
           return { hold: combine(parts.map((p) => p.won(written, sentAt))) }
         }
         const failed = new Map(r.failed.map((f) => [f.key, f.entry]))
@@ -112,6 +120,9 @@ export function claimOf<P, H>(ctx: Context, parts: Array<Part<P>>, line: { key: 
         const sights = await Promise.all(parts.map((p) => p.learn(failed, how)))
         if (lostPlace || round === ROUNDS || sights.some((s) => s !== undefined)) return { sight: blocked(), lostPlace }
         // Nothing blocks any part any more (it vanished, or a group may be joined): plan again.
+        // A steal or takeover is over the very entries seen, and they changed: the next round is a plain try
+        // (kept, it would check their old revisions again and fail every round: bench/FINDINGS.md §18).
+        if (how.over) how = { ...how, over: undefined }
       }
     },
     async look() {

@@ -53,11 +53,13 @@ export class ExclusivePart<V extends Value, P> implements Part<P> {
     return key === this.#key || (this.#lock && isShareOf(this.#key, key))
   }
 
-  async plan(how: TryHow): Promise<Plan> {
+  plan(how: TryHow): Plan {
     let expect = this.#drained ? this.#seen : undefined
     let fresh = false
-    const checks: Check[] = []
-    const ops: Op[] = []
+    const set: Op = { type: 'set', key: this.#key, value: this.#spec.value, ttl: this.#spec.ttl, owner: this.#ctx.id }
+    // The key's own check and set come first, the dead shares' after (no unshift: this is every acquire's path).
+    const checks: Check[] = [{ key: this.#key, revision: null }]
+    const ops: Op[] = [set]
     if (how.over) {
       const { sight, owner } = how.over
       const atKey = sight.blockers.find((b) => b.key === this.#key)
@@ -75,9 +77,8 @@ export class ExclusivePart<V extends Value, P> implements Part<P> {
         }
       }
     }
-    const set: Op = { type: 'set', key: this.#key, value: this.#spec.value, ttl: this.#spec.ttl, owner: this.#ctx.id }
-    checks.unshift(expect ? { key: this.#key, revision: expect.revision } : { key: this.#key, revision: null })
-    ops.unshift(fresh ? { ...set, fresh } : set)
+    if (expect) checks[0] = { key: this.#key, revision: expect.revision }
+    if (fresh) ops[0] = { ...set, fresh }
     return { checks, ops }
   }
 
@@ -90,7 +91,7 @@ export class ExclusivePart<V extends Value, P> implements Part<P> {
   won(written: ReadonlyMap<string, Entry>, sentAt: number): P {
     const entry = written.get(this.#key)!
     const { value, ttl, autoRenew } = this.#spec
-    return this.#spec.make({ key: this.#key, value, token: entry.created, revision: entry.revision, ttl, sentAt, autoRenew, mode: 'exclusive' })
+    return this.#spec.make({ key: this.#key, value, token: entry.created, revision: entry.revision, ttl, sentAt, autoRenew })
   }
 
   blocked(): Sight | undefined {

@@ -27,9 +27,7 @@ export function endFromEntry(what: string, entry: Entry | undefined, due: boolea
       ? new HoldEndedError('EXPIRED', `${what} expired: its TTL ran out`)
       : new HoldEndedError('LOST', `${what} is gone from the store: deleted by another writer, or lost with the store's state`)
   }
-  return entry.owner !== undefined
-    ? new HoldEndedError('STOLEN', `${what} was taken over by ${entry.owner} (token ${entry.created})`)
-    : new HoldEndedError('LOST', `${what} was overwritten by a plain write (the key now has no owner, token ${entry.created})`)
+  return overwritten(what, entry)
 }
 
 /**
@@ -38,11 +36,17 @@ export function endFromEntry(what: string, entry: Entry | undefined, due: boolea
  * expiry says which it is.
  */
 export function endFromEvent(what: string, ev: WatchEvent): HoldEndedError {
-  if (ev.type === 'expire') return new HoldEndedError('EXPIRED', `${what} expired in the store`)
-  if (ev.type === 'delete') return new HoldEndedError('LOST', `${what} was deleted by another writer`)
-  const entry: Entry = { key: ev.key, value: ev.value ?? null, revision: ev.revision, created: ev.created ?? ev.revision }
-  if (ev.owner !== undefined) entry.owner = ev.owner
-  return endFromEntry(what, entry, false)
+  if (ev.type === 'put') return overwritten(what, ev)
+  return ev.type === 'expire'
+    ? new HoldEndedError('EXPIRED', `${what} expired in the store`)
+    : new HoldEndedError('LOST', `${what} was deleted by another writer`)
+}
+
+/** The key carries another life, written by `by` (an entry, or the put event of it): who wrote it decides. */
+function overwritten(what: string, by: { owner?: string; created?: number; revision: number }): HoldEndedError {
+  return by.owner !== undefined
+    ? new HoldEndedError('STOLEN', `${what} was taken over by ${by.owner} (token ${by.created ?? by.revision})`)
+    : new HoldEndedError('LOST', `${what} was overwritten by a plain write (the key now has no owner, token ${by.created ?? by.revision})`)
 }
 
 /** The end of hold `what` at its holder's deadline. */

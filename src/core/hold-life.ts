@@ -83,9 +83,9 @@ export class Life {
     return [{ type: 'delete', key: this.entryKey }, ...(this.#life?.releaseOps ?? [])]
   }
 
-  /** Tells the life that a release was applied; resolves once it tidied what it must. */
-  async released(entries: Entry[]): Promise<void> {
-    await this.#life?.afterRelease?.(entries)
+  /** Tells the life that a release was applied; resolves once it tidied what it must (`undefined`: nothing to tidy). */
+  released(entries: Entry[]): Promise<void> | undefined {
+    return this.#life?.afterRelease?.(entries)
   }
 
   /** Whether `entry`, read at `key` (one of {@link keys}), still carries this hold. */

@@ -28,7 +28,7 @@
  *
  * @module
  */
-import type { Entry, Unsubscribe, Value, WatchEvent } from './adapter'
+import type { CommitResult, Entry, Unsubscribe, Value, WatchEvent } from './adapter'
 import type { TimerHandle } from './clock'
 import { driftMargin, type Context } from './context'
 import type { HoldEndedError } from './errors'
@@ -54,7 +54,7 @@ export interface HoldInit<V extends Value> {
   autoRenew: boolean
   /** Where the hold lives, when not simply in the entry at `key`. */
   life?: HoldLife
-  /** A lock's mode (default exclusive). */
+  /** A lock's mode: a shared part says so; any other lock is exclusive. */
   mode?: LockMode
 }
 
@@ -180,7 +180,7 @@ export abstract class Hold<V extends Value = Value> implements AsyncDisposable, 
     if (this.#ended) {
       // The deadline passed while the renewal was in flight: the holder was
       // told it lost, so free the entry it just extended.
-      void this.#deleteGuarded().catch(() => {})
+      void this.#free().catch(() => {})
       return false
     }
     this.#revision = Math.max(this.#revision, result.revision)
@@ -206,16 +206,13 @@ export abstract class Hold<V extends Value = Value> implements AsyncDisposable, 
     if (this.#finishing) return this.#finishing.then(() => false, () => false)
     const wasHeld = this.held
     const released = () => endByHolder(this.#what(), reason)
-    if (wasHeld) {
-      // No longer held from now on; the deadline and renewals no longer matter.
-      this.#releasing = true
-      this.#stopTimers()
-    }
-    this.#finishing = this.#ctx.adapter.commit(this.#life.checks, this.#life.releaseOps()).then(
-      async (r) => {
-        if (wasHeld) this.#end(r.ok ? released : this.#reasonFrom(r.failed))
-        // What else a release tidies (the last shared holder out ends its group) is done before it resolves.
-        if (r.ok) await this.#life.released(r.entries)
+    // No longer held from now on; the deadline and renewals no longer matter. (A hold
+    // that was not held has ended: the end it had stays, and its timers are stopped.)
+    this.#releasing = true
+    this.#stopTimers()
+    this.#finishing = this.#free().then(
+      (r) => {
+        this.#end(r.ok ? released : this.#reasonFrom(r.failed))
         return wasHeld && r.ok
       },
       (err) => {
@@ -238,10 +235,16 @@ export abstract class Hold<V extends Value = Value> implements AsyncDisposable, 
     return this.finish('CLOSED')
   }
 
-  async #deleteGuarded(): Promise<boolean> {
+  /**
+   * Deletes the entry if it still carries this hold, and tidies what a
+   * release tidies (the last shared holder out ends its group) before it resolves.
+   */
+  async #free(): Promise<CommitResult> {
     const r = await this.#ctx.adapter.commit(this.#life.checks, this.#life.releaseOps())
-    if (r.ok) await this.#life.released(r.entries)
-    return r.ok
+    // A tidy-up (a shared hold's) is awaited; most releases have none, and skip that hop.
+    const tidying = r.ok ? this.#life.released(r.entries) : undefined
+    if (tidying) await tidying
+    return r
   }
 
   #what(): string {
@@ -251,7 +254,8 @@ export abstract class Hold<V extends Value = Value> implements AsyncDisposable, 
   /** Why the hold is over, from what the store has instead at the first of its failed checks. */
   #reasonFrom(failed: Failed): HoldEndedError {
     // An expiry comes at the holder's deadline or after it, since the holder counts from before its request.
-    return endFromEntry(this.#what(), (this.#life.gone(failed) ?? failed[0])?.entry, this.#ctx.clock.now() >= this.#deadline)
+    // Every failed check of the hold's own commits is one of its life's, so `gone` finds one.
+    return endFromEntry(this.#what(), this.#life.gone(failed)?.entry, this.#ctx.clock.now() >= this.#deadline)
   }
 
   /** A write fenced by this hold was refused: if for the fence, the hold is over. */
@@ -280,7 +284,7 @@ export abstract class Hold<V extends Value = Value> implements AsyncDisposable, 
    */
   #arm(): void {
     const clock = this.#ctx.clock
-    if (this.#deadlineTimer !== undefined) clock.clearTimeout(this.#deadlineTimer)
+    this.#cancel(this.#deadlineTimer)
     this.#armDeadline()
     if (this.#autoRenew) this.#scheduleRenew(this.#deadlineSentAt + this.#ttl / 3 - clock.now())
   }
@@ -302,7 +306,7 @@ export abstract class Hold<V extends Value = Value> implements AsyncDisposable, 
 
   #scheduleRenew(delay: number): void {
     const clock = this.#ctx.clock
-    if (this.#renewTimer !== undefined) clock.clearTimeout(this.#renewTimer)
+    this.#cancel(this.#renewTimer)
     this.#renewTimer = clock.setTimeout(() => {
       this.#renewTimer = undefined
       this.renew().catch(() => {
@@ -350,11 +354,14 @@ export abstract class Hold<V extends Value = Value> implements AsyncDisposable, 
   }
 
   #stopTimers(): void {
-    const clock = this.#ctx.clock
-    if (this.#deadlineTimer !== undefined) clock.clearTimeout(this.#deadlineTimer)
-    if (this.#renewTimer !== undefined) clock.clearTimeout(this.#renewTimer)
-    if (this.#rewatchTimer !== undefined) clock.clearTimeout(this.#rewatchTimer)
+    this.#cancel(this.#deadlineTimer)
+    this.#cancel(this.#renewTimer)
+    this.#cancel(this.#rewatchTimer)
     this.#deadlineTimer = this.#renewTimer = this.#rewatchTimer = undefined
+  }
+
+  #cancel(timer: TimerHandle | undefined): void {
+    if (timer !== undefined) this.#ctx.clock.clearTimeout(timer)
   }
 
   #end(reason: HoldEndedError | (() => HoldEndedError)): void {

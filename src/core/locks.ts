@@ -23,6 +23,7 @@ import { checkAcquire, checkKeys, checkMode, lockPart, take, type AcquireOptions
 import { claimOf, type HoldSpec } from './claim'
 import type { Context } from './context'
 import { InvalidArgumentError } from './errors'
+import { ExclusivePart } from './exclusive-part'
 import { lockQuery, lockSet } from './on-demand'
 import { Lock, type HoldInit, type LockMode } from './hold'
 import type { LockQuery } from './lock-query'
@@ -96,8 +97,9 @@ export class Locks {
     if (o.steal && keys.length > 1) throw new InvalidArgumentError('steal takes one key at a time, not a list')
     const spec: HoldSpec<null, Lock> = { value: null, ttl: o.ttl, autoRenew: o.autoRenew, make: (init: HoldInit<null>) => new Lock(ctx, init) }
     // Sorted, so that two multi-key commits of overlapping sets name their keys in one order.
-    const order = [...keys].sort()
-    const parts = await Promise.all(order.map((k) => lockPart(ctx, k, mode, spec)))
+    const order = keys.length === 1 ? keys : [...keys].sort()
+    // An exclusive part is made at once; a shared one loads its module first.
+    const parts = mode === 'exclusive' ? order.map((k) => new ExclusivePart(ctx, k, spec, { lock: true })) : await Promise.all(order.map((k) => lockPart(ctx, k, mode, spec)))
     if (!Array.isArray(keyOrKeys)) return take(ctx, claimOf(ctx, parts, { key: keys[0]!, value: mode }, ([h]) => h!), o)
     const { LockSet } = await lockSet()
     const claim = claimOf(ctx, parts, undefined, (holds) => new LockSet(keys.map((k) => holds[order.indexOf(k)]!)))

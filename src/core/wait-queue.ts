@@ -41,10 +41,12 @@ export class WaitQueue {
    * (`exclusive`, `shared`, `permit`), for `locks.query()`.
    */
   static for(ctx: Context, lockKey: string, value: Value = null): WaitQueue | undefined {
-    const prefix = QUEUE_PREFIX + lockKey + SEP
-    // Our own suffix: the client id (a UUID) and a counter.
-    if (prefix.length + ctx.id.length + 12 > MAX_KEY_LENGTH) return undefined
-    return new WaitQueue(ctx, prefix, value)
+    return WaitQueue.fits(ctx, lockKey) ? new WaitQueue(ctx, QUEUE_PREFIX + lockKey + SEP, value) : undefined
+  }
+
+  /** Whether `lockKey` is short enough to have a line (our place's key: prefix, client id, a counter). */
+  static fits(ctx: Context, lockKey: string): boolean {
+    return QUEUE_PREFIX.length + lockKey.length + SEP.length + ctx.id.length + 12 <= MAX_KEY_LENGTH
   }
 
   private constructor(ctx: Context, prefix: string, value: Value) {

@@ -87,6 +87,18 @@ describe('open', () => {
     expect(name(await m.step({ name: 'open' }))).toBe('watch')
   })
 
+  test('open → watch: a claim with no line (a multi-key lock\'s) watches at once, first from the start', async () => {
+    const { ctx, hold, key } = setup()
+    await hold()
+    const spec = { value: null, ttl: 10_000, autoRenew: false, make: (init: HoldInit<null>) => new Lock(ctx, init) }
+    const parts = [key, 'lock:other'].map((k) => new ExclusivePart(ctx, k, spec, { lock: true }))
+    const m = new AcquireMachine(ctx, claimOf(ctx, parts, undefined, (holds) => holds), { wait: 5_000 })
+    cleanups.push(() => m.stop())
+    expect(m.line).toBeUndefined()
+    expect(m.first).toBe(true)
+    expect(await m.step({ name: 'open' })).toMatchObject({ name: 'watch', sight: { blockers: [{ owner: 'holder' }] } })
+  })
+
   test('open → steal → won: steal takes the key over and the old token dies', async () => {
     const { m, hold, store, key } = setup({ steal: true })
     const old = await hold()
@@ -139,12 +151,31 @@ describe('join', () => {
     const s = await m.step({ name: 'join', sight: await sightNow() })
     expect(name(s)).toBe('watch')
     expect(m.first).toBe(true)
-    expect((await store.adapter.list(QUEUE)).entries.map((e) => e.owner)).toEqual(['waiter'])
+    const line = (await store.adapter.list(QUEUE)).entries
+    expect(line.map((e) => e.owner)).toEqual(['waiter'])
+    expect(m.line?.entry?.key).toBe(line[0]!.key)
   })
 
   test('join → try: first in line, and the key is free', async () => {
     const { m } = setup()
     expect(name(await m.step({ name: 'join', sight: undefined }))).toBe('try')
+    expect(m.first).toBe(true)
+  })
+
+  test('join → watch with a claim that has no becameFirst (it is optional: a scripted claim, a test double)', async () => {
+    const { ctx, hold, sightNow } = setup()
+    await hold()
+    const sight = await sightNow()
+    const scripted: Claim<string> = {
+      lineKey: 'lock:scripted',
+      attempt: async () => ({ sight, lostPlace: false }),
+      look: async () => sight,
+      afterEvent: () => sight,
+      leave() {},
+    }
+    const m = new AcquireMachine(ctx, scripted, { wait: 1_000 })
+    cleanups.push(() => m.stop())
+    expect(await m.step({ name: 'join', sight })).toEqual({ name: 'watch', sight })
     expect(m.first).toBe(true)
   })
 
@@ -187,6 +218,16 @@ describe('behind and patrol', () => {
     expect(await stepping).toEqual({ name: 'patrol' })
   })
 
+  test('behind → patrol → gave-up: the wait runs out before PATROL, with the waiter ahead still in line', async () => {
+    const { m, placeAhead, clock } = setup({ wait: 300 })
+    const ahead = await placeAhead()
+    const stepping = m.step({ name: 'behind', ahead })
+    await clock.advance(300)
+    const s = await stepping
+    expect(s).toEqual({ name: 'patrol' })
+    expect(await m.step(s)).toEqual({ name: 'gave-up' })
+  })
+
   test('patrol → try: the key is free though someone stands ahead', async () => {
     const { m } = setup()
     expect(await m.step({ name: 'patrol' })).toEqual({ name: 'try' })
@@ -206,6 +247,18 @@ describe('try', () => {
     expect((await store.adapter.list(QUEUE)).entries).toHaveLength(1)
     expect(name(await m.step({ name: 'try' }))).toBe('won')
     expect((await store.adapter.list(QUEUE)).entries).toHaveLength(0)
+  })
+
+  test('try → won from the line: the winning commit deleted the place, so ending the wait sends nothing more', async () => {
+    const { m, beFirst, store } = setup()
+    await beFirst()
+    let commits = 0
+    const inner = store.adapter.commit
+    store.adapter.commit = (...args) => (commits++, inner(...args))
+    expect(name(await m.step({ name: 'try' }))).toBe('won')
+    m.stop()
+    await new Promise((r) => setTimeout(r, 0))
+    expect(commits).toBe(1)
   })
 
   test('try → join: the place was lost (expired, evicted): back in line', async () => {
@@ -299,6 +352,11 @@ describe('watch and woke', () => {
     expect(await m.step({ name: 'woke', wake: { kind: 'changed' }, sight })).toEqual({ name: 'look' })
   })
 
+  test('woke (timeout) → watch while time is left: the blocker is still there', async () => {
+    const { m, sight } = await watching({ wait: 1_000 })
+    expect(await m.step({ name: 'woke', wake: { kind: 'timeout' }, sight })).toEqual({ name: 'watch', sight })
+  })
+
   test('woke (timeout) → gave-up at the next step: the deadline passed', async () => {
     const { m, sight, clock } = await watching({ wait: 1_000 })
     await clock.advance(1_000)
@@ -331,6 +389,19 @@ describe('look and takeover', () => {
     expect((await store.adapter.list(QUEUE)).entries).toHaveLength(0)
   })
 
+  test('takeover → won with no line (a multi-key lock\'s claim): nothing to leave', async () => {
+    const { ctx, hold, sightNow, key } = setup()
+    const lock = await hold()
+    const spec = { value: null, ttl: 10_000, autoRenew: false, make: (init: HoldInit<null>) => new Lock(ctx, init) }
+    const parts = [key, 'lock:other'].map((k) => new ExclusivePart(ctx, k, spec, { lock: true }))
+    const m = new AcquireMachine(ctx, claimOf(ctx, parts, undefined, (holds) => holds), { wait: 5_000 })
+    cleanups.push(() => m.stop())
+    const s = await m.step({ name: 'takeover', sight: await sightNow(), owner: 'holder' })
+    expect(s.name).toBe('won')
+    expect((s as { hold: Lock[] }).hold.map((l) => l.token)).toEqual([expect.any(Number), expect.any(Number)])
+    expect((s as { hold: Lock[] }).hold[0]!.token).toBeGreaterThan(lock.token)
+  })
+
   test('takeover → watch: the entry changed since it was seen (renewed): no takeover', async () => {
     const { m, hold, beFirst, sightNow, store } = setup()
     const lock = await hold()
@@ -340,6 +411,26 @@ describe('look and takeover', () => {
     const s = await m.step({ name: 'takeover', sight: seen, owner: 'holder' })
     expect(s).toMatchObject({ name: 'watch', sight: { blockers: [{ owner: 'holder', created: lock.token }] } })
     expect((await store.adapter.get(KEY))?.owner).toBe('holder')
+  })
+
+  test('takeover → won: the dead holder\'s entry was ended meanwhile (a reaper got there first): one failed try over it, then a plain one', async () => {
+    const { m, hold, beFirst, sightNow, store } = setup()
+    const lock = await hold()
+    await beFirst()
+    const seen = await sightNow()
+    await store.adapter.commit([], [{ type: 'delete', key: KEY }])
+    const commit = store.adapter.commit
+    const sent: Array<number | null | undefined> = []
+    store.adapter.commit = (checks, ops, options) => {
+      const check = checks.find((c) => c.key === KEY)
+      sent.push(check && 'revision' in check ? check.revision : undefined)
+      return commit(checks, ops, options)
+    }
+    const s = await m.step({ name: 'takeover', sight: seen, owner: 'holder' })
+    expect(s.name).toBe('won')
+    expect((s as { hold: Lock }).hold.token).toBeGreaterThan(lock.token)
+    // The old revision is checked once, not once per round (each a commit that cannot succeed).
+    expect(sent).toEqual([lock.revision, null])
   })
 })
 
@@ -366,6 +457,71 @@ describe('every step checks the signal, the client and the deadline', () => {
     const { m } = setup()
     const end: State<Lock> = { name: 'gave-up' }
     expect(await m.step(end)).toBe(end)
+    const won = await m.step({ name: 'open' })
+    expect(won.name).toBe('won')
+    expect(await m.step(won)).toBe(won)
   })
 })
 
+
+describe('what a wait leaves open', () => {
+  /** Lets the store's watch calls and their cleanups settle. */
+  const settle = () => new Promise((r) => setTimeout(r, 0))
+
+  test('join → behind drops the early watch on the holder: behind, it watches only the waiter ahead', async () => {
+    const { m, hold, sightNow, placeAhead, store } = setup()
+    await hold()
+    const ahead = await placeAhead()
+    const s = await m.step({ name: 'join', sight: await sightNow() })
+    expect(name(s)).toBe('behind')
+    await settle()
+    expect(store.openWatches()).toBe(0)
+    const stepping = m.step({ name: 'behind', ahead })
+    await settle()
+    expect(store.openWatches()).toBe(1)
+    await store.adapter.commit([], [{ type: 'delete', key: ahead.key }])
+    expect(name(await stepping)).toBe('join')
+    await settle()
+    expect(store.openWatches()).toBe(0)
+  })
+
+  test('join → watch: the watch goes on with the early watch begun while joining, not a second one', async () => {
+    const { m, lock, sight, store } = await (async () => {
+      const t = setup()
+      const lock = await t.hold()
+      const s = await t.m.step({ name: 'join', sight: await t.sightNow() })
+      expect(name(s)).toBe('watch')
+      return { ...t, lock, sight: (s as { sight: Sight }).sight }
+    })()
+    await settle()
+    expect(store.openWatches()).toBe(1)
+    const stepping = m.step({ name: 'watch', sight })
+    await settle()
+    expect(store.openWatches()).toBe(1)
+    await lock.release()
+    expect(name(await stepping)).toBe('woke')
+    await settle()
+    expect(store.openWatches()).toBe(0)
+  })
+
+  test('run() leaves no watch open, whether it wins or gives up', async () => {
+    const { m, hold, store } = setup({ wait: 3_000 })
+    const lock = await hold()
+    const winning = m.run()
+    await settle()
+    expect(store.openWatches()).toBeGreaterThan(0)
+    await lock.release()
+    expect(await winning).not.toBeNull()
+    await settle()
+    expect(store.openWatches()).toBe(0)
+
+    const t = setup({ wait: 2_000 })
+    await t.hold()
+    const giving = t.m.run()
+    await settle()
+    await t.clock.advance(2_000)
+    expect(await giving).toBeNull()
+    await settle()
+    expect(t.store.openWatches()).toBe(0)
+  })
+})

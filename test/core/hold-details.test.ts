@@ -327,3 +327,211 @@ test('renewals answered out of order: the one sent last sets the deadline, as th
   expect(lock.held).toBe(false)
   await holder.close()
 })
+
+/**
+ * The memory adapter with commits applied late: a commit made while `hold()` is on waits for that batch's
+ * `open` (or `fail`: it rejects, as an unreachable store) before the store applies it (a fake delay, named so).
+ */
+function appliedLate(ns: string, clock: ManualClock) {
+  const inner = memoryAdapter({ namespace: ns, clock })
+  let gate: Promise<void> | undefined
+  const adapter: Adapter = {
+    name: 'memory (commits applied late on demand: a fake delay)',
+    get: (k) => inner.get(k),
+    list: (p, o) => inner.list(p, o),
+    watch: (p, s, f) => inner.watch(p, s, f),
+    close: () => inner.close(),
+    async commit(c, o, opt) {
+      await gate // the gate at the time of the call
+      return inner.commit(c, o, opt)
+    },
+  }
+  return {
+    adapter,
+    /** Holds the commits made from now on (until `pass`); returns what lets this batch be applied, or fail. */
+    hold: () => {
+      let open!: () => void
+      let fail!: () => void
+      gate = new Promise<void>((resolve, reject) => ((open = resolve), (fail = () => reject(new Error('store unreachable (fake)')))))
+      gate.catch(() => {})
+      return { open, fail }
+    },
+    /** Commits made from now on are applied at once; those held stay held. */
+    pass: () => (gate = undefined),
+  }
+}
+
+const code = (hold: { signal: AbortSignal }) => (hold.signal.reason as { code: string } | undefined)?.code
+
+test('an entry gone when a renewal sent in time is refused reads EXPIRED from the holder\'s deadline on (exactly), LOST before it', async () => {
+  const storeClock = new ManualClock()
+  const readings = new ManualClock()
+  // A fake clock, named so: readings move by hand, timers never fire (a holder whose event loop is busy, so its deadline timer is late).
+  const busy: Clock = { now: () => readings.now(), setTimeout: () => ({}), clearTimeout: () => {} }
+  const ns = `hold-details-due-${Math.random().toString(36).slice(2)}`
+  const { adapter, hold } = appliedLate(ns, storeClock)
+  const holder = new Client(adapter, { id: 'holder', clock: busy })
+  const early = (await holder.locks.acquire('lock:early', { ttl: 1_000, autoRenew: false }))!
+  const due = (await holder.locks.acquire('lock:due', { ttl: 1_000, autoRenew: false }))!
+  const renewEarly = hold()
+  const earlyRenewing = early.renew() // both sent at 0, before the holder's deadline (988 ms)
+  const renewDue = hold()
+  const dueRenewing = due.renew()
+  await storeClock.advance(1_000) // the store's TTL ran out: both entries are gone
+  await readings.advance(987) // a moment before the holder's deadline: the store lost it early
+  renewEarly.open()
+  expect(await earlyRenewing).toBe(false)
+  expect(code(early)).toBe('LOST')
+  await readings.advance(1) // exactly the holder's deadline: an expiry the holder counted on
+  renewDue.open()
+  expect(await dueRenewing).toBe(false)
+  expect(code(due)).toBe('EXPIRED')
+  await holder.close()
+})
+
+test('a hold that expired at its deadline keeps that reason when a renewal sent before it is refused later for a steal', async () => {
+  const clock = new ManualClock()
+  const ns = `hold-details-first-${Math.random().toString(36).slice(2)}`
+  const { adapter, hold, pass } = appliedLate(ns, clock)
+  const holder = new Client(adapter, { id: 'holder', clock })
+  const other = new Client(memoryAdapter({ namespace: ns, clock }), { id: 'other', clock })
+  const lock = (await holder.locks.acquire('lock:a', { ttl: 1_000, autoRenew: false }))!
+  const renewal = hold()
+  const renewing = lock.renew()
+  pass()
+  await clock.advance(990) // the holder's deadline (988 ms) passed: EXPIRED; the store keeps the entry until 1 000 ms
+  expect(lock.held).toBe(false)
+  await other.locks.acquire('lock:a', { steal: true, autoRenew: false })
+  renewal.open() // refused: the key carries the thief's life now
+  expect(await renewing).toBe(false)
+  expect(code(lock)).toBe('EXPIRED') // what the holder was told first, not what the late answer found
+  await Promise.all([holder.close(), other.close()])
+})
+
+test('a second release while the first is in flight resolves false once the first has ended the hold, with its reason', async () => {
+  const clock = new ManualClock()
+  const ns = `hold-details-twice-${Math.random().toString(36).slice(2)}`
+  const { adapter, hold, pass, release } = answersHeld(ns, clock)
+  const holder = new Client(adapter, { id: 'holder', clock })
+  const lock = (await holder.locks.acquire('lock:a', { ttl: 5_000, autoRenew: false }))!
+  hold()
+  const first = lock.release() // applied at once, its answer held
+  pass()
+  const second = lock.release().then((answer) => ({ answer, reason: code(lock) }))
+  await new Promise((resolve) => setTimeout(resolve, 10))
+  release()
+  expect(await first).toBe(true)
+  expect(await second).toEqual({ answer: false, reason: 'RELEASED' })
+  await holder.close()
+})
+
+test('a fenced write refused while the hold\'s own release is in flight leaves the reason to the release: RELEASED', async () => {
+  const clock = new ManualClock()
+  const ns = `hold-details-fence-release-${Math.random().toString(36).slice(2)}`
+  const { adapter, hold, pass, release } = answersHeld(ns, clock)
+  const holder = new Client(adapter, { id: 'holder', clock })
+  const lock = (await holder.locks.acquire('lock:a', { ttl: 5_000, autoRenew: false }))!
+  hold()
+  const releasing = lock.release() // the store deleted the entry; the answer is on its way
+  pass()
+  await expect(holder.put('data', 'late', { fence: lock })).rejects.toMatchObject({ code: 'FENCED' })
+  release()
+  expect(await releasing).toBe(true)
+  expect(code(lock)).toBe('RELEASED')
+  await holder.close()
+})
+
+test('a plain fence with a stale ifRevision: a CONFLICT while the key carries the token, FENCED once it does not (both checks failed)', async () => {
+  const { holder, other, close } = setup()
+  const lock = (await holder.locks.acquire('lock:a', { ttl: 5_000, autoRenew: false }))!
+  const fence = { key: lock.key, token: lock.token }
+  await other.put('data', 'v1')
+  const stale = (await other.get('data'))!.revision
+  await other.put('data', 'v2')
+  await expect(other.put('data', 'x', { fence, ifRevision: stale })).rejects.toMatchObject({ code: 'CONFLICT' })
+  await other.locks.acquire('lock:a', { steal: true, autoRenew: false })
+  await expect(other.put('data', 'x', { fence, ifRevision: stale })).rejects.toMatchObject({ code: 'FENCED' })
+  expect((await other.get('data'))?.value).toBe('v2')
+  await close()
+})
+
+test('the last shared holder, whose renewal is answered after its deadline, frees its share and ends the group: the lock is free', async () => {
+  const clock = new ManualClock()
+  const ns = `hold-details-shared-late-${Math.random().toString(36).slice(2)}`
+  const { adapter, hold, release } = answersHeld(ns, clock)
+  const holder = new Client(adapter, { id: 'holder', clock })
+  const other = new Client(memoryAdapter({ namespace: ns, clock }), { id: 'other', clock })
+  const shared = (await holder.locks.acquire('lock:s', { mode: 'shared', ttl: 1_000, autoRenew: false }))!
+  hold()
+  const renewing = shared.renew(60_000) // applied at once: the store keeps the share for a minute
+  await clock.advance(990) // the holder's deadline passes before the answer
+  expect(shared.held).toBe(false)
+  release()
+  expect(await renewing).toBe(false)
+  await clock.advance(0)
+  expect(await other.get('lock:s')).toBeUndefined() // no group left behind
+  const lock = await other.locks.acquire('lock:s', { ttl: 1_000, autoRenew: false })
+  expect(lock?.mode).toBe('exclusive')
+  await Promise.all([holder.close(), other.close()])
+})
+
+test('a watched hold sees its own release\'s delete before the answer: still RELEASED, not LOST', async () => {
+  const clock = new ManualClock()
+  const ns = `hold-details-own-delete-${Math.random().toString(36).slice(2)}`
+  const { adapter, hold, release } = answersHeld(ns, clock)
+  const holder = new Client(adapter, { id: 'holder', clock })
+  const lock = (await holder.locks.acquire('lock:a', { ttl: 5_000, autoRenew: false }))!
+  void lock.signal
+  await new Promise((resolve) => setTimeout(resolve, 10)) // the watch is established
+  hold()
+  const releasing = lock.release()
+  await new Promise((resolve) => setTimeout(resolve, 20)) // applied; its delete event is delivered, its answer held
+  release()
+  expect(await releasing).toBe(true)
+  expect(code(lock)).toBe('RELEASED')
+  await holder.close()
+})
+
+test('a hold whose watch broke learns its renewal\'s revision from the look at its key while the renewal\'s answer is late', async () => {
+  const clock = new ManualClock()
+  const ns = `hold-details-look-${Math.random().toString(36).slice(2)}`
+  const late = answersHeld(ns, clock)
+  const adapter: Adapter = {
+    ...late.adapter,
+    name: 'memory (answers held on demand, watches break: fakes)',
+    async watch(_prefix, sink) {
+      queueMicrotask(() => sink.error(new Error('stream reset (fake)')))
+      return () => {}
+    },
+  }
+  const holder = new Client(adapter, { id: 'holder', clock })
+  const other = new Client(memoryAdapter({ namespace: ns, clock }), { id: 'other', clock })
+  const lock = (await holder.locks.acquire('lock:a', { ttl: 5_000, autoRenew: false }))!
+  late.hold()
+  const renewing = lock.renew() // applied at once, its answer held
+  await new Promise((resolve) => setTimeout(resolve, 10))
+  void lock.signal // the watch breaks at once: the hold looks at its key
+  await new Promise((resolve) => setTimeout(resolve, 20))
+  const entry = (await other.get('lock:a'))!
+  expect(entry.revision).toBeGreaterThan(lock.token)
+  expect(lock.held).toBe(true)
+  expect(lock.revision).toBe(entry.revision)
+  late.release()
+  expect(await renewing).toBe(true)
+  await Promise.all([holder.close(), other.close()])
+})
+
+test('a watched hold that learns of a steal from its event keeps the revision of its own last write, not the thief\'s', async () => {
+  const { holder, other, close } = setup()
+  const lock = (await holder.locks.acquire('lock:a', { ttl: 5_000, autoRenew: false }))!
+  expect(await lock.renew()).toBe(true)
+  const own = lock.revision
+  const ended = new Promise((resolve) => lock.signal.addEventListener('abort', resolve, { once: true }))
+  await new Promise((resolve) => setTimeout(resolve, 10)) // the watch is established
+  const thief = (await other.locks.acquire('lock:a', { steal: true, autoRenew: false }))!
+  await ended
+  expect(code(lock)).toBe('STOLEN')
+  expect(thief.revision).toBeGreaterThan(own)
+  expect(lock.revision).toBe(own)
+  await close()
+})

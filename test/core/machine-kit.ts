@@ -4,6 +4,8 @@
  * test must stage — a commit held at a gate until the test lets it go (a
  * fake delay, named so), and a store that says a named owner's client is
  * gone (a fake `ownerGone`, as IndexedDB's would say for a closed tab).
+ * It also counts the watches open on the store, so that a test can see that
+ * a wait leaves none behind.
  */
 import type { Adapter, Check, Op } from 'zaris'
 import { memoryAdapter } from 'zaris/memory'
@@ -54,12 +56,23 @@ export function staged(inner: Adapter) {
   const dead = new Map<string, () => void>()
   const deadNow = new Set<string>()
   let failWatches = false
+  let open = 0
   const adapter: Adapter = {
     name: 'memory (staged: held commits and ownerGone are fakes)',
     capabilities: { ownerGone: true },
     get: (k) => inner.get(k),
     list: (p, o) => inner.list(p, o),
-    watch: (p, s, f) => (failWatches ? Promise.reject(new Error('watch refused (staged)')) : inner.watch(p, s, f)),
+    async watch(p, s, f) {
+      if (failWatches) throw new Error('watch refused (staged)')
+      const unwatch = await inner.watch(p, s, f)
+      open++
+      let done = false
+      return () => {
+        if (!done) open--
+        done = true
+        unwatch()
+      }
+    },
     close: () => inner.close(),
     async commit(checks, ops, options) {
       const i = gates.findIndex((g) => g.match(checks, ops))
@@ -95,6 +108,8 @@ export function staged(inner: Adapter) {
       deadNow.add(owner)
       dead.get(owner)?.()
     },
+    /** How many watches are open now (started and not yet ended). */
+    openWatches: () => open,
     /** Makes every new watch fail (as a transport that is down would). */
     refuseWatches(on = true) {
       failWatches = on

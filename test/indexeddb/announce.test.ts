@@ -81,7 +81,69 @@ function registered(tab: Page, store: string, id: string): Promise<boolean> {
   )
 }
 
+/**
+ * Counts the IndexedDB transactions `tab` opens from now on. A closing tab
+ * must open none: the browser stops running its tasks, so one it opens never
+ * finishes, and IndexedDB holds every other tab's writes behind it until the
+ * tab is torn down (bench/FINDINGS.md §18).
+ */
+function countTransactions(tab: Page): Promise<void> {
+  return tab.evaluate(() => {
+    const counts = { all: 0, readwrite: 0 }
+    window.kept.transactions = counts
+    const open = IDBDatabase.prototype.transaction
+    IDBDatabase.prototype.transaction = function (this: IDBDatabase, ...args: Parameters<typeof open>) {
+      counts.all++
+      if (args[1] === 'readwrite') counts.readwrite++
+      return open.apply(this, args)
+    } as typeof open
+  })
+}
+
+function transactions(tab: Page): Promise<{ all: number; readwrite: number }> {
+  return tab.evaluate(() => window.kept.transactions as { all: number; readwrite: number })
+}
+
+/** What a closing tab sees after `pagehide`: the document goes hidden. */
+function goHidden(tab: Page): Promise<void> {
+  return tab.evaluate(() => {
+    Object.defineProperty(document, 'visibilityState', { configurable: true, get: () => 'hidden' })
+    document.dispatchEvent(new Event('visibilitychange'))
+  })
+}
+
 describe('indexeddb: a discarded page announces that its clients are gone', () => {
+  it('the announcing page itself does nothing about it: its reaper (which follows its own holder too) writes nothing', async () => {
+    await withTabs(2, async ([holder, other], store) => {
+      await hold(holder!, store, 'holder', 'lock:a')
+      // A waiter elsewhere, so the announcement has someone to tell.
+      const waiting = waitFor(other!, store, 'lock:a', 20_000)
+      await new Promise((r) => setTimeout(r, 300)) // the holder's reaper has looked its own client up and listens
+      await countTransactions(holder!)
+      await pagehide(holder!, false)
+      expect(await waiting).not.toBeNull()
+      await new Promise((r) => setTimeout(r, 200))
+      expect((await transactions(holder!)).readwrite).toBe(0)
+    })
+  }, 60_000)
+
+  it('going hidden is no wake: the page opens no transaction to catch up (a closing tab goes hidden after pagehide)', async () => {
+    await withTabs(1, async ([tab], store) => {
+      await hold(tab!, store, 'holder', 'lock:a')
+      await new Promise((r) => setTimeout(r, 300))
+      await countTransactions(tab!)
+      await goHidden(tab!)
+      await new Promise((r) => setTimeout(r, 300))
+      expect(await transactions(tab!)).toEqual({ all: 0, readwrite: 0 })
+      // Shown again, it does catch up (a read of the log, a sweep).
+      await tab!.evaluate(() => {
+        Object.defineProperty(document, 'visibilityState', { configurable: true, get: () => 'visible' })
+        document.dispatchEvent(new Event('visibilitychange'))
+      })
+      await expect.poll(async () => (await transactions(tab!)).all).toBeGreaterThan(0)
+    })
+  }, 60_000)
+
   it('pagehide (not persisted) in the holder tab: a waiter takes over at once, though the Web Lock is still held', async () => {
     await withTabs(2, async ([holder, waiter], store) => {
       const token = await hold(holder!, store, 'holder', 'lock:a')

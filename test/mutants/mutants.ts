@@ -48,8 +48,8 @@ export const MUTANTS: Mutant[] = [
     name: 'release-without-token-check',
     bug: "release deletes the lock key whoever holds it now (no check of the token)",
     file: 'src/core/hold.ts',
-    from: 'this.#finishing = this.#ctx.adapter.commit(this.#life.checks, this.#life.releaseOps())',
-    to: 'this.#finishing = this.#ctx.adapter.commit([], this.#life.releaseOps())',
+    from: 'const r = await this.#ctx.adapter.commit(this.#life.checks, this.#life.releaseOps())',
+    to: 'const r = await this.#ctx.adapter.commit([], this.#life.releaseOps())',
     tests: [MODEL],
   },
   {

@@ -123,14 +123,17 @@ class Hub {
     return `${this.#instancePrefix}${nonce}:${owner}`
   }
 
-  /** Tells the other tabs (synchronously: the page may be dying) and this page's waiters. */
-  announce(a: Announcement): void {
+  /**
+   * Tells the other tabs (synchronously: the page may be dying) and, unless
+   * `here` is false, this page's waiters and reaper.
+   */
+  announce(a: Announcement, here = true): void {
     try {
       this.#channel.postMessage(a)
     } catch {
       // The channel is closed; the Web Lock tells the others a moment later.
     }
-    this.#hear(a)
+    if (here) this.#hear(a)
   }
 
   /**
@@ -228,7 +231,10 @@ let listening = false
 function onPageHide(ev: Event): void {
   // Kept in the back/forward cache: the page may come back, alive, with its holds.
   if ((ev as PageTransitionEvent).persisted) return
-  for (const l of openLiveness) l.announce()
+  // Only the other tabs hear it: a takeover or reap started here would open a
+  // readwrite transaction the dying page never finishes, and IndexedDB holds
+  // every other tab's writes behind it until the browser tears the page down.
+  for (const l of openLiveness) l.announce(false)
 }
 
 export class Liveness {
@@ -348,8 +354,8 @@ export class Liveness {
   }
 
   /** Says that every client registered here is gone (the page is being discarded, or this adapter closes). */
-  announce(): void {
-    for (const r of this.#registrations) this.#hub.announce(r)
+  announce(here = true): void {
+    for (const r of this.#registrations) this.#hub.announce(r, here)
   }
 
   /** Announces, then releases every liveness lock this adapter holds and ends its probes. */

@@ -48,6 +48,14 @@ export class SharedStore {
   /** The highest revision this page has seen the store reach (a hint for the next commit's read). */
   #revision = 0
   readonly #onWake = () => this.#wake()
+  /**
+   * Going hidden is no wake, and may be a tab closing: a transaction begun
+   * then is never finished, and IndexedDB holds every other tab's writes
+   * behind it until the browser tears the page down (bench/FINDINGS.md §18).
+   */
+  readonly #onShown = () => {
+    if ((globalThis as { document?: Document }).document?.visibilityState !== 'hidden') this.#wake()
+  }
 
   /** The page's store of a namespace, shared by every adapter that asks; {@link release} when done. */
   static acquire(namespace: string, historySize: number, clock: Clock): SharedStore {
@@ -69,7 +77,7 @@ export class SharedStore {
     this.#channel = new BroadcastChannel(`zaris:idb:${namespace}`)
     this.#channel.onmessage = (ev: MessageEvent<Outcome>) => this.#received(ev.data)
     const doc = (globalThis as { document?: Document }).document
-    doc?.addEventListener('visibilitychange', this.#onWake)
+    doc?.addEventListener('visibilitychange', this.#onShown)
     doc?.addEventListener('resume', this.#onWake)
   }
 
@@ -211,7 +219,7 @@ export class SharedStore {
     stores.get(this.clock)?.delete(this.#key)
     if (this.#timer !== undefined) this.clock.clearTimeout(this.#timer)
     const doc = (globalThis as { document?: Document }).document
-    doc?.removeEventListener('visibilitychange', this.#onWake)
+    doc?.removeEventListener('visibilitychange', this.#onShown)
     doc?.removeEventListener('resume', this.#onWake)
     this.feed.clear()
     this.#channel.close()

@@ -2,8 +2,9 @@
  * The acquire machine's line-respecting tries (`inLine`, asked for by
  * zaris/web-locks through the internal `IN_LINE` option of
  * `locks.acquire`), one transition at a time over the real memory store on
- * a ManualClock (test/core/machine-kit.ts), beside what a plain acquire
- * does in the same state.
+ * a ManualClock (machine-kit.ts), beside what a plain acquire does in the
+ * same state. Kept with the core's tests: they test the core's machine, and
+ * the mutation run (test/mutation) counts only test/core and test/memory.
  */
 import { afterEach, describe, expect, test } from 'vitest'
 import { Client, Lock } from 'zaris'
@@ -12,7 +13,7 @@ import { IN_LINE } from '../../src/core/acquire'
 import { claimOf } from '../../src/core/claim'
 import { ExclusivePart } from '../../src/core/exclusive-part'
 import type { HoldInit } from '../../src/core/hold'
-import { contextOf, freshStore, staged } from '../core/machine-kit'
+import { contextOf, freshStore, staged } from './machine-kit'
 
 const KEY = 'lock:line'
 const QUEUE = `\u0001q${KEY}\u0001`
