@@ -44,7 +44,7 @@ export interface LocalStoreOptions {
   persistence?: Persistence
   /** Bytes the entries of this store and others sharing the quota may take. */
   quota?: StoreQuota
-  /** A durable store's state at start. */
+  /** A durable store's state at start: each key once (a saved store holds one entry a key). */
   initial?: { revision: number; entries: Iterable<Stored> }
 }
 
@@ -111,11 +111,7 @@ export class LocalStore {
     const initial = options.initial
     if (initial) {
       this.#revision = initial.revision
-      for (const e of initial.entries) {
-        let slot = this.#slots.get(e.key)
-        if (!slot) slot = this.#newSlot(e.key)
-        this.#fill(slot, e, this.#counts ? entryBytes(e.key, e.value, e.owner) : 0)
-      }
+      for (const e of initial.entries) this.#fill(this.#newSlot(e.key), e, this.#counts ? entryBytes(e.key, e.value, e.owner) : 0)
     }
     this.#log = new EventLog({ maxEvents: options.historySize ?? 10_000, maxBytes: options.historyBytes, budget: options.historyBudget }, this.#revision)
     this.#schedule()
@@ -130,8 +126,13 @@ export class LocalStore {
     return this.#live
   }
 
-  get watchers(): number {
-    return this.#log.watchers
+  /**
+   * @internal How many keys the store keeps a place for, tombstones included:
+   * at most the live entries plus max(live, MIN_TOMBSTONES) after any commit
+   * or expiry (the bound a test checks, as no read can see a tombstone).
+   */
+  get keptKeys(): number {
+    return this.#slots.size
   }
 
   get(key: string): Entry | undefined {
@@ -155,7 +156,8 @@ export class LocalStore {
     for (; i < sorted.length; i++) {
       const key = sorted[i]!
       if (!key.startsWith(prefix)) break
-      const e = this.#slots.get(key)?.entry
+      // Every key of the index has its slot (both drop tombstones together, in #compact).
+      const e = this.#slots.get(key)!.entry
       if (e === undefined) continue
       if (entries.length === limit) return { entries, more: true }
       entries.push(this.#snapshot(e, now))
@@ -224,7 +226,7 @@ export class LocalStore {
       this.#log.appendPut(e, sizes?.[i])
       entries.push(this.#snapshot(e, now))
     }
-    if (deletes.length > 0) this.#compact()
+    this.#compact()
     this.#schedule()
     return { ok: true, revision, entries, deleted: deletes }
   }
@@ -241,11 +243,6 @@ export class LocalStore {
     const page = this.#log.read(prefix, after, limits)
     if (!page.more) page.through = Math.max(page.through, this.#revision)
     return page
-  }
-
-  /** Estimated bytes of the history kept. */
-  get historyBytes(): number {
-    return this.#log.bytes
   }
 
   /** Stops the expiry timer and ends every watch; the store is not used again. */
