@@ -14,6 +14,7 @@ import { expect, test } from 'vitest'
 import { Client, type Adapter, type Clock, type Unsubscribe, type WatchSink } from 'zaris'
 import { memoryAdapter } from 'zaris/memory'
 import { ManualClock } from 'zaris/testing'
+import { countedWatches } from './machine-kit'
 
 /** Lets the memory store's watch deliveries and the holder's reactions run. */
 const settle = () => new Promise((resolve) => setTimeout(resolve, 20))
@@ -37,7 +38,7 @@ function setup() {
   const ns = `hold-cleanup-${Math.random().toString(36).slice(2)}`
   const inner = memoryAdapter({ namespace: ns, clock: storeClock })
   const faults: Faults = { watches: 'work', starts: undefined, reads: undefined, commits: undefined }
-  let open = 0
+  const counted = countedWatches(inner)
   const adapter: Adapter = {
     name: 'memory (watches counted, failing, reads and commits held on demand: fakes)',
     async get(k) {
@@ -57,14 +58,7 @@ function setup() {
         queueMicrotask(() => sink.error(new Error('stream reset (fake)')))
         return () => {}
       }
-      const unwatch = await inner.watch(prefix, sink, from)
-      open++
-      let done = false
-      return () => {
-        if (!done) open--
-        done = true
-        unwatch()
-      }
+      return counted.watch(prefix, sink, from)
     },
   }
   const holder = new Client(adapter, { id: 'holder', clock })
@@ -75,7 +69,7 @@ function setup() {
     faults,
     holder,
     other,
-    watches: () => open,
+    watches: () => counted.open(),
     close: () => Promise.all([holder.close(), other.close()]),
   }
 }

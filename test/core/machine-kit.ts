@@ -50,21 +50,12 @@ export interface Gate {
   open(): void
 }
 
-/** The memory store with commits that can be held before they reach it (fake delays), and `ownerGone` for owners the test names dead (a fake). */
-export function staged(inner: Adapter) {
-  const gates: Array<{ match: Match; reached(): void; wait: Promise<void> }> = []
-  const dead = new Map<string, () => void>()
-  const deadNow = new Set<string>()
-  let failWatches = false
+/** `inner.watch`, counting the watches open on it: a test sees that a wait or a hold leaves none behind. */
+export function countedWatches(inner: Pick<Adapter, 'watch'>) {
   let open = 0
-  const adapter: Adapter = {
-    name: 'memory (staged: held commits and ownerGone are fakes)',
-    capabilities: { ownerGone: true },
-    get: (k) => inner.get(k),
-    list: (p, o) => inner.list(p, o),
-    async watch(p, s, f) {
-      if (failWatches) throw new Error('watch refused (staged)')
-      const unwatch = await inner.watch(p, s, f)
+  return {
+    async watch(...args: Parameters<Adapter['watch']>): ReturnType<Adapter['watch']> {
+      const unwatch = await inner.watch(...args)
       open++
       let done = false
       return () => {
@@ -72,6 +63,26 @@ export function staged(inner: Adapter) {
         done = true
         unwatch()
       }
+    },
+    open: () => open,
+  }
+}
+
+/** The memory store with commits that can be held before they reach it (fake delays), and `ownerGone` for owners the test names dead (a fake). */
+export function staged(inner: Adapter) {
+  const gates: Array<{ match: Match; reached(): void; wait: Promise<void> }> = []
+  const dead = new Map<string, () => void>()
+  const deadNow = new Set<string>()
+  let failWatches = false
+  const watches = countedWatches(inner)
+  const adapter: Adapter = {
+    name: 'memory (staged: held commits and ownerGone are fakes)',
+    capabilities: { ownerGone: true },
+    get: (k) => inner.get(k),
+    list: (p, o) => inner.list(p, o),
+    async watch(p, s, f) {
+      if (failWatches) throw new Error('watch refused (staged)')
+      return watches.watch(p, s, f)
     },
     close: () => inner.close(),
     async commit(checks, ops, options) {
@@ -109,7 +120,7 @@ export function staged(inner: Adapter) {
       dead.get(owner)?.()
     },
     /** How many watches are open now (started and not yet ended). */
-    openWatches: () => open,
+    openWatches: () => watches.open(),
     /** Makes every new watch fail (as a transport that is down would). */
     refuseWatches(on = true) {
       failWatches = on

@@ -14,8 +14,8 @@ import { ManualClock } from 'zaris/testing'
 import { LocalStore, StoreQuota, localAdapter } from '../../src/adapters/shared/local-store'
 import { LogBudget } from '../../src/adapters/shared/event-log'
 import type { Stored } from '../../src/adapters/shared/write'
+import { arrayDisk } from './array-disk'
 
-type Write = { revision: number; puts: Stored[]; deletes: string[] }
 
 const set = (key: string, value: unknown, ttl?: number): Op => (ttl === undefined ? { type: 'set', key, value } : { type: 'set', key, value, ttl }) as Op
 
@@ -255,31 +255,21 @@ describe('the expiry timer', () => {
   })
 
   test('an expiry whose write fails is tried again by the timer a second later, with no read to prompt it', async () => {
-    const writes: Write[] = []
-    let failing = false
+    const disk = arrayDisk()
     const clock = new ManualClock()
-    // Persistence as an array the test reads, which throws while `failing` (a full disk, say).
-    const s = new LocalStore({
-      clock,
-      persistence: {
-        write: (revision, puts, deletes) => {
-          if (failing) throw new Error('disk full')
-          writes.push({ revision, puts, deletes })
-        },
-      },
-    })
+    const s = new LocalStore({ clock, persistence: disk.persistence })
     const w = collect(s)
     s.commit([], [set('a', 1, 100)])
-    failing = true
+    disk.failing = true
     await clock.advance(100)
     expect(w.events).toHaveLength(1)
     expect(clock.pending).toBe(1)
-    failing = false
+    disk.failing = false
     await clock.advance(999)
     expect(w.events).toHaveLength(1)
     await clock.advance(1)
     expect(w.events.at(-1)).toEqual({ type: 'expire', key: 'a', revision: 2 })
-    expect(writes.at(-1)).toEqual({ revision: 2, puts: [], deletes: ['a'] })
+    expect(disk.writes.at(-1)).toEqual({ revision: 2, puts: [], deletes: ['a'] })
     expect(clock.pending).toBe(0)
   })
 

@@ -9,11 +9,12 @@
 import { describe, expect, test } from 'vitest'
 import type { Entry, Op, WatchEvent } from 'zaris'
 import { LocalStore, StoreQuota } from '../../src/adapters/shared/local-store'
+import { arrayDisk, type Write } from './array-disk'
 import type { Stored } from '../../src/adapters/shared/write'
 import { ManualClock } from 'zaris/testing'
 import type { Clock, TimerHandle } from '../../src/core/clock'
 
-function store(options: { history?: number; writes?: Array<{ revision: number; puts: Stored[]; deletes: string[] }> } = {}) {
+function store(options: { history?: number; writes?: Write[] } = {}) {
   const clock = new ManualClock()
   const s = new LocalStore({
     clock,
@@ -213,30 +214,21 @@ describe('LocalStore tombstones', () => {
   })
 
   test('an expiry whose write fails stays due and is written on the next read', async () => {
-    const writes: Array<{ revision: number; puts: Stored[]; deletes: string[] }> = []
-    let failing = false
+    const disk = arrayDisk()
     const clock = new ManualClock()
-    const s = new LocalStore({
-      clock,
-      persistence: {
-        write: (revision, puts, deletes) => {
-          if (failing) throw new Error('disk full')
-          writes.push({ revision, puts, deletes })
-        },
-      },
-    })
+    const s = new LocalStore({ clock, persistence: disk.persistence })
     ok(s, [], [set('a', '1', 100), set('b', '2', 200)])
-    failing = true
+    disk.failing = true
     await clock.advance(150) // the timer's attempt fails, quietly
     expect(() => s.get('a')).toThrow('disk full')
-    expect(writes).toHaveLength(1)
-    failing = false
+    expect(disk.writes).toHaveLength(1)
+    disk.failing = false
     expect(s.get('a')).toBeUndefined()
     expect(s.get('b')).toMatchObject({ value: '2' })
-    expect(writes.at(-1)).toEqual({ revision: 2, puts: [], deletes: ['a'] })
+    expect(disk.writes.at(-1)).toEqual({ revision: 2, puts: [], deletes: ['a'] })
     await clock.advance(50)
     expect(s.size).toBe(0)
-    expect(writes.at(-1)).toEqual({ revision: 3, puts: [], deletes: ['b'] })
+    expect(disk.writes.at(-1)).toEqual({ revision: 3, puts: [], deletes: ['b'] })
   })
 
   test('a key written without a TTL after one with it does not expire on the old deadline', async () => {
@@ -266,7 +258,7 @@ describe('LocalStore tombstones', () => {
   })
 
   test('expiries across a rebuild are written through persistence once each, and only for live keys', async () => {
-    const writes: Array<{ revision: number; puts: Stored[]; deletes: string[] }> = []
+    const writes: Write[] = []
     const { s, clock } = store({ writes })
     fill(s, 2000, 1_000)
     ok(s, [], [set('keep', 'x')])
