@@ -358,4 +358,33 @@ describe('indexeddb adapter', () => {
     const revisions = results.flatMap((r) => (r.status === 'fulfilled' && r.value.ok ? [r.value.revision] : []))
     expect(revisions[1]! - revisions[0]!).toBe(1) // the refused one took no revision
   })
+
+  it('a commit held behind another transaction judges expiry when it runs, not when it was called: a renewal that runs after the TTL fails', async () => {
+    const ns = namespace()
+    const a = adapterOn(ns)
+    const put = await a.commit([], [{ type: 'set', key: 'lock', value: null, owner: 'o', ttl: 200 }])
+    if (!put.ok) throw new Error('the first put failed')
+    const created = put.entries[0]!.created
+    // Another connection keeps a readwrite transaction on the store busy past the TTL (as another tab's would).
+    const db = await new Promise<IDBDatabase>((resolve, reject) => {
+      const r = indexedDB.open(`zaris:${ns}`)
+      r.onsuccess = () => resolve(r.result)
+      r.onerror = () => reject(r.error)
+    })
+    const until = Date.now() + 400
+    const busy = new Promise<void>((resolve) => {
+      const tx = db.transaction(['entries', 'log'], 'readwrite')
+      const spin = () => {
+        if (Date.now() < until) tx.objectStore('entries').get('lock').onsuccess = spin
+      }
+      spin()
+      tx.oncomplete = () => resolve()
+    })
+    // Called while the entry is alive; it runs once the busy transaction ends, 200 ms after the entry expired.
+    const renewal = await a.commit([{ key: 'lock', created }], [{ type: 'set', key: 'lock', value: null, owner: 'o', ttl: 200 }])
+    await busy
+    db.close()
+    expect(renewal.ok).toBe(false)
+    expect(await a.get('lock')).toBeUndefined()
+  })
 })

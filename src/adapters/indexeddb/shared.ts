@@ -118,7 +118,7 @@ export class SharedStore {
         const batch = this.#queue.splice(0, BATCH)
         try {
           const db = await this.db()
-          const { results, outcome } = await commitBatch(db, batch.map((q) => q.request), this.clock.now(), this.historySize, this.#revision)
+          const { results, outcome } = await commitBatch(db, batch.map((q) => q.request), () => this.clock.now(), this.historySize, this.#revision)
           this.#announce(outcome)
           batch.forEach((q, i) => {
             const r = results[i]!

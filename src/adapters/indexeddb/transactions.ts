@@ -121,7 +121,7 @@ export interface CommitRequest {
 export function commitBatch(
   db: Database,
   requests: CommitRequest[],
-  now: number,
+  now: () => number,
   historySize: number,
   revisionHint = 0,
 ): Promise<{ results: Array<CommitResult | Error>; outcome: Outcome }> {
@@ -132,8 +132,11 @@ export function commitBatch(
     let stored = 0
     // The writes go from the callback of the last read to arrive, so no turn of the event loop passes in between.
     let pending = keys.length + 1
+    // The batch's store time is read here, inside the running transaction: one taken before it
+    // would be as old as the wait behind other tabs' transactions, and a reader queued behind a
+    // writer would see the writer's entry with more time to live than its TTL.
     const arrived = () => {
-      if (--pending === 0) done(apply(entries, keys, found, stored, requests, now, historySize))
+      if (--pending === 0) done(apply(entries, keys, found, stored, requests, now(), historySize))
     }
     keys.forEach((k, i) => {
       const get = entries.get(k)
