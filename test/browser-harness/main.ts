@@ -31,7 +31,7 @@ window.kept = {}
 window.zarisRecorded = async (namespace, id) => {
   const now = () => performance.timeOrigin + performance.now()
   // Process numbers of its own: tabs number theirs apart at random (2^20 blocks of 1000).
-  const sink = streamSink((e) => void window.zarisOp?.(e).catch(() => {}), now, (1 + Math.floor(Math.random() * 2 ** 20)) * 1000)
+  const sink = streamSink((e) => window.zarisOp?.(e).catch(() => {}), now, (1 + Math.floor(Math.random() * 2 ** 20)) * 1000)
   return new zaris.Client(recordingAdapter(await indexeddb.openIndexedDb({ namespace }), sink, id), { id })
 }
 window.harnessReady = true

@@ -15,8 +15,13 @@ import type { HistoryEvent } from './history'
 
 /** Where events go, and the clock they are stamped with. */
 export interface HistorySink {
-  /** Appends one event. */
-  push(event: HistoryEvent): void
+  /**
+   * Appends one event. A sink whose events travel (a page binding) returns a
+   * promise that settles once the event has arrived: the recorder awaits it
+   * for an invocation before sending the call, so a tab killed the moment
+   * after never leaves a commit in the store that the history lacks.
+   */
+  push(event: HistoryEvent): void | Promise<void>
   /** Milliseconds on the clock every recorder of the history shares. */
   now(): number
   /** A process id never used before in this history. */
@@ -42,7 +47,7 @@ export class MemoryHistory implements HistorySink {
 }
 
 /** A sink that hands each event to `write` (a file append, a page binding), numbering processes from `firstProcess`. */
-export function streamSink(write: (event: HistoryEvent) => void, now: () => number, firstProcess: number): HistorySink {
+export function streamSink(write: (event: HistoryEvent) => void | Promise<void>, now: () => number, firstProcess: number): HistorySink {
   let next = firstProcess
   return { push: write, now, newProcess: () => next++ }
 }
@@ -68,7 +73,8 @@ export function recordingAdapter(inner: Adapter, sink: HistorySink, client: stri
     const invoke: HistoryEvent = { process, type: 'invoke', f, value: input, time: ns(sink.now()), client }
     const t = tag?.()
     if (t !== undefined) invoke.tag = t
-    sink.push(invoke)
+    const delivered = sink.push(invoke)
+    if (delivered) await delivered
     let result: T
     try {
       result = await call()
