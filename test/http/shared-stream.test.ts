@@ -67,6 +67,8 @@ async function slowHistory(target: string, ms: number): Promise<{ url: string; h
     up.on('error', () => res.destroy())
     req.pipe(up)
   })
+  // No framed connection through the proxy: refused at once, so the adapter's POSTs (filter) go as plain HTTP.
+  proxy.on('upgrade', (_req, socket) => socket.end('HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n'))
   await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', r))
   cleanup.push(() => new Promise((r) => { proxy.closeAllConnections(); proxy.close(r) }))
   return { url: `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`, histories }
