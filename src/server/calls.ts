@@ -22,7 +22,7 @@ const LIST_CONCURRENCY = 4
 export type CallOp = 'get' | 'list' | 'commit' | 'filter'
 
 /** Serves `filter` (the watch streams own it). */
-export type FilterCall = (ns: string, body: unknown) => Reply
+export type FilterCall = (ns: string, body: unknown) => Promise<Reply>
 
 /** Serves the calls of one node. */
 export class Calls {

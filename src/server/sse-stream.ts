@@ -99,6 +99,11 @@ export class SseStream {
     return room
   }
 
+  /** The prefixes of a filtered stream. */
+  get filter(): PrefixFilter | undefined {
+    return this.#filter
+  }
+
   /** Replaces a filtered stream's prefixes, once per version (a repeat gets the first answer). */
   refilter(version: number, filter: PrefixFilter): Refiltered {
     if (version > this.#version) {

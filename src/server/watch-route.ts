@@ -34,6 +34,8 @@ import { PrefixFilter, filterOfQuery } from './stream-filter'
 
 /** A watch's history pages: at most this many events and (estimated) bytes each. */
 const CATCH_UP: HistoryLimits = { maxEvents: 1_000, maxBytes: 256 * 1024 }
+/** The history page a `filter` answer may carry: small, the rest is a `GET events` away. */
+const FILTER_PAGE: HistoryLimits = { maxEvents: 256, maxBytes: 64 * 1024 }
 
 const SSE_HEADERS = { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-store', 'x-accel-buffering': 'no' }
 
@@ -101,15 +103,37 @@ export class Watches {
     }
   }
 
-  /** `POST filter`: replaces the prefixes of a filtered stream of this node. */
-  filter(ns: string, body: unknown): Reply {
-    const { stream: id, version, prefixes } = parseWith(filterRequest, body, 'body')
+  /**
+   * `POST filter`: replaces the prefixes of a filtered stream of this node,
+   * at once (no change can fall between the answer's revision and the new
+   * set); with `after`, also a page of the history after it under the
+   * prefixes the request adds, read after the change (past the revision,
+   * it repeats what the stream brings: the client keeps the first of each).
+   */
+  async filter(ns: string, body: unknown): Promise<Reply> {
+    const { stream: id, version, prefixes, after } = parseWith(filterRequest, body, 'body')
     const filter = new PrefixFilter(prefixes)
     const found = this.#filtered.get(id)
     // Another node's stream, or one that ended: the client's stream reconnects and sends its prefixes then.
     if (!found || found.ns !== ns || found.stream.stopped) throw new UnavailableError(`no watch stream ${id} is open on this node`)
-    if (!found.stream.live) throw new UnavailableError(`watch stream ${id} is still catching up; retry once it is ready`)
-    return json(200, found.stream.refilter(version, filter))
+    const s = found.stream
+    if (!s.live) throw new UnavailableError(`watch stream ${id} is still catching up; retry once it is ready`)
+    const before = s.filter
+    const answer = s.refilter(version, filter)
+    const added = before ? filter.prefixes.filter((p) => !before.match(p)) : []
+    if (after === undefined || added.length === 0 || after >= answer.revision || answer.version !== version) return json(200, answer)
+    const scope = new PrefixFilter(added)
+    try {
+      const adapter = await this.#namespaces.adapterOf(ns)
+      const page = await readHistory(adapter, scope.common(), after, FILTER_PAGE)
+      const events = page.events.filter((ev) => scope.match(ev.key))
+      // Read whole after the change: complete at least up to the revision the change was made at.
+      const through = page.more ? page.through : Math.max(page.through, answer.revision)
+      return json(200, { ...answer, history: { after, events, through, more: page.more } })
+    } catch {
+      // History gone (or the store failing): the client asks `GET events`, which says why.
+      return json(200, answer)
+    }
   }
 
   /** A watch of what happens from now: subscribed first, so the `ready` revision is covered. */

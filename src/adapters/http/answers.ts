@@ -174,9 +174,14 @@ export function readProgress(json: unknown): number {
 }
 
 /** The answer to `filter`. */
-export function readFilter(json: unknown): { revision: number; version: number } {
-  const o = object(json, 'response', { revision: 1, version: 1 })
-  return { revision: revision(o.revision, 'revision'), version: revision(o.version, 'version') }
+export function readFilter(json: unknown): { revision: number; version: number; history?: { after: number; events: WatchEvent[]; through: number; more: boolean } } {
+  const o = object(json, 'response', { revision: 1, version: 1, history: 1 })
+  const r: ReturnType<typeof readFilter> = { revision: revision(o.revision, 'revision'), version: revision(o.version, 'version') }
+  if (o.history !== undefined) {
+    const h = object(o.history, 'history', { after: 1, events: 1, through: 1, more: 1 })
+    r.history = { after: revision(h.after, 'history.after'), ...readEvents({ events: h.events, through: h.through, more: h.more }) }
+  }
+  return r
 }
 
 const only = (v: unknown, a: string, b?: string): v is Obj => {

@@ -16,7 +16,7 @@
  * GET  /v1/<ns>/watch?prefixes=["P1","P2"][&from=R][&epoch=E]   -> text/event-stream, filtered
  *      (only the changes under P1, P2...; `ready` names the stream, `progress` events move
  *       its resume point; POST filter replaces its prefixes while it runs)
- * POST /v1/<ns>/filter  { stream, version, prefixes } -> { revision, version }
+ * POST /v1/<ns>/filter  { stream, version, prefixes, after? } -> { revision, version, history? }
  *      (from this answer on, the stream carries every change after `revision` under the new
  *       prefixes; a version not above the stream's is answered with the stream's own)
  * GET  /v1/<ns>/events?after=R[&prefix=P][&epoch=E]   -> { events, through, more }
@@ -189,9 +189,9 @@ export const filterRequest = z.strictObject({
   stream: streamId,
   version: z.number().int().min(1).max(Number.MAX_SAFE_INTEGER),
   prefixes: filterPrefixes,
+  /** Also answer the history after it under the prefixes this request adds (one page), sparing a `GET events`. */
+  after: revision.optional(),
 })
-/** Response of `filter`: the stream carries every change under its prefixes after `revision`. */
-export const filterResponse = z.strictObject({ revision, version: z.number().int().min(0) })
 
 /** Query of `GET /v1/<ns>/events`: the recorded events after revision `after`. */
 export const eventsQuery = z.strictObject({
@@ -243,6 +243,12 @@ export const watchEvent = z.strictObject({
  * the page was cut short (ask again after `through`).
  */
 export const eventsResponse = z.strictObject({ events: z.array(watchEvent), through: revision, more: z.boolean() })
+/** Response of `filter`: the stream carries every change under its prefixes after `revision`; `history`: as asked. */
+export const filterResponse = z.strictObject({
+  revision,
+  version: z.number().int().min(0),
+  history: z.strictObject({ after: revision, events: z.array(watchEvent), through: revision, more: z.boolean() }).optional(),
+})
 
 /**
  * The first event of every watch stream, sent once the node delivers every

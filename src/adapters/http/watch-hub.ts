@@ -60,6 +60,14 @@ export interface HistoryPage {
   more: boolean
 }
 
+/** A `filter` request: the stream's prefixes from now on, and the history after `after` under the ones it adds. */
+export interface FilterBody {
+  stream: string
+  version: number
+  prefixes: readonly string[]
+  after?: number
+}
+
 /** What the hub needs from its adapter besides the stream's needs. */
 export interface HubContext extends WatchContext {
   /** The node's history after `after` for keys starting with `prefix` (one page). */
@@ -69,7 +77,7 @@ export interface HubContext extends WatchContext {
   /** Ms the stream stays open after the last watch ended. */
   lingerMs: number
   /** Sets the prefixes of the node's stream `stream` (at endpoint `endpoint`): the revision after which it carries them. */
-  filter(endpoint: number, body: { stream: string; version: number; prefixes: readonly string[] }): Promise<{ revision: number; version: number }>
+  filter(endpoint: number, body: FilterBody): Promise<{ revision: number; version: number; history?: HistoryPage & { after: number } }>
 }
 
 interface Subscriber {
@@ -101,6 +109,8 @@ const RING_BYTES = 1024 * 1024
 const MAX_STALLS = 5
 /** Filter requests that fail in a row (the node busy, a connection lost) before the waiting watches fail. */
 const MAX_FILTER_FAILURES = 8
+/** Ms before a prefix no watch names leaves the stream's set (sooner if a prefix is added). */
+const DROP_DELAY_MS = 50
 
 /** The watches of one adapter, multiplexed over its one event stream. */
 export class WatchHub {
@@ -119,6 +129,7 @@ export class WatchHub {
   /** The node's stream while it is filtered and connected (filter requests name it). */
   #filtered: Filtered | undefined
   #syncing = false
+  #removal: ReturnType<typeof setTimeout> | undefined
   #syncQueued = false
   #filterFailures = 0
   /** The node refused a filtered stream (an older node): the stream carries the namespace. */
@@ -300,7 +311,7 @@ export class WatchHub {
   }
 
   /** Completes `j`'s watch once the history after `sub.after` reaches `floor` (undefined: one page will do), then what was held. */
-  #settle(sub: Subscriber, j: Joiner, floor: number | undefined): void {
+  #settle(sub: Subscriber, j: Joiner, floor: number | undefined, first?: HistoryPage & { after: number }): void {
     const unsubscribe = () => this.#drop(sub)
     const finish = () => {
       if (sub.done) return
@@ -312,7 +323,7 @@ export class WatchHub {
     }
     if (j.from === undefined || (floor !== undefined && sub.after >= floor)) return finish()
     sub.fail = (error) => j.reject(error)
-    this.#catchUp(sub, floor, this.#stream?.epoch).then(finish, (error: Error) => {
+    this.#catchUp(sub, floor, this.#stream?.epoch, first).then(finish, (error: Error) => {
       if (sub.done) return
       this.#drop(sub)
       if (isZarisError(error, 'COMPACTED')) {
@@ -338,7 +349,7 @@ export class WatchHub {
   }
 
   /** Completes the waiting watches whose prefix the stream now carries. */
-  #satisfy(): void {
+  #satisfy(first?: HistoryPage & { after: number }): void {
     for (const sub of [...this.#subscribers]) {
       const j = sub.waiting
       if (!j || sub.done) continue
@@ -347,7 +358,7 @@ export class WatchHub {
       sub.waiting = undefined
       // A fresh watch needs nothing from before the node took the set (it answered before watch() resolves).
       if (j.from === undefined) sub.after = Math.max(sub.after, since)
-      this.#settle(sub, j, since)
+      this.#settle(sub, j, since, first)
     }
   }
 
@@ -366,11 +377,14 @@ export class WatchHub {
     if (this.#syncing || !filtered || !this.#live || this.#closed || !this.#cov.stale()) return
     const cov = this.#cov
     const prefixes = cov.target()
+    // The oldest revision a waiting watch needs the history after: the node answers a page of it with the set.
+    let after: number | undefined
+    for (const sub of this.#subscribers) if (sub.waiting?.from !== undefined) after = Math.min(after ?? sub.after, sub.after)
     const version = ++cov.version
     cov.inflight = prefixes
     this.#syncing = true
     const current = () => this.#filtered === filtered && this.#cov === cov
-    this.#ctx.filter(filtered.endpoint, { stream: filtered.stream!, version, prefixes }).then(
+    this.#ctx.filter(filtered.endpoint, after === undefined ? { stream: filtered.stream!, version, prefixes } : { stream: filtered.stream!, version, prefixes, after }).then(
       (answer) => {
         this.#syncing = false
         if (!current()) return this.#sync()
@@ -379,7 +393,7 @@ export class WatchHub {
         if (answer.version === version) cov.confirm(prefixes, answer.revision)
         // A version the node had already passed (a request repeated): go on from its.
         else cov.version = Math.max(cov.version, answer.version)
-        this.#satisfy()
+        this.#satisfy(answer.history)
         this.#sync()
       },
       (error: Error) => {
@@ -406,12 +420,15 @@ export class WatchHub {
    * where the ring (and so `sub.held`) starts; undefined `floor`: the stream
    * had brought nothing yet, so all of it is held and any history will do.
    */
-  async #catchUp(sub: Subscriber, floor: number | undefined, epoch: string | undefined): Promise<void> {
+  async #catchUp(sub: Subscriber, floor: number | undefined, epoch: string | undefined, first?: HistoryPage & { after: number }): Promise<void> {
     let stalls = 0
+    // A page that came with the filter answer, if it starts early enough for this watch.
+    let given = first && first.after <= sub.after ? first : undefined
     for (;;) {
-      const page = await this.#ctx.history(sub.prefix, sub.after, epoch)
+      const page = given ?? (await this.#ctx.history(sub.prefix, sub.after, epoch))
+      given = undefined
       if (sub.done) return
-      for (const event of page.events) if (event.revision > sub.after) deliver(sub.sink, event)
+      for (const event of page.events) if (event.revision > sub.after && event.key.startsWith(sub.prefix)) deliver(sub.sink, event)
       const progressed = page.through > sub.after
       sub.after = Math.max(sub.after, page.through)
       if (floor === undefined || sub.after >= floor) return
@@ -431,7 +448,21 @@ export class WatchHub {
     this.#subscribers.delete(sub)
     this.#cov.unwant(sub.prefix)
     this.#idle()
-    this.#sync()
+    this.#syncLater()
+  }
+
+  /**
+   * A prefix no watch needs is dropped from the set a little later, or with
+   * the next prefix added: a lock waiter drops its watch and watches again
+   * within a round trip, and one request then does both.
+   */
+  #syncLater(): void {
+    if (this.#removal !== undefined) return
+    this.#removal = setTimeout(() => {
+      this.#removal = undefined
+      this.#sync()
+    }, DROP_DELAY_MS)
+    ;(this.#removal as { unref?: () => void }).unref?.()
   }
 
   /** With no watch left, lets the stream linger a little for the next one, then closes it. */
