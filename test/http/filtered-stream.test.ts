@@ -185,7 +185,7 @@ describe('filtered watch streams', () => {
     let writing = true
     const writes = writers.map(async (w, i) => {
       for (let c = 0; writing; c++) {
-        const r = await w.commit([], [{ type: 'set', key: keys[(c * 3 + i) % keys.length]!, value: c }, { type: 'delete', key: keys[(c + 5 * i) % keys.length]! }])
+        const r = await w.commit([], [{ type: 'set', key: keys[(c * 3 + i) % keys.length]!, value: c }, { type: 'delete', key: keys[(c * 3 + i + 4) % keys.length]! }])
         if (r.ok) acknowledged = Math.max(acknowledged, r.revision)
       }
     })
