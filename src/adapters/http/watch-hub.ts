@@ -48,17 +48,14 @@
  * @module
  */
 import type { Unsubscribe, WatchEvent, WatchSink } from '../../core/adapter'
-import { ClosedError, UnavailableError, isZarisError } from '../../core/errors'
+import { ClosedError, isZarisError } from '../../core/errors'
 import { EventRing } from './event-ring'
 import { Coverage } from './watch-filter'
 import { EventStream, pause, type Filtered, type WatchContext } from './watch-stream'
+import { catchUp, deliver, type HistoryPage, type Joiner, type Subscriber } from './watch-catch-up'
 
-/** One page of a node's history: complete for every revision up to `through`. */
-export interface HistoryPage {
-  events: WatchEvent[]
-  through: number
-  more: boolean
-}
+export type { HistoryPage }
+
 
 /** A `filter` request: the stream's prefixes from now on, and the history after `after` under the ones it adds. */
 export interface FilterBody {
@@ -80,33 +77,11 @@ export interface HubContext extends WatchContext {
   filter(endpoint: number, body: FilterBody): Promise<{ revision: number; version: number; history?: HistoryPage & { after: number } }>
 }
 
-interface Subscriber {
-  readonly prefix: string
-  readonly sink: WatchSink
-  /** Changes at or below this revision are not delivered: had already, or older than the watch. */
-  after: number
-  /** While catching up on history: the stream's changes, kept for after it. */
-  held: WatchEvent[] | undefined
-  /** While catching up: fails the opening `watch()` instead of the sink. */
-  fail: ((error: Error) => void) | undefined
-  done: boolean
-  /** Waiting for the stream to carry its prefix: the watch it completes. */
-  waiting: Joiner | undefined
-}
 
-interface Joiner {
-  readonly prefix: string
-  readonly sink: WatchSink
-  readonly from: number | undefined
-  resolve(unsubscribe: Unsubscribe): void
-  reject(error: Error): void
-}
 
 /** Recent changes kept for watches from a revision the stream has passed. */
 const RING_EVENTS = 1_024
 const RING_BYTES = 1024 * 1024
-/** History requests that bring nothing new before a catch-up gives up. */
-const MAX_STALLS = 5
 /** Filter requests that fail in a row (the node busy, a connection lost) before the waiting watches fail. */
 const MAX_FILTER_FAILURES = 8
 /** Ms before a prefix no watch names leaves the stream's set (sooner if a prefix is added). */
@@ -323,7 +298,7 @@ export class WatchHub {
     }
     if (j.from === undefined || (floor !== undefined && sub.after >= floor)) return finish()
     sub.fail = (error) => j.reject(error)
-    this.#catchUp(sub, floor, this.#stream?.epoch, first).then(finish, (error: Error) => {
+    catchUp(this.#ctx, sub, floor, this.#stream?.epoch, first).then(finish, (error: Error) => {
       if (sub.done) return
       this.#drop(sub)
       if (isZarisError(error, 'COMPACTED')) {
@@ -415,33 +390,6 @@ export class WatchHub {
     )
   }
 
-  /**
-   * Delivers the node's history after `sub.after` until it reaches `floor`,
-   * where the ring (and so `sub.held`) starts; undefined `floor`: the stream
-   * had brought nothing yet, so all of it is held and any history will do.
-   */
-  async #catchUp(sub: Subscriber, floor: number | undefined, epoch: string | undefined, first?: HistoryPage & { after: number }): Promise<void> {
-    let stalls = 0
-    // A page that came with the filter answer, if it starts early enough for this watch.
-    let given = first && first.after <= sub.after ? first : undefined
-    for (;;) {
-      const page = given ?? (await this.#ctx.history(sub.prefix, sub.after, epoch))
-      given = undefined
-      if (sub.done) return
-      for (const event of page.events) if (event.revision > sub.after && event.key.startsWith(sub.prefix)) deliver(sub.sink, event)
-      const progressed = page.through > sub.after
-      sub.after = Math.max(sub.after, page.through)
-      if (floor === undefined || sub.after >= floor) return
-      if (page.more) continue
-      // A node behind the stream (another address that has not caught up): ask again shortly.
-      if (!progressed && ++stalls >= MAX_STALLS) {
-        throw new UnavailableError(`the node's history stops at revision ${sub.after}, before the watch stream's ${floor}`)
-      }
-      await pause(50 * stalls, new AbortController().signal)
-      if (sub.done) return
-    }
-  }
-
   #drop(sub: Subscriber): void {
     if (sub.done) return
     sub.done = true
@@ -481,13 +429,5 @@ export class WatchHub {
     clearTimeout(this.#linger)
     this.#linger = undefined
     this.#stream?.ref(true)
-  }
-}
-
-function deliver(sink: WatchSink, event: WatchEvent): void {
-  try {
-    sink.event(event)
-  } catch {
-    // A sink that throws must not end the stream for the events after it.
   }
 }
