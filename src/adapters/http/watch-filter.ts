@@ -18,6 +18,9 @@
  */
 import { FILTER_MAX_CHARS, FILTER_MAX_PREFIXES } from './wire'
 
+/** Characters of the set, URL-encoded, past which it collapses (a node's request line and headers fit in 16 KiB). */
+const MAX_QUERY = 8 * 1024
+
 interface Member {
   readonly prefix: string
   readonly since: number
@@ -49,7 +52,8 @@ export class Coverage {
     const kept = cover([...this.#wanted.keys()])
     let chars = 0
     for (const p of kept) chars += p.length
-    if (kept.length <= FILTER_MAX_PREFIXES && chars <= FILTER_MAX_CHARS) return kept
+    // The set also rides in the stream's URL on a reconnect: encoded, it must fit a request line.
+    if (kept.length <= FILTER_MAX_PREFIXES && chars <= FILTER_MAX_CHARS && encodeURIComponent(JSON.stringify(kept)).length <= MAX_QUERY) return kept
     return [commonPrefix(kept)]
   }
 
