@@ -1,6 +1,6 @@
 /**
  * The parts of the core that load on first use — shared locks, semaphore
- * permits, `query`, several keys at once, an election's campaign — so that an app that never uses
+ * permits, `query`, several keys at once, an election's campaign, counting — so that an app that never uses
  * them does not carry them. Each module is imported once and kept: a
  * dynamic `import()` on every call would cost a trip through the module
  * loader each time.
@@ -23,3 +23,4 @@ export const permits = once(() => import('./permits'))
 export const lockQuery = once(() => import('./lock-query'))
 export const lockSet = once(() => import('./lock-set'))
 export const electionBody = once(() => import('./election-body'))
+export const counterOps = once(() => import('./counter-ops'))
