@@ -146,9 +146,8 @@ export class Election extends EventTarget implements AsyncDisposable {
   /** Ends a campaign under way (it resolves `null`), resigns and stops observing. */
   async close(): Promise<void> {
     this.#closed = true
-    // A body still loading is closed once it is there: a campaign that asked for it first ends with `null`.
-    const body = this.#body ?? (await this.#loading?.catch(() => undefined))
-    await body?.close()
+    // A body still loading needs nothing: a campaign waiting for it sees the election closed and resolves `null`.
+    await this.#body?.close()
   }
 
   async [Symbol.asyncDispose](): Promise<void> {
