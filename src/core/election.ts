@@ -23,7 +23,7 @@
 import type { Context } from './context'
 import { InvalidArgumentError } from './errors'
 import type { Lease } from './hold'
-import { electionBody } from './on-demand'
+import { once } from './on-demand'
 import { checkUserKey, checkOptions, checkSignal, checkTtl } from './validate'
 
 /** Options of `client.election`. */
@@ -41,6 +41,9 @@ export interface Leader {
   /** The leader's fencing token: it rises with every new term. */
   token: number
 }
+
+/** The body, imported here rather than in on-demand.ts: an app that imports on-demand.ts for a lock (zaris/web-locks) must not reach it. */
+const electionBody = once(() => import('./election-body'))
 
 type Body = InstanceType<Awaited<ReturnType<typeof electionBody>>['ElectionBody']>
 
