@@ -25,7 +25,8 @@
  *             → join: it left or changed (evicted first if its client is gone)
  *             → patrol: PATROL passed (it may have died in line), or the wait ran out
  *   patrol    look at the claim while someone (maybe dead) is ahead
- *             → try: nothing blocks · → join: something does
+ *             → join: something blocks, or the waiter ahead moved within
+ *             HANDOVER_GRACE · → try: it stayed free that long
  *   try       one commit that takes the claim and leaves the line
  *             → won · → join / watch / try: what blocks now (join when the
  *             place was lost: rejoin at the back)
@@ -54,6 +55,15 @@ import { WaitQueue } from './wait-queue'
 /** How often a waiter behind others looks at the claim itself, in ms (the waiter ahead may be dead). */
 export const PATROL = 1_000
 
+/**
+ * How long, in ms, a patrol that finds the claim free waits for the waiter
+ * ahead before trying over it. A live first in line takes a free claim
+ * moments after the release; a patrol that tried at once would now and then
+ * land in that gap and jump the line. One that stays free this long has
+ * nobody alive in line to take it.
+ */
+export const HANDOVER_GRACE = 500
+
 const EARLY: unique symbol = Symbol('early')
 /** Why an early watch is dropped; made once (an abort without a reason makes a DOMException each time). */
 const DROPPED = new Error('the early watch was dropped')
@@ -64,7 +74,7 @@ export type State<H> =
   | { readonly name: 'steal'; readonly sight: Sight }
   | { readonly name: 'join'; readonly sight: Sight | undefined }
   | { readonly name: 'behind'; readonly ahead: Entry }
-  | { readonly name: 'patrol' }
+  | { readonly name: 'patrol'; readonly ahead: Entry }
   | { readonly name: 'try' }
   | { readonly name: 'watch'; readonly sight: Sight }
   | { readonly name: 'woke'; readonly wake: Wake; readonly sight: Sight }
@@ -175,11 +185,8 @@ export class AcquireMachine<H> {
         return this.#join(state.sight)
       case 'behind':
         return this.#behind(state.ahead)
-      case 'patrol': {
-        // Free: try now, though someone (maybe dead) stands ahead; held: back in line.
-        const sight = await this.#claim.look()
-        return sight ? { name: 'join', sight } : { name: 'try' }
-      }
+      case 'patrol':
+        return this.#patrol(state.ahead)
       case 'try': {
         this.#dropEarly()
         const place = this.#line?.entry
@@ -252,10 +259,22 @@ export class AcquireMachine<H> {
 
   async #behind(ahead: Entry): Promise<State<H>> {
     // The patrol covers a waiter that died in line on a store that cannot tell us.
-    const wake = await waitForChange(this.#ctx, sightOf(ahead), Math.min(this.#left(), PATROL), this.#signal)
-    if (wake.kind === 'owner-gone') await this.#line!.evict(ahead)
     // A timeout at the wait's deadline goes to patrol too: the deadline check before it gives up.
-    return wake.kind === 'timeout' ? { name: 'patrol' } : { name: 'join', sight: undefined }
+    return (await this.#waitOn(ahead, PATROL)) ? { name: 'join', sight: undefined } : { name: 'patrol', ahead }
+  }
+
+  async #patrol(ahead: Entry): Promise<State<H>> {
+    const sight = await this.#claim.look()
+    if (sight) return { name: 'join', sight }
+    // Free, though someone (maybe dead) stands ahead: it may be taking the claim right now.
+    return (await this.#waitOn(ahead, HANDOVER_GRACE)) ? { name: 'join', sight: undefined } : { name: 'try' }
+  }
+
+  /** Waits at most `ms` for the waiter `ahead` to leave the line or change (evicted first if its client is gone): false if it did not. */
+  async #waitOn(ahead: Entry, ms: number): Promise<boolean> {
+    const wake = await waitForChange(this.#ctx, sightOf(ahead), Math.min(this.#left(), ms), this.#signal)
+    if (wake.kind === 'owner-gone') await this.#line!.evict(ahead)
+    return wake.kind !== 'timeout'
   }
 
   async #watch(sight: Sight): Promise<State<H>> {

@@ -6,7 +6,7 @@
  */
 import { afterEach, describe, expect, test } from 'vitest'
 import { Client, Lock } from 'zaris'
-import { AcquireMachine, PATROL, type State } from '../../src/core/acquire-machine'
+import { AcquireMachine, HANDOVER_GRACE, PATROL, type State } from '../../src/core/acquire-machine'
 import { claimOf, type Claim, type HoldSpec } from '../../src/core/claim'
 import type { Context } from '../../src/core/context'
 import { ExclusivePart } from '../../src/core/exclusive-part'
@@ -215,7 +215,7 @@ describe('behind and patrol', () => {
     const ahead = await placeAhead()
     const stepping = m.step({ name: 'behind', ahead })
     await clock.advance(PATROL)
-    expect(await stepping).toEqual({ name: 'patrol' })
+    expect(await stepping).toEqual({ name: 'patrol', ahead })
   })
 
   test('behind → patrol → gave-up: the wait runs out before PATROL, with the waiter ahead still in line', async () => {
@@ -224,19 +224,46 @@ describe('behind and patrol', () => {
     const stepping = m.step({ name: 'behind', ahead })
     await clock.advance(300)
     const s = await stepping
-    expect(s).toEqual({ name: 'patrol' })
+    expect(s).toEqual({ name: 'patrol', ahead })
     expect(await m.step(s)).toEqual({ name: 'gave-up' })
   })
 
-  test('patrol → try: the key is free though someone stands ahead', async () => {
-    const { m } = setup()
-    expect(await m.step({ name: 'patrol' })).toEqual({ name: 'try' })
+  test('patrol → try: the key is free, and the waiter ahead stays in line for HANDOVER_GRACE ms (dead or frozen)', async () => {
+    const { m, placeAhead, clock } = setup()
+    const ahead = await placeAhead()
+    let settled = false
+    const stepping = m.step({ name: 'patrol', ahead }).finally(() => (settled = true))
+    await clock.advance(HANDOVER_GRACE - 1)
+    // A handover may be in flight: a patrol that tried now would jump the line.
+    expect(settled).toBe(false)
+    await clock.advance(1)
+    expect(await stepping).toEqual({ name: 'try' })
+  })
+
+  test('patrol → join: the key is free and the waiter ahead takes it within HANDOVER_GRACE (the handover the patrol must not overtake)', async () => {
+    const { m, placeAhead, store, clock } = setup()
+    const ahead = await placeAhead()
+    const stepping = m.step({ name: 'patrol', ahead })
+    await clock.advance(HANDOVER_GRACE / 2)
+    // The first in line takes the key in the commit that removes its place, as a try does.
+    expect((await store.adapter.commit([{ key: KEY, revision: null }], [{ type: 'set', key: KEY, value: null, ttl: 10_000, owner: 'ahead' }, { type: 'delete', key: ahead.key }])).ok).toBe(true)
+    expect(await stepping).toEqual({ name: 'join', sight: undefined })
+  })
+
+  test('patrol → join: the key is free and the client of the waiter ahead is gone: its place is evicted', async () => {
+    const { m, placeAhead, store } = setup()
+    const ahead = await placeAhead('ghost')
+    const stepping = m.step({ name: 'patrol', ahead })
+    store.kill('ghost')
+    expect(await stepping).toEqual({ name: 'join', sight: undefined })
+    expect(await store.adapter.get(ahead.key)).toBeUndefined()
   })
 
   test('patrol → join: the key is held', async () => {
-    const { m, hold } = setup()
+    const { m, hold, placeAhead } = setup()
+    const ahead = await placeAhead()
     await hold()
-    expect(await m.step({ name: 'patrol' })).toMatchObject({ name: 'join', sight: { blockers: [{ owner: 'holder' }] } })
+    expect(await m.step({ name: 'patrol', ahead })).toMatchObject({ name: 'join', sight: { blockers: [{ owner: 'holder' }] } })
   })
 })
 
@@ -435,7 +462,8 @@ describe('look and takeover', () => {
 })
 
 describe('every step checks the signal, the client and the deadline', () => {
-  const states: Array<State<Lock>> = [{ name: 'join', sight: undefined }, { name: 'patrol' }, { name: 'try' }, { name: 'look' }]
+  const ahead = { key: `${QUEUE}ahead.1`, value: null, revision: 1, created: 1, owner: 'ahead', ttl: 10_000 }
+  const states: Array<State<Lock>> = [{ name: 'join', sight: undefined }, { name: 'patrol', ahead }, { name: 'try' }, { name: 'look' }]
 
   test.each(states)('$name → gave-up once the wait\'s deadline passed', async (state) => {
     const { m, clock } = setup({ wait: 100 })
@@ -523,5 +551,48 @@ describe('what a wait leaves open', () => {
     expect(await giving).toBeNull()
     await settle()
     expect(t.store.openWatches()).toBe(0)
+  })
+})
+
+describe('a whole wait: the patrol and a handover in flight', () => {
+  const settles = <T>(p: Promise<T>) => {
+    const s = { done: false, value: undefined as T | undefined }
+    void p.then((v) => Object.assign(s, { done: true, value: v }), () => (s.done = true))
+    return s
+  }
+  const flush = () => new Promise((r) => setTimeout(r, 20))
+
+  test('the second in line patrols while the first one\'s take is on its way: it waits, and the first gets the lock', async () => {
+    const { clock, raw } = freshStore()
+    const slow = staged(raw())
+    const [a, b, c] = [new Client(raw(), { id: 'a', clock }), new Client(slow.adapter, { id: 'b', clock }), new Client(raw(), { id: 'c', clock })]
+    cleanups.push(() => Promise.all([a, b, c].map((x) => x.close())))
+    const inLine = async (n: number) => {
+      while ((await a.adapter.list(QUEUE)).entries.length !== n) await flush()
+    }
+    const held = (await a.locks.acquire(KEY, { ttl: 10_000, autoRenew: false }))!
+    const options = { ttl: 10_000, wait: 60_000, autoRenew: false }
+    const bWaits = settles(b.locks.acquire(KEY, options))
+    await inLine(1)
+    const cWaits = settles(c.locks.acquire(KEY, options))
+    await inLine(2)
+    // b's take reaches the store late (a loaded tab, a slow link): the gap a patrol could land in.
+    const take = slow.gate((_checks, ops) => ops.some((o) => o.type === 'set' && o.key === KEY))
+    await held.release()
+    await take.arrived
+    await clock.advance(PATROL) // c's patrol: it finds the lock free, with b ahead
+    await flush()
+    await clock.advance(HANDOVER_GRACE - 10)
+    await flush()
+    expect(cWaits.done, 'the second in line took the lock from under the first one\'s take').toBe(false)
+    take.open()
+    while (!bWaits.done) await flush()
+    expect(bWaits.value?.owner).toBe('b')
+    await flush()
+    expect(cWaits.done).toBe(false)
+    await bWaits.value!.release()
+    while (!cWaits.done) await flush()
+    expect(cWaits.value?.owner).toBe('c')
+    await cWaits.value!.release()
   })
 })

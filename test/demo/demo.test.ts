@@ -91,6 +91,18 @@ async function threeTabs(store: Store, viewport = { width: 1280, height: 900 }):
   return { context, tabs, ids }
 }
 
+/** What each tab shows of the lock, its line and its log: said when a check of them fails. */
+async function tabStates(tabs: Page[]): Promise<string> {
+  const states = await Promise.all(
+    tabs.map(async (t, i) => {
+      const facts = await Promise.all(['client-id', 'lock-mine', 'lock-holder', 'lock-token', 'lock-left', 'status', 'wait-line'].map((id) => text(t, id).catch(() => '?')))
+      const log = await t.getByTestId('log').locator('li').evaluateAll((lis) => lis.slice(0, 12).map((li) => li.textContent?.trim())) // newest first
+      return `tab ${i} (${facts.join(' | ')}): log ${JSON.stringify(log)}`
+    }),
+  )
+  return states.join('; ')
+}
+
 const text = (page: Page, id: string) => page.getByTestId(id).textContent().then((t) => t?.trim() ?? '')
 const idOf = (page: Page) => text(page, 'client-id')
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
@@ -102,10 +114,10 @@ async function axe(page: Page): Promise<AxeResults> {
 }
 
 /** Waits until `check` holds (the very condition asserted after it). */
-async function eventually(check: () => Promise<boolean>, timeout = 15_000, what = 'condition', every = 25): Promise<void> {
+async function eventually(check: () => Promise<boolean>, timeout = 15_000, what = 'condition', every = 25, explain?: () => Promise<string>): Promise<void> {
   const deadline = Date.now() + timeout
   while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`${what}: not met within ${timeout} ms`)
+    if (Date.now() > deadline) throw new Error(`${what}: not met within ${timeout} ms${explain ? `; ${await explain().catch((e: Error) => `(no state: ${e.message})`)}` : ''}`)
     await sleep(every)
   }
 }
@@ -277,7 +289,7 @@ for (const store of ['idb', 'node'] as const) {
       expect(await b.title()).toContain('waiting for the lock')
       expect(await b.locator('link[rel=icon]').getAttribute('data-state')).toBe('W')
       await a.getByTestId('release').click()
-      await eventually(async () => (await text(b, 'lock-mine')) === 'yes', 5_000, 'the first in line gets the lock')
+      await eventually(async () => (await text(b, 'lock-mine')) === 'yes', 5_000, 'the first in line gets the lock', 25, () => tabStates(tabs))
       expect(await text(c, 'lock-mine')).toBe('no')
       for (const t of tabs) await eventually(async () => JSON.stringify(await line(t)) === JSON.stringify([idC]), 5_000, 'c alone in line')
       await box()
