@@ -118,7 +118,8 @@ export class Election extends EventTarget implements AsyncDisposable {
     const signal = checkSignal(checkOptions<{ signal: AbortSignal }>(options).signal)
     // Closed (before the body loaded, or while it did): the answer is known, and no acquire should start.
     if (this.#closed) return null
-    const body = await this.#load()
+    // Once loaded, the campaign starts within this call, as it did before the body was split off.
+    const body = this.#body ?? (await this.#load())
     return this.#closed ? null : body.campaign(signal)
   }
 
