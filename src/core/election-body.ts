@@ -133,6 +133,8 @@ export class ElectionBody {
         if (ev.revision <= seen) continue
         seen = ev.revision
         const next = await this.#vouch(ev.type === 'put' ? leaderOf(ev.value, ev.created!) : undefined, ev.type === 'put' && ev.owner === this.#ctx.id)
+        // `leader` and its events say what this candidate last saw, observing included.
+        this.#setLeader(next, ev.revision)
         if (next?.token === last?.token && next?.candidate === last?.candidate) continue
         last = next
         yield next
