@@ -4,10 +4,14 @@
  * checks: the store adds in place, so an increment never conflicts and never
  * retries (one round trip, however many clients add at once).
  *
+ * The arguments are checked here; the operations (counter-ops.ts) load on
+ * first use.
+ *
  * @module
  */
 import type { Context } from './context'
-import { InternalError, InvalidArgumentError } from './errors'
+import { InvalidArgumentError } from './errors'
+import { counterOps } from './on-demand'
 import { checkUserKey } from './validate'
 
 /**
@@ -35,10 +39,7 @@ export class Counters {
     checkUserKey(key)
     if (!Number.isSafeInteger(delta)) throw new InvalidArgumentError(`delta must be a safe integer, got ${String(delta)}`)
     this.#ctx.assertOpen()
-    const r = await this.#ctx.adapter.commit([], [{ type: 'add', key, delta }])
-    // No checks, so no failure: a store that answers otherwise breaks the contract.
-    if (!r.ok) throw new InternalError(`counter ${JSON.stringify(key)}: the store refused an add with no checks`)
-    return r.entries[0]!.value as number
+    return (await counterOps()).increment(this.#ctx, key, delta)
   }
 
   /**
@@ -50,9 +51,6 @@ export class Counters {
   async get(key: string): Promise<number> {
     checkUserKey(key)
     this.#ctx.assertOpen()
-    const entry = await this.#ctx.adapter.get(key)
-    if (entry === undefined) return 0
-    if (typeof entry.value !== 'number') throw new InvalidArgumentError(`key ${JSON.stringify(key)} holds a ${typeof entry.value}, not a counter`)
-    return entry.value
+    return (await counterOps()).read(this.#ctx, key)
   }
 }

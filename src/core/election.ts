@@ -13,22 +13,18 @@
  * `deposed` when it stops being leader, `leader` (a `CustomEvent` whose
  * `detail` is the new {@link Leader} or `undefined`) on every change seen.
  *
- * One truth per candidate: `leader`, the `leader` event and `observe()`
- * never name this candidate while its `isLeader` is false. The winner's own
- * write can reach its watch before its campaign has learned that it won;
- * that news waits for the campaign, which sets the term first and then tells.
- * When the term ends (resigned, or its deadline passed) the candidate stops
- * naming itself at once, though the store may hold its entry a moment longer.
+ * This module is the facade an app always carries: it checks its arguments
+ * at once and loads the body (election-body.ts, which has the campaign and
+ * the rule of one truth per candidate) on the first `campaign` or `observe`.
+ * Until then nobody campaigned here, so there is no term and no leader seen.
  *
  * @module
  */
-import type { Value, WatchEvent } from './adapter'
-import { acquire } from './acquire'
 import type { Context } from './context'
-import { ClosedError, InvalidArgumentError, isZarisError } from './errors'
-import { Hold, Lease } from './hold'
+import { InvalidArgumentError } from './errors'
+import type { Lease } from './hold'
+import { once } from './on-demand'
 import { checkUserKey, checkOptions, checkSignal, checkTtl } from './validate'
-import { Watch } from './watch'
 
 /** Options of `client.election`. */
 export interface ElectionOptions {
@@ -46,6 +42,11 @@ export interface Leader {
   token: number
 }
 
+/** The body, imported here rather than in on-demand.ts: an app that imports on-demand.ts for a lock (zaris/web-locks) must not reach it. */
+const electionBody = once(() => import('./election-body'))
+
+type Body = InstanceType<Awaited<ReturnType<typeof electionBody>>['ElectionBody']>
+
 /**
  * One election, seen from one candidate.
  *
@@ -62,17 +63,9 @@ export class Election extends EventTarget implements AsyncDisposable {
 
   readonly #ctx: Context
   readonly #ttl: number
-  #term: Lease<{ candidate: string }> | undefined
-  #campaign: Promise<Lease<{ candidate: string }> | null> | undefined
-  /** Aborted by `close()`: ends a campaign under way (it resolves `null`). */
-  readonly #closer = new AbortController()
-  #leader: Leader | undefined
-  #observer: Watch | undefined
-  #revision = 0
-  /** This client's own write, seen while this candidate's campaign was under way: told once the campaign settles. */
-  #early: { leader: Leader; revision: number } | undefined
-  /** The lease this candidate's last campaign won, from the moment it was won (before the campaign resolves). */
-  #won: Lease<{ candidate: string }> | undefined
+  #body: Body | undefined
+  #loading: Promise<Body> | undefined
+  #closed = false
 
   /** @internal Created by `client.election`. */
   constructor(ctx: Context, name: string, rawOptions?: ElectionOptions) {
@@ -89,12 +82,12 @@ export class Election extends EventTarget implements AsyncDisposable {
 
   /** True while this candidate leads (its term has not ended by its own deadline). */
   get isLeader(): boolean {
-    return this.#term?.held ?? false
+    return this.#body?.isLeader ?? false
   }
 
   /** The leader as last seen by this candidate, or `undefined`. Kept current once `campaign` or `observe` ran. */
   get leader(): Leader | undefined {
-    return this.#leader
+    return this.#body?.leader
   }
 
   /**
@@ -104,7 +97,7 @@ export class Election extends EventTarget implements AsyncDisposable {
    * await client.put('sync:cursor', 42, { fence: election.term! })
    */
   get term(): Lease<{ candidate: string }> | undefined {
-    return this.#term?.held ? this.#term : undefined
+    return this.#body?.term
   }
 
   /**
@@ -123,49 +116,11 @@ export class Election extends EventTarget implements AsyncDisposable {
    */
   async campaign(options?: { signal?: AbortSignal }): Promise<Lease<{ candidate: string }> | null> {
     const signal = checkSignal(checkOptions<{ signal: AbortSignal }>(options).signal)
-    if (this.#term?.held) return this.#term
-    if (this.#campaign) return this.#campaign
-    if (this.#closer.signal.aborted) return null
-    try {
-      this.#ctx.assertOpen()
-    } catch {
-      return null // a closed client campaigns no more
-    }
-    this.#startObserving()
-    const either = anyOf(signal, this.#closer.signal)
-    this.#campaign = acquire(
-      this.#ctx,
-      this.name,
-      { candidate: this.candidate },
-      { ttl: this.#ttl, wait: Infinity, signal: either.signal, autoRenew: true },
-      (init) => (this.#won = new Lease(this.#ctx, init)),
-    ).then(
-      (term) => {
-        either.dispose()
-        this.#campaign = undefined
-        const lease = term!
-        this.#term = lease
-        this.#setLeader({ candidate: this.candidate, token: lease.token }, lease.revision)
-        this.dispatchEvent(new Event('elected'))
-        const deposed = () => {
-          if (this.#term === lease) this.#term = undefined
-          this.#termEnded(lease.token)
-          this.dispatchEvent(new Event('deposed'))
-        }
-        // A term won by a commit answered after its TTL has already ended: no abort is to come.
-        if (lease.signal.aborted) deposed()
-        else lease.signal.addEventListener('abort', deposed, { once: true })
-        return lease
-      },
-      (err) => {
-        either.dispose()
-        this.#campaign = undefined
-        // Closed (the client, its adapter, or this election): the campaign is over, without a term.
-        if (isZarisError(err, 'CLOSED') && !signal?.aborted) return null
-        throw err
-      },
-    )
-    return this.#campaign
+    // Closed (before the body loaded, or while it did): the answer is known, and no acquire should start.
+    if (this.#closed) return null
+    // Once loaded, the campaign starts within this call, as it did before the body was split off.
+    const body = this.#body ?? (await this.#load())
+    return this.#closed ? null : body.campaign(signal)
   }
 
   /**
@@ -176,10 +131,8 @@ export class Election extends EventTarget implements AsyncDisposable {
    * await election.resign()
    */
   async resign(): Promise<boolean> {
-    const term = this.#term
-    this.#term = undefined
-    if (term) this.#termEnded(term.token)
-    return term ? term.revoke() : false
+    // No body yet, or still loading: no campaign has won here.
+    return this.#body ? this.#body.resign() : false
   }
 
   /**
@@ -191,143 +144,29 @@ export class Election extends EventTarget implements AsyncDisposable {
    */
   async *observe(options?: { signal?: AbortSignal }): AsyncGenerator<Leader | undefined> {
     const signal = checkSignal(checkOptions<{ signal: AbortSignal }>(options).signal)
-    const watch = new Watch(this.#ctx, this.name, { signal })
-    try {
-      await watch.ready
-      const entry = await this.#ctx.adapter.get(this.name)
-      let last = entry ? await this.#vouch(leaderOf(entry.value, entry.created), entry.owner === this.#ctx.id) : undefined
-      let seen = entry?.revision ?? 0
-      if (entry) this.#setLeader(last, entry.revision)
-      yield last
-      for await (const ev of watch) {
-        if (ev.revision <= seen) continue
-        seen = ev.revision
-        const next = await this.#vouch(ev.type === 'put' ? leaderOf(ev.value, ev.created!) : undefined, ev.type === 'put' && ev.owner === this.#ctx.id)
-        if (next?.token === last?.token && next?.candidate === last?.candidate) continue
-        last = next
-        yield next
-      }
-    } finally {
-      watch.close()
-    }
+    yield* (await this.#load()).observe(signal)
   }
 
   /** Ends a campaign under way (it resolves `null`), resigns and stops observing. */
   async close(): Promise<void> {
-    this.#closer.abort(new ClosedError('the election was closed'))
-    this.#observer?.close()
-    this.#observer = undefined
-    await this.resign()
+    this.#closed = true
+    // A body still loading needs nothing: a campaign waiting for it sees the election closed and resolves `null`.
+    await this.#body?.close()
   }
 
   async [Symbol.asyncDispose](): Promise<void> {
     await this.close()
   }
 
-  /** Keeps `leader` current and fires `leader` events, from the first campaign on. */
-  #startObserving(): void {
-    if (this.#observer) return
-    const watch = (this.#observer = new Watch(this.#ctx, this.name))
-    void (async () => {
-      try {
-        await watch.ready
-        const entry = await this.#ctx.adapter.get(this.name)
-        if (entry) this.#see(leaderOf(entry.value, entry.created), entry.revision, entry.owner === this.#ctx.id)
-        for await (const ev of watch) this.#onEvent(ev)
-      } catch {
-        // The client closed or the store went away; `leader` simply stops changing.
-      }
-    })()
+  /** The body, loaded once (again after a failed load: a chunk the network lost may come next time). */
+  #load(): Promise<Body> {
+    this.#loading ??= electionBody().then(
+      ({ ElectionBody }) => (this.#body = new ElectionBody(this, this.#ctx, this.#ttl)),
+      (err: unknown) => {
+        this.#loading = undefined
+        throw err
+      },
+    )
+    return this.#loading
   }
-
-  #onEvent(ev: WatchEvent): void {
-    this.#see(ev.type === 'put' ? leaderOf(ev.value, ev.created!) : undefined, ev.revision, ev.type === 'put' && ev.owner === this.#ctx.id)
-  }
-
-  /** Tells `leader` (written by this client when `mine`), or keeps it until the campaign under way settles. */
-  #see(leader: Leader | undefined, revision: number, mine: boolean): void {
-    const judged = this.#judge(leader, mine)
-    if (judged !== LATER) return this.#setLeader(judged, revision)
-    const waiting = this.#early !== undefined
-    if (!this.#early || revision > this.#early.revision) this.#early = { leader: leader!, revision }
-    if (waiting) return
-    const flush = () => {
-      const early = this.#early
-      this.#early = undefined
-      if (early) this.#see(early.leader, early.revision, true)
-    }
-    // Runs after the campaign's own continuation: the term is set by then.
-    void this.#campaign!.then(flush, flush)
-  }
-
-  /** {@link #judge}, waiting for the campaign under way where it must. */
-  async #vouch(leader: Leader | undefined, mine: boolean): Promise<Leader | undefined> {
-    for (;;) {
-      const judged = this.#judge(leader, mine)
-      if (judged !== LATER) return judged
-      await this.#campaign!.catch(() => {})
-    }
-  }
-
-  /**
-   * What this candidate may say of `leader`: an entry this client wrote
-   * (`mine`) names this candidate only while it holds that term; held by
-   * another object of this client (a second election on the name), it is true
-   * as it stands; seen while a campaign is under way, it may be that
-   * campaign's win, not yet known: {@link LATER}. Else (a term that ended,
-   * still in the store) nobody this candidate can vouch for leads.
-   */
-  #judge(leader: Leader | undefined, mine: boolean): Leader | undefined | typeof LATER {
-    if (!leader || !mine) return leader
-    const term = this.#term
-    if (term?.token === leader.token) return term.held ? leader : undefined
-    for (const open of this.#ctx.open) if (open instanceof Hold && open !== term && open !== this.#won && open.key === this.name && open.token === leader.token) return leader
-    return this.#campaign ? LATER : undefined
-  }
-
-  /** The term with `token` ended: stop naming this candidate leader (its entry may outlive it a moment). */
-  #termEnded(token: number): void {
-    if (this.#leader?.token !== token || this.#leader.candidate !== this.candidate) return
-    this.#leader = undefined
-    this.dispatchEvent(new CustomEvent('leader', { detail: undefined }))
-  }
-
-  #setLeader(leader: Leader | undefined, revision: number): void {
-    if (revision < this.#revision) return
-    // A term that ended before the campaign could tell it (the client closed meanwhile) names nobody.
-    const term = this.#term
-    if (leader && term?.token === leader.token && !term.held) leader = undefined
-    this.#revision = revision
-    const before = this.#leader
-    if (before?.token === leader?.token && before?.candidate === leader?.candidate) return
-    this.#leader = leader
-    this.dispatchEvent(new CustomEvent('leader', { detail: leader }))
-  }
-}
-
-/** "Not yet": the news waits for the campaign under way. */
-const LATER = Symbol('later')
-
-function leaderOf(value: Value | undefined, created: number): Leader | undefined {
-  const candidate = typeof value === 'object' && value !== null && !Array.isArray(value) ? value.candidate : undefined
-  return typeof candidate === 'string' ? { candidate, token: created } : undefined
-}
-
-/** A signal that aborts when either does, with that one's reason, and the function that detaches it (AbortSignal.any is newer than Node 20.0). */
-function anyOf(a: AbortSignal | undefined, b: AbortSignal): { signal: AbortSignal; dispose(): void } {
-  if (!a) return { signal: b, dispose() {} }
-  const both = new AbortController()
-  const onA = () => both.abort(a.reason)
-  const onB = () => both.abort(b.reason)
-  const dispose = () => {
-    a.removeEventListener('abort', onA)
-    b.removeEventListener('abort', onB)
-  }
-  if (a.aborted) onA()
-  else if (b.aborted) onB()
-  else {
-    a.addEventListener('abort', onA, { once: true })
-    b.addEventListener('abort', onB, { once: true })
-  }
-  return { signal: both.signal, dispose }
 }

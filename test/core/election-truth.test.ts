@@ -77,4 +77,31 @@ describe('election: one truth per candidate', () => {
     await client.close()
     expect(lies).toEqual([])
   })
+
+  it('an election that only observes keeps `leader` and its `leader` events with what observe() yields', async () => {
+    const ns = `truth-${Math.random().toString(36).slice(2)}`
+    const [a, b, watcher] = ['a', 'b', 'watcher'].map((id) => new Client(memoryAdapter({ namespace: ns }), { id }))
+    const following = watcher!.election('leader')
+    const told: Array<string | undefined> = []
+    following.addEventListener('leader', (e) => told.push((e as CustomEvent<{ candidate: string } | undefined>).detail?.candidate))
+    const leaders = following.observe()
+    expect((await leaders.next()).value).toBeUndefined()
+    const leading = a!.election('leader')
+    await leading.campaign()
+    expect((await leaders.next()).value?.candidate).toBe('a')
+    expect(following.leader?.candidate).toBe('a')
+    await leading.resign()
+    const second = b!.election('leader').campaign()
+    // The release may show as "nobody" first, then b.
+    let seen = (await leaders.next()).value
+    if (seen === undefined) {
+      expect(following.leader).toBeUndefined()
+      seen = (await leaders.next()).value
+    }
+    expect(seen?.candidate).toBe('b')
+    expect(following.leader).toEqual({ candidate: 'b', token: (await second)!.token })
+    expect(told.filter((c) => c !== undefined)).toEqual(['a', 'b'])
+    await leaders.return(undefined)
+    for (const c of [a, b, watcher]) await c!.close()
+  })
 })
