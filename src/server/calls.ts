@@ -19,7 +19,10 @@ import { JSON_HEADERS, json, jsonText, type Exchange, type Reply } from './reply
 const LIST_CONCURRENCY = 4
 
 /** The routes a frame may name: the POSTs. */
-export type CallOp = 'get' | 'list' | 'commit'
+export type CallOp = 'get' | 'list' | 'commit' | 'filter'
+
+/** Serves `filter` (the watch streams own it). */
+export type FilterCall = (ns: string, body: unknown) => Promise<Reply>
 
 /** Serves the calls of one node. */
 export class Calls {
@@ -27,9 +30,11 @@ export class Calls {
   readonly #metrics: Metrics
   readonly #replays: ReplayCache
   readonly #pages: ListPages
+  readonly #filter: FilterCall
 
-  constructor(namespaces: Namespaces, metrics: Metrics, settings: Settings) {
+  constructor(namespaces: Namespaces, metrics: Metrics, settings: Settings, filter: FilterCall) {
     this.#namespaces = namespaces
+    this.#filter = filter
     this.#metrics = metrics
     this.#replays = new ReplayCache(settings.replay)
     this.#pages = new ListPages({ maxEntries: settings.maxPageEntries, maxBytes: settings.maxPageBytes, concurrency: LIST_CONCURRENCY })
@@ -37,6 +42,7 @@ export class Calls {
 
   /** Answers `op` on namespace `ns` for a parsed request body. */
   async call(ns: string, op: CallOp, body: unknown): Promise<Reply> {
+    if (op === 'filter') return this.#filter(ns, body)
     const adapter = await this.#namespaces.adapterOf(ns)
     switch (op) {
       case 'get': {

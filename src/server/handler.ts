@@ -25,7 +25,7 @@
  * options.ts        HandlerOptions, checked and defaulted (Settings)
  * gate.ts           Host, bearer token, CORS
  * namespaces.ts     the adapters opened, one per namespace, capped
- * calls.ts          get, list, commit (+ the replay cache): POSTs and frames
+ * calls.ts          get, list, commit (+ the replay cache), filter: POSTs and frames
  * watch-route.ts    GET watch: the SSE stream
  * history-route.ts  GET events: history pages
  * frame-session.ts  the upgrade to frames, and each frame's answer
@@ -93,8 +93,8 @@ export function createHandler(options: HandlerOptions): Handler {
   const metrics = new Metrics()
   const gate = new Gate(settings)
   const namespaces = new Namespaces(settings.adapterFor, settings.maxNamespaces)
-  const calls = new Calls(namespaces, metrics, settings)
   const watches = new Watches(namespaces, settings)
+  const calls = new Calls(namespaces, metrics, settings, (ns, body) => watches.filter(ns, body))
   let closed = false
   const frames = new FrameRoutes({ gate, calls, metrics, log: settings.log, closed: () => closed })
 

@@ -7,4 +7,4 @@
 import { API_PREFIX } from '../adapters/http/protocol'
 
 /** A namespace route: group 1 is the namespace segment (still URI-encoded), group 2 the operation. */
-export const ROUTE = new RegExp(`^${API_PREFIX}/([^/]*)/(get|list|commit|watch|events)$`)
+export const ROUTE = new RegExp(`^${API_PREFIX}/([^/]*)/(get|list|commit|filter|watch|events)$`)

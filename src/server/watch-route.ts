@@ -14,28 +14,48 @@
  * output limits, and resumes from its last revision. If the history moves
  * past a slow reader meanwhile, it gets `CompactedError` (an SSE `error`).
  *
+ * A stream opened with `prefixes` is filtered (./sse-stream, ./stream-filter):
+ * it follows the whole namespace on the node and writes only the changes
+ * under its prefixes, which `POST filter` replaces while it runs. Its history
+ * is read under the prefixes' common prefix.
+ *
  * @module
  */
-import type { HistoryLimits, HistoryPage, Unsubscribe, WatchEvent, WatchSink } from '../core/adapter'
-import type { Adapter } from '../core/adapter'
-import { ClosedError, RateLimitedError } from '../core/errors'
-import { SSE_ERROR, SSE_READY, parseWith, watchQuery } from '../adapters/http/protocol'
+import type { Adapter, HistoryLimits, HistoryPage, WatchEvent, WatchSink } from '../core/adapter'
+import { ClosedError, InvalidArgumentError, RateLimitedError, UnavailableError } from '../core/errors'
+import { filterRequest, parseWith, watchQuery } from '../adapters/http/protocol'
 import { readHistory } from './history-reader'
 import { checkResume } from './history-route'
 import type { Namespaces } from './namespaces'
 import type { Settings, StorePosition } from './options'
-import { queryOf, toWire, type Exchange, type Reply, type StreamSink } from './reply'
+import { json, queryOf, type Exchange, type Reply } from './reply'
+import { SseStream } from './sse-stream'
+import { PrefixFilter, filterOfQuery } from './stream-filter'
 
 /** A watch's history pages: at most this many events and (estimated) bytes each. */
 const CATCH_UP: HistoryLimits = { maxEvents: 1_000, maxBytes: 256 * 1024 }
+/** The history page a `filter` answer may carry: small, the rest is a `GET events` away. */
+const FILTER_PAGE: HistoryLimits = { maxEvents: 256, maxBytes: 64 * 1024 }
 
 const SSE_HEADERS = { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-store', 'x-accel-buffering': 'no' }
+
+/** Where a new stream's changes come from, and which of them it carries. */
+interface Spec {
+  ns: string
+  /** The prefix the store is asked for: the query's, or '' for a filtered stream (its prefixes change). */
+  prefix: string
+  /** The prefix its history is read under. */
+  historyPrefix: string
+  filter: PrefixFilter | undefined
+}
 
 /** The open watch streams of one node. */
 export class Watches {
   readonly #namespaces: Namespaces
   readonly #settings: Settings
   readonly #streams = new Set<() => void>()
+  /** The filtered streams, by id, for `filter` requests. */
+  readonly #filtered = new Map<string, { ns: string; stream: SseStream }>()
   #watchers = 0
   #closed = false
 
@@ -60,7 +80,10 @@ export class Watches {
     const query = queryOf(ex)
     const lastEventId = ex.header('last-event-id')
     if (lastEventId !== null) query.from = lastEventId.trim()
-    const { prefix, from, epoch } = parseWith(watchQuery, { prefix: '', ...query }, 'query')
+    const { prefix, prefixes, from, epoch } = parseWith(watchQuery, { prefix: '', ...query }, 'query')
+    const filter = prefixes === undefined ? undefined : filterOfQuery(prefixes)
+    if (filter && prefix !== '') throw new InvalidArgumentError('prefix: a stream with prefixes follows them, not a prefix; leave prefix empty')
+    const spec: Spec = { ns, prefix, historyPrefix: filter ? filter.common() : prefix, filter }
     const { maxWatchers } = this.#settings
     if (this.#watchers >= maxWatchers) throw new RateLimitedError(`too many watchers (${maxWatchers}); close some and retry`)
     this.#watchers++
@@ -73,34 +96,67 @@ export class Watches {
     }
     try {
       const adapter = await this.#namespaces.adapterOf(ns)
-      return from === undefined ? await this.#fresh(adapter, ns, prefix, release) : await this.#resumed(adapter, ns, prefix, from, epoch, release)
+      return from === undefined ? await this.#fresh(adapter, spec, release) : await this.#resumed(adapter, spec, from, epoch, release)
     } catch (err) {
       release()
       throw err
     }
   }
 
+  /**
+   * `POST filter`: replaces the prefixes of a filtered stream of this node,
+   * at once (no change can fall between the answer's revision and the new
+   * set); with `after`, also a page of the history after it under the
+   * prefixes the request adds, read after the change (past the revision,
+   * it repeats what the stream brings: the client keeps the first of each).
+   */
+  async filter(ns: string, body: unknown): Promise<Reply> {
+    const { stream: id, version, prefixes, after } = parseWith(filterRequest, body, 'body')
+    const filter = new PrefixFilter(prefixes)
+    const found = this.#filtered.get(id)
+    // Another node's stream, or one that ended: the client's stream reconnects and sends its prefixes then.
+    if (!found || found.ns !== ns || found.stream.stopped) throw new UnavailableError(`no watch stream ${id} is open on this node`)
+    const s = found.stream
+    if (!s.live) throw new UnavailableError(`watch stream ${id} is still catching up; retry once it is ready`)
+    const before = s.filter
+    const answer = s.refilter(version, filter)
+    const added = before ? filter.prefixes.filter((p) => !before.match(p)) : []
+    if (after === undefined || added.length === 0 || after >= answer.revision || answer.version !== version) return json(200, answer)
+    const scope = new PrefixFilter(added)
+    try {
+      const adapter = await this.#namespaces.adapterOf(ns)
+      const page = await readHistory(adapter, scope.common(), after, FILTER_PAGE)
+      const events = page.events.filter((ev) => scope.match(ev.key))
+      // Read whole after the change: complete at least up to the revision the change was made at.
+      const through = page.more ? page.through : Math.max(page.through, answer.revision)
+      return json(200, { ...answer, history: { after, events, through, more: page.more } })
+    } catch {
+      // History gone (or the store failing): the client asks `GET events`, which says why.
+      return json(200, answer)
+    }
+  }
+
   /** A watch of what happens from now: subscribed first, so the `ready` revision is covered. */
-  async #fresh(adapter: Adapter, ns: string, prefix: string, release: () => void): Promise<Reply> {
+  async #fresh(adapter: Adapter, spec: Spec, release: () => void): Promise<Reply> {
     // Until the stream is attached, events wait here (a few: the headers go out next); an error before then is the HTTP answer.
-    let pending: string[] | undefined = []
+    let pending: WatchEvent[] | undefined = []
     let early: Error | undefined
-    let stream: Stream | undefined
+    let stream: SseStream | undefined
     const sink: WatchSink = {
-      event: (ev) => (stream ? stream.event(ev) : pending?.push(eventChunk(ev))),
+      event: (ev) => (stream ? stream.event(ev) : pending?.push(ev)),
       error: (err) => {
         if (stream) stream.fail(err)
         else early ??= err
       },
     }
-    const unsubscribe = await adapter.watch(prefix, sink)
+    const unsubscribe = await adapter.watch(spec.prefix, sink)
     try {
-      const position = early ? undefined : await this.#settings.positionOf?.(ns)
+      const position = early ? undefined : await this.#settings.positionOf?.(spec.ns)
       if (early) throw early
-      return this.#reply(release, position, (s) => {
+      return this.#reply(spec, release, position, position?.revision, (s) => {
         stream = s
         s.subscribed(unsubscribe)
-        for (const chunk of pending ?? []) s.write(chunk)
+        for (const ev of pending ?? []) s.event(ev)
         pending = undefined
         s.ready()
       })
@@ -111,29 +167,28 @@ export class Watches {
   }
 
   /** A watch from revision `from`: history pages as the reader takes them, then live. */
-  async #resumed(adapter: Adapter, ns: string, prefix: string, from: number, epoch: string | undefined, release: () => void): Promise<Reply> {
-    const position = await this.#settings.positionOf?.(ns)
+  async #resumed(adapter: Adapter, spec: Spec, from: number, epoch: string | undefined, release: () => void): Promise<Reply> {
+    const position = await this.#settings.positionOf?.(spec.ns)
     checkResume('watch from', from, epoch, position)
     // The first page before the headers: history already gone is the HTTP answer (410).
-    const first = await readHistory(adapter, prefix, from, CATCH_UP)
-    return this.#reply(release, position, (s) => void this.#catchUp(s, adapter, prefix, first))
+    const first = await readHistory(adapter, spec.historyPrefix, from, CATCH_UP)
+    return this.#reply(spec, release, position, from, (s) => void this.#catchUp(s, adapter, spec, first))
   }
 
   /** Writes pages until the history is done, each once the socket took the last; then subscribes from there. */
-  async #catchUp(s: Stream, adapter: Adapter, prefix: string, first: HistoryPage): Promise<void> {
+  async #catchUp(s: SseStream, adapter: Adapter, spec: Spec, first: HistoryPage): Promise<void> {
     let page = first
     try {
       for (;;) {
-        let room = true
-        for (const ev of page.events) room = s.write(eventChunk(ev))
+        const room = s.page(page)
         if (s.stopped) return
         if (!page.more) break
         if (!room) await s.drained()
         if (s.stopped) return
-        page = await readHistory(adapter, prefix, page.through, CATCH_UP)
+        page = await readHistory(adapter, spec.historyPrefix, page.through, CATCH_UP)
         if (s.stopped) return
       }
-      const unsubscribe = await adapter.watch(prefix, { event: (ev) => s.event(ev), error: (err) => s.fail(err) }, page.through)
+      const unsubscribe = await adapter.watch(spec.prefix, { event: (ev) => void s.event(ev), error: (err) => s.fail(err) }, page.through)
       if (s.stopped) return unsubscribe()
       s.subscribed(unsubscribe)
       s.ready()
@@ -142,94 +197,41 @@ export class Watches {
     }
   }
 
-  #reply(release: () => void, position: StorePosition | undefined, start: (s: Stream) => void): Reply {
+  #reply(spec: Spec, release: () => void, position: StorePosition | undefined, start: number | undefined, begin: (s: SseStream) => void): Reply {
     if (this.#closed) throw new ClosedError('the node is shutting down')
     const heartbeatMs = this.#settings.heartbeatMs
     const ready = position === undefined ? { heartbeat: heartbeatMs } : { revision: position.revision, epoch: position.epoch, heartbeat: heartbeatMs }
     const streams = this.#streams
+    const filtered = this.#filtered
     return {
       status: 200,
       headers: { ...SSE_HEADERS },
       stream(out) {
-        const s = new Stream(out, ready, heartbeatMs, () => {
-          streams.delete(end)
-          release()
-        })
+        const id = spec.filter ? newStreamId() : undefined
+        const s = new SseStream(
+          out,
+          ready,
+          heartbeatMs,
+          () => {
+            streams.delete(end)
+            if (id !== undefined) filtered.delete(id)
+            release()
+          },
+          spec.filter && id !== undefined ? { filter: spec.filter, id, start } : undefined,
+        )
         const end = () => s.stop()
         streams.add(end)
+        if (id !== undefined) filtered.set(id, { ns: spec.ns, stream: s })
         s.write(`retry: 1000\n\n`)
-        start(s)
+        begin(s)
         return end
       },
     }
   }
 }
 
-/** One open SSE stream: writes, the heartbeat, and the end (once). */
-class Stream {
-  stopped = false
-  readonly #out: StreamSink
-  readonly #ready: object
-  readonly #onStop: () => void
-  readonly #timer: ReturnType<typeof setInterval>
-  #unsubscribe: Unsubscribe | undefined
-
-  constructor(out: StreamSink, ready: object, heartbeatMs: number, onStop: () => void) {
-    this.#out = out
-    this.#ready = ready
-    this.#onStop = onStop
-    // From the start: a long catch-up with nothing for this prefix still shows the client a live stream.
-    this.#timer = setInterval(() => this.write(`: ping\n\n`), heartbeatMs)
-    ;(this.#timer as { unref?: () => void }).unref?.()
-  }
-
-  /** Sends a chunk; false when the socket asks to wait for drain. */
-  write(chunk: string): boolean {
-    if (this.stopped) return false
-    return this.#out.write(chunk)
-  }
-
-  event(ev: WatchEvent): void {
-    this.write(eventChunk(ev))
-  }
-
-  drained(): Promise<void> {
-    return new Promise((resolve) => this.#out.drain(resolve))
-  }
-
-  subscribed(unsubscribe: Unsubscribe): void {
-    this.#unsubscribe = unsubscribe
-  }
-
-  ready(): void {
-    this.write(`event: ${SSE_READY}\ndata: ${JSON.stringify(this.#ready)}\n\n`)
-  }
-
-  /** The watch failed: the client hears why, then the stream ends. */
-  fail(err: Error): void {
-    this.write(`event: ${SSE_ERROR}\ndata: ${JSON.stringify(toWire(err))}\n\n`)
-    this.stop()
-  }
-
-  stop(): void {
-    if (this.stopped) return
-    this.stopped = true
-    clearInterval(this.#timer)
-    this.#unsubscribe?.()
-    this.#onStop()
-    this.#out.end()
-  }
+/** An id no client can guess (another client's stream is not theirs to refilter). */
+function newStreamId(): string {
+  return globalThis.crypto.randomUUID()
 }
 
-/** The last event written and its chunk: a store hands one event object to every stream it goes to. */
-let lastEvent: WatchEvent | undefined
-let lastChunk = ''
-
-/** An event as SSE, serialized once however many streams it goes to. */
-function eventChunk(ev: WatchEvent): string {
-  if (ev !== lastEvent) {
-    lastChunk = `id: ${ev.revision}\ndata: ${JSON.stringify(ev)}\n\n`
-    lastEvent = ev
-  }
-  return lastChunk
-}

@@ -13,7 +13,7 @@ import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, expect, test } from 'vitest'
 import type { z } from 'zod'
 import { isZarisError } from '../../src/core/errors'
-import { BadAnswer, readCommit, readError, readEvent, readEvents, readGet, readList, readReady } from '../../src/adapters/http/answers'
+import { BadAnswer, readCommit, readError, readEvent, readEvents, readFilter, readGet, readList, readProgress, readReady } from '../../src/adapters/http/answers'
 import { httpAdapter } from '../../src/adapters/http/client'
 import {
   commitResponse,
@@ -23,6 +23,8 @@ import {
   getResponse,
   listResponse,
   readyEvent,
+  progressEvent,
+  filterResponse,
   stripEntry,
   stripEvent,
   watchEvent,
@@ -111,7 +113,20 @@ const cases: Case[] = [
     readyEvent,
     readReady,
     (d) => Object.fromEntries(Object.entries(d).filter(([, x]) => x !== undefined)),
-    (v) => maybeWrong(v, { heartbeat: v ? 15_000 : pick([15_000, 0, -1, 1.5, '5']), ...(r() < 0.5 ? { revision: v ? 3 : pick(revisions) } : {}), ...(r() < 0.5 ? { epoch: v ? 'e_1' : pick(['e_1', '', 'x'.repeat(65), 'a b', 7]) } : {}) }),
+    (v) => maybeWrong(v, { heartbeat: v ? 15_000 : pick([15_000, 0, -1, 1.5, '5']), ...(r() < 0.5 ? { revision: v ? 3 : pick(revisions) } : {}), ...(r() < 0.5 ? { epoch: v ? 'e_1' : pick(['e_1', '', 'x'.repeat(65), 'a b', 7]) } : {}), ...(r() < 0.5 ? { stream: v ? 'a-1_b' : pick(['s', '', 'x'.repeat(65), 'a/b', 7]) } : {}) }),
+  ],
+  ['progress', progressEvent, readProgress, (d) => d.revision, (v) => maybeWrong(v, { revision: v ? 12 : pick(revisions) })],
+  [
+    'filter',
+    filterResponse,
+    readFilter,
+    (d) => (d.history ? { ...d, history: { ...d.history, events: d.history.events.map(stripEvent) } } : d),
+    (v) =>
+      maybeWrong(v, {
+        revision: v ? 7 : pick(revisions),
+        version: v ? 2 : pick([2, -1, 1.5, '2']),
+        ...(r() < 0.5 ? { history: { after: v ? 3 : pick(revisions), events: list(int(3), () => event(v)), through: 7, more: v ? false : pick([false, 'no']) } } : {}),
+      }),
   ],
   ['error', errorBody, readError, (d) => d.error, (v) => maybeWrong(v, { error: { code: v ? 'FENCED' : pick(['FENCED', '', 'x'.repeat(65), 5]), message: v ? 'no' : pick(['no', 'm'.repeat(4_097), null]) } })],
 ]

@@ -45,7 +45,8 @@ interface HistoryExchange {
 async function slowHistory(target: string, ms: number): Promise<{ url: string; histories: HistoryExchange[] }> {
   const histories: HistoryExchange[] = []
   const proxy = createServer((req, res) => {
-    const history = req.url!.includes('/events')
+    // A filter answer may carry the first history page of the prefixes it adds: a history exchange too.
+    const history = req.url!.includes('/events') || req.url!.includes('/filter')
     const up = httpRequest(new URL(req.url!, target), { method: req.method, headers: req.headers }, (upRes) => {
       if (!history) {
         res.writeHead(upRes.statusCode!, upRes.headers)
@@ -55,9 +56,11 @@ async function slowHistory(target: string, ms: number): Promise<{ url: string; h
       upRes.on('data', (c: Buffer) => chunks.push(c))
       upRes.on('end', () => {
         const body = Buffer.concat(chunks)
-        const page = JSON.parse(body.toString('utf8')) as { through: number; more: boolean }
-        const after = Number(new URL(req.url!, target).searchParams.get('after'))
-        histories.push({ after, through: page.through, more: page.more })
+        const answer = JSON.parse(body.toString('utf8')) as { through: number; more: boolean; history?: { after: number; through: number; more: boolean } }
+        if (req.url!.includes('/events')) {
+          const after = Number(new URL(req.url!, target).searchParams.get('after'))
+          histories.push({ after, through: answer.through, more: answer.more })
+        } else if (answer.history) histories.push({ after: answer.history.after, through: answer.history.through, more: answer.history.more })
         setTimeout(() => {
           res.writeHead(upRes.statusCode!, upRes.headers)
           res.end(body)
@@ -67,6 +70,8 @@ async function slowHistory(target: string, ms: number): Promise<{ url: string; h
     up.on('error', () => res.destroy())
     req.pipe(up)
   })
+  // No framed connection through the proxy: refused at once, so the adapter's POSTs (filter) go as plain HTTP.
+  proxy.on('upgrade', (_req, socket) => socket.end('HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n'))
   await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', r))
   cleanup.push(() => new Promise((r) => { proxy.closeAllConnections(); proxy.close(r) }))
   return { url: `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`, histories }

@@ -150,16 +150,36 @@ export function readEvents(json: unknown): { events: WatchEvent[]; through: numb
 
 const EPOCH = /^[A-Za-z0-9_-]{1,64}$/
 
-/** The `ready` event that opens a watch stream. */
-export function readReady(json: unknown): { revision?: number; epoch?: string; heartbeat: number } {
-  const o = object(json, 'ready', { revision: 1, epoch: 1, heartbeat: 1 })
+/** The `ready` event that opens a watch stream (`stream`: a filtered stream's id). */
+export function readReady(json: unknown): { revision?: number; epoch?: string; heartbeat: number; stream?: string } {
+  const o = object(json, 'ready', { revision: 1, epoch: 1, heartbeat: 1, stream: 1 })
   const { heartbeat } = o
   if (typeof heartbeat !== 'number' || !Number.isSafeInteger(heartbeat) || heartbeat <= 0) fail('ready.heartbeat', 'must be a positive integer (ms)')
-  const r: { revision?: number; epoch?: string; heartbeat: number } = { heartbeat }
+  const r: { revision?: number; epoch?: string; heartbeat: number; stream?: string } = { heartbeat }
   if (o.revision !== undefined) r.revision = revision(o.revision, 'ready.revision')
   if (o.epoch !== undefined) {
     if (typeof o.epoch !== 'string' || !EPOCH.test(o.epoch)) fail('ready.epoch', 'must be 1-64 letters, digits, _ or -')
     r.epoch = o.epoch
+  }
+  if (o.stream !== undefined) {
+    if (typeof o.stream !== 'string' || !EPOCH.test(o.stream)) fail('ready.stream', 'must be 1-64 letters, digits, _ or -')
+    r.stream = o.stream
+  }
+  return r
+}
+
+/** A filtered stream's `progress` event. */
+export function readProgress(json: unknown): number {
+  return revision(object(json, 'progress', { revision: 1 }).revision, 'progress.revision')
+}
+
+/** The answer to `filter`. */
+export function readFilter(json: unknown): { revision: number; version: number; history?: { after: number; events: WatchEvent[]; through: number; more: boolean } } {
+  const o = object(json, 'response', { revision: 1, version: 1, history: 1 })
+  const r: ReturnType<typeof readFilter> = { revision: revision(o.revision, 'revision'), version: revision(o.version, 'version') }
+  if (o.history !== undefined) {
+    const h = object(o.history, 'history', { after: 1, events: 1, through: 1, more: 1 })
+    r.history = { after: revision(h.after, 'history.after'), ...readEvents({ events: h.events, through: h.through, more: h.more }) }
   }
   return r
 }

@@ -22,7 +22,7 @@ import type { Adapter, CommitResult, Entry, ListOptions, ListPage, Unsubscribe, 
 import { ClosedError, InvalidArgumentError, UnauthorizedError, UnavailableError, ZarisError, errorFromJSON } from '../../core/errors'
 import { randomHex } from '../../core/ids'
 import { checkKey, checkListOptions, checkPrefix, checkWatchArgs } from '../../core/validate'
-import { BadAnswer, readCommit, readError, readEvents, readGet, readList } from './answers'
+import { BadAnswer, readCommit, readError, readEvents, readFilter, readGet, readList } from './answers'
 import { API_PREFIX, NAMESPACE_PATTERN } from './wire'
 import { pageExit, type PageExit } from './page-exit'
 import { fetchTransport, hasNodeHttp, type Transport } from './transport'
@@ -213,17 +213,18 @@ class HttpAdapter implements Adapter {
    * over across endpoints and retrying in rounds with backoff; `read`
    * checks the answer (./answers) and builds what the call resolves.
    */
-  async #call<T>(op: string, payload: unknown, read: (json: unknown) => T, method: 'GET' | 'POST' = 'POST'): Promise<T> {
+  async #call<T>(op: string, payload: unknown, read: (json: unknown) => T, method: 'GET' | 'POST' = 'POST', only?: number): Promise<T> {
     this.#assertOpen()
     const transport = this.#ready ?? (await this.#getTransport())
     const body = method === 'POST' ? JSON.stringify(payload) : undefined
     const query = method === 'GET' ? `?${new URLSearchParams(payload as Record<string, string>)}` : ''
     const headers: Record<string, string> = method === 'POST' ? { ...this.#headers, 'content-type': 'application/json' } : { ...this.#headers }
-    const n = this.#endpoints.length
+    // `only`: the one endpoint that can answer (a filter names a stream of that node).
+    const n = only === undefined ? this.#endpoints.length : 1
     let lastError: Error | undefined
     for (let round = 0; round < this.#rounds; round++) {
       if (round > 0) await pause(100 * 2 ** (round - 1) * (0.5 + Math.random() / 2), this.#closer.signal)
-      const start = this.#preferred
+      const start = only ?? this.#preferred
       for (let i = 0; i < n; i++) {
         this.#assertOpen()
         const index = (start + i) % n
@@ -248,7 +249,7 @@ class HttpAdapter implements Adapter {
           signal.dispose()
         }
         if (status === 200) {
-          this.#preferred = index
+          if (only === undefined) this.#preferred = index
           let json: unknown
           if (parsed) json = parsed.json
           else {
@@ -301,6 +302,7 @@ class HttpAdapter implements Adapter {
         return this.#call('events', query, readEvents, 'GET')
       },
       seen: () => this.#seen,
+      filter: (endpoint, body) => this.#call('filter', body, readFilter, 'POST', endpoint),
     }
   }
 }

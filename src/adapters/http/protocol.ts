@@ -13,6 +13,12 @@
  * GET  /v1/<ns>/watch?prefix=P[&from=R][&epoch=E]     -> text/event-stream
  *      (Last-Event-ID: R resumes after revision R; each change event's id is its revision;
  *       epoch E, from the stream's `ready` event, makes a resume fail plainly if the store was reset)
+ * GET  /v1/<ns>/watch?prefixes=["P1","P2"][&from=R][&epoch=E]   -> text/event-stream, filtered
+ *      (only the changes under P1, P2...; `ready` names the stream, `progress` events move
+ *       its resume point; POST filter replaces its prefixes while it runs)
+ * POST /v1/<ns>/filter  { stream, version, prefixes, after? } -> { revision, version, history? }
+ *      (from this answer on, the stream carries every change after `revision` under the new
+ *       prefixes; a version not above the stream's is answered with the stream's own)
  * GET  /v1/<ns>/events?after=R[&prefix=P][&epoch=E]   -> { events, through, more }
  *      (the history after R, one page: complete for every revision up to `through`)
  * GET  /healthz, GET /metrics
@@ -54,12 +60,16 @@ import type { Check, CommitResult, Entry, Op, Value, WatchEvent } from '../../co
 import { InvalidArgumentError, type ErrorCode } from '../../core/errors'
 import { checkValue, isOwnerId as isOwner, keyProblem, MAX_KEY_LENGTH, MAX_OWNER_LENGTH, MAX_TTL } from '../../core/validate'
 import { MAX_OPS, fastCommitRequest, fastCommitResponse, fastGetRequest, fastGetResponse, fastListRequest } from './fast-checks'
+import { FILTER_MAX_PREFIXES } from './wire'
 
 export {
   API_PREFIX,
   NAMESPACE_PATTERN,
   SSE_READY,
   SSE_ERROR,
+  SSE_PROGRESS,
+  FILTER_MAX_PREFIXES,
+  FILTER_MAX_CHARS,
   FRAMES_PROTOCOL,
   FRAMES_PATH,
   FRAME_ENVELOPE_BYTES,
@@ -158,15 +168,29 @@ export const commitRequest = z.strictObject({
 /** Names one life of a store: a store that was reset (a memory node restarted) gets a new epoch. */
 const epochSchema = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'must be 1-64 letters, digits, _ or -')
 
-/** Query of `GET /v1/<ns>/watch` (`from` may also come as `Last-Event-ID`). */
+/** Query of `GET /v1/<ns>/watch` (`from` may also come as `Last-Event-ID`); `prefixes`: a JSON array (see {@link filterPrefixes}). */
 export const watchQuery = z.strictObject({
   prefix,
+  prefixes: z.string().optional(),
   epoch: epochSchema.optional(),
   from: z
     .string()
     .regex(/^\d{1,16}$/, 'must be a revision (digits)')
     .transform(Number)
     .optional(),
+})
+
+/** A filtered stream's prefixes (the count and size bounds are checked apart: they are TOO_LARGE, not malformed). */
+export const filterPrefixes = z.array(prefix).max(FILTER_MAX_PREFIXES * 16, 'too many prefixes')
+/** Names a filtered watch stream (its `ready` says it). */
+export const streamId = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'must be 1-64 letters, digits, _ or -')
+/** Body of `POST /v1/<ns>/filter`: the stream's prefixes from now on; versions only move up. */
+export const filterRequest = z.strictObject({
+  stream: streamId,
+  version: z.number().int().min(1).max(Number.MAX_SAFE_INTEGER),
+  prefixes: filterPrefixes,
+  /** Also answer the history after it under the prefixes this request adds (one page), sparing a `GET events`. */
+  after: revision.optional(),
 })
 
 /** Query of `GET /v1/<ns>/events`: the recorded events after revision `after`. */
@@ -219,13 +243,27 @@ export const watchEvent = z.strictObject({
  * the page was cut short (ask again after `through`).
  */
 export const eventsResponse = z.strictObject({ events: z.array(watchEvent), through: revision, more: z.boolean() })
+/** Response of `filter`: the stream carries every change under its prefixes after `revision`; `history`: as asked. */
+export const filterResponse = z.strictObject({
+  revision,
+  version: z.number().int().min(0),
+  history: z.strictObject({ after: revision, events: z.array(watchEvent), through: revision, more: z.boolean() }).optional(),
+})
 
 /**
  * The first event of every watch stream, sent once the node delivers every
  * later change: the store's revision then (when the store can tell) and the
  * heartbeat interval, so the client can tell a dead stream from a quiet one.
  */
-export const readyEvent = z.strictObject({ revision: revision.optional(), epoch: epochSchema.optional(), heartbeat: z.number().int().positive() })
+export const readyEvent = z.strictObject({
+  revision: revision.optional(),
+  epoch: epochSchema.optional(),
+  heartbeat: z.number().int().positive(),
+  /** Only on a filtered stream: the id `filter` requests name. */
+  stream: streamId.optional(),
+})
+/** A filtered stream's `progress` event. */
+export const progressEvent = z.strictObject({ revision })
 
 /** Every error body the node sends. */
 export const errorBody = z.strictObject({ error: z.strictObject({ code: z.string().min(1).max(64), message: z.string().max(4_096) }) })

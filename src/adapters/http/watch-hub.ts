@@ -1,6 +1,20 @@
 /**
- * Every watch of one HTTP adapter over one event stream (`./watch-stream`)
- * that follows the whole namespace; each watch filters it by its prefix.
+ * Every watch of one HTTP adapter over one event stream (`./watch-stream`);
+ * each watch filters it by its prefix.
+ *
+ * The stream carries only the changes under the prefixes the watches name
+ * (`./watch-filter`): a lock waiter's client parses the events of the keys it
+ * waits on, not every commit of the namespace. A watch whose prefix the
+ * stream does not carry yet waits for the node to take the new set (`POST
+ * filter`, one at a time), holding what the stream brings meanwhile; the node
+ * answers the revision after which it carries the prefix, and the watch
+ * reads the changes up to it from the history, exactly as a watch from a
+ * revision older than the ring does (below). A prefix no watch names any
+ * more is dropped from the set at the next request; its events in flight are
+ * filtered here. A reconnect asks for the set as it is then, from the
+ * revision the stream reached: a prefix it carried before keeps its start,
+ * a new one starts there. A node that does not filter (no stream id in its
+ * `ready`) carries the whole namespace, as before.
  *
  * Why one stream: a browser gives an origin six HTTP/1.1 connections, and a
  * page that opened one stream per watch had none left for its requests; and a
@@ -34,15 +48,21 @@
  * @module
  */
 import type { Unsubscribe, WatchEvent, WatchSink } from '../../core/adapter'
-import { ClosedError, UnavailableError, isZarisError } from '../../core/errors'
+import { ClosedError, isZarisError } from '../../core/errors'
 import { EventRing } from './event-ring'
-import { EventStream, pause, type WatchContext } from './watch-stream'
+import { Coverage } from './watch-filter'
+import { EventStream, pause, type Filtered, type WatchContext } from './watch-stream'
+import { catchUp, deliver, type HistoryPage, type Joiner, type Subscriber } from './watch-catch-up'
 
-/** One page of a node's history: complete for every revision up to `through`. */
-export interface HistoryPage {
-  events: WatchEvent[]
-  through: number
-  more: boolean
+export type { HistoryPage }
+
+
+/** A `filter` request: the stream's prefixes from now on, and the history after `after` under the ones it adds. */
+export interface FilterBody {
+  stream: string
+  version: number
+  prefixes: readonly string[]
+  after?: number
 }
 
 /** What the hub needs from its adapter besides the stream's needs. */
@@ -53,33 +73,19 @@ export interface HubContext extends WatchContext {
   seen(): number
   /** Ms the stream stays open after the last watch ended. */
   lingerMs: number
+  /** Sets the prefixes of the node's stream `stream` (at endpoint `endpoint`): the revision after which it carries them. */
+  filter(endpoint: number, body: FilterBody): Promise<{ revision: number; version: number; history?: HistoryPage & { after: number } }>
 }
 
-interface Subscriber {
-  readonly prefix: string
-  readonly sink: WatchSink
-  /** Changes at or below this revision are not delivered: had already, or older than the watch. */
-  after: number
-  /** While catching up on history: the stream's changes, kept for after it. */
-  held: WatchEvent[] | undefined
-  /** While catching up: fails the opening `watch()` instead of the sink. */
-  fail: ((error: Error) => void) | undefined
-  done: boolean
-}
 
-interface Joiner {
-  readonly prefix: string
-  readonly sink: WatchSink
-  readonly from: number | undefined
-  resolve(unsubscribe: Unsubscribe): void
-  reject(error: Error): void
-}
 
 /** Recent changes kept for watches from a revision the stream has passed. */
 const RING_EVENTS = 1_024
 const RING_BYTES = 1024 * 1024
-/** History requests that bring nothing new before a catch-up gives up. */
-const MAX_STALLS = 5
+/** Filter requests that fail in a row (the node busy, a connection lost) before the waiting watches fail. */
+const MAX_FILTER_FAILURES = 8
+/** Ms before a prefix no watch names leaves the stream's set (sooner if a prefix is added). */
+const DROP_DELAY_MS = 50
 
 /** The watches of one adapter, multiplexed over its one event stream. */
 export class WatchHub {
@@ -94,6 +100,15 @@ export class WatchHub {
   #live = false
   #linger: ReturnType<typeof setTimeout> | undefined
   #closed = false
+  #cov = new Coverage()
+  /** The node's stream while it is filtered and connected (filter requests name it). */
+  #filtered: Filtered | undefined
+  #syncing = false
+  #removal: ReturnType<typeof setTimeout> | undefined
+  #syncQueued = false
+  #filterFailures = 0
+  /** The node refused a filtered stream (an older node): the stream carries the namespace. */
+  #unfiltered = false
 
   constructor(ctx: HubContext) {
     this.#ctx = ctx
@@ -115,6 +130,7 @@ export class WatchHub {
     this.#stopLinger()
     return new Promise<Unsubscribe>((resolve, reject) => {
       const joiner: Joiner = { prefix, sink, from: fromRevision, resolve, reject }
+      this.#cov.want(prefix)
       if (this.#live) return this.#join(joiner)
       this.#joiners.push(joiner)
       if (!this.#stream) this.#open(joiner)
@@ -131,6 +147,7 @@ export class WatchHub {
     for (const sub of this.#subscribers) {
       sub.done = true
       sub.fail?.(closed)
+      sub.waiting?.reject(closed)
     }
     this.#subscribers.clear()
     const joiners = this.#joiners
@@ -142,14 +159,18 @@ export class WatchHub {
   #open(origin: Joiner | undefined): void {
     this.#ring.reset(undefined)
     this.#origin = origin?.from === undefined ? undefined : origin
+    this.#cov = new Coverage()
+    this.#filtered = undefined
+    for (const j of this.#joiners) this.#cov.want(j.prefix)
     const stream: EventStream = new EventStream(
       this.#ctx,
       {
-        ready: (first, start) => {
+        ready: (first, start, filtered) => {
           if (this.#stream !== stream) return
           if (first) this.#ring.reset(start)
           this.#origin = undefined
           this.#live = true
+          this.#carried(filtered)
           const joiners = this.#joiners
           this.#joiners = []
           for (const j of joiners) this.#join(j)
@@ -159,13 +180,16 @@ export class WatchHub {
           if (this.#stream === stream) this.#dispatch(event, size)
         },
         interrupted: () => {
-          if (this.#stream === stream) this.#live = false
+          if (this.#stream !== stream) return
+          this.#live = false
+          this.#filtered = undefined
         },
         ended: (error) => {
           if (this.#stream === stream) this.#ended(stream, error)
         },
       },
       this.#origin?.from,
+      this.#unfiltered ? undefined : () => this.#cov.target(),
     )
     this.#stream = stream
   }
@@ -174,6 +198,7 @@ export class WatchHub {
   #shut(): void {
     this.#stream?.stop()
     this.#stream = undefined
+    this.#filtered = undefined
     this.#live = false
     this.#ring.reset(undefined)
   }
@@ -192,16 +217,24 @@ export class WatchHub {
   #ended(stream: EventStream, error: Error): void {
     this.#stopLinger()
     this.#stream = undefined
+    this.#filtered = undefined
     this.#live = false
     this.#ring.reset(undefined)
     const subscribers = [...this.#subscribers]
     this.#subscribers.clear()
     for (const sub of subscribers) {
       sub.done = true
-      if (sub.fail) sub.fail(error)
+      if (sub.waiting) sub.waiting.reject(error)
+      else if (sub.fail) sub.fail(error)
       else sub.sink.error(error)
     }
     let joiners = this.#joiners
+    // A node older than filtered streams refuses the query: the namespace then, as before.
+    if (!stream.opened && !this.#unfiltered && isZarisError(error, 'INVALID_ARGUMENT') && /prefixes/.test(error.message) && joiners.length > 0) {
+      this.#unfiltered = true
+      this.#open(this.#origin ?? undefined)
+      return
+    }
     this.#joiners = []
     const origin = this.#origin
     this.#origin = undefined
@@ -224,75 +257,160 @@ export class WatchHub {
 
   #join(j: Joiner): void {
     const stream = this.#stream!
-    const sub: Subscriber = { prefix: j.prefix, sink: j.sink, after: -1, held: undefined, fail: undefined, done: false }
-    const unsubscribe = () => this.#drop(sub)
+    const sub: Subscriber = { prefix: j.prefix, sink: j.sink, after: -1, held: undefined, fail: undefined, done: false, waiting: undefined }
     const from = j.from
-    if (from === undefined) {
-      sub.after = Math.max(stream.last ?? -1, this.#ctx.seen())
+    sub.after = from ?? Math.max(stream.last ?? -1, this.#ctx.seen())
+    const since = this.#cov.since(j.prefix)
+    if (since === undefined) {
+      // Not carried yet: hold what comes for it until the node takes the new set.
+      sub.held = []
+      sub.waiting = j
       this.#subscribers.add(sub)
-      return j.resolve(unsubscribe)
+      return this.#sync()
     }
-    sub.after = from
-    if (this.#ring.covers(from)) {
+    if (from === undefined) {
+      this.#subscribers.add(sub)
+      return j.resolve(() => this.#drop(sub))
+    }
+    if (this.#ring.covers(from) && since <= from) {
       this.#subscribers.add(sub)
       for (const event of this.#ring.since(from)) if (event.key.startsWith(sub.prefix)) deliver(sub.sink, event)
-      return j.resolve(unsubscribe)
+      return j.resolve(() => this.#drop(sub))
     }
-    // Older than the ring: the node's history, then what the stream brings meanwhile.
-    const floor = this.#ring.floor
+    // Older than the ring (or than the stream's carrying the prefix): the node's history, then what the stream brings meanwhile.
+    const ringFloor = this.#ring.floor
+    const floor = ringFloor === undefined ? (since >= 0 ? since : undefined) : Math.max(ringFloor, since)
     sub.held = floor === undefined ? [] : this.#ring.since(floor).filter((e) => e.key.startsWith(sub.prefix))
-    sub.fail = (error) => j.reject(error)
     this.#subscribers.add(sub)
-    this.#catchUp(sub, floor, stream.epoch).then(
-      () => {
-        if (sub.done) return
-        const held = sub.held ?? []
-        sub.held = undefined
-        sub.fail = undefined
-        for (const event of held) if (event.revision > sub.after) deliver(sub.sink, event)
-        j.resolve(unsubscribe)
-      },
-      (error: Error) => {
-        if (sub.done) return
-        this.#drop(sub)
-        if (isZarisError(error, 'COMPACTED')) {
-          // As a local store does: the watch is set up, and its sink is told at once.
-          sub.sink.error(error)
-          j.resolve(() => {})
-        } else j.reject(error)
-      },
-    )
+    this.#settle(sub, j, floor)
   }
 
-  /**
-   * Delivers the node's history after `sub.after` until it reaches `floor`,
-   * where the ring (and so `sub.held`) starts; undefined `floor`: the stream
-   * had brought nothing yet, so all of it is held and any history will do.
-   */
-  async #catchUp(sub: Subscriber, floor: number | undefined, epoch: string | undefined): Promise<void> {
-    let stalls = 0
-    for (;;) {
-      const page = await this.#ctx.history(sub.prefix, sub.after, epoch)
+  /** Completes `j`'s watch once the history after `sub.after` reaches `floor` (undefined: one page will do), then what was held. */
+  #settle(sub: Subscriber, j: Joiner, floor: number | undefined, first?: HistoryPage & { after: number }): void {
+    const unsubscribe = () => this.#drop(sub)
+    const finish = () => {
       if (sub.done) return
-      for (const event of page.events) if (event.revision > sub.after) deliver(sub.sink, event)
-      const progressed = page.through > sub.after
-      sub.after = Math.max(sub.after, page.through)
-      if (floor === undefined || sub.after >= floor) return
-      if (page.more) continue
-      // A node behind the stream (another address that has not caught up): ask again shortly.
-      if (!progressed && ++stalls >= MAX_STALLS) {
-        throw new UnavailableError(`the node's history stops at revision ${sub.after}, before the watch stream's ${floor}`)
-      }
-      await pause(50 * stalls, new AbortController().signal)
-      if (sub.done) return
+      const held = sub.held ?? []
+      sub.held = undefined
+      sub.fail = undefined
+      for (const event of held) if (event.revision > sub.after) deliver(sub.sink, event)
+      j.resolve(unsubscribe)
     }
+    if (j.from === undefined || (floor !== undefined && sub.after >= floor)) return finish()
+    sub.fail = (error) => j.reject(error)
+    catchUp(this.#ctx, sub, floor, this.#stream?.epoch, first).then(finish, (error: Error) => {
+      if (sub.done) return
+      this.#drop(sub)
+      if (isZarisError(error, 'COMPACTED')) {
+        // As a local store does: the watch is set up, and its sink is told at once.
+        sub.sink.error(error)
+        j.resolve(() => {})
+      } else j.reject(error)
+    })
+  }
+
+  /** A connection is ready: what it carries, and the watches that waited for it. */
+  #carried(filtered: Filtered | undefined): void {
+    this.#filterFailures = 0
+    if (!filtered || filtered.stream === undefined) {
+      this.#cov.all = true
+      this.#filtered = undefined
+    } else {
+      this.#filtered = filtered
+      this.#cov.inflight = undefined
+      this.#cov.confirm(filtered.prefixes, filtered.after)
+    }
+    this.#satisfy()
+  }
+
+  /** Completes the waiting watches whose prefix the stream now carries. */
+  #satisfy(first?: HistoryPage & { after: number }): void {
+    for (const sub of [...this.#subscribers]) {
+      const j = sub.waiting
+      if (!j || sub.done) continue
+      const since = this.#cov.since(sub.prefix)
+      if (since === undefined) continue
+      sub.waiting = undefined
+      // A fresh watch needs nothing from before the node took the set (it answered before watch() resolves).
+      if (j.from === undefined) sub.after = Math.max(sub.after, since)
+      this.#settle(sub, j, since, first)
+    }
+  }
+
+  /** Sends the set the watches need, one request at a time, once the microtask's changes are in. */
+  #sync(): void {
+    if (this.#syncQueued) return
+    this.#syncQueued = true
+    queueMicrotask(() => {
+      this.#syncQueued = false
+      this.#request()
+    })
+  }
+
+  #request(): void {
+    const filtered = this.#filtered
+    if (this.#syncing || !filtered || !this.#live || this.#closed || !this.#cov.stale()) return
+    const cov = this.#cov
+    const prefixes = cov.target()
+    // The oldest revision a waiting watch needs the history after: the node answers a page of it with the set.
+    let after: number | undefined
+    for (const sub of this.#subscribers) if (sub.waiting?.from !== undefined) after = Math.min(after ?? sub.after, sub.after)
+    const version = ++cov.version
+    cov.inflight = prefixes
+    this.#syncing = true
+    const current = () => this.#filtered === filtered && this.#cov === cov
+    this.#ctx.filter(filtered.endpoint, after === undefined ? { stream: filtered.stream!, version, prefixes } : { stream: filtered.stream!, version, prefixes, after }).then(
+      (answer) => {
+        this.#syncing = false
+        if (!current()) return this.#sync()
+        cov.inflight = undefined
+        this.#filterFailures = 0
+        if (answer.version === version) cov.confirm(prefixes, answer.revision)
+        // A version the node had already passed (a request repeated): go on from its.
+        else cov.version = Math.max(cov.version, answer.version)
+        this.#satisfy(answer.history)
+        this.#sync()
+      },
+      (error: Error) => {
+        this.#syncing = false
+        if (!current()) return this.#sync()
+        cov.inflight = undefined
+        // The node busy, or the stream gone there (it reconnects and sends the set then): again, a little later.
+        if (isZarisError(error, 'UNAVAILABLE') && ++this.#filterFailures < MAX_FILTER_FAILURES) {
+          void pause(25 * 2 ** this.#filterFailures, new AbortController().signal).then(() => this.#sync())
+          return
+        }
+        for (const sub of [...this.#subscribers]) {
+          if (!sub.waiting) continue
+          const j = sub.waiting
+          this.#drop(sub)
+          j.reject(error)
+        }
+      },
+    )
   }
 
   #drop(sub: Subscriber): void {
     if (sub.done) return
     sub.done = true
     this.#subscribers.delete(sub)
+    this.#cov.unwant(sub.prefix)
     this.#idle()
+    this.#syncLater()
+  }
+
+  /**
+   * A prefix no watch needs is dropped from the set a little later, or with
+   * the next prefix added: a lock waiter drops its watch and watches again
+   * within a round trip, and one request then does both.
+   */
+  #syncLater(): void {
+    if (this.#removal !== undefined) return
+    this.#removal = setTimeout(() => {
+      this.#removal = undefined
+      this.#sync()
+    }, DROP_DELAY_MS)
+    ;(this.#removal as { unref?: () => void }).unref?.()
   }
 
   /** With no watch left, lets the stream linger a little for the next one, then closes it. */
@@ -311,13 +429,5 @@ export class WatchHub {
     clearTimeout(this.#linger)
     this.#linger = undefined
     this.#stream?.ref(true)
-  }
-}
-
-function deliver(sink: WatchSink, event: WatchEvent): void {
-  try {
-    sink.event(event)
-  } catch {
-    // A sink that throws must not end the stream for the events after it.
   }
 }

@@ -22,6 +22,11 @@
  *   of Redis may read its store's revision before every earlier event has
  *   reached the stream, and those events must still be delivered.
  *
+ * Filtered (`prefixes` given): each connection asks for the changes under
+ * the prefixes `prefixes()` names then, and reports them with the node's
+ * stream id in `ready`; the node's `progress` events move the resume point
+ * past changes the stream did not carry.
+ *
  * When no node answers for `reconnectLimitMs` (or, before the first `ready`,
  * after every address was tried `rounds` times) the stream ends with
  * `UnavailableError`.
@@ -31,8 +36,8 @@
 import { createParser } from 'eventsource-parser'
 import type { WatchEvent } from '../../core/adapter'
 import { UnavailableError, ZarisError, errorFromJSON, isZarisError } from '../../core/errors'
-import { BadAnswer, readError, readEvent, readReady } from './answers'
-import { SSE_ERROR, SSE_READY } from './wire'
+import { BadAnswer, readError, readEvent, readProgress, readReady } from './answers'
+import { SSE_ERROR, SSE_PROGRESS, SSE_READY } from './wire'
 import type { Transport, TransportResponse } from './transport'
 
 /** What a watch stream needs from its adapter. */
@@ -61,13 +66,24 @@ export interface StreamListener {
    * with `start`: the revision the stream starts after (undefined when a
    * fresh stream's node did not say).
    */
-  ready(first: boolean, start: number | undefined): void
+  ready(first: boolean, start: number | undefined, filtered?: Filtered): void
   /** One change, in revision order, never twice; `size` is its length on the wire. */
   event(event: WatchEvent, size: number): void
   /** The connection broke after `ready`; the stream is reconnecting. */
   interrupted(): void
   /** The stream is over: it cannot go on without a gap, or no node answered. */
   ended(error: Error): void
+}
+
+/** What a connection of a filtered stream carries: the node's id for it and its prefixes, after `resumedAfter`. */
+export interface Filtered {
+  /** Undefined when the node does not filter (it carries the whole namespace). */
+  stream: string | undefined
+  prefixes: readonly string[]
+  /** The revision this connection carries the prefixes after: where it resumed, or started. */
+  after: number
+  /** The endpoint (index) the connection is to: filter requests go there. */
+  endpoint: number
 }
 
 type Outcome = { kind: 'stopped' } | { kind: 'ended'; healthy: boolean } | { kind: 'failed'; error: Error; fatal: boolean }
@@ -79,6 +95,7 @@ export class EventStream {
   readonly #ctx: WatchContext
   readonly #listener: StreamListener
   readonly #from: number | undefined
+  readonly #prefixes: (() => readonly string[]) | undefined
   readonly #stopper = new AbortController()
   /** The last revision handed on, or where the stream starts. */
   #last: number | undefined
@@ -92,11 +109,12 @@ export class EventStream {
   #ref = true
   #heartbeat = 15_000
 
-  /** Opens the stream: fresh, or `from` a revision (every change after it). */
-  constructor(ctx: WatchContext, listener: StreamListener, from?: number) {
+  /** Opens the stream: fresh, or `from` a revision (every change after it); filtered to `prefixes()` if given. */
+  constructor(ctx: WatchContext, listener: StreamListener, from?: number, prefixes?: () => readonly string[]) {
     this.#ctx = ctx
     this.#listener = listener
     this.#from = from
+    this.#prefixes = prefixes
     this.#last = from
     void this.#run().then(
       (error) => {
@@ -237,7 +255,9 @@ export class EventStream {
     let early: Array<{ event: WatchEvent; size: number }> | undefined = this.#opened ? undefined : []
     try {
       const transport = await ctx.transport()
-      const query = `?prefix=${this.#epoch === undefined ? '' : `&epoch=${this.#epoch}`}`
+      const prefixes = this.#prefixes?.()
+      const filter = prefixes === undefined ? '' : `&prefixes=${encodeURIComponent(JSON.stringify(prefixes))}`
+      const query = `?prefix=${this.#epoch === undefined ? '' : `&epoch=${this.#epoch}`}${filter}`
       const headers: Record<string, string> = { ...ctx.headers(), accept: 'text/event-stream' }
       const from = this.#resumeFrom()
       if (from !== undefined) headers['last-event-id'] = String(from)
@@ -267,10 +287,18 @@ export class EventStream {
                 this.#opened = true
                 if (this.#from === undefined) this.#last = r.revision
               }
-              this.#listener.ready(first, first ? this.#last : undefined)
+              const filtered = prefixes && { stream: r.stream, prefixes, after: (first ? this.#last : from) ?? -1, endpoint: index }
+              this.#listener.ready(first, first ? this.#last : undefined, filtered)
               const held = early ?? []
               early = undefined
               for (const e of held) this.#accept(e.event, e.size)
+            } else if (message.event === SSE_PROGRESS) {
+              // Every change under the prefixes up to it came: resume after it (not before a quiet spell).
+              const revision = readProgress(JSON.parse(message.data))
+              if (!early && (this.#last === undefined || revision >= this.#last)) {
+                this.#last = revision
+                this.#partial = undefined
+              }
             } else if (message.event === SSE_ERROR) {
               const error = readError({ error: JSON.parse(message.data) })
               if (!error) throw new BadAnswer('error: expected { code, message }')

@@ -16,6 +16,16 @@ export const NAMESPACE_PATTERN = /^[A-Za-z0-9._~-]{1,128}$/
 /** The SSE event names a watch stream uses besides plain change events. */
 export const SSE_READY = 'ready'
 export const SSE_ERROR = 'error'
+/**
+ * On a filtered stream: `{ revision }`, every change up to it under the
+ * stream's prefixes has been sent (a quiet stream's resume point moves on).
+ */
+export const SSE_PROGRESS = 'progress'
+
+/** Most prefixes one filtered watch stream follows (more: TOO_LARGE). */
+export const FILTER_MAX_PREFIXES = 64
+/** Most UTF-16 code units, summed over its prefixes, one filtered watch stream follows (more: TOO_LARGE). */
+export const FILTER_MAX_CHARS = 4_096
 
 /** The `Upgrade` token of the framed protocol, and the path that accepts it. */
 export const FRAMES_PROTOCOL = 'zaris-frames/1'
