@@ -25,8 +25,8 @@
  *             → join: it left or changed (evicted first if its client is gone)
  *             → patrol: PATROL passed (it may have died in line), or the wait ran out
  *   patrol    look at the claim while someone (maybe dead) is ahead
- *             → join: something blocks, or the waiter ahead moved within
- *             HANDOVER_GRACE · → try: it stayed free that long
+ *             → join: something blocks · → try: free, after HANDOVER_GRACE
+ *             (the try fails if the waiter ahead took it meanwhile)
  *   try       one commit that takes the claim and leaves the line
  *             → won · → join / watch / try: what blocks now (join when the
  *             place was lost: rejoin at the back)
@@ -64,6 +64,9 @@ export const PATROL = 1_000
  */
 export const HANDOVER_GRACE = 500
 
+/** A wait on nothing: only the time, the caller's signal or the client's close end it. */
+const NOTHING: Sight = { blockers: [], watches: [] }
+
 const EARLY: unique symbol = Symbol('early')
 /** Why an early watch is dropped; made once (an abort without a reason makes a DOMException each time). */
 const DROPPED = new Error('the early watch was dropped')
@@ -74,7 +77,7 @@ export type State<H> =
   | { readonly name: 'steal'; readonly sight: Sight }
   | { readonly name: 'join'; readonly sight: Sight | undefined }
   | { readonly name: 'behind'; readonly ahead: Entry }
-  | { readonly name: 'patrol'; readonly ahead: Entry }
+  | { readonly name: 'patrol' }
   | { readonly name: 'try' }
   | { readonly name: 'watch'; readonly sight: Sight }
   | { readonly name: 'woke'; readonly wake: Wake; readonly sight: Sight }
@@ -186,7 +189,7 @@ export class AcquireMachine<H> {
       case 'behind':
         return this.#behind(state.ahead)
       case 'patrol':
-        return this.#patrol(state.ahead)
+        return this.#patrol()
       case 'try': {
         this.#dropEarly()
         const place = this.#line?.entry
@@ -259,22 +262,19 @@ export class AcquireMachine<H> {
 
   async #behind(ahead: Entry): Promise<State<H>> {
     // The patrol covers a waiter that died in line on a store that cannot tell us.
+    const wake = await waitForChange(this.#ctx, sightOf(ahead), Math.min(this.#left(), PATROL), this.#signal)
+    if (wake.kind === 'owner-gone') await this.#line!.evict(ahead)
     // A timeout at the wait's deadline goes to patrol too: the deadline check before it gives up.
-    return (await this.#waitOn(ahead, PATROL)) ? { name: 'join', sight: undefined } : { name: 'patrol', ahead }
+    return wake.kind === 'timeout' ? { name: 'patrol' } : { name: 'join', sight: undefined }
   }
 
-  async #patrol(ahead: Entry): Promise<State<H>> {
+  async #patrol(): Promise<State<H>> {
     const sight = await this.#claim.look()
     if (sight) return { name: 'join', sight }
     // Free, though someone (maybe dead) stands ahead: it may be taking the claim right now.
-    return (await this.#waitOn(ahead, HANDOVER_GRACE)) ? { name: 'join', sight: undefined } : { name: 'try' }
-  }
-
-  /** Waits at most `ms` for the waiter `ahead` to leave the line or change (evicted first if its client is gone): false if it did not. */
-  async #waitOn(ahead: Entry, ms: number): Promise<boolean> {
-    const wake = await waitForChange(this.#ctx, sightOf(ahead), Math.min(this.#left(), ms), this.#signal)
-    if (wake.kind === 'owner-gone') await this.#line!.evict(ahead)
-    return wake.kind !== 'timeout'
+    // A plain pause, no watch: the try after it fails if the waiter ahead took the claim meanwhile.
+    await waitForChange(this.#ctx, NOTHING, Math.min(this.#left(), HANDOVER_GRACE), this.#signal)
+    return { name: 'try' }
   }
 
   async #watch(sight: Sight): Promise<State<H>> {
