@@ -14,6 +14,7 @@
  */
 import { InvalidArgumentError, TooLargeError } from '../core/errors'
 import { FILTER_MAX_CHARS, FILTER_MAX_PREFIXES, filterPrefixes, parseWith } from '../adapters/http/protocol'
+import { commonPrefix } from '../adapters/http/wire'
 
 /** A bounded set of key prefixes. */
 export class PrefixFilter {
@@ -45,17 +46,7 @@ export class PrefixFilter {
 
   /** The longest prefix of every prefix in the set: what a history read for the set may narrow to. */
   common(): string {
-    const ps = this.prefixes
-    if (ps.length === 0) return ''
-    let c = ps[0]!
-    for (const p of ps) {
-      let i = 0
-      while (i < c.length && i < p.length && c.charCodeAt(i) === p.charCodeAt(i)) i++
-      c = c.slice(0, i)
-    }
-    // Never cut a surrogate pair in half: the store's prefix rule wants well-formed strings.
-    const last = c.charCodeAt(c.length - 1)
-    return last >= 0xd800 && last <= 0xdbff ? c.slice(0, -1) : c
+    return commonPrefix(this.prefixes)
   }
 }
 

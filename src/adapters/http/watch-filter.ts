@@ -16,7 +16,7 @@
  *
  * @module
  */
-import { FILTER_MAX_CHARS, FILTER_MAX_PREFIXES } from './wire'
+import { commonPrefix, FILTER_MAX_CHARS, FILTER_MAX_PREFIXES } from './wire'
 
 /** Characters of the set, URL-encoded, past which it collapses (a node's request line and headers fit in 16 KiB). */
 const MAX_QUERY = 8 * 1024
@@ -83,15 +83,4 @@ function cover(prefixes: string[]): string[] {
   const kept: string[] = []
   for (const p of prefixes.sort()) if (kept.length === 0 || !p.startsWith(kept[kept.length - 1]!)) kept.push(p)
   return kept
-}
-
-function commonPrefix(prefixes: readonly string[]): string {
-  let c = prefixes[0] ?? ''
-  for (const p of prefixes) {
-    let i = 0
-    while (i < c.length && i < p.length && c.charCodeAt(i) === p.charCodeAt(i)) i++
-    c = c.slice(0, i)
-  }
-  const last = c.charCodeAt(c.length - 1)
-  return last >= 0xd800 && last <= 0xdbff ? c.slice(0, -1) : c
 }

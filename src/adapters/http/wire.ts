@@ -38,3 +38,19 @@ export const FRAMES_MAX_PENDING = 256
 export const FRAMES_IDLE_HEADER = 'zaris-idle-timeout'
 /** The path of a ping frame: answered `{}` at once, it keeps an idle framed connection open. */
 export const FRAMES_PING_PATH = `${API_PREFIX}/ping`
+
+/**
+ * The longest prefix every one of `prefixes` starts with (a filtered
+ * stream's set collapsed to one), never ending inside a surrogate pair: the
+ * store's prefix rule wants well-formed strings.
+ */
+export function commonPrefix(prefixes: readonly string[]): string {
+  let c = prefixes[0] ?? ''
+  for (const p of prefixes) {
+    let i = 0
+    while (i < c.length && i < p.length && c.charCodeAt(i) === p.charCodeAt(i)) i++
+    c = c.slice(0, i)
+  }
+  const last = c.charCodeAt(c.length - 1)
+  return last >= 0xd800 && last <= 0xdbff ? c.slice(0, -1) : c
+}
