@@ -158,7 +158,7 @@ class IndexedDbStore {
       parts = await aliveParts()
     } catch (err) {
       throw new UnavailableError(
-        `zaris://idb could not load its liveness part (what tells other tabs that this one closed, so that they can take over its holds): ${(err as Error)?.message ?? String(err)}; it is loaded again on the next try`,
+        `zaris://idb could not load its liveness part (what tells other tabs that this one closed, so that they can take over its holds): ${(err as Error)?.message ?? String(err)}; the next hold loads it again`,
         { cause: err },
       )
     }
