@@ -2,11 +2,12 @@
  * Liveness and the reaper are a chunk of their own (src/adapters/indexeddb/alive.ts),
  * loaded when a store is made. Real Chromium tabs (test/browser-harness), with
  * the chunk's request held back or failed by the network (Playwright's
- * `page.route`): a hold is never written before its client is registered, so a
- * tab closed right after its first hold still frees it at once for the others;
- * a chunk that fails to load fails the hold with an error that says so, writes
- * nothing, and a later hold loads it again (Chromium fetches a module whose
- * load failed again on the next `import()`).
+ * `page.route`): `connect` resolves only once it runs, and a hold is never
+ * written before its client is registered, so a tab closed right after its
+ * first hold still frees it at once for the others. A chunk that fails to load
+ * fails `connect`, or (a store made with `indexedDbAdapter`) the hold, with an
+ * error that says so, writes nothing, and the next try loads it again
+ * (Chromium fetches a module whose load failed again on the next `import()`).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { BrowserContext, Page, Route } from 'playwright'
@@ -61,7 +62,7 @@ async function seen(other: Page, store: string): Promise<{ holder: string | unde
 }
 
 describe('the liveness chunk (IndexedDB, real tabs, the chunk held back or failed by the network)', () => {
-  it('held back: the first hold waits for it; once written, closing the tab frees the hold at once', async () => {
+  it('held back: connect and the first hold wait for it; once written, closing the tab frees the hold at once', async () => {
     const ctx = await harness.browser.newContext()
     try {
       const store = ns()
@@ -76,15 +77,14 @@ describe('the liveness chunk (IndexedDB, real tabs, the chunk held back or faile
       })
       const other = await open(ctx)
       await client(other, store, 'other', true)
-      await client(holder, store, 'holder')
-      await holder.evaluate(() => {
-        const c = window.kept.client as import('zaris').Client
-        window.kept.taking = c.locks.acquire('lock:a', { ttl: 30_000 }).then((l) => (window.kept.lock = l))
-      })
+      await holder.evaluate((store) => {
+        const connecting = window.zaris.connect(`zaris://idb/${store}`, { id: 'holder' }).then((c) => (window.kept.client = c))
+        window.kept.taking = connecting.then((c) => c.locks.acquire('lock:a', { ttl: 30_000 })).then((l) => (window.kept.lock = l))
+      }, store)
       await asked
-      await sleep(300) // time the hold would need, were it not held back
+      await sleep(300) // time the connect and the hold would need, were they not held back
       expect(await seen(other, store)).toEqual({ holder: undefined, registered: false })
-      expect(await holder.evaluate(() => window.kept.lock)).toBeUndefined()
+      expect(await holder.evaluate(() => [window.kept.client, window.kept.lock])).toEqual([undefined, undefined])
 
       release()
       expect(await holder.evaluate(async () => ((await window.kept.taking) as { token: number } | null)?.token)).toBeGreaterThan(0)
@@ -106,7 +106,7 @@ describe('the liveness chunk (IndexedDB, real tabs, the chunk held back or faile
     }
   }, 60_000)
 
-  it('failed: the hold fails with UNAVAILABLE naming liveness and writes nothing; the next hold loads it and holds', async () => {
+  it('failed: connect, or the hold of a store made with indexedDbAdapter, fails with UNAVAILABLE naming liveness, and writes nothing; the next try loads it and holds', async () => {
     const ctx = await harness.browser.newContext()
     try {
       const store = ns()
@@ -119,18 +119,25 @@ describe('the liveness chunk (IndexedDB, real tabs, the chunk held back or faile
       })
       const other = await open(ctx)
       await client(other, store, 'other', true)
-      await client(holder, store, 'holder')
-      const first = await holder.evaluate(async () => {
-        const c = window.kept.client as import('zaris').Client
-        try {
-          return { held: (await c.locks.acquire('lock:a', { ttl: 30_000 })) !== null }
-        } catch (err) {
-          const e = err as { name: string; code?: string; message: string }
-          return { name: e.name, code: e.code, message: e.message }
+      const tries = await holder.evaluate(async (store) => {
+        const failure = async (fn: () => Promise<unknown>) => {
+          try {
+            return { ok: await fn() }
+          } catch (err) {
+            const e = err as { name: string; code?: string; message: string }
+            return { name: e.name, code: e.code, message: e.message }
+          }
         }
-      })
-      expect(first).toMatchObject({ name: 'UnavailableError', code: 'UNAVAILABLE' })
-      expect((first as { message: string }).message).toMatch(/liveness/)
+        const connected = await failure(() => window.zaris.connect(`zaris://idb/${store}`, { id: 'holder' }).then(() => 'connected'))
+        const c = new window.zaris.Client(window.zarisIndexedDb.indexedDbAdapter({ namespace: store }), { id: 'holder' })
+        window.kept.client = c
+        const held = await failure(async () => (await c.locks.acquire('lock:a', { ttl: 30_000 })) !== null)
+        return [connected, held]
+      }, store)
+      for (const t of tries) {
+        expect(t).toMatchObject({ name: 'UnavailableError', code: 'UNAVAILABLE' })
+        expect((t as { message: string }).message).toMatch(/liveness/)
+      }
       expect(await seen(other, store)).toEqual({ holder: undefined, registered: false })
       expect(failures).toBeGreaterThan(0)
 

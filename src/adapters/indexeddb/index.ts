@@ -89,8 +89,9 @@ export function indexedDbAdapter(options: IndexedDbAdapterOptions = {}): Adapter
 }
 
 /**
- * Like {@link indexedDbAdapter}, but resolves once the database is open, so
- * a store that cannot open fails here.
+ * Like {@link indexedDbAdapter}, but resolves once the database is open and
+ * the store follows which tabs are alive, so a store that cannot open fails
+ * here (`connect('zaris://idb/…')` opens stores this way).
  *
  * @example
  * const adapter = await openIndexedDb({ namespace: 'app' })
@@ -98,7 +99,7 @@ export function indexedDbAdapter(options: IndexedDbAdapterOptions = {}): Adapter
 export async function openIndexedDb(options: IndexedDbAdapterOptions = {}): Promise<Adapter> {
   const store = new IndexedDbStore(options)
   try {
-    await store.db()
+    await Promise.all([store.db(), store.following()])
   } catch (err) {
     await store.adapter.close()
     throw err
@@ -112,9 +113,14 @@ export async function openIndexedDb(options: IndexedDbAdapterOptions = {}): Prom
  * open, and is needed by then: the reaper must follow owners from the store's
  * first read (a page that only reads still ends a closed tab's entries for
  * everyone), and no hold may be written before its client is registered (the
- * core awaits `registerOwner` before its first write). A failed load fails
- * that registration — the client's holds then fail with an `UnavailableError`
- * saying so — and is tried again by the next registration or use of the store.
+ * core awaits `registerOwner` before its first write). `openIndexedDb` (and so
+ * `connect`) resolves once both run, as they did from the constructor before;
+ * a store made with `indexedDbAdapter` misses another tab's closing
+ * announcement made before the chunk arrived, and learns of that tab's end
+ * from its Web Lock instead (later, never wrongly). A failed load fails
+ * `openIndexedDb`, or the registration — the client's holds then fail with an
+ * `UnavailableError` saying so — and is tried again by the next registration
+ * or use of the store.
  */
 class IndexedDbStore {
   readonly adapter: Adapter
@@ -144,6 +150,14 @@ class IndexedDbStore {
     if (this.#life.closed) return Promise.reject(new ClosedError('the indexeddb adapter is closed'))
     this.#follow()
     return this.#shared.db()
+  }
+
+  /**
+   * Resolves once liveness and the reaper run (at once for a store without
+   * them): from then on this page hears another tab say it is closing.
+   */
+  async following(): Promise<void> {
+    if (this.#locks) await this.#alive()
   }
 
   /** Starts liveness and the reaper (their chunk) unless they run, or this store has none. */
