@@ -286,10 +286,12 @@ export class EventStream {
       session = { early: this.#opened ? undefined : [], index, from, prefixes, onReady, ready: false, failure: undefined }
       const s = session
       const reader = new SseReader((type, data) => this.#message(s, type, data), MAX_EVENT_BYTES)
-      for await (const chunk of res.chunks()) {
+      let over: Outcome | undefined
+      /** One chunk of the body; false when reading should stop. */
+      const take = (chunk: Uint8Array): boolean => {
         if (this.stopped) {
-          res.cancel()
-          return { kind: 'stopped' }
+          over = { kind: 'stopped' }
+          return false
         }
         try {
           reader.feed(chunk)
@@ -303,10 +305,15 @@ export class EventStream {
           quietLimit = limit
           arm(limit)
         }
-        if (s.failure) {
-          res.cancel()
-          return s.failure
-        }
+        over = s.failure
+        return !over
+      }
+      // Where the transport hands chunks over as they are read, events reach the watches in that tick.
+      if (res.pipe) await res.pipe((chunk) => void (take(chunk) || res.cancel()))
+      else for await (const chunk of res.chunks()) if (!take(chunk)) break
+      if (over) {
+        res.cancel()
+        return over
       }
       return this.stopped ? { kind: 'stopped' } : { kind: 'ended', healthy: s.ready }
     } catch (err) {
