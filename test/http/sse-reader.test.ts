@@ -6,11 +6,13 @@
  * reads as the same events; a line or an event past the bound, and bytes
  * that are not UTF-8, are a `ZarisError`, never a crash or unbounded memory.
  */
+import { createServer } from 'node:http'
 import fc from 'fast-check'
 import { describe, expect, test } from 'vitest'
 import { isZarisError, ZarisError, type WatchEvent } from 'zaris'
 import { SseReader } from '../../src/adapters/http/sse-reader'
 import { SseStream } from '../../src/server/sse-stream'
+import { fetchTransport, httpAdapter } from 'zaris/http'
 
 type Got = Array<[string, string]>
 
@@ -168,4 +170,43 @@ describe('the bound and bad bytes', () => {
       { numRuns: 300 },
     )
   })
+})
+
+describe('a fake node (a real HTTP server) whose stream the reader cannot read', () => {
+  /** Answers every watch with `ready`, one good change, then `bad` bytes, and keeps the stream open. */
+  async function fakeNode(bad: Uint8Array): Promise<{ url: string; close(): Promise<void> }> {
+    const server = createServer((req, res) => {
+      if (!req.url!.includes('/watch')) return void res.writeHead(404).end()
+      res.writeHead(200, { 'content-type': 'text/event-stream' })
+      res.write(`event: ready\ndata: {"revision":1,"epoch":"e1","heartbeat":15000}\n\n`)
+      res.write(`id: 2\ndata: {"type":"put","key":"k/1","revision":2,"value":1,"created":2}\n\n`)
+      setTimeout(() => res.write(bad), 20)
+    })
+    server.on('upgrade', (_req, socket) => socket.end('HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n'))
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
+    return {
+      url: `http://127.0.0.1:${(server.address() as { port: number }).port}`,
+      close: () => new Promise<void>((r) => (server.closeAllConnections(), server.close(() => r()))),
+    }
+  }
+
+  const garbage: Array<[string, Uint8Array]> = [
+    ['bytes that are not UTF-8', Uint8Array.of(0x64, 0x61, 0x74, 0x61, 0x3a, 0xff, 0xfe, 0x0a, 0x0a)],
+    ['a change that is not JSON', new TextEncoder().encode('data: {nope\n\n')],
+  ]
+  for (const [what, bad] of garbage) {
+    for (const transport of ['node:http', 'fetch'] as const) {
+      test(`${what}, over ${transport}: the watch gets its good change, then an INTERNAL ZarisError`, async () => {
+        const node = await fakeNode(bad)
+        const adapter = httpAdapter({ endpoints: [node.url], namespace: 'fake', ...(transport === 'fetch' ? { transport: fetchTransport() } : {}) })
+        const keys: string[] = []
+        const error = new Promise<Error>((resolve) => void adapter.watch('k/', { event: (ev) => void keys.push(ev.key), error: resolve }))
+        const err = await error
+        expect(keys).toEqual(['k/1'])
+        expect(isZarisError(err, 'INTERNAL')).toBe(true)
+        await adapter.close()
+        await node.close()
+      })
+    }
+  }
 })
