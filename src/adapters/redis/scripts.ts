@@ -74,11 +74,20 @@ local MAXREV = 9007199254740991
 -- Returns nil, having written nothing, when the store has no revision left.
 local function next_rev()
   if not FLOOR then
-    local newest = 0
-    local last = redis.call('XREVRANGE', K_LOG, '+', '-', 'COUNT', 1)
-    if last[1] then newest = tonumber(string.match(last[1][1], '^(%d+)')) end
+    local head = redis.call('HMGET', K_REV, 'n', 'g')
+    local current = tonumber(head[1] or '0')
+    local newest = current
+    -- The counter and the log change in the same scripts: while the hash
+    -- holds its epoch (it was not lost or evicted) and no client has seen
+    -- past it, the counter is the newest revision and the log need not be read.
+    if head[2] and MINREV <= current then
+      EPOCH = head[2]
+    else
+      newest = 0
+      local last = redis.call('XREVRANGE', K_LOG, '+', '-', 'COUNT', 1)
+      if last[1] then newest = tonumber(string.match(last[1][1], '^(%d+)')) end
+    end
     local floor = math.max(newest, MINREV)
-    local current = tonumber(redis.call('HGET', K_REV, 'n') or '0')
     local rev = math.max(current, floor) + 1
     if rev > MAXREV then return nil end
     if current < floor and MINREV > newest and MINREV > current then LOST = newest end
@@ -114,7 +123,12 @@ local function append(rev, events)
       fields[#fields + 1] = 'z'
       fields[#fields + 1] = '1'
     end
-    redis.call('XADD', K_LOG, srev .. '-' .. seq, unpack(fields))
+    if e == #events and rev > HISTORY then
+      -- The revision's last entry trims the log to the last HISTORY revisions in the same call.
+      redis.call('XADD', K_LOG, 'MINID', '~', fmt(rev - HISTORY + 1) .. '-0', srev .. '-' .. seq, unpack(fields))
+    else
+      redis.call('XADD', K_LOG, srev .. '-' .. seq, unpack(fields))
+    end
     seq = seq + 1
   end
 end
@@ -142,11 +156,24 @@ local IX, UNIX = {['\\238'] = '\\245', ['\\239'] = '\\246'}, {['\\245'] = '\\238
 local function ix(key) return (string.gsub(key, '[\\238\\239]', IX)) end
 local function unix(member) return (string.gsub(member, '[\\245\\246]', UNIX)) end
 
+-- The earliest deadlines as sweep read them (key -> score, EXP_N of them;
+-- EXP_MORE when exp held more), and the earliest one this script wrote:
+-- enough for finish to know the next deadline without reading exp again,
+-- unless the script touched every entry it read. nil: finish reads exp.
+local EXP_HEAD, EXP_N, EXP_MORE, EXP_ADDED = nil, 0, true, nil
+local function exp_touched(key)
+  if EXP_HEAD and EXP_HEAD[key] then
+    EXP_HEAD[key] = nil
+    EXP_N = EXP_N - 1
+  end
+end
+
 local function remove(key)
   redis.call('HDEL', K_DATA, key)
   -- (a key stored before idx members were transformed may still be there as itself)
   redis.call('ZREM', K_IDX, ix(key), key)
   redis.call('ZREM', K_EXP, key)
+  exp_touched(key)
 end
 
 -- Expires key; false (nothing written) when the store has no revision left for it.
@@ -160,16 +187,33 @@ end
 
 -- The raw entry at key if it is live; an entry past its deadline is expired
 -- here (unless no revision is left to expire it with: then it stays).
+-- Kept per script: a commit reads a key for its check and again for its op,
+-- and nothing writes an entry between those reads (writes come last).
+local LIVE = {}
 local function live(key)
+  local known = LIVE[key]
+  if known ~= nil then return known end
   local raw = redis.call('HGET', K_DATA, key)
-  if not raw then return false end
-  local _, _, deadline = parse(raw)
-  if deadline and deadline <= NOW and expire(key) then return false end
+  if raw then
+    local _, _, deadline = parse(raw)
+    if deadline and deadline <= NOW and expire(key) then raw = false end
+  end
+  LIVE[key] = raw
   return raw
 end
 
--- Expires up to SWEEP due entries, earliest deadline first.
+-- Expires up to SWEEP due entries, earliest deadline first. When none is
+-- due, the two earliest deadlines it read are kept for finish.
 local function sweep()
+  local head = redis.call('ZRANGE', K_EXP, 0, 1, 'WITHSCORES')
+  if not head[2] or tonumber(head[2]) > NOW then
+    EXP_HEAD, EXP_N, EXP_MORE = {}, 0, #head == 4
+    for j = 1, #head, 2 do
+      EXP_HEAD[head[j]] = tonumber(head[j + 1])
+      EXP_N = EXP_N + 1
+    end
+    return
+  end
   local due = redis.call('ZRANGEBYSCORE', K_EXP, '-inf', fmt(NOW), 'LIMIT', 0, SWEEP)
   for _, key in ipairs(due) do
     if redis.call('HEXISTS', K_DATA, key) == 1 then
@@ -180,16 +224,23 @@ local function sweep()
   end
 end
 
--- Trims the log to the last HISTORY revisions; returns Redis's time and the
--- microseconds until the earliest deadline (-1: none), for the caller's timer.
+-- Returns Redis's time and the microseconds until the earliest deadline
+-- (-1: none), for the caller's timer. (append trims the log.)
 local function finish()
-  if LAST_REV and LAST_REV > HISTORY then
-    redis.call('XTRIM', K_LOG, 'MINID', '~', fmt(LAST_REV - HISTORY + 1) .. '-0')
+  local next_at = nil
+  if EXP_HEAD and (EXP_N > 0 or not EXP_MORE) then
+    -- What sweep read and this script left alone, or wrote: every other entry of exp is later.
+    for _, score in pairs(EXP_HEAD) do
+      if not next_at or score < next_at then next_at = score end
+    end
+    if EXP_ADDED and (not next_at or EXP_ADDED < next_at) then next_at = EXP_ADDED end
+  else
+    local first = redis.call('ZRANGE', K_EXP, 0, 0, 'WITHSCORES')
+    if first[2] then next_at = tonumber(first[2]) end
   end
-  local first = redis.call('ZRANGE', K_EXP, 0, 0, 'WITHSCORES')
   local next_in = -1
-  if first[2] then
-    next_in = tonumber(first[2]) - NOW
+  if next_at then
+    next_in = next_at - NOW
     if next_in < 0 then next_in = 0 end
   end
   return fmt(NOW), fmt(next_in)
@@ -405,8 +456,12 @@ for o = 1, n do
     redis.call('ZADD', K_IDX, 0, ix(op.key))
     if op.deadline ~= '-' then
       redis.call('ZADD', K_EXP, op.deadline, op.key)
+      exp_touched(op.key)
+      local at = tonumber(op.deadline)
+      if not EXP_ADDED or at < EXP_ADDED then EXP_ADDED = at end
     else
       redis.call('ZREM', K_EXP, op.key)
+      exp_touched(op.key)
     end
   end
 end
