@@ -51,6 +51,11 @@ describe('watch events at a revision a store that lost its state gave out again'
     expect(judge(h, [{ at: 2, key: 'res:a', revision: 5, value: 'one' }])).toEqual([expect.stringMatching(/^watch-mismatch: .*two acknowledged commits at revision 5 in one store life/)])
   })
 
+  test("a durable store's restart keeps one life: a revision given twice across it is reported", () => {
+    const h = new HistoryBuilder().put(1, [0, 1], 'res:a', 'one', 5).fault('store-restart', 9, { start: 8e6, durable: true }).grant(2, [10, 11], 'lock:x', 1_000, 5)
+    expect(judge(h, [{ at: 2, key: 'res:a', revision: 5, value: 'one' }])).toEqual([expect.stringMatching(/^watch-mismatch: .*two acknowledged commits at revision 5 in one store life/)])
+  })
+
   test('an event no commit of its life wrote is still a mismatch, restart or not', () => {
     // After the restart c2 writes res:b at 7; the watcher is told res:c at 7.
     const h = reuse().put(2, [12, 13], 'res:b', 'two', 7)

@@ -13,8 +13,8 @@
  *   key that commit wrote (same value and `created`), a delete a key it
  *   deleted, and an expiry has a revision of its own (no commit's).
  *
- * A store that lost its state (`store-restart`: Redis without persistence,
- * killed) may give a revision out again, to a client that never saw it
+ * A store that lost its state (`store-restart` without `durable`: Redis
+ * without persistence, killed) may give a revision out again, to a client that never saw it
  * (DESIGN.md), so with restarts in the history a revision names one commit
  * per store life, not one in all. Each commit's possible lives come from
  * the times alone: at least the restarts that had finished when it was
@@ -126,8 +126,9 @@ export function checkWatches(standalone: readonly HistoryEvent[], operations: re
 
 /** The store lives a history's restarts divide it into, judged by time (ms) alone. */
 function storeLives(standalone: readonly HistoryEvent[]) {
+  // A durable store's restart (a --data node's) keeps its revisions: one life goes on.
   const restarts = standalone
-    .filter((e) => e.f === 'store-restart')
+    .filter((e) => e.f === 'store-restart' && (e.value as { durable?: boolean } | null)?.durable !== true)
     .map((e) => ({ from: ((e.value as { start?: number } | null)?.start ?? e.time) / 1e6, to: e.time / 1e6 }))
   return {
     /** The earliest life a commit can be in: the restarts done before it was called. */
