@@ -14,9 +14,9 @@
  *   deleted, and an expiry has a revision of its own (no commit's).
  *
  * A store that lost its state (`store-restart` without `durable`: Redis
- * without persistence, killed) may give a revision out again, to a client that never saw it
- * (DESIGN.md), so with restarts in the history a revision names one commit
- * per store life, not one in all. Each commit's possible lives come from
+ * without persistence, killed) may give a revision out again, to a client
+ * that never saw it (DESIGN.md), so with restarts in the history a revision
+ * names one commit per store life, not one in all. Each commit's possible lives come from
  * the times alone: at least the restarts that had finished when it was
  * called, at most those that had begun when it returned. An event was
  * written before it was delivered, so its life is at most the restarts that
