@@ -91,6 +91,9 @@ export function lifeOf(store: StoreEvent[], key: string, token: number): { start
   return { start, end }
 }
 
+const showChange = (e: StoreEvent) =>
+  e.kind === 'put' ? `the store wrote it at revision ${e.revision} owned by ${e.owner ?? 'nobody'} (created ${e.created})` : `the store ${e.kind === 'expire' ? 'expired' : 'deleted'} it at revision ${e.revision}`
+
 const showEnd = (e: StoreEvent) => (e.kind === 'put' ? `written at revision ${e.revision} by ${e.owner ?? 'an ownerless write'} (created ${e.created})` : `${e.kind === 'expire' ? 'expired' : 'deleted'} at revision ${e.revision}`)
 
 /**
@@ -161,8 +164,17 @@ export function checkHolds(holds: HoldRecord[], store: StoreEvent[], history: Hi
     if (end) {
       const reason =
         end.kind === 'expire' ? 'EXPIRED' : end.kind === 'delete' ? (ownRelease.has(end.revision) ? 'RELEASED' : 'LOST') : end.owner === undefined ? 'LOST' : 'STOLEN'
-      const why = end.kind === 'put' ? `the store wrote it at revision ${end.revision} owned by ${end.owner ?? 'nobody'} (created ${end.created})` : `the store ${end.kind === 'expire' ? 'expired' : 'deleted'} it at revision ${end.revision}`
-      ends.push({ at: Math.max(end.at, h.grantedAt), reason, why })
+      ends.push({ at: Math.max(end.at, h.grantedAt), reason, why: showChange(end) })
+      // A hold that learns its end from a failed commit or a read (a renewal, a fenced write, a
+      // release, the look after a failed watch) names what the key carries then, not the first
+      // change (hold-end.ts). That answer can overtake the watch's event of the first change: on
+      // Redis and over HTTP they come on different connections. So every later state counts too,
+      // read as a hold reads an entry: another owner's life STOLEN; an ownerless one, or none, LOST
+      // (or EXPIRED past its deadline, listed above). The first state of each reason is enough.
+      for (const stolen of [true, false]) {
+        const later = store.find((e) => e.key === h.key && e.revision > end.revision && (e.kind === 'put' && e.owner !== undefined) === stolen)
+        if (later) ends.push({ at: Math.max(later.at, h.grantedAt), reason: stolen ? 'STOLEN' : 'LOST', why: `then ${showChange(later)}` })
+      }
     }
     const happened = ends.filter((e) => e.at <= now - tolerance)
     const held = h.lock.held

@@ -63,6 +63,18 @@ export class TcpProxy {
     }
   }
 
+  /** How many client connections go through the proxy now. */
+  get connections(): number {
+    return this.#pairs.size
+  }
+
+  /** Holds back the answers of the newest connection only (an adapter's watch reader opens after its commands' connection). */
+  holdRepliesOfNewest(): void {
+    const newest = [...this.#pairs].at(-1)
+    newest?.upstream.unpipe(newest.client)
+    newest?.upstream.pause()
+  }
+
   /** Moves bytes again, the waiting ones first. */
   thaw(): void {
     this.#frozen = false
