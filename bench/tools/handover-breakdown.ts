@@ -66,16 +66,20 @@ async function tracing(tag: number): Promise<Transport> {
       }
       if (r.method === 'GET' && r.url.includes('/watch')) {
         const chunks = res.chunks()
+        const stampChunk = (c: Uint8Array) => {
+          for (const m of new TextDecoder().decode(c).matchAll(/id: (\d+)/g)) stamp(tag, 'chunk', Number(m[1]))
+        }
         return {
           ...res,
           status: res.status,
           text: () => res.text(),
           cancel: () => res.cancel(),
           ref: (on: boolean) => res.ref?.(on),
+          // A transport that hands chunks over as they are read (node:http) is read that way.
+          pipe: res.pipe && ((onChunk: (c: Uint8Array) => void) => res.pipe!((c) => (stampChunk(c), onChunk(c)))),
           async *chunks() {
             for await (const c of chunks) {
-              const text = new TextDecoder().decode(c)
-              for (const m of text.matchAll(/id: (\d+)/g)) stamp(tag, 'chunk', Number(m[1]))
+              stampChunk(c)
               yield c
             }
           },

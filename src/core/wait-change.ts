@@ -60,9 +60,9 @@ const EXPIRY_GRACE = 5
 /** How long after a failed watch the waiter looks again. */
 const REWATCH_MS = 50
 /**
- * The reasons of our own cleanup aborts, made once: nobody reads them (see
- * the `.catch` below), and an Error made per wait costs a stack capture on
- * the path from a release event to the waiter's take.
+ * The reasons of our own cleanup, made once: nobody reads them (see the
+ * `.catch` below), and an Error made per wait costs a stack capture on the
+ * path from a release event to the waiter's take.
  */
 const CANCELLED = new Error('cancelled')
 const SETTLED = new Error('settled')
@@ -72,47 +72,62 @@ const SETTLED = new Error('settled')
  * (`timeout`); rejects with `signal`'s reason if it aborts, or with a
  * `ClosedError` when the client closes. `cancel` ends the wait quietly (it
  * then resolves `changed`, which nobody reads).
+ *
+ * What a wait sets up it undoes itself when it settles (watches, timer,
+ * listeners): no AbortController of its own to abort, whose event dispatch
+ * cost ~50 µs between a release event and the waiter's take (bench/FINDINGS.md
+ * §16b). Only an adapter's `ownerGone`, which takes a signal, gets one.
  */
 export function waitForChange(ctx: Context, sight: Sight, limit: number, signal: AbortSignal | undefined, cancel?: AbortSignal): Promise<Wake> {
-  const stop = new AbortController()
-  cancel?.addEventListener('abort', () => stop.abort(CANCELLED), { once: true })
+  const undo: Array<() => void> = []
+  let settled = false
   const letGo = keepAlive()
-  const onAbort = () => stop.abort(signal!.reason)
-  signal?.addEventListener('abort', onAbort, { once: true })
-  const unregister = ctx.onClose((reason) => stop.abort(reason))
 
   const woken = new Promise<Wake>((resolve, reject) => {
-    stop.signal.addEventListener('abort', () => reject(stop.signal.reason), { once: true })
-    for (const w of sight.watches) watchOne(ctx, w, stop.signal, resolve)
+    listen(cancel, () => reject(CANCELLED), undo)
+    listen(signal, () => reject(signal!.reason), undo)
+    undo.push(ctx.onClose(reject))
+    for (const w of sight.watches) watchOne(ctx, w, () => settled, undo, resolve)
     // If no event comes (a store that reports expiry late), look again when the first TTL should be up.
     let expiresIn = Infinity
     for (const b of sight.blockers) if (b.ttl !== undefined) expiresIn = Math.min(expiresIn, b.ttl + EXPIRY_GRACE)
     const timeout = Math.min(limit, expiresIn)
     if (Number.isFinite(timeout)) {
-      sleep(ctx.clock, timeout, stop.signal).then(() => resolve(timeout === limit ? { kind: 'timeout' } : { kind: 'changed' }), () => {})
+      const timer = ctx.clock.setTimeout(() => resolve(timeout === limit ? { kind: 'timeout' } : { kind: 'changed' }), timeout)
+      undo.push(() => ctx.clock.clearTimeout(timer))
     }
     if (ctx.adapter.capabilities?.ownerGone && ctx.adapter.ownerGone) {
       const owners = new Set<string>()
       for (const b of sight.blockers) if (b.owner !== undefined) owners.add(b.owner)
-      for (const owner of owners) ctx.adapter.ownerGone(owner, stop.signal).then(() => resolve({ kind: 'owner-gone', owner }), () => {})
+      if (owners.size > 0) {
+        const stop = new AbortController()
+        undo.push(() => stop.abort(SETTLED))
+        for (const owner of owners) ctx.adapter.ownerGone(owner, stop.signal).then(() => resolve({ kind: 'owner-gone', owner }), () => {})
+      }
     }
   })
   return woken
     .finally(() => {
-      signal?.removeEventListener('abort', onAbort)
-      unregister()
-      stop.abort(SETTLED)
+      settled = true
+      for (const u of undo) u()
       letGo()
     })
     .catch((err) => {
-      // Our own cleanup abort is not an error; the caller's signal is.
+      // Our own cleanup is not an error; the caller's signal is.
       if (signal?.aborted) throw signal.reason
       if (isZarisError(err)) throw err
       return { kind: 'changed' } as Wake
     })
 }
 
-function watchOne(ctx: Context, w: Watched, stop: AbortSignal, resolve: (wake: Wake) => void): void {
+/** Calls `fn` once if `signal` aborts, until the wait undoes it. */
+function listen(signal: AbortSignal | undefined, fn: () => void, undo: Array<() => void>): void {
+  if (!signal) return
+  signal.addEventListener('abort', fn, { once: true })
+  undo.push(() => signal.removeEventListener('abort', fn))
+}
+
+function watchOne(ctx: Context, w: Watched, settled: () => boolean, undo: Array<() => void>, resolve: (wake: Wake) => void): void {
   const sink = {
     event: (ev: WatchEvent) => {
       if (watches(w, ev.key) && ev.revision > w.from) resolve({ kind: 'event', event: ev })
@@ -123,7 +138,7 @@ function watchOne(ctx: Context, w: Watched, stop: AbortSignal, resolve: (wake: W
     },
   }
   ctx.adapter.watch(w.key, sink, w.from).then(
-    (unwatch) => (stop.aborted ? unwatch() : stop.addEventListener('abort', unwatch, { once: true })),
+    (unwatch) => (settled() ? unwatch() : undo.push(unwatch)),
     () => sink.error(),
   )
 }

@@ -22,9 +22,7 @@ export class PrefixFilter {
 
   /** Checks `prefixes` (bounds: TooLargeError) and keeps those no other covers. */
   constructor(prefixes: readonly string[]) {
-    if (prefixes.length > FILTER_MAX_PREFIXES) {
-      throw new TooLargeError(`a watch stream follows at most ${FILTER_MAX_PREFIXES} prefixes, got ${prefixes.length}; follow a shorter common prefix`)
-    }
+    checkCount(prefixes)
     let chars = 0
     for (const p of prefixes) chars += p.length
     if (chars > FILTER_MAX_CHARS) {
@@ -50,6 +48,16 @@ export class PrefixFilter {
   }
 }
 
+/**
+ * Too many prefixes is `TooLargeError` however many: checked before the
+ * set's schema, which would call a long array malformed (and read it all).
+ */
+export function checkCount(prefixes: unknown): void {
+  if (Array.isArray(prefixes) && prefixes.length > FILTER_MAX_PREFIXES) {
+    throw new TooLargeError(`a watch stream follows at most ${FILTER_MAX_PREFIXES} prefixes, got ${prefixes.length}; follow a shorter common prefix`)
+  }
+}
+
 /** The prefixes of a stream's query: `prefixes` as JSON text of an array of prefixes. */
 export function filterOfQuery(text: string): PrefixFilter {
   let json: unknown
@@ -58,5 +66,6 @@ export function filterOfQuery(text: string): PrefixFilter {
   } catch {
     throw new InvalidArgumentError('prefixes: must be a JSON array of prefixes')
   }
+  checkCount(json)
   return new PrefixFilter(parseWith(filterPrefixes, json, 'prefixes'))
 }

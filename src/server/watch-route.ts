@@ -30,7 +30,7 @@ import type { Namespaces } from './namespaces'
 import type { Settings, StorePosition } from './options'
 import { json, queryOf, type Exchange, type Reply } from './reply'
 import { SseStream } from './sse-stream'
-import { PrefixFilter, filterOfQuery } from './stream-filter'
+import { PrefixFilter, checkCount, filterOfQuery } from './stream-filter'
 
 /** A watch's history pages: at most this many events and (estimated) bytes each. */
 const CATCH_UP: HistoryLimits = { maxEvents: 1_000, maxBytes: 256 * 1024 }
@@ -111,6 +111,7 @@ export class Watches {
    * it repeats what the stream brings: the client keeps the first of each).
    */
   async filter(ns: string, body: unknown): Promise<Reply> {
+    if (typeof body === 'object' && body !== null) checkCount((body as { prefixes?: unknown }).prefixes)
     const { stream: id, version, prefixes, after } = parseWith(filterRequest, body, 'body')
     const filter = new PrefixFilter(prefixes)
     const found = this.#filtered.get(id)

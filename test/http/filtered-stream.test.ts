@@ -161,6 +161,12 @@ describe('filtered watch streams', () => {
     const long = Array.from({ length: 5 }, (_, i) => `${i}`.padEnd(1000, 'x'))
     expect((await post(`${base}/filter`, { stream: ready.stream, version: 9, prefixes: long })).json.error.code).toBe('TOO_LARGE')
     expect((await post(`${base}/filter`, { stream: ready.stream, version: 9, prefixes: many })).json.error.code).toBe('TOO_LARGE')
+    // However many: past the schema's old cap (1 024) it was INVALID_ARGUMENT, the one size bound that was not TOO_LARGE.
+    const huge = Array.from({ length: 1025 }, (_, i) => `${i}`)
+    const hugeQuery = await sse(`${base}/watch?prefix=&prefixes=${encodeURIComponent(JSON.stringify(huge))}`)
+    expect([hugeQuery.status, JSON.parse(hugeQuery.text).error.code]).toEqual([413, 'TOO_LARGE'])
+    const hugeFilter = await post(`${base}/filter`, { stream: ready.stream, version: 9, prefixes: huge })
+    expect([hugeFilter.status, hugeFilter.json.error.code]).toEqual([413, 'TOO_LARGE'])
     const malformed = await sse(`${base}/watch?prefix=&prefixes=nope`)
     expect([malformed.status, JSON.parse(malformed.text).error.code]).toEqual([400, 'INVALID_ARGUMENT'])
     const both = await sse(`${base}/watch?prefix=a&prefixes=%5B%5D`)

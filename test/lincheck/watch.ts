@@ -13,6 +13,21 @@
  *   key that commit wrote (same value and `created`), a delete a key it
  *   deleted, and an expiry has a revision of its own (no commit's).
  *
+ * A store that lost its state (`store-restart` without `durable`: Redis
+ * without persistence, killed) may give a revision out again, to a client
+ * that never saw it (DESIGN.md), so with restarts in the history a revision
+ * names one commit per store life, not one in all. Each commit's possible lives come from
+ * the times alone: at least the restarts that had finished when it was
+ * called, at most those that had begun when it returned. An event was
+ * written before it was delivered, so its life is at most the restarts that
+ * had begun by then. An event is held to the commits at its revision that
+ * could share its life, and agrees if one of them wrote it; two of those
+ * certainly in one life are reported, since one life has one commit per
+ * revision and a match against either would otherwise hide the other. A
+ * commit certainly in a later life than a watch's last event is not one the
+ * watch skipped (a reused revision cannot come after a higher one). Without
+ * restarts every commit is in life 0: each revision has one commit, as before.
+ *
  * @module
  */
 import { canonical, type EntryJson, type HistoryEvent, type Operation } from './history'
@@ -46,11 +61,14 @@ export interface WatchViolation {
 /** Checks the watches of a history against its acknowledged commits. */
 export function checkWatches(standalone: readonly HistoryEvent[], operations: readonly Operation[]): { violations: WatchViolation[]; events: number } {
   const out: WatchViolation[] = []
-  const commits = new Map<number, Operation>()
+  const commits = new Map<number, Operation[]>()
   const known: Array<{ revision: number; key: string; op: Operation }> = []
+  const lives = storeLives(standalone)
   for (const op of operations) {
     if (op.f !== 'commit' || op.status !== 'ok') continue
-    commits.set(op.output.revision, op)
+    const same = commits.get(op.output.revision)
+    if (same) same.push(op)
+    else commits.set(op.output.revision, [op])
     for (const e of (op.output.entries ?? []) as EntryJson[]) known.push({ revision: op.output.revision, key: e.key, op })
     for (const k of (op.output.deleted ?? []) as string[]) known.push({ revision: op.output.revision, key: k, op })
   }
@@ -77,14 +95,18 @@ export function checkWatches(standalone: readonly HistoryEvent[], operations: re
     const seen = new Map<string, HistoryEvent>()
     const at = (revision: number, key: string) => `${revision}\u0000${key}`
     let last: WatchEventValue | undefined
+    let lastAt = 0
     for (const e of w.events) {
       const ev = e.value as WatchEventValue
       const twice = seen.get(at(ev.revision, ev.key))
       if (twice) out.push({ kind: 'watch-double', message: `watch ${id} delivered revision ${ev.revision} (${ev.key}) twice`, events: [twice, e] })
       else if (last && ev.revision < last.revision) out.push({ kind: 'watch-order', message: `watch ${id} delivered revision ${ev.revision} after ${last.revision}`, events: [e] })
       seen.set(at(ev.revision, ev.key), e)
-      if (!last || ev.revision > last.revision) last = ev
-      const mismatch = disagreement(ev, commits.get(ev.revision))
+      if (!last || ev.revision > last.revision) {
+        last = ev
+        lastAt = e.time / 1e6
+      }
+      const mismatch = matchCommit(ev, e.time / 1e6, commits.get(ev.revision) ?? [], lives)
       if (mismatch) out.push({ kind: 'watch-mismatch', message: `watch ${id}: ${mismatch}`, events: [e] })
     }
     if (!w.start) continue
@@ -93,12 +115,42 @@ export function checkWatches(standalone: readonly HistoryEvent[], operations: re
     const upTo = Math.max(last?.revision ?? start.from, end?.reason === 'closed' && end.through !== undefined ? end.through : -Infinity)
     for (const k of known) {
       if (k.revision <= start.from || k.revision > upTo || !k.key.startsWith(start.prefix)) continue
+      if (last && lives.earliest(k.op) > lives.latestBy(lastAt)) continue
       if (!seen.has(at(k.revision, k.key))) {
         out.push({ kind: 'watch-skip', message: `watch ${id} (prefix ${JSON.stringify(start.prefix)} from ${start.from}) never delivered revision ${k.revision} (${k.key}), though it delivered up to ${last?.revision ?? 'nothing'}`, events: [w.start, ...k.op.events] })
       }
     }
   }
   return { violations: out, events: count }
+}
+
+/** The store lives a history's restarts divide it into, judged by time (ms) alone. */
+function storeLives(standalone: readonly HistoryEvent[]) {
+  // A durable store's restart (a --data node's) keeps its revisions: one life goes on.
+  const restarts = standalone
+    .filter((e) => e.f === 'store-restart' && (e.value as { durable?: boolean } | null)?.durable !== true)
+    .map((e) => ({ from: ((e.value as { start?: number } | null)?.start ?? e.time) / 1e6, to: e.time / 1e6 }))
+  return {
+    /** The earliest life a commit can be in: the restarts done before it was called. */
+    earliest: (op: Operation) => restarts.filter((r) => r.to < op.call).length,
+    /** The latest: the restarts begun before it returned. */
+    latest: (op: Operation) => restarts.filter((r) => r.from < op.ret).length,
+    /** The latest life of anything written by `ms`. */
+    latestBy: (ms: number) => restarts.filter((r) => r.from < ms).length,
+  }
+}
+
+/** Why an event delivered at `at` (ms) agrees with none of the commits at its revision that could share its life. */
+function matchCommit(ev: WatchEventValue, at: number, all: Operation[], lives: ReturnType<typeof storeLives>): string | undefined {
+  const candidates = all.filter((c) => lives.earliest(c) <= lives.latestBy(at))
+  const certain = candidates.filter((c) => lives.earliest(c) === lives.latest(c))
+  for (const [i, a] of certain.entries()) {
+    const b = certain.slice(i + 1).find((c) => lives.earliest(c) === lives.earliest(a))
+    if (b) return `two acknowledged commits at revision ${ev.revision} in one store life (${a.client ?? a.process}'s and ${b.client ?? b.process}'s)`
+  }
+  if (candidates.length === 0) return undefined
+  const reasons = candidates.map((c) => disagreement(ev, c))
+  return reasons.includes(undefined) ? undefined : reasons[reasons.length - 1]
 }
 
 function disagreement(ev: WatchEventValue, commit: Operation | undefined): string | undefined {

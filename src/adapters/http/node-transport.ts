@@ -75,6 +75,22 @@ export async function nodeTransport(options: NodeTransportOptions = {}): Promise
                 res.on('aborted', () => fail(new Error('the response was cut off')))
               }),
             chunks: () => res as AsyncIterable<Uint8Array>,
+            pipe: (onChunk) =>
+              new Promise<void>((done, fail) => {
+                res.on('data', (c: Buffer) => {
+                  try {
+                    onChunk(c)
+                  } catch (err) {
+                    fail(err)
+                    res.destroy()
+                  }
+                })
+                res.on('end', done)
+                res.on('error', fail)
+                res.on('aborted', () => fail(new Error('the response was cut off')))
+                // After `end` this changes nothing; before it (cancelled, destroyed) the body is over.
+                res.on('close', () => fail(new Error('the response was closed')))
+              }),
             cancel: () => res.destroy(),
             ref: (on) => {
               if (on) res.socket?.ref()

@@ -60,7 +60,6 @@ import type { Check, CommitResult, Entry, Op, Value, WatchEvent } from '../../co
 import { InvalidArgumentError, type ErrorCode } from '../../core/errors'
 import { checkValue, isOwnerId as isOwner, keyProblem, MAX_KEY_LENGTH, MAX_OWNER_LENGTH, MAX_TTL } from '../../core/validate'
 import { MAX_OPS, fastCommitRequest, fastCommitResponse, fastGetRequest, fastGetResponse, fastListRequest } from './fast-checks'
-import { FILTER_MAX_PREFIXES } from './wire'
 
 export {
   API_PREFIX,
@@ -180,8 +179,8 @@ export const watchQuery = z.strictObject({
     .optional(),
 })
 
-/** A filtered stream's prefixes (the count and size bounds are checked apart: they are TOO_LARGE, not malformed). */
-export const filterPrefixes = z.array(prefix).max(FILTER_MAX_PREFIXES * 16, 'too many prefixes')
+/** A filtered stream's prefixes (the count and size bounds are checked apart, the count before this: they are TOO_LARGE, not malformed). */
+export const filterPrefixes = z.array(prefix)
 /** Names a filtered watch stream (its `ready` says it). */
 export const streamId = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'must be 1-64 letters, digits, _ or -')
 /** Body of `POST /v1/<ns>/filter`: the stream's prefixes from now on; versions only move up. */

@@ -45,6 +45,14 @@ export interface TransportResponse {
   json?(): Promise<unknown>
   /** The body as it arrives (a watch stream). */
   chunks(): AsyncIterable<Uint8Array>
+  /**
+   * The body as it arrives, each chunk handed to `onChunk` in the same tick
+   * it is read (no async iterator between the socket and the reader: a watch
+   * event reaches its waiter sooner). Resolves when the body ends; rejects
+   * when it is cut off or cancelled, or with what `onChunk` threw (the rest
+   * is then dropped). Optional: without it, read `chunks()`.
+   */
+  pipe?(onChunk: (chunk: Uint8Array) => void): Promise<void>
   /** Stops reading and frees the connection. */
   cancel(): void
   /**

@@ -2,7 +2,7 @@
  * The event stream of one HTTP adapter: a single server-sent-event
  * connection that follows every change of the namespace (prefix ''), read
  * through the transport (Node 20 has no EventSource, and EventSource cannot
- * send a token) and parsed by `eventsource-parser`. The watch hub
+ * send a token) and read by `./sse-reader`. The watch hub
  * (`./watch-hub`) shares it among all the adapter's watches.
  *
  * It hands on each change once, in revision order, with no gap:
@@ -33,10 +33,10 @@
  *
  * @module
  */
-import { createParser } from 'eventsource-parser'
 import type { WatchEvent } from '../../core/adapter'
 import { UnavailableError, ZarisError, errorFromJSON, isZarisError } from '../../core/errors'
 import { BadAnswer, readError, readEvent, readProgress, readReady } from './answers'
+import { SseReader } from './sse-reader'
 import { SSE_ERROR, SSE_PROGRESS, SSE_READY } from './wire'
 import type { Transport, TransportResponse } from './transport'
 
@@ -86,9 +86,24 @@ export interface Filtered {
   endpoint: number
 }
 
+/** What one connection's events tell the rest of it. */
+interface Session {
+  /** Changes that came before the first connection's `ready`. */
+  early: Array<{ event: WatchEvent; size: number }> | undefined
+  index: number
+  /** The revision the connection resumed after. */
+  from: number | undefined
+  prefixes: readonly string[] | undefined
+  onReady: () => void
+  ready: boolean
+  failure: Outcome | undefined
+}
+
 type Outcome = { kind: 'stopped' } | { kind: 'ended'; healthy: boolean } | { kind: 'failed'; error: Error; fatal: boolean }
 
 const MAX_BACKOFF = 5_000
+/** The longest watch event line read (as the framed transport's answers): past it the stream fails, not memory. */
+const MAX_EVENT_BYTES = 256 * 1024 * 1024
 
 /** One SSE connection following a namespace, resumed without gap or duplicate until it ends for good. */
 export class EventStream {
@@ -233,7 +248,6 @@ export class EventStream {
     const attempt = new AbortController()
     this.#attempt = attempt
     if (this.stopped) return { kind: 'stopped' }
-    let ready = false
     // One timer that looks at when the last chunk came, not one re-armed per chunk: a busy stream
     // (every event of the namespace) would pay a clearTimeout and a setTimeout for each.
     let idle: ReturnType<typeof setTimeout> | undefined
@@ -250,9 +264,7 @@ export class EventStream {
       )
     }
     arm(quietLimit)
-    let failure: Outcome | undefined
-    // On the first connection, changes wait for `ready`: it says where a fresh stream starts.
-    let early: Array<{ event: WatchEvent; size: number }> | undefined = this.#opened ? undefined : []
+    let session: Session | undefined
     try {
       const transport = await ctx.transport()
       const prefixes = this.#prefixes?.()
@@ -270,78 +282,92 @@ export class EventStream {
       }
       this.#response = res
       res.ref?.(this.#ref)
-      const decoder = new TextDecoder()
-      const parser = createParser({
-        onEvent: (message) => {
-          if (failure || this.stopped) return
-          try {
-            if (message.event === SSE_READY) {
-              const r = readReady(JSON.parse(message.data))
-              this.#heartbeat = r.heartbeat
-              this.#epoch ??= r.epoch
-              ready = true
-              ctx.prefer(index)
-              onReady()
-              const first = !this.#opened
-              if (first) {
-                this.#opened = true
-                if (this.#from === undefined) this.#last = r.revision
-              }
-              const filtered = prefixes && { stream: r.stream, prefixes, after: (first ? this.#last : from) ?? -1, endpoint: index }
-              this.#listener.ready(first, first ? this.#last : undefined, filtered)
-              const held = early ?? []
-              early = undefined
-              for (const e of held) this.#accept(e.event, e.size)
-            } else if (message.event === SSE_PROGRESS) {
-              // Every change under the prefixes up to it came: resume after it (not before a quiet spell).
-              const revision = readProgress(JSON.parse(message.data))
-              if (!early && (this.#last === undefined || revision >= this.#last)) {
-                this.#last = revision
-                this.#partial = undefined
-              }
-            } else if (message.event === SSE_ERROR) {
-              const error = readError({ error: JSON.parse(message.data) })
-              if (!error) throw new BadAnswer('error: expected { code, message }')
-              const err = errorFromJSON(error)
-              failure = { kind: 'failed', error: err, fatal: !(err.code === 'UNAVAILABLE' || err.code === 'CLOSED') }
-            } else {
-              const event = readEvent(JSON.parse(message.data))
-              if (early) early.push({ event, size: message.data.length })
-              else this.#accept(event, message.data.length)
-            }
-          } catch (err) {
-            failure = { kind: 'failed', error: new ZarisError('INTERNAL', `the node sent a bad watch event: ${(err as Error).message}`), fatal: true }
-          }
-        },
-      })
-      for await (const chunk of res.chunks()) {
+      // On the first connection, changes wait for `ready`: it says where a fresh stream starts.
+      session = { early: this.#opened ? undefined : [], index, from, prefixes, onReady, ready: false, failure: undefined }
+      const s = session
+      const reader = new SseReader((type, data) => this.#message(s, type, data), MAX_EVENT_BYTES)
+      let over: Outcome | undefined
+      /** One chunk of the body; false when reading should stop. */
+      const take = (chunk: Uint8Array): boolean => {
         if (this.stopped) {
-          res.cancel()
-          return { kind: 'stopped' }
+          over = { kind: 'stopped' }
+          return false
         }
-        parser.feed(decoder.decode(chunk, { stream: true }))
+        try {
+          reader.feed(chunk)
+        } catch (err) {
+          s.failure ??= { kind: 'failed', error: asError(err), fatal: true }
+        }
         // Once the stream is open, silence longer than three heartbeats means it is dead.
         lastChunk = Date.now()
-        const limit = ready ? this.#heartbeat * 3 : ctx.timeoutMs
+        const limit = s.ready ? this.#heartbeat * 3 : ctx.timeoutMs
         if (limit !== quietLimit) {
           quietLimit = limit
           arm(limit)
         }
-        if (failure) {
-          res.cancel()
-          return failure
-        }
+        over = s.failure
+        return !over
       }
-      return this.stopped ? { kind: 'stopped' } : { kind: 'ended', healthy: ready }
+      // Where the transport hands chunks over as they are read, events reach the watches in that tick.
+      if (res.pipe) await res.pipe((chunk) => void (take(chunk) || res.cancel()))
+      else for await (const chunk of res.chunks()) if (!take(chunk)) break
+      if (over) {
+        res.cancel()
+        return over
+      }
+      return this.stopped ? { kind: 'stopped' } : { kind: 'ended', healthy: s.ready }
     } catch (err) {
       if (this.stopped) return { kind: 'stopped' }
-      if (failure) return failure
+      if (session?.failure) return session.failure
       const reason = attempt.signal.aborted ? attempt.signal.reason : err
-      return ready ? { kind: 'ended', healthy: true } : { kind: 'failed', error: asError(reason), fatal: false }
+      return session?.ready ? { kind: 'ended', healthy: true } : { kind: 'failed', error: asError(reason), fatal: false }
     } finally {
       this.#response = undefined
       if (idle !== undefined) clearTimeout(idle)
       attempt.abort()
+    }
+  }
+
+  /** One event of a connection's stream. */
+  #message(s: Session, type: string, data: string): void {
+    if (s.failure || this.stopped) return
+    try {
+      if (type === SSE_READY) {
+        const r = readReady(JSON.parse(data))
+        this.#heartbeat = r.heartbeat
+        this.#epoch ??= r.epoch
+        s.ready = true
+        this.#ctx.prefer(s.index)
+        s.onReady()
+        const first = !this.#opened
+        if (first) {
+          this.#opened = true
+          if (this.#from === undefined) this.#last = r.revision
+        }
+        const filtered = s.prefixes && { stream: r.stream, prefixes: s.prefixes, after: (first ? this.#last : s.from) ?? -1, endpoint: s.index }
+        this.#listener.ready(first, first ? this.#last : undefined, filtered)
+        const held = s.early ?? []
+        s.early = undefined
+        for (const e of held) this.#accept(e.event, e.size)
+      } else if (type === SSE_PROGRESS) {
+        // Every change under the prefixes up to it came: resume after it (not before a quiet spell).
+        const revision = readProgress(JSON.parse(data))
+        if (!s.early && (this.#last === undefined || revision >= this.#last)) {
+          this.#last = revision
+          this.#partial = undefined
+        }
+      } else if (type === SSE_ERROR) {
+        const error = readError({ error: JSON.parse(data) })
+        if (!error) throw new BadAnswer('error: expected { code, message }')
+        const err = errorFromJSON(error)
+        s.failure = { kind: 'failed', error: err, fatal: !(err.code === 'UNAVAILABLE' || err.code === 'CLOSED') }
+      } else {
+        const event = readEvent(JSON.parse(data))
+        if (s.early) s.early.push({ event, size: data.length })
+        else this.#accept(event, data.length)
+      }
+    } catch (err) {
+      s.failure = { kind: 'failed', error: new ZarisError('INTERNAL', `the node sent a bad watch event: ${(err as Error).message}`), fatal: true }
     }
   }
 }

@@ -37,164 +37,7 @@
  * @module
  */
 
-/** The common start of every script: keys, clock, expiry, revisions. ARGV[1..3] = history, sweep limit, minimum revision. */
-const PRELUDE = `
-local K_REV, K_DATA, K_IDX, K_EXP, K_LOG, K_REQ, K_REQT = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
-local HISTORY = tonumber(ARGV[1])
-local SWEEP = tonumber(ARGV[2])
-local MINREV = tonumber(ARGV[3])
-local clock = redis.call('TIME')
-local NOW = tonumber(clock[1]) * 1000000 + tonumber(clock[2])
-local LAST_REV = nil
-local FLOOR = nil
-
-local function fmt(n) return string.format('%d', n) end
-
--- The store's epoch, created with its revision counter.
-local EPOCH = nil
-local function epoch()
-  if not EPOCH then
-    EPOCH = redis.call('HGET', K_REV, 'g')
-    if not EPOCH then
-      EPOCH = fmt(NOW)
-      -- A store born now holds its idx members as ix(key) from the start (see the list script).
-      redis.call('HSET', K_REV, 'g', EPOCH, 'ix', '1')
-    end
-  end
-  return EPOCH
-end
-
--- The next revision. It never falls below the newest revision in the log or
--- one a client has already seen (MINREV): if Redis lost the counter (a
--- restart without persistence, a failover to a stale replica), revisions and
--- fencing tokens still rise for every client that was connected. LOST is set
--- to the newest revision Redis still had when it had lost later ones.
-local LOST = nil
-local MAXREV = 9007199254740991
--- Returns nil, having written nothing, when the store has no revision left.
-local function next_rev()
-  if not FLOOR then
-    local newest = 0
-    local last = redis.call('XREVRANGE', K_LOG, '+', '-', 'COUNT', 1)
-    if last[1] then newest = tonumber(string.match(last[1][1], '^(%d+)')) end
-    local floor = math.max(newest, MINREV)
-    local current = tonumber(redis.call('HGET', K_REV, 'n') or '0')
-    local rev = math.max(current, floor) + 1
-    if rev > MAXREV then return nil end
-    if current < floor and MINREV > newest and MINREV > current then LOST = newest end
-    redis.call('HSET', K_REV, 'n', fmt(rev))
-    FLOOR = rev
-    LAST_REV = rev
-    return rev
-  end
-  if LAST_REV >= MAXREV then return nil end
-  local rev = redis.call('HINCRBY', K_REV, 'n', 1)
-  LAST_REV = rev
-  return rev
-end
-
--- Appends the events of revision rev to the log: ids rev-0, rev-1, ..., the
--- epoch on each, the last one marked. A revision that found history lost
--- starts with the x entry that says so.
-local function append(rev, events)
-  local srev = fmt(rev)
-  local g = epoch()
-  local seq = 0
-  if LOST then
-    redis.call('XADD', K_LOG, srev .. '-0', 't', 'x', 'a', fmt(LOST), 'g', g)
-    LOST = nil
-    seq = 1
-  end
-  if #events == 0 then events = {{'t', 'n'}} end
-  for e = 1, #events do
-    local fields = events[e]
-    fields[#fields + 1] = 'g'
-    fields[#fields + 1] = g
-    if e == #events then
-      fields[#fields + 1] = 'z'
-      fields[#fields + 1] = '1'
-    end
-    redis.call('XADD', K_LOG, srev .. '-' .. seq, unpack(fields))
-    seq = seq + 1
-  end
-end
-
-local function parse(raw)
-  local rev, created, deadline = string.match(raw, '^(%d+) (%d+) (%S+) ')
-  return tonumber(rev), tonumber(created), tonumber(deadline)
-end
-
--- Every field of a raw entry, as strings; owner is nil when the entry has none.
--- Serialized JSON never holds a raw newline, so the first one starts the owner.
-local function fields(raw)
-  local rev, created, deadline, ttl, rest = string.match(raw, '^(%d+) (%d+) (%S+) (%S+) (.*)$')
-  local value, owner = string.match(rest, '^([^\\n]*)\\n(.*)$')
-  if not value then value = rest end
-  return rev, created, deadline, ttl, value, owner
-end
-
--- A key as the idx zset holds it, so that ZRANGEBYLEX orders keys as the
--- contract does (UTF-16 code units, as JavaScript compares strings). In
--- UTF-8 byte order U+E000..U+FFFF (lead bytes EE, EF) sort below U+10000 and
--- up (F0..F4, surrogate pairs in UTF-16, which sort below U+E000 there), so
--- those two lead bytes are stored as F5 and F6, which no UTF-8 text holds.
-local IX, UNIX = {['\\238'] = '\\245', ['\\239'] = '\\246'}, {['\\245'] = '\\238', ['\\246'] = '\\239'}
-local function ix(key) return (string.gsub(key, '[\\238\\239]', IX)) end
-local function unix(member) return (string.gsub(member, '[\\245\\246]', UNIX)) end
-
-local function remove(key)
-  redis.call('HDEL', K_DATA, key)
-  -- (a key stored before idx members were transformed may still be there as itself)
-  redis.call('ZREM', K_IDX, ix(key), key)
-  redis.call('ZREM', K_EXP, key)
-end
-
--- Expires key; false (nothing written) when the store has no revision left for it.
-local function expire(key)
-  local rev = next_rev()
-  if not rev then return false end
-  append(rev, {{'t', 'e', 'k', key}})
-  remove(key)
-  return true
-end
-
--- The raw entry at key if it is live; an entry past its deadline is expired
--- here (unless no revision is left to expire it with: then it stays).
-local function live(key)
-  local raw = redis.call('HGET', K_DATA, key)
-  if not raw then return false end
-  local _, _, deadline = parse(raw)
-  if deadline and deadline <= NOW and expire(key) then return false end
-  return raw
-end
-
--- Expires up to SWEEP due entries, earliest deadline first.
-local function sweep()
-  local due = redis.call('ZRANGEBYSCORE', K_EXP, '-inf', fmt(NOW), 'LIMIT', 0, SWEEP)
-  for _, key in ipairs(due) do
-    if redis.call('HEXISTS', K_DATA, key) == 1 then
-      if not expire(key) then return end
-    else
-      redis.call('ZREM', K_EXP, key)
-    end
-  end
-end
-
--- Trims the log to the last HISTORY revisions; returns Redis's time and the
--- microseconds until the earliest deadline (-1: none), for the caller's timer.
-local function finish()
-  if LAST_REV and LAST_REV > HISTORY then
-    redis.call('XTRIM', K_LOG, 'MINID', '~', fmt(LAST_REV - HISTORY + 1) .. '-0')
-  end
-  local first = redis.call('ZRANGE', K_EXP, 0, 0, 'WITHSCORES')
-  local next_in = -1
-  if first[2] then
-    next_in = tonumber(first[2]) - NOW
-    if next_in < 0 then next_in = 0 end
-  end
-  return fmt(NOW), fmt(next_in)
-end
-`
+import { PRELUDE } from './prelude'
 
 /** `get`: ARGV[4] = key. Returns `{now, nextIn, raw|nil}`. */
 export const GET_SCRIPT = `${PRELUDE}
@@ -405,8 +248,12 @@ for o = 1, n do
     redis.call('ZADD', K_IDX, 0, ix(op.key))
     if op.deadline ~= '-' then
       redis.call('ZADD', K_EXP, op.deadline, op.key)
+      exp_touched(op.key)
+      local at = tonumber(op.deadline)
+      if not EXP_ADDED or at < EXP_ADDED then EXP_ADDED = at end
     else
       redis.call('ZREM', K_EXP, op.key)
+      exp_touched(op.key)
     end
   end
 end

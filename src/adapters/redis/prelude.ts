@@ -1,0 +1,217 @@
+/**
+ * The common start of every Lua script of the Redis adapter (see
+ * `scripts.ts` for the layout it works on): keys, Redis's clock, revisions,
+ * the log, expiry, and the next deadline for the caller's timer.
+ *
+ * @module
+ */
+
+/** The common start of every script: keys, clock, expiry, revisions. ARGV[1..3] = history, sweep limit, minimum revision. */
+export const PRELUDE = `
+local K_REV, K_DATA, K_IDX, K_EXP, K_LOG, K_REQ, K_REQT = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
+local HISTORY = tonumber(ARGV[1])
+local SWEEP = tonumber(ARGV[2])
+local MINREV = tonumber(ARGV[3])
+local clock = redis.call('TIME')
+local NOW = tonumber(clock[1]) * 1000000 + tonumber(clock[2])
+local LAST_REV = nil
+local FLOOR = nil
+
+local function fmt(n) return string.format('%d', n) end
+
+-- The store's epoch, created with its revision counter.
+local EPOCH = nil
+local function epoch()
+  if not EPOCH then
+    EPOCH = redis.call('HGET', K_REV, 'g')
+    if not EPOCH then
+      EPOCH = fmt(NOW)
+      -- A store born now holds its idx members as ix(key) from the start (see the list script).
+      redis.call('HSET', K_REV, 'g', EPOCH, 'ix', '1')
+    end
+  end
+  return EPOCH
+end
+
+-- The next revision. It never falls below the newest revision in the log or
+-- one a client has already seen (MINREV): if Redis lost the counter (a
+-- restart without persistence, a failover to a stale replica), revisions and
+-- fencing tokens still rise for every client that was connected. LOST is set
+-- to the newest revision Redis still had when it had lost later ones.
+local LOST = nil
+local MAXREV = 9007199254740991
+-- Returns nil, having written nothing, when the store has no revision left.
+local function next_rev()
+  if not FLOOR then
+    local head = redis.call('HMGET', K_REV, 'n', 'g')
+    local current = tonumber(head[1] or '0')
+    local newest = current
+    -- The counter and the log change in the same scripts: while the hash
+    -- holds its epoch (it was not lost or evicted) and no client has seen
+    -- past it, the counter is the newest revision and the log need not be read.
+    if head[2] and MINREV <= current then
+      EPOCH = head[2]
+    else
+      newest = 0
+      local last = redis.call('XREVRANGE', K_LOG, '+', '-', 'COUNT', 1)
+      if last[1] then newest = tonumber(string.match(last[1][1], '^(%d+)')) end
+    end
+    local floor = math.max(newest, MINREV)
+    local rev = math.max(current, floor) + 1
+    if rev > MAXREV then return nil end
+    if current < floor and MINREV > newest and MINREV > current then LOST = newest end
+    redis.call('HSET', K_REV, 'n', fmt(rev))
+    FLOOR = rev
+    LAST_REV = rev
+    return rev
+  end
+  if LAST_REV >= MAXREV then return nil end
+  local rev = redis.call('HINCRBY', K_REV, 'n', 1)
+  LAST_REV = rev
+  return rev
+end
+
+-- Appends the events of revision rev to the log: ids rev-0, rev-1, ..., the
+-- epoch on each, the last one marked. A revision that found history lost
+-- starts with the x entry that says so.
+local function append(rev, events)
+  local srev = fmt(rev)
+  local g = epoch()
+  local seq = 0
+  if LOST then
+    redis.call('XADD', K_LOG, srev .. '-0', 't', 'x', 'a', fmt(LOST), 'g', g)
+    LOST = nil
+    seq = 1
+  end
+  if #events == 0 then events = {{'t', 'n'}} end
+  for e = 1, #events do
+    local fields = events[e]
+    fields[#fields + 1] = 'g'
+    fields[#fields + 1] = g
+    if e == #events then
+      fields[#fields + 1] = 'z'
+      fields[#fields + 1] = '1'
+    end
+    if e == #events and rev > HISTORY then
+      -- The revision's last entry trims the log to the last HISTORY revisions in the same call.
+      redis.call('XADD', K_LOG, 'MINID', '~', fmt(rev - HISTORY + 1) .. '-0', srev .. '-' .. seq, unpack(fields))
+    else
+      redis.call('XADD', K_LOG, srev .. '-' .. seq, unpack(fields))
+    end
+    seq = seq + 1
+  end
+end
+
+local function parse(raw)
+  local rev, created, deadline = string.match(raw, '^(%d+) (%d+) (%S+) ')
+  return tonumber(rev), tonumber(created), tonumber(deadline)
+end
+
+-- Every field of a raw entry, as strings; owner is nil when the entry has none.
+-- Serialized JSON never holds a raw newline, so the first one starts the owner.
+local function fields(raw)
+  local rev, created, deadline, ttl, rest = string.match(raw, '^(%d+) (%d+) (%S+) (%S+) (.*)$')
+  local value, owner = string.match(rest, '^([^\\n]*)\\n(.*)$')
+  if not value then value = rest end
+  return rev, created, deadline, ttl, value, owner
+end
+
+-- A key as the idx zset holds it, so that ZRANGEBYLEX orders keys as the
+-- contract does (UTF-16 code units, as JavaScript compares strings). In
+-- UTF-8 byte order U+E000..U+FFFF (lead bytes EE, EF) sort below U+10000 and
+-- up (F0..F4, surrogate pairs in UTF-16, which sort below U+E000 there), so
+-- those two lead bytes are stored as F5 and F6, which no UTF-8 text holds.
+local IX, UNIX = {['\\238'] = '\\245', ['\\239'] = '\\246'}, {['\\245'] = '\\238', ['\\246'] = '\\239'}
+local function ix(key) return (string.gsub(key, '[\\238\\239]', IX)) end
+local function unix(member) return (string.gsub(member, '[\\245\\246]', UNIX)) end
+
+-- The earliest deadlines as sweep read them (key -> score, EXP_N of them;
+-- EXP_MORE when exp held more), and the earliest one this script wrote:
+-- enough for finish to know the next deadline without reading exp again,
+-- unless the script touched every entry it read. nil: finish reads exp.
+local EXP_HEAD, EXP_N, EXP_MORE, EXP_ADDED = nil, 0, true, nil
+local function exp_touched(key)
+  if EXP_HEAD and EXP_HEAD[key] then
+    EXP_HEAD[key] = nil
+    EXP_N = EXP_N - 1
+  end
+end
+
+local function remove(key)
+  redis.call('HDEL', K_DATA, key)
+  -- (a key stored before idx members were transformed may still be there as itself)
+  redis.call('ZREM', K_IDX, ix(key), key)
+  redis.call('ZREM', K_EXP, key)
+  exp_touched(key)
+end
+
+-- Expires key; false (nothing written) when the store has no revision left for it.
+local function expire(key)
+  local rev = next_rev()
+  if not rev then return false end
+  append(rev, {{'t', 'e', 'k', key}})
+  remove(key)
+  return true
+end
+
+-- The raw entry at key if it is live; an entry past its deadline is expired
+-- here (unless no revision is left to expire it with: then it stays).
+-- Kept per script: a commit reads a key for its check and again for its op,
+-- and nothing writes an entry between those reads (writes come last).
+local LIVE = {}
+local function live(key)
+  local known = LIVE[key]
+  if known ~= nil then return known end
+  local raw = redis.call('HGET', K_DATA, key)
+  if raw then
+    local _, _, deadline = parse(raw)
+    if deadline and deadline <= NOW and expire(key) then raw = false end
+  end
+  LIVE[key] = raw
+  return raw
+end
+
+-- Expires up to SWEEP due entries, earliest deadline first. When none is
+-- due, the two earliest deadlines it read are kept for finish.
+local function sweep()
+  local head = redis.call('ZRANGE', K_EXP, 0, 1, 'WITHSCORES')
+  if not head[2] or tonumber(head[2]) > NOW then
+    EXP_HEAD, EXP_N, EXP_MORE = {}, 0, #head == 4
+    for j = 1, #head, 2 do
+      EXP_HEAD[head[j]] = tonumber(head[j + 1])
+      EXP_N = EXP_N + 1
+    end
+    return
+  end
+  local due = redis.call('ZRANGEBYSCORE', K_EXP, '-inf', fmt(NOW), 'LIMIT', 0, SWEEP)
+  for _, key in ipairs(due) do
+    if redis.call('HEXISTS', K_DATA, key) == 1 then
+      if not expire(key) then return end
+    else
+      redis.call('ZREM', K_EXP, key)
+    end
+  end
+end
+
+-- Returns Redis's time and the microseconds until the earliest deadline
+-- (-1: none), for the caller's timer. (append trims the log.)
+local function finish()
+  local next_at = nil
+  if EXP_HEAD and (EXP_N > 0 or not EXP_MORE) then
+    -- What sweep read and this script left alone, or wrote: every other entry of exp is later.
+    for _, score in pairs(EXP_HEAD) do
+      if not next_at or score < next_at then next_at = score end
+    end
+    if EXP_ADDED and (not next_at or EXP_ADDED < next_at) then next_at = EXP_ADDED end
+  else
+    local first = redis.call('ZRANGE', K_EXP, 0, 0, 'WITHSCORES')
+    if first[2] then next_at = tonumber(first[2]) end
+  end
+  local next_in = -1
+  if next_at then
+    next_in = next_at - NOW
+    if next_in < 0 then next_in = 0 end
+  end
+  return fmt(NOW), fmt(next_in)
+end
+`
