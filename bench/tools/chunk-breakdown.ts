@@ -24,6 +24,8 @@ export const CASES: Record<string, string> = {
   'zaris/indexeddb *': "import * as m from 'zaris/indexeddb'\nObject.assign(globalThis, { m })\n",
   'zaris/http *': "import * as m from 'zaris/http'\nObject.assign(globalThis, { m })\n",
   'zaris * + zaris/indexeddb *': "import * as a from 'zaris'\nimport * as b from 'zaris/indexeddb'\nObject.assign(globalThis, { a, b })\n",
+  // The bench's "zaris + zaris/indexeddb" row (bench/scenarios/bundle.ts), which counts the entry chunk alone.
+  'connect + indexedDbAdapter': "import { connect } from 'zaris'\nimport { indexedDbAdapter } from 'zaris/indexeddb'\nObject.assign(globalThis, { app: { connect, indexedDbAdapter } })\n",
   "connect('zaris://idb/app')": "import { connect } from 'zaris'\nObject.assign(globalThis, { open: () => connect('zaris://idb/app') })\n",
   "connect('zaris://host:7861/ns')": "import { connect } from 'zaris'\nObject.assign(globalThis, { open: () => connect('zaris://host:7861/ns') })\n",
 }

@@ -93,14 +93,15 @@ export class Client implements AsyncDisposable {
     // U+0001 ends a key inside zaris's own keys (which carry ids), and starts its own owners (a shared lock's group).
     if (this.id.includes(SEP)) throw new InvalidArgumentError('id must not contain U+0001: zaris keeps that character for its own keys and owners')
     this.adapter = adapter
-    const ready = adapter.capabilities?.ownerGone && adapter.registerOwner ? adapter.registerOwner(this.id) : Promise.resolve()
-    ready.catch(() => {}) // reported where it is awaited, by the first hold
+    const registered = this.#registration(adapter)
     this.#ctx = {
       adapter,
       clock: options.clock ?? defaultClock(),
       id: this.id,
       ttl: options.ttl === undefined ? DEFAULT_TTL : checkTtl(options.ttl),
-      ready,
+      get ready() {
+        return registered()
+      },
       open: this.#open,
       onClose: (fn) => {
         if (this.#closed) {
@@ -118,6 +119,27 @@ export class Client implements AsyncDisposable {
     this.leases = new Leases(this.#ctx)
     this.counters = new Counters(this.#ctx)
     this.semaphores = new Semaphores(this.#ctx)
+  }
+
+  /**
+   * Registers this client with an adapter that follows owners' lives (starting
+   * now); returns what a hold awaits before its first write. A failed
+   * registration (a chunk the network lost) is reported to the holds that
+   * awaited it and tried again by the next.
+   */
+  #registration(adapter: Adapter): () => Promise<void> {
+    if (!adapter.capabilities?.ownerGone || !adapter.registerOwner) return () => Promise.resolve()
+    let current: Promise<void> | undefined
+    const register = () => {
+      if (current) return current
+      const attempt = (current = adapter.registerOwner!(this.id))
+      attempt.catch(() => {
+        if (current === attempt) current = undefined
+      })
+      return attempt
+    }
+    register()
+    return register
   }
 
   /** True once `close()` was called. */

@@ -23,7 +23,7 @@
 import type { Context } from './context'
 import { InvalidArgumentError } from './errors'
 import type { Lease } from './hold'
-import { once } from './on-demand'
+import { once } from './once'
 import { checkUserKey, checkOptions, checkSignal, checkTtl } from './validate'
 
 /** Options of `client.election`. */

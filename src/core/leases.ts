@@ -6,7 +6,8 @@
  * @module
  */
 import type { Value } from './adapter'
-import { acquire, type AcquireOptions } from './acquire'
+import type { AcquireOptions } from './acquire-checks'
+import { acquirePart } from './locks'
 import type { Context } from './context'
 import { Lease } from './hold'
 import { checkValue } from './validate'
@@ -40,6 +41,6 @@ export class Leases {
    */
   grant<V extends Value = Value>(key: string, options?: LeaseOptions<V>): Promise<Lease<V> | null> {
     const value = (options?.value === undefined ? null : checkValue(options.value)) as V
-    return acquire(this.#ctx, key, value, options, (init) => new Lease<V>(this.#ctx, init))
+    return acquirePart().then(({ acquire }) => acquire(this.#ctx, key, value, options, (init) => new Lease<V>(this.#ctx, init)))
   }
 }

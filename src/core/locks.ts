@@ -19,18 +19,26 @@
  *
  * @module
  */
-import { checkAcquire, checkKeys, checkMode, lockPart, take, type AcquireOptions } from './acquire'
-import { claimOf, type HoldSpec } from './claim'
+import { checkAcquire, checkKeys, checkMode, type AcquireOptions } from './acquire-checks'
+import type { HoldSpec } from './claim'
 import type { Context } from './context'
 import { InvalidArgumentError } from './errors'
-import { ExclusivePart } from './exclusive-part'
 import { lockQuery, lockSet } from './on-demand'
+import { once } from './once'
 import { Lock, type HoldInit, type LockMode } from './hold'
 import type { LockQuery } from './lock-query'
 import type { LockSet } from './lock-set'
 import { runArgs, runHeld } from './run'
 import { isGroup } from './shared-group'
 import { checkOptions, checkPrefix, checkUserKey } from './validate'
+
+/**
+ * The acquire machinery (acquire.ts: the claim, its parts, the machine and
+ * the wait line), a chunk loaded on a client's first acquire, lease or
+ * permit: a page that only reads and watches does not load it. Its loader
+ * lives here, not in on-demand.ts, which acquire.ts imports.
+ */
+export const acquirePart = once(() => import('./acquire'))
 
 /** Options of {@link Locks.acquire}. */
 export interface LockOptions extends AcquireOptions {
@@ -95,6 +103,7 @@ export class Locks {
     const o = checkAcquire(ctx, options)
     if (o.steal && mode === 'shared') throw new InvalidArgumentError("steal takes a lock from every holder: it needs mode 'exclusive'")
     if (o.steal && keys.length > 1) throw new InvalidArgumentError('steal takes one key at a time, not a list')
+    const { ExclusivePart, claimOf, take, lockPart } = await acquirePart()
     const spec: HoldSpec<null, Lock> = { value: null, ttl: o.ttl, autoRenew: o.autoRenew, make: (init: HoldInit<null>) => new Lock(ctx, init) }
     // Sorted, so that two multi-key commits of overlapping sets name their keys in one order.
     const order = keys.length === 1 ? keys : [...keys].sort()

@@ -5,6 +5,7 @@
  * @module
  */
 import type { Clock, TimerHandle } from './clock'
+import { loadsUnderWay } from './once'
 
 interface Timer {
   at: number
@@ -14,7 +15,8 @@ interface Timer {
 
 /**
  * A {@link Clock} advanced by hand. Timers fire in time order as `advance`
- * passes them, and pending promise reactions run between them.
+ * passes them, and pending promise reactions run between them (after the
+ * parts of the library that load on first use have arrived).
  *
  * @example
  * import { ManualClock } from 'zaris/testing'
@@ -77,7 +79,14 @@ export class ManualClock implements Clock {
   }
 }
 
-/** Lets pending promise chains run: a few macrotask turns of the real event loop. */
+/**
+ * Lets pending promise chains run: a few macrotask turns of the real event
+ * loop, each after the parts of the library being loaded on first use (an
+ * acquire's machinery, an election's body) have arrived.
+ */
 async function settle(): Promise<void> {
-  for (let i = 0; i < 5; i++) await new Promise<void>((resolve) => globalThis.setTimeout(resolve, 0))
+  for (let i = 0; i < 5; i++) {
+    await new Promise<void>((resolve) => globalThis.setTimeout(resolve, 0))
+    for (let under = loadsUnderWay(); under.length > 0; under = loadsUnderWay()) await Promise.allSettled(under)
+  }
 }

@@ -12,17 +12,7 @@
  *
  * @module
  */
-
-/** `load`, called on first use and kept; a failed load is tried again on the next use. */
-export function once<T>(load: () => Promise<T>): () => Promise<T> {
-  let loaded: Promise<T> | undefined
-  // In a page, a chunk the network lost may arrive on the next try.
-  return () =>
-    (loaded ??= load().catch((err: unknown) => {
-      loaded = undefined
-      throw err
-    }))
-}
+import { once } from './once'
 
 export const sharedPart = once(() => import('./shared-part'))
 export const permits = once(() => import('./permits'))

@@ -5,7 +5,8 @@
  *
  * @module
  */
-import { checkAcquire, take, type AcquireOptions } from './acquire'
+import { take } from './acquire'
+import { checkAcquire, type AcquireOptions } from './acquire-checks'
 import { claimOf } from './claim'
 import type { Context } from './context'
 import { InvalidArgumentError } from './errors'

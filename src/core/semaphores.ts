@@ -21,7 +21,7 @@
  *
  * @module
  */
-import type { AcquireOptions } from './acquire'
+import type { AcquireOptions } from './acquire-checks'
 import type { Context } from './context'
 import { InvalidArgumentError } from './errors'
 import { permits } from './on-demand'

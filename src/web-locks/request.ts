@@ -16,7 +16,7 @@
  *
  * @module
  */
-import { IN_LINE } from '../core/acquire'
+import { IN_LINE } from '../core/acquire-checks'
 import type { Client } from '../core/client'
 import type { Lock, LockMode } from '../core/hold'
 import type { LockOptions } from '../core/locks'

@@ -9,7 +9,7 @@
 import { afterEach, describe, expect, test } from 'vitest'
 import { Client, Lock } from 'zaris'
 import { AcquireMachine, type MachineOptions } from '../../src/core/acquire-machine'
-import { IN_LINE } from '../../src/core/acquire'
+import { IN_LINE } from '../../src/core/acquire-checks'
 import { claimOf } from '../../src/core/claim'
 import { ExclusivePart } from '../../src/core/exclusive-part'
 import type { HoldInit } from '../../src/core/hold'

@@ -6,7 +6,8 @@
  */
 import { afterEach, describe, expect, test } from 'vitest'
 import { Client, InvalidArgumentError, Lock } from 'zaris'
-import { checkAcquire, take } from '../../src/core/acquire'
+import { take } from '../../src/core/acquire'
+import { checkAcquire } from '../../src/core/acquire-checks'
 import { claimOf } from '../../src/core/claim'
 import { ExclusivePart } from '../../src/core/exclusive-part'
 import type { HoldInit } from '../../src/core/hold'

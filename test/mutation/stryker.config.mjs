@@ -21,6 +21,7 @@ export default {
     'src/core/hold-end.ts',
     'src/core/hold-life.ts',
     'src/core/acquire.ts',
+    'src/core/acquire-checks.ts',
     'src/core/acquire-machine.ts',
     'src/core/locks.ts',
     'src/core/leases.ts',

@@ -120,8 +120,8 @@ test("the browser condition serves dist/browser: a web app's Vite build of conne
  * code only, and what it ships (every file, and what a page loads at start)
  * stays within budgets set about 3 % above the size measured (gzip -9).
  */
-const WEB_APP_START = 22_000 // measured 21 645 B with the election's body and the counter operations loaded on first use; 22 216 B (22 109 before main merged issue 16's counters): the entry and its static imports (zaris 15.7 kB of it, the IndexedDB adapter the rest)
-const WEB_APP_TOTAL = 40_700 // measured 40 336 B after the filtered watch streams (the HTTP client chunk +1.35 kB, bench/FINDINGS.md §16a); 38 993 B before them (+~0.9 kB for two more chunks, each gzipped alone, and the election's facade beside its body; bench/FINDINGS.md §15); 37 810 B when set: every emitted .js, with the chunks connect() loads on demand (the HTTP client 8 373 B)
+const WEB_APP_START = 17_100 // measured 16 601 B with liveness, the reaper and the acquire machinery loaded on demand (bench/FINDINGS.md §15); 21 645 B with the election's body and the counter operations loaded on first use; 22 216 B (22 109 before main merged issue 16's counters): the entry and its static imports (zaris 15.7 kB of it, the IndexedDB adapter the rest)
+const WEB_APP_TOTAL = 43_700 // measured 42 451 B after main's own SSE reader replaced eventsource-parser; 43 012 B with liveness and the reaper (+~0.9 kB) and the acquire machinery (+~1.8 kB) in chunks of their own, each gzipped alone (bench/FINDINGS.md §15: the price of 5 kB less at start); 40 336 B after the filtered watch streams (the HTTP client chunk +1.35 kB, bench/FINDINGS.md §16a); 38 993 B before them (+~0.9 kB for two more chunks, each gzipped alone, and the election's facade beside its body; bench/FINDINGS.md §15); 37 810 B when set: every emitted .js, with the chunks connect() loads on demand (the HTTP client 8 373 B)
 
 test('a Vite web app importing zaris and zaris/indexeddb emits no Node import, no Node-only adapter and no zod, within its size budget', async () => {
   writeFileSync(

@@ -14,11 +14,12 @@
  */
 import type { Adapter, Check, CommitResult, Entry, ListOptions, ListPage, Op, Unsubscribe, WatchSink } from '../../core/adapter'
 import type { Clock, TimerHandle } from '../../core/clock'
-import { ClosedError, InvalidArgumentError, UnsupportedError } from '../../core/errors'
+import { ClosedError, InvalidArgumentError, UnavailableError, UnsupportedError } from '../../core/errors'
+import { once } from '../../core/once'
 import { checkCommitArgs, checkKey, checkListOptions, checkPrefix, checkWatchArgs } from '../../core/validate'
 import { AdapterLife } from '../shared/life'
-import { Liveness, webLocks } from './liveness'
-import { Reaper } from './reaper'
+import type { Liveness } from './liveness'
+import type { Reaper } from './reaper'
 import type { Database } from './schema'
 import { SharedStore } from './shared'
 import { copyValue as copy, expired, toEntry } from '../shared/write'
@@ -52,6 +53,15 @@ const wallClock: Clock = {
   clearTimeout: (handle) => globalThis.clearTimeout(handle as unknown as ReturnType<typeof setTimeout>),
 }
 
+/** The Web Locks API, where the platform has it. */
+function webLocks(): LockManager | undefined {
+  const nav = (globalThis as { navigator?: { locks?: LockManager } }).navigator
+  return nav?.locks && typeof nav.locks.request === 'function' ? nav.locks : undefined
+}
+
+/** Liveness and the reaper (./alive): a chunk of their own, which every store of the page loads when it is made. */
+const aliveParts = once(() => import('./alive'))
+
 /** What the browser must offer for this adapter. */
 function assertSupported(): void {
   const g = globalThis as { indexedDB?: unknown; BroadcastChannel?: unknown; process?: { versions?: { node?: string } } }
@@ -79,8 +89,9 @@ export function indexedDbAdapter(options: IndexedDbAdapterOptions = {}): Adapter
 }
 
 /**
- * Like {@link indexedDbAdapter}, but resolves once the database is open, so
- * a store that cannot open fails here.
+ * Like {@link indexedDbAdapter}, but resolves once the database is open and
+ * the store follows which tabs are alive, so a store that cannot open fails
+ * here (`connect('zaris://idb/…')` opens stores this way).
  *
  * @example
  * const adapter = await openIndexedDb({ namespace: 'app' })
@@ -88,7 +99,7 @@ export function indexedDbAdapter(options: IndexedDbAdapterOptions = {}): Adapter
 export async function openIndexedDb(options: IndexedDbAdapterOptions = {}): Promise<Adapter> {
   const store = new IndexedDbStore(options)
   try {
-    await store.db()
+    await Promise.all([store.db(), store.following()])
   } catch (err) {
     await store.adapter.close()
     throw err
@@ -96,12 +107,28 @@ export async function openIndexedDb(options: IndexedDbAdapterOptions = {}): Prom
   return store.adapter
 }
 
+/**
+ * One adapter's store. Liveness and the reaper come in a chunk of their own
+ * (./alive), whose load starts when the store is made, beside the database's
+ * open, and is needed by then: the reaper must follow owners from the store's
+ * first read (a page that only reads still ends a closed tab's entries for
+ * everyone), and no hold may be written before its client is registered (the
+ * core awaits `registerOwner` before its first write). `openIndexedDb` (and so
+ * `connect`) resolves once both run, as they did from the constructor before;
+ * a store made with `indexedDbAdapter` misses another tab's closing
+ * announcement made before the chunk arrived, and learns of that tab's end
+ * from its Web Lock instead (later, never wrongly). A failed load fails
+ * `openIndexedDb`, or the registration — the client's holds then fail with an
+ * `UnavailableError` saying so — and is tried again by the next registration
+ * or use of the store.
+ */
 class IndexedDbStore {
   readonly adapter: Adapter
   readonly #shared: SharedStore
-  readonly #liveness: Liveness | undefined
+  readonly #locks: LockManager | undefined
+  #liveness: Liveness | undefined
   /** Ends the entries of clients that are gone (closed or crashed tabs), for every tab. */
-  readonly #reaper: Reaper | undefined
+  #reaper: Reaper | undefined
   readonly #life = new AdapterLife('indexeddb')
 
   constructor(options: IndexedDbAdapterOptions) {
@@ -112,25 +139,56 @@ class IndexedDbStore {
     if (!Number.isInteger(historySize) || historySize < 1) {
       throw new InvalidArgumentError(`historySize must be a positive integer, got ${String(historySize)}`)
     }
-    const locks = options.liveness === false ? undefined : webLocks()
-    this.#liveness = locks && new Liveness(locks, namespace)
+    this.#locks = options.liveness === false ? undefined : webLocks()
     this.#shared = SharedStore.acquire(namespace, historySize, options.clock ?? wallClock)
-    this.#reaper = locks && Reaper.acquire(this.#shared, locks)
     this.adapter = this.#makeAdapter()
+    this.#follow()
   }
 
   /** The open database. */
   db(): Promise<Database> {
     if (this.#life.closed) return Promise.reject(new ClosedError('the indexeddb adapter is closed'))
+    this.#follow()
     return this.#shared.db()
   }
 
+  /**
+   * Resolves once liveness and the reaper run (at once for a store without
+   * them): from then on this page hears another tab say it is closing.
+   */
+  async following(): Promise<void> {
+    if (this.#locks) await this.#alive()
+  }
+
+  /** Starts liveness and the reaper (their chunk) unless they run, or this store has none. */
+  #follow(): void {
+    if (this.#locks && !this.#liveness && !this.#life.closed) this.#alive().catch(() => {})
+  }
+
+  /** This store's liveness, once its chunk is loaded; the reaper starts with it. */
+  async #alive(): Promise<Liveness> {
+    let parts: Awaited<ReturnType<typeof aliveParts>>
+    try {
+      parts = await aliveParts()
+    } catch (err) {
+      throw new UnavailableError(
+        `zaris://idb could not load its liveness part (what tells other tabs that this one closed, so that they can take over its holds): ${(err as Error)?.message ?? String(err)}; the next hold loads it again`,
+        { cause: err },
+      )
+    }
+    this.#life.assertOpen()
+    if (!this.#liveness) {
+      this.#liveness = new parts.Liveness(this.#locks!, this.#shared.namespace)
+      this.#reaper = parts.Reaper.acquire(this.#shared, this.#locks!)
+    }
+    return this.#liveness
+  }
+
   #makeAdapter(): Adapter {
-    const liveness = this.#liveness
     const clock = this.#shared.clock
     const adapter: Adapter = {
       name: 'indexeddb',
-      capabilities: { ownerGone: liveness !== undefined },
+      capabilities: { ownerGone: this.#locks !== undefined },
       get: async (key) => {
         checkKey(key)
         const e = await readEntry(await this.db(), key)
@@ -147,9 +205,9 @@ class IndexedDbStore {
       watch: (prefix, sink, fromRevision) => this.#watch(prefix, sink, fromRevision),
       close: () => this.#close(),
     }
-    if (liveness) {
-      adapter.ownerGone = (owner, signal) => liveness.gone(owner, signal)
-      adapter.registerOwner = (owner) => liveness.register(owner)
+    if (this.#locks) {
+      adapter.ownerGone = async (owner, signal) => (await this.#alive()).gone(owner, signal)
+      adapter.registerOwner = async (owner) => (await this.#alive()).register(owner)
     }
     return adapter
   }
@@ -181,6 +239,7 @@ class IndexedDbStore {
 
   async #commit(checks: Check[], ops: Op[]): Promise<CommitResult> {
     this.#life.assertOpen()
+    this.#follow()
     checkCommitArgs(checks, ops)
     // Values are copied now: the transaction, the result and the events must not see later mutations.
     const copied = ops.map((op) => (op.type === 'set' ? { ...op, value: copy(op.value) } : op))

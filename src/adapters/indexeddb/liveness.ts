@@ -30,12 +30,6 @@
  */
 import { randomHex } from '../../core/ids'
 
-/** The Web Locks API, where the platform has it. */
-export function webLocks(): LockManager | undefined {
-  const nav = (globalThis as { navigator?: { locks?: LockManager } }).navigator
-  return nav?.locks && typeof nav.locks.request === 'function' ? nav.locks : undefined
-}
-
 /** One Web Locks request per owner per page, shared by every waiter for that owner. */
 interface Probe {
   promise: Promise<void>
