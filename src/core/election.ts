@@ -43,7 +43,7 @@ export interface Leader {
 }
 
 /** The body, imported here rather than in on-demand.ts: an app that imports on-demand.ts for a lock (zaris/web-locks) must not reach it. */
-const electionBody = once(() => import('./election-body'))
+const electionBody = once(() => import('./election-body'), 'election')
 
 type Body = InstanceType<Awaited<ReturnType<typeof electionBody>>['ElectionBody']>
 

@@ -38,7 +38,7 @@ import { checkOptions, checkPrefix, checkUserKey } from './validate'
  * permit: a page that only reads and watches does not load it. Its loader
  * lives here, not in on-demand.ts, which acquire.ts imports.
  */
-export const acquirePart = once(() => import('./acquire'))
+export const acquirePart = once(() => import('./acquire'), 'lock-taking')
 
 /** Options of {@link Locks.acquire}. */
 export interface LockOptions extends AcquireOptions {

@@ -14,8 +14,8 @@
  */
 import { once } from './once'
 
-export const sharedPart = once(() => import('./shared-part'))
-export const permits = once(() => import('./permits'))
-export const lockQuery = once(() => import('./lock-query'))
-export const lockSet = once(() => import('./lock-set'))
-export const counterOps = once(() => import('./counter-ops'))
+export const sharedPart = once(() => import('./shared-part'), 'shared-lock')
+export const permits = once(() => import('./permits'), 'semaphore permit')
+export const lockQuery = once(() => import('./lock-query'), 'lock query')
+export const lockSet = once(() => import('./lock-set'), 'lock set')
+export const counterOps = once(() => import('./counter-ops'), 'counter')
