@@ -3,7 +3,7 @@
  * see it) on a free loopback port, and launches Chromium for multi-tab tests.
  */
 import { fileURLToPath } from 'node:url'
-import { chromium, type Browser, type LaunchOptions } from 'playwright'
+import { chromium, type Browser, type BrowserContext, type LaunchOptions, type Page } from 'playwright'
 import { createServer, type Plugin, type ViteDevServer } from 'vite'
 import { chromiumLaunchOptions } from './chromium'
 
@@ -74,4 +74,24 @@ export async function startHarness(launch: LaunchOptions | BrowserLauncher = chr
       await server.close()
     },
   }
+}
+
+/**
+ * A new tab of the harness page in `ctx`, once its script has set
+ * `window.harnessReady`. Page errors are printed (a test that fails for them
+ * says why). `before` runs between the tab's creation and its load (a route
+ * that holds back or fails a chunk). Polled, not per animation frame: a tab
+ * that is not in front gets no frames.
+ */
+export async function openHarnessTab(
+  ctx: BrowserContext,
+  url: string,
+  before?: (page: Page) => Promise<unknown>,
+): Promise<Page> {
+  const page = await ctx.newPage()
+  page.on('pageerror', (err) => console.error('page error:', err))
+  if (before) await before(page)
+  await page.goto(url)
+  await page.waitForFunction(() => (window as unknown as { harnessReady?: boolean }).harnessReady === true, undefined, { polling: 50 })
+  return page
 }

@@ -11,7 +11,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { BrowserContext, Page } from 'playwright'
 import { connect, type Client, type WatchEvent } from 'zaris'
-import { startHarness, type Harness } from '../browser-harness/server'
+import { openHarnessTab, startHarness, type Harness } from '../browser-harness/server'
 import { startNode, type NodeProcess } from '../server/node-process'
 
 let harness: Harness
@@ -28,13 +28,7 @@ afterAll(async () => {
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 const ns = () => `exit-${Math.random().toString(36).slice(2, 10)}`
 
-async function open(ctx: BrowserContext, base = harness.url): Promise<Page> {
-  const page = await ctx.newPage()
-  page.on('pageerror', (err) => console.error('page error:', err))
-  await page.goto(base)
-  await page.waitForFunction(() => window.harnessReady === true, undefined, { polling: 50 })
-  return page
-}
+const open = (ctx: BrowserContext, base = harness.url): Promise<Page> => openHarnessTab(ctx, base)
 
 /** A Node client on `store` with a watch of every key (wait-line keys included) through its adapter. */
 async function observer(store: string): Promise<{ client: Client; events: Array<WatchEvent & { at: number }> }> {

@@ -11,7 +11,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { BrowserContext, Page, Route } from 'playwright'
-import { startHarness, type Harness } from '../browser-harness/server'
+import { openHarnessTab, startHarness, type Harness } from '../browser-harness/server'
 
 let harness: Harness
 beforeAll(async () => {
@@ -25,13 +25,8 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 const ns = () => `alive-${Math.random().toString(36).slice(2, 10)}`
 const isAliveChunk = (url: URL) => url.pathname.endsWith('/adapters/indexeddb/alive.ts')
 
-async function open(ctx: BrowserContext, route?: (route: Route) => Promise<void>): Promise<Page> {
-  const page = await ctx.newPage()
-  page.on('pageerror', (err) => console.error('page error:', err))
-  if (route) await page.route(isAliveChunk, route)
-  await page.goto(harness.url)
-  await page.waitForFunction(() => window.harnessReady === true, undefined, { polling: 50 })
-  return page
+function open(ctx: BrowserContext, route?: (route: Route) => Promise<void>): Promise<Page> {
+  return openHarnessTab(ctx, harness.url, route && ((page) => page.route(isAliveChunk, route)))
 }
 
 /** In `page`: a client `id` as window.kept.client and, with `watch`, every event of the store in window.kept.events. */

@@ -11,7 +11,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { BrowserContext, Page } from 'playwright'
-import { startHarness, type Harness } from '../browser-harness/server'
+import { openHarnessTab, startHarness, type Harness } from '../browser-harness/server'
 
 let harness: Harness
 beforeAll(async () => {
@@ -24,13 +24,7 @@ afterAll(async () => {
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 const ns = () => `reap-${Math.random().toString(36).slice(2, 10)}`
 
-async function open(ctx: BrowserContext): Promise<Page> {
-  const page = await ctx.newPage()
-  page.on('pageerror', (err) => console.error('page error:', err))
-  await page.goto(harness.url)
-  await page.waitForFunction(() => window.harnessReady === true, undefined, { polling: 50 })
-  return page
-}
+const open = (ctx: BrowserContext): Promise<Page> => openHarnessTab(ctx, harness.url)
 
 /** In `page`: a client `id` (kept as window.kept.client) and, with `watch`, a raw watch of every key stamping each event. */
 async function client(page: Page, store: string, id: string, watch = false): Promise<void> {
