@@ -303,6 +303,39 @@ describe('revisions and the add op', () => {
     await a.close()
   })
 
+  test('a lone add (the short script) retried with the same requestId is answered, not applied twice', async () => {
+    const a = await redisAdapter({ url: server.url(fresh()) })
+    const once = await a.commit([], [{ type: 'add', key: 'n', delta: 5 }], { requestId: 'add-retry-0123456789' })
+    const again = await a.commit([], [{ type: 'add', key: 'n', delta: 5 }], { requestId: 'add-retry-0123456789' })
+    expect(once.ok && once.entries[0]!.value).toBe(5)
+    expect(again).toEqual(once)
+    expect((await a.get('n'))?.value).toBe(5)
+    await a.close()
+  })
+
+  test('a lone add and the same add among other ops leave the same entry, events and expiry', async () => {
+    const runs = await Promise.all(
+      [false, true].map(async (among) => {
+        const a = await redisAdapter({ url: server.url(fresh()) })
+        const events: WatchEvent[] = []
+        await a.watch('', { event: (e) => events.push(e), error: () => {} })
+        await a.commit([], [{ type: 'set', key: 'c', value: 1, owner: 'o', ttl: 150 }])
+        const others = among ? [{ type: 'delete' as const, key: 'none' }] : []
+        const r = await a.commit([], [{ type: 'add', key: 'c', delta: 2 }, ...others])
+        const fresh1 = await a.commit([], [{ type: 'add', key: 'd', delta: 3 }, ...others])
+        const entry = await a.get('c')
+        await until(() => events.some((e) => e.type === 'expire'), 3_000)
+        const list = await a.list('')
+        await a.close()
+        const answer = r.ok ? r.entries.map(({ ttl, ...e }) => ({ ...e, ttl: ttl !== undefined && ttl > 0 && ttl <= 150 })) : r
+        return { answer, fresh: fresh1.ok && fresh1.entries, entry: entry && { ...entry, ttl: undefined }, events: events.map(({ ttl, ...e }) => e), keys: list.entries.map((e) => e.key) }
+      }),
+    )
+    expect(runs[0]!.answer).toEqual([{ key: 'c', value: 3, owner: 'o', created: 1, revision: 2, ttl: true }])
+    expect(runs[0]!.keys).toEqual(['d'])
+    expect(runs[0]).toEqual(runs[1])
+  })
+
   test("an add keeps an owner's bytes exactly, whatever they are", async () => {
     const ns = fresh()
     const a = await redisAdapter({ url: server.url(ns) })
