@@ -223,6 +223,24 @@ describe('commits', () => {
     await a.close()
   })
 
+  test('request records are forgotten once past their retention (pruned by a later commit), however many there were', async () => {
+    const ns = fresh()
+    const a = await redisAdapter({ url: server.url(ns), requestRetention: 1_500 })
+    const ids = Array.from({ length: 250 }, (_, i) => `old-request-${i}-0123456789`)
+    for (const requestId of ids) await a.commit([], [{ type: 'add', key: 'n', delta: 1 }], { requestId })
+    expect(await raw.hlen(`zaris:{${ns}}:req`)).toBe(250)
+    // Past 1.1x the retention, when the oldest is due for pruning.
+    await new Promise((resolve) => setTimeout(resolve, 1_700))
+    // At most 100 go per commit, every commit until none is due.
+    for (let i = 0; i < 3; i++) await a.commit([], [{ type: 'set', key: 'k', value: i }], { requestId: `new-request-${i}-0123456789` })
+    expect(await raw.hlen(`zaris:{${ns}}:req`)).toBe(3)
+    expect(await raw.zcard(`zaris:{${ns}}:reqt`)).toBe(3)
+    // Forgotten: the same id now is a new commit.
+    const again = await a.commit([], [{ type: 'add', key: 'n', delta: 1 }], { requestId: ids[0] })
+    expect(again.ok && again.entries[0]!.value).toBe(251)
+    await a.close()
+  })
+
   test('a commit whose answer was lost with the connection is resent on reconnect and applied once', async () => {
     const ns = fresh()
     const proxy = await new TcpProxy(server.port).start()

@@ -39,12 +39,15 @@ end
 -- fencing tokens still rise for every client that was connected. LOST is set
 -- to the newest revision Redis still had when it had lost later ones.
 local LOST = nil
+-- No request record is older than this (rev's 'p', read with the counter; nil: not known).
+local OLDEST = nil
 local MAXREV = 9007199254740991
 -- Returns nil, having written nothing, when the store has no revision left.
 local function next_rev()
   if not FLOOR then
-    local head = redis.call('HMGET', K_REV, 'n', 'g')
+    local head = redis.call('HMGET', K_REV, 'n', 'g', 'p')
     local current = tonumber(head[1] or '0')
+    OLDEST = tonumber(head[3])
     local newest = current
     -- The counter and the log change in the same scripts: while the hash
     -- holds its epoch (it was not lost or evicted) and no client has seen
@@ -299,15 +302,29 @@ local function store(op)
   end
 end
 
--- Keeps the answer under request for retention_ms, and forgets the oldest expired ones.
+-- Keeps the answer under request for retention_ms, and forgets the oldest
+-- expired ones: not on every commit, but once the oldest record (OLDEST) is a
+-- tenth of the retention past it, then all that are due (at most 100 a
+-- commit, every commit until none is left), so a record is kept at most 1.1x
+-- its retention and the store holds a bounded number.
 local function record(request, text, retention_ms)
   if request == '' then return end
   redis.call('HSET', K_REQ, request, text)
   redis.call('ZADD', K_REQT, fmt(NOW), request)
-  local old = redis.call('ZRANGEBYSCORE', K_REQT, '-inf', fmt(NOW - tonumber(retention_ms) * 1000), 'LIMIT', 0, 100)
+  local due = NOW - tonumber(retention_ms) * 1000
+  if OLDEST and OLDEST > due - tonumber(retention_ms) * 100 then return end
+  local head = redis.call('ZRANGE', K_REQT, 0, 100, 'WITHSCORES')
+  local old, oldest = {}, nil
+  for j = 1, #head, 2 do
+    local at = tonumber(head[j + 1])
+    if at > due then oldest = at break end
+    old[#old + 1] = head[j]
+  end
   if #old > 0 then
     redis.call('HDEL', K_REQ, unpack(old))
     redis.call('ZREM', K_REQT, unpack(old))
   end
+  -- 0 when all 101 read were due: more may be, so the next commit looks again.
+  redis.call('HSET', K_REV, 'p', fmt(oldest or 0))
 end
 `

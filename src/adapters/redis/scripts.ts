@@ -6,7 +6,8 @@
  * Cluster slot, and every key a script touches is declared in KEYS):
  *
  * 1. `rev`  hash    `n`: the store-wide revision counter (HINCRBY); `g`: the epoch, Redis's
- *                   time when the counter was created, which changes if Redis lost everything
+ *                   time when the counter was created, which changes if Redis lost everything;
+ *                   `p`: no `reqt` score is below it (when the records are next pruned; 0: now)
  * 2. `data` hash    key -> `<rev> <created> <deadline|-> <ttl|-> <value json>[\n<owner>]`
  * 3. `idx`  zset    every stored key at score 0 (as `ix(key)`, see below), for prefix ranges and pages (ZRANGEBYLEX)
  * 4. `exp`  zset    key -> deadline in microseconds on Redis's clock (TIME)
