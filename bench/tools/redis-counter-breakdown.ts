@@ -10,8 +10,9 @@
  *
  *   npx tsx bench/tools/redis-counter-breakdown.ts [increments=3000] [checkout to compare, e.g. /work/main]
  *
- * With a second checkout, its commit script (the add by the generic path)
- * runs as one more step, so two versions take turns on one redis-server.
+ * With a second checkout, its commit script (the add by the generic path),
+ * and its add script if it has one, run as more steps, so two versions take
+ * turns on one redis-server.
  *
  * @module
  */
@@ -19,13 +20,14 @@ import { Redis } from 'ioredis'
 import { Client } from 'zaris'
 import { redisAdapter } from 'zaris/redis'
 import { namespaceKeys } from '../../src/adapters/redis/codec'
+import { COMMIT_PARTS, PRELUDE } from '../../src/adapters/redis/prelude'
 import { ADD_SCRIPT, COMMIT_SCRIPT } from '../../src/adapters/redis/scripts'
 import { median, quantile } from '../lib/measure'
 import { redis as startRedis } from '../lib/procs'
 
 const N = Number(process.argv[2] ?? 3000)
 const base = process.argv[3]
-const baseCommit = base ? ((await import(`${base}/src/adapters/redis/scripts.ts`)) as { COMMIT_SCRIPT: string }).COMMIT_SCRIPT : undefined
+const baseScripts = base ? ((await import(`${base}/src/adapters/redis/scripts.ts`)) as { COMMIT_SCRIPT: string; ADD_SCRIPT?: string }) : undefined
 const server = await startRedis()
 const r = new Redis({ host: '127.0.0.1', port: server.port })
 const admin = new Redis({ host: '127.0.0.1', port: server.port })
@@ -64,9 +66,13 @@ try {
     return (...a) => f.call(r, ...keys, ...a)
   }
   const empty = define('bcEmpty', 'return 1')
+  // What running the shared parts costs before a script does anything: its helpers built, TIME read.
+  const prelude = define('bcPrelude', `${PRELUDE}\nreturn 1`)
+  const parts = define('bcParts', `${PRELUDE}${COMMIT_PARTS}\nreturn 1`)
   const commit = define('bcCommit', COMMIT_SCRIPT)
   const add = define('bcAdd', ADD_SCRIPT)
-  const old = baseCommit ? define('bcBase', baseCommit) : undefined
+  const old = baseScripts ? define('bcBase', baseScripts.COMMIT_SCRIPT) : undefined
+  const oldAdd = baseScripts?.ADD_SCRIPT ? define('bcBaseAdd', baseScripts.ADD_SCRIPT) : undefined
   let req = 0
   const ok = (a: unknown[]) => {
     if (a[0] !== 'ok') throw new Error(`script answered ${String(a[0])}`)
@@ -80,9 +86,12 @@ try {
     ['ioredis PING', () => r.ping()],
     ['ioredis INCR', () => r.incr('bc:incr')],
     ['EVALSHA return 1, 7 keys + the add\'s 7 args', () => empty(...common(), 'n', '1')],
+    ['EVALSHA prelude, then return 1', () => prelude(...common(), 'n', '1')],
+    ['EVALSHA prelude + commit parts, then return 1', () => parts(...common(), 'n', '1')],
     ['commit script by EVALSHA, one add', async () => ok(await commit(...common(), 0, 1, 'a', 'n1', '1', '', '', ''))],
     ['add script by EVALSHA', async () => ok(await add(...common(), 'n2', '1'))],
     ...(old ? [['base checkout\'s commit script, one add', async () => ok(await old(...common(), 0, 1, 'a', 'n3', '1', '', '', ''))] as [string, () => Promise<unknown>]] : []),
+    ...(oldAdd ? [['base checkout\'s add script', async () => ok(await oldAdd(...common(), 'n6', '1'))] as [string, () => Promise<unknown>]] : []),
     ['adapter.commit, one add', () => adapter.commit([], [{ type: 'add', key: 'n4', delta: 1 }])],
     ['client.counters.increment', () => client.counters.increment('n5')],
   ]
