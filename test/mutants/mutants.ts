@@ -32,8 +32,8 @@ export const MUTANTS: Mutant[] = [
     name: 'fence-check-removed',
     bug: 'a fenced write is sent without its fence check (a plain write)',
     file: 'src/core/client.ts',
-    from: "checks.push({ key: checkUserKey(f.key, 'fence.key'), created: f.token })",
-    to: "checkUserKey(f.key, 'fence.key')",
+    from: 'checks.push(...fencing.checks(f as Fence))',
+    to: 'void f',
     tests: [MODEL],
   },
   {
