@@ -223,6 +223,24 @@ describe('commits', () => {
     await a.close()
   })
 
+  test('request records are forgotten once past their retention (pruned by a later commit), however many there were', async () => {
+    const ns = fresh()
+    const a = await redisAdapter({ url: server.url(ns), requestRetention: 1_500 })
+    const ids = Array.from({ length: 250 }, (_, i) => `old-request-${i}-0123456789`)
+    for (const requestId of ids) await a.commit([], [{ type: 'add', key: 'n', delta: 1 }], { requestId })
+    expect(await raw.hlen(`zaris:{${ns}}:req`)).toBe(250)
+    // Past 1.1x the retention, when the oldest is due for pruning.
+    await new Promise((resolve) => setTimeout(resolve, 1_700))
+    // At most 100 go per commit, every commit until none is due.
+    for (let i = 0; i < 3; i++) await a.commit([], [{ type: 'set', key: 'k', value: i }], { requestId: `new-request-${i}-0123456789` })
+    expect(await raw.hlen(`zaris:{${ns}}:req`)).toBe(3)
+    expect(await raw.zcard(`zaris:{${ns}}:reqt`)).toBe(3)
+    // Forgotten: the same id now is a new commit.
+    const again = await a.commit([], [{ type: 'add', key: 'n', delta: 1 }], { requestId: ids[0] })
+    expect(again.ok && again.entries[0]!.value).toBe(251)
+    await a.close()
+  })
+
   test('a commit whose answer was lost with the connection is resent on reconnect and applied once', async () => {
     const ns = fresh()
     const proxy = await new TcpProxy(server.port).start()
@@ -301,6 +319,39 @@ describe('revisions and the add op', () => {
     const next = await a.commit([], [{ type: 'add', key: 'big', delta: -MAX }])
     expect(next.ok && [next.revision, next.entries[0]!.value]).toEqual([before + 1, 0])
     await a.close()
+  })
+
+  test('a lone add (the short script) retried with the same requestId is answered, not applied twice', async () => {
+    const a = await redisAdapter({ url: server.url(fresh()) })
+    const once = await a.commit([], [{ type: 'add', key: 'n', delta: 5 }], { requestId: 'add-retry-0123456789' })
+    const again = await a.commit([], [{ type: 'add', key: 'n', delta: 5 }], { requestId: 'add-retry-0123456789' })
+    expect(once.ok && once.entries[0]!.value).toBe(5)
+    expect(again).toEqual(once)
+    expect((await a.get('n'))?.value).toBe(5)
+    await a.close()
+  })
+
+  test('a lone add and the same add among other ops leave the same entry, events and expiry', async () => {
+    const runs = await Promise.all(
+      [false, true].map(async (among) => {
+        const a = await redisAdapter({ url: server.url(fresh()) })
+        const events: WatchEvent[] = []
+        await a.watch('', { event: (e) => events.push(e), error: () => {} })
+        await a.commit([], [{ type: 'set', key: 'c', value: 1, owner: 'o', ttl: 150 }])
+        const others = among ? [{ type: 'delete' as const, key: 'none' }] : []
+        const r = await a.commit([], [{ type: 'add', key: 'c', delta: 2 }, ...others])
+        const fresh1 = await a.commit([], [{ type: 'add', key: 'd', delta: 3 }, ...others])
+        const entry = await a.get('c')
+        await until(() => events.some((e) => e.type === 'expire'), 3_000)
+        const list = await a.list('')
+        await a.close()
+        const answer = r.ok ? r.entries.map(({ ttl, ...e }) => ({ ...e, ttl: ttl !== undefined && ttl > 0 && ttl <= 150 })) : r
+        return { answer, fresh: fresh1.ok && fresh1.entries, entry: entry && { ...entry, ttl: undefined }, events: events.map(({ ttl, ...e }) => e), keys: list.entries.map((e) => e.key) }
+      }),
+    )
+    expect(runs[0]!.answer).toEqual([{ key: 'c', value: 3, owner: 'o', created: 1, revision: 2, ttl: true }])
+    expect(runs[0]!.keys).toEqual(['d'])
+    expect(runs[0]).toEqual(runs[1])
   })
 
   test("an add keeps an owner's bytes exactly, whatever they are", async () => {

@@ -141,18 +141,28 @@ class NamespaceAdapter implements RedisAdapter {
    */
   async commit(checks: Check[], ops: Op[], options?: CommitOptions): Promise<CommitResult> {
     checkCommitArgs(checks, ops)
-    const args: Array<string | number> = [checks.length]
-    for (const check of checks) args.push(...encodeCheck(check))
-    args.push(ops.length)
-    const encoded = ops.map((op, i) => {
-      const e = encodeOp(op, `ops[${i}]`)
-      args.push(...e.args)
-      return e
-    })
     const requestId = checkRequestId(options?.requestId)
     // Every commit carries a request id, so ioredis may resend one cut off by a dropped connection.
     const request = requestId ?? randomId()
-    const [status, now, , payload] = (await this.#script('commit', 'zarisCommit', request, this.#retention, ...args)) as [string, string, string, unknown]
+    const lone = checks.length === 0 && ops.length === 1 ? ops[0]! : undefined
+    let encoded: EncodedOp[]
+    let reply: Promise<unknown[]>
+    if (lone?.type === 'add') {
+      // A counter's increment: the short script, same effects, positional arguments.
+      encoded = [{ type: 'add', key: lone.key, json: '', delta: lone.delta, args: [] }]
+      reply = this.#script('commit', 'zarisAdd', request, this.#retention, lone.key, String(lone.delta))
+    } else {
+      const args: Array<string | number> = [checks.length]
+      for (const check of checks) args.push(...encodeCheck(check))
+      args.push(ops.length)
+      encoded = ops.map((op, i) => {
+        const e = encodeOp(op, `ops[${i}]`)
+        args.push(...e.args)
+        return e
+      })
+      reply = this.#script('commit', 'zarisCommit', request, this.#retention, ...args)
+    }
+    const [status, now, , payload] = (await reply) as [string, string, string, unknown]
     if (status === 'fail') {
       const pairs = payload as unknown[]
       const failed: Array<{ key: string; entry: Entry | undefined }> = []

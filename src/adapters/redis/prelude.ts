@@ -39,12 +39,15 @@ end
 -- fencing tokens still rise for every client that was connected. LOST is set
 -- to the newest revision Redis still had when it had lost later ones.
 local LOST = nil
+-- No request record is older than this (rev's 'p', read with the counter; nil: not known).
+local OLDEST = nil
 local MAXREV = 9007199254740991
 -- Returns nil, having written nothing, when the store has no revision left.
 local function next_rev()
   if not FLOOR then
-    local head = redis.call('HMGET', K_REV, 'n', 'g')
+    local head = redis.call('HMGET', K_REV, 'n', 'g', 'p')
     local current = tonumber(head[1] or '0')
+    OLDEST = tonumber(head[3])
     local newest = current
     -- The counter and the log change in the same scripts: while the hash
     -- holds its epoch (it was not lost or evicted) and no client has seen
@@ -213,5 +216,115 @@ local function finish()
     if next_in < 0 then next_in = 0 end
   end
   return fmt(NOW), fmt(next_in)
+end
+`
+
+/**
+ * What the commit scripts share (after {@link PRELUDE}): the generic commit
+ * and the short one for a lone add (`scripts.ts`) do an add, write an entry,
+ * and keep the request record the same way, so both have the same effects.
+ */
+export const COMMIT_PARTS = `
+-- The answer kept under request (a resend is answered with it, not applied again), or nil.
+local function duplicate(request)
+  if request == '' then return nil end
+  return redis.call('HGET', K_REQ, request)
+end
+
+-- Works out an add (op.value is the delta) on op.raw, the live entry or
+-- false: fills op.sum and the fields the add keeps. Returns the 'bad'
+-- payload, having written nothing, when it cannot be made exactly.
+local function add_to(op)
+  local base, created, deadline, ttl, owner = 0, nil, '-', '-', nil
+  if op.raw then
+    local _, c, d, t, value, ow = fields(op.raw)
+    if not string.match(value, '^-?%d+$') then return {op.key, value} end
+    base, created, deadline, ttl, owner = tonumber(value), c, d, t, ow
+  end
+  local sum = base + tonumber(op.value)
+  if sum > MAXREV or sum < -MAXREV then return {op.key, fmt(base)} end
+  op.sum, op.created, op.deadline, op.ttl, op.kept = fmt(sum), created, deadline, ttl, owner
+  return nil
+end
+
+-- A set or add at revision srev: sets op.entry and op.deadline, returns the
+-- event and the op's part of the answer (a set's created; for an add
+-- 'a<created>:<value>:<deadline|->:<owner as hex>').
+local function put(op, srev)
+  local created, deadline, ttl, value, owner
+  if op.typ == 'a' then
+    -- Only the value (and the revision) change: created, owner, deadline and ttl stay.
+    created, deadline, ttl, value, owner = op.created or srev, op.deadline, op.ttl, op.sum, op.kept
+  else
+    created, deadline, ttl, value = srev, '-', '-', op.value
+    if op.owner ~= '' then owner = string.sub(op.owner, 2) end
+    if op.raw and op.fresh ~= '1' then
+      local _, c, _, _, _, was = fields(op.raw)
+      -- The new-life rule: only the same owner (none and none count as the same) keeps the life.
+      if was == owner then created = c end
+    end
+    if op.ttl ~= '' then
+      ttl = op.ttl
+      deadline = fmt(NOW + math.ceil(tonumber(op.ttl) * 1000))
+    end
+  end
+  op.deadline = deadline
+  op.entry = srev .. ' ' .. created .. ' ' .. deadline .. ' ' .. ttl .. ' ' .. value
+  local event = {'t', 'p', 'k', op.key, 'v', value, 'c', created}
+  if owner then
+    op.entry = op.entry .. '\\n' .. owner
+    event[#event + 1] = 'o'
+    event[#event + 1] = owner
+  end
+  if ttl ~= '-' then
+    event[#event + 1] = 'l'
+    event[#event + 1] = ttl
+  end
+  if op.typ ~= 'a' then return event, created end
+  local hex = string.gsub(owner or '', '.', function(ch) return string.format('%02x', string.byte(ch)) end)
+  return event, 'a' .. created .. ':' .. value .. ':' .. deadline .. ':' .. hex
+end
+
+-- Writes what put worked out: the entry, the key index, the deadline.
+local function store(op)
+  redis.call('HSET', K_DATA, op.key, op.entry)
+  -- An add to a live entry keeps its deadline: idx and exp hold that key and deadline already.
+  if op.typ == 'a' and op.raw then return end
+  redis.call('ZADD', K_IDX, 0, ix(op.key))
+  if op.deadline ~= '-' then
+    redis.call('ZADD', K_EXP, op.deadline, op.key)
+    exp_touched(op.key)
+    local at = tonumber(op.deadline)
+    if not EXP_ADDED or at < EXP_ADDED then EXP_ADDED = at end
+  else
+    redis.call('ZREM', K_EXP, op.key)
+    exp_touched(op.key)
+  end
+end
+
+-- Keeps the answer under request for retention_ms, and forgets the oldest
+-- expired ones: not on every commit, but once the oldest record (OLDEST) is a
+-- tenth of the retention past it, then all that are due (at most 100 a
+-- commit, every commit until none is left), so a record is kept at most 1.1x
+-- its retention and the store holds a bounded number.
+local function record(request, text, retention_ms)
+  if request == '' then return end
+  redis.call('HSET', K_REQ, request, text)
+  redis.call('ZADD', K_REQT, fmt(NOW), request)
+  local due = NOW - tonumber(retention_ms) * 1000
+  if OLDEST and OLDEST > due - tonumber(retention_ms) * 100 then return end
+  local head = redis.call('ZRANGE', K_REQT, 0, 100, 'WITHSCORES')
+  local old, oldest = {}, nil
+  for j = 1, #head, 2 do
+    local at = tonumber(head[j + 1])
+    if at > due then oldest = at break end
+    old[#old + 1] = head[j]
+  end
+  if #old > 0 then
+    redis.call('HDEL', K_REQ, unpack(old))
+    redis.call('ZREM', K_REQT, unpack(old))
+  end
+  -- 0 when all 101 read were due: more may be, so the next commit looks again.
+  redis.call('HSET', K_REV, 'p', fmt(oldest or 0))
 end
 `

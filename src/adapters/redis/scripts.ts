@@ -6,7 +6,8 @@
  * Cluster slot, and every key a script touches is declared in KEYS):
  *
  * 1. `rev`  hash    `n`: the store-wide revision counter (HINCRBY); `g`: the epoch, Redis's
- *                   time when the counter was created, which changes if Redis lost everything
+ *                   time when the counter was created, which changes if Redis lost everything;
+ *                   `p`: no `reqt` score is below it (when the records are next pruned; 0: now)
  * 2. `data` hash    key -> `<rev> <created> <deadline|-> <ttl|-> <value json>[\n<owner>]`
  * 3. `idx`  zset    every stored key at score 0 (as `ix(key)`, see below), for prefix ranges and pages (ZRANGEBYLEX)
  * 4. `exp`  zset    key -> deadline in microseconds on Redis's clock (TIME)
@@ -37,7 +38,7 @@
  * @module
  */
 
-import { PRELUDE } from './prelude'
+import { COMMIT_PARTS, PRELUDE } from './prelude'
 
 /** `get`: ARGV[4] = key. Returns `{now, nextIn, raw|nil}`. */
 export const GET_SCRIPT = `${PRELUDE}
@@ -113,14 +114,12 @@ return {now, next_in, out, more}
  * The new-life rule: a set keeps the entry's created only over a live entry
  * of the same owner (none and none count as the same), without fresh.
  */
-export const COMMIT_SCRIPT = `${PRELUDE}
+export const COMMIT_SCRIPT = `${PRELUDE}${COMMIT_PARTS}
 local request = ARGV[4]
-if request ~= '' then
-  local answer = redis.call('HGET', K_REQ, request)
-  if answer then
-    local now, next_in = finish()
-    return {'dup', now, next_in, answer}
-  end
+local dup = duplicate(request)
+if dup then
+  local now, next_in = finish()
+  return {'dup', now, next_in, dup}
 end
 sweep()
 
@@ -161,21 +160,11 @@ for o = 1, n do
   i = i + 6
   op.raw = live(op.key)
   if op.typ == 'a' then
-    local base, created, deadline, ttl, owner = 0, nil, '-', '-', nil
-    if op.raw then
-      local _, c, d, t, value, ow = fields(op.raw)
-      if not string.match(value, '^-?%d+$') then
-        local now, next_in = finish()
-        return {'bad', now, next_in, {op.key, value}}
-      end
-      base, created, deadline, ttl, owner = tonumber(value), c, d, t, ow
-    end
-    local sum = base + tonumber(op.value)
-    if sum > MAXREV or sum < -MAXREV then
+    local bad = add_to(op)
+    if bad then
       local now, next_in = finish()
-      return {'bad', now, next_in, {op.key, fmt(base)}}
+      return {'bad', now, next_in, bad}
     end
-    op.sum, op.created, op.deadline, op.ttl, op.kept = fmt(sum), created, deadline, ttl, owner
   end
   ops[o] = op
 end
@@ -198,42 +187,9 @@ for o = 1, n do
       answer[#answer + 1] = 'd0'
     end
   else
-    local created, deadline, ttl, value, owner
-    if op.typ == 'a' then
-      -- Only the value (and the revision) change: created, owner, deadline and ttl stay.
-      created, deadline, ttl, value, owner = op.created or srev, op.deadline, op.ttl, op.sum, op.kept
-    else
-      created, deadline, ttl, value = srev, '-', '-', op.value
-      if op.owner ~= '' then owner = string.sub(op.owner, 2) end
-      if op.raw and op.fresh ~= '1' then
-        local _, c, _, _, _, was = fields(op.raw)
-        -- The new-life rule: only the same owner (none and none count as the same) keeps the life.
-        if was == owner then created = c end
-      end
-      if op.ttl ~= '' then
-        ttl = op.ttl
-        deadline = fmt(NOW + math.ceil(tonumber(op.ttl) * 1000))
-      end
-    end
-    op.deadline = deadline
-    op.entry = srev .. ' ' .. created .. ' ' .. deadline .. ' ' .. ttl .. ' ' .. value
-    local event = {'t', 'p', 'k', op.key, 'v', value, 'c', created}
-    if owner then
-      op.entry = op.entry .. '\\n' .. owner
-      event[#event + 1] = 'o'
-      event[#event + 1] = owner
-    end
-    if ttl ~= '-' then
-      event[#event + 1] = 'l'
-      event[#event + 1] = ttl
-    end
+    local event, part = put(op, srev)
     events[#events + 1] = event
-    if op.typ == 'a' then
-      local hex = string.gsub(owner or '', '.', function(ch) return string.format('%02x', string.byte(ch)) end)
-      answer[#answer + 1] = 'a' .. created .. ':' .. value .. ':' .. deadline .. ':' .. hex
-    else
-      answer[#answer + 1] = created
-    end
+    answer[#answer + 1] = part
   end
 end
 -- The log first: XADD is the one write that can refuse (an id below the
@@ -244,30 +200,49 @@ for o = 1, n do
   if op.typ == 'd' then
     if op.raw then remove(op.key) end
   else
-    redis.call('HSET', K_DATA, op.key, op.entry)
-    redis.call('ZADD', K_IDX, 0, ix(op.key))
-    if op.deadline ~= '-' then
-      redis.call('ZADD', K_EXP, op.deadline, op.key)
-      exp_touched(op.key)
-      local at = tonumber(op.deadline)
-      if not EXP_ADDED or at < EXP_ADDED then EXP_ADDED = at end
-    else
-      redis.call('ZREM', K_EXP, op.key)
-      exp_touched(op.key)
-    end
+    store(op)
   end
 end
 
 local text = table.concat(answer, ' ')
-if request ~= '' then
-  redis.call('HSET', K_REQ, request, text)
-  redis.call('ZADD', K_REQT, fmt(NOW), request)
-  local old = redis.call('ZRANGEBYSCORE', K_REQT, '-inf', fmt(NOW - tonumber(ARGV[5]) * 1000), 'LIMIT', 0, 100)
-  if #old > 0 then
-    redis.call('HDEL', K_REQ, unpack(old))
-    redis.call('ZREM', K_REQT, unpack(old))
-  end
+record(request, text, ARGV[5])
+local now, next_in = finish()
+return {'ok', now, next_in, text}
+`
+
+/**
+ * `add`: the commit of one add and no checks (a counter's increment), with
+ * the effects and answers of {@link COMMIT_SCRIPT} for that commit, through
+ * the same parts; only its arguments are positional and it has no lists to
+ * walk. ARGV[4] = requestId ('' for none), ARGV[5] = how long answers are
+ * kept (ms), ARGV[6] = key, ARGV[7] = the delta.
+ */
+export const ADD_SCRIPT = `${PRELUDE}${COMMIT_PARTS}
+local request = ARGV[4]
+local dup = duplicate(request)
+if dup then
+  local now, next_in = finish()
+  return {'dup', now, next_in, dup}
 end
+sweep()
+local op = {typ = 'a', key = ARGV[6], value = ARGV[7]}
+op.raw = live(op.key)
+local bad = add_to(op)
+if bad then
+  local now, next_in = finish()
+  return {'bad', now, next_in, bad}
+end
+local rev = next_rev()
+if not rev then
+  local now, next_in = finish()
+  return {'exhausted', now, next_in, redis.call('HGET', K_REV, 'n') or '0'}
+end
+local srev = fmt(rev)
+local event, part = put(op, srev)
+append(rev, {event})
+store(op)
+local text = srev .. ' ' .. part
+record(request, text, ARGV[5])
 local now, next_in = finish()
 return {'ok', now, next_in, text}
 `

@@ -84,7 +84,7 @@ export class Space {
     hold.hold()
     try {
       const reply = (await this.#connection.client[name](...this.#keys, this.#history, SWEEP_LIMIT, this.#seen, ...args)) as unknown[]
-      const nextIn = Number(reply[name === 'zarisCommit' ? 2 : 1])
+      const nextIn = Number(reply[name === 'zarisCommit' || name === 'zarisAdd' ? 2 : 1])
       if (nextIn >= 0) this.#schedule(nextIn / 1000)
       return reply
     } catch (err) {
