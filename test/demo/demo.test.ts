@@ -26,6 +26,7 @@ import { chromium, type Browser, type BrowserContext, type Page } from 'playwrig
 import { build, preview, type PreviewServer } from 'vite'
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest'
 import { chromiumLaunchOptions } from '../browser-harness/chromium'
+import { cliBundle } from '../server/cli-bundle'
 
 const root = resolve(import.meta.dirname, '../..')
 const axeSource = createRequire(import.meta.url).resolve('axe-core/axe.min.js')
@@ -42,7 +43,7 @@ beforeAll(async () => {
   server = await preview({ configFile: resolve(root, 'demo/vite.config.ts'), preview: { port: 0, host: '127.0.0.1' }, logLevel: 'warn' })
   base = server.resolvedUrls!.local[0]!
   browser = await chromium.launch(chromiumLaunchOptions())
-  node = spawn(process.execPath, ['--import', 'tsx', 'src/server/cli.ts', 'serve', '--port', '0', '--cors', new URL(base).origin], { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] })
+  node = spawn(process.execPath, [cliBundle(), 'serve', '--port', '0', '--cors', new URL(base).origin], { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] })
   const url = await new Promise<string>((done, fail) => {
     node.stdout!.on('data', (chunk: Buffer) => {
       const m = /https?:\/\/[\w.[\]:-]+/.exec(chunk.toString())
