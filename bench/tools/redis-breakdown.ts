@@ -16,6 +16,7 @@ import { Redis } from 'ioredis'
 import { Client } from 'zaris'
 import { redisAdapter } from 'zaris/redis'
 import { COMMIT_SCRIPT } from '../../src/adapters/redis/scripts'
+import { instrument } from './redis-profile'
 import { namespaceKeys } from '../../src/adapters/redis/codec'
 import { median, quantile } from '../lib/measure'
 import { redis as startRedis } from '../lib/procs'
@@ -138,13 +139,7 @@ try {
 
   // Inside the commit script: each Redis call wrapped in TIME, totals kept in a hash of the tool's own.
   const prof = 'zaris:{bd}:prof'
-  const instrumented =
-    `local ZP = {}\nlocal function zcall(...)\n  local a = redis.call('TIME')\n  local r = redis.call(...)\n  local b = redis.call('TIME')\n` +
-    `  local name = string.upper((...))\n  ZP[name] = (ZP[name] or 0) + (tonumber(b[1]) - tonumber(a[1])) * 1000000 + tonumber(b[2]) - tonumber(a[2])\n  return r\nend\n` +
-    COMMIT_SCRIPT.replace(/redis\.call\(/g, 'zcall(').replace(
-      "return {'ok', now, next_in, text}",
-      "for k, v in pairs(ZP) do redis.call('HINCRBY', '" + prof + "', k, v) end\nredis.call('HINCRBY', '" + prof + "', '#', 1)\nreturn {'ok', now, next_in, text}",
-    )
+  const instrumented = instrument(COMMIT_SCRIPT, prof)
   r.defineCommand('bdProfiled', { numberOfKeys: 7, lua: instrumented })
   // The cost of the timing itself: a TIME pair around PING.
   r.defineCommand('bdTimePair', {

@@ -22,6 +22,7 @@ import { redisAdapter } from 'zaris/redis'
 import { namespaceKeys } from '../../src/adapters/redis/codec'
 import { COMMIT_PARTS, PRELUDE } from '../../src/adapters/redis/prelude'
 import { ADD_SCRIPT, COMMIT_SCRIPT } from '../../src/adapters/redis/scripts'
+import { instrument } from './redis-profile'
 import { median, quantile } from '../lib/measure'
 import { redis as startRedis } from '../lib/procs'
 
@@ -33,17 +34,6 @@ const r = new Redis({ host: '127.0.0.1', port: server.port })
 const admin = new Redis({ host: '127.0.0.1', port: server.port })
 const ROUNDS = 10
 type Run = (...a: Array<string | number>) => Promise<unknown[]>
-
-/** Wraps every redis.call of `lua` in TIME, summing per command into the hash `prof`, one `#` per run that answered ok. */
-function instrument(lua: string, prof: string): string {
-  return (
-    `local ZP = {}\nlocal function zcall(...)\n  local a = redis.call('TIME')\n  local r = redis.call(...)\n  local b = redis.call('TIME')\n` +
-    `  local name = string.upper((...))\n  ZP[name] = (ZP[name] or 0) + (tonumber(b[1]) - tonumber(a[1])) * 1000000 + tonumber(b[2]) - tonumber(a[2])\n  return r\nend\n` +
-    lua
-      .replace(/redis\.call\(/g, 'zcall(')
-      .replace("return {'ok', now, next_in, text}", `for k, v in pairs(ZP) do redis.call('HINCRBY', '${prof}', k, v) end\nredis.call('HINCRBY', '${prof}', '#', 1)\nreturn {'ok', now, next_in, text}`)
-  )
-}
 
 async function serverSide(phase: () => Promise<unknown>): Promise<Record<string, { calls: number; usec: number }>> {
   await admin.config('RESETSTAT')

@@ -225,10 +225,28 @@ end
  * and keep the request record the same way, so both have the same effects.
  */
 export const COMMIT_PARTS = `
--- The answer kept under request (a resend is answered with it, not applied again), or nil.
-local function duplicate(request)
-  if request == '' then return nil end
-  return redis.call('HGET', K_REQ, request)
+-- A commit script's reply: its status, Redis's time, the microseconds to
+-- the next deadline (finish runs last, after every write), and its body.
+local function reply(status, body)
+  local now, next_in = finish()
+  return {status, now, next_in, body}
+end
+
+-- How every commit starts: the answer kept under request when this is a
+-- resend (answered with it, not applied again; nothing else is done), or nil
+-- once the expiries that came due are swept.
+local function begin(request)
+  if request ~= '' then
+    local kept = redis.call('HGET', K_REQ, request)
+    if kept then return kept end
+  end
+  sweep()
+  return nil
+end
+
+-- The reply when no revision is left (nothing written but swept expiries).
+local function exhausted()
+  return reply('exhausted', redis.call('HGET', K_REV, 'n') or '0')
 end
 
 -- Works out an add (op.value is the delta) on op.raw, the live entry or
@@ -326,5 +344,12 @@ local function record(request, text, retention_ms)
   end
   -- 0 when all 101 read were due: more may be, so the next commit looks again.
   redis.call('HSET', K_REV, 'p', fmt(oldest or 0))
+end
+
+-- How every commit that wrote ends: the answer kept for ARGV[5] ms under the
+-- request id, and the 'ok' reply.
+local function done(request, text)
+  record(request, text, ARGV[5])
+  return reply('ok', text)
 end
 `

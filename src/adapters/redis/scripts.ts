@@ -116,12 +116,8 @@ return {now, next_in, out, more}
  */
 export const COMMIT_SCRIPT = `${PRELUDE}${COMMIT_PARTS}
 local request = ARGV[4]
-local dup = duplicate(request)
-if dup then
-  local now, next_in = finish()
-  return {'dup', now, next_in, dup}
-end
-sweep()
+local dup = begin(request)
+if dup then return reply('dup', dup) end
 
 local i = 6
 local failed = {}
@@ -143,10 +139,7 @@ for _ = 1, tonumber(ARGV[i]) do
     failed[#failed + 1] = raw
   end
 end
-if #failed > 0 then
-  local now, next_in = finish()
-  return {'fail', now, next_in, failed}
-end
+if #failed > 0 then return reply('fail', failed) end
 
 -- Every key of the commit is brought up to date (expired if due) before the
 -- commit takes its revision, so the expiries come first in revision order;
@@ -161,19 +154,13 @@ for o = 1, n do
   op.raw = live(op.key)
   if op.typ == 'a' then
     local bad = add_to(op)
-    if bad then
-      local now, next_in = finish()
-      return {'bad', now, next_in, bad}
-    end
+    if bad then return reply('bad', bad) end
   end
   ops[o] = op
 end
 
 local rev = next_rev()
-if not rev then
-  local now, next_in = finish()
-  return {'exhausted', now, next_in, redis.call('HGET', K_REV, 'n') or '0'}
-end
+if not rev then return exhausted() end
 local srev = fmt(rev)
 local events = {}
 local answer = {srev}
@@ -205,9 +192,7 @@ for o = 1, n do
 end
 
 local text = table.concat(answer, ' ')
-record(request, text, ARGV[5])
-local now, next_in = finish()
-return {'ok', now, next_in, text}
+return done(request, text)
 `
 
 /**
@@ -219,32 +204,20 @@ return {'ok', now, next_in, text}
  */
 export const ADD_SCRIPT = `${PRELUDE}${COMMIT_PARTS}
 local request = ARGV[4]
-local dup = duplicate(request)
-if dup then
-  local now, next_in = finish()
-  return {'dup', now, next_in, dup}
-end
-sweep()
+local dup = begin(request)
+if dup then return reply('dup', dup) end
 local op = {typ = 'a', key = ARGV[6], value = ARGV[7]}
 op.raw = live(op.key)
 local bad = add_to(op)
-if bad then
-  local now, next_in = finish()
-  return {'bad', now, next_in, bad}
-end
+if bad then return reply('bad', bad) end
 local rev = next_rev()
-if not rev then
-  local now, next_in = finish()
-  return {'exhausted', now, next_in, redis.call('HGET', K_REV, 'n') or '0'}
-end
+if not rev then return exhausted() end
 local srev = fmt(rev)
 local event, part = put(op, srev)
 append(rev, {event})
 store(op)
 local text = srev .. ' ' .. part
-record(request, text, ARGV[5])
-local now, next_in = finish()
-return {'ok', now, next_in, text}
+return done(request, text)
 `
 
 /** `expire`: expires what is due. Returns `{now, nextIn}`. */
