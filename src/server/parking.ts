@@ -72,7 +72,7 @@ export interface ParkCounts {
   retried: number
   /** Waiting commits answered at once because a cap was reached. */
   refused: number
-  /** Commits parked right now. */
+  /** Commits waiting right now (their first try failed). */
   now: number
 }
 
@@ -100,16 +100,19 @@ export class Parking {
       if (bytes > 0) this.counts.refused++
       return adapter.commit(checks, ops, options)
     }
+    // The bounds count a waiting commit from its first try on; the gauge only once it waits.
     this.#now++
     this.#bytes += bytes
-    this.counts.now = this.#now
     if (conn) conn.parked++
     const spot = new Spot(checks)
+    let waiting = false
     try {
       await spot.watch(adapter)
       const first = await adapter.commit(checks, ops, options)
       if (first.ok) return first
       this.counts.parked++
+      this.counts.now++
+      waiting = true
       const ending = await spot.wait(first, ms, [this.#node, conn])
       if (ending !== 'change') return first
       this.counts.retried++
@@ -118,7 +121,7 @@ export class Parking {
       spot.end()
       this.#now--
       this.#bytes -= bytes
-      this.counts.now = this.#now
+      if (waiting) this.counts.now--
       if (conn) conn.parked--
     }
   }
