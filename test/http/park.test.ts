@@ -6,7 +6,8 @@
  * connection dies, and a resent request id.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
-import { connect, type Client } from 'zaris'
+import { Client, connect } from 'zaris'
+import { httpAdapter } from 'zaris/http'
 import { frameSocket, type FrameSocket } from '../server/frame-socket'
 import { startNode, type NodeProcess } from '../server/node-process'
 
@@ -62,6 +63,22 @@ describe('a waiter first in line behind a plain holder parks its take at the nod
     expect(await metric('commits_parked_total')).toBe(before.parked + 1)
     expect(await metric('commits_park_retries_total')).toBe(before.retried + 1)
     expect(await parkedNow()).toBe(0)
+    await got.release()
+  })
+
+  test('over plain HTTP requests (the fetch transport, as in a browser) too', async () => {
+    const ns = `park-${nsCount++}`
+    const a = await client(ns)
+    const b = new Client(httpAdapter({ endpoints: [node.url], namespace: ns, transport: 'fetch' }))
+    clients.push(b)
+    const held = (await a.locks.acquire('lock:x', { ttl: 20_000 }))!
+    const retried = await metric('commits_park_retries_total')
+    const waiting = b.locks.acquire('lock:x', { ttl: 20_000, wait: 10_000 })
+    await until('the take is parked', async () => (await parkedNow()) === 1)
+    await held.release()
+    const got = (await waiting)!
+    expect(got.token).toBeGreaterThan(held.token)
+    expect(await metric('commits_park_retries_total')).toBe(retried + 1)
     await got.release()
   })
 
@@ -215,6 +232,24 @@ describe('the node bounds parked commits', () => {
     expect((await c.get('held'))?.revision).toBe(a1.body.revision)
     first.socket.destroy()
     again.socket.destroy()
+  })
+
+  test('a node that shuts down answers its parked commits with their first try', async () => {
+    const other = await startNode(['--insecure'])
+    try {
+      const c = await connect(`zaris://127.0.0.1:${other.port}/park-stop`)
+      await c.put('held', 'x')
+      await c.close()
+      const peer = await frameSocket(other.port)
+      peer.write(commitFrame(1, 'park-stop', 'stop-request-1'))
+      await new Promise((r) => setTimeout(r, 300))
+      const stopping = other.stop()
+      const answer = await peer.next(5_000)
+      expect(answer).toMatchObject({ id: 1, status: 200, body: { ok: false, failed: [{ key: 'held' }] } })
+      expect(await stopping).toBe(0)
+    } finally {
+      await other.stop()
+    }
   })
 
   test('bad waitChange values are refused by the node, naming the field', async () => {
