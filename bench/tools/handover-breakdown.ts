@@ -8,6 +8,7 @@
  *   answered, the waiter's stream chunk that carries the release's revision,
  *   the event reaching the waiter's watch sink, the waiter's take (its
  *   adapter's commit call, the frame sent, the answer), the acquire resolving;
+ *   or, when the take was parked at the node (waitChange), its answer (steps P);
  * - node side (`bench/tools/trace-preload.mjs` in the node process): the
  *   release frame read, its answer written, the event written to the first
  *   and the last of the watch streams, the take frame read and answered.
@@ -254,6 +255,17 @@ try {
     add('12a node answer -> client socket read', d(nTakeAns, cTakeAns))
     add('12b client socket read -> waiter has answer', d(cTakeAns, takeAns))
     add('13 take answer -> acquire resolves', d(takeAns, { t: round.t1 }))
+    if (!sink) {
+      // The take was parked at the node (waitChange): no event, no take request; the node tried it again on the release.
+      const parked = first((s) => s.tag === round.to && s.what === 'answer' && (s.rev ?? 0) > R)
+      const nParkAns = parked && nodeIn.find((e) => e.dir === 'w' && e.s.includes('"status"') && e.s.includes(`"revision":${parked.rev}`))
+      const cParkAns = parked && local.find((e) => e.dir === 'r' && e.s.includes('"status"') && e.s.includes(`"revision":${parked.rev}`))
+      add('P1 node: release read -> parked take answered', d(nRelRead, nParkAns))
+      add('P2 node: release answered -> parked take answered', d(nRelAns, nParkAns))
+      add('P3 node wrote parked answer -> waiter socket read', d(nParkAns, cParkAns))
+      add('P4 waiter socket read -> waiter has answer', d(cParkAns, parked))
+      add('P5 parked answer -> acquire resolves', d(parked, { t: round.t1 }))
+    }
     add('-- release call -> event in waiter sink', d(start, sink))
     add('-- release call -> release resolved (holder)', d(start, relAns))
     add('== release call -> next holder (total)', round.t1 - round.t0)

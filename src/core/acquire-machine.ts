@@ -31,7 +31,17 @@
  *             → won · → join / watch / try: what blocks now (join when the
  *             place was lost: rejoin at the back)
  *   watch     wait for what blocks to change (event, its TTL, its owner gone)
- *             → woke
+ *             → woke · → park: first in line, placed, blocked only at keys
+ *             the take checks, and the adapter has `commitOnChange`
+ *   park      the take sent as a commit that waits at the store for a change
+ *             at its checked keys and is tried there once more (one hop and
+ *             one commit less per handover than watch, then try)
+ *             → won · → join / watch / try: what blocks now · → woke: the
+ *             answer shows nothing changed (the store's wait ran out, or it
+ *             ignored the wait): an ordinary watch for that round, no loop.
+ *             The caller's signal or the client's close while parked: leave
+ *             the line (the place is a check, so the parked try fails at
+ *             once), await the answer, release a hold it won, give up.
  *   woke      act on what ended the wait
  *             → takeover: a blocker's client is gone · → look: unknown change
  *             → join / watch / try: an event says what blocks now
@@ -64,6 +74,11 @@ export const PATROL = 1_000
  */
 export const HANDOVER_GRACE = 500
 
+/** The longest a take waits at the store, in ms; the store may cut it shorter. */
+export const PARK_MAX = 30_000
+/** A wait at the store shorter than this is not worth it: watch instead. */
+const PARK_MIN = 20
+
 /** A wait on nothing: only the time, the caller's signal or the client's close end it. */
 const NOTHING: Sight = { blockers: [], watches: [] }
 
@@ -80,6 +95,7 @@ export type State<H> =
   | { readonly name: 'patrol' }
   | { readonly name: 'try' }
   | { readonly name: 'watch'; readonly sight: Sight }
+  | { readonly name: 'park'; readonly sight: Sight; readonly ms: number }
   | { readonly name: 'woke'; readonly wake: Wake; readonly sight: Sight }
   | { readonly name: 'look' }
   | { readonly name: 'takeover'; readonly sight: Sight; readonly owner: string }
@@ -197,6 +213,8 @@ export class AcquireMachine<H> {
       }
       case 'watch':
         return this.#watch(state.sight)
+      case 'park':
+        return this.#park(state.sight, state.ms)
       case 'woke':
         return this.#woke(state.wake, state.sight)
       case 'look':
@@ -279,11 +297,62 @@ export class AcquireMachine<H> {
 
   async #watch(sight: Sight): Promise<State<H>> {
     this.#queued()
+    const ms = this.#parkFor(sight)
+    if (ms > 0) {
+      this.#dropEarly()
+      return { name: 'park', sight, ms }
+    }
     const early = this.#early
     this.#early = undefined
     if (early && early.sight !== sight) early.cancel.abort(DROPPED)
     const wake = early?.sight === sight ? await early.promise : await waitForChange(this.#ctx, sight, this.#left(), this.#signal)
     return { name: 'woke', wake, sight }
+  }
+
+  /** How long our take may wait at the store for `sight` to change (0: watch instead); see `park` in the module doc. */
+  #parkFor(sight: Sight): number {
+    if (!this.#first || !this.#line?.entry || !this.#ctx.adapter.capabilities?.commitOnChange) return 0
+    const ms = Math.min(this.#claim.parkable?.(sight) ?? 0, this.#left(), PARK_MAX)
+    return ms >= PARK_MIN ? Math.floor(ms) : 0
+  }
+
+  async #park(sight: Sight, ms: number): Promise<State<H>> {
+    const place = this.#line!.entry!
+    const trying = this.#claim.attempt(undefined, { place, first: true, waitChange: ms })
+    // Never a second try while this one is out: on abort or close, leave the line and let the answer come.
+    let stopped: { reason: unknown } | undefined
+    const off: Array<() => void> = []
+    const stop = (reason: unknown) => {
+      if (stopped) return
+      stopped = { reason }
+      this.#line!.leave()
+    }
+    const signal = this.#signal
+    if (signal) {
+      const onAbort = () => stop(signal.reason)
+      signal.addEventListener('abort', onAbort, { once: true })
+      off.push(() => signal.removeEventListener('abort', onAbort))
+    }
+    off.push(this.#ctx.onClose(stop))
+    let r: Awaited<typeof trying>
+    try {
+      r = await trying
+    } catch (err) {
+      if (stopped) throw stopped.reason
+      throw err
+    } finally {
+      for (const f of off) f()
+    }
+    if (stopped) {
+      if ('hold' in r) {
+        this.#line!.taken()
+        await letGo(r.hold)
+      }
+      throw stopped.reason
+    }
+    if ('hold' in r || r.lostPlace || !r.sight || !sameBlockers(r.sight, sight)) return this.#tried(r, place)
+    // Nothing changed: the store's wait ran out, or it did not wait. Watch this round as without the capability.
+    return { name: 'woke', wake: await waitForChange(this.#ctx, r.sight, this.#left(), this.#signal), sight: r.sight }
   }
 
   #woke(wake: Wake, sight: Sight): State<H> {
@@ -328,4 +397,15 @@ export class AcquireMachine<H> {
     this.#early?.cancel.abort(DROPPED)
     this.#early = undefined
   }
+}
+
+/** Whether two sights show the very same blockers (same keys, same revisions). */
+function sameBlockers(a: Sight, b: Sight): boolean {
+  if (a.blockers.length !== b.blockers.length) return false
+  return a.blockers.every((e, i) => e.key === b.blockers[i]!.key && e.revision === b.blockers[i]!.revision)
+}
+
+/** Releases a hold won by a try whose acquire had given up meanwhile (best effort: it expires otherwise). */
+async function letGo(hold: unknown): Promise<void> {
+  await (hold as { release?: () => Promise<unknown> }).release?.().catch(() => {})
 }

@@ -243,6 +243,17 @@ export interface CommitOptions {
    * revision seen (the Redis adapter sends its own with every script).
    */
   seen?: number
+  /**
+   * Capability `commitOnChange`: ms the store may keep a commit whose check
+   * fails, to try it once more when a change at one of its checked keys may
+   * have turned a check's outcome (a put, delete or expiry), and answer with
+   * that try, success or failure; with no such change within the time (or
+   * past the store's own bounds), it answers the failure of the first try.
+   * Linearized where the answering try is applied, within the call, as any
+   * commit. A store without the capability ignores it. The core's acquire
+   * sends its take this way when it stands first in line behind a plain holder.
+   */
+  waitChange?: number
 }
 
 /**
@@ -315,6 +326,8 @@ export interface Capabilities {
   ownerGone?: boolean
   /** The adapter implements `history`. */
   history?: boolean
+  /** The adapter's `commit` honours {@link CommitOptions.waitChange}. */
+  commitOnChange?: boolean
   /**
    * How finely the store serves TTLs, in ms (default 1): an entry never frees
    * before its TTL and frees at most this much after it (beyond the store's

@@ -31,6 +31,12 @@ export interface TryHow {
    * known to be gone. Only over the very entries seen (same revision).
    */
   over?: { sight: Sight; owner?: string }
+  /**
+   * Send the try as a commit that waits at the store up to this many ms for
+   * a change at one of its checked keys (capability `commitOnChange`), and
+   * answers with its try then. Only the first round of a try waits.
+   */
+  waitChange?: number
 }
 
 /** What one try came to: the hold, or what stands in the way (`undefined`: nothing now — try again). */
@@ -48,6 +54,12 @@ export interface Claim<H> {
   look(): Promise<Sight | undefined>
   /** What an event at a watched place says: what is in the way now, or `undefined` (try). */
   afterEvent(sight: Sight, event: WatchEvent): Sight | undefined
+  /**
+   * How long a try may wait at the store for `sight` to change (see
+   * {@link TryHow.waitChange}), in ms; 0 when it may not: some blocker is
+   * not at a key every try checks (a change there would not wake it).
+   */
+  parkable?(sight: Sight): number
   /** We stand first in line and something blocks us (an exclusive part then keeps new shared holds out). */
   becameFirst?(): Promise<void>
   /** Lets go of anything the claim wrote while waiting (never the hold it won). */
@@ -76,6 +88,10 @@ export interface Part<P> {
   look(): Promise<Sight | undefined>
   /** What an event at one of its keys says: what blocks it now. */
   afterEvent(event: WatchEvent): Sight | undefined
+  /** Whether every try of this part checks `key`, so a change there wakes a waiting try. */
+  checks?(key: string): boolean
+  /** The longest a try of this part may wait at the store, in ms (a part that has no such bound never waits). */
+  parkLimit?(): number
   /** See {@link Claim.becameFirst}. */
   becameFirst?(): Promise<void>
   /** Lets go of what the part wrote while waiting. */
@@ -108,8 +124,9 @@ export function claimOf<P, H>(ctx: Context, parts: Array<Part<P>>, line: { key: 
           checks.push({ key: how.place.key, created: how.place.created })
           ops.push({ type: 'delete', key: how.place.key })
         }
+        // A try that waits at the store counts its hold's TTL from here, before the wait: conservative.
         const sentAt = ctx.clock.now()
-        const r = await ctx.adapter.commit(checks, ops)
+        const r = await ctx.adapter.commit(checks, ops, how.waitChange ? { waitChange: how.waitChange } : undefined)
         if (r.ok) {
           const written = new Map<string, Entry>()
           for (const e of r.entries) written.set(e.key, e)
@@ -122,8 +139,14 @@ export function claimOf<P, H>(ctx: Context, parts: Array<Part<P>>, line: { key: 
         // Nothing blocks any part any more (it vanished, or a group may be joined): plan again.
         // A steal or takeover is over the very entries seen, and they changed: the next round is a plain try
         // (kept, it would check their old revisions again and fail every round: bench/FINDINGS.md §18).
-        if (how.over) how = { ...how, over: undefined }
+        if (how.over || how.waitChange) how = { ...how, over: undefined, waitChange: undefined }
       }
+    },
+    parkable(sight) {
+      for (const w of sight.watches) if (w.prefix || !parts.some((p) => p.checks?.(w.key))) return 0
+      let ms = Infinity
+      for (const p of parts) ms = Math.min(ms, p.parkLimit?.() ?? 0)
+      return ms
     },
     async look() {
       await Promise.all(parts.map((p) => p.look()))

@@ -24,6 +24,9 @@ import { MAX_KEY_LENGTH } from './validate'
 import { entryOf, sightOf, type Sight } from './wait-change'
 import { QUEUE_TTL } from './wait-queue'
 
+/** The share of its TTL a try may wait at the store (a hold won then counts the wait against its TTL). */
+const PARK_SHARE = 0.25
+
 export interface ExclusiveOptions {
   /** The key is a lock's, which may be held in shared mode (leases and terms never are). */
   lock: boolean
@@ -80,6 +83,15 @@ export class ExclusivePart<V extends Value, P> implements Part<P> {
     if (expect) checks[0] = { key: this.#key, revision: expect.revision }
     if (fresh) ops[0] = { ...set, fresh }
     return { checks, ops }
+  }
+
+  checks(key: string): boolean {
+    return key === this.#key
+  }
+
+  parkLimit(): number {
+    // A hold counts its TTL from before a waiting try was sent: never let it be born with less than most of it.
+    return this.#spec.ttl * PARK_SHARE
   }
 
   async learn(failed: ReadonlyMap<string, Entry | undefined>, how: TryHow): Promise<Sight | undefined> {

@@ -12,6 +12,7 @@ import type { Metrics } from './metrics'
 import type { Namespaces } from './namespaces'
 import { ListPages } from './list-pages'
 import type { Settings } from './options'
+import { Parking, type ParkConnection } from './parking'
 import { ReplayCache } from './replay-cache'
 import { JSON_HEADERS, json, jsonText, type Exchange, type Reply } from './reply'
 
@@ -31,17 +32,20 @@ export class Calls {
   readonly #replays: ReplayCache
   readonly #pages: ListPages
   readonly #filter: FilterCall
+  /** Commits waiting for a change (`waitChange`). */
+  readonly parking: Parking
 
   constructor(namespaces: Namespaces, metrics: Metrics, settings: Settings, filter: FilterCall) {
     this.#namespaces = namespaces
     this.#filter = filter
     this.#metrics = metrics
     this.#replays = new ReplayCache(settings.replay)
+    this.parking = new Parking(settings.park)
     this.#pages = new ListPages({ maxEntries: settings.maxPageEntries, maxBytes: settings.maxPageBytes, concurrency: LIST_CONCURRENCY })
   }
 
-  /** Answers `op` on namespace `ns` for a parsed request body. */
-  async call(ns: string, op: CallOp, body: unknown): Promise<Reply> {
+  /** Answers `op` on namespace `ns` for a parsed request body; `conn`: the connection it came on (its parked commits are bounded and dropped with it). */
+  async call(ns: string, op: CallOp, body: unknown, conn?: ParkConnection): Promise<Reply> {
     if (op === 'filter') return this.#filter(ns, body)
     const adapter = await this.#namespaces.adapterOf(ns)
     switch (op) {
@@ -54,11 +58,13 @@ export class Calls {
         return jsonText(200, await this.#pages.page(adapter, prefix, after, limit))
       }
       default: {
-        const { checks, ops, requestId, seen } = parseWith(commitRequest, body, 'body')
+        const { checks, ops, requestId, seen, waitChange } = parseWith(commitRequest, body, 'body')
         const metrics = this.#metrics
+        const parking = this.parking
         const apply = async () => {
           // `seen` moves a store that lost its state above what the client saw (bounded: see CommitOptions.seen).
-          const r = await adapter.commit(checks, ops, requestId === undefined && seen === undefined ? undefined : { requestId, seen })
+          const options = requestId === undefined && seen === undefined ? undefined : { requestId, seen }
+          const r = waitChange === undefined ? await adapter.commit(checks, ops, options) : await parking.commit(adapter, checks, ops, options, waitChange, conn)
           if (r.ok) metrics.commits++
           else metrics.conflicts++
           return JSON.stringify(toCommitResponse(r))

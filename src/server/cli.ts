@@ -51,6 +51,8 @@ const USAGE = `usage: zaris serve [options]
   --headers-timeout S         to send the request headers (10)
   --request-timeout S         to send the whole request (30)
   --max-page-bytes BYTES      one list or events answer (1MiB)
+  --max-parked N              commits waiting for a change, on the node (4096)
+  --max-parked-per-connection N   the same, per connection (64)
 `
 
 /** Parsed `serve` options. */
@@ -84,6 +86,9 @@ export interface LoadLimits {
   headersTimeoutMs?: number
   requestTimeoutMs?: number
   maxPageBytes?: number
+  /** Commits waiting for a change (waitChange), on the node and per connection. */
+  maxParked?: number
+  maxParkedPerConnection?: number
 }
 
 /** A command-line mistake: printed with the usage, exit code 2. */
@@ -199,6 +204,8 @@ const LIMIT_FLAGS: Record<string, [Exclude<keyof LoadLimits, 'output'>, 'size' |
   '--headers-timeout': ['headersTimeoutMs', 'seconds', 600],
   '--request-timeout': ['requestTimeoutMs', 'seconds', 3_600],
   '--max-connections': ['maxConnections', 'count', 16],
+  '--max-parked': ['maxParked', 'count', 1],
+  '--max-parked-per-connection': ['maxParkedPerConnection', 'count', 1],
 }
 
 /** Parses one flag of the limits block into `limits`; false if `flag` is not one of them. */
@@ -260,6 +267,8 @@ export async function serveCommand(args: ServeArgs, log: (line: string) => void 
     maxBodyBytes: args.maxBody,
     maxPageBytes: l.maxPageBytes,
     replay: { maxBytes: shares.replayCacheBytes },
+    // Parked commits hold their requests: a small share of the budget, as the replay cache's.
+    park: { maxParked: l.maxParked, maxPerConnection: l.maxParkedPerConnection, maxParkedBytes: Math.floor(shares.replayCacheBytes / 2) },
   })
   handler.metrics.gauge('memory_budget_bytes', 'The memory budget of the node (--max-memory): what it may hold for clients, beyond the runtime.', () => shares.maxMemory)
   if (backend.usage) {

@@ -9,6 +9,7 @@
 import { ClosedError, InvalidArgumentError } from '../core/errors'
 import { FRAMES_PATH, FRAMES_PING_PATH, FRAMES_PROTOCOL, answerFrame, parseRequestFrame } from '../adapters/http/protocol'
 import type { Calls, CallOp } from './calls'
+import { ParkConnection } from './parking'
 import type { Gate } from './gate'
 import type { Metrics } from './metrics'
 import { namespaceOf } from './namespaces'
@@ -27,6 +28,8 @@ export interface FrameAnswer {
 export interface FrameSession {
   /** Answers one request frame (its text, without the newline). Never rejects. */
   answer(frame: string): Promise<FrameAnswer>
+  /** The connection closed: its parked commits are dropped. */
+  close?(): void
 }
 
 /** The outcome of an upgrade request: a session, or the HTTP reply that refuses it. */
@@ -45,11 +48,9 @@ export interface FrameContext {
 /** Upgrades to framed connections, and answers their frames. */
 export class FrameRoutes {
   readonly #ctx: FrameContext
-  readonly #session: FrameSession
 
   constructor(ctx: FrameContext) {
     this.#ctx = ctx
-    this.#session = { answer: (text) => this.answer(text) }
   }
 
   /** Decides on a request for a framed connection, checking it like any request. */
@@ -73,7 +74,7 @@ export class FrameRoutes {
   }
 
   /** One request frame, answered: the frame's route runs through {@link Calls} like a POST. */
-  async answer(text: string): Promise<FrameAnswer> {
+  async answer(text: string, conn?: ParkConnection): Promise<FrameAnswer> {
     const started = performance.now()
     const { metrics, log } = this.#ctx
     let id: number
@@ -104,7 +105,7 @@ export class FrameRoutes {
         if (op === 'watch' || op === 'events') {
           reply = json(400, { error: { code: 'INVALID_ARGUMENT', message: `${op} is not served over frames; use GET ${path.slice(0, 200)}` } })
         } else {
-          reply = await this.#ctx.calls.call(ns, op as CallOp, body)
+          reply = await this.#ctx.calls.call(ns, op as CallOp, body, conn)
         }
       }
     } catch (err) {
@@ -121,6 +122,8 @@ export class FrameRoutes {
     if ((ex.header('upgrade') ?? '').trim().toLowerCase() !== FRAMES_PROTOCOL) {
       return { reply: json(400, { error: { code: 'INVALID_ARGUMENT', message: `upgrade: only ${FRAMES_PROTOCOL} is served here` } }) }
     }
-    return { session: this.#session }
+    // One session per connection: its parked commits are counted and dropped with it.
+    const conn = new ParkConnection()
+    return { session: { answer: (text) => this.answer(text, conn), close: () => conn.close() } }
   }
 }

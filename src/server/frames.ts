@@ -114,6 +114,7 @@ class FramedSocket implements FrameConnection {
     socket.setKeepAlive(true, 30_000)
     socket.on('error', () => {})
     socket.on('close', () => {
+      this.#session.close?.()
       this.#done = true
       this.#clearIdle()
       this.#budget?.forget(this.#wake)
@@ -128,6 +129,8 @@ class FramedSocket implements FrameConnection {
   end(): void {
     if (this.#ending || this.#done) return
     this.#ending = true
+    // Parked commits would hold the end back for their whole wait: they are answered now, with their first try.
+    this.#session.close?.()
     this.#socket.pause()
     if (this.#inflight === 0) this.#finish()
   }

@@ -26,6 +26,7 @@
  * gate.ts           Host, bearer token, CORS
  * namespaces.ts     the adapters opened, one per namespace, capped
  * calls.ts          get, list, commit (+ the replay cache), filter: POSTs and frames
+ * parking.ts        commits that wait for a change (waitChange), bounded
  * watch-route.ts    GET watch: the SSE stream
  * history-route.ts  GET events: history pages
  * frame-session.ts  the upgrade to frames, and each frame's answer
@@ -97,6 +98,11 @@ export function createHandler(options: HandlerOptions): Handler {
   const calls = new Calls(namespaces, metrics, settings, (ns, body) => watches.filter(ns, body))
   let closed = false
   const frames = new FrameRoutes({ gate, calls, metrics, log: settings.log, closed: () => closed })
+  const parked = calls.parking.counts
+  metrics.gauge('commits_parked', 'Commits waiting for a change now (waitChange).', () => parked.now)
+  metrics.gauge('commits_parked_total', 'Commits whose first try failed and that waited for a change.', () => parked.parked, 'counter')
+  metrics.gauge('commits_park_retries_total', 'Parked commits tried again after a change.', () => parked.retried, 'counter')
+  metrics.gauge('commits_park_refused_total', 'Waiting commits answered at once because a parking bound was reached.', () => parked.refused, 'counter')
 
   async function route(ex: Exchange, name: (route: string) => void): Promise<Reply> {
     if (closed) throw new ClosedError('the node is shutting down')
@@ -134,7 +140,7 @@ export function createHandler(options: HandlerOptions): Handler {
       return op === 'watch' ? watches.watch(ex, ns) : history(ex, ns, namespaces, settings)
     }
     if (ex.method !== 'POST') return methodNotAllowed('POST')
-    return calls.call(ns, op as CallOp, await readJson(ex, settings.maxBodyBytes))
+    return calls.call(ns, op as CallOp, await readJson(ex, settings.maxBodyBytes), ex.connection)
   }
 
   async function handle(ex: Exchange): Promise<Reply> {
@@ -165,6 +171,7 @@ export function createHandler(options: HandlerOptions): Handler {
     async close() {
       if (closed) return
       closed = true
+      calls.parking.close()
       watches.closeAll()
       await namespaces.closeAll()
     },

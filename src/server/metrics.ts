@@ -33,7 +33,7 @@ export class Metrics {
   replays = 0
   #requests = new Map<string, number>()
   #latency = new Map<string, Histogram>()
-  #gauges = new Map<string, { help: string; read: () => number }>()
+  #gauges = new Map<string, { help: string; read: () => number; type: 'gauge' | 'counter' }>()
   #cuts = new Map<string, number>()
   readonly #started = Date.now()
 
@@ -52,8 +52,8 @@ export class Metrics {
    * Adds a gauge read at each scrape (`name` without the `zaris_` prefix);
    * the listener adds its connections and buffered output this way.
    */
-  gauge(name: string, help: string, read: () => number): void {
-    this.#gauges.set(name, { help, read })
+  gauge(name: string, help: string, read: () => number, type: 'gauge' | 'counter' = 'gauge'): void {
+    this.#gauges.set(name, { help, read, type })
   }
 
   /** Counts a connection the node cut off (or refused), by why. */
@@ -78,7 +78,7 @@ export class Metrics {
     metric('zaris_watchers', 'gauge', 'Open watch streams.', [`zaris_watchers ${gauges.watchers}`])
     metric('zaris_locks_held', 'gauge', 'Holds of locks, leases and candidacies, as locks.query() lists them (each shared holder counts; wait lines and permits do not).', [`zaris_locks_held ${gauges.locksHeld}`])
     metric('zaris_namespaces', 'gauge', 'Namespaces opened since start.', [`zaris_namespaces ${gauges.namespaces}`])
-    for (const [name, g] of this.#gauges) metric(`zaris_${name}`, 'gauge', g.help, [`zaris_${name} ${g.read()}`])
+    for (const [name, g] of this.#gauges) metric(`zaris_${name}`, g.type, g.help, [`zaris_${name} ${g.read()}`])
     metric(
       'zaris_connections_cut_total',
       'counter',

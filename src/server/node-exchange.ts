@@ -12,7 +12,23 @@ import { InvalidArgumentError, UnavailableError } from '../core/errors'
 import type { Connections } from './connections'
 import type { Handler } from './handler'
 import type { InputBudget } from './input-budget'
+import { ParkConnection } from './parking'
 import { tooLarge, type Exchange, type Reply } from './reply'
+
+/** The parking side of each socket, made on its first waiting commit and closed with it. */
+const connections = new WeakMap<object, ParkConnection>()
+
+function connectionOf(socket: Duplex): ParkConnection {
+  let c = connections.get(socket)
+  if (!c) {
+    const made = (c = new ParkConnection())
+    connections.set(socket, made)
+    // The peer's end of sending (a half-open socket stays up for the answer) drops them too: they are answered then.
+    socket.once('end', () => made.close())
+    socket.once('close', () => made.close())
+  }
+  return c
+}
 
 /** Bytes of a refused body read and dropped before the answer; past this the connection is cut. */
 const MAX_DRAIN = 4 * 1024 * 1024
@@ -91,6 +107,9 @@ export function exchangeOf(req: IncomingMessage, reserve: (bytes: number) => voi
       return v === undefined ? null : Array.isArray(v) ? v.join(', ') : v
     },
     body: (limit) => readBody(req, limit, reserve),
+    get connection() {
+      return connectionOf(req.socket)
+    },
   }
 }
 

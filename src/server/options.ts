@@ -7,6 +7,7 @@
  */
 import type { Adapter } from '../core/adapter'
 import { InvalidArgumentError } from '../core/errors'
+import type { ParkLimits } from './parking'
 import type { ReplayCacheOptions } from './replay-cache'
 
 /** Options of {@link createHandler}. */
@@ -48,6 +49,8 @@ export interface HandlerOptions {
   heartbeatMs?: number
   /** Bounds of the memory of request ids. */
   replay?: ReplayCacheOptions
+  /** Bounds of the commits that wait for a change (`waitChange`); parking.ts has the defaults. */
+  park?: Partial<ParkLimits>
   /** Where unexpected errors are reported (never with a token). Default: console.error. */
   log?: (line: string) => void
 }
@@ -74,6 +77,7 @@ export interface Settings {
   maxNamespaces: number
   heartbeatMs: number
   replay: ReplayCacheOptions | undefined
+  park: Partial<ParkLimits> | undefined
   log: (line: string) => void
 }
 
@@ -108,6 +112,7 @@ export function resolveOptions(options: HandlerOptions): Settings {
     maxNamespaces: positive(options.maxNamespaces, 10_000, 'maxNamespaces'),
     heartbeatMs: positive(options.heartbeatMs, 15_000, 'heartbeatMs'),
     replay: options.replay,
+    park: checkPark(options.park),
     log: options.log ?? ((line: string) => console.error(line)),
   }
 }
@@ -119,6 +124,15 @@ export function positive(value: unknown, fallback: number, name: string): number
     throw new InvalidArgumentError(`${name} must be a positive number, got ${String(value)}`)
   }
   return value
+}
+
+function checkPark(park: Partial<ParkLimits> | undefined): Partial<ParkLimits> | undefined {
+  if (park === undefined) return undefined
+  const out: Partial<ParkLimits> = {}
+  for (const name of ['maxParked', 'maxPerConnection', 'maxParkedBytes', 'maxWaitMs'] as const) {
+    if (park[name] !== undefined) out[name] = positive(park[name], 1, `park.${name}`)
+  }
+  return out
 }
 
 function checkToken(token: unknown): string {

@@ -8,6 +8,7 @@
  */
 import { InvalidArgumentError, TooLargeError, isZarisError, type ZarisError } from '../core/errors'
 import { statusOf } from '../adapters/http/protocol'
+import type { ParkConnection } from './parking'
 
 /** One request as the handler sees it: enough of `Request` and of Node's IncomingMessage. */
 export interface Exchange {
@@ -19,6 +20,8 @@ export interface Exchange {
   header(name: string): string | null
   /** The body as text; rejects with a TOO_LARGE error past `limit` bytes. */
   body(limit: number): Promise<string>
+  /** The connection it came on, where the server knows it: its parked commits are bounded and dropped with it. */
+  connection?: ParkConnection
 }
 
 /**

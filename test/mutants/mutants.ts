@@ -103,4 +103,12 @@ export const MUTANTS: Mutant[] = [
     tests: [FAMILY],
     filter: 'a steal ends every shared hold',
   },
+  {
+    name: 'parked-retry-without-checks',
+    bug: "the node tries a parked commit again without its checks (it applies the ops once any checked key changes)",
+    file: 'src/server/parking.ts',
+    from: 'return await adapter.commit(checks, ops, options)',
+    to: 'return await adapter.commit([], ops, options)',
+    tests: ['test/model/node-park.test.ts'],
+  },
 ]

@@ -18,7 +18,7 @@
  *
  * @module
  */
-import type { Adapter, CommitResult, Entry, ListOptions, ListPage, Unsubscribe, WatchEvent } from '../../core/adapter'
+import type { Adapter, Capabilities, Check, CommitOptions, CommitResult, Entry, ListOptions, ListPage, Op, Unsubscribe, WatchEvent } from '../../core/adapter'
 import { ClosedError, InvalidArgumentError, UnauthorizedError, UnavailableError, ZarisError, errorFromJSON } from '../../core/errors'
 import { randomHex } from '../../core/ids'
 import { checkKey, checkListOptions, checkPrefix, checkWatchArgs } from '../../core/validate'
@@ -65,6 +65,8 @@ export function httpAdapter(options: HttpAdapterOptions): Adapter {
 
 class HttpAdapter implements Adapter {
   readonly name = 'http'
+  /** Whether the node is taken to understand `waitChange` (until it refuses the field). */
+  #onChange = true
   readonly #endpoints: string[]
   readonly #namespace: string
   readonly #headers: Record<string, string>
@@ -119,6 +121,10 @@ class HttpAdapter implements Adapter {
     this.#exit = pageExit(() => ({ url: this.#url(this.#endpoints[this.#preferred]!, 'commit'), headers: this.#headers }))
   }
 
+  get capabilities(): Capabilities {
+    return this.#onChange ? ON_CHANGE : NONE
+  }
+
   async get(key: string): Promise<Entry | undefined> {
     checkKey(key)
     const entry = await this.#call('get', { key }, readGet)
@@ -137,12 +143,25 @@ class HttpAdapter implements Adapter {
     return page
   }
 
-  async commit(checks: Parameters<Adapter['commit']>[0], ops: Parameters<Adapter['commit']>[1], options?: { requestId?: string }): Promise<CommitResult> {
+  async commit(checks: Parameters<Adapter['commit']>[0], ops: Parameters<Adapter['commit']>[1], options?: CommitOptions): Promise<CommitResult> {
     // One id for every attempt of this commit: the node answers a retry with the first result.
     const requestId = options?.requestId ?? `${this.#idPrefix}-${(this.#ids++).toString(36)}`
     // The highest revision seen: a node whose store lost its state (a restarted memory node) moves above it.
-    const body = this.#seen > 0 ? { checks, ops, requestId, seen: this.#seen } : { checks, ops, requestId }
-    const r = await this.#call('commit', body, readCommit)
+    const body: CommitBody = this.#seen > 0 ? { checks, ops, requestId, seen: this.#seen } : { checks, ops, requestId }
+    const wait = this.#onChange ? waitOf(options?.waitChange) : 0
+    let r: CommitResult
+    if (wait > 0) {
+      body.waitChange = wait
+      try {
+        r = await this.#call('commit', body, readCommit, 'POST', undefined, wait)
+      } catch (err) {
+        // A node older than waiting commits refuses the field (its strict schema): send it plainly, and never again.
+        if (!(err instanceof ZarisError && err.code === 'INVALID_ARGUMENT' && err.message.includes('waitChange'))) throw err
+        this.#onChange = false
+        delete body.waitChange
+        r = await this.#call('commit', body, readCommit)
+      }
+    } else r = await this.#call('commit', body, readCommit)
     this.#exit?.saw(ops, r)
     if (r.ok) this.#saw(r.revision)
     else for (const f of r.failed) if (f.entry) this.#saw(f.entry.revision)
@@ -213,7 +232,7 @@ class HttpAdapter implements Adapter {
    * over across endpoints and retrying in rounds with backoff; `read`
    * checks the answer (./answers) and builds what the call resolves.
    */
-  async #call<T>(op: string, payload: unknown, read: (json: unknown) => T, method: 'GET' | 'POST' = 'POST', only?: number): Promise<T> {
+  async #call<T>(op: string, payload: unknown, read: (json: unknown) => T, method: 'GET' | 'POST' = 'POST', only?: number, extraMs = 0): Promise<T> {
     this.#assertOpen()
     const transport = this.#ready ?? (await this.#getTransport())
     const body = method === 'POST' ? JSON.stringify(payload) : undefined
@@ -230,8 +249,10 @@ class HttpAdapter implements Adapter {
         const index = (start + i) % n
         const endpoint = this.#endpoints[index]!
         // A transport that keeps deadlines itself spares each attempt a controller, a listener and a timer.
-        const deadline = transport.deadlines ? performance.now() + this.#timeout : undefined
-        const signal = deadline === undefined ? anySignal(this.#closer.signal, this.#timeout) : untimed(this.#closer.signal, deadline)
+        // `extraMs`: a commit the node may keep waiting that long (waitChange) before it answers.
+        const timeout = this.#timeout + extraMs
+        const deadline = transport.deadlines ? performance.now() + timeout : undefined
+        const signal = deadline === undefined ? anySignal(this.#closer.signal, timeout) : untimed(this.#closer.signal, deadline)
         let status: number
         let text = ''
         let parsed: { json: unknown } | undefined
@@ -243,7 +264,7 @@ class HttpAdapter implements Adapter {
           else text = await res.text()
         } catch (err) {
           this.#assertOpen()
-          lastError = signal.timedOut() ? new Error(`no answer within ${this.#timeout} ms`) : asError(err)
+          lastError = signal.timedOut() ? new Error(`no answer within ${timeout} ms`) : asError(err)
           continue
         } finally {
           signal.dispose()
@@ -362,6 +383,27 @@ function pause(ms: number, signal: AbortSignal): Promise<void> {
 
 function asError(err: unknown): Error {
   return err instanceof Error ? err : new Error(String(err))
+}
+
+/** A commit's body on the wire (protocol.ts has its schema; this chunk carries no zod). */
+interface CommitBody {
+  checks: Check[]
+  ops: Op[]
+  requestId: string
+  seen?: number
+  waitChange?: number
+}
+
+const ON_CHANGE: Capabilities = Object.freeze({ commitOnChange: true })
+const NONE: Capabilities = Object.freeze({})
+
+/** The most ms a commit asks a node to wait (nodes cut it to their own bound, 30 s by default). */
+const MAX_WAIT_CHANGE = 30_000
+
+/** A `waitChange` option as sent: a whole number of ms, 0 for none. */
+function waitOf(ms: number | undefined): number {
+  if (ms === undefined || !(ms > 0)) return 0
+  return Math.min(Math.ceil(ms), MAX_WAIT_CHANGE)
 }
 
 function positive(value: unknown, fallback: number, name: string): number {

@@ -9,7 +9,9 @@
  * POST /v1/<ns>/get     { key }                       -> { entry: Entry | null }
  * POST /v1/<ns>/list    { prefix, after?, limit? }    -> { entries: Entry[], more }
  *      (one page, sorted by key, after the key `after`; the node caps its size in entries and bytes)
- * POST /v1/<ns>/commit  { checks, ops, requestId?, seen? } -> CommitResult   (seen: CommitOptions.seen)
+ * POST /v1/<ns>/commit  { checks, ops, requestId?, seen?, waitChange? } -> CommitResult   (seen: CommitOptions.seen)
+ *      (waitChange: ms; a commit whose check fails is tried once more when a checked key
+ *       changes, and answered with that try; with no change in time, with the first)
  * GET  /v1/<ns>/watch?prefix=P[&from=R][&epoch=E]     -> text/event-stream
  *      (Last-Event-ID: R resumes after revision R; each change event's id is its revision;
  *       epoch E, from the stream's `ready` event, makes a resume fail plainly if the store was reset)
@@ -59,7 +61,7 @@ import { z } from 'zod'
 import type { Check, CommitResult, Entry, Op, Value, WatchEvent } from '../../core/adapter'
 import { InvalidArgumentError, type ErrorCode } from '../../core/errors'
 import { checkValue, isOwnerId as isOwner, keyProblem, MAX_KEY_LENGTH, MAX_OWNER_LENGTH, MAX_TTL } from '../../core/validate'
-import { MAX_OPS, fastCommitRequest, fastCommitResponse, fastGetRequest, fastGetResponse, fastListRequest } from './fast-checks'
+import { MAX_OPS, WAIT_CHANGE_MAX, fastCommitRequest, fastCommitResponse, fastGetRequest, fastGetResponse, fastListRequest } from './fast-checks'
 
 export {
   API_PREFIX,
@@ -163,6 +165,8 @@ export const commitRequest = z.strictObject({
   ops: z.array(op).max(MAX_OPS, `at most ${MAX_OPS} ops`).transform((ops) => ops as Op[]),
   requestId: requestIdSchema.optional(),
   seen: revision.optional(),
+  /** Ms the node may keep a commit whose check failed, to try it once more when a checked key changes (the node cuts it to its own bound). */
+  waitChange: z.number().int().min(0).max(WAIT_CHANGE_MAX).optional(),
 })
 /** Names one life of a store: a store that was reset (a memory node restarted) gets a new epoch. */
 const epochSchema = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'must be 1-64 letters, digits, _ or -')

@@ -1,0 +1,223 @@
+/**
+ * Commits that wait for a change (the wire's `waitChange`, the HTTP
+ * adapter's capability `commitOnChange`): the node tries the commit now; if
+ * a check fails, it keeps the commit parked until the outcome of one of its
+ * checks may have changed (a put, delete or expiry at a checked key that the
+ * first try's answer does not already account for), tries it once more in
+ * the tick of that change and answers with that try, success or failure.
+ * After `waitChange` ms with no such change it answers the failure it has.
+ * Nothing here knows locks: it is a compare-and-set whose second try runs
+ * inside the node, saving the client an event hop and a request hop.
+ *
+ * The trigger is the store's own watch, so changes made through other nodes
+ * (a Redis- or etcd-backed node) and expiries wake it too. The watches are
+ * set up before the first try, so a change between the try and the wait is
+ * not missed; the events that came before the first answer are judged
+ * against it (the latest per key: the state the try saw, or a later one).
+ *
+ * Bounded: at most `maxParked` parked commits per node, `maxPerConnection`
+ * per connection, `maxParkedBytes` of their requests, and `maxWaitMs` each.
+ * Past a cap the commit is tried once and answered, as a plain commit (never
+ * an error). A connection that closes drops its parked commits, and so does
+ * the node's shutdown: a dropped commit is answered with its first try.
+ *
+ * @module
+ */
+import type { Adapter, Check, CommitOptions, CommitResult, Op, Unsubscribe, WatchEvent } from '../core/adapter'
+
+/** Bounds of a node's parked commits. */
+export interface ParkLimits {
+  /** Most commits parked at once on the node. Default 4 096. */
+  maxParked: number
+  /** Most commits parked at once by one connection. Default 64. */
+  maxPerConnection: number
+  /** Most bytes of parked requests (their JSON, counted twice for UTF-16). Default 8 MiB. */
+  maxParkedBytes: number
+  /** The longest wait; a longer `waitChange` is cut to it. Default 30 000 ms. */
+  maxWaitMs: number
+}
+
+export const PARK_DEFAULTS: ParkLimits = { maxParked: 4_096, maxPerConnection: 64, maxParkedBytes: 8 * 1024 * 1024, maxWaitMs: 30_000 }
+
+/** One client connection, as far as parked commits care: how many it has parked, and its end. */
+export class ParkConnection {
+  parked = 0
+  #closed = false
+  readonly #drops = new Set<() => void>()
+
+  get closed(): boolean {
+    return this.#closed
+  }
+
+  /** Calls `fn` when the connection closes, until the returned function is called. */
+  onClose(fn: () => void): () => void {
+    this.#drops.add(fn)
+    return () => this.#drops.delete(fn)
+  }
+
+  /** The connection is gone: its parked commits are dropped. */
+  close(): void {
+    if (this.#closed) return
+    this.#closed = true
+    for (const fn of [...this.#drops]) fn()
+    this.#drops.clear()
+  }
+}
+
+/** Counts for `/metrics` and tests. */
+export interface ParkCounts {
+  /** Commits parked (their first try failed and they waited). */
+  parked: number
+  /** Parked commits tried a second time after a change. */
+  retried: number
+  /** Waiting commits answered at once because a cap was reached. */
+  refused: number
+  /** Commits waiting right now (their first try failed). */
+  now: number
+}
+
+/** Why a parked wait ended. */
+type Ending = 'change' | 'timeout' | 'dropped'
+
+/** The parked commits of one node. */
+export class Parking {
+  readonly #limits: ParkLimits
+  readonly #node = new ParkConnection()
+  #now = 0
+  #bytes = 0
+  readonly counts: ParkCounts = { parked: 0, retried: 0, refused: 0, now: 0 }
+
+  constructor(limits: Partial<ParkLimits> = {}) {
+    this.#limits = { ...PARK_DEFAULTS, ...limits }
+  }
+
+  /** Commits on `adapter`, waiting up to `waitMs` for a change if a check fails; see the module doc. */
+  async commit(adapter: Adapter, checks: Check[], ops: Op[], options: CommitOptions | undefined, waitMs: number, conn: ParkConnection | undefined): Promise<CommitResult> {
+    const ms = Math.min(waitMs, this.#limits.maxWaitMs)
+    const bytes = ms > 0 && checks.length > 0 ? 2 * JSON.stringify([checks, ops]).length : 0
+    const l = this.#limits
+    if (bytes === 0 || this.#node.closed || this.#now >= l.maxParked || this.#bytes + bytes > l.maxParkedBytes || (conn && (conn.closed || conn.parked >= l.maxPerConnection))) {
+      if (bytes > 0) this.counts.refused++
+      return adapter.commit(checks, ops, options)
+    }
+    // The bounds count a waiting commit from its first try on; the gauge only once it waits.
+    this.#now++
+    this.#bytes += bytes
+    if (conn) conn.parked++
+    const spot = new Spot(checks)
+    let waiting = false
+    try {
+      await spot.watch(adapter)
+      const first = await adapter.commit(checks, ops, options)
+      if (first.ok) return first
+      this.counts.parked++
+      this.counts.now++
+      waiting = true
+      const ending = await spot.wait(first, ms, [this.#node, conn])
+      if (ending !== 'change') return first
+      this.counts.retried++
+      return await adapter.commit(checks, ops, options)
+    } finally {
+      spot.end()
+      this.#now--
+      this.#bytes -= bytes
+      if (waiting) this.counts.now--
+      if (conn) conn.parked--
+    }
+  }
+
+  /** The node is shutting down: every parked commit is answered with its first try. */
+  close(): void {
+    this.#node.close()
+  }
+}
+
+/** The watches and the wait of one parked commit. */
+class Spot {
+  readonly #checks: Check[]
+  readonly #keys: string[]
+  readonly #unwatch: Unsubscribe[] = []
+  /** Before the first answer: the latest event per key. */
+  #latest: Map<string, WatchEvent> | undefined = new Map()
+  /** After it: which keys' checks failed. */
+  #failed: Set<string> | undefined
+  #wake: ((ending: Ending) => void) | undefined
+  #woken: Ending | undefined
+  #ended = false
+
+  constructor(checks: Check[]) {
+    this.#checks = checks
+    this.#keys = [...new Set(checks.map((c) => c.key))]
+  }
+
+  /** Watches every checked key; resolves once the store delivers every later change. */
+  async watch(adapter: Adapter): Promise<void> {
+    await Promise.all(
+      this.#keys.map(async (key) => {
+        const sink = { event: (ev: WatchEvent) => this.#event(key, ev), error: () => this.#end('change') }
+        const unwatch = await adapter.watch(key, sink).catch(() => {
+          this.#end('change')
+          return () => {}
+        })
+        if (this.#ended) unwatch()
+        else this.#unwatch.push(unwatch)
+      }),
+    )
+  }
+
+  /** Waits, after the first try failed, for a change that may flip one of its checks, at most `ms`. */
+  wait(first: Extract<CommitResult, { ok: false }>, ms: number, conns: Array<ParkConnection | undefined>): Promise<Ending> {
+    this.#failed = new Set(first.failed.map((f) => f.key))
+    const latest = this.#latest!
+    this.#latest = undefined
+    for (const ev of latest.values()) if (this.#flips(ev)) this.#end('change')
+    if (this.#woken) return Promise.resolve(this.#woken)
+    return new Promise<Ending>((resolve) => {
+      const timer = setTimeout(() => this.#end('timeout'), ms)
+      const undrop = conns.map((c) => c?.onClose(() => this.#end('dropped')))
+      this.#wake = (ending) => {
+        clearTimeout(timer)
+        for (const u of undrop) u?.()
+        resolve(ending)
+      }
+      if (conns.some((c) => c?.closed)) this.#end('dropped')
+    })
+  }
+
+  end(): void {
+    this.#ended = true
+    for (const u of this.#unwatch) u()
+    this.#unwatch.length = 0
+  }
+
+  #event(key: string, ev: WatchEvent): void {
+    // A prefix watch: only the key itself counts.
+    if (ev.key !== key || this.#woken) return
+    if (this.#latest) this.#latest.set(key, ev)
+    else if (this.#flips(ev)) this.#end('change')
+  }
+
+  /** Whether, after `ev`, some check at its key would come out otherwise than in the first try. */
+  #flips(ev: WatchEvent): boolean {
+    for (const c of this.#checks) {
+      if (c.key !== ev.key) continue
+      const held = !this.#failed!.has(c.key)
+      if (holdsAfter(c, ev) !== held) return true
+    }
+    return false
+  }
+
+  #end(ending: Ending): void {
+    if (this.#woken) return
+    this.#woken = ending
+    this.#wake?.(ending)
+  }
+}
+
+/** Whether check `c` holds once `ev` happened at its key. */
+function holdsAfter(c: Check, ev: WatchEvent): boolean {
+  const byRevision = 'revision' in c && c.revision !== undefined
+  const want = byRevision ? c.revision : (c as { created: number | null }).created
+  if (ev.type !== 'put') return want === null
+  return byRevision ? want === ev.revision : want === (ev.created ?? ev.revision)
+}
