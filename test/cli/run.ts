@@ -1,29 +1,13 @@
 /**
  * Runs the `zaris` command as a process of its own, the way a user types it,
  * with a clean environment: no ZARIS_URL or ZARIS_TOKEN leaks in from the
- * test's. The bin's source (src/server/cli.ts) is bundled once per test
- * file with esbuild, as tsup builds dist/cli.js (dependencies left as
- * imports), so each run starts in a quarter of the time tsx takes.
+ * test's. The bin's source (src/server/cli.ts) is bundled with esbuild, as
+ * tsup builds dist/cli.js (../server/cli-bundle.ts, one build shared by every
+ * test file), so each run starts in a quarter of the time tsx takes.
  */
 import { spawn, type ChildProcess } from 'node:child_process'
-import { mkdirSync, rmSync } from 'node:fs'
-import { join } from 'node:path'
-import { buildSync } from 'esbuild'
+import { cliBundle } from '../server/cli-bundle'
 import { root } from '../server/node-process'
-
-let cli: string | undefined
-
-/** The bundled command: inside node_modules, so that its imports of ioredis, zod ... resolve. */
-function bundled(): string {
-  if (cli) return cli
-  // Named cli.mjs: the bin runs main() only when started under that name.
-  const dir = join(root, 'node_modules', '.cache', 'zaris-cli-test', String(process.pid))
-  mkdirSync(dir, { recursive: true })
-  process.once('exit', () => rmSync(dir, { recursive: true, force: true }))
-  const outfile = join(dir, 'cli.mjs')
-  buildSync({ entryPoints: [join(root, 'src/server/cli.ts')], bundle: true, platform: 'node', format: 'esm', packages: 'external', outfile, logLevel: 'warning' })
-  return (cli = outfile)
-}
 
 /** What a finished run printed, and its exit code. */
 export interface Ran {
@@ -36,7 +20,7 @@ function launch(args: string[], env: Record<string, string>): ChildProcess {
   const base = { ...process.env }
   delete base.ZARIS_URL
   delete base.ZARIS_TOKEN
-  return spawn(process.execPath, [bundled(), ...args], { cwd: root, env: { ...base, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
+  return spawn(process.execPath, [cliBundle(), ...args], { cwd: root, env: { ...base, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
 }
 
 /** Runs `zaris ...args` to the end (killed after 20 s, which fails the test on its exit code). */

@@ -48,8 +48,7 @@ export function primitiveCases(factory: FixtureFactory, t: Named, options: Primi
       const c = await f.connect()
       await c.put('temp', 'x', { ttl: 60 })
       expect((await c.get('temp'))?.value).toBe('x')
-      await sleep(150 + late(c))
-      expect(await c.get('temp')).toBeUndefined()
+      await until(async () => (await c.get('temp')) === undefined, 150 + late(c))
     }))
 
     t('a stored value is a copy: mutating the original changes nothing', withStore(async (f) => {
@@ -217,17 +216,21 @@ export function primitiveCases(factory: FixtureFactory, t: Named, options: Primi
       let lock = (await holder!.locks.acquire('lock:line', { ttl: 30_000 }))!
       const waiters = await Promise.all(['w0', 'w1', 'w2', 'w3', 'w4'].map((id) => countingClient(f, id, 'lock:line')))
       const order: string[] = []
-      const done = waiters.map(async (w, i) => {
-        await sleep(i * 150) // stagger so that the arrival order is known
-        const got = await w.client.locks.acquire('lock:line', { ttl: 30_000, wait: 30_000 })
-        if (!got) throw new Error(`${w.client.id} waited in vain`)
-        order.push(w.client.id)
-        await sleep(20)
-        await got.release()
-      })
-      await sleep(5 * 150 + 100)
       const raw = waiters[0]!.inner
-      expect((await raw.list(queueOf('lock:line'))).entries.map((e) => e.owner)).toEqual(['w0', 'w1', 'w2', 'w3', 'w4'].sort())
+      const line = async () => (await raw.list(queueOf('lock:line'))).entries.map((e) => e.owner)
+      const done: Array<Promise<void>> = []
+      for (const [i, w] of waiters.entries()) {
+        done.push((async () => {
+          const got = await w.client.locks.acquire('lock:line', { ttl: 30_000, wait: 30_000 })
+          if (!got) throw new Error(`${w.client.id} waited in vain`)
+          order.push(w.client.id)
+          await sleep(20)
+          await got.release()
+        })())
+        // The next comes once this one stands in line, so that the arrival order is known.
+        await until(async () => (await line()).length === i + 1)
+      }
+      expect(await line()).toEqual(['w0', 'w1', 'w2', 'w3', 'w4'].sort())
       await lock.release()
       await Promise.all(done)
       expect(order).toEqual(['w0', 'w1', 'w2', 'w3', 'w4'])
@@ -348,8 +351,7 @@ export function primitiveCases(factory: FixtureFactory, t: Named, options: Primi
     t('a lease that is not kept alive disappears at its TTL', withStore(async (f) => {
       const c = await f.connect()
       const lease = (await c.leases.grant('presence:gone', { ttl: 100, autoRenew: false, value: 1 }))!
-      await sleep(250 + late(c))
-      expect(await c.get('presence:gone')).toBeUndefined()
+      await until(async () => (await c.get('presence:gone')) === undefined, 250 + late(c))
       expect(lease.held).toBe(false)
     }))
   })

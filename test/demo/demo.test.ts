@@ -26,6 +26,7 @@ import { chromium, type Browser, type BrowserContext, type Page } from 'playwrig
 import { build, preview, type PreviewServer } from 'vite'
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest'
 import { chromiumLaunchOptions } from '../browser-harness/chromium'
+import { cliBundle } from '../server/cli-bundle'
 
 const root = resolve(import.meta.dirname, '../..')
 const axeSource = createRequire(import.meta.url).resolve('axe-core/axe.min.js')
@@ -42,7 +43,7 @@ beforeAll(async () => {
   server = await preview({ configFile: resolve(root, 'demo/vite.config.ts'), preview: { port: 0, host: '127.0.0.1' }, logLevel: 'warn' })
   base = server.resolvedUrls!.local[0]!
   browser = await chromium.launch(chromiumLaunchOptions())
-  node = spawn(process.execPath, ['--import', 'tsx', 'src/server/cli.ts', 'serve', '--port', '0', '--cors', new URL(base).origin], { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] })
+  node = spawn(process.execPath, [cliBundle(), 'serve', '--port', '0', '--cors', new URL(base).origin], { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] })
   const url = await new Promise<string>((done, fail) => {
     node.stdout!.on('data', (chunk: Buffer) => {
       const m = /https?:\/\/[\w.[\]:-]+/.exec(chunk.toString())
@@ -107,6 +108,17 @@ const text = (page: Page, id: string) => page.getByTestId(id).textContent().then
 const idOf = (page: Page) => text(page, 'client-id')
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
+/**
+ * Clicks (or checks) a control in the tab brought to the front first, as a
+ * user's click would. Chromium draws a background tab at about 2 frames a
+ * second, and Playwright's actionability check waits for two frames of a
+ * stable box: 1-2 s a click in any tab but the last one opened.
+ */
+async function click(page: Page, testId: string, how: 'click' | 'check' = 'click'): Promise<void> {
+  await page.bringToFront()
+  await page.getByTestId(testId)[how]()
+}
+
 /** axe-core's checks of the page as it is (WCAG rules and best practices). */
 async function axe(page: Page): Promise<AxeResults> {
   await page.addScriptTag({ path: axeSource })
@@ -133,7 +145,7 @@ for (const store of ['idb', 'node'] as const) {
       await eventually(async () => (await Promise.all(tabs.map((t) => text(t, 'presence')))).every((p) => ids.every((id) => p.includes(id))), 15_000, 'every tab lists every tab')
 
       // Titles: the leader's says so, the others' say follower; after taking the lock, the holder's says that too.
-      await leader.getByTestId('acquire').click()
+      await click(leader, 'acquire')
       await eventually(async () => (await text(leader, 'lock-mine')) === 'yes')
       const [a, b] = tabs.filter((_, i) => i !== leaderIndex) as [Page, Page]
       await eventually(async () => (await leader.title()).startsWith('Leader · holds the lock'), 5_000, 'leader title')
@@ -167,7 +179,7 @@ for (const store of ['idb', 'node'] as const) {
         const badges = await Promise.all([a, b].map((t) => text(t, 'role')))
         return names.every((n) => n.split(' ')[0] === names[0]!.split(' ')[0] && !n.startsWith(idLeader) && n !== 'nobody yet') && badges.filter((r) => r === 'leader').length === 1
       }, 15_000, 'a new leader')
-      await a.getByTestId('release').click()
+      await click(a, 'release')
       await context.close()
     }, 120_000)
 
@@ -175,27 +187,27 @@ for (const store of ['idb', 'node'] as const) {
       const { context, tabs } = await threeTabs(store)
       const [a, b, c] = tabs as [Page, Page, Page]
       await a.getByTestId('ttl').fill('2000')
-      await a.getByTestId('acquire').click()
+      await click(a, 'acquire')
       await eventually(async () => (await text(a, 'lock-mine')) === 'yes')
       const tokenA = Number(await text(a, 'lock-token'))
-      await a.getByTestId('doc-write').click()
+      await click(a, 'doc-write')
       await eventually(async () => (await a.getByTestId('doc-result').getAttribute('data-outcome')) === 'accepted')
-      await a.getByTestId('freeze').click()
-      await b.getByTestId('acquire-wait').click()
+      await click(a, 'freeze')
+      await click(b, 'acquire-wait')
       await eventually(async () => (await text(b, 'lock-mine')) === 'yes', 10_000, 'the waiting tab gets the lock at the frozen holder\'s TTL')
       const tokenB = Number(await text(b, 'lock-token'))
       expect(tokenB).toBeGreaterThan(tokenA)
       await eventually(async () => (await text(a, 'lock-mine')) === 'no')
-      await a.getByTestId('unfreeze').click()
+      await click(a, 'unfreeze')
       await a.getByTestId('doc-text').fill('stale write from the frozen tab')
-      await a.getByTestId('doc-write').click()
+      await click(a, 'doc-write')
       const result = a.getByTestId('doc-result')
       await eventually(async () => (await result.getAttribute('data-outcome')) === 'refused', 5_000, 'the stale write is refused')
       expect(await result.textContent()).toContain('FENCED')
       expect(await result.getAttribute('data-token')).toBe(String(tokenA))
       expect(await result.getAttribute('data-current')).toBe(String(tokenB))
       await b.getByTestId('doc-text').fill('fresh write from the new holder')
-      await b.getByTestId('doc-write').click()
+      await click(b, 'doc-write')
       await eventually(async () => (await b.getByTestId('doc-result').getAttribute('data-outcome')) === 'accepted')
       for (const t of tabs) await eventually(async () => (await text(t, 'doc-value')).includes('fresh write from the new holder') && (await text(t, 'doc-value')).includes(String(tokenB)))
       // The timeline in c drew both spells with their tokens.
@@ -206,7 +218,7 @@ for (const store of ['idb', 'node'] as const) {
       if (store === 'idb') {
         // The page as it tells the story: the refused write in the stale tab. Kept current by this test.
         mkdirSync(shots, { recursive: true })
-        await a.getByTestId('increment').click()
+        await click(a, 'increment')
         await a.screenshot({ path: resolve(shots, 'demo-wide.png'), fullPage: true })
         const results = await axe(a)
         const serious = results.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical')
@@ -218,7 +230,7 @@ for (const store of ['idb', 'node'] as const) {
         const phone = await axe(a)
         expect(phone.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => v.id)).toEqual([])
       }
-      await b.getByTestId('release').click()
+      await click(b, 'release')
       await context.close()
     }, 120_000)
 
@@ -228,37 +240,37 @@ for (const store of ['idb', 'node'] as const) {
       const [idA, idB, idC] = (await Promise.all(tabs.map(idOf))) as [string, string, string]
       const line = (t: Page) => t.getByTestId('wait-line').locator('li[data-owner]').evaluateAll((lis) => lis.map((li) => `${li.getAttribute('data-owner')} ${li.getAttribute('data-mode')}`))
       for (const t of [a, b]) {
-        await t.getByTestId('mode-shared').check()
-        await t.getByTestId('acquire').click()
+        await click(t, 'mode-shared', 'check')
+        await click(t, 'acquire')
       }
       for (const t of [a, b]) await eventually(async () => (await text(t, 'lock-mine')) === 'yes', 5_000, 'both readers hold it')
       await eventually(async () => (await text(c, 'lock-mode')) === 'shared by 2' && (await text(c, 'lock-holder')).includes(idA) && (await text(c, 'lock-holder')).includes(idB), 5_000, 'the third tab sees two shared holders')
       expect(Number(await text(a, 'lock-token'))).not.toBe(Number(await text(b, 'lock-token'))) // a token each
       // An exclusive request in c: a plain try gets nothing, a wait stands in line (and keeps new readers out).
-      await c.getByTestId('acquire').click()
+      await click(c, 'acquire')
       await eventually(async () => (await text(c, 'status')).includes('held by'), 5_000, 'the plain try is refused')
-      await c.getByTestId('acquire-wait').click()
+      await click(c, 'acquire-wait')
       await eventually(async () => JSON.stringify(await line(a)) === JSON.stringify([`${idC} exclusive`]), 5_000, 'c waits in line, exclusive')
-      await a.getByTestId('release').click()
+      await click(a, 'release')
       await eventually(async () => (await text(c, 'lock-mine')) === 'no' && (await text(c, 'lock-mode')) === 'shared by 1', 5_000, 'one reader left: c still waits')
-      await b.getByTestId('release').click()
+      await click(b, 'release')
       await eventually(async () => (await text(c, 'lock-mine')) === 'yes' && (await text(a, 'lock-mode')) === 'exclusive', 5_000, 'the writer holds it once both readers left')
-      await c.getByTestId('release').click()
+      await click(c, 'release')
 
       // The semaphore: three permits for four tabs.
       const d = await openTab(context, await a.evaluate(() => location.search.slice(1))) // the same store (and namespace) as the others
       const idD = await idOf(d)
-      for (const t of [a, b, c]) await t.getByTestId('sem-acquire').click()
+      for (const t of [a, b, c]) await click(t, 'sem-acquire')
       for (const t of [a, b, c]) await eventually(async () => (await t.getByTestId('sem-mine').getAttribute('data-state')) === 'holds', 5_000, 'three tabs hold a permit')
-      await d.getByTestId('sem-acquire').click()
+      await click(d, 'sem-acquire')
       await eventually(async () => (await d.getByTestId('sem-mine').getAttribute('data-state')) === 'waiting' && (await text(d, 'sem-count')) === '3 of 3', 5_000, 'the fourth waits: all three permits are out')
       const slots = await d.getByTestId('sem-holders').locator('li[data-owner]').evaluateAll((lis) => lis.map((li) => `${li.getAttribute('data-slot')} ${li.getAttribute('data-owner')}`))
       expect(slots.map((x) => x.split(' ')[0])).toEqual(['0', '1', '2'])
       expect(slots.map((x) => x.split(' ')[1]).sort()).toEqual([idA, idB, idC].sort())
-      await b.getByTestId('sem-release').click()
+      await click(b, 'sem-release')
       await eventually(async () => (await d.getByTestId('sem-mine').getAttribute('data-state')) === 'holds', 5_000, 'the fourth gets the permit given back')
       await eventually(async () => (await d.getByTestId('sem-holders').locator(`li[data-owner="${idD}"]`).count()) === 1 && (await text(a, 'sem-count')) === '3 of 3', 5_000, 'every tab sees it')
-      for (const t of [a, c, d]) await t.getByTestId('sem-release').click()
+      for (const t of [a, c, d]) await click(t, 'sem-release')
       await eventually(async () => (await text(b, 'sem-count')) === '0 of 3', 5_000, 'all given back')
       await context.close()
     }, 120_000)
@@ -279,16 +291,16 @@ for (const store of ['idb', 'node'] as const) {
       const boxes: string[] = []
       const box = async () => boxes.push(JSON.stringify(await c.locator('#lock-panel').boundingBox()))
       await box()
-      await a.getByTestId('acquire').click()
+      await click(a, 'acquire')
       await eventually(async () => (await text(a, 'lock-mine')) === 'yes')
-      await b.getByTestId('acquire-wait').click()
+      await click(b, 'acquire-wait')
       await eventually(async () => JSON.stringify(await line(a)) === JSON.stringify([idB]), 5_000, 'b in line')
-      await c.getByTestId('acquire-wait').click()
+      await click(c, 'acquire-wait')
       for (const t of tabs) await eventually(async () => JSON.stringify(await line(t)) === JSON.stringify([idB, idC]), 5_000, 'b then c in line, in every tab')
       await box()
       expect(await b.title()).toContain('waiting for the lock')
       expect(await b.locator('link[rel=icon]').getAttribute('data-state')).toBe('W')
-      await a.getByTestId('release').click()
+      await click(a, 'release')
       await eventually(async () => (await text(b, 'lock-mine')) === 'yes', 5_000, 'the first in line gets the lock', 25, () => tabStates(tabs))
       expect(await text(c, 'lock-mine')).toBe('no')
       for (const t of tabs) await eventually(async () => JSON.stringify(await line(t)) === JSON.stringify([idC]), 5_000, 'c alone in line')
@@ -296,7 +308,7 @@ for (const store of ['idb', 'node'] as const) {
       // Time left, as a number and for screen readers.
       expect(await text(c, 'lock-left')).toMatch(/^\d+\.\d s$/)
       expect(await c.getByRole('progressbar').getAttribute('aria-valuetext')).toMatch(/^\d+\.\d seconds left$/)
-      await c.getByTestId('cancel-wait').click()
+      await click(c, 'cancel-wait')
       for (const t of tabs) await eventually(async () => (await line(t)).length === 0, 5_000, 'the line is empty')
       await box()
       expect(new Set(boxes).size, `the lock panel moved or changed height: ${boxes.join(' ')}`).toBe(1)
@@ -304,9 +316,9 @@ for (const store of ['idb', 'node'] as const) {
       // The watch log folds b's renewals (3 s TTL: one a second) into the line of its acquire.
       await eventually(async () => /renewals? folded/.test(await text(a, 'log-folded')), 5_000, 'renewals folded')
       expect(await a.getByTestId('log').locator('li.renewal').first().isVisible()).toBe(false)
-      await a.getByTestId('log-renewals').check()
+      await click(a, 'log-renewals', 'check')
       expect(await a.getByTestId('log').locator('li.renewal').first().isVisible()).toBe(true)
-      await b.getByTestId('release').click()
+      await click(b, 'release')
       await context.close()
     }, 120_000)
   })
@@ -321,9 +333,9 @@ describe('switching stores', () => {
     const presence = (t: Page) => t.getByTestId('presence').locator('li[data-id]').evaluateAll((lis) => lis.map((li) => li.getAttribute('data-id')).sort())
     await eventually(async () => JSON.stringify(await presence(a)) === JSON.stringify([idA, idB].sort()), 15_000, 'both tabs listed')
     // Hold things in a, so that unmounting has a lock and a wait to end.
-    await a.getByTestId('acquire').click()
+    await click(a, 'acquire')
     await eventually(async () => (await text(a, 'lock-mine')) === 'yes')
-    await b.getByTestId('acquire-wait').click()
+    await click(b, 'acquire-wait')
     for (let round = 0; round < 2; round++) {
       await a.getByTestId('store').selectOption('node')
       await eventually(async () => (await a.evaluate(() => document.body.dataset.connected ?? '')).startsWith('zaris://127.0.0.1'), 15_000, 'connected to the node')

@@ -1,11 +1,12 @@
 /**
  * Starts `zaris serve` as an OS process of its own, the way users run it
- * (`node --import tsx src/server/cli.ts serve ...`), and reads the address
- * from the one line it prints.
+ * (the bin: src/server/cli.ts bundled as tsup bundles dist/cli.js, see
+ * cli-bundle.ts), and reads the address from the one line it prints.
  */
 import { spawn, type ChildProcess } from 'node:child_process'
 import { createServer } from 'node:net'
 import { resolve } from 'node:path'
+import { cliBundle } from './cli-bundle'
 
 export const root = resolve(import.meta.dirname, '../..')
 
@@ -24,7 +25,7 @@ export interface NodeProcess {
 
 /** Runs `serve` with `args`; resolves once it listens. */
 export async function startNode(args: string[] = [], env: Record<string, string> = {}): Promise<NodeProcess> {
-  const proc = spawn(process.execPath, ['--import', 'tsx', 'src/server/cli.ts', 'serve', '--port', '0', ...args], {
+  const proc = spawn(process.execPath, [cliBundle(), 'serve', '--port', '0', ...args], {
     cwd: root,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -70,7 +71,7 @@ export async function startNode(args: string[] = [], env: Record<string, string>
 /** Runs `serve` with `args` and resolves its exit code and output (for refusals). */
 export function runServe(args: string[], env: Record<string, string> = {}): Promise<{ code: number | null; output: string }> {
   return new Promise((resolve) => {
-    const proc = spawn(process.execPath, ['--import', 'tsx', 'src/server/cli.ts', 'serve', ...args], {
+    const proc = spawn(process.execPath, [cliBundle(), 'serve', ...args], {
       cwd: root,
       env: { ...process.env, ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
