@@ -18,7 +18,7 @@ function clean(): HistoryRecord[] {
     { type: 'acquire', client: 'a', lock: 'lock:r', token: 1, invokedAt: 1, at: 2 },
     { type: 'write', client: 'a', resource: 'r', lock: 'lock:r', token: 1, outcome: 'accepted', revision: 2, invokedAt: 3, at: 4 },
     { type: 'write', client: 'a', resource: 'r', lock: 'lock:r', token: 1, outcome: 'accepted', revision: 3, invokedAt: 5, at: 6 },
-    { type: 'release', client: 'a', lock: 'lock:r', token: 1, released: true, at: 8 },
+    { type: 'release', client: 'a', lock: 'lock:r', token: 1, released: true, invokedAt: 7, at: 8 },
     { type: 'acquire', client: 'b', lock: 'lock:r', token: 5, invokedAt: 3, at: 12 },
     { type: 'write', client: 'b', resource: 'r', lock: 'lock:r', token: 5, outcome: 'accepted', revision: 6, invokedAt: 13, at: 14 },
     { type: 'write', client: 'a', resource: 'r', lock: 'lock:r', token: 1, outcome: 'refused', invokedAt: 15, at: 16 },

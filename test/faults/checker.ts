@@ -82,6 +82,9 @@ export interface ReleaseRecord {
   token: number
   /** What `release()` resolved: true if it was still held. */
   released: boolean
+  /** When `release()` was called: the store may free the lock from here on (a take waiting at a node is granted in the release's own tick, and its answer can reach its client before the release's answer reaches the holder). */
+  invokedAt: Time
+  /** When `release()` resolved. */
   at: Time
 }
 

@@ -101,9 +101,10 @@ export function recordedOps(client: Client, id: string, record: Recorder): Recor
       }
     },
     async release(lock) {
+      const invokedAt = sharedNow()
       try {
         const released = await lock.release()
-        record({ type: 'release', client: id, lock: lock.key, token: lock.token, released, at: sharedNow() })
+        record({ type: 'release', client: id, lock: lock.key, token: lock.token, released, invokedAt, at: sharedNow() })
       } catch (err) {
         note(`release failed: ${(err as Error).message}`)
       }

@@ -152,8 +152,9 @@ function startClient(page: Page, args: { store: string; id: string; lock: string
           await new Promise((r) => setTimeout(r, Math.random() * workMs))
         }
         await write(lock, round)
+        const releasedAt = now()
         const released = await lock.release()
-        record({ type: 'release', client: id, lock: lockKey, token: lock.token, released, at: now() })
+        record({ type: 'release', client: id, lock: lockKey, token: lock.token, released, invokedAt: releasedAt, at: now() })
         await write(lock, -1)
       }
       record({ type: 'note', client: id, text: 'done', at: now() })

@@ -57,7 +57,8 @@ function openWatch(port: number, path: string): Promise<RawWatch> {
 const n = count(1_000, 10_000)
 
 test(`${n} idle watchers on one node: memory reported, the next one gets 429, a change reaches them all`, async () => {
-  const serving = await startNode(['--max-watchers', String(n)])
+  // Each watcher is a connection: the node's connection cap (2 048 by default) must not be what refuses them.
+  const serving = await startNode(['--max-watchers', String(n), '--max-connections', String(n + 64)])
   node = serving
   const port = serving.port
   const pid = serving.proc.pid!
