@@ -7,7 +7,8 @@
  */
 import { describe, expect, test } from 'vitest'
 import type { Lock } from 'zaris'
-import { checkHolds, type HoldRecord, type StoreEvent } from './holds'
+import type { HistoryEvent } from '../lincheck/history'
+import { checkHoldCommits, checkHolds, type HoldRecord, type StoreEvent } from './holds'
 
 const TOLERANCE = 300
 
@@ -44,5 +45,28 @@ describe('the hold checker', () => {
 
   test('a later state never makes an abort without any end pass', () => {
     expect(check(hold(10, 'STOLEN'), [granted])).toEqual([expect.stringContaining('but nothing had ended it')])
+  })
+
+  describe('commits a hold sends behind the caller', () => {
+    // c0 held lock:a with token 1 (TTL short); it expired at 2; c0's acquire then gave up while its take waited
+    // at the node, the take won at 3 after all, and the machine let go of that hold at 4 (acquire-machine.ts, park).
+    const store: StoreEvent[] = [granted, { key: 'lock:a', kind: 'expire', revision: 2, at: 5 }, { key: 'lock:a', kind: 'put', revision: 3, created: 3, owner: 'c0', at: 6 }, deleted(4, 7)]
+    const release = (checks: unknown[]): HistoryEvent[] => [
+      { process: 0, type: 'invoke', f: 'commit', value: { checks, ops: [{ type: 'delete', key: 'lock:a' }] }, time: 6.5e6, client: 'c0' },
+      { process: 0, type: 'ok', f: 'commit', value: { revision: 4, deleted: ['lock:a'] }, time: 7e6, client: 'c0' },
+    ]
+    const known = [{ ...hold(5, 'EXPIRED') }]
+
+    test('a release that checks the life it ends passes, though the caller never saw that hold', () => {
+      expect(checkHoldCommits(known, store, release([{ key: 'lock:a', created: 3 }]))).toEqual([])
+    })
+
+    test('a release that checks no life is still the latest known hold’s, and ending another life is reported', () => {
+      expect(checkHoldCommits(known, store, release([]))).toEqual([expect.stringContaining('deleted the key after that life had ended (expired at revision 2)')])
+    })
+
+    test('a release that checks a life already ended is reported', () => {
+      expect(checkHoldCommits(known, store, release([{ key: 'lock:a', created: 1 }]))).toEqual([expect.stringContaining('(the life it checks 1) deleted the key after that life had ended')])
+    })
   })
 })

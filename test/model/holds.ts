@@ -209,10 +209,15 @@ export function checkHoldCommits(holds: HoldRecord[], store: StoreEvent[], histo
       const renewal = o.type === 'set' && o.owner === invoke.client && !grant
       const release = o.type === 'delete' && invoke.tag !== 'plain-delete' && holds.some((h) => h.client === invoke.client && h.key === o.key)
       if (!renewal && !release) continue
-      const hold = holds.filter((h) => h.client === invoke.client && h.key === o.key && h.token < revision).at(-1)
-      if (!hold) continue
-      const { end } = lifeOf(store, o.key, hold.token)
-      const what = `${invoke.client}'s ${renewal ? 'renewal' : 'release'} of ${o.key} at revision ${revision} (its hold's token ${hold.token})`
+      // The life a commit checks (`created`) is the one it acts for: a hold's own commits always check it.
+      // That life may be a hold the caller never saw: an acquire that gave up while its take waited at the
+      // node lets go of the hold the take won after all (acquire-machine.ts, `park`). A commit that checks
+      // no life (how a missing token check shows) is the client's latest hold's on the key.
+      const checked = checks.find((c) => c.key === o.key && 'created' in c && typeof c.created === 'number') as { created: number } | undefined
+      const token = checked?.created ?? holds.filter((h) => h.client === invoke.client && h.key === o.key && h.token < revision).at(-1)?.token
+      if (token === undefined) continue
+      const { end } = lifeOf(store, o.key, token)
+      const what = `${invoke.client}'s ${renewal ? 'renewal' : 'release'} of ${o.key} at revision ${revision} (${checked ? 'the life it checks' : "its hold's token"} ${token})`
       if (renewal && end && end.revision < revision) problems.push(`${what} wrote after that life had ended (${showEnd(end)}): it took over another life`)
       if (release && end && end.revision < revision && deleted.includes(o.key)) problems.push(`${what} deleted the key after that life had ended (${showEnd(end)}): it ended another life`)
     }

@@ -28,7 +28,7 @@ export const COUNTERS = ['count:0']
 const PLAIN_TARGETS = [...LOCKS, ...LOCKS.flatMap(fencedKeys)]
 
 export type Command =
-  | { kind: 'acquire'; lock: string; ttl: number; wait: number; steal: boolean; autoRenew: boolean }
+  | { kind: 'acquire'; lock: string; ttl: number; wait: number; steal: boolean; autoRenew: boolean; abortAfter?: number }
   | { kind: 'renew'; ttl: number }
   | { kind: 'release' }
   | { kind: 'fencedPut'; key: number }
@@ -38,6 +38,8 @@ export type Command =
   | { kind: 'delete'; key: string }
   | { kind: 'get'; key: string }
   | { kind: 'increment'; key: string }
+  /** The client works a while (holding its lock, say) before its next command. */
+  | { kind: 'pause'; ms: number }
 
 export interface Scenario {
   /** What each client does, in order. */
@@ -77,6 +79,50 @@ export function scenarioArbitrary(options: { clients: number; commands: number; 
     advances: fc.array(fc.integer({ min: 1, max: options.ttl[1] * 2 }), { maxLength: 6 }),
     losses: options.losses === false ? fc.constant([]) : fc.array(fc.record({ at: fc.nat(40), applied: fc.boolean() }), { maxLength: 2 }),
   })
+}
+
+/**
+ * Scenarios for a node that parks the first waiter's take (`waitChange`;
+ * test/model/node-park.test.ts): holds shorter than the parked waits, so
+ * that the node's second try in the tick of a change is reached. Each client
+ * works in rounds: take, a step or two, mostly a release. Takes wait, most
+ * with long TTLs (600-1600 ms: parked up to a quarter of it, 150-400 ms);
+ * what ends the hold in their way comes sooner: a release a few steps after
+ * its take, a short TTL (60-200 ms) that expires, a plain delete of the lock
+ * key, a steal. A third of the takes give up after 5-250 ms (`abortAfter`,
+ * in real time), often while parked: deleting their place wakes their own
+ * parked take, whose second try must then fail.
+ */
+export function parkScenarioArbitrary(): fc.Arbitrary<Scenario> {
+  const lock = fc.oneof({ weight: 6, arbitrary: fc.constant(LOCKS[0]!) }, { weight: 1, arbitrary: fc.constant(LOCKS[1]!) })
+  const short = fc.integer({ min: 60, max: 200 })
+  const take: fc.Arbitrary<Command> = fc.record({
+    kind: fc.constant('acquire' as const),
+    lock,
+    ttl: fc.oneof({ weight: 1, arbitrary: short }, { weight: 2, arbitrary: fc.integer({ min: 600, max: 1_600 }) }),
+    wait: fc.integer({ min: 200, max: 1_500 }),
+    steal: fc.nat(9).map((n) => n === 0),
+    autoRenew: fc.nat(4).map((n) => n === 0),
+    abortAfter: fc.oneof({ weight: 2, arbitrary: fc.constant(undefined) }, { weight: 1, arbitrary: fc.integer({ min: 5, max: 250 }) }),
+  })
+  const step: fc.Arbitrary<Command> = fc.oneof(
+    { weight: 3, arbitrary: fc.record({ kind: fc.constant('pause' as const), ms: fc.integer({ min: 10, max: 150 }) }) },
+    { weight: 2, arbitrary: fc.record({ kind: fc.constant('fencedPut' as const), key: fc.nat(1) }) },
+    { weight: 1, arbitrary: fc.record({ kind: fc.constant('renew' as const), ttl: short }) },
+    { weight: 1, arbitrary: fc.record({ kind: fc.constant('get' as const), key: fc.constantFrom(...LOCKS) }) },
+    { weight: 1, arbitrary: fc.record({ kind: fc.constant('delete' as const), key: fc.constantFrom(...LOCKS) }) },
+  )
+  const round = fc.tuple(take, fc.array(step, { maxLength: 3 }), fc.nat(5)).map(([t, steps, r]): Command[] => [t, ...steps, ...(r > 0 ? [{ kind: 'release' as const }] : [])])
+  return fc.record({
+    clients: fc.array(fc.array(round, { minLength: 2, maxLength: 4, size: 'max' }).map((rounds) => rounds.flat()), { minLength: 3, maxLength: 4, size: 'max' }),
+    advances: fc.array(fc.integer({ min: 1, max: 300 }), { maxLength: 4 }),
+    losses: fc.array(fc.record({ at: fc.nat(40), applied: fc.boolean() }), { maxLength: 1 }),
+  })
+}
+
+/** Why a scenario's take with `abortAfter` gave up: expected, unlike any other error of an acquire. */
+class GaveUp extends Error {
+  override name = 'GaveUp'
 }
 
 /** Where a scenario runs. */
@@ -203,7 +249,9 @@ export async function runScenario(scenario: Scenario, env: Environment, runId: s
       try {
         switch (cmd.kind) {
           case 'acquire': {
-            const held = await client.locks.acquire(cmd.lock, { ttl: cmd.ttl, wait: cmd.wait, steal: cmd.steal, autoRenew: cmd.autoRenew })
+            const stop = cmd.abortAfter === undefined ? undefined : new AbortController()
+            const timer = stop && setTimeout(() => stop.abort(new GaveUp(`gave up after ${cmd.abortAfter} ms`)), cmd.abortAfter)
+            const held = await client.locks.acquire(cmd.lock, { ttl: cmd.ttl, wait: cmd.wait, steal: cmd.steal, autoRenew: cmd.autoRenew, signal: stop?.signal }).finally(() => clearTimeout(timer))
             if (held) {
               lock = held
               holds.push(watchHold(held, client.id, env.now))
@@ -246,9 +294,13 @@ export async function runScenario(scenario: Scenario, env: Environment, runId: s
           case 'increment':
             await client.counters.increment(cmd.key)
             break
+          case 'pause':
+            await env.advance(cmd.ms)
+            break
         }
       } catch (err) {
-        if (!isZarisError(err, 'FENCED') && !isZarisError(err, 'CONFLICT') && !isZarisError(err, 'UNAVAILABLE')) {
+        const gaveUp = cmd.kind === 'acquire' && err instanceof GaveUp
+        if (!gaveUp && !isZarisError(err, 'FENCED') && !isZarisError(err, 'CONFLICT') && !isZarisError(err, 'UNAVAILABLE')) {
           unexpected.push(`${client.id} ${JSON.stringify(cmd)}: ${err instanceof Error ? `${err.name}: ${err.message}` : String(err)}`)
         }
       }
@@ -341,17 +393,27 @@ export function realEnvironment(adapter: () => Promise<Adapter>, scheduler: fc.S
 /** Real-time scenarios: TTLs long enough that a loaded machine does not end every hold by itself. */
 export const realScenarios = (holdsOnly = false) => scenarioArbitrary({ clients: 3, commands: 8, minCommands: 4, ttl: [150, 400], holdsOnly })
 
-/** Runs `runs` random scenarios in `env`; throws fast-check's report (seed, path, shrunk scenario) on failure. */
-export async function assertScenarios(runs: number, arbitrary: fc.Arbitrary<Scenario>, env: (scheduler: fc.Scheduler, run: number) => Environment | Promise<Environment>, label: string): Promise<{ runs: number; operations: number; ms: number }> {
+/**
+ * Runs `runs` random scenarios in `env`; throws fast-check's report (seed, path, shrunk scenario) on failure.
+ * `shrinkMs`: how long to shrink a failure. Each candidate of a real-time scenario costs a real-time run, so
+ * past it the candidates are not run (taken as passing) and the report shows the smallest failure so far.
+ */
+export async function assertScenarios(runs: number, arbitrary: fc.Arbitrary<Scenario>, env: (scheduler: fc.Scheduler, run: number) => Environment | Promise<Environment>, label: string, options: { shrinkMs?: number } = {}): Promise<{ runs: number; operations: number; ms: number }> {
   let n = 0
   let operations = 0
   const started = performance.now()
+  let failed: { at: number; run: number } | undefined
   await fc.assert(
     fc.asyncProperty(fc.scheduler(), arbitrary, async (scheduler, scenario) => {
+      if (failed && options.shrinkMs !== undefined && performance.now() - failed.at > options.shrinkMs) return
       const run = n++
       const outcome = await runScenario(scenario, await env(scheduler, run), `${label}${run}`)
       operations += outcome.operations
-      if (!outcome.ok) throw new Error(`${outcome.report}\n${scheduler.report().length} scheduled steps`)
+      if (!outcome.ok) {
+        failed ??= { at: performance.now(), run }
+        const first = `first failure: run ${failed.run}, ${((failed.at - started) / 1000).toFixed(1)} s in`
+        throw new Error(`${outcome.report}\n${scheduler.report().length} scheduled steps\n${first}`)
+      }
     }),
     runParameters(runs),
   )
