@@ -320,6 +320,30 @@ local function store(op)
   end
 end
 
+-- Whether a check holds on raw, the live entry at its key or false: kind
+-- 'r' compares the revision, 'c' the created; want '' means no live entry.
+local function holds(raw, kind, want)
+  if want == '' then return not raw end
+  if not raw then return false end
+  local rev, created = parse(raw)
+  if kind == 'r' then return rev == tonumber(want) end
+  return created == tonumber(want)
+end
+
+-- A set, delete or worked-out add at revision srev: returns its event (nil
+-- for a delete of nothing) and its part of the answer.
+local function apply(op, srev)
+  if op.typ ~= 'd' then return put(op, srev) end
+  if op.raw then return {'t', 'd', 'k', op.key}, 'd1' end
+  return nil, 'd0'
+end
+
+-- Writes what apply worked out (after the log).
+local function write(op)
+  if op.typ ~= 'd' then return store(op) end
+  if op.raw then remove(op.key) end
+end
+
 -- Keeps the answer under request for retention_ms, and forgets the oldest
 -- expired ones: not on every commit, but once the oldest record (OLDEST) is a
 -- tenth of the retention past it, then all that are due (at most 100 a
