@@ -38,7 +38,7 @@
  * @module
  */
 
-import { COMMIT_PARTS, PRELUDE } from './prelude'
+import { CHECKED_PARTS, COMMIT_PARTS, PRELUDE } from './prelude'
 
 /** `get`: ARGV[4] = key. Returns `{now, nextIn, raw|nil}`. */
 export const GET_SCRIPT = `${PRELUDE}
@@ -114,7 +114,7 @@ return {now, next_in, out, more}
  * The new-life rule: a set keeps the entry's created only over a live entry
  * of the same owner (none and none count as the same), without fresh.
  */
-export const COMMIT_SCRIPT = `${PRELUDE}${COMMIT_PARTS}
+export const COMMIT_SCRIPT = `${PRELUDE}${COMMIT_PARTS}${CHECKED_PARTS}
 local request = ARGV[4]
 local dup = begin(request)
 if dup then return reply('dup', dup) end
@@ -204,7 +204,7 @@ return done(request, text)
  * 's'|'d', then a set's value json, ttl ms ('' = none), '=' .. owner ('' =
  * none), '1' if fresh.
  */
-export const LOCK_SCRIPT = `${PRELUDE}${COMMIT_PARTS}
+export const LOCK_SCRIPT = `${PRELUDE}${COMMIT_PARTS}${CHECKED_PARTS}
 local request = ARGV[4]
 local dup = begin(request)
 if dup then return reply('dup', dup) end
