@@ -43,8 +43,10 @@ export interface HttpAdapterOptions {
   /**
    * Extra rounds over the endpoints before a request fails with
    * UnavailableError, after a backoff that doubles from 100 ms to at most 1 s
-   * (jittered). Default 6: about 2-3.5 s, long enough for a node that
-   * restarts to answer a commit's retry, which is then known rather than lost.
+   * (jittered), and none starts once the attempts took 3 × `timeout` in
+   * all. Default 6: about 2-3.5 s against a node that refuses connections,
+   * long enough for a node that restarts to answer a commit's retry, which
+   * is then known rather than lost.
    */
   retries?: number
   /** Ms a broken watch keeps reconnecting before it ends with UnavailableError. Default 60 000. */
@@ -246,8 +248,15 @@ class HttpAdapter implements Adapter {
     // `only`: the one endpoint that can answer (a filter names a stream of that node).
     const n = only === undefined ? this.#endpoints.length : 1
     let lastError: Error | undefined
+    // Rounds are for nodes that refuse or drop connections (a restart): a node that lets each attempt
+    // run out its timeout gets no more than 3 of them, as before there were 6 rounds.
+    const started = performance.now()
+    const budget = 3 * (this.#timeout + extraMs)
     for (let round = 0; round < this.#rounds; round++) {
-      if (round > 0) await pause(Math.min(100 * 2 ** (round - 1), MAX_BACKOFF_MS) * (0.5 + Math.random() / 2), this.#closer.signal)
+      if (round > 0) {
+        if (performance.now() - started >= budget) break
+        await pause(Math.min(100 * 2 ** (round - 1), MAX_BACKOFF_MS) * (0.5 + Math.random() / 2), this.#closer.signal)
+      }
       const start = only ?? this.#preferred
       for (let i = 0; i < n; i++) {
         this.#assertOpen()
