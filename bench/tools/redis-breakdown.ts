@@ -2,8 +2,9 @@
  * Where one acquire+release through the Redis adapter spends its time, step
  * by step, on a redis-server of its own (issue 16): the wire floor (PING, and
  * `redis-cli --latency`), the redlock cycle (SET NX PX + EVALSHA release), an
- * empty EVALSHA with the commit script's keys and arguments, `adapter.commit`
- * alone, the whole `client.locks` cycle; on the server, `INFO commandstats`
+ * empty EVALSHA with the commit script's keys and arguments, the generic
+ * commit script and the lock-shaped one by bare `EVALSHA`, `adapter.commit`
+ * alone (which runs the lock-shaped one), the whole `client.locks` cycle; on the server, `INFO commandstats`
  * usec_per_call per phase, and the commit script's own Redis calls timed
  * inside the script (an instrumented copy that wraps `redis.call` in `TIME`).
  *
@@ -15,7 +16,7 @@ import { execFileSync } from 'node:child_process'
 import { Redis } from 'ioredis'
 import { Client } from 'zaris'
 import { redisAdapter } from 'zaris/redis'
-import { COMMIT_SCRIPT } from '../../src/adapters/redis/scripts'
+import { COMMIT_SCRIPT, LOCK_SCRIPT } from '../../src/adapters/redis/scripts'
 import { instrument } from './redis-profile'
 import { namespaceKeys } from '../../src/adapters/redis/codec'
 import { median, quantile } from '../lib/measure'
@@ -79,6 +80,16 @@ try {
     if (b[0] !== 'ok') throw new Error(`raw release: ${String(b[0])}`)
   }
 
+  // The lock-shaped script the adapter runs for these two commits, by EVALSHA, without the adapter's JavaScript.
+  r.defineCommand('bdLock', { numberOfKeys: 7, lua: LOCK_SCRIPT })
+  const lockScript = (r as unknown as { bdLock(...a: Array<string | number>): Promise<unknown[]> }).bdLock.bind(r)
+  const lockCycle = async () => {
+    const a = await lockScript(...keys, 10_000, 500, 0, `raw${++rawReq}`, 120_000, 'v', 'r', '', 's', 'null', '30000', '=cbd0e903-4415-469e-bba0-ff0c921ebfe6', '')
+    if (a[0] !== 'ok') throw new Error(`lock acquire: ${String(a[0])}`)
+    const b = await lockScript(...keys, 10_000, 500, 0, `raw${++rawReq}`, 120_000, 'v', 'c', String(a[3]).split(' ')[1]!, 'd', '', '', '', '')
+    if (b[0] !== 'ok') throw new Error(`lock release: ${String(b[0])}`)
+  }
+
   // adapter.commit alone, the two commits of a lock cycle.
   const adapter = await redisAdapter({ client: r, namespace: 'bd' })
   let created = 0
@@ -103,6 +114,7 @@ try {
     ['EVALSHA return 1, 7 keys + 16 args', () => scripts.bdEmpty(...keys, ...argsAcquire)],
     ['redlock cycle (SET NX PX + EVALSHA release)', redlockCycle],
     ['commit script by EVALSHA, acquire + release', rawCycle],
+    ['lock script by EVALSHA, acquire + release', lockCycle],
     ['adapter.commit acquire + release', commitCycle],
     ['client.locks.acquire + release', clientCycle],
   ]

@@ -5,11 +5,13 @@
  * process that exits. Against a real redis-server.
  */
 import { spawn } from 'node:child_process'
+import { createHash } from 'node:crypto'
 import Redis from 'ioredis'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
-import { connect, type Adapter, type WatchEvent } from 'zaris'
+import { connect, type Adapter, type Check, type CommitResult, type WatchEvent } from 'zaris'
 import { redisAdapter } from 'zaris/redis'
 import { loadIoredis } from '../../src/adapters/redis/load'
+import { LOCK_SCRIPT } from '../../src/adapters/redis/scripts'
 import { until } from '../conformance/util'
 import { TcpProxy } from './proxy'
 import { startRedis, type RedisServer } from './server'
@@ -352,6 +354,71 @@ describe('revisions and the add op', () => {
     expect(runs[0]!.answer).toEqual([{ key: 'c', value: 3, owner: 'o', created: 1, revision: 2, ttl: true }])
     expect(runs[0]!.keys).toEqual(['d'])
     expect(runs[0]).toEqual(runs[1])
+  })
+
+  test("a lock's take, renewal and release (the short script) and the same commits through the generic one leave the same answers, entries, events, keys, expiry and request records", async () => {
+    const sha = (lua: string) => createHash('sha1').update(lua).digest('hex')
+    // A reply read at the wrong place would set the watchers' expiry timer to Redis's time (a Node warning).
+    const warnings: string[] = []
+    const onWarning = (w: Error) => warnings.push(w.name)
+    process.on('warning', onWarning)
+    await raw.script('FLUSH')
+    const run = async (short: boolean) => {
+      const ns = fresh()
+      const a = await redisAdapter({ url: server.url(ns) })
+      const events: WatchEvent[] = []
+      await a.watch('', { event: (e) => events.push(e), error: () => {} })
+      // A second check that always holds sends the same commit through the generic script.
+      const also: Check[] = short ? [] : [{ key: 'none', revision: null }]
+      // TTLs left are read at different moments: compared as present and in range.
+      const strip = (r: CommitResult) =>
+        r.ok
+          ? { ...r, entries: r.entries.map(({ ttl, ...e }) => ({ ...e, ttl: ttl !== undefined && ttl > 0 && ttl <= 60_000 })) }
+          : { ok: false, failed: r.failed.map((f) => ({ key: f.key, entry: f.entry && { ...f.entry, ttl: undefined } })) }
+      const answers: unknown[] = []
+      const take = await a.commit([{ key: 'l', revision: null }, ...also], [{ type: 'set', key: 'l', value: { v: 1 }, ttl: 60_000, owner: 'o' }], { requestId: `take-${ns}-0123456789` })
+      answers.push(strip(take))
+      const created = take.ok ? take.entries[0]!.created : -1
+      answers.push(strip(await a.commit([{ key: 'l', revision: null }, ...also], [{ type: 'set', key: 'l', value: 2, ttl: 60_000, owner: 'p' }])))
+      answers.push(strip(await a.commit([{ key: 'l', created }, ...also], [{ type: 'set', key: 'l', value: { v: 1 }, ttl: 30_000, owner: 'o' }])))
+      const held = await a.get('l')
+      answers.push(strip(await a.commit([{ key: 'l', created: created + 100 }, ...also], [{ type: 'delete', key: 'l' }])))
+      answers.push(strip(await a.commit([{ key: 'l', created }, ...also], [{ type: 'delete', key: 'l' }])))
+      answers.push(strip(await a.commit([{ key: 'gone', revision: null }, ...also], [{ type: 'delete', key: 'gone' }])))
+      answers.push(strip(await a.commit([{ key: 'm', revision: null }, ...also], [{ type: 'set', key: 'm', value: null, ttl: 150, owner: 'o', fresh: true }])))
+      const expiry = await raw.zrange(`zaris:{${ns}}:exp`, '0', '-1')
+      await until(() => events.some((e) => e.type === 'expire'), 3_000)
+      answers.push(strip(await a.commit([{ key: 'n', revision: null }, ...also], [{ type: 'set', key: 'n', value: 'x' }])))
+      const record = await raw.hget(`zaris:{${ns}}:req`, `take-${ns}-0123456789`)
+      const list = await a.list('')
+      await a.close()
+      return { answers, held: held && { ...held, ttl: undefined }, events: events.map((e) => ({ ...e })), expiry, record, keys: list.entries.map((e) => e.key) }
+    }
+    const generic = await run(false)
+    expect(await raw.script('EXISTS', sha(LOCK_SCRIPT))).toEqual([0])
+    const short = await run(true)
+    expect(await raw.script('EXISTS', sha(LOCK_SCRIPT))).toEqual([1])
+    expect(short.answers[0]).toEqual({ ok: true, revision: 1, deleted: [], entries: [{ key: 'l', value: { v: 1 }, revision: 1, created: 1, owner: 'o', ttl: true }] })
+    expect(short.answers[1]).toMatchObject({ ok: false, failed: [{ key: 'l', entry: { revision: 1 } }] })
+    expect(short.answers[4]).toEqual({ ok: true, revision: 3, deleted: ['l'], entries: [] })
+    expect(short.events.map((e) => `${e.type} ${e.key} ${e.revision}`)).toEqual(['put l 1', 'put l 2', 'delete l 3', 'put m 5', 'expire m 6', 'put n 7'])
+    expect(short.expiry).toEqual(['m'])
+    expect(short.keys).toEqual(['n'])
+    expect(short.record).toMatch(/^1 1$/)
+    expect(short).toEqual(generic)
+    process.off('warning', onWarning)
+    expect(warnings).not.toContain('TimeoutOverflowWarning')
+  })
+
+  test("a lock's take (the short script) retried with the same requestId is answered, not applied twice", async () => {
+    const a = await redisAdapter({ url: server.url(fresh()) })
+    const commit = () => a.commit([{ key: 'l', revision: null }], [{ type: 'set', key: 'l', value: null, ttl: 60_000, owner: 'o' }], { requestId: 'lock-retry-0123456789' })
+    const once = await commit()
+    const again = await commit()
+    expect(once.ok && once.revision).toBe(1)
+    expect(again).toEqual(once)
+    expect(await a.position()).toMatchObject({ revision: 1 })
+    await a.close()
   })
 
   test("an add keeps an owner's bytes exactly, whatever they are", async () => {

@@ -13,7 +13,7 @@
 import type { Cluster, Redis, RedisOptions } from 'ioredis'
 import { InvalidArgumentError, InvalidUrlError, UnauthorizedError, UnavailableError } from '../../core/errors'
 import { loadIoredis } from './load'
-import { ADD_SCRIPT, COMMIT_SCRIPT, EXPIRE_SCRIPT, GET_SCRIPT, LIST_SCRIPT, REPLAY_SCRIPT } from './scripts'
+import { ADD_SCRIPT, COMMIT_SCRIPT, EXPIRE_SCRIPT, GET_SCRIPT, LIST_SCRIPT, LOCK_SCRIPT, REPLAY_SCRIPT } from './scripts'
 
 /** A Redis client the adapter can drive: an ioredis `Redis` or `Cluster`. */
 export type RedisClient = Redis | Cluster
@@ -24,6 +24,7 @@ export interface ScriptCommands {
   zarisList(...args: Array<string | number>): Promise<unknown>
   zarisCommit(...args: Array<string | number>): Promise<unknown>
   zarisAdd(...args: Array<string | number>): Promise<unknown>
+  zarisLock(...args: Array<string | number>): Promise<unknown>
   zarisExpire(...args: Array<string | number>): Promise<unknown>
   zarisReplay(...args: Array<string | number>): Promise<unknown>
 }
@@ -33,6 +34,7 @@ const SCRIPTS: Record<keyof ScriptCommands, string> = {
   zarisList: LIST_SCRIPT,
   zarisCommit: COMMIT_SCRIPT,
   zarisAdd: ADD_SCRIPT,
+  zarisLock: LOCK_SCRIPT,
   zarisExpire: EXPIRE_SCRIPT,
   zarisReplay: REPLAY_SCRIPT,
 }

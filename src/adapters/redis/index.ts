@@ -144,13 +144,19 @@ class NamespaceAdapter implements RedisAdapter {
     const requestId = checkRequestId(options?.requestId)
     // Every commit carries a request id, so ioredis may resend one cut off by a dropped connection.
     const request = requestId ?? randomId()
-    const lone = checks.length === 0 && ops.length === 1 ? ops[0]! : undefined
+    const lone = ops.length === 1 ? ops[0]! : undefined
     let encoded: EncodedOp[]
     let reply: Promise<unknown[]>
-    if (lone?.type === 'add') {
+    if (lone?.type === 'add' && checks.length === 0) {
       // A counter's increment: the short script, same effects, positional arguments.
       encoded = [{ type: 'add', key: lone.key, json: '', delta: lone.delta, args: [] }]
       reply = this.#script('commit', 'zarisAdd', request, this.#retention, lone.key, String(lone.delta))
+    } else if (lone && lone.type !== 'add' && checks.length === 1 && checks[0]!.key === lone.key) {
+      // A lock's take, renewal or release: the short script, same effects, positional arguments.
+      const e = encodeOp(lone, 'ops[0]')
+      encoded = [e]
+      const [, kind, want] = encodeCheck(checks[0]!)
+      reply = this.#script('commit', 'zarisLock', request, this.#retention, lone.key, kind!, want!, e.args[0]!, ...e.args.slice(2))
     } else {
       const args: Array<string | number> = [checks.length]
       for (const check of checks) args.push(...encodeCheck(check))

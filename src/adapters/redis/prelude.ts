@@ -221,8 +221,9 @@ end
 
 /**
  * What the commit scripts share (after {@link PRELUDE}): the generic commit
- * and the short one for a lone add (`scripts.ts`) do an add, write an entry,
- * and keep the request record the same way, so both have the same effects.
+ * and the short ones for a lone add and a lock (`scripts.ts`) do an add,
+ * write an entry, and keep the request record the same way, so all have the
+ * same effects.
  */
 export const COMMIT_PARTS = `
 -- A commit script's reply: its status, Redis's time, the microseconds to
@@ -351,5 +352,38 @@ end
 local function done(request, text)
   record(request, text, ARGV[5])
   return reply('ok', text)
+end
+`
+
+/**
+ * What the scripts of checked commits share (after {@link COMMIT_PARTS}): the
+ * generic commit and the short one for a lock's take, renewal or release
+ * (`scripts.ts`) judge a check and apply a set or delete the same way. Kept
+ * apart from COMMIT_PARTS because a script builds every helper it holds on
+ * each call, and the lone add needs none of these.
+ */
+export const CHECKED_PARTS = `
+-- Whether a check holds on raw, the live entry at its key or false: kind
+-- 'r' compares the revision, 'c' the created; want '' means no live entry.
+local function holds(raw, kind, want)
+  if want == '' then return not raw end
+  if not raw then return false end
+  local rev, created = parse(raw)
+  if kind == 'r' then return rev == tonumber(want) end
+  return created == tonumber(want)
+end
+
+-- A set, delete or worked-out add at revision srev: returns its event (nil
+-- for a delete of nothing) and its part of the answer.
+local function apply(op, srev)
+  if op.typ ~= 'd' then return put(op, srev) end
+  if op.raw then return {'t', 'd', 'k', op.key}, 'd1' end
+  return nil, 'd0'
+end
+
+-- Writes what apply worked out (after the log).
+local function write(op)
+  if op.typ ~= 'd' then return store(op) end
+  if op.raw then remove(op.key) end
 end
 `

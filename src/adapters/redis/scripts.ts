@@ -38,7 +38,7 @@
  * @module
  */
 
-import { COMMIT_PARTS, PRELUDE } from './prelude'
+import { CHECKED_PARTS, COMMIT_PARTS, PRELUDE } from './prelude'
 
 /** `get`: ARGV[4] = key. Returns `{now, nextIn, raw|nil}`. */
 export const GET_SCRIPT = `${PRELUDE}
@@ -114,7 +114,7 @@ return {now, next_in, out, more}
  * The new-life rule: a set keeps the entry's created only over a live entry
  * of the same owner (none and none count as the same), without fresh.
  */
-export const COMMIT_SCRIPT = `${PRELUDE}${COMMIT_PARTS}
+export const COMMIT_SCRIPT = `${PRELUDE}${COMMIT_PARTS}${CHECKED_PARTS}
 local request = ARGV[4]
 local dup = begin(request)
 if dup then return reply('dup', dup) end
@@ -125,16 +125,7 @@ for _ = 1, tonumber(ARGV[i]) do
   local key, kind, want = ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
   i = i + 3
   local raw = live(key)
-  local holds
-  if want == '' then
-    holds = not raw
-  elseif not raw then
-    holds = false
-  else
-    local rev, created = parse(raw)
-    if kind == 'r' then holds = rev == tonumber(want) else holds = created == tonumber(want) end
-  end
-  if not holds then
+  if not holds(raw, kind, want) then
     failed[#failed + 1] = key
     failed[#failed + 1] = raw
   end
@@ -165,31 +156,14 @@ local srev = fmt(rev)
 local events = {}
 local answer = {srev}
 for o = 1, n do
-  local op = ops[o]
-  if op.typ == 'd' then
-    if op.raw then
-      events[#events + 1] = {'t', 'd', 'k', op.key}
-      answer[#answer + 1] = 'd1'
-    else
-      answer[#answer + 1] = 'd0'
-    end
-  else
-    local event, part = put(op, srev)
-    events[#events + 1] = event
-    answer[#answer + 1] = part
-  end
+  local event, part = apply(ops[o], srev)
+  if event then events[#events + 1] = event end
+  answer[#answer + 1] = part
 end
 -- The log first: XADD is the one write that can refuse (an id below the
 -- stream's newest), and then nothing else has been written.
 append(rev, events)
-for o = 1, n do
-  local op = ops[o]
-  if op.typ == 'd' then
-    if op.raw then remove(op.key) end
-  else
-    store(op)
-  end
-end
+for o = 1, n do write(ops[o]) end
 
 local text = table.concat(answer, ' ')
 return done(request, text)
@@ -218,6 +192,34 @@ append(rev, {event})
 store(op)
 local text = srev .. ' ' .. part
 return done(request, text)
+`
+
+/**
+ * `lock`: the commit of one check and one set or delete of the same key (a
+ * lock's take, renewal or release), with the effects and answers of
+ * {@link COMMIT_SCRIPT} for that commit, through the same parts; only its
+ * arguments are positional and it has no lists to walk. ARGV[4] = requestId
+ * ('' for none), ARGV[5] = how long answers are kept (ms), ARGV[6] = key,
+ * ARGV[7] = 'r'|'c', ARGV[8] = expected ('' = no live entry), ARGV[9] =
+ * 's'|'d', then a set's value json, ttl ms ('' = none), '=' .. owner ('' =
+ * none), '1' if fresh.
+ */
+export const LOCK_SCRIPT = `${PRELUDE}${COMMIT_PARTS}${CHECKED_PARTS}
+local request = ARGV[4]
+local dup = begin(request)
+if dup then return reply('dup', dup) end
+local key = ARGV[6]
+local raw = live(key)
+if not holds(raw, ARGV[7], ARGV[8]) then return reply('fail', {key, raw}) end
+local op = {typ = ARGV[9], key = key, raw = raw, value = ARGV[10], ttl = ARGV[11], owner = ARGV[12], fresh = ARGV[13]}
+local rev = next_rev()
+if not rev then return exhausted() end
+local srev = fmt(rev)
+local event, part = apply(op, srev)
+-- ({nil}, a delete of nothing, is an empty list: append logs the no-op entry)
+append(rev, {event})
+write(op)
+return done(request, srev .. ' ' .. part)
 `
 
 /** `expire`: expires what is due. Returns `{now, nextIn}`. */

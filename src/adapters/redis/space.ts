@@ -14,6 +14,9 @@ import { SocketHold, type RedisClient, type ScriptCommands, type SharedConnectio
 import { Follower } from './follower'
 import { redisError } from './load'
 
+/** The scripts whose reply starts with a status (then Redis's time, then the microseconds to the next deadline). */
+const COMMITS: ReadonlySet<keyof ScriptCommands> = new Set(['zarisCommit', 'zarisAdd', 'zarisLock'])
+
 /** Due entries one script expires at most before its own work (the rest: the next script, or when touched). */
 const SWEEP_LIMIT = 500
 
@@ -84,7 +87,7 @@ export class Space {
     hold.hold()
     try {
       const reply = (await this.#connection.client[name](...this.#keys, this.#history, SWEEP_LIMIT, this.#seen, ...args)) as unknown[]
-      const nextIn = Number(reply[name === 'zarisCommit' || name === 'zarisAdd' ? 2 : 1])
+      const nextIn = Number(reply[COMMITS.has(name) ? 2 : 1])
       if (nextIn >= 0) this.#schedule(nextIn / 1000)
       return reply
     } catch (err) {
