@@ -5,6 +5,7 @@
  * connections together), and the idle timeout and in-flight bytes of framed
  * connections. The peers that do not read are raw sockets, paused.
  */
+import { Agent, request as httpRequest } from 'node:http'
 import { connect, type Socket } from 'node:net'
 import { afterEach, expect, test } from 'vitest'
 import { Client } from 'zaris'
@@ -225,3 +226,67 @@ test('requests in progress share the node input budget: framed requests wait at 
   expect(again.status).toBe(200)
 })
 
+
+test('framed peers asking for 1 MiB pages they never read: a fresh client is answered after a few of their pages, not all', async () => {
+  const { served, handler, backend } = await node()
+  const adapter = await backend.adapterFor('crowd')
+  // 200 entries of 20 KB: a page (1 MiB) holds about 50.
+  for (let i = 0; i < 4; i++) await adapter.commit([], Array.from({ length: 50 }, (_, j) => ({ type: 'set' as const, key: `k/${i * 50 + j}`, value: 'v'.repeat(20_000) })))
+  // Lists answered so far, read in this process (a request for /metrics would wait its turn like any).
+  const listed = () => Number(/^zaris_requests_total\{route="list",status="200"\} (\d+)/m.exec(handler.metrics.render({ watchers: 0, locksHeld: 0, namespaces: 0 }))?.[1] ?? 0)
+  const peers = await Promise.all(Array.from({ length: 4 }, () => frameSocket(served.port)))
+  let frames = ''
+  for (let id = 0; id < 50; id++) frames += `{"id":${id},"path":"/v1/crowd/list","body":{"prefix":""}}\n`
+  for (const peer of peers) {
+    peer.socket.pause()
+    peer.write(frames)
+  }
+  // A fresh client right behind them: its connection is accepted, and its put answered, between their pages.
+  const fresh = new Client(httpAdapter({ endpoints: [served.url], namespace: 'fresh' }))
+  opened.push(() => fresh.close())
+  await fresh.put('k', 1)
+  const before = listed()
+  // The peers go on until their unread answers stop them (4 MiB each): they were served too, only not all first.
+  let all = listed()
+  for (let quiet = 0; quiet < 4; ) {
+    await new Promise((r) => setTimeout(r, 250))
+    quiet = listed() === all ? quiet + 1 : 0
+    all = listed()
+  }
+  console.log(`[figure] 4 framed peers x 50 lists of 1 MiB, never read: ${before} pages answered before a fresh client's put, ${all} in all`)
+  expect(all).toBeGreaterThanOrEqual(12)
+  // Before: every page they could get came first (one turn of the loop, all of them), and the fresh client was accepted after.
+  expect(before).toBeLessThanOrEqual(all / 3)
+})
+
+test('a POST sets up nothing on its socket for parked commits unless its commit may wait', async () => {
+  const { served } = await node()
+  const sockets: Socket[] = []
+  // Node's own listeners are on the socket by now; the count taken here is the baseline.
+  served.server.on('connection', (s: Socket) => sockets.push(s))
+  const listeners = (s: Socket) => s.listenerCount('end') + s.listenerCount('close')
+  const post = (body: unknown) =>
+    new Promise<number>((resolve, reject) => {
+      const text = JSON.stringify(body)
+      const req = httpRequest(`${served.url}/v1/lazy/commit`, { method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': String(text.length) } }, (res) => {
+        res.resume()
+        res.on('end', () => resolve(res.statusCode!))
+      })
+      req.on('error', reject)
+      req.end(text)
+    })
+  const agent = new Agent({ keepAlive: true, maxSockets: 1 })
+  opened.push(async () => agent.destroy())
+  await post({ checks: [], ops: [{ type: 'set', key: 'held', value: 1 }] })
+  expect(sockets).toHaveLength(1)
+  const baseline = listeners(sockets[0]!)
+  // Plain commits, and one whose check holds at once: nothing waits, nothing is set up.
+  for (let i = 0; i < 5; i++) expect(await post({ checks: [], ops: [{ type: 'set', key: 'k', value: i }] })).toBe(200)
+  expect(await post({ checks: [{ key: 'free', revision: null }], ops: [{ type: 'set', key: 'free', value: 1 }] })).toBe(200)
+  expect(listeners(sockets[0]!)).toBe(baseline)
+  // A commit that may wait (waitChange, a check): the socket's end is watched from then on, once.
+  expect(await post({ checks: [{ key: 'held', revision: null }], ops: [{ type: 'set', key: 'held', value: 2 }], waitChange: 1 })).toBe(200)
+  expect(await post({ checks: [{ key: 'held', revision: null }], ops: [{ type: 'set', key: 'held', value: 3 }], waitChange: 1 })).toBe(200)
+  expect(sockets).toHaveLength(1)
+  expect(listeners(sockets[0]!)).toBe(baseline + 2)
+})
