@@ -4,7 +4,10 @@
  * and plain, and a watcher follows the resources. Checked: no acknowledged
  * write lost, tokens and revisions never go backwards (in real time, across
  * restarts), no stale write accepted, the watch rides through every restart
- * without reordering, doubling or skipping a revision.
+ * without reordering, doubling or skipping a revision. The check must reach
+ * a verdict: a client resends a commit cut off by a kill (same request id)
+ * until the restarted node answers it from its file, so few outcomes are
+ * left unknown (1 187 of 7 971 when clients gave up after 0.3 s).
  */
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
@@ -79,6 +82,9 @@ test(`a --data node killed with kill -9 and restarted ${restarts} times under ${
   const stats = assertHistory([...workerHistory, ...history, ...finals], [...ws.operations(), ...operations, ...restartsSeen])
   await reader.close()
   await observer.close()
+  // A decided check: an undecided partition (its writes alone checked) is no check of its reads.
+  // The clients resend a commit through a restart (same request id), so few outcomes stay unknown.
+  expect(stats.undecided, 'partitions the checker could not decide').toBe(0)
   // The work went on between restarts (how much depends on how long a restart takes on this machine).
   expect(stats.acquisitions).toBeGreaterThan(workers)
   expect(stats.accepted).toBeGreaterThan(workers * 2)
@@ -89,6 +95,7 @@ test(`a --data node killed with kill -9 and restarted ${restarts} times under ${
     operations_checked: stats.operations,
     unknown_outcome: stats.unknownOutcome,
     linearizable: 'yes',
+    undecided_partitions: stats.undecided,
     acknowledged_writes: stats.accepted,
     unknown_outcome_writes: stats.unknown,
     acquisitions: stats.acquisitions,

@@ -84,6 +84,21 @@ describe('reaching nodes', () => {
     await client.close()
   })
 
+  test('a node that never answers gets 3 attempts of a commit, however many rounds a refused connection gets', async () => {
+    // A listener that reads requests and answers none: each attempt runs out its timeout.
+    let requests = 0
+    const silent = createServer((req) => {
+      requests++
+      req.resume()
+    })
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve))
+    cleanup.push(() => new Promise((r) => { silent.closeAllConnections(); silent.close(r) }))
+    const client = new Client(httpAdapter({ endpoints: [`http://127.0.0.1:${(silent.address() as AddressInfo).port}`], namespace: 'x', timeout: 300 }))
+    await expect(client.put('k', 1)).rejects.toSatisfy((e) => isZarisError(e, 'UNAVAILABLE'))
+    expect(requests).toBe(3)
+    await client.close()
+  })
+
   test('several addresses fail over in order and stay with the one that answers', async () => {
     const dead = await deadPort()
     const a = await node()

@@ -8,6 +8,8 @@
  * - a `--data` node given a key with a lone surrogate refuses it, before and
  *   after a restart, so no second holder can be granted a lock that came back
  *   under another name.
+ * - a `--data` node down for a second: the client keeps resending its
+ *   commits (same request ids) until it is back, and each is answered once.
  * Plus the revision floor and the revision limit as they cross the wire.
  */
 import { mkdtempSync, rmSync } from 'node:fs'
@@ -112,6 +114,33 @@ describe('a memory node killed with kill -9 and restarted under a connected clie
     expect(lock.token).toBeGreaterThan(highest)
     watch.close()
     await watcher.close()
+  }, 60_000)
+})
+
+describe('a --data node killed with kill -9 and back a second later', () => {
+  test('commits in flight and sent while it is down are answered once it is back: none lost, none applied twice', async () => {
+    const port = await freePort()
+    const file = join(dir, 'comeback.db')
+    let node = await nodeOn(port, ['--data', file])
+    // The default client: how long it keeps resending a commit is what is under test.
+    const client = await connect(`zaris://127.0.0.1:${port}/comeback`, { id: 'adder' })
+    expect(await client.counters.increment('n', 1)).toBe(1)
+    const lock = (await client.locks.acquire('lock:job', { ttl: 60_000, autoRenew: false }))!
+    // Each add carries a request id: one the old process applied whose answer the kill cut is
+    // answered from the file by the new one, not added again.
+    const before = Array.from({ length: 20 }, () => client.counters.increment('n', 1))
+    await node.kill9()
+    const during = Array.from({ length: 20 }, () => client.counters.increment('n', 1))
+    const write = client.put('res:job', 'while down', { fence: lock })
+    // Down for 700 ms (plus the start): a client that gave up after ~0.3 s lost every one of them.
+    await new Promise((resolve) => setTimeout(resolve, 700))
+    node = await nodeOn(port, ['--data', file])
+    const settled = await Promise.allSettled([...before, ...during])
+    expect(settled.filter((r) => r.status === 'rejected').map((r) => String((r as PromiseRejectedResult).reason))).toEqual([])
+    expect(await client.counters.get('n')).toBe(41)
+    expect((await write).revision).toBeGreaterThan(lock.token)
+    expect((await client.get('res:job'))?.value).toBe('while down')
+    await client.close()
   }, 60_000)
 })
 

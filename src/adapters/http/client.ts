@@ -40,7 +40,14 @@ export interface HttpAdapterOptions {
   transport?: 'auto' | 'fetch' | 'node' | Transport
   /** Ms one attempt may take before it counts as failed. Default 10 000. */
   timeout?: number
-  /** Extra rounds over the endpoints before a request fails with UnavailableError. Default 2. */
+  /**
+   * Extra rounds over the endpoints before a request fails with
+   * UnavailableError, after a backoff that doubles from 100 ms to at most 1 s
+   * (jittered), and none starts once the attempts took 3 × `timeout` in
+   * all. Default 6: about 2-3.5 s against a node that refuses connections,
+   * long enough for a node that restarts to answer a commit's retry, which
+   * is then known rather than lost.
+   */
   retries?: number
   /** Ms a broken watch keeps reconnecting before it ends with UnavailableError. Default 60 000. */
   watchReconnectLimit?: number
@@ -112,7 +119,7 @@ class HttpAdapter implements Adapter {
       this.#headers.authorization = `Bearer ${options.token}`
     }
     this.#timeout = positive(options.timeout, 10_000, 'timeout')
-    const retries = options.retries ?? 2
+    const retries = options.retries ?? DEFAULT_RETRIES
     if (!Number.isSafeInteger(retries) || retries < 0) throw new InvalidArgumentError(`retries must be an integer >= 0, got ${String(retries)}`)
     this.#rounds = 1 + retries
     this.#reconnectLimit = positive(options.watchReconnectLimit, 60_000, 'watchReconnectLimit')
@@ -241,8 +248,15 @@ class HttpAdapter implements Adapter {
     // `only`: the one endpoint that can answer (a filter names a stream of that node).
     const n = only === undefined ? this.#endpoints.length : 1
     let lastError: Error | undefined
+    // Rounds are for nodes that refuse or drop connections (a restart): a node that lets each attempt
+    // run out its timeout gets no more than 3 of them, as before there were 6 rounds.
+    const started = performance.now()
+    const budget = 3 * (this.#timeout + extraMs)
     for (let round = 0; round < this.#rounds; round++) {
-      if (round > 0) await pause(100 * 2 ** (round - 1) * (0.5 + Math.random() / 2), this.#closer.signal)
+      if (round > 0) {
+        if (performance.now() - started >= budget) break
+        await pause(Math.min(100 * 2 ** (round - 1), MAX_BACKOFF_MS) * (0.5 + Math.random() / 2), this.#closer.signal)
+      }
       const start = only ?? this.#preferred
       for (let i = 0; i < n; i++) {
         this.#assertOpen()
@@ -393,6 +407,16 @@ interface CommitBody {
   seen?: number
   waitChange?: number
 }
+
+/**
+ * Rounds after the first, and the longest pause between two: a `--data` node
+ * killed and restarted is back in 0.4-1 s (more on a loaded machine); a client
+ * that gave up after 2 rounds (about 0.3 s) left every commit it had in flight
+ * of unknown outcome, though the node keeps each commit's answer under its
+ * request id for the retry that never came.
+ */
+const DEFAULT_RETRIES = 6
+const MAX_BACKOFF_MS = 1_000
 
 const ON_CHANGE: Capabilities = Object.freeze({ commitOnChange: true })
 const NONE: Capabilities = Object.freeze({})
