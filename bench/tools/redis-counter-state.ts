@@ -22,6 +22,7 @@ import { Client } from 'zaris'
 import { redisAdapter } from 'zaris/redis'
 import { median } from '../lib/measure'
 import { redis as startRedis } from '../lib/procs'
+import { takeTurns } from './redis-profile'
 
 const GROW = Number(process.argv[2] ?? 100_000)
 const N = Number(process.argv[3] ?? 3000)
@@ -58,23 +59,15 @@ try {
     ['fresh server, INCR', 0, () => conns[0]!.incr('bench:one')],
     ['grown server, INCR', 1, () => conns[1]!.incr('bench:one')],
   ]
-  const lat = steps.map(() => [] as number[])
   const srv = steps.map(() => [] as number[])
   for (const [, , op] of steps) for (let i = 0; i < 300; i++) await op()
-  for (let round = 0; round < ROUNDS; round++) {
-    for (let k = 0; k < steps.length; k++) {
-      const j = (round + k) % steps.length
-      const [, s, op] = steps[j]!
-      await admins[s]!.config('RESETSTAT')
-      for (let i = 0; i < N / ROUNDS; i++) {
-        const t = performance.now()
-        await op()
-        lat[j]!.push((performance.now() - t) * 1000)
-      }
-      const m = /cmdstat_(evalsha|incr):calls=(\d+),usec=(\d+),/.exec(await admins[s]!.info('commandstats'))
+  const lat = await takeTurns(steps.map(([, , op]) => op), N, ROUNDS, {
+    before: (j) => admins[steps[j]![1]]!.config('RESETSTAT'),
+    after: async (j) => {
+      const m = /cmdstat_(evalsha|incr):calls=(\d+),usec=(\d+),/.exec(await admins[steps[j]![1]]!.info('commandstats'))
       if (m) srv[j]!.push(Number(m[3]) / Number(m[2]))
-    }
-  }
+    },
+  })
   console.log(`${N} operations per step in ${ROUNDS} rounds; heap used ${(process.memoryUsage().heapUsed / 1e6).toFixed(0)} MB (${retained.length} objects retained); load ${loadavg().map((l) => l.toFixed(2)).join(' ')}`)
   for (let j = 0; j < steps.length; j++) {
     console.log(`${steps[j]![0].padEnd(36)} p50 ${median(lat[j]!).toFixed(0).padStart(4)} µs; Redis ${median(srv[j]!).toFixed(1)} µs per command (median of the turns)`)

@@ -28,6 +28,7 @@ import { COMMIT_PARTS, PRELUDE } from '../../src/adapters/redis/prelude'
 import { COMMIT_SCRIPT, LOCK_SCRIPT } from '../../src/adapters/redis/scripts'
 import { median } from '../lib/measure'
 import { redis as startRedis } from '../lib/procs'
+import { takeTurns } from './redis-profile'
 
 const N = Number(process.argv[2] ?? 2000)
 const ROUNDS = 10
@@ -225,25 +226,18 @@ try {
     ['adapter.commit cycle', commitCycle],
     ['client.locks cycle', clientCycle],
   ]
-  const lat = steps.map(() => [] as number[])
   const srv = steps.map(() => ({ usec: 0, calls: 0, inner: 0 }))
   for (const [, op] of steps) for (let i = 0; i < 200; i++) await op()
   // Client latency and Redis time in the same turns, so load falls on every step alike.
-  for (let round = 0; round < ROUNDS; round++) {
-    for (let k = 0; k < steps.length; k++) {
-      const j = (round + k) % steps.length
-      await admin.config('RESETSTAT')
-      for (let i = 0; i < N / ROUNDS; i++) {
-        const t = performance.now()
-        await steps[j]![1]()
-        lat[j]!.push((performance.now() - t) * 1000)
-      }
+  const lat = await takeTurns(steps.map(([, op]) => op), N, ROUNDS, {
+    before: () => admin.config('RESETSTAT'),
+    after: async (j) => {
       const st = await serverSince()
       srv[j]!.usec += st.usec
       srv[j]!.calls += st.calls
       srv[j]!.inner += st.inner
-    }
-  }
+    },
+  })
   console.log(`redis-server ${server.port}; ${N} operations per step in ${ROUNDS} rounds; load ${(await import('node:os')).loadavg().map((l) => l.toFixed(2)).join(' ')}`)
   for (let j = 0; j < steps.length; j++) {
     const st = srv[j]!

@@ -23,6 +23,7 @@ import { CHECKED_PARTS, COMMIT_PARTS, PRELUDE } from '../../src/adapters/redis/p
 import { LOCK_SCRIPT } from '../../src/adapters/redis/scripts'
 import { median } from '../lib/measure'
 import { redis as startRedis } from '../lib/procs'
+import { takeTurns } from './redis-profile'
 
 const N = Number(process.argv[2] ?? 2000)
 const ROUNDS = 10
@@ -93,22 +94,15 @@ try {
     ['FCALL, helpers built once', cycle(fcall('zonce'), 'c')],
     ['EVALSHA, restructured text', cycle(evalOnce, 'd')],
   ]
-  const lat = steps.map(() => [] as number[])
   const srv = steps.map(() => [] as number[])
   for (const [, op] of steps) for (let i = 0; i < 200; i++) await op()
-  for (let round = 0; round < ROUNDS; round++) {
-    for (let k = 0; k < steps.length; k++) {
-      const j = (round + k) % steps.length
-      await admin.config('RESETSTAT')
-      for (let i = 0; i < N / ROUNDS; i++) {
-        const t = performance.now()
-        await steps[j]![1]()
-        lat[j]!.push((performance.now() - t) * 1000)
-      }
+  const lat = await takeTurns(steps.map(([, op]) => op), N, ROUNDS, {
+    before: () => admin.config('RESETSTAT'),
+    after: async (j) => {
       const st = await serverSince()
       srv[j]!.push(st.usec / st.calls)
-    }
-  }
+    },
+  })
   console.log(`${N} cycles per step in ${ROUNDS} rounds; load ${loadavg().map((l) => l.toFixed(2)).join(' ')}`)
   for (let j = 0; j < steps.length; j++) {
     console.log(`${steps[j]![0].padEnd(40)} cycle p50 ${median(lat[j]!).toFixed(0).padStart(4)} µs; Redis time per script, median of the ${ROUNDS} turns ${median(srv[j]!).toFixed(1)} µs`)

@@ -16,3 +16,31 @@ export function instrument(lua: string, profKey: string): string {
     lua.replace(/redis\.call\(/g, 'zcall(').replace(HOOK, flush + HOOK)
   )
 }
+
+/** What a turn of one step does around its operations (e.g. reset and read Redis's command stats). */
+export interface Turn {
+  before?: (step: number) => Promise<unknown>
+  after?: (step: number) => Promise<unknown>
+}
+
+/**
+ * Runs `steps` operations `n` times each, in `rounds` rounds in which the
+ * steps take turns (a different one first each round), so that load from
+ * elsewhere falls on every step alike. Returns each step's latencies in µs.
+ */
+export async function takeTurns(steps: ReadonlyArray<() => Promise<unknown>>, n: number, rounds: number, turn: Turn = {}): Promise<number[][]> {
+  const lat = steps.map(() => [] as number[])
+  for (let round = 0; round < rounds; round++) {
+    for (let k = 0; k < steps.length; k++) {
+      const j = (round + k) % steps.length
+      await turn.before?.(j)
+      for (let i = 0; i < n / rounds; i++) {
+        const t = performance.now()
+        await steps[j]!()
+        lat[j]!.push((performance.now() - t) * 1000)
+      }
+      await turn.after?.(j)
+    }
+  }
+  return lat
+}

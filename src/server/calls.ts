@@ -44,8 +44,13 @@ export class Calls {
     this.#pages = new ListPages({ maxEntries: settings.maxPageEntries, maxBytes: settings.maxPageBytes, concurrency: LIST_CONCURRENCY })
   }
 
-  /** Answers `op` on namespace `ns` for a parsed request body; `conn`: the connection it came on (its parked commits are bounded and dropped with it). */
-  async call(ns: string, op: CallOp, body: unknown, conn?: ParkConnection): Promise<Reply> {
+  /**
+   * Answers `op` on namespace `ns` for a parsed request body. `connOf` gives
+   * the connection it came on (its parked commits are bounded and dropped
+   * with it); it is asked only by a commit that may wait, since knowing a
+   * socket's end costs listeners on it.
+   */
+  async call(ns: string, op: CallOp, body: unknown, connOf?: () => ParkConnection | undefined): Promise<Reply> {
     if (op === 'filter') return this.#filter(ns, body)
     const adapter = await this.#namespaces.adapterOf(ns)
     switch (op) {
@@ -64,7 +69,7 @@ export class Calls {
         const apply = async () => {
           // `seen` moves a store that lost its state above what the client saw (bounded: see CommitOptions.seen).
           const options = requestId === undefined && seen === undefined ? undefined : { requestId, seen }
-          const r = waitChange === undefined ? await adapter.commit(checks, ops, options) : await parking.commit(adapter, checks, ops, options, waitChange, conn)
+          const r = waitChange === undefined ? await adapter.commit(checks, ops, options) : await parking.commit(adapter, checks, ops, options, waitChange, connOf)
           if (r.ok) metrics.commits++
           else metrics.conflicts++
           return JSON.stringify(toCommitResponse(r))

@@ -22,6 +22,7 @@
  */
 import type { Server } from 'node:http'
 import type { Socket } from 'node:net'
+import { noteAccepted } from './loop-share'
 
 /** Limits on a node's connections. */
 export interface ConnectionLimits {
@@ -149,6 +150,7 @@ export class Connections {
   }
 
   #accept(socket: Socket): void {
+    noteAccepted()
     if (this.#sockets.size >= this.#limits.maxConnections) return this.#refuse(socket)
     this.#sockets.set(socket, { unread: 0, softSince: undefined, flushed: 0, movedAt: performance.now() })
     socket.once('close', () => this.#forget(socket))

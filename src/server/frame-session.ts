@@ -105,7 +105,7 @@ export class FrameRoutes {
         if (op === 'watch' || op === 'events') {
           reply = json(400, { error: { code: 'INVALID_ARGUMENT', message: `${op} is not served over frames; use GET ${path.slice(0, 200)}` } })
         } else {
-          reply = await this.#ctx.calls.call(ns, op as CallOp, body, conn)
+          reply = await this.#ctx.calls.call(ns, op as CallOp, body, conn && (() => conn))
         }
       }
     } catch (err) {

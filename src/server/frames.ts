@@ -82,7 +82,9 @@ class FramedSocket implements FrameConnection {
   readonly #session: FrameSession
   readonly #limits: Required<Omit<FrameLimits, 'afterWrite' | 'onIdle' | 'budget'>> & Pick<FrameLimits, 'afterWrite' | 'onIdle'>
   readonly #budget: InputBudget | undefined
-  readonly #wake = () => this.#resume()
+  readonly #wake = () => this.#resumeLater()
+  /** A later turn of the loop will resume reading. */
+  #resumeSoon = false
   #parts: Buffer[] = []
   #size = 0
   #inflight = 0
@@ -213,6 +215,22 @@ class FramedSocket implements FrameConnection {
     return true
   }
 
+  /**
+   * Resumes reading in a later turn of the event loop. An answer (or room in
+   * the node's budget) comes in a microtask of whatever finished it; reading
+   * on right there let one connection whose answers the kernel still took
+   * dispatch, answer and dispatch again without the loop ever turning, while
+   * no other socket was read or accepted.
+   */
+  #resumeLater(): void {
+    if (this.#resumeSoon || this.#done || (!this.#rest && !this.#socket.isPaused())) return
+    this.#resumeSoon = true
+    setImmediate(() => {
+      this.#resumeSoon = false
+      this.#resume()
+    })
+  }
+
   #resume(): void {
     if (!this.#canRead()) return
     if (this.#rest) {
@@ -257,7 +275,7 @@ class FramedSocket implements FrameConnection {
         this.#socket.write(a.frame)
         if (this.#limits.afterWrite?.(this.#socket)) return
         if (this.#ending && this.#inflight === 0) this.#finish()
-        else this.#resume()
+        else this.#resumeLater()
       },
       () => {
         // answer() never rejects; if it ever did, this connection can no longer be trusted.

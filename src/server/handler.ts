@@ -140,7 +140,7 @@ export function createHandler(options: HandlerOptions): Handler {
       return op === 'watch' ? watches.watch(ex, ns) : history(ex, ns, namespaces, settings)
     }
     if (ex.method !== 'POST') return methodNotAllowed('POST')
-    return calls.call(ns, op as CallOp, await readJson(ex, settings.maxBodyBytes), ex.connection)
+    return calls.call(ns, op as CallOp, await readJson(ex, settings.maxBodyBytes), () => ex.connection)
   }
 
   async function handle(ex: Exchange): Promise<Reply> {

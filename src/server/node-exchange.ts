@@ -15,7 +15,7 @@ import type { InputBudget } from './input-budget'
 import { ParkConnection } from './parking'
 import { tooLarge, type Exchange, type Reply } from './reply'
 
-/** The parking side of each socket, made on its first waiting commit and closed with it. */
+/** The parking side of each socket, made on its first waiting commit (the handler asks for `connection` only then) and closed with it. */
 const connections = new WeakMap<object, ParkConnection>()
 
 function connectionOf(socket: Duplex): ParkConnection {

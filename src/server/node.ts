@@ -50,7 +50,8 @@ export interface ListenOptions {
   /**
    * Bytes of requests in progress, all connections together: HTTP bodies
    * being read and served, and what framed requests in flight reserve. A
-   * body that finds it spent gets 503; framed connections wait. Default 64 MiB.
+   * body that finds it spent gets 503; framed connections wait once 3/4 of
+   * it is taken, so HTTP bodies keep the rest. Default 64 MiB.
    */
   maxInputBytes?: number
 }

@@ -91,11 +91,16 @@ export class Parking {
     this.#limits = { ...PARK_DEFAULTS, ...limits }
   }
 
-  /** Commits on `adapter`, waiting up to `waitMs` for a change if a check fails; see the module doc. */
-  async commit(adapter: Adapter, checks: Check[], ops: Op[], options: CommitOptions | undefined, waitMs: number, conn: ParkConnection | undefined): Promise<CommitResult> {
+  /**
+   * Commits on `adapter`, waiting up to `waitMs` for a change if a check
+   * fails; see the module doc. `connOf` gives the connection the commit came
+   * on, asked only if the commit may wait.
+   */
+  async commit(adapter: Adapter, checks: Check[], ops: Op[], options: CommitOptions | undefined, waitMs: number, connOf?: () => ParkConnection | undefined): Promise<CommitResult> {
     const ms = Math.min(waitMs, this.#limits.maxWaitMs)
     const bytes = ms > 0 && checks.length > 0 ? 2 * JSON.stringify([checks, ops]).length : 0
     const l = this.#limits
+    const conn = bytes > 0 ? connOf?.() : undefined
     if (bytes === 0 || this.#node.closed || this.#now >= l.maxParked || this.#bytes + bytes > l.maxParkedBytes || (conn && (conn.closed || conn.parked >= l.maxPerConnection))) {
       if (bytes > 0) this.counts.refused++
       return adapter.commit(checks, ops, options)

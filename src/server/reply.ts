@@ -20,7 +20,7 @@ export interface Exchange {
   header(name: string): string | null
   /** The body as text; rejects with a TOO_LARGE error past `limit` bytes. */
   body(limit: number): Promise<string>
-  /** The connection it came on, where the server knows it: its parked commits are bounded and dropped with it. */
+  /** The connection it came on, where the server knows it: its parked commits are bounded and dropped with it. Read only by a commit that may wait (reading it may set up listeners on the socket). */
   connection?: ParkConnection
 }
 

@@ -52,6 +52,8 @@ test(`a node on its defaults under hostile load (${SIZE.watchers} watchers, ${SI
   await collectGarbage(node.output)
   const heapBefore = await gauge(url, 'process_heap_used_bytes')
   const probes = probeProcess(url)
+  // The attack begins 1.5 s into the probes (their process takes a while to start on a loaded machine).
+  await probes.first
   await sleep(1_500)
   const attackers = await openAttackers(port, 'hostile', SIZE, filled.written + filled.refused)
   await sleep(SIZE.holdMs)
@@ -89,6 +91,7 @@ test(`a node on its defaults under hostile load (${SIZE.watchers} watchers, ${SI
     heap_back_within_ms: heapBackMs,
     probes: seen.length,
     slowest_probe_ms: Math.max(...seen.map((p) => p.ms)),
+    probes_at_ms: seen.map((p) => `${(p.at / 1000).toFixed(1)}s:${p.ms === Infinity ? (p.error ?? 'failed') : p.ms.toFixed(0)}`),
     cuts,
     sigterm_exit_ms: stopMs,
   })

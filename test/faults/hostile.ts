@@ -117,14 +117,23 @@ export async function openAttackers(port: number, ns: string, size: AttackSize, 
 
 /**
  * Runs {@link probe} in a process of its own (so the attackers' work in
- * this one does not delay it): `stop()` ends it and resolves its probes.
+ * this one does not delay it): `first` resolves once its first probe is done
+ * (the process takes a while to start on a loaded machine), `stop()` ends it
+ * and resolves its probes.
  */
-export function probeProcess(url: string): { stop(): Promise<Probe[]> } {
+export function probeProcess(url: string): { first: Promise<void>; stop(): Promise<Probe[]> } {
   const child = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(import.meta.url), 'probe', url], { stdio: ['pipe', 'pipe', 'inherit'] })
   let out = ''
-  child.stdout!.on('data', (d) => (out += d))
+  let started!: () => void
+  const first = new Promise<void>((r) => (started = r))
+  child.stdout!.on('data', (d) => {
+    out += d
+    if (out.includes('\n')) started()
+  })
   const exited = new Promise<void>((r) => child.once('exit', () => r()))
+  void exited.then(() => started())
   return {
+    first,
     async stop() {
       child.stdin!.end()
       await exited
@@ -137,8 +146,8 @@ export function probeProcess(url: string): { stop(): Promise<Probe[]> } {
   }
 }
 
-/** Puts once a second from a fresh client each time until `stop` resolves; each probe waits at most `timeoutMs`. */
-export async function probe(url: string, stop: Promise<unknown>, timeoutMs = 3_000): Promise<Probe[]> {
+/** Puts once a second from a fresh client each time until `stop` resolves; each probe waits at most `timeoutMs`, and is told to `done` as it ends. */
+export async function probe(url: string, stop: Promise<unknown>, timeoutMs = 3_000, done: (p: Probe) => void = () => {}): Promise<Probe[]> {
   const probes: Probe[] = []
   const started = performance.now()
   let stopped = false
@@ -152,6 +161,7 @@ export async function probe(url: string, stop: Promise<unknown>, timeoutMs = 3_0
     } catch (err) {
       probes.push({ at: at - started, ms: Infinity, error: (err as Error).message })
     }
+    done(probes.at(-1)!)
     await client.close()
     await sleep(Math.max(0, 1_000 - (performance.now() - at)))
   }
@@ -211,6 +221,7 @@ async function main(): Promise<void> {
   const heapBefore = await gauge(url, 'process_heap_used_bytes')
   console.log(`filled: ${filled.written} written, ${filled.refused} refused (store quota); resident ${mib(rss())}, heap ${mib(heapBefore)}`)
   const probes = probeProcess(url)
+  await probes.first
   await sleep(1_500)
   const attackers = await openAttackers(port, 'hostile', SIZE, revision)
   console.log(`${attackers.sockets.length} attacking sockets open; resident ${mib(rss())}`)
@@ -229,9 +240,7 @@ if (process.argv[1]?.endsWith('hostile.ts')) {
   if (process.argv[2] === 'probe') {
     // The probe process: puts until its stdin closes, one JSON line per probe.
     const stop = new Promise<void>((r) => process.stdin.on('end', r).resume())
-    void probe(process.argv[3]!, stop, 3_000).then((probes) => {
-      for (const p of probes) console.log(JSON.stringify(p))
-    })
+    void probe(process.argv[3]!, stop, 3_000, (p) => console.log(JSON.stringify(p)))
   } else void main()
 }
 
