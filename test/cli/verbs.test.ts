@@ -4,14 +4,14 @@
  * (`redis://`, a real redis-server). The test's own client, in this process,
  * checks what the command wrote and holds and waits for `zaris locks`.
  */
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, test, vi } from 'vitest'
 import { connect, isZarisError, type Client, type Entry, type WatchEvent } from 'zaris'
 import { readLocks, type LockRow } from '../../src/cli/lock-table'
 import { RedisServer } from '../redis/server'
 import { startNode, type NodeProcess } from '../server/node-process'
+import { storeDir } from '../setup/store-dir'
 import { json, start, zaris } from './run'
 
 interface Store {
@@ -21,7 +21,7 @@ interface Store {
   stop(): Promise<void>
 }
 
-const dir = mkdtempSync(join(tmpdir(), 'zaris-cli-'))
+const dir = storeDir('zaris-cli-')
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
 
 async function nodeStore(name: string, args: string[]): Promise<Store> {

@@ -1,14 +1,15 @@
 /**
  * Real etcd members for tests: one member, or a cluster of three, on free
- * loopback ports with temporary data directories. A member can be stopped,
+ * loopback ports with temporary data directories (in memory where there is
+ * room: ../setup/store-dir.ts). A member can be stopped,
  * killed (`kill -9`), paused (`SIGSTOP`), resumed and started again on the
  * same ports and data. `ZARIS_ETCD` names the etcd binary (default `etcd` on PATH).
  */
 import { spawn, type ChildProcess } from 'node:child_process'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { rmSync } from 'node:fs'
 import { createServer } from 'node:net'
-import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { storeDir } from '../setup/store-dir'
 
 export const ETCD_BINARY = process.env.ZARIS_ETCD ?? 'etcd'
 
@@ -49,7 +50,7 @@ export class EtcdMember {
   constructor(name: string, timing: Timing) {
     this.name = name
     this.timing = timing
-    this.dir = mkdtempSync(join(tmpdir(), `zaris-etcd-${name}-`))
+    this.dir = storeDir(`zaris-etcd-${name}-`)
   }
 
   get endpoint(): string {

@@ -220,13 +220,13 @@ describe('a holder tab that goes away', () => {
           const store = ns(fault)
           const [holder, waiter] = [await open(), await open()]
           await startClient(holder, { store, id: 'holder', lock: 'lock:a', rounds: 0, ttl: 30_000 })
-          await holder.waitForFunction(() => typeof window.kept.token === 'number')
+          await holder.waitForFunction(() => typeof window.kept.token === 'number', undefined, { polling: 20 })
           await startClient(waiter, { store, id: 'waiter', lock: 'lock:a', rounds: 3, ttl: 30_000 })
           await sleep(300) // the waiter is waiting, the holder writing
           const at = performance.timeOrigin + performance.now()
           operations.push(ownerGone('holder'))
           await inflict(fault, ctx, holder)
-          await waiter.waitForFunction(() => window.kept.running !== undefined)
+          await waiter.waitForFunction(() => window.kept.running !== undefined, undefined, { polling: 20 })
           await waiter.evaluate(() => window.kept.running)
           const granted = history.find((r) => r.type === 'acquire' && r.client === 'waiter')!
           const held = history.find((r) => r.type === 'acquire' && r.client === 'holder')!

@@ -7,6 +7,8 @@
  *
  *   node --import tsx test/faults/worker.ts '<WorkerConfig as JSON>'
  *
+ * (procs.ts runs it bundled with esbuild, which starts faster than tsx.)
+ *
  * Modes:
  * - `rounds`: `rounds` times, wait for a random lock, write `writes` times
  *   fenced (with random work between), release, then (with `staleProbe`)

@@ -3,13 +3,13 @@
  * zaris node that runs as its own OS process: once with the node in memory
  * mode and once with `--data` (SQLite).
  */
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe } from 'vitest'
 import { httpAdapter } from 'zaris/http'
 import { testAdapter } from '../conformance'
 import { startNode, type NodeProcess } from '../server/node-process'
+import { storeDir } from '../setup/store-dir'
 
 function suite(name: string, args: () => string[]) {
   describe(name, () => {
@@ -26,6 +26,6 @@ function suite(name: string, args: () => string[]) {
 
 suite('http (memory node)', () => [])
 
-const dir = mkdtempSync(join(tmpdir(), 'zaris-conf-'))
+const dir = storeDir('zaris-conf-')
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
 suite('http (--data node)', () => ['--data', join(dir, 'data.db')])

@@ -27,7 +27,7 @@ async function withTabs(n: number, fn: (tabs: Page[], store: string) => Promise<
       const page = await ctx.newPage()
       page.on('pageerror', (err) => console.error('page error:', err))
       await page.goto(harness.url)
-      await page.waitForFunction(() => window.harnessReady === true)
+      await page.waitForFunction(() => window.harnessReady === true, undefined, { polling: 50 })
       tabs.push(page)
     }
     await fn(tabs, `announce-${Math.random().toString(36).slice(2, 10)}`)

@@ -49,7 +49,7 @@ async function openTab(pages: Page[]): Promise<Page> {
   pages.push(page)
   page.on('pageerror', (err) => console.error('page error:', err))
   await page.goto(harness.url)
-  await page.waitForFunction(() => window.harnessReady === true)
+  await page.waitForFunction(() => window.harnessReady === true, undefined, { polling: 50 })
   await page.evaluate(() => {
     const probe: Probe = { events: [], pageTicks: [], workerTicks: [] }
     window.kept.probe = probe

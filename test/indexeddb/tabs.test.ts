@@ -24,7 +24,7 @@ async function withContext(fn: (ctx: BrowserContext, open: () => Promise<Page>) 
     const page = await ctx.newPage()
     page.on('pageerror', (err) => console.error('page error:', err))
     await page.goto(harness.url)
-    await page.waitForFunction(() => window.harnessReady === true)
+    await page.waitForFunction(() => window.harnessReady === true, undefined, { polling: 50 })
     return page
   }
   try {
@@ -99,7 +99,7 @@ describe('indexeddb across tabs (Chromium, Playwright)', () => {
       }
       const all = results.flatMap((r) => r.tokens)
       expect(new Set(all).size).toBe(4 * rounds)
-      await tabs[0]!.waitForFunction((n) => (window.kept.seen as number[]).length >= n, 4 * rounds)
+      await tabs[0]!.waitForFunction((n) => (window.kept.seen as number[]).length >= n, 4 * rounds, { polling: 20 })
       const seen = await tabs[0]!.evaluate(() => window.kept.seen as number[])
       expect(seen).toHaveLength(4 * rounds)
       expect(seen.every((v, k) => k === 0 || v > seen[k - 1]!)).toBe(true)
@@ -237,7 +237,7 @@ describe('indexeddb across tabs (Chromium, Playwright)', () => {
         },
         { store, n },
       )
-      await b.waitForFunction((n) => (window.kept.pings as unknown[]).length >= n, n)
+      await b.waitForFunction((n) => (window.kept.pings as unknown[]).length >= n, n, { polling: 20 })
       const pings = await b.evaluate(() => window.kept.pings as Array<{ sent: number; got: number; revision: number }>)
       expect(pings).toHaveLength(n)
       expect(pings.every((p, i) => i === 0 || p.revision > pings[i - 1]!.revision)).toBe(true)
@@ -261,7 +261,7 @@ describe('indexeddb across tabs (Chromium, Playwright)', () => {
         return e.revision
       }, store)
       await page.reload()
-      await page.waitForFunction(() => window.harnessReady === true)
+      await page.waitForFunction(() => window.harnessReady === true, undefined, { polling: 50 })
       const after = await page.evaluate(async (store) => {
         const c = await window.zaris.connect(`zaris://idb/${store}`)
         const list = await c.list('keep:')

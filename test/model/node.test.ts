@@ -5,17 +5,17 @@
  * scheduler still reorders the clients' store calls. A few runs in
  * `npm test`, `ZARIS_FAULT_SCALE` x 40 in `npm run test:faults`.
  */
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { connect } from 'zaris'
 import { startNode, type NodeProcess } from '../server/node-process'
 import { count, figure, timeout } from '../faults/scale'
+import { storeDir } from '../setup/store-dir'
 import { assertScenarios, realEnvironment, realScenarios } from './scenario'
 
 const runs = count(3, 40)
-const dir = mkdtempSync(join(tmpdir(), 'zaris-model-'))
+const dir = storeDir('zaris-model-')
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
 
 for (const mode of ['memory', '--data'] as const) {

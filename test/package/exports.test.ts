@@ -1,5 +1,6 @@
 /**
- * The published package, as users load it: `npm run build`, then `import` and
+ * The published package, as users load it: `npm run build` (skipped when dist/
+ * is newer than its sources, ./built.ts), then `import` and
  * `require` of every built subpath from a separate Node process resolving
  * 'zaris' through package.json's exports map, and a web app's Vite build
  * resolving it with the `browser` condition; the file list `npm pack` would
@@ -16,6 +17,7 @@ import { gzipSync } from 'node:zlib'
 import { build, type Rollup } from 'vite'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { blocksOf, fileOf, runnerOf } from '../readme/snippets'
+import { ensureBuilt } from './built'
 
 const run = promisify(execFile)
 const root = resolve(import.meta.dirname, '../..')
@@ -23,7 +25,7 @@ const { version } = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'))
 let app: string
 
 beforeAll(async () => {
-  await run('npm', ['run', 'build'], { cwd: root })
+  await ensureBuilt(root)
   // An app folder whose node_modules/zaris is this package, as after `npm install zaris`.
   app = mkdtempSync(join(tmpdir(), 'zaris-app-'))
   mkdirSync(join(app, 'node_modules'))

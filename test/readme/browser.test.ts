@@ -30,7 +30,7 @@ interface Run {
 async function open(ctx: BrowserContext): Promise<Page> {
   const page = await ctx.newPage()
   await page.goto(harness.url)
-  await page.waitForFunction(() => window.harnessReady === true)
+  await page.waitForFunction(() => window.harnessReady === true, undefined, { polling: 50 })
   return page
 }
 

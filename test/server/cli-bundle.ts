@@ -4,21 +4,23 @@
  * imports). A node starts from it in about a third of the time
  * `node --import tsx src/server/cli.ts` takes (0.4 s against 1.1-1.3 s,
  * measured on the 2-core machine), and `npm test` starts a node some hundred
- * times.
+ * times. {@link bundle} does the same for other scripts tests start as
+ * processes (the fault tests' worker, test/faults/procs.ts).
  *
- * Built once per state of src/: the bundle's folder is named by a hash of
- * every file under src/, so the test files of a run (each in a process of its
- * own) share one build, and a changed source is never run stale.
+ * Built once per state of the sources: the bundle's folder is named by a hash
+ * of every file under src/ (and the test folders the script imports from), so
+ * the test files of a run (each in a process of its own) share one build, and
+ * a changed source is never run stale.
  */
 import { createHash } from 'node:crypto'
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync } from 'node:fs'
-import { join, relative, resolve } from 'node:path'
+import { basename, join, relative, resolve } from 'node:path'
 import { buildSync, version } from 'esbuild'
 
 const root = resolve(import.meta.dirname, '../..')
 
-const cache = join(root, 'node_modules', '.cache', 'zaris-cli-bundle')
-let built: string | undefined
+const cacheRoot = join(root, 'node_modules', '.cache')
+const built = new Map<string, Record<string, string>>()
 
 function files(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true })
@@ -26,28 +28,47 @@ function files(dir: string): string[] {
     .sort()
 }
 
-function sourceHash(): string {
+function sourceHash(dirs: string[]): string {
   const hash = createHash('sha256').update(`esbuild ${version}\n`)
-  for (const file of files(join(root, 'src'))) hash.update(`${relative(root, file)}\n`).update(readFileSync(file)).update('\n')
+  for (const dir of dirs) for (const file of files(join(root, dir))) hash.update(`${relative(root, file)}\n`).update(readFileSync(file)).update('\n')
   return hash.digest('hex').slice(0, 16)
 }
 
 /**
- * The path of the bundled bin. Inside node_modules, so that its imports of
- * ioredis, zod ... resolve; named cli.mjs, since the bin runs main() only
- * when started under that name.
+ * Bundles `entries` (paths from the repository root) into
+ * node_modules/.cache/`name`/<hash>/<entry's name>.mjs, once per state of
+ * src/ and of `sources` (further folders the entries import from); resolves
+ * the path of each output by its entry. Inside node_modules, so that their
+ * imports of ioredis, zod ... resolve; `zaris` imports resolve to src/
+ * through tsconfig.json's paths, as under tsx.
  */
-export function cliBundle(): string {
-  if (built) return built
-  const dir = join(cache, sourceHash())
-  const outfile = join(dir, 'cli.mjs')
-  if (!existsSync(outfile)) {
-    // Builds of older sources go; a file written whole and renamed, as test files may build at once.
+export function bundle(name: string, entries: string[], sources: string[] = []): Record<string, string> {
+  const key = `${name}\n${entries.join('\n')}`
+  const known = built.get(key)
+  if (known) return known
+  const cache = join(cacheRoot, name)
+  const dir = join(cache, sourceHash(['src', ...sources]))
+  const outputs = Object.fromEntries(entries.map((e) => [e, join(dir, `${basename(e).replace(/\.ts$/, '')}.mjs`)]))
+  if (!Object.values(outputs).every((f) => existsSync(f))) {
+    // Builds of older sources go; built in a folder of its own and renamed whole, as test files may build at once.
     for (const old of existsSync(cache) ? readdirSync(cache) : []) if (join(cache, old) !== dir) rmSync(join(cache, old), { recursive: true, force: true })
-    mkdirSync(dir, { recursive: true })
-    const partial = join(dir, `cli.${process.pid}.partial`)
-    buildSync({ entryPoints: [join(root, 'src/server/cli.ts')], bundle: true, platform: 'node', format: 'esm', packages: 'external', outfile: partial, logLevel: 'warning' })
-    renameSync(partial, outfile)
+    const partial = `${dir}.${process.pid}.partial`
+    rmSync(partial, { recursive: true, force: true })
+    mkdirSync(partial, { recursive: true })
+    buildSync({ entryPoints: entries.map((e) => join(root, e)), bundle: true, platform: 'node', format: 'esm', packages: 'external', outExtension: { '.js': '.mjs' }, outdir: partial, logLevel: 'warning' })
+    try {
+      renameSync(partial, dir)
+    } catch (err) {
+      // Another test file's build got there first: the same sources, the same bundle.
+      rmSync(partial, { recursive: true, force: true })
+      if (!Object.values(outputs).every((f) => existsSync(f))) throw err
+    }
   }
-  return (built = outfile)
+  built.set(key, outputs)
+  return outputs
+}
+
+/** The path of the bundled bin, named cli.mjs: the bin runs main() only when started under that name. */
+export function cliBundle(): string {
+  return bundle('zaris-cli-bundle', ['src/server/cli.ts'])['src/server/cli.ts']!
 }

@@ -5,13 +5,13 @@
  * waiter to the other: the parked take is woken by the store's own event of
  * a release that never passed through its node.
  */
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, expect, test } from 'vitest'
 import { connect, type Client } from 'zaris'
 import { EtcdCluster } from '../etcd/server'
 import { RedisServer } from '../redis/server'
+import { storeDir } from '../setup/store-dir'
 import { startNode, type NodeProcess } from './node-process'
 
 const cleanup: Array<() => Promise<unknown>> = []
@@ -54,7 +54,7 @@ async function handovers(a: NodeProcess, b: NodeProcess, ns: string): Promise<vo
 }
 
 test('a SQLite node (--data): the parked take is handed the lock', async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'zaris-park-'))
+  const dir = storeDir('zaris-park-')
   cleanup.push(async () => rmSync(dir, { recursive: true, force: true }))
   const n = await node(['--data', join(dir, 'store.db')])
   await handovers(n, n, 'park-sqlite')

@@ -4,14 +4,14 @@
  * TTLs after the restart), and the CLI's start, refusals and clean stop.
  */
 import { spawn } from 'node:child_process'
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, describe, expect, test } from 'vitest'
 import { connect, type Client } from 'zaris'
+import { storeDir } from '../setup/store-dir'
 import { root, runServe, startNode, type NodeProcess } from './node-process'
 
-const dir = mkdtempSync(join(tmpdir(), 'zaris-proc-'))
+const dir = storeDir('zaris-proc-')
 const nodes: NodeProcess[] = []
 afterAll(async () => {
   await Promise.all(nodes.map((n) => n.kill9()))

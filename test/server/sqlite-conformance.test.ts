@@ -3,15 +3,15 @@
  * serves it over HTTP, where test/http/conformance.test.ts runs the suite
  * again): one file, a namespace per test.
  */
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll } from 'vitest'
 import { Client } from 'zaris'
 import { openSqlite } from '../../src/adapters/sqlite'
 import { runConformance } from '../conformance'
+import { storeDir } from '../setup/store-dir'
 
-const dir = mkdtempSync(join(tmpdir(), 'zaris-sqlite-conformance-'))
+const dir = storeDir('zaris-sqlite-conformance-')
 const db = await openSqlite(join(dir, 'conformance.db'))
 afterAll(() => {
   db.close()

@@ -3,16 +3,16 @@
  * revisions and TTLs after a restart (issue point 7, on a ManualClock),
  * watch history kept in the file, request ids remembered.
  */
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, expect, test } from 'vitest'
 import { Client, isZarisError, type WatchEvent } from 'zaris'
 import { ManualClock } from 'zaris/testing'
 import Database from 'better-sqlite3'
 import { openSqlite } from '../../src/adapters/sqlite'
+import { storeDir } from '../setup/store-dir'
 
-const dir = mkdtempSync(join(tmpdir(), 'zaris-sqlite-'))
+const dir = storeDir('zaris-sqlite-')
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
 
 function collect(events: WatchEvent[]) {
