@@ -111,4 +111,12 @@ export const MUTANTS: Mutant[] = [
     to: 'return await adapter.commit([], ops, options)',
     tests: ['test/model/node-park.test.ts'],
   },
+  {
+    name: 'redis-lock-script-skips-check',
+    bug: "the Redis adapter's short script for a lock's take, renewal or release applies its op without checking the key (a second holder, a release of another's lock)",
+    file: 'src/adapters/redis/scripts.ts',
+    from: "if not holds(raw, ARGV[7], ARGV[8]) then return reply('fail', {key, raw}) end",
+    to: "if false then return reply('fail', {key, raw}) end",
+    tests: ['test/model/redis.test.ts'],
+  },
 ]
