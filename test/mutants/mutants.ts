@@ -119,4 +119,12 @@ export const MUTANTS: Mutant[] = [
     to: "if false then return reply('fail', {key, raw}) end",
     tests: ['test/model/redis.test.ts'],
   },
+  {
+    name: 'redis-function-keeps-live-cache',
+    bug: "the Redis function library keeps its cache of entries read from one call to the next (a read or a check answered from another call's state)",
+    file: 'src/adapters/redis/prelude.ts',
+    from: "['LIVE', '{}'],",
+    to: "['LIVE', 'LIVE or {}'],",
+    tests: ['test/model/redis.test.ts'],
+  },
 ]

@@ -10,6 +10,7 @@ import Redis from 'ioredis'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { connect, type Adapter, type Check, type CommitResult, type WatchEvent } from 'zaris'
 import { redisAdapter } from 'zaris/redis'
+import { scriptLibrary } from '../../src/adapters/redis/functions'
 import { loadIoredis } from '../../src/adapters/redis/load'
 import { LOCK_SCRIPT } from '../../src/adapters/redis/scripts'
 import { until } from '../conformance/util'
@@ -356,16 +357,24 @@ describe('revisions and the add op', () => {
     expect(runs[0]).toEqual(runs[1])
   })
 
-  test("a lock's take, renewal and release (the short script) and the same commits through the generic one leave the same answers, entries, events, keys, expiry and request records", async () => {
+  test("a lock's take, renewal and release (the short script) and the same commits through the generic one leave the same answers, entries, events, keys, expiry and request records, as functions and by EVALSHA", async () => {
     const sha = (lua: string) => createHash('sha1').update(lua).digest('hex')
+    // Which scripts ran, as Redis saw them: the lock script is `<library>_lock` as a function, LOCK_SCRIPT by EVALSHA or EVAL.
+    const monitor = await raw.monitor()
+    const seen: string[][] = []
+    monitor.on('monitor', (_time: string, args: string[]) => seen.push(args))
+    const lockRan = (from: number) =>
+      seen.slice(from).some(([cmd, what]) => (cmd === 'fcall' && what === scriptLibrary().functions.lock) || (cmd === 'evalsha' && what === sha(LOCK_SCRIPT)) || (cmd === 'eval' && what === LOCK_SCRIPT))
     // A reply read at the wrong place would set the watchers' expiry timer to Redis's time (a Node warning).
     const warnings: string[] = []
     const onWarning = (w: Error) => warnings.push(w.name)
     process.on('warning', onWarning)
     await raw.script('FLUSH')
-    const run = async (short: boolean) => {
+    // A user who may not call functions: every script goes by EVALSHA.
+    await raw.call('ACL', 'SETUSER', 'nofcall', 'on', '>pw', '~*', '&*', '+@all', '-fcall')
+    const run = async (short: boolean, functions: boolean) => {
       const ns = fresh()
-      const a = await redisAdapter({ url: server.url(ns) })
+      const a = await redisAdapter({ url: functions ? server.url(ns) : `redis://nofcall:pw@127.0.0.1:${server.port}/0?ns=${ns}` })
       const events: WatchEvent[] = []
       await a.watch('', { event: (e) => events.push(e), error: () => {} })
       // A second check that always holds sends the same commit through the generic script.
@@ -394,18 +403,29 @@ describe('revisions and the add op', () => {
       await a.close()
       return { answers, held: held && { ...held, ttl: undefined }, events: events.map((e) => ({ ...e })), expiry, record, keys: list.entries.map((e) => e.key) }
     }
-    const generic = await run(false)
-    expect(await raw.script('EXISTS', sha(LOCK_SCRIPT))).toEqual([0])
-    const short = await run(true)
-    expect(await raw.script('EXISTS', sha(LOCK_SCRIPT))).toEqual([1])
-    expect(short.answers[0]).toEqual({ ok: true, revision: 1, deleted: [], entries: [{ key: 'l', value: { v: 1 }, revision: 1, created: 1, owner: 'o', ttl: true }] })
-    expect(short.answers[1]).toMatchObject({ ok: false, failed: [{ key: 'l', entry: { revision: 1 } }] })
-    expect(short.answers[4]).toEqual({ ok: true, revision: 3, deleted: ['l'], entries: [] })
-    expect(short.events.map((e) => `${e.type} ${e.key} ${e.revision}`)).toEqual(['put l 1', 'put l 2', 'delete l 3', 'put m 5', 'expire m 6', 'put n 7'])
-    expect(short.expiry).toEqual(['m'])
-    expect(short.keys).toEqual(['n'])
-    expect(short.record).toMatch(/^1 1$/)
-    expect(short).toEqual(generic)
+    const results = []
+    for (const functions of [true, false]) {
+      const before = seen.length
+      const generic = await run(false, functions)
+      expect(lockRan(before)).toBe(false)
+      const after = seen.length
+      const short = await run(true, functions)
+      expect(lockRan(after)).toBe(true)
+      expect(short.answers[0]).toEqual({ ok: true, revision: 1, deleted: [], entries: [{ key: 'l', value: { v: 1 }, revision: 1, created: 1, owner: 'o', ttl: true }] })
+      expect(short.answers[1]).toMatchObject({ ok: false, failed: [{ key: 'l', entry: { revision: 1 } }] })
+      expect(short.answers[4]).toEqual({ ok: true, revision: 3, deleted: ['l'], entries: [] })
+      expect(short.events.map((e) => `${e.type} ${e.key} ${e.revision}`)).toEqual(['put l 1', 'put l 2', 'delete l 3', 'put m 5', 'expire m 6', 'put n 7'])
+      expect(short.expiry).toEqual(['m'])
+      expect(short.keys).toEqual(['n'])
+      expect(short.record).toMatch(/^1 1$/)
+      expect(short).toEqual(generic)
+      results.push(short)
+    }
+    // The same through functions and by EVALSHA.
+    expect(results[0]).toEqual(results[1])
+    expect(seen.some(([cmd]) => cmd === 'fcall')).toBe(true)
+    expect(seen.some(([cmd]) => cmd === 'evalsha' || cmd === 'eval')).toBe(true)
+    monitor.disconnect()
     process.off('warning', onWarning)
     expect(warnings).not.toContain('TimeoutOverflowWarning')
   })

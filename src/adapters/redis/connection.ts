@@ -1,6 +1,6 @@
 /**
- * The Redis connections of one adapter: opening them from a URL, defining the
- * scripts, and keeping an idle Node process free to exit.
+ * The Redis connections of one adapter: opening them from a URL, running the
+ * scripts (`functions.ts`), and keeping an idle Node process free to exit.
  *
  * An open socket keeps Node running, but an adapter that is doing nothing
  * must not (a process whose clients hold and watch nothing exits on its own).
@@ -13,41 +13,10 @@
 import type { Cluster, Redis, RedisOptions } from 'ioredis'
 import { InvalidArgumentError, InvalidUrlError, UnauthorizedError, UnavailableError } from '../../core/errors'
 import { loadIoredis } from './load'
-import { ADD_SCRIPT, COMMIT_SCRIPT, EXPIRE_SCRIPT, GET_SCRIPT, LIST_SCRIPT, LOCK_SCRIPT, REPLAY_SCRIPT } from './scripts'
+import { ScriptRunner } from './functions'
 
 /** A Redis client the adapter can drive: an ioredis `Redis` or `Cluster`. */
 export type RedisClient = Redis | Cluster
-
-/** The scripts, as ioredis defines them (EVALSHA, falling back to EVAL after a restart emptied the script cache). */
-export interface ScriptCommands {
-  zarisGet(...args: Array<string | number>): Promise<unknown>
-  zarisList(...args: Array<string | number>): Promise<unknown>
-  zarisCommit(...args: Array<string | number>): Promise<unknown>
-  zarisAdd(...args: Array<string | number>): Promise<unknown>
-  zarisLock(...args: Array<string | number>): Promise<unknown>
-  zarisExpire(...args: Array<string | number>): Promise<unknown>
-  zarisReplay(...args: Array<string | number>): Promise<unknown>
-}
-
-const SCRIPTS: Record<keyof ScriptCommands, string> = {
-  zarisGet: GET_SCRIPT,
-  zarisList: LIST_SCRIPT,
-  zarisCommit: COMMIT_SCRIPT,
-  zarisAdd: ADD_SCRIPT,
-  zarisLock: LOCK_SCRIPT,
-  zarisExpire: EXPIRE_SCRIPT,
-  zarisReplay: REPLAY_SCRIPT,
-}
-
-/** Number of KEYS every script takes (see `namespaceKeys`). */
-const NUMBER_OF_KEYS = 7
-
-export function defineScripts(client: RedisClient): RedisClient & ScriptCommands {
-  for (const [name, lua] of Object.entries(SCRIPTS)) {
-    if (typeof (client as unknown as Record<string, unknown>)[name] !== 'function') client.defineCommand(name, { numberOfKeys: NUMBER_OF_KEYS, lua })
-  }
-  return client as RedisClient & ScriptCommands
-}
 
 /** Defaults for connections the adapter opens; the caller's `redis` options override them. */
 const DEFAULTS: RedisOptions = {
@@ -129,7 +98,9 @@ export async function openRedis(url: string, options: RedisOptions | undefined, 
  * one watch reader. `release()` by the last user closes it.
  */
 export interface SharedConnection {
-  readonly client: RedisClient & ScriptCommands
+  readonly client: RedisClient
+  /** Runs the scripts on `client`, as Redis Functions where it can. */
+  readonly scripts: ScriptRunner
   /** Whether zaris opened it (and so closes it and manages its socket). */
   readonly owned: boolean
   readonly hold: SocketHold
@@ -199,7 +170,8 @@ function wrap(client: RedisClient, owned: boolean, forget: () => void): Entry {
     users: 0,
     closed: false,
     connection: {
-      client: defineScripts(client),
+      client,
+      scripts: new ScriptRunner(client),
       owned,
       hold,
       spaces: new Map<string, unknown>(),

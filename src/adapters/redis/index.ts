@@ -18,8 +18,9 @@ import { checkCommitArgs, checkKey, checkListOptions, checkOptions, checkPrefix,
 import { AdapterLife } from '../shared/life'
 import { added } from '../shared/write'
 import { decodeEntry } from './codec'
-import { parseRedisUrl, shareClient, shareUrl, type RedisClient, type ScriptCommands, type SharedConnection } from './connection'
+import { parseRedisUrl, shareClient, shareUrl, type RedisClient, type SharedConnection } from './connection'
 import { Space } from './space'
+import type { ScriptName } from './scripts'
 
 export type { RedisClient } from './connection'
 
@@ -113,7 +114,7 @@ class NamespaceAdapter implements RedisAdapter {
 
   async get(key: string): Promise<Entry | undefined> {
     checkKey(key)
-    const [now, , raw] = (await this.#script('get', 'zarisGet', key)) as [string, string, unknown]
+    const [now, , raw] = (await this.#script('get', 'get', key)) as [string, string, unknown]
     if (typeof raw !== 'string') return undefined
     const entry = decodeEntry(key, raw, Number(now))
     this.#space.see(entry.revision)
@@ -126,7 +127,7 @@ class NamespaceAdapter implements RedisAdapter {
     // Keys under the prefix form one range that starts at the prefix: an `after` past it and not in it is past them all.
     const from = after !== undefined && after >= prefix ? after : ''
     if (from !== '' && !from.startsWith(prefix)) return { entries: [], more: false }
-    const [now, , pairs, more] = (await this.#script('list', 'zarisList', prefix, from, limit ?? 0)) as [string, string, string[], number]
+    const [now, , pairs, more] = (await this.#script('list', 'list', prefix, from, limit ?? 0)) as [string, string, string[], number]
     const entries: Entry[] = []
     for (let i = 0; i + 1 < pairs.length; i += 2) entries.push(decodeEntry(pairs[i]!, pairs[i + 1]!, Number(now)))
     for (const e of entries) this.#space.see(e.revision)
@@ -150,13 +151,13 @@ class NamespaceAdapter implements RedisAdapter {
     if (lone?.type === 'add' && checks.length === 0) {
       // A counter's increment: the short script, same effects, positional arguments.
       encoded = [{ type: 'add', key: lone.key, json: '', delta: lone.delta, args: [] }]
-      reply = this.#script('commit', 'zarisAdd', request, this.#retention, lone.key, String(lone.delta))
+      reply = this.#script('commit', 'add', request, this.#retention, lone.key, String(lone.delta))
     } else if (lone && lone.type !== 'add' && checks.length === 1 && checks[0]!.key === lone.key) {
       // A lock's take, renewal or release: the short script, same effects, positional arguments.
       const e = encodeOp(lone, 'ops[0]')
       encoded = [e]
       const [, kind, want] = encodeCheck(checks[0]!)
-      reply = this.#script('commit', 'zarisLock', request, this.#retention, lone.key, kind!, want!, e.args[0]!, ...e.args.slice(2))
+      reply = this.#script('commit', 'lock', request, this.#retention, lone.key, kind!, want!, e.args[0]!, ...e.args.slice(2))
     } else {
       const args: Array<string | number> = [checks.length]
       for (const check of checks) args.push(...encodeCheck(check))
@@ -166,7 +167,7 @@ class NamespaceAdapter implements RedisAdapter {
         args.push(...e.args)
         return e
       })
-      reply = this.#script('commit', 'zarisCommit', request, this.#retention, ...args)
+      reply = this.#script('commit', 'commit', request, this.#retention, ...args)
     }
     const [status, now, , payload] = (await reply) as [string, string, string, unknown]
     if (status === 'fail') {
@@ -213,7 +214,7 @@ class NamespaceAdapter implements RedisAdapter {
   }
 
   async position(): Promise<{ revision: number; epoch: string }> {
-    const r = (await this.#script('position', 'zarisReplay', '', 0)) as [string, string, unknown, unknown, unknown]
+    const r = (await this.#script('position', 'replay', '', 0)) as [string, string, unknown, unknown, unknown]
     const revision = Number(r[2])
     this.#space.see(revision)
     return { revision, epoch: String(r[4]) }
@@ -225,7 +226,7 @@ class NamespaceAdapter implements RedisAdapter {
     await this.#connection.release()
   }
 
-  #script(what: string, name: keyof ScriptCommands, ...args: Array<string | number>): Promise<unknown[]> {
+  #script(what: string, name: ScriptName, ...args: Array<string | number>): Promise<unknown[]> {
     this.#life.assertOpen()
     return this.#space.script(what, name, ...args)
   }

@@ -23,7 +23,7 @@ export async function loadIoredis(name = 'ioredis'): Promise<RedisConstructor> {
 }
 
 /** Redis replies that mean "not now" (a replica, a loading or busy server), not "never". */
-const TRANSIENT = /^(READONLY|LOADING|MASTERDOWN|CLUSTERDOWN|TRYAGAIN|BUSY|MOVED|ASK|NOREPLICAS|OOM)\b/
+export const TRANSIENT = /^(READONLY|LOADING|MASTERDOWN|CLUSTERDOWN|TRYAGAIN|BUSY|MOVED|ASK|NOREPLICAS|OOM)\b/
 
 /**
  * A zaris error for a failed Redis call: `UnavailableError` when Redis could

@@ -6,21 +6,45 @@
  * @module
  */
 
-/** The common start of every script: keys, clock, expiry, revisions. ARGV[1..3] = history, sweep limit, minimum revision. */
+/**
+ * The state of one call: every script starts by setting these (`init`), so
+ * a library of helpers loaded once (Redis Functions, `functions.ts`) never
+ * carries one call's state into the next. Each pair: names, their values at
+ * the start of a call (`keys` and `argv` are the call's KEYS and ARGV).
+ * Every other top-level local of the scripts is a constant or a function
+ * (test/redis/functions.test.ts checks the text).
+ */
+export const CALL_STATE: ReadonlyArray<readonly [names: string, values: string]> = [
+  ['KEYS, ARGV', 'keys, argv'],
+  ['K_REV, K_DATA, K_IDX, K_EXP, K_LOG, K_REQ, K_REQT', 'keys[1], keys[2], keys[3], keys[4], keys[5], keys[6], keys[7]'],
+  // ARGV[1..3]: the log's history, the sweep's limit, the minimum revision.
+  ['HISTORY, SWEEP, MINREV', 'tonumber(argv[1]), tonumber(argv[2]), tonumber(argv[3])'],
+  // Redis's clock, in microseconds.
+  ['NOW', 'now_us()'],
+  // next_rev's: the revision it gave last, whether the counter was read, and
+  // what it learned then (see next_rev); epoch's cache.
+  ['LAST_REV, FLOOR, LOST, OLDEST, EPOCH', 'nil, nil, nil, nil, nil'],
+  // sweep's view of exp for finish (see exp_touched).
+  ['EXP_HEAD, EXP_N, EXP_MORE, EXP_ADDED', 'nil, 0, true, nil'],
+  // live's cache of the entries read (see live).
+  ['LIVE', '{}'],
+]
+
+/** The common start of every script: the call's state and `init`, keys, clock, expiry, revisions. */
 export const PRELUDE = `
-local K_REV, K_DATA, K_IDX, K_EXP, K_LOG, K_REQ, K_REQT = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
-local HISTORY = tonumber(ARGV[1])
-local SWEEP = tonumber(ARGV[2])
-local MINREV = tonumber(ARGV[3])
-local clock = redis.call('TIME')
-local NOW = tonumber(clock[1]) * 1000000 + tonumber(clock[2])
-local LAST_REV = nil
-local FLOOR = nil
+${CALL_STATE.map(([names]) => `local ${names}`).join('\n')}
+local function now_us()
+  local clock = redis.call('TIME')
+  return tonumber(clock[1]) * 1000000 + tonumber(clock[2])
+end
+-- Sets every local of CALL_STATE for a call; every script runs it first.
+local function init(keys, argv)
+${CALL_STATE.map(([names, values]) => `  ${names} = ${values}`).join('\n')}
+end
 
 local function fmt(n) return string.format('%d', n) end
 
 -- The store's epoch, created with its revision counter.
-local EPOCH = nil
 local function epoch()
   if not EPOCH then
     EPOCH = redis.call('HGET', K_REV, 'g')
@@ -38,9 +62,8 @@ end
 -- restart without persistence, a failover to a stale replica), revisions and
 -- fencing tokens still rise for every client that was connected. LOST is set
 -- to the newest revision Redis still had when it had lost later ones.
-local LOST = nil
--- No request record is older than this (rev's 'p', read with the counter; nil: not known).
-local OLDEST = nil
+-- OLDEST: no request record is older than this (rev's 'p', read with the
+-- counter; nil: not known).
 local MAXREV = 9007199254740991
 -- Returns nil, having written nothing, when the store has no revision left.
 local function next_rev()
@@ -132,7 +155,6 @@ local function unix(member) return (string.gsub(member, '[\\245\\246]', UNIX)) e
 -- EXP_MORE when exp held more), and the earliest one this script wrote:
 -- enough for finish to know the next deadline without reading exp again,
 -- unless the script touched every entry it read. nil: finish reads exp.
-local EXP_HEAD, EXP_N, EXP_MORE, EXP_ADDED = nil, 0, true, nil
 local function exp_touched(key)
   if EXP_HEAD and EXP_HEAD[key] then
     EXP_HEAD[key] = nil
@@ -161,7 +183,6 @@ end
 -- here (unless no revision is left to expire it with: then it stays).
 -- Kept per script: a commit reads a key for its check and again for its op,
 -- and nothing writes an entry between those reads (writes come last).
-local LIVE = {}
 local function live(key)
   local known = LIVE[key]
   if known ~= nil then return known end

@@ -40,13 +40,32 @@
 
 import { CHECKED_PARTS, COMMIT_PARTS, PRELUDE } from './prelude'
 
+/**
+ * A script: the parts it uses after {@link PRELUDE} and its body. Run as
+ * `EVAL` ({@link evalText}) or as a function of the library
+ * (`functions.ts`) that holds every part once; the body is the same text.
+ */
+export interface ScriptSource {
+  readonly parts: string
+  readonly body: string
+}
+
+/**
+ * The text `EVAL` runs: the helpers (built on every call), `init` with the
+ * call's KEYS and ARGV (captured first: the prelude's locals of the same
+ * names hide them), then the body.
+ */
+export function evalText(source: ScriptSource): string {
+  return `local CALL_KEYS, CALL_ARGV = KEYS, ARGV\n${PRELUDE}${source.parts}\ninit(CALL_KEYS, CALL_ARGV)\n${source.body}`
+}
+
 /** `get`: ARGV[4] = key. Returns `{now, nextIn, raw|nil}`. */
-export const GET_SCRIPT = `${PRELUDE}
+export const GET: ScriptSource = { parts: '', body: `
 sweep()
 local raw = live(ARGV[4])
 local now, next_in = finish()
 return {now, next_in, raw}
-`
+` }
 
 /**
  * `list`: ARGV[4] = prefix, ARGV[5] = the key to start after ('' = from the
@@ -54,7 +73,7 @@ return {now, next_in, raw}
  * entries (0 = all). Returns `{now, nextIn, {key, raw, ...}, more}` in key
  * order (UTF-16 code units, see `ix`); `more` is 1 when a live entry follows.
  */
-export const LIST_SCRIPT = `${PRELUDE}
+export const LIST: ScriptSource = { parts: '', body: `
 sweep()
 -- Once per namespace: idx members written before they were transformed become ix(key).
 if not redis.call('HGET', K_REV, 'ix') then
@@ -94,7 +113,7 @@ while true do
 end
 local now, next_in = finish()
 return {now, next_in, out, more}
-`
+` }
 
 /**
  * `commit`: ARGV[4] = requestId ('' for none), ARGV[5] = how long answers are
@@ -114,7 +133,7 @@ return {now, next_in, out, more}
  * The new-life rule: a set keeps the entry's created only over a live entry
  * of the same owner (none and none count as the same), without fresh.
  */
-export const COMMIT_SCRIPT = `${PRELUDE}${COMMIT_PARTS}${CHECKED_PARTS}
+export const COMMIT: ScriptSource = { parts: COMMIT_PARTS + CHECKED_PARTS, body: `
 local request = ARGV[4]
 local dup = begin(request)
 if dup then return reply('dup', dup) end
@@ -167,16 +186,16 @@ for o = 1, n do write(ops[o]) end
 
 local text = table.concat(answer, ' ')
 return done(request, text)
-`
+` }
 
 /**
  * `add`: the commit of one add and no checks (a counter's increment), with
- * the effects and answers of {@link COMMIT_SCRIPT} for that commit, through
+ * the effects and answers of {@link COMMIT} for that commit, through
  * the same parts; only its arguments are positional and it has no lists to
  * walk. ARGV[4] = requestId ('' for none), ARGV[5] = how long answers are
  * kept (ms), ARGV[6] = key, ARGV[7] = the delta.
  */
-export const ADD_SCRIPT = `${PRELUDE}${COMMIT_PARTS}
+export const ADD: ScriptSource = { parts: COMMIT_PARTS, body: `
 local request = ARGV[4]
 local dup = begin(request)
 if dup then return reply('dup', dup) end
@@ -192,19 +211,19 @@ append(rev, {event})
 store(op)
 local text = srev .. ' ' .. part
 return done(request, text)
-`
+` }
 
 /**
  * `lock`: the commit of one check and one set or delete of the same key (a
  * lock's take, renewal or release), with the effects and answers of
- * {@link COMMIT_SCRIPT} for that commit, through the same parts; only its
+ * {@link COMMIT} for that commit, through the same parts; only its
  * arguments are positional and it has no lists to walk. ARGV[4] = requestId
  * ('' for none), ARGV[5] = how long answers are kept (ms), ARGV[6] = key,
  * ARGV[7] = 'r'|'c', ARGV[8] = expected ('' = no live entry), ARGV[9] =
  * 's'|'d', then a set's value json, ttl ms ('' = none), '=' .. owner ('' =
  * none), '1' if fresh.
  */
-export const LOCK_SCRIPT = `${PRELUDE}${COMMIT_PARTS}${CHECKED_PARTS}
+export const LOCK: ScriptSource = { parts: COMMIT_PARTS + CHECKED_PARTS, body: `
 local request = ARGV[4]
 local dup = begin(request)
 if dup then return reply('dup', dup) end
@@ -220,14 +239,14 @@ local event, part = apply(op, srev)
 append(rev, {event})
 write(op)
 return done(request, srev .. ' ' .. part)
-`
+` }
 
 /** `expire`: expires what is due. Returns `{now, nextIn}`. */
-export const EXPIRE_SCRIPT = `${PRELUDE}
+export const EXPIRE: ScriptSource = { parts: '', body: `
 sweep()
 local now, next_in = finish()
 return {now, next_in}
-`
+` }
 
 /**
  * `replay`: ARGV[4] = first stream id to return ('' for none), ARGV[5] = at most how many.
@@ -235,7 +254,7 @@ return {now, next_in}
  * the log from that id, read in one step so a reader can tell "nothing yet"
  * from "gone".
  */
-export const REPLAY_SCRIPT = `${PRELUDE}
+export const REPLAY: ScriptSource = { parts: '', body: `
 sweep()
 local entries = {}
 if ARGV[4] ~= '' then entries = redis.call('XRANGE', K_LOG, ARGV[4], '+', 'COUNT', ARGV[5]) end
@@ -243,4 +262,13 @@ if ARGV[4] ~= '' then entries = redis.call('XRANGE', K_LOG, ARGV[4], '+', 'COUNT
 local g = epoch()
 local now, next_in = finish()
 return {now, next_in, redis.call('HGET', K_REV, 'n') or '0', entries, g}
-`
+` }
+
+/** Every script, by the name the adapter runs it by. */
+export const SCRIPTS = { get: GET, list: LIST, commit: COMMIT, add: ADD, lock: LOCK, expire: EXPIRE, replay: REPLAY } as const
+
+/** A script's name. */
+export type ScriptName = keyof typeof SCRIPTS
+
+/** The lock script as `EVAL` runs it (for tools and tests). */
+export const LOCK_SCRIPT = evalText(LOCK)

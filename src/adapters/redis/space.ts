@@ -10,12 +10,13 @@ import type { Redis } from 'ioredis'
 import type { Unsubscribe, WatchSink } from '../../core/adapter'
 import { systemClock, type TimerHandle } from '../../core/clock'
 import { LOG_KEY_INDEX, namespaceKeys, type LogEntry, type RawLogEntry } from './codec'
-import { SocketHold, type RedisClient, type ScriptCommands, type SharedConnection } from './connection'
+import { SocketHold, type RedisClient, type SharedConnection } from './connection'
 import { Follower } from './follower'
 import { redisError } from './load'
+import type { ScriptName } from './scripts'
 
 /** The scripts whose reply starts with a status (then Redis's time, then the microseconds to the next deadline). */
-const COMMITS: ReadonlySet<keyof ScriptCommands> = new Set(['zarisCommit', 'zarisAdd', 'zarisLock'])
+const COMMITS: ReadonlySet<ScriptName> = new Set(['commit', 'add', 'lock'])
 
 /** Due entries one script expires at most before its own work (the rest: the next script, or when touched). */
 const SWEEP_LIMIT = 500
@@ -59,7 +60,7 @@ export class Space {
     this.#history = options.historySize
     this.#follower = new Follower({
       replay: async (startId, count) => {
-        const r = (await this.script('watch', 'zarisReplay', startId, count)) as [string, string, unknown, RawLogEntry[], unknown]
+        const r = (await this.script('watch', 'replay', startId, count)) as [string, string, unknown, RawLogEntry[], unknown]
         const revision = Number(r[2])
         this.see(revision)
         return { revision, epoch: String(r[4] ?? ''), entries: r[3] ?? [] }
@@ -82,11 +83,11 @@ export class Space {
   }
 
   /** Runs a script with the namespace's keys and the common arguments. */
-  async script(what: string, name: keyof ScriptCommands, ...args: Array<string | number>): Promise<unknown[]> {
+  async script(what: string, name: ScriptName, ...args: Array<string | number>): Promise<unknown[]> {
     const hold = this.#connection.hold
     hold.hold()
     try {
-      const reply = (await this.#connection.client[name](...this.#keys, this.#history, SWEEP_LIMIT, this.#seen, ...args)) as unknown[]
+      const reply = (await this.#connection.scripts.run(name, [...this.#keys, this.#history, SWEEP_LIMIT, this.#seen, ...args])) as unknown[]
       const nextIn = Number(reply[COMMITS.has(name) ? 2 : 1])
       if (nextIn >= 0) this.#schedule(nextIn / 1000)
       return reply
@@ -164,7 +165,7 @@ export class Space {
   async #expireDue(): Promise<void> {
     if (this.#closed || this.#follower.size === 0) return
     try {
-      await this.script('expire', 'zarisExpire')
+      await this.script('expire', 'expire')
     } catch {
       // Redis is unreachable: try again soon, the watchers still wait for their events.
       this.#schedule(1_000)

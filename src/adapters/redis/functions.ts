@@ -1,0 +1,137 @@
+/**
+ * Runs the adapter's scripts as Redis Functions, falling back to `EVALSHA`.
+ *
+ * An `EVAL` script builds every helper it holds (~35 Lua closures) on every
+ * call; a function library builds them once, when it loads. That is 6-11 µs
+ * of Redis time per lock commit (bench/FINDINGS.md §24, §26). So every script
+ * is also a function of one library, `zaris_<hash>`, whose name carries a
+ * hash of its text: function names are global to a Redis server, and two
+ * versions of zaris sharing one must not replace each other's.
+ *
+ * - The library is loaded (`FUNCTION LOAD`) when a call finds it missing
+ *   ("Function not found": a new server, a restart without persistence, a
+ *   `FUNCTION FLUSH`), and the call is sent again: a call that found no
+ *   function ran nothing.
+ * - `EVALSHA` (through ioredis's `defineCommand`, which loads a script
+ *   missing from the cache) serves a connection whose Redis cannot run or
+ *   load functions: Redis before 7 or a proxy without the commands, an ACL
+ *   user without `fcall` or `function|load`, a library Redis refuses. And
+ *   every ioredis `Cluster`, where a library would have to be loaded on each
+ *   primary.
+ *
+ * @module
+ */
+import type { Cluster, Redis } from 'ioredis'
+import { TRANSIENT } from './load'
+import { CHECKED_PARTS, COMMIT_PARTS, PRELUDE } from './prelude'
+import { evalText, SCRIPTS, type ScriptName } from './scripts'
+
+/** Number of KEYS every script takes (see `namespaceKeys`). */
+const NUMBER_OF_KEYS = 7
+
+/** The library: its name and text, and the function name of each script. */
+export interface Library {
+  readonly name: string
+  readonly text: string
+  readonly functions: Readonly<Record<ScriptName, string>>
+}
+
+let library: Library | undefined
+
+/** The library of every script, its helpers defined once (built on first use). */
+export function scriptLibrary(): Library {
+  if (library) return library
+  const names = Object.keys(SCRIPTS) as ScriptName[]
+  const helpers = PRELUDE + COMMIT_PARTS + CHECKED_PARTS
+  const name = `zaris_${hash64(helpers + names.map((n) => `${n}\n${SCRIPTS[n].body}`).join('\n'))}`
+  const functions = Object.fromEntries(names.map((n) => [n, `${name}_${n}`])) as Record<ScriptName, string>
+  const registered = names.map((n) => `redis.register_function('${functions[n]}', function(keys, argv)\ninit(keys, argv)\n${SCRIPTS[n].body}\nend)\n`)
+  library = { name, text: `#!lua name=${name}\n${helpers}\n${registered.join('')}`, functions }
+  return library
+}
+
+/** 64 bits of FNV-1a (two 32-bit lanes with different offsets), as hex: enough to tell library texts apart. */
+function hash64(text: string): string {
+  let a = 0x811c9dc5
+  let b = 0xcbf29ce4
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i)
+    a = Math.imul(a ^ c, 0x01000193)
+    b = Math.imul(b ^ c, 0x01000193) ^ (a >>> 15)
+  }
+  return (a >>> 0).toString(16).padStart(8, '0') + (b >>> 0).toString(16).padStart(8, '0')
+}
+
+/** A reply that means this Redis will not run functions for this user: unknown command, or no permission for the command itself. */
+const UNSUPPORTED = /^(ERR unknown command|ERR unknown subcommand|NOPERM .*'(fcall|function\|load)' command)/i
+
+/** How this connection runs scripts: functions until Redis shows it cannot. */
+export type ScriptMode = 'function' | 'eval'
+
+/** Runs the scripts on one client: as functions where Redis can, by `EVALSHA` where not. */
+export class ScriptRunner {
+  readonly #client: Redis | Cluster
+  readonly #eval: Record<string, (...args: Array<string | number>) => Promise<unknown>>
+  #mode: ScriptMode
+  #loading: Promise<void> | undefined
+
+  constructor(client: Redis | Cluster) {
+    this.#client = client
+    for (const [name, source] of Object.entries(SCRIPTS)) {
+      const command = evalName(name)
+      if (typeof (client as unknown as Record<string, unknown>)[command] !== 'function') client.defineCommand(command, { numberOfKeys: NUMBER_OF_KEYS, lua: evalText(source) })
+    }
+    this.#eval = client as unknown as Record<string, (...args: Array<string | number>) => Promise<unknown>>
+    this.#mode = client.isCluster ? 'eval' : 'function'
+  }
+
+  /** `function` until this Redis refused functions, then `eval` for good. */
+  get mode(): ScriptMode {
+    return this.#mode
+  }
+
+  /** Runs script `name` with the namespace's keys followed by its arguments. */
+  async run(name: ScriptName, keysAndArgs: Array<string | number>): Promise<unknown> {
+    // Twice at most: a library found missing is loaded and the call sent again once.
+    for (let attempt = 0; attempt < 2 && this.#mode === 'function'; attempt++) {
+      try {
+        return await this.#client.fcall(scriptLibrary().functions[name], NUMBER_OF_KEYS, ...keysAndArgs)
+      } catch (err) {
+        const message = replyMessage(err)
+        if (message === undefined) throw err
+        if (UNSUPPORTED.test(message)) this.#mode = 'eval'
+        else if (/^ERR Function not found/i.test(message)) await this.#load()
+        else throw err
+      }
+    }
+    return this.#eval[evalName(name)]!(...keysAndArgs)
+  }
+
+  /** Loads the library once for every call that found it missing at the same time. */
+  #load(): Promise<void> {
+    this.#loading ??= (this.#client.call('FUNCTION', 'LOAD', scriptLibrary().text) as Promise<unknown>)
+      .then(
+        () => {},
+        (err: unknown) => {
+          const message = replyMessage(err)
+          // Another client (or an earlier connection) loaded it first.
+          if (message !== undefined && /already exists/i.test(message)) return
+          // A refusal that will not change (not permitted, unknown, a library Redis will not take): scripts it is.
+          if (message !== undefined && !TRANSIENT.test(message)) this.#mode = 'eval'
+          else throw err
+        },
+      )
+      .finally(() => (this.#loading = undefined))
+    return this.#loading
+  }
+}
+
+/** The ioredis command name of a script run by `EVALSHA`. */
+function evalName(name: string): string {
+  return `zaris_${name}`
+}
+
+/** The text of a Redis error reply, or undefined for any other failure (a dropped connection, a timeout). */
+function replyMessage(err: unknown): string | undefined {
+  return err instanceof Error && err.name === 'ReplyError' ? err.message : undefined
+}
