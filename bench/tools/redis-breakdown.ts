@@ -16,7 +16,7 @@ import { execFileSync } from 'node:child_process'
 import { Redis } from 'ioredis'
 import { Client } from 'zaris'
 import { redisAdapter } from 'zaris/redis'
-import { COMMIT_SCRIPT, LOCK_SCRIPT } from '../../src/adapters/redis/scripts'
+import { COMMIT, evalText, LOCK } from '../../src/adapters/redis/scripts'
 import { instrument } from './redis-profile'
 import { namespaceKeys } from '../../src/adapters/redis/codec'
 import { median, quantile } from '../lib/measure'
@@ -71,7 +71,7 @@ try {
   const scripts = r as unknown as { bdEmpty(...a: string[]): Promise<unknown>; bdBare(): Promise<unknown>; bdCommit(...a: Array<string | number>): Promise<unknown[]> }
 
   // The commit script itself, called as the adapter calls it but without the adapter's JavaScript around it.
-  r.defineCommand('bdCommit', { numberOfKeys: 7, lua: COMMIT_SCRIPT })
+  r.defineCommand('bdCommit', { numberOfKeys: 7, lua: evalText(COMMIT) })
   let rawReq = 0
   const rawCycle = async () => {
     const a = await scripts.bdCommit(...keys, 10_000, 500, 0, `raw${++rawReq}`, 120_000, 1, 'w', 'r', '', 1, 's', 'w', 'null', '30000', '=cbd0e903-4415-469e-bba0-ff0c921ebfe6', '')
@@ -81,7 +81,7 @@ try {
   }
 
   // The lock-shaped script the adapter runs for these two commits, by EVALSHA, without the adapter's JavaScript.
-  r.defineCommand('bdLock', { numberOfKeys: 7, lua: LOCK_SCRIPT })
+  r.defineCommand('bdLock', { numberOfKeys: 7, lua: evalText(LOCK) })
   const lockScript = (r as unknown as { bdLock(...a: Array<string | number>): Promise<unknown[]> }).bdLock.bind(r)
   const lockCycle = async () => {
     const a = await lockScript(...keys, 10_000, 500, 0, `raw${++rawReq}`, 120_000, 'v', 'r', '', 's', 'null', '30000', '=cbd0e903-4415-469e-bba0-ff0c921ebfe6', '')
@@ -151,7 +151,7 @@ try {
 
   // Inside the commit script: each Redis call wrapped in TIME, totals kept in a hash of the tool's own.
   const prof = 'zaris:{bd}:prof'
-  const instrumented = instrument(COMMIT_SCRIPT, prof)
+  const instrumented = instrument(evalText(COMMIT), prof)
   r.defineCommand('bdProfiled', { numberOfKeys: 7, lua: instrumented })
   // The cost of the timing itself: a TIME pair around PING.
   r.defineCommand('bdTimePair', {

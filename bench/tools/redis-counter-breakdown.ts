@@ -21,7 +21,7 @@ import { Client } from 'zaris'
 import { redisAdapter } from 'zaris/redis'
 import { namespaceKeys } from '../../src/adapters/redis/codec'
 import { COMMIT_PARTS, PRELUDE } from '../../src/adapters/redis/prelude'
-import { ADD_SCRIPT, COMMIT_SCRIPT } from '../../src/adapters/redis/scripts'
+import { ADD, COMMIT, evalText } from '../../src/adapters/redis/scripts'
 import { instrument } from './redis-profile'
 import { median, quantile } from '../lib/measure'
 import { redis as startRedis } from '../lib/procs'
@@ -59,8 +59,8 @@ try {
   // What running the shared parts costs before a script does anything: its helpers built, TIME read.
   const prelude = define('bcPrelude', `${PRELUDE}\nreturn 1`)
   const parts = define('bcParts', `${PRELUDE}${COMMIT_PARTS}\nreturn 1`)
-  const commit = define('bcCommit', COMMIT_SCRIPT)
-  const add = define('bcAdd', ADD_SCRIPT)
+  const commit = define('bcCommit', evalText(COMMIT))
+  const add = define('bcAdd', evalText(ADD))
   const old = baseScripts ? define('bcBase', baseScripts.COMMIT_SCRIPT) : undefined
   const oldAdd = baseScripts?.ADD_SCRIPT ? define('bcBaseAdd', baseScripts.ADD_SCRIPT) : undefined
   let req = 0
@@ -114,8 +114,8 @@ try {
 
   const pair = Number(await r.eval("local s = 0 for i = 1, 100 do local a = redis.call('TIME') redis.call('PING') local b = redis.call('TIME') s = s + (tonumber(b[1]) - tonumber(a[1])) * 1000000 + tonumber(b[2]) - tonumber(a[2]) end return tostring(s / 100)", 0))
   const profiled: Array<[string, string, Run, (k: string) => Array<string | number>]> = [
-    ['commit script, one add', COMMIT_SCRIPT, define('bcCommitP', instrument(COMMIT_SCRIPT, 'zaris:{bc}:p1')), (k) => [0, 1, 'a', k, '1', '', '', '']],
-    ['add script', ADD_SCRIPT, define('bcAddP', instrument(ADD_SCRIPT, 'zaris:{bc}:p2')), (k) => [k, '1']],
+    ['commit script, one add', evalText(COMMIT), define('bcCommitP', instrument(evalText(COMMIT), 'zaris:{bc}:p1')), (k) => [0, 1, 'a', k, '1', '', '', '']],
+    ['add script', evalText(ADD), define('bcAddP', instrument(evalText(ADD), 'zaris:{bc}:p2')), (k) => [k, '1']],
   ]
   for (const [name, , run, args] of profiled) {
     const prof = `zaris:{bc}:p${profiled.findIndex((p) => p[0] === name) + 1}`

@@ -25,7 +25,7 @@ import { Client } from 'zaris'
 import { redisAdapter } from 'zaris/redis'
 import { namespaceKeys } from '../../src/adapters/redis/codec'
 import { COMMIT_PARTS, PRELUDE } from '../../src/adapters/redis/prelude'
-import { COMMIT_SCRIPT, LOCK_SCRIPT } from '../../src/adapters/redis/scripts'
+import { COMMIT, evalText, LOCK } from '../../src/adapters/redis/scripts'
 import { median } from '../lib/measure'
 import { redis as startRedis } from '../lib/procs'
 import { takeTurns } from './redis-profile'
@@ -174,7 +174,7 @@ try {
     if (b === 'lost') throw new Error('floor release lost')
   }
 
-  const zlock = define('flLock', LOCK_SCRIPT)
+  const zlock = define('flLock', evalText(LOCK))
   const zlockCycle = async () => {
     const a = (await zlock(...namespaceKeys('zl'), 10_000, 500, 0, `z${++q}`, 120_000, 'x', 'r', '', 's', 'null', '30000', '=' + owner, '')) as unknown[]
     if (a[0] !== 'ok') throw new Error(`lock script take: ${String(a[0])}`)
@@ -182,7 +182,7 @@ try {
     if (b[0] !== 'ok') throw new Error(`lock script release: ${String(b[0])}`)
   }
 
-  const zcommit = define('flCommit', COMMIT_SCRIPT)
+  const zcommit = define('flCommit', evalText(COMMIT))
   const zcommitCycle = async () => {
     const a = (await zcommit(...namespaceKeys('zc'), 10_000, 500, 0, `z${++q}`, 120_000, 1, 'x', 'r', '', 1, 's', 'x', 'null', '30000', '=' + owner, '')) as unknown[]
     if (a[0] !== 'ok') throw new Error(`commit script take: ${String(a[0])}`)

@@ -1,16 +1,15 @@
 /**
- * Redis Functions against EVALSHA for zaris's lock script (issue 16, FINDINGS
- * §14 item 2 and §24): the same lock take + release as
+ * The Redis adapter's scripts as Redis Functions against `EVALSHA` (issue 16,
+ * FINDINGS §24 and §26), taking turns in rounds on one redis-server:
  *
- * 1. `EVALSHA` of LOCK_SCRIPT, as the adapter runs it (its helpers, ~30
- *    closures, are built on every call);
- * 2. `FCALL` of the same text wrapped in a function (still built per call);
- * 3. `FCALL` of a library whose helpers are built once, when it loads: the
- *    prelude's per-call state moved into an `init` the function calls first;
- * 4. `EVALSHA` of that restructured text (to tell the restructure from FCALL).
- *
- * A throwaway harness: the transform below is textual and only good enough to
- * measure. The steps take turns in rounds on one redis-server.
+ * 1. the lock script alone, take + release: `EVALSHA` of its `EVAL` text
+ *    (helpers built on every call) and `FCALL` of the library's function
+ *    (helpers built once), with Redis time per script from `INFO
+ *    commandstats`;
+ * 2. the whole adapter, the way users call it: `client.locks` acquire +
+ *    release and `counters.increment`, once through a connection that runs
+ *    functions and once through a user who may not call them (every script
+ *    by `EVALSHA`, the fallback), next to redlock's cycle and `INCR`.
  *
  *   npx tsx bench/tools/redis-functions.ts [cycles=2000]
  *
@@ -18,9 +17,11 @@
  */
 import { loadavg } from 'node:os'
 import { Redis } from 'ioredis'
+import Redlock from 'redlock'
+import { connect } from '../../src/index'
 import { namespaceKeys } from '../../src/adapters/redis/codec'
-import { CHECKED_PARTS, COMMIT_PARTS, PRELUDE } from '../../src/adapters/redis/prelude'
-import { LOCK_SCRIPT } from '../../src/adapters/redis/scripts'
+import { scriptLibrary } from '../../src/adapters/redis/functions'
+import { evalText, LOCK } from '../../src/adapters/redis/scripts'
 import { median } from '../lib/measure'
 import { redis as startRedis } from '../lib/procs'
 import { takeTurns } from './redis-profile'
@@ -30,40 +31,13 @@ const ROUNDS = 10
 const server = await startRedis()
 const r = new Redis({ host: '127.0.0.1', port: server.port })
 const admin = new Redis({ host: '127.0.0.1', port: server.port })
-
-const body = LOCK_SCRIPT.slice(`${PRELUDE}${COMMIT_PARTS}${CHECKED_PARTS}`.length)
-if (`${PRELUDE}${COMMIT_PARTS}${CHECKED_PARTS}${body}` !== LOCK_SCRIPT) throw new Error('LOCK_SCRIPT no longer starts with the prelude and parts')
-
-/** The prelude with its per-call state (top-level `local X = expr` other than constants) moved into init(). */
-function once(): { defs: string; init: string } {
-  const declared: string[] = []
-  const assigns: string[] = []
-  const lines = PRELUDE.split('\n').map((line) => {
-    const m = /^local ([A-Za-z_][\w, ]*?) = (.*)$/.exec(line)
-    if (!m || line.startsWith('local function') || /^local (MAXREV|IX)/.test(line)) return line
-    declared.push(m[1]!)
-    assigns.push(`  ${m[1]} = ${m[2]}`)
-    return `local ${m[1]}`
-  })
-  return { defs: `local KEYS, ARGV\n${lines.join('\n')}${COMMIT_PARTS}${CHECKED_PARTS}`, init: `local function init(k, a)\n  KEYS, ARGV = k, a\n${assigns.join('\n')}\nend\n` }
-}
-
-const { defs, init } = once()
-const perCallLib = `#!lua name=zperc\nredis.register_function('zperc', function(KEYS, ARGV)\n${LOCK_SCRIPT}\nend)\n`
-const onceLib = `#!lua name=zonce\n${defs}\n${init}\nredis.register_function('zonce', function(k, a)\n  init(k, a)\n${body}\nend)\n`
-const onceScript = `local G_KEYS, G_ARGV = KEYS, ARGV\n${defs}\n${init}\ninit(G_KEYS, G_ARGV)\n${body}`
+await admin.call('ACL', 'SETUSER', 'nofcall', 'on', '>pw', '~*', '&*', '+@all', '-fcall')
 
 type Fn = (...a: Array<string | number>) => Promise<unknown>
-r.defineCommand('fnLock', { numberOfKeys: 7, lua: LOCK_SCRIPT })
-r.defineCommand('fnOnce', { numberOfKeys: 7, lua: onceScript })
+r.defineCommand('fnLock', { numberOfKeys: 7, lua: evalText(LOCK) })
 const evalLock = (r as unknown as Record<string, Fn>).fnLock!.bind(r)
-const evalOnce = (r as unknown as Record<string, Fn>).fnOnce!.bind(r)
-await r.call('FUNCTION', 'LOAD', 'REPLACE', perCallLib)
-await r.call('FUNCTION', 'LOAD', 'REPLACE', onceLib)
-const fcall =
-  (name: string): Fn =>
-  (...a) =>
-    r.call('FCALL', name, 7, ...a)
+await r.call('FUNCTION', 'LOAD', 'REPLACE', scriptLibrary().text)
+const fcallLock: Fn = (...a) => r.fcall(scriptLibrary().functions.lock, 7, ...a)
 
 const owner = '=cbd0e903-4415-469e-bba0-ff0c921ebfe6'
 let q = 0
@@ -75,8 +49,8 @@ const cycle = (f: Fn, ns: string) => async () => {
   if (b[0] !== 'ok') throw new Error(`${ns} release: ${String(b[0])}`)
 }
 
-/** Redis time of the scripts run since the last RESETSTAT, and how many. */
-async function serverSince(): Promise<{ usec: number; calls: number }> {
+/** Redis time of the scripts run since the last RESETSTAT, per call. */
+async function scriptTime(): Promise<number> {
   const info = await admin.info('commandstats')
   let usec = 0
   let calls = 0
@@ -84,30 +58,46 @@ async function serverSince(): Promise<{ usec: number; calls: number }> {
     usec += Number(m[3])
     calls += Number(m[2])
   }
-  return { usec, calls }
+  return usec / calls
 }
 
+const url = (ns: string, user = '') => `redis://${user}127.0.0.1:${server.port}/0?ns=${ns}`
+const viaFunctions = await connect(url('fn'))
+const viaEval = await connect(url('ev', 'nofcall:pw@'))
+const redlock = new Redlock([r], { retryCount: 0, driftFactor: 0.01 })
+const lockCycle = (c: typeof viaFunctions) => async () => (await c.locks.acquire('job', { ttl: 30_000 }))!.release()
+const increment = (c: typeof viaFunctions) => () => c.counters.increment('n')
+
 try {
-  const steps: Array<[string, () => Promise<unknown>]> = [
-    ['EVALSHA lock script', cycle(evalLock, 'a')],
-    ['FCALL, same text (helpers per call)', cycle(fcall('zperc'), 'b')],
-    ['FCALL, helpers built once', cycle(fcall('zonce'), 'c')],
-    ['EVALSHA, restructured text', cycle(evalOnce, 'd')],
+  const scripts: Array<[string, () => Promise<unknown>]> = [
+    ['lock script by EVALSHA', cycle(evalLock, 'a')],
+    ['lock script by FCALL', cycle(fcallLock, 'b')],
   ]
-  const srv = steps.map(() => [] as number[])
-  for (const [, op] of steps) for (let i = 0; i < 200; i++) await op()
-  const lat = await takeTurns(steps.map(([, op]) => op), N, ROUNDS, {
+  const adapter: Array<[string, () => Promise<unknown>]> = [
+    ['client.locks, functions', lockCycle(viaFunctions)],
+    ['client.locks, EVALSHA', lockCycle(viaEval)],
+    ['redlock acquire + release', async () => (await redlock.lock('rl', 30_000)).unlock()],
+    ['counters.increment, functions', increment(viaFunctions)],
+    ['counters.increment, EVALSHA', increment(viaEval)],
+    ['INCR', () => r.incr('plain')],
+  ]
+  for (const [, op] of [...scripts, ...adapter]) for (let i = 0; i < 200; i++) await op()
+  const srv = scripts.map(() => [] as number[])
+  const lat = await takeTurns(scripts.map(([, op]) => op), N, ROUNDS, {
     before: () => admin.config('RESETSTAT'),
-    after: async (j) => {
-      const st = await serverSince()
-      srv[j]!.push(st.usec / st.calls)
-    },
+    after: async (j) => void srv[j]!.push(await scriptTime()),
   })
+  const whole = await takeTurns(adapter.map(([, op]) => op), N, ROUNDS)
   console.log(`${N} cycles per step in ${ROUNDS} rounds; load ${loadavg().map((l) => l.toFixed(2)).join(' ')}`)
-  for (let j = 0; j < steps.length; j++) {
-    console.log(`${steps[j]![0].padEnd(40)} cycle p50 ${median(lat[j]!).toFixed(0).padStart(4)} µs; Redis time per script, median of the ${ROUNDS} turns ${median(srv[j]!).toFixed(1)} µs`)
+  for (let j = 0; j < scripts.length; j++) {
+    console.log(`${scripts[j]![0].padEnd(32)} cycle p50 ${median(lat[j]!).toFixed(0).padStart(4)} µs; Redis time per script ${median(srv[j]!).toFixed(1)} µs`)
   }
+  for (let j = 0; j < adapter.length; j++) console.log(`${adapter[j]![0].padEnd(32)} p50 ${median(whole[j]!).toFixed(0).padStart(4)} µs`)
+  const p = (j: number) => median(whole[j]!)
+  console.log(`by p50: locks vs redlock ${(p(2) / p(0)).toFixed(3)}x (functions) / ${(p(2) / p(1)).toFixed(3)}x (EVALSHA); counters vs INCR ${(p(5) / p(3)).toFixed(3)}x / ${(p(5) / p(4)).toFixed(3)}x`)
 } finally {
+  await viaFunctions.close()
+  await viaEval.close()
   r.disconnect()
   admin.disconnect()
   await server.dispose()
