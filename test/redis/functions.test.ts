@@ -115,6 +115,40 @@ describe('Redis Functions', () => {
     })
   }
 
+  test('a Redis without FCALL and FUNCTION (as Redis 6, or a proxy without them: renamed away here) gets every script by EVALSHA', async () => {
+    const old = await startRedis({ args: ['--rename-command', 'FCALL', '', '--rename-command', 'FUNCTION', ''] })
+    try {
+      const a = await redisAdapter({ url: old.url(fresh()) })
+      await cycle(a)
+      expect((await a.get('n'))?.value).toBe(1)
+      await a.close()
+      const direct = new Redis(old.port, '127.0.0.1')
+      const stats = (await direct.info('commandstats')).match(/cmdstat_(\w+):calls=(\d+)/g)!.join(' ')
+      direct.disconnect()
+      const scripts = [...stats.matchAll(/cmdstat_(?:eval|evalsha):calls=(\d+)/g)].reduce((sum, m) => sum + Number(m[1]), 0)
+      expect(scripts).toBeGreaterThanOrEqual(4)
+      expect(stats).not.toMatch(/fcall|function/)
+    } finally {
+      await old.dispose()
+    }
+  })
+
+  test('an error raised inside a function reaches the caller as it is: no fallback, no second run', async () => {
+    await raw.call('FUNCTION', 'FLUSH')
+    const ns = fresh()
+    const a = await redisAdapter({ url: server.url(ns) })
+    await a.commit([], [{ type: 'set', key: 'k', value: 1 }])
+    // The log's key made a string: the function's XREVRANGE / XADD fail inside it.
+    await raw.del(`zaris:{${ns}}:log`)
+    await raw.set(`zaris:{${ns}}:log`, 'not a stream')
+    await raw.config('RESETSTAT')
+    await expect(a.commit([], [{ type: 'set', key: 'k', value: 2 }])).rejects.toMatchObject({ code: 'INTERNAL', message: expect.stringMatching(/WRONGTYPE.*@user_function/) })
+    const stats = await calls()
+    expect(stats['fcall']).toBe(1)
+    expect(stats['evalsha'] ?? 0).toBe(0)
+    await a.close()
+  })
+
   test('another version of zaris on the same Redis keeps its own library: neither replaces the other', async () => {
     await raw.call('FUNCTION', 'FLUSH')
     // An older zaris's library: another hash, the same function names after it.

@@ -14,8 +14,10 @@
  *   function ran nothing.
  * - `EVALSHA` (through ioredis's `defineCommand`, which loads a script
  *   missing from the cache) serves a connection whose Redis cannot run or
- *   load functions: Redis before 7 or a proxy without the commands, an ACL
- *   user without `fcall` or `function|load`, a library Redis refuses. And
+ *   load functions: Redis before 7 or a proxy without the commands (any
+ *   refusal of `FCALL` that did not come from the function itself and is
+ *   not about now, the credentials or the keys), an ACL user without
+ *   `fcall` or `function|load`, a library Redis refuses. And
  *   every ioredis `Cluster`, where a library would have to be loaded on each
  *   primary.
  *
@@ -62,8 +64,19 @@ function hash64(text: string): string {
   return (a >>> 0).toString(16).padStart(8, '0') + (b >>> 0).toString(16).padStart(8, '0')
 }
 
-/** A reply that means this Redis will not run functions for this user: unknown command, or no permission for the command itself. */
-const UNSUPPORTED = /^(ERR unknown command|ERR unknown subcommand|NOPERM .*'(fcall|function\|load)' command)/i
+/**
+ * What a refused `FCALL` means: the library is `missing` (load it and send
+ * again), this Redis will not run functions for this user (`unsupported`:
+ * go back to `EVALSHA`), or an `error` for the caller.
+ */
+function refusal(message: string): 'missing' | 'unsupported' | 'error' {
+  if (/^ERR Function not found/i.test(message)) return 'missing'
+  // Raised by the function itself (the scripts return no error replies of their own), or about now, the credentials or the keys.
+  if (/@user_function/.test(message) || TRANSIENT.test(message) || /^(NOAUTH|WRONGPASS)\b/.test(message)) return 'error'
+  if (/^NOPERM/.test(message) && !/'fcall' command/.test(message)) return 'error'
+  // Refused before it ran: unknown to this Redis or proxy, not permitted for this user, not supported.
+  return 'unsupported'
+}
 
 /** How this connection runs scripts: functions until Redis shows it cannot. */
 export type ScriptMode = 'function' | 'eval'
@@ -98,10 +111,10 @@ export class ScriptRunner {
         return await this.#client.fcall(scriptLibrary().functions[name], NUMBER_OF_KEYS, ...keysAndArgs)
       } catch (err) {
         const message = replyMessage(err)
-        if (message === undefined) throw err
-        if (UNSUPPORTED.test(message)) this.#mode = 'eval'
-        else if (/^ERR Function not found/i.test(message)) await this.#load()
-        else throw err
+        const why = message === undefined ? 'error' : refusal(message)
+        if (why === 'error') throw err
+        if (why === 'unsupported') this.#mode = 'eval'
+        else await this.#load()
       }
     }
     return this.#eval[evalName(name)]!(...keysAndArgs)
@@ -116,7 +129,7 @@ export class ScriptRunner {
           const message = replyMessage(err)
           // Another client (or an earlier connection) loaded it first.
           if (message !== undefined && /already exists/i.test(message)) return
-          // A refusal that will not change (not permitted, unknown, a library Redis will not take): scripts it is.
+          // A refusal that will not change (not permitted, unknown, a library this Redis will not take): scripts it is.
           if (message !== undefined && !TRANSIENT.test(message)) this.#mode = 'eval'
           else throw err
         },
