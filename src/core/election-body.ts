@@ -85,7 +85,7 @@ export class ElectionBody {
     ).then(
       (term) => {
         either.dispose()
-        this.#campaign = undefined
+        this.#settled()
         const lease = term!
         this.#term = lease
         this.#setLeader({ candidate: this.candidate, token: lease.token }, lease.revision)
@@ -102,13 +102,27 @@ export class ElectionBody {
       },
       (err) => {
         either.dispose()
-        this.#campaign = undefined
+        this.#settled()
         // Closed (the client, its adapter, or this election): the campaign is over, without a term.
         if (isZarisError(err, 'CLOSED') && !signal?.aborted) return null
         throw err
       },
     )
+    let under = campaigning.get(this.#ctx)
+    if (!under) campaigning.set(this.#ctx, (under = new Set()))
+    under.add(this)
     return this.#campaign
+  }
+
+  /** The campaign under way ended (won or not): its win, if any, is a hold in `ctx.open` by now. */
+  #settled(): void {
+    this.#campaign = undefined
+    campaigning.get(this.#ctx)?.delete(this)
+  }
+
+  /** The campaigns under way on this name in this client: this election's, and a second election's on the same name. */
+  #underWay(): Array<Promise<unknown> | undefined> {
+    return [...(campaigning.get(this.#ctx) ?? [])].filter((b) => b.name === this.name).map((b) => b.#campaign)
   }
 
   /** Gives up leadership (if held); true if this candidate was leading. */
@@ -184,8 +198,8 @@ export class ElectionBody {
       this.#early = undefined
       if (early) this.#see(early.leader, early.revision, true)
     }
-    // Runs after the campaign's own continuation: the term is set by then.
-    void this.#campaign!.then(flush, flush)
+    // Runs after the campaigns' own continuations: their terms are set by then.
+    void Promise.allSettled(this.#underWay()).then(flush)
   }
 
   /** {@link #judge}, waiting for the campaign under way where it must. */
@@ -193,7 +207,7 @@ export class ElectionBody {
     for (;;) {
       const judged = this.#judge(leader, mine)
       if (judged !== LATER) return judged
-      await this.#campaign!.catch(() => {})
+      await Promise.allSettled(this.#underWay())
     }
   }
 
@@ -201,8 +215,10 @@ export class ElectionBody {
    * What this candidate may say of `leader`: an entry this client wrote
    * (`mine`) names this candidate only while it holds that term; held by
    * another object of this client (a second election on the name), it is true
-   * as it stands; seen while a campaign is under way, it may be that
-   * campaign's win, not yet known: {@link LATER}. Else (a term that ended,
+   * as it stands; seen while a campaign of this client is under way on the
+   * name (this election's, or a second election's whose win reaches this
+   * watch before its hold exists), it may be that campaign's win, not yet
+   * known: {@link LATER}. Else (a term that ended,
    * still in the store) nobody this candidate can vouch for leads.
    */
   #judge(leader: Leader | undefined, mine: boolean): Leader | undefined | typeof LATER {
@@ -210,7 +226,7 @@ export class ElectionBody {
     const term = this.#term
     if (term?.token === leader.token) return term.held ? leader : undefined
     for (const open of this.#ctx.open) if (open instanceof Hold && open !== term && open !== this.#won && open.key === this.name && open.token === leader.token) return leader
-    return this.#campaign ? LATER : undefined
+    return this.#underWay().length > 0 ? LATER : undefined
   }
 
   /** The term with `token` ended: stop naming this candidate leader (its entry may outlive it a moment). */
@@ -232,6 +248,9 @@ export class ElectionBody {
     this.#face.dispatchEvent(new CustomEvent('leader', { detail: leader }))
   }
 }
+
+/** The elections of each client whose campaign is under way (each leaves the set when its campaign settles, so nothing here outlives a campaign). */
+const campaigning = new WeakMap<Context, Set<ElectionBody>>()
 
 /** "Not yet": the news waits for the campaign under way. */
 const LATER = Symbol('later')

@@ -1,0 +1,323 @@
+/**
+ * What an election promises, seen from the app: defaults and bad options,
+ * terms whose fencing tokens rise, campaign while leading, resign and
+ * campaign again, a follower that knows its leader while it waits, your
+ * signal and the client's close ending a campaign, a store that refuses, a
+ * term kept by renewal, entries that name no candidate, two elections of one
+ * client on one name, and close (or dispose) that resigns and stops
+ * observing. Memory store; a ManualClock where time matters.
+ */
+import { afterEach, expect, test } from 'vitest'
+import { Client, InvalidArgumentError, UnavailableError, type Adapter, type Election, type Leader } from 'zaris'
+import { memoryAdapter } from 'zaris/memory'
+import { ManualClock } from 'zaris/testing'
+
+const open: Client[] = []
+afterEach(async () => {
+  await Promise.all(open.splice(0).map((c) => c.close()))
+})
+
+const ns = () => `elect-${Math.random().toString(36).slice(2)}`
+
+function client(namespace: string, options: { id?: string; ttl?: number; clock?: ManualClock } = {}, adapter?: Adapter): Client {
+  const c = new Client(adapter ?? memoryAdapter({ namespace, ...(options.clock ? { clock: options.clock } : {}) }), options)
+  open.push(c)
+  return c
+}
+
+/** Every `leader` event's candidate (`-` for nobody), and `elected` / `deposed`, in order. */
+function record(election: Election): string[] {
+  const seen: string[] = []
+  election.addEventListener('leader', (e) => seen.push(`leader ${(e as CustomEvent<Leader | undefined>).detail?.candidate ?? '-'}`))
+  election.addEventListener('elected', () => seen.push('elected'))
+  election.addEventListener('deposed', () => seen.push('deposed'))
+  return seen
+}
+
+test('defaults: the candidate is the client id and the term renews with the client ttl; an option overrides each', async () => {
+  const name = ns()
+  const c = client(name, { id: 'client-7', ttl: 7_000 })
+  const plain = c.election('plain')
+  expect(plain.candidate).toBe('client-7')
+  expect(plain.name).toBe('plain')
+  const term = (await plain.campaign())!
+  expect(term.ttl).toBe(7_000)
+  expect(plain.leader).toEqual({ candidate: 'client-7', token: term.token })
+  const named = c.election('named', { ttl: 3_000, candidate: 'tab-3' })
+  expect(named.candidate).toBe('tab-3')
+  expect((await named.campaign())!.ttl).toBe(3_000)
+  expect((await c.get('named'))?.value).toEqual({ candidate: 'tab-3' })
+})
+
+test('a candidate that is not a non-empty string is refused with INVALID_ARGUMENT', () => {
+  const c = client(ns())
+  for (const candidate of [5, null, {}, '']) {
+    let caught: unknown
+    try {
+      c.election('e', { candidate: candidate as string })
+    } catch (err) {
+      caught = err
+    }
+    expect(caught).toBeInstanceOf(InvalidArgumentError)
+    expect((caught as InvalidArgumentError).code).toBe('INVALID_ARGUMENT')
+  }
+})
+
+test('terms: campaign while leading gives the same term; resign, then campaign again wins a new term with a higher token', async () => {
+  const c = client(ns(), { id: 'me' })
+  const election = c.election('leader')
+  const seen = record(election)
+  const first = (await election.campaign())!
+  expect(await election.campaign()).toBe(first)
+  expect(election.term).toBe(first)
+  expect(await election.resign()).toBe(true)
+  expect(election.isLeader).toBe(false)
+  expect(election.term).toBeUndefined()
+  expect(election.leader).toBeUndefined()
+  expect(first.held).toBe(false)
+  expect(await election.resign()).toBe(false)
+  const second = (await election.campaign())!
+  expect(second).not.toBe(first)
+  expect(second.held).toBe(true)
+  expect(second.token).toBeGreaterThan(first.token)
+  expect(election.term).toBe(second)
+  expect(election.leader).toEqual({ candidate: 'me', token: second.token })
+  expect(seen).toEqual(['leader me', 'elected', 'leader -', 'deposed', 'leader me', 'elected'])
+})
+
+test('a follower knows the leader while it waits; resign hands over with a higher token; the old leader names the new one', async () => {
+  const name = ns()
+  const a = client(name, { id: 'a' }).election('leader')
+  const b = client(name, { id: 'b' }).election('leader')
+  const termA = (await a.campaign())!
+  const bSeen = record(b)
+  const bWins = b.campaign()
+  await expect.poll(() => b.leader).toEqual({ candidate: 'a', token: termA.token })
+  expect(b.isLeader).toBe(false)
+  expect(b.term).toBeUndefined()
+  // b has not won: it has nothing to resign.
+  expect(await b.resign()).toBe(false)
+  expect(await a.resign()).toBe(true)
+  const termB = (await bWins)!
+  expect(termB.token).toBeGreaterThan(termA.token)
+  expect(b.isLeader).toBe(true)
+  expect(b.leader).toEqual({ candidate: 'b', token: termB.token })
+  expect(bSeen.filter((s) => s !== 'leader -')).toEqual(['leader a', 'leader b', 'elected'])
+  // a campaigned once: it still watches, and sees b lead.
+  await expect.poll(() => a.leader).toEqual({ candidate: 'b', token: termB.token })
+  expect(a.isLeader).toBe(false)
+})
+
+test('your signal ends a waiting campaign: it rejects with your reason, takes nothing, and the next campaign can still win', async () => {
+  const name = ns()
+  const a = client(name, { id: 'a' }).election('leader')
+  const b = client(name, { id: 'b' }).election('leader')
+  await a.campaign()
+  const stop = new AbortController()
+  const waiting = b.campaign({ signal: stop.signal })
+  await expect.poll(() => b.leader?.candidate).toBe('a')
+  const reason = new Error('gave up')
+  stop.abort(reason)
+  await expect(waiting).rejects.toBe(reason)
+  expect(b.isLeader).toBe(false)
+  // A signal already aborted: rejected at once with its reason.
+  const gone = new AbortController()
+  gone.abort(new Error('already'))
+  await expect(b.campaign({ signal: gone.signal })).rejects.toThrow('already')
+  await a.resign()
+  const term = (await b.campaign())!
+  expect(term.held).toBe(true)
+  expect(b.isLeader).toBe(true)
+})
+
+test('a signal that aborts after the campaign won leaves the term alone; close ends a campaign waiting with a signal (null)', async () => {
+  const name = ns()
+  const a = client(name, { id: 'a' }).election('leader')
+  const stop = new AbortController()
+  const term = (await a.campaign({ signal: stop.signal }))!
+  stop.abort(new Error('late'))
+  expect(term.held).toBe(true)
+  expect(term.signal.aborted).toBe(false)
+  expect(a.isLeader).toBe(true)
+  const b = client(name, { id: 'b' }).election('leader')
+  const waiting = b.campaign({ signal: new AbortController().signal })
+  await expect.poll(() => b.leader?.candidate).toBe('a')
+  await b.close()
+  expect(await waiting).toBeNull()
+  expect(a.isLeader).toBe(true)
+})
+
+test('a closed client: a waiting campaign resolves null, and a campaign asked after the close resolves null', async () => {
+  const name = ns()
+  const a = client(name, { id: 'a' }).election('leader')
+  await a.campaign()
+  const cb = client(name, { id: 'b' })
+  const b = cb.election('leader')
+  const waiting = b.campaign()
+  await expect.poll(() => b.leader?.candidate).toBe('a')
+  await cb.close()
+  expect(await waiting).toBeNull()
+  expect(await b.campaign()).toBeNull()
+  // Loaded, and the client closed before this election ever campaigned.
+  const cc = client(name, { id: 'c' })
+  const c = cc.election('leader')
+  const stop = new AbortController()
+  const observing = c.observe({ signal: stop.signal })
+  expect((await observing.next()).value).toEqual(a.leader)
+  stop.abort()
+  await cc.close()
+  expect(await c.campaign()).toBeNull()
+  expect(a.isLeader).toBe(true)
+})
+
+test('fake refusing store: a campaign rejects with the store error, not null', async () => {
+  const inner = memoryAdapter({ namespace: ns() })
+  const refusing: Adapter = {
+    ...inner,
+    name: 'memory (refuses every commit: fake)',
+    commit: async () => {
+      throw new UnavailableError('the store is down (fake)')
+    },
+    get: (k) => inner.get(k),
+    list: (p, o) => inner.list(p, o),
+    watch: (p, s, f) => inner.watch(p, s, f),
+    close: () => inner.close(),
+  }
+  const election = client('', { id: 'a' }, refusing).election('leader')
+  const err = await election.campaign().then(
+    () => undefined,
+    (e: unknown) => e,
+  )
+  expect(err).toBeInstanceOf(UnavailableError)
+  expect((err as UnavailableError).code).toBe('UNAVAILABLE')
+  expect(election.isLeader).toBe(false)
+})
+
+test('a term is renewed: long after its TTL the leader still leads with the same token, and was never deposed', async () => {
+  const clock = new ManualClock()
+  const name = ns()
+  const c = client(name, { id: 'a', clock })
+  const election = c.election('leader', { ttl: 1_000 })
+  const seen = record(election)
+  const term = (await election.campaign())!
+  for (let i = 0; i < 20; i++) await clock.advance(250)
+  expect(term.held).toBe(true)
+  expect(election.isLeader).toBe(true)
+  expect(election.term?.token).toBe(term.token)
+  expect((await c.get('leader'))?.created).toBe(term.token)
+  expect(seen).toEqual(['leader a', 'elected'])
+})
+
+test('entries that name no candidate are no leader; an entry written as {candidate} is one, once per entry', async () => {
+  const name = ns()
+  const writer = client(name, { id: 'w' })
+  const watcher = client(name, { id: 'o' }).election('leader')
+  const told = record(watcher)
+  const stop = new AbortController()
+  const yielded: Array<Leader | undefined> = []
+  const observing = (async () => {
+    for await (const leader of watcher.observe({ signal: stop.signal })) yielded.push(leader)
+  })().catch(() => {})
+  await expect.poll(() => yielded.length).toBe(1)
+  const x = await writer.put('leader', { candidate: 'x' })
+  await expect.poll(() => watcher.leader?.candidate).toBe('x')
+  await writer.put('leader', { candidate: 'x' }) // the same entry again: no change to tell
+  for (const junk of ['x', ['x'], { candidate: 5 }, null]) {
+    await writer.put('leader', junk as never)
+    await writer.put('leader', { candidate: 'y' })
+  }
+  await writer.delete('leader')
+  await writer.put('leader', { candidate: 'z' })
+  await expect.poll(() => watcher.leader?.candidate).toBe('z')
+  stop.abort()
+  await observing
+  expect(watcher.isLeader).toBe(false)
+  expect(await watcher.resign()).toBe(false)
+  const names = yielded.map((l) => l?.candidate ?? '-')
+  expect(names).toEqual(['-', 'x', '-', 'y', '-', 'y', '-', 'y', '-', 'y', '-', 'z'])
+  expect(yielded[1]).toEqual({ candidate: 'x', token: x.revision })
+  expect(told).toEqual(names.slice(1).map((n) => `leader ${n}`))
+})
+
+test('two elections of one client on one name: the second sees the first lead, observes it, and takes over when it resigns', async () => {
+  const c = client(ns(), { id: 'tab' })
+  const one = c.election('leader', { candidate: 'one' })
+  const two = c.election('leader', { candidate: 'two' })
+  const termOne = (await one.campaign())!
+  const twoWins = two.campaign()
+  await expect.poll(() => two.leader).toEqual({ candidate: 'one', token: termOne.token })
+  expect(two.isLeader).toBe(false)
+  const stop = new AbortController()
+  const observing = two.observe({ signal: stop.signal })
+  expect((await observing.next()).value).toEqual({ candidate: 'one', token: termOne.token })
+  await one.resign()
+  const termTwo = (await twoWins)!
+  expect(termTwo.token).toBeGreaterThan(termOne.token)
+  let next = (await observing.next()).value
+  if (next === undefined) next = (await observing.next()).value
+  expect(next).toEqual({ candidate: 'two', token: termTwo.token })
+  stop.abort()
+  await expect.poll(() => one.leader).toEqual({ candidate: 'two', token: termTwo.token })
+  expect(one.isLeader).toBe(false)
+  expect(two.isLeader).toBe(true)
+})
+
+test('the leader observing itself: observe yields its own term while it leads, and nobody after it resigns', async () => {
+  const c = client(ns(), { id: 'me' })
+  const election = c.election('leader')
+  const term = (await election.campaign())!
+  const stop = new AbortController()
+  const observing = election.observe({ signal: stop.signal })
+  expect((await observing.next()).value).toEqual({ candidate: 'me', token: term.token })
+  await election.resign()
+  expect((await observing.next()).value).toBeUndefined()
+  stop.abort()
+  expect((await observing.next()).done).toBe(true)
+})
+
+test('close resigns (another candidate wins at once) and stops telling: a closed election hears no more leaders', async () => {
+  const name = ns()
+  const a = client(name, { id: 'a' }).election('leader')
+  const b = client(name, { id: 'b' }).election('leader')
+  const c = client(name, { id: 'c' }).election('leader')
+  await a.campaign()
+  const bWins = b.campaign()
+  const cWaits = c.campaign()
+  await expect.poll(() => c.leader?.candidate).toBe('a')
+  await c.close()
+  expect(await cWaits).toBeNull()
+  const told = record(c)
+  await a.close()
+  expect(a.isLeader).toBe(false)
+  const termB = (await bWins)!
+  expect(termB.held).toBe(true)
+  await expect.poll(() => a.leader).toBeUndefined()
+  expect(c.leader?.candidate).toBe('a')
+  expect(told).toEqual([])
+  expect(await c.campaign()).toBeNull()
+})
+
+test('Symbol.asyncDispose closes the election: the leader resigns', async () => {
+  const name = ns()
+  const a = client(name, { id: 'a' }).election('leader')
+  const term = (await a.campaign())!
+  await a[Symbol.asyncDispose]()
+  expect(term.held).toBe(false)
+  expect(a.isLeader).toBe(false)
+  expect(await a.campaign()).toBeNull()
+  const b = client(name, { id: 'b' }).election('leader')
+  expect((await b.campaign())!.token).toBeGreaterThan(term.token)
+})
+
+test('observe only: the election loads, leads nothing, and its own isLeader stays false', async () => {
+  const c = client(ns(), { id: 'o' })
+  const election = c.election('leader')
+  const stop = new AbortController()
+  const observing = election.observe({ signal: stop.signal })
+  expect((await observing.next()).value).toBeUndefined()
+  expect(election.isLeader).toBe(false)
+  expect(election.term).toBeUndefined()
+  expect(await election.resign()).toBe(false)
+  stop.abort()
+  expect((await observing.next()).done).toBe(true)
+})
