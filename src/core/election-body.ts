@@ -68,7 +68,7 @@ export class ElectionBody {
   async campaign(signal: AbortSignal | undefined): Promise<Lease<{ candidate: string }> | null> {
     if (this.#term?.held) return this.#term
     if (this.#campaign) return this.#campaign
-    if (this.#closer.signal.aborted) return null
+    // A closed election never gets here: `Election` answers `null` itself once closed.
     try {
       this.#ctx.assertOpen()
     } catch {
@@ -233,7 +233,7 @@ export class ElectionBody {
   #termEnded(token: number): void {
     if (this.#leader?.token !== token || this.#leader.candidate !== this.candidate) return
     this.#leader = undefined
-    this.#face.dispatchEvent(new CustomEvent('leader', { detail: undefined }))
+    this.#face.dispatchEvent(new CustomEvent('leader'))
   }
 
   #setLeader(leader: Leader | undefined, revision: number): void {
@@ -270,8 +270,8 @@ function anyOf(a: AbortSignal | undefined, b: AbortSignal): { signal: AbortSigna
     a.removeEventListener('abort', onA)
     b.removeEventListener('abort', onB)
   }
+  // `b` (the election's close) is never aborted here: a closed election does not campaign.
   if (a.aborted) onA()
-  else if (b.aborted) onB()
   else {
     a.addEventListener('abort', onA, { once: true })
     b.addEventListener('abort', onB, { once: true })

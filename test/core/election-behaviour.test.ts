@@ -83,6 +83,11 @@ test('terms: campaign while leading gives the same term; resign, then campaign a
   expect(election.term).toBe(second)
   expect(election.leader).toEqual({ candidate: 'me', token: second.token })
   expect(seen).toEqual(['leader me', 'elected', 'leader -', 'deposed', 'leader me', 'elected'])
+  // "Nobody" is told as `detail: undefined`, as `leader` says it.
+  const details: unknown[] = []
+  election.addEventListener('leader', (e) => details.push((e as CustomEvent).detail))
+  await election.resign()
+  expect(details).toEqual([null]) // a CustomEvent's detail given as undefined reads null
 })
 
 test('a follower knows the leader while it waits; resign hands over with a higher token; the old leader names the new one', async () => {
@@ -222,6 +227,7 @@ test('entries that name no candidate are no leader; an entry written as {candida
   const x = await writer.put('leader', { candidate: 'x' })
   await expect.poll(() => watcher.leader?.candidate).toBe('x')
   await writer.put('leader', { candidate: 'x' }) // the same entry again: no change to tell
+  await writer.put('leader', { candidate: 'x2' }) // the same entry (token), another candidate: a change
   for (const junk of ['x', ['x'], { candidate: 5 }, null]) {
     await writer.put('leader', junk as never)
     await writer.put('leader', { candidate: 'y' })
@@ -234,8 +240,9 @@ test('entries that name no candidate are no leader; an entry written as {candida
   expect(watcher.isLeader).toBe(false)
   expect(await watcher.resign()).toBe(false)
   const names = yielded.map((l) => l?.candidate ?? '-')
-  expect(names).toEqual(['-', 'x', '-', 'y', '-', 'y', '-', 'y', '-', 'y', '-', 'z'])
+  expect(names).toEqual(['-', 'x', 'x2', '-', 'y', '-', 'y', '-', 'y', '-', 'y', '-', 'z'])
   expect(yielded[1]).toEqual({ candidate: 'x', token: x.revision })
+  expect(yielded[2]).toEqual({ candidate: 'x2', token: x.revision })
   expect(told).toEqual(names.slice(1).map((n) => `leader ${n}`))
 })
 
@@ -320,4 +327,93 @@ test('observe only: the election loads, leads nothing, and its own isLeader stay
   expect(await election.resign()).toBe(false)
   stop.abort()
   expect((await observing.next()).done).toBe(true)
+  await election.close()
+  expect(await election.campaign()).toBeNull()
+})
+
+test('observe only: the leader it starts with is `leader` too', async () => {
+  const name = ns()
+  const a = client(name, { id: 'a' }).election('leader')
+  const term = (await a.campaign())!
+  const watcher = client(name, { id: 'o' }).election('leader')
+  const observing = watcher.observe()
+  expect((await observing.next()).value).toEqual({ candidate: 'a', token: term.token })
+  expect(watcher.leader).toEqual({ candidate: 'a', token: term.token })
+  await observing.return(undefined)
+})
+
+test('a plain put over the term deposes the leader, which then names the writer, not nobody', async () => {
+  const name = ns()
+  const a = client(name, { id: 'a' }).election('leader')
+  const seen = record(a)
+  const term = (await a.campaign())!
+  const deposed = new Promise((r) => a.addEventListener('deposed', r, { once: true }))
+  await client(name, { id: 'b' }).put('leader', { candidate: 'b' })
+  await deposed
+  await expect.poll(() => a.leader?.candidate).toBe('b')
+  expect(a.isLeader).toBe(false)
+  expect(term.held).toBe(false)
+  expect(seen.slice(0, 2)).toEqual(['leader a', 'elected'])
+  expect(seen).toContain('deposed')
+  expect(seen.at(-1)).toBe('leader b')
+})
+
+/**
+ * Fake slow read: the memory adapter, whose first read of `key` answers only
+ * after another client wrote it twice, so the watch (ready before the read)
+ * holds both writes while the read already answers the second.
+ */
+function lateRead(namespace: string, key: string): Adapter {
+  const inner = memoryAdapter({ namespace })
+  let fired = false
+  return {
+    ...inner,
+    name: 'memory (first read answers after two writes: fake)',
+    async get(k) {
+      if (k === key && !fired) {
+        fired = true
+        const other = new Client(memoryAdapter({ namespace }), { id: 'writer' })
+        await other.put(key, { candidate: 'x' })
+        await other.put(key, { candidate: 'y' })
+        await other.close()
+      }
+      return inner.get(k)
+    },
+    commit: (c, o, x) => inner.commit(c, o, x),
+    list: (p, o) => inner.list(p, o),
+    watch: (p, s, f) => inner.watch(p, s, f),
+    close: () => inner.close(),
+  }
+}
+
+test('fake slow read: observe starts with what the read answered and does not go back to older writes the watch holds', async () => {
+  const name = ns()
+  const watcher = client('', { id: 'o' }, lateRead(name, 'leader')).election('leader')
+  const told = record(watcher)
+  const stop = new AbortController()
+  const yielded: Array<string | undefined> = []
+  const observing = (async () => {
+    for await (const leader of watcher.observe({ signal: stop.signal })) yielded.push(leader?.candidate)
+  })().catch(() => {})
+  await expect.poll(() => yielded.length).toBe(1)
+  await client(name, { id: 'z' }).put('leader', { candidate: 'z' })
+  await expect.poll(() => yielded.length).toBe(2)
+  stop.abort()
+  await observing
+  expect(yielded).toEqual(['y', 'z'])
+  expect(told).toEqual(['leader y', 'leader z'])
+})
+
+test('fake slow read: a waiting candidate starts from what the read answered and is not told older writes after it', async () => {
+  const name = ns()
+  await client(name, { id: 'q' }).put('leader', { candidate: 'q' }) // held by a plain entry: the campaign waits
+  const waiter = client('', { id: 'w' }, lateRead(name, 'leader')).election('leader')
+  const told = record(waiter)
+  const waiting = waiter.campaign()
+  await expect.poll(() => waiter.leader?.candidate).toBe('y')
+  await client(name, { id: 'z' }).put('leader', { candidate: 'z' })
+  await expect.poll(() => waiter.leader?.candidate).toBe('z')
+  expect(told).toEqual(['leader y', 'leader z'])
+  await waiter.close()
+  expect(await waiting).toBeNull()
 })
