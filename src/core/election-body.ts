@@ -108,21 +108,24 @@ export class ElectionBody {
         throw err
       },
     )
-    let under = campaigning.get(this.#ctx)
-    if (!under) campaigning.set(this.#ctx, (under = new Set()))
-    under.add(this)
+    campaignsOf(this.#ctx).add(this)
     return this.#campaign
   }
 
   /** The campaign under way ended (won or not): its win, if any, is a hold in `ctx.open` by now. */
   #settled(): void {
     this.#campaign = undefined
-    campaigning.get(this.#ctx)?.delete(this)
+    campaignsOf(this.#ctx).delete(this)
   }
 
   /** The campaigns under way on this name in this client: this election's, and a second election's on the same name. */
-  #underWay(): Array<Promise<unknown> | undefined> {
-    return [...(campaigning.get(this.#ctx) ?? [])].filter((b) => b.name === this.name).map((b) => b.#campaign)
+  #underWay(): Array<Promise<unknown>> {
+    return [...campaignsOf(this.#ctx)].filter((b) => b.name === this.name).map((b) => b.#campaign!)
+  }
+
+  /** Settles when the first of the campaigns under way on this name settles (one may wait for ever while another wins). */
+  #oneSettled(): Promise<void> {
+    return Promise.race(this.#underWay().map((c) => c.then(nothing, nothing)))
   }
 
   /** Gives up leadership (if held); true if this candidate was leading. */
@@ -198,8 +201,8 @@ export class ElectionBody {
       this.#early = undefined
       if (early) this.#see(early.leader, early.revision, true)
     }
-    // Runs after the campaigns' own continuations: their terms are set by then.
-    void Promise.allSettled(this.#underWay()).then(flush)
+    // Runs after that campaign's own continuation: its term is set by then (if still LATER, this waits again).
+    void this.#oneSettled().then(flush)
   }
 
   /** {@link #judge}, waiting for the campaign under way where it must. */
@@ -207,7 +210,7 @@ export class ElectionBody {
     for (;;) {
       const judged = this.#judge(leader, mine)
       if (judged !== LATER) return judged
-      await Promise.allSettled(this.#underWay())
+      await this.#oneSettled()
     }
   }
 
@@ -218,8 +221,8 @@ export class ElectionBody {
    * as it stands; seen while a campaign of this client is under way on the
    * name (this election's, or a second election's whose win reaches this
    * watch before its hold exists), it may be that campaign's win, not yet
-   * known: {@link LATER}. Else (a term that ended,
-   * still in the store) nobody this candidate can vouch for leads.
+   * known: {@link LATER}. Else (a term that ended, still in the store)
+   * nobody this candidate can vouch for leads.
    */
   #judge(leader: Leader | undefined, mine: boolean): Leader | undefined | typeof LATER {
     if (!leader || !mine) return leader
@@ -251,6 +254,14 @@ export class ElectionBody {
 
 /** The elections of each client whose campaign is under way (each leaves the set when its campaign settles, so nothing here outlives a campaign). */
 const campaigning = new WeakMap<Context, Set<ElectionBody>>()
+
+function campaignsOf(ctx: Context): Set<ElectionBody> {
+  let under = campaigning.get(ctx)
+  if (!under) campaigning.set(ctx, (under = new Set()))
+  return under
+}
+
+const nothing = (): void => {}
 
 /** "Not yet": the news waits for the campaign under way. */
 const LATER = Symbol('later')

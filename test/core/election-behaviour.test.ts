@@ -70,7 +70,10 @@ test('terms: campaign while leading gives the same term; resign, then campaign a
   const first = (await election.campaign())!
   expect(await election.campaign()).toBe(first)
   expect(election.term).toBe(first)
-  expect(await election.resign()).toBe(true)
+  // Resigning lets go at once: before the store has answered, this candidate no longer names itself.
+  const resigning = election.resign()
+  expect([election.isLeader, election.leader, election.term]).toEqual([false, undefined, undefined])
+  expect(await resigning).toBe(true)
   expect(election.isLeader).toBe(false)
   expect(election.term).toBeUndefined()
   expect(election.leader).toBeUndefined()
@@ -232,7 +235,8 @@ test('entries that name no candidate are no leader; an entry written as {candida
     await writer.put('leader', junk as never)
     await writer.put('leader', { candidate: 'y' })
   }
-  await writer.delete('leader')
+  await writer.put('leader', 7)
+  await writer.delete('leader') // nobody after nobody: nothing to tell
   await writer.put('leader', { candidate: 'z' })
   await expect.poll(() => watcher.leader?.candidate).toBe('z')
   stop.abort()
@@ -302,6 +306,22 @@ test('close resigns (another candidate wins at once) and stops telling: a closed
   expect(c.leader?.candidate).toBe('a')
   expect(told).toEqual([])
   expect(await c.campaign()).toBeNull()
+})
+
+test('close after campaigning twice stops every watch it started: the closed election hears no later leader', async () => {
+  const name = ns()
+  const a = client(name, { id: 'a' }).election('leader')
+  await a.campaign()
+  await a.resign()
+  await a.campaign()
+  await a.resign()
+  await a.close()
+  const told = record(a)
+  const term = (await client(name, { id: 'b' }).election('leader').campaign())!
+  await client(name, { id: 'c' }).election('leader').observe().next() // the store has told its watchers by now
+  expect(term.held).toBe(true)
+  expect(told).toEqual([])
+  expect(a.leader).toBeUndefined()
 })
 
 test('Symbol.asyncDispose closes the election: the leader resigns', async () => {
@@ -416,4 +436,61 @@ test('fake slow read: a waiting candidate starts from what the read answered and
   expect(told).toEqual(['leader y', 'leader z'])
   await waiter.close()
   expect(await waiting).toBeNull()
+})
+
+test('three elections of one client on one name: when the first resigns and one of two waiting wins, the first names the winner', async () => {
+  const c = client(ns(), { id: 'tab' })
+  const [one, two, three] = ['one', 'two', 'three'].map((candidate) => c.election('leader', { candidate }))
+  await one!.campaign()
+  const waiting = [two!, three!].map((e) => e.campaign().then(() => e))
+  await expect.poll(() => two!.leader?.candidate).toBe('one')
+  await expect.poll(() => three!.leader?.candidate).toBe('one')
+  await one!.resign()
+  const winner = await Promise.race(waiting)
+  const loser = winner === two ? three! : two!
+  const token = winner.term!.token
+  await expect.poll(() => one!.leader).toEqual({ candidate: winner.candidate, token })
+  await expect.poll(() => loser.leader).toEqual({ candidate: winner.candidate, token })
+  expect(loser.isLeader).toBe(false)
+  await loser.close()
+})
+
+test("a campaign on another name does not hold back what an election says of its client's own ended lease", async () => {
+  const clock = new ManualClock()
+  const name = ns()
+  const c = client(name, { id: 'me', clock })
+  await client(name, { id: 'q', clock }).put('blocker', { candidate: 'q' })
+  const blocked = c.election('blocker').campaign() // waits as long as the plain entry stays
+  const lease = (await c.leases.grant('leader', { ttl: 1_000, value: { candidate: 'old' }, autoRenew: false }))!
+  await clock.advance(995) // past the holder's own deadline, before the store's expiry
+  expect(lease.held).toBe(false)
+  expect((await c.get('leader'))?.value).toEqual({ candidate: 'old' })
+  // This client's entry, no longer held by it: nobody this client can vouch for, told at once.
+  const observing = c.election('leader').observe()
+  expect((await observing.next()).value).toBeUndefined()
+  await observing.return(undefined)
+  await c.close()
+  expect(await blocked).toBeNull()
+})
+
+test('fake slow transport (each commit sent 20 ms late): a candidate that first read an empty key still follows later leaders', async () => {
+  const name = ns()
+  const inner = memoryAdapter({ namespace: name })
+  const slow: Adapter = {
+    ...inner,
+    name: 'memory (commits sent 20 ms late: fake)',
+    async commit(checks, ops, options) {
+      await new Promise((r) => setTimeout(r, 20))
+      return inner.commit(checks, ops, options)
+    },
+    get: (k) => inner.get(k),
+    list: (p, o) => inner.list(p, o),
+    watch: (p, s, f) => inner.watch(p, s, f),
+    close: () => inner.close(),
+  }
+  const a = client('', { id: 'a' }, slow).election('leader')
+  await a.campaign()
+  await a.resign()
+  const termB = (await client(name, { id: 'b' }).election('leader').campaign())!
+  await expect.poll(() => a.leader).toEqual({ candidate: 'b', token: termB.token })
 })
