@@ -97,7 +97,7 @@ export class ElectionBody {
         }
         // A term won by a commit answered after its TTL has already ended: no abort is to come.
         if (lease.signal.aborted) deposed()
-        else lease.signal.addEventListener('abort', deposed, { once: true })
+        else lease.signal.addEventListener('abort', deposed) // a signal aborts once
         return lease
       },
       (err) => {
@@ -284,8 +284,9 @@ function anyOf(a: AbortSignal | undefined, b: AbortSignal): { signal: AbortSigna
   // `b` (the election's close) is never aborted here: a closed election does not campaign.
   if (a.aborted) onA()
   else {
-    a.addEventListener('abort', onA, { once: true })
-    b.addEventListener('abort', onB, { once: true })
+    // No `once`: each signal aborts at most once, and `dispose` takes both listeners off.
+    a.addEventListener('abort', onA)
+    b.addEventListener('abort', onB)
   }
   return { signal: both.signal, dispose }
 }
