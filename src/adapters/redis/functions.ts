@@ -52,7 +52,7 @@ export function scriptLibrary(): Library {
   return library
 }
 
-/** 64 bits of FNV-1a (two 32-bit lanes with different offsets), as hex: enough to tell library texts apart. */
+/** A 64-bit hash of the text (two FNV-1a-style 32-bit lanes), as hex: enough to tell library texts apart. */
 function hash64(text: string): string {
   let a = 0x811c9dc5
   let b = 0xcbf29ce4
@@ -71,8 +71,9 @@ function hash64(text: string): string {
  */
 function refusal(message: string): 'missing' | 'unsupported' | 'error' {
   if (/^ERR Function not found/i.test(message)) return 'missing'
-  // Raised by the function itself (the scripts return no error replies of their own), or about now, the credentials or the keys.
-  if (/@user_function/.test(message) || TRANSIENT.test(message) || /^(NOAUTH|WRONGPASS)\b/.test(message)) return 'error'
+  // Raised inside the function (Redis appends "script: <name>, on @user_function:<line>"; the scripts return no
+  // error replies of their own): it may have written, so it must not run again. Or about now, the credentials or the keys.
+  if (/@user_function|script: zaris_/.test(message) || TRANSIENT.test(message) || /^(NOAUTH|WRONGPASS)\b/.test(message)) return 'error'
   if (/^NOPERM/.test(message) && !/'fcall' command/.test(message)) return 'error'
   // Refused before it ran: unknown to this Redis or proxy, not permitted for this user, not supported.
   return 'unsupported'
