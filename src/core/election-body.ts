@@ -108,24 +108,24 @@ export class ElectionBody {
         throw err
       },
     )
-    campaignsOf(this.#ctx).add(this)
+    campaigning.add(this)
     return this.#campaign
   }
 
   /** The campaign under way ended (won or not): its win, if any, is a hold in `ctx.open` by now. */
   #settled(): void {
     this.#campaign = undefined
-    campaignsOf(this.#ctx).delete(this)
+    campaigning.delete(this)
   }
 
   /** The campaigns under way on this name in this client: this election's, and a second election's on the same name. */
   #underWay(): Array<Promise<unknown>> {
-    return [...campaignsOf(this.#ctx)].filter((b) => b.name === this.name).map((b) => b.#campaign!)
+    return [...campaigning].filter((b) => b.#ctx === this.#ctx && b.name === this.name).map((b) => b.#campaign!)
   }
 
   /** Settles when the first of the campaigns under way on this name settles (one may wait for ever while another wins). */
   #oneSettled(): Promise<void> {
-    return Promise.race(this.#underWay().map((c) => c.then(nothing, nothing)))
+    return Promise.race(this.#underWay().map((c) => c.catch(() => {})))
   }
 
   /** Gives up leadership (if held); true if this candidate was leading. */
@@ -252,16 +252,8 @@ export class ElectionBody {
   }
 }
 
-/** The elections of each client whose campaign is under way (each leaves the set when its campaign settles, so nothing here outlives a campaign). */
-const campaigning = new WeakMap<Context, Set<ElectionBody>>()
-
-function campaignsOf(ctx: Context): Set<ElectionBody> {
-  let under = campaigning.get(ctx)
-  if (!under) campaigning.set(ctx, (under = new Set()))
-  return under
-}
-
-const nothing = (): void => {}
+/** Every election whose campaign is under way (each leaves when its campaign settles: nothing here outlives a campaign). */
+const campaigning = new Set<ElectionBody>()
 
 /** "Not yet": the news waits for the campaign under way. */
 const LATER = Symbol('later')

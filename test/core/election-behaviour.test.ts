@@ -455,7 +455,7 @@ test('three elections of one client on one name: when the first resigns and one 
   await loser.close()
 })
 
-test("a campaign on another name does not hold back what an election says of its client's own ended lease", async () => {
+test("campaigns on another name, or by another client, do not hold back what an election says of its client's own ended lease", async () => {
   const clock = new ManualClock()
   const name = ns()
   const c = client(name, { id: 'me', clock })
@@ -465,12 +465,16 @@ test("a campaign on another name does not hold back what an election says of its
   await clock.advance(995) // past the holder's own deadline, before the store's expiry
   expect(lease.held).toBe(false)
   expect((await c.get('leader'))?.value).toEqual({ candidate: 'old' })
+  // Another client campaigns on the name meanwhile (it waits for the store to expire the entry): its win could not be this client's.
+  const other = client(name, { id: 'other', clock }).election('leader').campaign()
   // This client's entry, no longer held by it: nobody this client can vouch for, told at once.
   const observing = c.election('leader').observe()
   expect((await observing.next()).value).toBeUndefined()
   await observing.return(undefined)
   await c.close()
   expect(await blocked).toBeNull()
+  await clock.advance(10)
+  expect((await other)?.held).toBe(true)
 })
 
 test('fake slow transport (each commit sent 20 ms late): a candidate that first read an empty key still follows later leaders', async () => {
