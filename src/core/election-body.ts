@@ -124,7 +124,7 @@ export class ElectionBody {
   }
 
   /** Settles when the first of the campaigns under way on this name settles (one may wait for ever while another wins). */
-  #oneSettled(): Promise<void> {
+  #oneSettled(): Promise<unknown> {
     return Promise.race(this.#underWay().map((c) => c.catch(() => {})))
   }
 
