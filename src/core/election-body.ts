@@ -68,7 +68,7 @@ export class ElectionBody {
   async campaign(signal: AbortSignal | undefined): Promise<Lease<{ candidate: string }> | null> {
     if (this.#term?.held) return this.#term
     if (this.#campaign) return this.#campaign
-    if (this.#closer.signal.aborted) return null
+    // A closed election never gets here: `Election` answers `null` itself once closed.
     try {
       this.#ctx.assertOpen()
     } catch {
@@ -85,7 +85,7 @@ export class ElectionBody {
     ).then(
       (term) => {
         either.dispose()
-        this.#campaign = undefined
+        this.#settled()
         const lease = term!
         this.#term = lease
         this.#setLeader({ candidate: this.candidate, token: lease.token }, lease.revision)
@@ -97,18 +97,35 @@ export class ElectionBody {
         }
         // A term won by a commit answered after its TTL has already ended: no abort is to come.
         if (lease.signal.aborted) deposed()
-        else lease.signal.addEventListener('abort', deposed, { once: true })
+        else lease.signal.addEventListener('abort', deposed) // a signal aborts once
         return lease
       },
       (err) => {
         either.dispose()
-        this.#campaign = undefined
+        this.#settled()
         // Closed (the client, its adapter, or this election): the campaign is over, without a term.
         if (isZarisError(err, 'CLOSED') && !signal?.aborted) return null
         throw err
       },
     )
+    campaigning.add(this)
     return this.#campaign
+  }
+
+  /** The campaign under way ended (won or not): its win, if any, is a hold in `ctx.open` by now. */
+  #settled(): void {
+    this.#campaign = undefined
+    campaigning.delete(this)
+  }
+
+  /** The campaigns under way on this name in this client: this election's, and a second election's on the same name. */
+  #underWay(): Array<Promise<unknown>> {
+    return [...campaigning].filter((b) => b.#ctx === this.#ctx && b.name === this.name).map((b) => b.#campaign!)
+  }
+
+  /** Settles when the first of the campaigns under way on this name settles (one may wait for ever while another wins). */
+  #oneSettled(): Promise<unknown> {
+    return Promise.race(this.#underWay().map((c) => c.catch(() => {})))
   }
 
   /** Gives up leadership (if held); true if this candidate was leading. */
@@ -184,8 +201,8 @@ export class ElectionBody {
       this.#early = undefined
       if (early) this.#see(early.leader, early.revision, true)
     }
-    // Runs after the campaign's own continuation: the term is set by then.
-    void this.#campaign!.then(flush, flush)
+    // Runs after that campaign's own continuation: its term is set by then (if still LATER, this waits again).
+    void this.#oneSettled().then(flush)
   }
 
   /** {@link #judge}, waiting for the campaign under way where it must. */
@@ -193,7 +210,7 @@ export class ElectionBody {
     for (;;) {
       const judged = this.#judge(leader, mine)
       if (judged !== LATER) return judged
-      await this.#campaign!.catch(() => {})
+      await this.#oneSettled()
     }
   }
 
@@ -201,23 +218,25 @@ export class ElectionBody {
    * What this candidate may say of `leader`: an entry this client wrote
    * (`mine`) names this candidate only while it holds that term; held by
    * another object of this client (a second election on the name), it is true
-   * as it stands; seen while a campaign is under way, it may be that
-   * campaign's win, not yet known: {@link LATER}. Else (a term that ended,
-   * still in the store) nobody this candidate can vouch for leads.
+   * as it stands; seen while a campaign of this client is under way on the
+   * name (this election's, or a second election's whose win reaches this
+   * watch before its hold exists), it may be that campaign's win, not yet
+   * known: {@link LATER}. Else (a term that ended, still in the store)
+   * nobody this candidate can vouch for leads.
    */
   #judge(leader: Leader | undefined, mine: boolean): Leader | undefined | typeof LATER {
     if (!leader || !mine) return leader
     const term = this.#term
     if (term?.token === leader.token) return term.held ? leader : undefined
     for (const open of this.#ctx.open) if (open instanceof Hold && open !== term && open !== this.#won && open.key === this.name && open.token === leader.token) return leader
-    return this.#campaign ? LATER : undefined
+    return this.#underWay().length > 0 ? LATER : undefined
   }
 
   /** The term with `token` ended: stop naming this candidate leader (its entry may outlive it a moment). */
   #termEnded(token: number): void {
     if (this.#leader?.token !== token || this.#leader.candidate !== this.candidate) return
     this.#leader = undefined
-    this.#face.dispatchEvent(new CustomEvent('leader', { detail: undefined }))
+    this.#face.dispatchEvent(new CustomEvent('leader'))
   }
 
   #setLeader(leader: Leader | undefined, revision: number): void {
@@ -232,6 +251,9 @@ export class ElectionBody {
     this.#face.dispatchEvent(new CustomEvent('leader', { detail: leader }))
   }
 }
+
+/** Every election whose campaign is under way (each leaves when its campaign settles: nothing here outlives a campaign). */
+const campaigning = new Set<ElectionBody>()
 
 /** "Not yet": the news waits for the campaign under way. */
 const LATER = Symbol('later')
@@ -251,11 +273,12 @@ function anyOf(a: AbortSignal | undefined, b: AbortSignal): { signal: AbortSigna
     a.removeEventListener('abort', onA)
     b.removeEventListener('abort', onB)
   }
+  // `b` (the election's close) is never aborted here: a closed election does not campaign.
   if (a.aborted) onA()
-  else if (b.aborted) onB()
   else {
-    a.addEventListener('abort', onA, { once: true })
-    b.addEventListener('abort', onB, { once: true })
+    // No `once`: each signal aborts at most once, and `dispose` takes both listeners off.
+    a.addEventListener('abort', onA)
+    b.addEventListener('abort', onB)
   }
   return { signal: both.signal, dispose }
 }

@@ -11,7 +11,8 @@
  *
  * Events (an `EventTarget`): `elected` when this candidate becomes leader,
  * `deposed` when it stops being leader, `leader` (a `CustomEvent` whose
- * `detail` is the new {@link Leader} or `undefined`) on every change seen.
+ * `detail` is the new {@link Leader}, or `null` while nobody leads) on every
+ * change seen.
  *
  * This module is the facade an app always carries: it checks its arguments
  * at once and loads the body (election-body.ts, which has the campaign and

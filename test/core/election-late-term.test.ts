@@ -18,6 +18,8 @@ test('fake slow transport: a term won by a commit answered after its TTL is elec
   const events: string[] = []
   election.addEventListener('elected', () => events.push('elected'))
   election.addEventListener('deposed', () => events.push('deposed'))
+  // Its own write comes back before the answer: the term it names has ended by the time it can be told, so nobody is named.
+  election.addEventListener('leader', (e) => events.push(`leader ${(e as CustomEvent<{ candidate: string } | null>).detail?.candidate ?? '-'}`))
   const campaigning = election.campaign()
   await clock.advance(1_500)
   const term = (await campaigning)!
@@ -26,5 +28,26 @@ test('fake slow transport: a term won by a commit answered after its TTL is elec
   expect(term.signal.aborted).toBe(true)
   expect(events).toEqual(['elected', 'deposed'])
   expect(election.isLeader).toBe(false)
+  await client.close()
+})
+
+test('fake slow transport: a term answered after the holder deadline but before the store expires it is never named leader', async () => {
+  const clock = new ManualClock()
+  // ttl 1 000: the holder's deadline is 988 (the drift margin), the store's expiry 1 000; the answer comes at 995.
+  const client = new Client(lateAnswers(memoryAdapter({ namespace: `late-${Math.random()}`, clock }), clock, 995), { clock })
+  const election = client.election('leader', { ttl: 1_000, candidate: 'a' })
+  const events: string[] = []
+  election.addEventListener('elected', () => events.push('elected'))
+  election.addEventListener('deposed', () => events.push('deposed'))
+  election.addEventListener('leader', (e) => events.push(`leader ${(e as CustomEvent<{ candidate: string } | null>).detail?.candidate ?? '-'}`))
+  const campaigning = election.campaign()
+  await clock.advance(995)
+  const term = (await campaigning)!
+  expect(term.held).toBe(false)
+  expect((await client.get('leader'))?.created).toBe(term.token) // the store still holds it
+  expect(election.leader).toBeUndefined()
+  await clock.advance(10)
+  expect(events.filter((e) => e === 'leader a')).toEqual([])
+  expect(events.filter((e) => e !== 'leader -')).toEqual(['elected', 'deposed'])
   await client.close()
 })
