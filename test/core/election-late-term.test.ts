@@ -11,15 +11,21 @@ import { memoryAdapter } from 'zaris/memory'
 import { ManualClock } from 'zaris/testing'
 import { lateAnswers } from './late-answers'
 
-test('fake slow transport: a term won by a commit answered after its TTL is elected, then deposed', async () => {
+/** An election of candidate `a` (ttl 1 000) on a memory store whose every commit is answered `lateMs` late, and what it told. */
+function lateElection(lateMs: number) {
   const clock = new ManualClock()
-  const client = new Client(lateAnswers(memoryAdapter({ namespace: `late-${Math.random()}`, clock }), clock, 1_500), { clock })
+  const client = new Client(lateAnswers(memoryAdapter({ namespace: `late-${Math.random()}`, clock }), clock, lateMs), { clock })
   const election = client.election('leader', { ttl: 1_000, candidate: 'a' })
   const events: string[] = []
   election.addEventListener('elected', () => events.push('elected'))
   election.addEventListener('deposed', () => events.push('deposed'))
-  // Its own write comes back before the answer: the term it names has ended by the time it can be told, so nobody is named.
   election.addEventListener('leader', (e) => events.push(`leader ${(e as CustomEvent<{ candidate: string } | null>).detail?.candidate ?? '-'}`))
+  return { clock, client, election, events }
+}
+
+test('fake slow transport: a term won by a commit answered after its TTL is elected, then deposed', async () => {
+  // Its own write comes back before the answer: the term it names has ended by the time it can be told, so nobody is named.
+  const { clock, client, election, events } = lateElection(1_500)
   const campaigning = election.campaign()
   await clock.advance(1_500)
   const term = (await campaigning)!
@@ -32,14 +38,8 @@ test('fake slow transport: a term won by a commit answered after its TTL is elec
 })
 
 test('fake slow transport: a term answered after the holder deadline but before the store expires it is never named leader', async () => {
-  const clock = new ManualClock()
   // ttl 1 000: the holder's deadline is 988 (the drift margin), the store's expiry 1 000; the answer comes at 995.
-  const client = new Client(lateAnswers(memoryAdapter({ namespace: `late-${Math.random()}`, clock }), clock, 995), { clock })
-  const election = client.election('leader', { ttl: 1_000, candidate: 'a' })
-  const events: string[] = []
-  election.addEventListener('elected', () => events.push('elected'))
-  election.addEventListener('deposed', () => events.push('deposed'))
-  election.addEventListener('leader', (e) => events.push(`leader ${(e as CustomEvent<{ candidate: string } | null>).detail?.candidate ?? '-'}`))
+  const { clock, client, election, events } = lateElection(995)
   const campaigning = election.campaign()
   await clock.advance(995)
   const term = (await campaigning)!
