@@ -109,7 +109,8 @@ export class ScriptRunner {
     // Twice at most: a library found missing is loaded and the call sent again once.
     for (let attempt = 0; attempt < 2 && this.#mode === 'function'; attempt++) {
       try {
-        return await this.#client.fcall(scriptLibrary().functions[name], NUMBER_OF_KEYS, ...keysAndArgs)
+        // `call`, not `fcall`: the method exists in every ioredis 5 and 6 (the peer range), pipelined alike.
+        return await this.#client.call('FCALL', scriptLibrary().functions[name], NUMBER_OF_KEYS, ...keysAndArgs)
       } catch (err) {
         const message = replyMessage(err)
         const why = message === undefined ? 'error' : refusal(message)
