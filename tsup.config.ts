@@ -40,7 +40,7 @@ export default defineConfig([
       'web-locks': 'src/web-locks/index.ts',
       http: 'src/adapters/http/index.ts',
       server: 'src/server/index.ts',
-      cli: 'src/server/cli.ts',
+      cli: 'src/cli/zaris.ts',
     },
     format: ['esm', 'cjs'],
     dts: true,

@@ -12,7 +12,7 @@ const origins = [`http://localhost:${port}`, `http://127.0.0.1:${port}`]
 
 const node = spawn(
   process.execPath,
-  ['--import', 'tsx', 'src/server/cli.ts', 'serve', '--port', '7861', ...origins.flatMap((o) => ['--cors', o])],
+  ['--import', 'tsx', 'src/cli/zaris.ts', 'serve', '--port', '7861', ...origins.flatMap((o) => ['--cors', o])],
   { cwd: root, stdio: ['ignore', 'inherit', 'inherit'] },
 )
 node.on('exit', (code) => {

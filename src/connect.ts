@@ -7,14 +7,14 @@
  *
  * @module
  */
-import type { Adapter } from './core/adapter'
+import type { Adapter } from './core/contract/adapter'
 import { Client } from './core/client'
-import { InvalidArgumentError, InvalidUrlError } from './core/errors'
-import { splitScheme } from './core/url'
-import type { AdapterFactory, ConnectOptions, Parsed, Target } from './scheme'
+import { InvalidArgumentError, InvalidUrlError } from './core/contract/errors'
+import { splitScheme } from './core/contract/url'
+import type { AdapterFactory, ConnectOptions, Parsed, Target } from './scheme-types'
 import { builtInSchemes, elsewhere } from './schemes'
 
-export type { AdapterFactory, ConnectOptions, Target } from './scheme'
+export type { AdapterFactory, ConnectOptions, Target } from './scheme-types'
 export { DEFAULT_PORT } from './schemes'
 
 const customSchemes = new Map<string, AdapterFactory>()

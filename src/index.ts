@@ -9,26 +9,22 @@ export { connect, clients, registerScheme, parseUrl, DEFAULT_PORT } from './conn
 export type { AdapterFactory, Clients, ConnectOptions, Target } from './connect'
 export { Client, DEFAULT_TTL } from './core/client'
 export type { ClientOptions, DeleteOptions, PutOptions } from './core/client'
-export { Lock, Lease, Hold } from './core/hold'
-export type { Fence, LockMode } from './core/hold'
-export { Locks } from './core/locks'
-export type { HeldLock, Holder, LockOptions, LockQuery, PendingLock, RunOptions } from './core/locks'
-export type { LockSet } from './core/lock-set'
+export { Locks, Lock, Hold } from './core/locks'
+export type { Fence, HeldLock, Holder, LockMode, LockOptions, LockQuery, LockSet, PendingLock, RunOptions } from './core/locks'
 export { Semaphores, MAX_PERMITS } from './core/semaphores'
-export type { PermitHolder, SemaphoreOptions } from './core/semaphores'
-export type { Permit } from './core/permits'
-export { Leases } from './core/leases'
+export type { Permit, PermitHolder, SemaphoreOptions } from './core/semaphores'
+export { Leases, Lease } from './core/leases'
 export type { LeaseOptions } from './core/leases'
-export type { AcquireOptions } from './core/acquire-checks'
+export type { AcquireOptions } from './core/locks'
 export { Counters } from './core/counters'
 export { Watch } from './core/watch'
 export type { WatchOptions } from './core/watch'
 export { Election } from './core/election'
 export type { ElectionOptions, Leader } from './core/election'
-export { systemClock } from './core/clock'
-export { backgroundClock, pageBackgroundClock } from './core/page-clock'
-export type { BackgroundClock } from './core/page-clock'
-export type { Clock, TimerHandle } from './core/clock'
+export { systemClock } from './core/time/clock'
+export { backgroundClock, pageBackgroundClock } from './core/time/page-clock'
+export type { BackgroundClock } from './core/time/page-clock'
+export type { Clock, TimerHandle } from './core/time/clock'
 export type {
   Adapter,
   Capabilities,
@@ -36,13 +32,18 @@ export type {
   CommitOptions,
   CommitResult,
   Entry,
+  HistoryLimits,
+  HistoryPage,
+  ListOptions,
+  ListPage,
   Op,
   Unsubscribe,
   Value,
   WatchEvent,
   WatchSink,
-} from './core/adapter'
-export { checkCommitArgs, checkKey, checkListOptions, checkPrefix } from './core/validate'
+} from './core/contract/adapter'
+export { SEEN_REVISION_LIMIT } from './core/contract/adapter'
+export { checkCommitArgs, checkKey, checkListOptions, checkPrefix } from './core/contract/validate'
 export {
   ZarisError,
   InvalidArgumentError,
@@ -61,5 +62,5 @@ export {
   RevisionExhaustedError,
   isZarisError,
   errorFromJSON,
-} from './core/errors'
-export type { ErrorCode } from './core/errors'
+} from './core/contract/errors'
+export type { ErrorCode } from './core/contract/errors'

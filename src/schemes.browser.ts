@@ -8,8 +8,8 @@
  * @module
  */
 import { DEFAULT_PORT, nodeAddress } from './adapters/http/address'
-import { parseNamespace } from './core/url'
-import type { BuiltInScheme, Parsed, SchemeTable } from './scheme'
+import { parseNamespace } from './core/contract/url'
+import type { BuiltInScheme, Parsed, SchemeTable } from './scheme-types'
 
 /** A zaris node over HTTP: `zaris://host[:port][,host2…]/<ns>`, `http://…`, `https://…`. */
 function node(url: string, scheme: string, rest: string): Parsed {

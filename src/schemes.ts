@@ -8,10 +8,10 @@
  *
  * @module
  */
-import { parseNamespace } from './core/url'
-import { InvalidUrlError } from './core/errors'
+import { parseNamespace } from './core/contract/url'
+import { InvalidUrlError } from './core/contract/errors'
 import { parseEtcdUrl } from './adapters/etcd/url'
-import type { BuiltInScheme, SchemeTable } from './scheme'
+import type { BuiltInScheme, SchemeTable } from './scheme-types'
 import { builtInSchemes as pageSchemes } from './schemes.browser'
 
 /** `redis://[user:pass@]host:port[/db]?ns=<ns>`, `rediss://…`: Redis directly. */

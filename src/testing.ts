@@ -3,4 +3,4 @@
  *
  * @module
  */
-export { ManualClock } from './core/manual-clock'
+export { ManualClock } from './core/time/manual-clock'

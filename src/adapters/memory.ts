@@ -5,10 +5,10 @@
  *
  * @module
  */
-import type { Adapter } from '../core/adapter'
-import { systemClock, type Clock } from '../core/clock'
-import { checkKey } from '../core/validate'
-import { LocalStore, localAdapter } from './shared/local-store'
+import type { Adapter } from '../core/contract/adapter'
+import { systemClock, type Clock } from '../core/time/clock'
+import { checkKey } from '../core/contract/validate'
+import { LocalStore, localAdapter } from './kit/local-store'
 
 /** Options of {@link memoryAdapter}. */
 export interface MemoryAdapterOptions {

@@ -7,8 +7,8 @@
  * @module
  */
 import { parseArgs } from 'node:util'
-import { MAX_KEY_LENGTH } from '../core/limits'
-import { isReservedKey } from '../core/reserved'
+import { MAX_KEY_LENGTH } from '../core/contract/limits'
+import { isReservedKey } from '../core/contract/reserved'
 
 /** The connection string used when neither `--url` nor `ZARIS_URL` is given. */
 export const DEFAULT_URL = 'zaris://127.0.0.1:7861/default'

@@ -7,9 +7,9 @@
  *
  * @module
  */
-import type { Value } from '../core/adapter'
-import { isZarisError } from '../core/errors'
-import { MAX_TTL } from '../core/limits'
+import type { Value } from '../core/contract/adapter'
+import { isZarisError } from '../core/contract/errors'
+import { MAX_TTL } from '../core/contract/limits'
 import { integerArg, keyArg, UsageError, type Parsed } from './args'
 import { ENTRY_HEADER, entryRow, showKey, showTtl, table } from './format'
 import { readLocks } from './lock-table'

@@ -5,7 +5,7 @@
  *
  * @module
  */
-import type { Entry, WatchEvent } from '../core/adapter'
+import type { Entry, WatchEvent } from '../core/contract/adapter'
 
 /** Longest value shown in a table cell; `--json` shows it whole. */
 const MAX_CELL = 60

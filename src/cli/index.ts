@@ -7,7 +7,7 @@
  */
 import { connect } from '../connect'
 import type { Client } from '../core/client'
-import { isZarisError } from '../core/errors'
+import { isZarisError } from '../core/contract/errors'
 import { parseCommandLine, UsageError, type Parsed, type VerbOption } from './args'
 import { VERBS } from './commands'
 import type { Io, Run } from './run'

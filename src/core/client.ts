@@ -5,22 +5,21 @@
  *
  * @module
  */
-import type { Adapter, Check, Entry, Value } from './adapter'
-import type { Clock } from './clock'
+import type { Adapter, Check, Entry, Value } from './contract/adapter'
+import type { Clock } from './time/clock'
 import type { Closable, Context } from './context'
 import { Counters } from './counters'
 import { Election, type ElectionOptions } from './election'
-import { ClosedError, ConflictError, FencedError, InvalidArgumentError } from './errors'
-import type { Fence } from './hold'
-import { fencing } from './hold-life'
-import { randomId } from './ids'
+import { ClosedError, ConflictError, FencedError, InvalidArgumentError } from './contract/errors'
+import { fenceChecks, fenceRefused, type Fence } from './hold/hold'
+import { randomId } from './contract/ids'
 import { Leases } from './leases'
 import { Locks } from './locks'
-import { defaultClock } from './page-clock'
-import { listAll } from './pages'
-import { isReservedKey, SEP } from './reserved'
+import { defaultClock } from './time/page-clock'
+import { listAll } from './contract/pages'
+import { isReservedKey, SEP } from './contract/reserved'
 import { Semaphores } from './semaphores'
-import { checkUserKey, checkOptions, checkOwner, checkPrefix, checkRevision, checkTtl, checkValue } from './validate'
+import { checkUserKey, checkOptions, checkOwner, checkPrefix, checkRevision, checkTtl, checkValue } from './contract/validate'
 import { Watch, type WatchOptions } from './watch'
 
 /** Options of a client (and of `connect`). */
@@ -264,14 +263,14 @@ export class Client implements AsyncDisposable {
         throw new InvalidArgumentError('fence must be a lock or lease (an object with key and token)')
       }
       checkUserKey(f.key, 'fence.key')
-      checks.push(...fencing.checks(f as Fence))
+      checks.push(...fenceChecks(f as Fence))
     }
     return checks
   }
 
   #refusal(op: string, key: string, failed: Array<{ key: string; entry: Entry | undefined }>, fence: Fence | undefined): Error {
     // The key no longer carries the token: the hold (if the fence is one) is over, and learns it now.
-    if (fence && fencing.refused(fence, failed)) {
+    if (fence && fenceRefused(fence, failed)) {
       return new FencedError(`${op} ${JSON.stringify(key)} refused: the lock ${JSON.stringify(fence.key)} is no longer held with token ${fence.token}`)
     }
     return new ConflictError(`${op} ${JSON.stringify(key)} refused: the entry is not at the expected revision`)

@@ -4,8 +4,8 @@
  *
  * @module
  */
-import type { Adapter } from './adapter'
-import type { Clock } from './clock'
+import type { Adapter } from './contract/adapter'
+import type { Clock } from './time/clock'
 
 /** Something a client ends when it closes (a watch, a hold, an election). */
 export interface Closable {

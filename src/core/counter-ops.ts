@@ -6,7 +6,7 @@
  * @module
  */
 import type { Context } from './context'
-import { InternalError, InvalidArgumentError } from './errors'
+import { InternalError, InvalidArgumentError } from './contract/errors'
 
 /** Adds `delta` to the counter `key` in one commit of the `add` op, and resolves the new value. */
 export async function increment(ctx: Context, key: string, delta: number): Promise<number> {

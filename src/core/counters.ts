@@ -10,9 +10,9 @@
  * @module
  */
 import type { Context } from './context'
-import { InvalidArgumentError } from './errors'
+import { InvalidArgumentError } from './contract/errors'
 import { counterOps } from './on-demand'
-import { checkUserKey } from './validate'
+import { checkUserKey } from './contract/validate'
 
 /**
  * The counter API of a client.

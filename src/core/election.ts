@@ -22,10 +22,13 @@
  * @module
  */
 import type { Context } from './context'
-import { InvalidArgumentError } from './errors'
-import type { Lease } from './hold'
-import { once } from './once'
-import { checkUserKey, checkOptions, checkSignal, checkTtl } from './validate'
+import { InvalidArgumentError } from './contract/errors'
+import type { Lease } from './hold/lease'
+import type { Leader } from './election/body'
+import { once } from './contract/once'
+import { checkUserKey, checkOptions, checkSignal, checkTtl } from './contract/validate'
+
+export type { Leader }
 
 /** Options of `client.election`. */
 export interface ElectionOptions {
@@ -35,16 +38,8 @@ export interface ElectionOptions {
   candidate?: string
 }
 
-/** The current leader of an election. */
-export interface Leader {
-  /** The candidate name of the leader. */
-  candidate: string
-  /** The leader's fencing token: it rises with every new term. */
-  token: number
-}
-
 /** The body, imported here rather than in on-demand.ts: an app that imports on-demand.ts for a lock (zaris/web-locks) must not reach it. */
-const electionBody = once(() => import('./election-body'), 'election')
+const electionBody = once(() => import('./election/body'), 'election')
 
 type Body = InstanceType<Awaited<ReturnType<typeof electionBody>>['ElectionBody']>
 

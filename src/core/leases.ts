@@ -5,12 +5,14 @@
  *
  * @module
  */
-import type { Value } from './adapter'
-import type { AcquireOptions } from './acquire-checks'
-import { acquirePart } from './locks'
+import { checkAcquire, type AcquireOptions } from './acquire/checks'
 import type { Context } from './context'
-import { Lease } from './hold'
-import { checkValue } from './validate'
+import type { Value } from './contract/adapter'
+import { checkOptions, checkUserKey, checkValue } from './contract/validate'
+import type { Lease } from './hold/lease'
+import { acquirePart } from './on-demand'
+
+export { Lease } from './hold/lease'
 
 /** Options of {@link Leases.grant}. */
 export interface LeaseOptions<V extends Value = Value> extends AcquireOptions {
@@ -41,6 +43,10 @@ export class Leases {
    */
   grant<V extends Value = Value>(key: string, options?: LeaseOptions<V>): Promise<Lease<V> | null> {
     const value = (options?.value === undefined ? null : checkValue(options.value)) as V
-    return acquirePart().then(({ acquire }) => acquire(this.#ctx, key, value, options, (init) => new Lease<V>(this.#ctx, init)))
+    return acquirePart().then(({ acquire }) => {
+      checkUserKey(key)
+      const o = checkAcquire(this.#ctx, checkOptions<LeaseOptions<V>>(options))
+      return acquire(this.#ctx, { kind: 'lease', key, value }, o)
+    })
   }
 }

@@ -7,12 +7,12 @@
  *
  * @module
  */
-import type { Adapter, Entry } from './adapter'
+import type { Adapter, Entry } from './contract/adapter'
 import type { Context } from './context'
-import type { LockMode } from './hold'
-import { listAll, pagesOf } from './pages'
-import { isReservedKey, QUEUE_PREFIX, SHARE_PREFIX, SHARED_OWNER, userKeyOf } from './reserved'
-import { isShareOf, liveShares, sharePrefix } from './shared-group'
+import type { LockMode } from './hold/hold'
+import { listAll, pagesOf } from './contract/pages'
+import { isReservedKey, QUEUE_PREFIX, SHARE_PREFIX, SHARED_OWNER, userKeyOf } from './contract/reserved'
+import { isShareOf, liveShares, sharePrefix } from './acquire/shared-group'
 
 /** A held lock, from {@link queryLocks}. */
 export interface HeldLock {

@@ -19,26 +19,23 @@
  *
  * @module
  */
-import { checkAcquire, checkKeys, checkMode, type AcquireOptions } from './acquire-checks'
-import type { HoldSpec } from './claim'
+import { checkAcquire, checkKeys, checkMode, type AcquireOptions } from './acquire/checks'
+import { isGroup } from './acquire/shared-group'
 import type { Context } from './context'
-import { InvalidArgumentError } from './errors'
-import { lockQuery, lockSet } from './on-demand'
-import { once } from './once'
-import { Lock, type HoldInit, type LockMode } from './hold'
+import { InvalidArgumentError } from './contract/errors'
+import { checkOptions, checkPrefix, checkUserKey } from './contract/validate'
+import type { LockMode } from './hold/hold'
+import type { Lock } from './hold/lock'
+import type { LockSet } from './hold/lock-set'
+import { runArgs, runHeld } from './hold/run'
 import type { LockQuery } from './lock-query'
-import type { LockSet } from './lock-set'
-import { runArgs, runHeld } from './run'
-import { isGroup } from './shared-group'
-import { checkOptions, checkPrefix, checkUserKey } from './validate'
+import { acquirePart, lockQuery } from './on-demand'
 
-/**
- * The acquire machinery (acquire.ts: the claim, its parts, the machine and
- * the wait line), a chunk loaded on a client's first acquire, lease or
- * permit: a page that only reads and watches does not load it. Its loader
- * lives here, not in on-demand.ts, which acquire.ts imports.
- */
-export const acquirePart = once(() => import('./acquire'), 'lock-taking')
+export { Hold } from './hold/hold'
+export { Lock } from './hold/lock'
+export type { Fence, LockMode } from './hold/hold'
+export type { LockSet } from './hold/lock-set'
+export { IN_LINE, type AcquireOptions } from './acquire/checks'
 
 /** Options of {@link Locks.acquire}. */
 export interface LockOptions extends AcquireOptions {
@@ -103,16 +100,9 @@ export class Locks {
     const o = checkAcquire(ctx, options)
     if (o.steal && mode === 'shared') throw new InvalidArgumentError("steal takes a lock from every holder: it needs mode 'exclusive'")
     if (o.steal && keys.length > 1) throw new InvalidArgumentError('steal takes one key at a time, not a list')
-    const { ExclusivePart, claimOf, take, lockPart } = await acquirePart()
-    const spec: HoldSpec<null, Lock> = { value: null, ttl: o.ttl, autoRenew: o.autoRenew, make: (init: HoldInit<null>) => new Lock(ctx, init) }
-    // Sorted, so that two multi-key commits of overlapping sets name their keys in one order.
-    const order = keys.length === 1 ? keys : [...keys].sort()
-    // An exclusive part is made at once; a shared one loads its module first.
-    const parts = mode === 'exclusive' ? order.map((k) => new ExclusivePart(ctx, k, spec, { lock: true })) : await Promise.all(order.map((k) => lockPart(ctx, k, mode, spec)))
-    if (!Array.isArray(keyOrKeys)) return take(ctx, claimOf(ctx, parts, { key: keys[0]!, value: mode }, ([h]) => h!), o)
-    const { LockSet } = await lockSet()
-    const claim = claimOf(ctx, parts, undefined, (holds) => new LockSet(keys.map((k) => holds[order.indexOf(k)]!)))
-    return take(ctx, claim, o)
+    const { acquire } = await acquirePart()
+    if (Array.isArray(keyOrKeys)) return acquire(ctx, { kind: 'locks', keys, mode }, o)
+    return acquire(ctx, { kind: 'lock', key: keys[0]!, mode }, o)
   }
 
   /**

@@ -1,21 +1,17 @@
 /**
- * The parts of the core that load on first use — shared locks, semaphore
- * permits, `query`, several keys at once, counting — so that an app that
- * never uses them does not carry them. Each module is imported once and kept: a
- * dynamic `import()` on every call would cost a trip through the module
- * loader each time.
+ * The parts of the core that load on first use — the acquire machinery,
+ * `query`, counting, a semaphore's holders — so that an app that never uses them does not carry
+ * them. Each module is imported once and kept: a dynamic `import()` on every
+ * call would cost a trip through the module loader each time.
  *
- * A body that imports acquire.ts (an election's) is loaded from its own
- * facade instead: acquire.ts imports this module, and the bundler (Vite 8)
- * then kept that body's whole graph in an app that reaches acquire.ts only
- * for a constant (zaris/web-locks grew from 2.75 to 7.1 kB at start).
+ * The acquire machinery loads its own rarer parts (shared locks, permits,
+ * several keys) the same way; an election's body is loaded by election.ts.
  *
  * @module
  */
-import { once } from './once'
+import { once } from './contract/once'
 
-export const sharedPart = once(() => import('./shared-part'), 'shared-lock')
-export const permits = once(() => import('./permits'), 'semaphore permit')
+export const acquirePart = once(() => import('./acquire'), 'lock-taking')
 export const lockQuery = once(() => import('./lock-query'), 'lock query')
-export const lockSet = once(() => import('./lock-set'), 'lock set')
 export const counterOps = once(() => import('./counter-ops'), 'counter')
+export const semaphoreHolders = once(() => import('./semaphore-holders'), 'semaphore holders')

@@ -21,16 +21,25 @@
  *
  * @module
  */
-import type { AcquireOptions } from './acquire-checks'
+import { checkAcquire, type AcquireOptions } from './acquire/checks'
 import type { Context } from './context'
-import { InvalidArgumentError } from './errors'
-import { permits } from './on-demand'
-import type { Permit, PermitHolder, SemaphoreOptions } from './permits'
-import { runArgs, runHeld } from './run'
-import { checkOptions, checkUserKey } from './validate'
+import { InvalidArgumentError } from './contract/errors'
+import { MAX_PERMITS } from './contract/limits'
+import { checkOptions, checkUserKey } from './contract/validate'
+import type { Permit } from './hold/permit'
+import { runArgs, runHeld } from './hold/run'
+import { acquirePart, semaphoreHolders } from './on-demand'
 
-export { MAX_PERMITS } from './limits'
-export type { PermitHolder, SemaphoreOptions } from './permits'
+export { MAX_PERMITS } from './contract/limits'
+export type { Permit } from './hold/permit'
+export type { PermitHolder } from './semaphore-holders'
+import type { PermitHolder } from './semaphore-holders'
+
+/** Options of {@link Semaphores.acquire}. */
+export interface SemaphoreOptions extends Omit<AcquireOptions, 'steal'> {
+  /** How many permits may live at once (1 to 1 000 000). Required. */
+  limit: number
+}
 
 /**
  * The semaphore API of a client.
@@ -56,7 +65,12 @@ export class Semaphores {
    * if (!permit) console.log('three uploads run already')
    */
   async acquire(key: string, options: SemaphoreOptions): Promise<Permit | null> {
-    return (await permits()).acquirePermit(this.#ctx, key, options)
+    checkUserKey(key)
+    const raw = checkOptions<SemaphoreOptions & { steal?: unknown }>(options)
+    const limit = checkLimit(raw.limit)
+    if (raw.steal !== undefined) throw new InvalidArgumentError('semaphores have no steal: a permit is taken only when one is free')
+    const o = checkAcquire(this.#ctx, raw as AcquireOptions)
+    return (await acquirePart()).acquire(this.#ctx, { kind: 'permit', key, limit }, o)
   }
 
   /**
@@ -85,6 +99,13 @@ export class Semaphores {
   async holders(key: string): Promise<PermitHolder[]> {
     checkUserKey(key)
     this.#ctx.assertOpen()
-    return (await permits()).permitHolders(this.#ctx, key)
+    return (await semaphoreHolders()).permitHolders(this.#ctx, key)
   }
+}
+
+function checkLimit(limit: unknown): number {
+  if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 1 || limit > MAX_PERMITS) {
+    throw new InvalidArgumentError(`limit must be an integer from 1 to ${MAX_PERMITS}, got ${typeof limit === 'number' ? limit : typeof limit}`)
+  }
+  return limit
 }

@@ -9,11 +9,11 @@
  *
  * @module
  */
-import type { Unsubscribe, WatchEvent } from './adapter'
+import type { Unsubscribe, WatchEvent } from './contract/adapter'
 import type { Context } from './context'
-import { keepAlive } from './keep-alive'
-import { isReservedKey } from './reserved'
-import { checkBoolean, checkUserKey, checkOptions, checkPrefix, checkRevision, checkSignal } from './validate'
+import { keepAlive } from './time/keep-alive'
+import { isReservedKey } from './contract/reserved'
+import { checkBoolean, checkUserKey, checkOptions, checkPrefix, checkRevision, checkSignal } from './contract/validate'
 
 /** Options of `client.watch`. */
 export interface WatchOptions {

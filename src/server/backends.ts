@@ -5,11 +5,11 @@
  *
  * @module
  */
-import type { Adapter } from '../core/adapter'
-import { systemClock, type Clock } from '../core/clock'
-import { randomHex } from '../core/ids'
-import { LogBudget } from '../adapters/shared/event-log'
-import { LocalStore, StoreQuota, localAdapter } from '../adapters/shared/local-store'
+import type { Adapter } from '../core/contract/adapter'
+import { systemClock, type Clock } from '../core/time/clock'
+import { randomHex } from '../core/contract/ids'
+import { LogBudget } from '../adapters/kit/event-log'
+import { LocalStore, StoreQuota, localAdapter } from '../adapters/kit/local-store'
 import { memoryShares } from './limits'
 import type { StorePosition } from './options'
 

@@ -6,8 +6,8 @@
  *
  * @module
  */
-import { InvalidArgumentError, UnsupportedError } from '../core/errors'
-import { commitRequest, getRequest, listRequest, parseWith, toCommitResponse, toGetResponse } from '../adapters/http/protocol'
+import { InvalidArgumentError, UnsupportedError } from '../core/contract/errors'
+import { commitRequest, getRequest, listRequest, parseWith, toCommitResponse, toGetResponse } from './protocol'
 import type { Metrics } from './metrics'
 import type { Namespaces } from './namespaces'
 import { ListPages } from './list-pages'

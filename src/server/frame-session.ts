@@ -6,8 +6,8 @@
  *
  * @module
  */
-import { ClosedError, InvalidArgumentError } from '../core/errors'
-import { FRAMES_PATH, FRAMES_PING_PATH, FRAMES_PROTOCOL, answerFrame, parseRequestFrame } from '../adapters/http/protocol'
+import { ClosedError, InvalidArgumentError } from '../core/contract/errors'
+import { FRAMES_PATH, FRAMES_PING_PATH, FRAMES_PROTOCOL, answerFrame, parseRequestFrame } from './protocol'
 import type { Calls, CallOp } from './calls'
 import { ParkConnection } from './parking'
 import type { Gate } from './gate'

@@ -21,8 +21,8 @@
  * @module
  */
 import type { Socket } from 'node:net'
-import { InternalError, InvalidArgumentError, TooLargeError, type ZarisError } from '../core/errors'
-import { FRAMES_MAX_PENDING, answerFrame, statusOf } from '../adapters/http/protocol'
+import { InternalError, InvalidArgumentError, TooLargeError, type ZarisError } from '../core/contract/errors'
+import { FRAMES_MAX_PENDING, answerFrame, statusOf } from './protocol'
 import type { FrameSession } from './frame-session'
 import type { InputBudget } from './input-budget'
 

@@ -16,7 +16,7 @@
  *
  * @module
  */
-import { UnauthorizedError } from '../core/errors'
+import { UnauthorizedError } from '../core/contract/errors'
 import { bearerChecker } from './auth'
 import type { Settings } from './options'
 import { json, type Exchange, type Reply } from './reply'

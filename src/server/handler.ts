@@ -36,8 +36,8 @@
  *
  * @module
  */
-import { ClosedError } from '../core/errors'
-import { FRAME_ENVELOPE_BYTES } from '../adapters/http/protocol'
+import { ClosedError } from '../core/contract/errors'
+import { FRAME_ENVELOPE_BYTES } from './protocol'
 import { Calls, readJson, type CallOp } from './calls'
 import { FrameRoutes, type UpgradeOutcome } from './frame-session'
 import { Gate } from './gate'

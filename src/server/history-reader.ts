@@ -9,7 +9,7 @@
  *
  * @module
  */
-import type { Adapter, HistoryLimits, HistoryPage, WatchEvent } from '../core/adapter'
+import type { Adapter, HistoryLimits, HistoryPage, WatchEvent } from '../core/contract/adapter'
 
 /**
  * One page of `adapter`'s history after `after` under `prefix`. Rejects with

@@ -7,9 +7,9 @@
  *
  * @module
  */
-import type { HistoryLimits } from '../core/adapter'
-import { CompactedError } from '../core/errors'
-import { eventsQuery, parseWith } from '../adapters/http/protocol'
+import type { HistoryLimits } from '../core/contract/adapter'
+import { CompactedError } from '../core/contract/errors'
+import { eventsQuery, parseWith } from './protocol'
 import { readHistory } from './history-reader'
 import type { Namespaces } from './namespaces'
 import type { Settings, StorePosition } from './options'

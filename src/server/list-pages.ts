@@ -18,7 +18,7 @@
  *
  * @module
  */
-import type { Adapter } from '../core/adapter'
+import type { Adapter } from '../core/contract/adapter'
 import { Pacer } from './loop-share'
 
 /** Entries read from the store at a time while a page is built (at most 64 x the largest entry held). */

@@ -6,10 +6,10 @@
  *
  * @module
  */
-import type { Adapter } from '../core/adapter'
-import { InvalidArgumentError, RateLimitedError } from '../core/errors'
+import type { Adapter } from '../core/contract/adapter'
+import { InvalidArgumentError, RateLimitedError } from '../core/contract/errors'
 import { countHolds } from '../core/lock-query'
-import { NAMESPACE_PATTERN } from '../adapters/http/protocol'
+import { NAMESPACE_PATTERN } from './protocol'
 
 /** The open namespaces of one node. */
 export class Namespaces {

@@ -8,7 +8,7 @@
  */
 import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http'
 import type { Duplex } from 'node:stream'
-import { InvalidArgumentError, UnavailableError } from '../core/errors'
+import { InvalidArgumentError, UnavailableError } from '../core/contract/errors'
 import type { Connections } from './connections'
 import type { Handler } from './handler'
 import type { InputBudget } from './input-budget'

@@ -12,7 +12,7 @@
 import { createServer, type IncomingMessage, type Server } from 'node:http'
 import type { AddressInfo, Socket } from 'node:net'
 import type { Duplex } from 'node:stream'
-import { FRAMES_IDLE_HEADER, FRAMES_PROTOCOL } from '../adapters/http/protocol'
+import { FRAMES_IDLE_HEADER, FRAMES_PROTOCOL } from './protocol'
 import { Connections, type ConnectionLimits } from './connections'
 import { serveFrames, type FrameConnection } from './frames'
 import { InputBudget } from './input-budget'

@@ -5,8 +5,8 @@
  *
  * @module
  */
-import type { Adapter } from '../core/adapter'
-import { InvalidArgumentError } from '../core/errors'
+import type { Adapter } from '../core/contract/adapter'
+import { InvalidArgumentError } from '../core/contract/errors'
 import type { ParkLimits } from './parking'
 import type { ReplayCacheOptions } from './replay-cache'
 

@@ -23,7 +23,7 @@
  *
  * @module
  */
-import type { Adapter, Check, CommitOptions, CommitResult, Op, Unsubscribe, WatchEvent } from '../core/adapter'
+import type { Adapter, Check, CommitOptions, CommitResult, Op, Unsubscribe, WatchEvent } from '../core/contract/adapter'
 
 /** Bounds of a node's parked commits. */
 export interface ParkLimits {

@@ -14,7 +14,7 @@
  * @module
  */
 
-import { InvalidArgumentError } from '../core/errors'
+import { InvalidArgumentError } from '../core/contract/errors'
 
 /** Bounds of a {@link ReplayCache}. */
 export interface ReplayCacheOptions {

@@ -6,8 +6,8 @@
  *
  * @module
  */
-import { InvalidArgumentError, TooLargeError, isZarisError, type ZarisError } from '../core/errors'
-import { statusOf } from '../adapters/http/protocol'
+import { InvalidArgumentError, TooLargeError, isZarisError, type ZarisError } from '../core/contract/errors'
+import { statusOf } from './protocol'
 import type { ParkConnection } from './parking'
 
 /** One request as the handler sees it: enough of `Request` and of Node's IncomingMessage. */

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { API_PREFIX } from '../adapters/http/protocol'
+import { API_PREFIX } from './protocol'
 
 /** A namespace route: group 1 is the namespace segment (still URI-encoded), group 2 the operation. */
 export const ROUTE = new RegExp(`^${API_PREFIX}/([^/]*)/(get|list|commit|filter|watch|events)$`)

@@ -17,7 +17,7 @@
  *
  * @module
  */
-import type { HistoryPage, Unsubscribe, WatchEvent } from '../core/adapter'
+import type { HistoryPage, Unsubscribe, WatchEvent } from '../core/contract/adapter'
 import { SSE_ERROR, SSE_PROGRESS, SSE_READY } from '../adapters/http/wire'
 import { toWire, type StreamSink } from './reply'
 import type { PrefixFilter } from './stream-filter'

@@ -12,8 +12,8 @@
  *
  * @module
  */
-import { InvalidArgumentError, TooLargeError } from '../core/errors'
-import { FILTER_MAX_CHARS, FILTER_MAX_PREFIXES, filterPrefixes, parseWith } from '../adapters/http/protocol'
+import { InvalidArgumentError, TooLargeError } from '../core/contract/errors'
+import { FILTER_MAX_CHARS, FILTER_MAX_PREFIXES, filterPrefixes, parseWith } from './protocol'
 import { commonPrefix } from '../adapters/http/wire'
 
 /** A bounded set of key prefixes. */

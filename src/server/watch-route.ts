@@ -21,9 +21,9 @@
  *
  * @module
  */
-import type { Adapter, HistoryLimits, HistoryPage, WatchEvent, WatchSink } from '../core/adapter'
-import { ClosedError, InvalidArgumentError, RateLimitedError, UnavailableError } from '../core/errors'
-import { filterRequest, parseWith, watchQuery } from '../adapters/http/protocol'
+import type { Adapter, HistoryLimits, HistoryPage, WatchEvent, WatchSink } from '../core/contract/adapter'
+import { ClosedError, InvalidArgumentError, RateLimitedError, UnavailableError } from '../core/contract/errors'
+import { filterRequest, parseWith, watchQuery } from './protocol'
 import { readHistory } from './history-reader'
 import { checkResume } from './history-route'
 import type { Namespaces } from './namespaces'

@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { InvalidArgumentError } from '../core/errors'
+import { InvalidArgumentError } from '../core/contract/errors'
 import { tooLarge, type Exchange, type Reply } from './reply'
 
 /** The most bytes a streamed response may have queued before its peer counts as too far behind. */

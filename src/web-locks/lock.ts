@@ -6,7 +6,7 @@
  *
  * @module
  */
-import type { Fence, Lock, LockMode } from '../core/hold'
+import type { Fence, Lock, LockMode } from '../core/locks'
 
 /**
  * A granted lock, as the callback of `request()` receives it.

@@ -5,8 +5,8 @@
  * @module
  */
 import type { Client } from '../core/client'
-import type { LockMode } from '../core/hold'
-import { checkOptions, checkPrefix } from '../core/validate'
+import type { LockMode } from '../core/locks'
+import { checkOptions, checkPrefix } from '../core/contract/validate'
 import { parseRequest, type LockGrantedCallback, type Parsed, type WebLockOptions } from './options'
 import { Order } from './order'
 import { runRequest } from './request'

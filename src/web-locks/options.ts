@@ -8,9 +8,9 @@
  *
  * @module
  */
-import { InvalidArgumentError } from '../core/errors'
-import type { LockMode } from '../core/hold'
-import { checkBoolean, checkTtl, checkUserKey } from '../core/validate'
+import { InvalidArgumentError } from '../core/contract/errors'
+import type { LockMode } from '../core/locks'
+import { checkBoolean, checkTtl, checkUserKey } from '../core/contract/validate'
 import type { WebLock } from './lock'
 
 /**

@@ -16,10 +16,8 @@
  *
  * @module
  */
-import { IN_LINE } from '../core/acquire-checks'
 import type { Client } from '../core/client'
-import type { Lock, LockMode } from '../core/hold'
-import type { LockOptions } from '../core/locks'
+import { IN_LINE, type Lock, type LockMode, type LockOptions } from '../core/locks'
 import { WebLock } from './lock'
 import type { Parsed } from './options'
 import type { Order, Turn } from './order'

@@ -1,7 +1,7 @@
 /**
  * Runs the `zaris` command as a process of its own, the way a user types it,
  * with a clean environment: no ZARIS_URL or ZARIS_TOKEN leaks in from the
- * test's. The bin's source (src/server/cli.ts) is bundled with esbuild, as
+ * test's. The bin's source (src/cli/zaris.ts) is bundled with esbuild, as
  * tsup builds dist/cli.js (../server/cli-bundle.ts, one build shared by every
  * test file), so each run starts in a quarter of the time tsx takes.
  */

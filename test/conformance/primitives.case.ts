@@ -202,7 +202,7 @@ export function primitiveCases(factory: FixtureFactory, t: Named, options: Primi
       await expect(a!.get('x')).rejects.toMatchObject({ code: 'CLOSED' })
     }))
 
-    // The wait queue (src/core/wait-queue.ts): entries under U+0001 "q" + key + U+0001.
+    // The wait queue (src/core/acquire/line.ts): entries under U+0001 "q" + key + U+0001.
     const queueOf = (key: string) => `\u0001q${key}\u0001`
     /** A client on a raw adapter of the store that counts its tries at `key`. */
     const countingClient = async (f: StoreFixture, id: string, key: string) => {

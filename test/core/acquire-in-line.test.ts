@@ -8,11 +8,11 @@
  */
 import { afterEach, describe, expect, test } from 'vitest'
 import { Client, Lock } from 'zaris'
-import { AcquireMachine, type MachineOptions } from '../../src/core/acquire-machine'
-import { IN_LINE } from '../../src/core/acquire-checks'
-import { claimOf } from '../../src/core/claim'
-import { ExclusivePart } from '../../src/core/exclusive-part'
-import type { HoldInit } from '../../src/core/hold'
+import { AcquireMachine, type MachineOptions } from '../../src/core/acquire/machine'
+import { IN_LINE } from '../../src/core/acquire/checks'
+import { claimOf } from '../../src/core/acquire/claim'
+import { ExclusivePart } from '../../src/core/acquire/exclusive-part'
+import type { HoldInit } from '../../src/core/hold/hold'
 import { contextOf, freshStore, staged } from './machine-kit'
 
 const KEY = 'lock:line'

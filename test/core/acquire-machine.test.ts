@@ -1,17 +1,17 @@
 /**
- * The acquire machine (src/core/acquire-machine.ts), one test per
+ * The acquire machine (src/core/acquire/machine.ts), one test per
  * transition: each puts the machine in a state over the real memory store on
  * a ManualClock, stages what the transition needs (a holder, a waiter ahead,
  * a release, time passing, a dead owner) and takes one `step`.
  */
 import { afterEach, describe, expect, test } from 'vitest'
 import { Client, Lock } from 'zaris'
-import { AcquireMachine, HANDOVER_GRACE, PATROL, type State } from '../../src/core/acquire-machine'
-import { claimOf, type Claim, type HoldSpec } from '../../src/core/claim'
+import { AcquireMachine, HANDOVER_GRACE, PATROL, type State } from '../../src/core/acquire/machine'
+import { claimOf, type Claim, type HoldSpec } from '../../src/core/acquire/claim'
 import type { Context } from '../../src/core/context'
-import { ExclusivePart } from '../../src/core/exclusive-part'
-import type { HoldInit } from '../../src/core/hold'
-import { sightOf, type Sight } from '../../src/core/wait-change'
+import { ExclusivePart } from '../../src/core/acquire/exclusive-part'
+import type { HoldInit } from '../../src/core/hold/hold'
+import { sightOf, type Sight } from '../../src/core/acquire/wait'
 import { contextOf, freshStore, staged } from './machine-kit'
 
 const KEY = 'lock:m'

@@ -1,16 +1,13 @@
 /**
- * Taking a hold (src/core/acquire.ts): the options every acquire checks and
+ * Taking a hold (src/core/acquire/index.ts): the options every acquire checks and
  * their defaults, what is checked before the client is ready, the keys of a
  * multi-key acquire and the room a shared lock's key has — over the real
  * memory store on a ManualClock.
  */
 import { afterEach, describe, expect, test } from 'vitest'
 import { Client, InvalidArgumentError, Lock } from 'zaris'
-import { take } from '../../src/core/acquire'
-import { checkAcquire } from '../../src/core/acquire-checks'
-import { claimOf } from '../../src/core/claim'
-import { ExclusivePart } from '../../src/core/exclusive-part'
-import type { HoldInit } from '../../src/core/hold'
+import { acquire } from '../../src/core/acquire'
+import { checkAcquire } from '../../src/core/acquire/checks'
 import { contextOf, freshStore, staged } from './machine-kit'
 
 const closing: Array<() => unknown> = []
@@ -118,16 +115,15 @@ describe('a shared lock\'s key', () => {
 })
 
 describe('before the client is ready', () => {
-  /** A context whose client is still connecting, and a lock claim in it. */
+  /** A context whose client is still connecting, and the lock it wants. */
   function connecting() {
     const { clock, raw } = freshStore()
     const store = raw()
     closing.push(() => store.close())
     let ready!: () => void
     const ctx = { ...contextOf(store, clock, 'me'), ready: new Promise<void>((r) => (ready = r)) }
-    const spec = { value: null, ttl: 10_000, autoRenew: false, make: (init: HoldInit<null>) => new Lock(ctx, init) }
-    const claim = claimOf(ctx, [new ExclusivePart(ctx, 'lock:k', spec, { lock: true })], { key: 'lock:k', value: 'exclusive' }, ([h]) => h!)
-    return { ctx, claim, ready: () => ready() }
+    const want = { kind: 'lock', key: 'lock:k', mode: 'exclusive' } as const
+    return { ctx, want, ready: () => ready() }
   }
   /** Whether `p` has settled once pending callbacks ran. */
   async function settled(p: Promise<unknown>): Promise<boolean> {
@@ -141,10 +137,10 @@ describe('before the client is ready', () => {
   }
 
   test('an aborted signal rejects at once with its reason, without waiting for the client', async () => {
-    const { ctx, claim, ready } = connecting()
+    const { ctx, want, ready } = connecting()
     const c = new AbortController()
     c.abort(new Error('caller gave up'))
-    const taking = take(ctx, claim, checkAcquire(ctx, { signal: c.signal, wait: 1_000 }))
+    const taking = acquire(ctx, want, checkAcquire(ctx, { signal: c.signal, wait: 1_000, autoRenew: false }))
     taking.catch(() => {})
     expect(await settled(taking)).toBe(true)
     await expect(taking).rejects.toThrow('caller gave up')
@@ -152,9 +148,9 @@ describe('before the client is ready', () => {
   })
 
   test('a closed client rejects at once with CLOSED', async () => {
-    const { ctx, claim, ready } = connecting()
+    const { ctx, want, ready } = connecting()
     ctx.close()
-    const taking = take(ctx, claim, checkAcquire(ctx, { wait: 1_000 }))
+    const taking = acquire(ctx, want, checkAcquire(ctx, { wait: 1_000, autoRenew: false }))
     taking.catch(() => {})
     expect(await settled(taking)).toBe(true)
     await expect(taking).rejects.toMatchObject({ code: 'CLOSED' })
@@ -162,8 +158,8 @@ describe('before the client is ready', () => {
   })
 
   test('otherwise the try waits for the client to be ready', async () => {
-    const { ctx, claim, ready } = connecting()
-    const taking = take(ctx, claim, checkAcquire(ctx, {}))
+    const { ctx, want, ready } = connecting()
+    const taking = acquire(ctx, want, checkAcquire(ctx, { autoRenew: false }))
     expect(await settled(taking)).toBe(false)
     ready()
     const lock = (await taking)!

@@ -110,7 +110,7 @@ test('counters check their arguments before their operations load, and count onc
 })
 
 test('a part that fails to load rejects with UNAVAILABLE naming it, its cause kept, and loads on the next call', async () => {
-  const { once } = await import('../../src/core/once')
+  const { once } = await import('../../src/core/contract/once')
   const lost = new TypeError('Failed to fetch dynamically imported module: /assets/acquire-x1.js')
   let tries = 0
   const part = once(async () => {

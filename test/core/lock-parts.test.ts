@@ -1,5 +1,5 @@
 /**
- * The parts of the lock family one by one (src/core/exclusive-part.ts,
+ * The parts of the lock family one by one (src/core/acquire/exclusive-part.ts,
  * shared-part.ts, permit-part.ts, hold-life.ts), on the real memory store
  * with a ManualClock: what each try writes, what blocks it, what an event
  * changes, and how shared holds live and end — including every race the
@@ -8,11 +8,11 @@
  */
 import { afterEach, describe, expect, test } from 'vitest'
 import { Client, Lock, type Entry } from 'zaris'
-import { claimOf, type Part } from '../../src/core/claim'
-import { ExclusivePart } from '../../src/core/exclusive-part'
-import type { HoldInit } from '../../src/core/hold'
-import { PermitPart } from '../../src/core/permit-part'
-import { SharedPart } from '../../src/core/shared-part'
+import { claimOf, type Part } from '../../src/core/acquire/claim'
+import { ExclusivePart } from '../../src/core/acquire/exclusive-part'
+import type { HoldInit } from '../../src/core/hold/hold'
+import { PermitPart } from '../../src/core/acquire/permit-part'
+import { SharedPart } from '../../src/core/acquire/shared-part'
 import { contextOf, freshStore, staged } from './machine-kit'
 
 const GROUP = '\u0001shared'

@@ -11,7 +11,7 @@ import type { Adapter, Check, Op } from 'zaris'
 import { memoryAdapter } from 'zaris/memory'
 import { ManualClock } from 'zaris/testing'
 import type { Context } from '../../src/core/context'
-import { ClosedError } from '../../src/core/errors'
+import { ClosedError } from '../../src/core/contract/errors'
 
 /** A client context as `Client` builds one, for driving core modules directly. */
 export function contextOf(adapter: Adapter, clock: ManualClock, id: string): Context & { close(): void } {

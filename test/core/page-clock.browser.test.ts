@@ -1,5 +1,5 @@
 /**
- * The page clock (src/core/page-clock.ts): timers that run in a dedicated Worker, for auto-renewal
+ * The page clock (src/core/time/page-clock.ts): timers that run in a dedicated Worker, for auto-renewal
  * in hidden tabs. (Pages under vitest's Playwright provider always count as
  * visible; the renewal in a really hidden, throttled tab is tested in
  * lifecycle.test.ts. Here the page is made to look hidden by shadowing

@@ -12,7 +12,7 @@ import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, expect, test } from 'vitest'
 import type { z } from 'zod'
-import { isZarisError } from '../../src/core/errors'
+import { isZarisError } from '../../src/core/contract/errors'
 import { BadAnswer, readCommit, readError, readEvent, readEvents, readFilter, readGet, readList, readProgress, readReady } from '../../src/adapters/http/answers'
 import { httpAdapter } from '../../src/adapters/http/client'
 import {
@@ -28,7 +28,7 @@ import {
   stripEntry,
   stripEvent,
   watchEvent,
-} from '../../src/adapters/http/protocol'
+} from '../../src/server/protocol'
 import { prng } from '../faults/scale'
 
 const r = prng(16_016)

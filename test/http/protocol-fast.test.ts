@@ -7,7 +7,7 @@
  */
 import { expect, test } from 'vitest'
 import type { z } from 'zod'
-import { commitRequest, commitResponse, fastPathOf, getRequest, getResponse, listRequest } from '../../src/adapters/http/protocol'
+import { commitRequest, commitResponse, fastPathOf, getRequest, getResponse, listRequest } from '../../src/server/protocol'
 import { prng } from '../faults/scale'
 
 const r = prng(7_001)

@@ -18,9 +18,9 @@ import { join } from 'node:path'
 import { afterAll, describe, expect, test } from 'vitest'
 import { connect, isZarisError, type WatchEvent } from 'zaris'
 import { createHandler, listen } from 'zaris/server'
-import { SEEN_REVISION_LIMIT } from '../../src/core/adapter'
-import { LocalStore, localAdapter } from '../../src/adapters/shared/local-store'
-import { systemClock } from '../../src/core/clock'
+import { SEEN_REVISION_LIMIT } from '../../src/core/contract/adapter'
+import { LocalStore, localAdapter } from '../../src/adapters/kit/local-store'
+import { systemClock } from '../../src/core/time/clock'
 import { freePort, startNode, type NodeProcess } from '../server/node-process'
 
 const dir = mkdtempSync(join(tmpdir(), 'zaris-restart-'))

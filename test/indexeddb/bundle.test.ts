@@ -31,13 +31,13 @@ describe('browser bundle', () => {
     )
     assertNoNodeBuiltins(both)
     const entry = both.chunks.filter((c) => c.isEntry)
-    expect(entry.some((c) => hasModule(c, 'adapters/indexeddb/shared'))).toBe(true)
+    expect(entry.some((c) => hasModule(c, 'adapters/indexeddb/page-store'))).toBe(true)
 
     // The usual app: only `connect`, which loads the IndexedDB adapter as a chunk of its own.
     const lazy = await bundle("import { connect } from 'zaris'\nObject.assign(globalThis, { open: () => connect('zaris://idb/app') })\n")
     assertNoNodeBuiltins(lazy)
     const lazyEntry = lazy.chunks.filter((c) => c.isEntry)
-    const idbChunk = lazy.chunks.filter((c) => !c.isEntry && hasModule(c, 'adapters/indexeddb/shared'))
+    const idbChunk = lazy.chunks.filter((c) => !c.isEntry && hasModule(c, 'adapters/indexeddb/page-store'))
     expect(idbChunk).toHaveLength(1)
     expect(lazyEntry.some((c) => hasModule(c, 'adapters/indexeddb'))).toBe(false)
     // connect's table is the page's (src/schemes.browser.ts): memory, IndexedDB and HTTP chunks, nothing Node-only.

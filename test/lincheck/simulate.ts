@@ -9,7 +9,7 @@
  * @module
  */
 import type { Check, Clock, Op } from 'zaris'
-import { LocalStore } from '../../src/adapters/shared/local-store'
+import { LocalStore } from '../../src/adapters/kit/local-store'
 import { prng } from '../faults/scale'
 import type { HistoryEvent } from './history'
 

@@ -3,7 +3,7 @@
  * so): every write the store makes, in order, and a switch that makes writes
  * throw, as a full disk would.
  */
-import type { Stored } from '../../src/adapters/shared/write'
+import type { Stored } from '../../src/adapters/kit/write'
 
 export interface Write {
   revision: number

@@ -5,7 +5,7 @@
  */
 import { describe, expect, test } from 'vitest'
 import type { WatchEvent } from 'zaris'
-import { EventLog, LogBudget, valueBytes } from '../../src/adapters/shared/event-log'
+import { EventLog, LogBudget, valueBytes } from '../../src/adapters/kit/event-log'
 import { Random } from '../faults/scale'
 
 function replay(log: EventLog, prefix: string, from: number): { events: WatchEvent[]; errors: Error[] } {

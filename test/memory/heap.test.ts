@@ -4,7 +4,7 @@
  * deleted or rewritten entry leaves it at once).
  */
 import { describe, expect, test } from 'vitest'
-import { MinHeap } from '../../src/adapters/shared/heap'
+import { MinHeap } from '../../src/adapters/kit/heap'
 
 /** mulberry32: a seeded generator, so a failure replays. */
 function random(seed: number): () => number {

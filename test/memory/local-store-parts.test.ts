@@ -11,9 +11,9 @@
 import { describe, expect, test } from 'vitest'
 import type { Op, WatchEvent } from 'zaris'
 import { ManualClock } from 'zaris/testing'
-import { LocalStore, StoreQuota, localAdapter } from '../../src/adapters/shared/local-store'
-import { LogBudget } from '../../src/adapters/shared/event-log'
-import type { Stored } from '../../src/adapters/shared/write'
+import { LocalStore, StoreQuota, localAdapter } from '../../src/adapters/kit/local-store'
+import { LogBudget } from '../../src/adapters/kit/event-log'
+import type { Stored } from '../../src/adapters/kit/write'
 import { arrayDisk } from './array-disk'
 
 

@@ -8,11 +8,11 @@
  */
 import { describe, expect, test } from 'vitest'
 import type { Entry, Op, WatchEvent } from 'zaris'
-import { LocalStore, StoreQuota } from '../../src/adapters/shared/local-store'
+import { LocalStore, StoreQuota } from '../../src/adapters/kit/local-store'
 import { arrayDisk, type Write } from './array-disk'
-import type { Stored } from '../../src/adapters/shared/write'
+import type { Stored } from '../../src/adapters/kit/write'
 import { ManualClock } from 'zaris/testing'
-import type { Clock, TimerHandle } from '../../src/core/clock'
+import type { Clock, TimerHandle } from '../../src/core/time/clock'
 
 function store(options: { history?: number; writes?: Write[] } = {}) {
   const clock = new ManualClock()

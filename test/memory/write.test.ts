@@ -1,12 +1,12 @@
 /**
- * The entry helpers every JavaScript store shares (src/adapters/shared/write.ts):
+ * The entry helpers every JavaScript store shares (src/adapters/kit/write.ts):
  * when an entry counts as expired, what a read hands out, and the floor a
  * store that may have lost its state moves up to. The memory store's tests
  * cover them through commits; these pin the parts only other stores use
  * (IndexedDB reads `expired`, and calls the helpers without a copy).
  */
 import { expect, test } from 'vitest'
-import { expired, floorRevision, toEntry, written, type Stored } from '../../src/adapters/shared/write'
+import { expired, floorRevision, toEntry, written, type Stored } from '../../src/adapters/kit/write'
 
 const entry = (over: Partial<Stored> = {}): Stored => ({ key: 'k', value: { n: 1 }, revision: 5, created: 3, ...over })
 

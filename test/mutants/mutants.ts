@@ -39,7 +39,7 @@ export const MUTANTS: Mutant[] = [
   {
     name: 'overwrite-keeps-created',
     bug: "a write that changes the owner keeps created (issue 12's bug: an ownerless overwrite of a lock leaves its token alive)",
-    file: 'src/adapters/shared/write.ts',
+    file: 'src/adapters/kit/write.ts',
     from: 'const sameLife = existing !== undefined && !op.fresh && existing.owner === op.owner',
     to: 'const sameLife = existing !== undefined && !op.fresh',
     tests: [MODEL],
@@ -47,7 +47,7 @@ export const MUTANTS: Mutant[] = [
   {
     name: 'release-without-token-check',
     bug: "release deletes the lock key whoever holds it now (no check of the token)",
-    file: 'src/core/hold.ts',
+    file: 'src/core/hold/hold.ts',
     from: 'const r = await this.#ctx.adapter.commit(this.#life.checks, this.#life.releaseOps())',
     to: 'const r = await this.#ctx.adapter.commit([], this.#life.releaseOps())',
     tests: [MODEL],
@@ -55,7 +55,7 @@ export const MUTANTS: Mutant[] = [
   {
     name: 'renewal-extends-stolen-lock',
     bug: 'a renewal writes the lock without checking its token: it takes back a stolen lock',
-    file: 'src/core/hold.ts',
+    file: 'src/core/hold/hold.ts',
     from: "this.#ctx.adapter.commit(this.#life.checks, [{ type: 'set'",
     to: "this.#ctx.adapter.commit([], [{ type: 'set'",
     tests: [MODEL],
@@ -63,7 +63,7 @@ export const MUTANTS: Mutant[] = [
   {
     name: 'expiry-without-revision',
     bug: "an expiry does not take a revision of its own (the next commit reuses the expire event's)",
-    file: 'src/adapters/shared/local-store.ts',
+    file: 'src/adapters/kit/local-store.ts',
     from: 'this.#revision = revision\n      this.#empty(top)',
     to: 'this.#empty(top)',
     tests: [MODEL],
@@ -71,7 +71,7 @@ export const MUTANTS: Mutant[] = [
   {
     name: 'watch-drops-delete',
     bug: 'watchers are not told of deletes (a live subscriber misses the event)',
-    file: 'src/adapters/shared/event-log.ts',
+    file: 'src/adapters/kit/event-log.ts',
     from: 'for (const s of this.#subscribers) if (event.key.startsWith(s.prefix)) deliver(s, event)',
     to: "for (const s of this.#subscribers) if (event.key.startsWith(s.prefix) && event.type !== 'delete') deliver(s, event)",
     tests: [MODEL],
@@ -79,7 +79,7 @@ export const MUTANTS: Mutant[] = [
   {
     name: 'semaphore-grants-limit-plus-one',
     bug: 'a semaphore of limit n takes its permits from n + 1 slots (one permit too many)',
-    file: 'src/core/permit-part.ts',
+    file: 'src/core/acquire/permit-part.ts',
     from: 'this.#limit = limit',
     to: 'this.#limit = limit + 1',
     tests: [FAMILY],
@@ -88,7 +88,7 @@ export const MUTANTS: Mutant[] = [
   {
     name: 'shared-beside-exclusive',
     bug: 'a shared acquire that saw no group writes one without checking the key is free (a shared grant beside an exclusive holder)',
-    file: 'src/core/shared-part.ts',
+    file: 'src/core/acquire/shared-part.ts',
     from: 'checks.push({ key: this.#key, revision: null })\n      ops.push(newGroup)',
     to: 'ops.push(newGroup)',
     tests: [FAMILY],
@@ -97,7 +97,7 @@ export const MUTANTS: Mutant[] = [
   {
     name: 'shared-hold-outlives-steal',
     bug: "a shared hold's fence checks only its own entry, not its group's life (its fenced writes pass after a steal)",
-    file: 'src/core/hold-life.ts',
+    file: 'src/core/hold/life.ts',
     from: 'if (life?.group) this.checks.push({ key: life.group.key, created: life.group.created })',
     to: 'if (life?.group) void life.group',
     tests: [FAMILY],

@@ -10,13 +10,13 @@ import { dirname, join, resolve } from 'node:path'
 import { afterAll, describe, expect, test } from 'vitest'
 import { builtInSchemes } from '../../src/schemes'
 import { elsewhere } from '../../src/schemes.browser'
-import { coreViolations, importLoops, longFiles, longFunctions, type Violation } from './house'
+import { closedRoomImports, coreViolations, importLoops, longFiles, longFunctions, type Violation } from './house'
 
 const src = resolve(import.meta.dirname, '../../src')
 
 /** What the core may not name: every adapter (src/adapters/*) and every store scheme or authority. */
 const NAMES = [
-  ...readdirSync(join(src, 'adapters')).filter((n) => n !== 'shared').map((n) => n.replace(/\.ts$/, '')),
+  ...readdirSync(join(src, 'adapters')).filter((n) => n !== 'kit').map((n) => n.replace(/\.ts$/, '')),
   ...Object.keys(builtInSchemes).filter((s) => s !== 'zaris'),
   ...Object.keys(elsewhere),
   'idb',
@@ -39,8 +39,12 @@ describe('src/ keeps the house rules', () => {
     expect(longFunctions(src).filter((v) => !pending(v))).toEqual([])
   })
 
-  test('no import loop', () => {
+  test('no import loop, lazy ones included', () => {
     expect(importLoops(src)).toEqual([])
+  })
+
+  test("outside code imports only the core's contract, time and public API", () => {
+    expect(closedRoomImports(src)).toEqual([])
   })
 
   test('the core imports nothing outside src/core (no adapter, package or Node built-in) and names no adapter', () => {
@@ -70,6 +74,10 @@ describe('each check catches a planted violation', () => {
   write('long-function.ts', `export function tooLong(): void {\n${body(119)}\n}\n`)
   write('loop/a.ts', `import type { B } from './b'\nexport type A = B | 1\n`)
   write('loop/b.ts', `import type { A } from './a'\nexport type B = A | 2\n`)
+  write('lazy/a.ts', `export const load = () => import('./b')\n`)
+  write('lazy/b.ts', `import { load } from './a'\nexport const again = load\n`)
+  write('core/hold/inner.ts', `export const inner = 1\n`)
+  write('outside.ts', `export { inner } from './core/hold/inner'\nexport const later = () => import('./core/hold/inner')\n`)
   write('core/imports-adapter.ts', `export { memoryAdapter } from '../adapters/memory'\n`)
   write('core/imports-builtin.ts', `import { readFileSync } from 'node:fs'\nexport const read = readFileSync\n`)
   write('core/names-store.ts', `// A comment may say redis.\nexport const kind = 'redis'\nexport function viaIndexedDb(): void {}\n`)
@@ -82,8 +90,15 @@ describe('each check catches a planted violation', () => {
     expect(longFunctions(root)).toEqual(['long-function.ts:1: a function of 121 lines'])
   })
 
-  test('a loop of two type-only imports', () => {
-    expect(importLoops(root)).toEqual(['loop/a.ts <-> loop/b.ts: an import loop'])
+  test('a loop of two type-only imports, and one through a lazy import()', () => {
+    expect(importLoops(root)).toEqual(['lazy/a.ts <-> lazy/b.ts: an import loop', 'loop/a.ts <-> loop/b.ts: an import loop'])
+  })
+
+  test('outside code that imports a closed room of the core, statically or lazily', () => {
+    expect(closedRoomImports(root)).toEqual([
+      'outside.ts:1: imports "./core/hold/inner", a room of the core that is not open to it',
+      'outside.ts:2: imports "./core/hold/inner", a room of the core that is not open to it',
+    ])
   })
 
   test('a core that imports an adapter or a built-in, or names a store in its code', () => {

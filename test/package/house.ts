@@ -7,7 +7,12 @@
  *   `max-lines-per-function` counts by default (first line to last,
  *   comments and blank lines included), every function-like node on its own;
  * - no import loop among the tree's modules (static `import`/`export ...
- *   from`, type-only ones included: a loop of types is still a tangle);
+ *   from`, type-only ones included: a loop of types is still a tangle, and
+ *   lazy `import()`s: a chunk that loads the module that loads it is one
+ *   room with two doors);
+ * - code outside the core reaches into it only through the contract
+ *   (`core/contract/`), time (`core/time/`) and the public API files at the
+ *   core's top (`core/*.ts`), never the acquire, hold or election rooms;
  * - the core (`core/`) imports only core modules, no package and no Node
  *   built-in, and its code (identifiers and strings, anywhere in a word;
  *   comments aside) names no adapter and no store scheme.
@@ -62,14 +67,22 @@ export function longFunctions(root: string): Violation[] {
   return [...out]
 }
 
-/** The module specifiers a file imports or re-exports from, statically. */
-function importsOf(sf: ts.SourceFile): Array<{ spec: string; line: number }> {
+/** The module specifiers a file imports or re-exports from, statically, and (with `lazy`) by `import()` too. */
+function importsOf(sf: ts.SourceFile, lazy = false): Array<{ spec: string; line: number }> {
   const out: Array<{ spec: string; line: number }> = []
   sf.forEachChild((n) => {
     if ((ts.isImportDeclaration(n) || ts.isExportDeclaration(n)) && n.moduleSpecifier && ts.isStringLiteral(n.moduleSpecifier)) {
       out.push({ spec: n.moduleSpecifier.text, line: lineOf(sf, n.getStart()) })
     }
   })
+  if (!lazy) return out
+  const visit = (n: ts.Node) => {
+    if (ts.isCallExpression(n) && n.expression.kind === ts.SyntaxKind.ImportKeyword && n.arguments[0] && ts.isStringLiteral(n.arguments[0])) {
+      out.push({ spec: n.arguments[0].text, line: lineOf(sf, n.getStart()) })
+    }
+    ts.forEachChild(n, visit)
+  }
+  visit(sf)
   return out
 }
 
@@ -81,7 +94,7 @@ function resolveLocal(from: string, spec: string): string | undefined {
 export function importLoops(root: string): Violation[] {
   const graph = new Map<string, string[]>()
   for (const file of sourceFiles(root)) {
-    graph.set(file, importsOf(parse(file)).flatMap(({ spec }) => (spec.startsWith('.') ? (resolveLocal(file, spec) ?? []) : [])))
+    graph.set(file, importsOf(parse(file), true).flatMap(({ spec }) => (spec.startsWith('.') ? (resolveLocal(file, spec) ?? []) : [])))
   }
   // Tarjan's strongly connected components: every component of more than one module is a loop.
   const index = new Map<string, number>()
@@ -140,4 +153,30 @@ export function coreViolations(root: string, names: string[]): Violation[] {
     visit(sf)
   }
   return [...out]
+}
+
+/** The rooms of the core that outside code may import: the contract, time, and the public API files at its top. */
+const OPEN_ROOMS = ['contract', 'time']
+
+/**
+ * Imports (static or lazy) from outside `core/` into a room of the core that
+ * is not open to it: `core/acquire/`, `core/hold/`, `core/election/` are the
+ * core's own.
+ */
+export function closedRoomImports(root: string): Violation[] {
+  const core = join(root, 'core')
+  const out: Violation[] = []
+  for (const file of sourceFiles(root)) {
+    if ((file + '/').startsWith(core + '/')) continue
+    const sf = parse(file)
+    for (const { spec, line } of importsOf(sf, true)) {
+      if (!spec.startsWith('.')) continue
+      const target = resolveLocal(file, spec)
+      if (!target || !target.startsWith(core + '/')) continue
+      const inside = relative(core, target).split('/')
+      if (inside.length === 1 || OPEN_ROOMS.includes(inside[0]!)) continue
+      out.push(`${relative(root, file)}:${line}: imports ${JSON.stringify(spec)}, a room of the core that is not open to it`)
+    }
+  }
+  return out
 }

@@ -7,7 +7,7 @@
  */
 import { describe, expect, test } from 'vitest'
 import * as zaris from 'zaris'
-import { ERROR_CODES } from '../../src/core/errors'
+import { ERROR_CODES } from '../../src/core/contract/errors'
 import { readme } from './snippets'
 
 interface Row {

@@ -1,8 +1,8 @@
 /**
- * The `zaris` bin for tests that run it as a process: src/server/cli.ts
+ * The `zaris` bin for tests that run it as a process: src/cli/zaris.ts
  * bundled with esbuild, as tsup builds dist/cli.js (dependencies left as
  * imports). A node starts from it in about a third of the time
- * `node --import tsx src/server/cli.ts` takes (0.4 s against 1.1-1.3 s,
+ * `node --import tsx src/cli/zaris.ts` takes (0.4 s against 1.1-1.3 s,
  * measured on the 2-core machine), and `npm test` starts a node some hundred
  * times. {@link bundle} does the same for other scripts tests start as
  * processes (the fault tests' worker, test/faults/procs.ts).
@@ -68,7 +68,7 @@ export function bundle(name: string, entries: string[], sources: string[] = []):
   return outputs
 }
 
-/** The path of the bundled bin, named cli.mjs: the bin runs main() only when started under that name. */
+/** The path of the bundled bin, zaris.mjs: the bin runs main() only when started under a name it knows. */
 export function cliBundle(): string {
-  return bundle('zaris-cli-bundle', ['src/server/cli.ts'])['src/server/cli.ts']!
+  return bundle('zaris-cli-bundle', ['src/cli/zaris.ts'])['src/cli/zaris.ts']!
 }

@@ -4,7 +4,7 @@
  * started with them reports its budget and what it holds in /metrics.
  */
 import { afterAll, expect, test } from 'vitest'
-import { parseServeArgs, UsageError } from '../../src/server/cli'
+import { parseServeArgs, UsageError } from '../../src/cli/zaris'
 import { startNode, type NodeProcess } from './node-process'
 
 test('each limit flag parses, with KiB/MiB/GiB sizes', () => {

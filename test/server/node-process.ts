@@ -1,6 +1,6 @@
 /**
  * Starts `zaris serve` as an OS process of its own, the way users run it
- * (the bin: src/server/cli.ts bundled as tsup bundles dist/cli.js, see
+ * (the bin: src/cli/zaris.ts bundled as tsup bundles dist/cli.js, see
  * cli-bundle.ts), and reads the address from the one line it prints.
  */
 import { spawn, type ChildProcess } from 'node:child_process'

@@ -18,10 +18,10 @@
  *
  * @module
  */
-import type { Check, CommitResult, Op } from '../../core/adapter'
-import { InvalidArgumentError, UnavailableError } from '../../core/errors'
-import { checkCommitArgs, checkValue } from '../../core/validate'
-import { added as sum } from '../shared/write'
+import type { Check, CommitResult, Op } from '../../core/contract/adapter'
+import { InvalidArgumentError, UnavailableError } from '../../core/contract/errors'
+import { checkCommitArgs, checkValue } from '../../core/contract/validate'
+import { added as sum } from '../kit/write'
 import type { Connection } from './connection'
 import { entryOf, type Layout, type RawKv, type Slot } from './layout'
 import { buildTxn, failureReads, holds, replayAnswer, replayTxn, successAnswer, type CommitPlan, type CounterState, type PlannedOp } from './txn'

@@ -14,8 +14,8 @@
  * @module
  */
 import type { Etcd3 as Etcd3Client, IOptions, ITxnRequest, ITxnResponse } from 'etcd3'
-import { systemClock, sleep } from '../../core/clock'
-import { RevisionExhaustedError, UnavailableError } from '../../core/errors'
+import { systemClock, sleep } from '../../core/time/clock'
+import { RevisionExhaustedError, UnavailableError } from '../../core/contract/errors'
 import { LeasePool } from './leases'
 import { etcdError, isTransient, loadEtcd3 } from './load'
 import { WatchHub, type WatchStream } from './watch'

@@ -20,7 +20,7 @@
  * @module
  */
 import type { IEvent } from 'etcd3'
-import type { WatchEvent } from '../../core/adapter'
+import type { WatchEvent } from '../../core/contract/adapter'
 import { putEvent, type Layout, type RawKv } from './layout'
 
 interface KeyChange {

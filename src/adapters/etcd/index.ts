@@ -28,11 +28,11 @@
  * @module
  */
 import type { IOptions } from 'etcd3'
-import type { Adapter, Capabilities, Check, CommitOptions, CommitResult, Entry, ListOptions, ListPage, Op, Unsubscribe, WatchSink } from '../../core/adapter'
-import { InvalidArgumentError } from '../../core/errors'
-import { randomId } from '../../core/ids'
-import { checkKey, checkListOptions, checkOptions, checkPrefix, checkRequestId, checkWatchArgs, describe } from '../../core/validate'
-import { AdapterLife } from '../shared/life'
+import type { Adapter, Capabilities, Check, CommitOptions, CommitResult, Entry, ListOptions, ListPage, Op, Unsubscribe, WatchSink } from '../../core/contract/adapter'
+import { InvalidArgumentError } from '../../core/contract/errors'
+import { randomId } from '../../core/contract/ids'
+import { checkKey, checkListOptions, checkOptions, checkPrefix, checkRequestId, checkWatchArgs, describe } from '../../core/contract/validate'
+import { AdapterLife } from '../kit/life'
 import { planCommit, runCommit } from './commit'
 import { shareConnection, type Connection } from './connection'
 import { entryOf, Layout, type RawKv } from './layout'

@@ -29,7 +29,7 @@
  *
  * @module
  */
-import type { Entry, Value, WatchEvent } from '../../core/adapter'
+import type { Entry, Value, WatchEvent } from '../../core/contract/adapter'
 
 export type Slot = 0 | 1
 const SLOT_BYTE = [0x30, 0x31] as const

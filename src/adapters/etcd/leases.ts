@@ -32,7 +32,7 @@
  *
  * @module
  */
-import { systemClock } from '../../core/clock'
+import { systemClock } from '../../core/time/clock'
 
 /** How long a lease is handed out after its grant, in ms. */
 export const SHARE_MS = 500

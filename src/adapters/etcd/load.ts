@@ -5,8 +5,8 @@
  * @module
  */
 import type * as Etcd3Module from 'etcd3'
-import { InternalError, TooLargeError, UnauthorizedError, UnavailableError, UnsupportedError, ZarisError } from '../../core/errors'
-import { loadOptional } from '../shared/load'
+import { InternalError, TooLargeError, UnauthorizedError, UnavailableError, UnsupportedError, ZarisError } from '../../core/contract/errors'
+import { loadOptional } from '../kit/load'
 
 export type Etcd3 = typeof Etcd3Module
 

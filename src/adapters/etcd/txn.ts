@@ -32,7 +32,7 @@
  * @module
  */
 import type { ICompare, IRequestOp, IResponseOp, ITxnRequest, ITxnResponse } from 'etcd3'
-import type { Check, CommitResult, Entry } from '../../core/adapter'
+import type { Check, CommitResult, Entry } from '../../core/contract/adapter'
 import { encodeValue, entryOf, ownerRange, type Layout, type RawKv, type Slot } from './layout'
 
 /** A validated op, with what the transaction needs. */

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { InvalidUrlError } from '../../core/errors'
+import { InvalidUrlError } from '../../core/contract/errors'
 
 /** What an etcd connection string names. */
 export interface EtcdTarget {

@@ -15,9 +15,9 @@
  * @module
  */
 import type { IWatchRequest, IWatchResponse } from 'etcd3'
-import type { Unsubscribe, WatchSink } from '../../core/adapter'
-import { systemClock, type TimerHandle } from '../../core/clock'
-import { CompactedError, UnavailableError } from '../../core/errors'
+import type { Unsubscribe, WatchSink } from '../../core/contract/adapter'
+import { systemClock, type TimerHandle } from '../../core/time/clock'
+import { CompactedError, UnavailableError } from '../../core/contract/errors'
 import { toWatchEvents } from './events'
 import type { Layout } from './layout'
 

@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { parseHosts, parseNamespace } from '../../core/url'
+import { parseHosts, parseNamespace } from '../../core/contract/url'
 
 /** The port a zaris node listens on by default. */
 export const DEFAULT_PORT = 7861

@@ -12,8 +12,8 @@
  *
  * @module
  */
-import type { CommitResult, Entry, WatchEvent } from '../../core/adapter'
-import { checkValue, isOwnerId, keyProblem, MAX_TTL } from '../../core/validate'
+import type { CommitResult, Entry, WatchEvent } from '../../core/contract/adapter'
+import { checkValue, isOwnerId, keyProblem, MAX_TTL } from '../../core/contract/validate'
 
 /** An answer that is not what the protocol says; the message names the field. */
 export class BadAnswer extends Error {}

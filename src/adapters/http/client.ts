@@ -18,10 +18,10 @@
  *
  * @module
  */
-import type { Adapter, Capabilities, Check, CommitOptions, CommitResult, Entry, ListOptions, ListPage, Op, Unsubscribe, WatchEvent } from '../../core/adapter'
-import { ClosedError, InvalidArgumentError, UnauthorizedError, UnavailableError, ZarisError, errorFromJSON } from '../../core/errors'
-import { randomHex } from '../../core/ids'
-import { checkKey, checkListOptions, checkPrefix, checkWatchArgs } from '../../core/validate'
+import type { Adapter, Capabilities, Check, CommitOptions, CommitResult, Entry, ListOptions, ListPage, Op, Unsubscribe, WatchEvent } from '../../core/contract/adapter'
+import { ClosedError, InvalidArgumentError, UnauthorizedError, UnavailableError, ZarisError, errorFromJSON } from '../../core/contract/errors'
+import { randomHex } from '../../core/contract/ids'
+import { checkKey, checkListOptions, checkPrefix, checkWatchArgs } from '../../core/contract/validate'
 import { BadAnswer, readCommit, readError, readEvents, readFilter, readGet, readList } from './answers'
 import { API_PREFIX, NAMESPACE_PATTERN } from './wire'
 import { pageExit, type PageExit } from './page-exit'

@@ -9,7 +9,7 @@
  *
  * @module
  */
-import type { WatchEvent } from '../../core/adapter'
+import type { WatchEvent } from '../../core/contract/adapter'
 
 /** The stream's recent events, complete after `floor`, bounded in events and bytes. */
 export class EventRing {

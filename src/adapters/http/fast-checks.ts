@@ -11,7 +11,7 @@
  *
  * @module
  */
-import { isOwnerId as isOwner, isWellFormed, MAX_KEY_LENGTH, MAX_TTL } from '../../core/validate'
+import { isOwnerId as isOwner, isWellFormed, MAX_KEY_LENGTH, MAX_TTL } from '../../core/contract/validate'
 
 /** Most checks, and most ops, in one commit on the wire (the protocol's schemas use it too). */
 export const MAX_OPS = 1_000

@@ -7,7 +7,7 @@
  *
  * @module
  */
-import { UnsupportedError } from '../../core/errors'
+import { UnsupportedError } from '../../core/contract/errors'
 import type { Transport } from './transport'
 
 /** Options of {@link nodeTransport}. */

@@ -29,8 +29,8 @@
  *
  * @module
  */
-import type { CommitResult, Op } from '../../core/adapter'
-import { randomHex } from '../../core/ids'
+import type { CommitResult, Op } from '../../core/contract/adapter'
+import { randomHex } from '../../core/contract/ids'
 
 /** Where an adapter's commits go now: the commit URL of its preferred node, and its headers (the bearer token). */
 export type CommitTarget = () => { url: string; headers: Record<string, string> }

@@ -15,7 +15,7 @@
  *
  * @module
  */
-import { ZarisError } from '../../core/errors'
+import { ZarisError } from '../../core/contract/errors'
 
 const LF = 10
 const CR = 13

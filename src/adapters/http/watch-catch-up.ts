@@ -5,8 +5,8 @@
  *
  * @module
  */
-import type { Unsubscribe, WatchEvent, WatchSink } from '../../core/adapter'
-import { UnavailableError } from '../../core/errors'
+import type { Unsubscribe, WatchEvent, WatchSink } from '../../core/contract/adapter'
+import { UnavailableError } from '../../core/contract/errors'
 import { pause } from './watch-stream'
 
 /** One page of a node's history: complete for every revision up to `through`. */

@@ -47,8 +47,8 @@
  *
  * @module
  */
-import type { Unsubscribe, WatchEvent, WatchSink } from '../../core/adapter'
-import { ClosedError, isZarisError } from '../../core/errors'
+import type { Unsubscribe, WatchEvent, WatchSink } from '../../core/contract/adapter'
+import { ClosedError, isZarisError } from '../../core/contract/errors'
 import { EventRing } from './event-ring'
 import { Coverage } from './watch-filter'
 import { EventStream, pause, type Filtered, type WatchContext } from './watch-stream'

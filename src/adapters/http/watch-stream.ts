@@ -33,8 +33,8 @@
  *
  * @module
  */
-import type { WatchEvent } from '../../core/adapter'
-import { UnavailableError, ZarisError, errorFromJSON, isZarisError } from '../../core/errors'
+import type { WatchEvent } from '../../core/contract/adapter'
+import { UnavailableError, ZarisError, errorFromJSON, isZarisError } from '../../core/contract/errors'
 import { BadAnswer, readError, readEvent, readProgress, readReady } from './answers'
 import { SseReader } from './sse-reader'
 import { SSE_ERROR, SSE_PROGRESS, SSE_READY } from './wire'

@@ -15,8 +15,8 @@
  *
  * @module
  */
-import type { Unsubscribe, Value, WatchEvent, WatchSink } from '../../core/adapter'
-import { CompactedError } from '../../core/errors'
+import type { Unsubscribe, Value, WatchEvent, WatchSink } from '../../core/contract/adapter'
+import { CompactedError } from '../../core/contract/errors'
 import type { LogRecord } from './schema'
 
 interface Subscriber {

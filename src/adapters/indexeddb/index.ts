@@ -12,17 +12,17 @@
  *
  * @module
  */
-import type { Adapter, Check, CommitResult, Entry, ListOptions, ListPage, Op, Unsubscribe, WatchSink } from '../../core/adapter'
-import type { Clock, TimerHandle } from '../../core/clock'
-import { ClosedError, InvalidArgumentError, UnavailableError, UnsupportedError } from '../../core/errors'
-import { once } from '../../core/once'
-import { checkCommitArgs, checkKey, checkListOptions, checkPrefix, checkWatchArgs } from '../../core/validate'
-import { AdapterLife } from '../shared/life'
+import type { Adapter, Check, CommitResult, Entry, ListOptions, ListPage, Op, Unsubscribe, WatchSink } from '../../core/contract/adapter'
+import type { Clock, TimerHandle } from '../../core/time/clock'
+import { ClosedError, InvalidArgumentError, UnavailableError, UnsupportedError } from '../../core/contract/errors'
+import { once } from '../../core/contract/once'
+import { checkCommitArgs, checkKey, checkListOptions, checkPrefix, checkWatchArgs } from '../../core/contract/validate'
+import { AdapterLife } from '../kit/life'
 import type { Liveness } from './liveness'
 import type { Reaper } from './reaper'
 import type { Database } from './schema'
-import { SharedStore } from './shared'
-import { copyValue as copy, expired, toEntry } from '../shared/write'
+import { SharedStore } from './page-store'
+import { copyValue as copy, expired, toEntry } from '../kit/write'
 import { readEntry, readPrefix } from './transactions'
 
 /**

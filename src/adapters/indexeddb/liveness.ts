@@ -28,7 +28,7 @@
  *
  * @module
  */
-import { randomHex } from '../../core/ids'
+import { randomHex } from '../../core/contract/ids'
 
 /** One Web Locks request per owner per page, shared by every waiter for that owner. */
 interface Probe {

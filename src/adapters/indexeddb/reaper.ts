@@ -36,11 +36,11 @@
  *
  * @module
  */
-import type { WatchEvent } from '../../core/adapter'
+import type { WatchEvent } from '../../core/contract/adapter'
 import { Liveness } from './liveness'
 import type { Database, LogRecord } from './schema'
-import type { SharedStore } from './shared'
-import { expired, hasRevisionLeft, type Stored } from '../shared/write'
+import type { SharedStore } from './page-store'
+import { expired, hasRevisionLeft, type Stored } from '../kit/write'
 import { finish, lastRevision, writeTx, type Outcome } from './transactions'
 
 /** One life of an owned entry, as this page saw it. */

@@ -15,7 +15,7 @@
  *
  * @module
  */
-import type { WatchEvent } from '../../core/adapter'
+import type { WatchEvent } from '../../core/contract/adapter'
 import { openDatabase } from './request'
 
 /** Everything one revision did: one record per revision, even one whose commit changed nothing. */

@@ -14,11 +14,11 @@
  *
  * @module
  */
-import type { Check, CommitResult, Entry, Op, WatchEvent } from '../../core/adapter'
+import type { Check, CommitResult, Entry, Op, WatchEvent } from '../../core/contract/adapter'
 import type { Database, LogRecord } from './schema'
 import { settled } from './request'
 import { prefixRange, TRIM_EVERY } from './schema'
-import { expired, hasRevisionLeft, nextRevision, toEntry, written, type Stored } from '../shared/write'
+import { expired, hasRevisionLeft, nextRevision, toEntry, written, type Stored } from '../kit/write'
 
 /** How many log keys a commit reads from its hint before it looks up the last key instead. */
 const HINT_READ = 32

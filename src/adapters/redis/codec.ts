@@ -5,7 +5,7 @@
  *
  * @module
  */
-import type { Entry, Value, WatchEvent } from '../../core/adapter'
+import type { Entry, Value, WatchEvent } from '../../core/contract/adapter'
 
 /** The Redis keys of one namespace, in the order the scripts take them. */
 export function namespaceKeys(namespace: string): string[] {

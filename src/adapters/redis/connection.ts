@@ -11,7 +11,7 @@
  * @module
  */
 import type { Cluster, Redis, RedisOptions } from 'ioredis'
-import { InvalidArgumentError, InvalidUrlError, UnauthorizedError, UnavailableError } from '../../core/errors'
+import { InvalidArgumentError, InvalidUrlError, UnauthorizedError, UnavailableError } from '../../core/contract/errors'
 import { loadIoredis } from './load'
 import { ScriptRunner } from './functions'
 

@@ -21,8 +21,8 @@
  *
  * @module
  */
-import type { Unsubscribe, WatchSink } from '../../core/adapter'
-import { CompactedError } from '../../core/errors'
+import type { Unsubscribe, WatchSink } from '../../core/contract/adapter'
+import { CompactedError } from '../../core/contract/errors'
 import { decodeLogEntry, type LogEntry, type RawLogEntry, type StreamId } from './codec'
 
 /** Where a subscriber or the reader stands: the last log entry consumed. */

@@ -11,12 +11,12 @@
  * @module
  */
 import type { RedisOptions } from 'ioredis'
-import type { Adapter, Check, CommitOptions, CommitResult, Entry, ListOptions, ListPage, Op, Unsubscribe, Value, WatchSink } from '../../core/adapter'
-import { InternalError, InvalidArgumentError, RevisionExhaustedError } from '../../core/errors'
-import { randomId } from '../../core/ids'
-import { checkCommitArgs, checkKey, checkListOptions, checkOptions, checkPrefix, checkRequestId, checkValue, checkWatchArgs, describe } from '../../core/validate'
-import { AdapterLife } from '../shared/life'
-import { added } from '../shared/write'
+import type { Adapter, Check, CommitOptions, CommitResult, Entry, ListOptions, ListPage, Op, Unsubscribe, Value, WatchSink } from '../../core/contract/adapter'
+import { InternalError, InvalidArgumentError, RevisionExhaustedError } from '../../core/contract/errors'
+import { randomId } from '../../core/contract/ids'
+import { checkCommitArgs, checkKey, checkListOptions, checkOptions, checkPrefix, checkRequestId, checkValue, checkWatchArgs, describe } from '../../core/contract/validate'
+import { AdapterLife } from '../kit/life'
+import { added } from '../kit/write'
 import { decodeEntry } from './codec'
 import { parseRedisUrl, shareClient, shareUrl, type RedisClient, type SharedConnection } from './connection'
 import { Space } from './space'

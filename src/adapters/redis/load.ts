@@ -5,8 +5,8 @@
  * @module
  */
 import type { Redis, RedisOptions } from 'ioredis'
-import { UnauthorizedError, UnavailableError, UnsupportedError, ZarisError } from '../../core/errors'
-import { loadOptional } from '../shared/load'
+import { UnauthorizedError, UnavailableError, UnsupportedError, ZarisError } from '../../core/contract/errors'
+import { loadOptional } from '../kit/load'
 
 /** The ioredis `Redis` class. */
 export type RedisConstructor = new (options: RedisOptions) => Redis

@@ -7,8 +7,8 @@
  * @module
  */
 import type { Redis } from 'ioredis'
-import type { Unsubscribe, WatchSink } from '../../core/adapter'
-import { systemClock, type TimerHandle } from '../../core/clock'
+import type { Unsubscribe, WatchSink } from '../../core/contract/adapter'
+import { systemClock, type TimerHandle } from '../../core/time/clock'
 import { LOG_KEY_INDEX, namespaceKeys, type LogEntry, type RawLogEntry } from './codec'
 import { SocketHold, type RedisClient, type SharedConnection } from './connection'
 import { Follower } from './follower'

@@ -8,8 +8,8 @@
  * @module
  */
 import type BetterSqlite3 from 'better-sqlite3'
-import type { WatchEvent, WatchSink } from '../../core/adapter'
-import { UnavailableError } from '../../core/errors'
+import type { WatchEvent, WatchSink } from '../../core/contract/adapter'
+import { UnavailableError } from '../../core/contract/errors'
 import type { Statements } from './schema'
 
 /** Commits written together in one SQLite transaction, hence one fsync. */

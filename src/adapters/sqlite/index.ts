@@ -38,7 +38,7 @@
  * @module
  */
 import type BetterSqlite3 from 'better-sqlite3'
-import { loadOptional } from '../shared/load'
+import { loadOptional } from '../kit/load'
 import { migrate } from './schema'
 import { SqliteStoresImpl } from './store'
 import type { SqliteOptions, SqliteStores } from './types'

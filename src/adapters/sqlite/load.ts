@@ -6,11 +6,11 @@
  *
  * @module
  */
-import type { CommitResult } from '../../core/adapter'
-import type { Clock } from '../../core/clock'
-import { randomHex } from '../../core/ids'
-import type { LocalStore } from '../shared/local-store'
-import type { Stored } from '../shared/write'
+import type { CommitResult } from '../../core/contract/adapter'
+import type { Clock } from '../../core/time/clock'
+import { randomHex } from '../../core/contract/ids'
+import type { LocalStore } from '../kit/local-store'
+import type { Stored } from '../kit/write'
 import type { GatedSink, Group } from './group'
 import { fromRow, rowPlace, type Statements } from './schema'
 

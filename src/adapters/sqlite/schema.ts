@@ -8,10 +8,10 @@
  * @module
  */
 import type BetterSqlite3 from 'better-sqlite3'
-import type { Value, WatchEvent } from '../../core/adapter'
-import { InternalError, UnsupportedError } from '../../core/errors'
-import { checkKey, checkValue } from '../../core/validate'
-import type { Stored } from '../shared/write'
+import type { Value, WatchEvent } from '../../core/contract/adapter'
+import { InternalError, UnsupportedError } from '../../core/contract/errors'
+import { checkKey, checkValue } from '../../core/contract/validate'
+import type { Stored } from '../kit/write'
 
 /** The schema this code writes; a newer file is refused. */
 export const SCHEMA_VERSION = 2

@@ -9,11 +9,11 @@
  * @module
  */
 import type BetterSqlite3 from 'better-sqlite3'
-import type { Adapter, Check, CommitResult, Entry, HistoryLimits, HistoryPage, Op, Unsubscribe, WatchEvent, WatchSink } from '../../core/adapter'
-import { systemClock, type Clock } from '../../core/clock'
-import { ClosedError, CompactedError, UnavailableError, isZarisError } from '../../core/errors'
-import { LocalStore, localAdapter } from '../shared/local-store'
-import type { Stored } from '../shared/write'
+import type { Adapter, Check, CommitResult, Entry, HistoryLimits, HistoryPage, Op, Unsubscribe, WatchEvent, WatchSink } from '../../core/contract/adapter'
+import { systemClock, type Clock } from '../../core/time/clock'
+import { ClosedError, CompactedError, UnavailableError, isZarisError } from '../../core/contract/errors'
+import { LocalStore, localAdapter } from '../kit/local-store'
+import type { Stored } from '../kit/write'
 import { GatedSink, GroupCommit, type Group } from './group'
 import { FreezableClock, readNamespace, type Loaded } from './load'
 import { fromRow, prepare, rowPlace, toEvent, type Statements } from './schema'

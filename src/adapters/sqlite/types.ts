@@ -3,10 +3,10 @@
  *
  * @module
  */
-import type { Adapter } from '../../core/adapter'
-import type { Clock } from '../../core/clock'
-import type { LogBudget } from '../shared/event-log'
-import type { StoreQuota } from '../shared/local-store'
+import type { Adapter } from '../../core/contract/adapter'
+import type { Clock } from '../../core/time/clock'
+import type { LogBudget } from '../kit/event-log'
+import type { StoreQuota } from '../kit/local-store'
 
 /** Options of `openSqlite`. */
 export interface SqliteOptions {

@@ -1,0 +1,230 @@
+/**
+ * What the adapters of one page share per namespace: the database
+ * connection, the BroadcastChannel, the expiry timer, the watch feed and the
+ * commit queue.
+ *
+ * Commits that arrive while a transaction is in flight wait and then go
+ * together in the next one (group commit), each still with its own revision
+ * and result. Many clients of a page contending for one lock thus cost one
+ * transaction per wave instead of one each.
+ *
+ * @module
+ */
+import type { Check, CommitResult, Op } from '../../core/contract/adapter'
+import type { Clock, TimerHandle } from '../../core/time/clock'
+import { ClosedError, isZarisError, UnavailableError } from '../../core/contract/errors'
+import { Feed } from './feed'
+import { openStore, type Database } from './schema'
+import { commitBatch, earliestExpiry, readLog, sweepTx, type CommitRequest, type Outcome } from './transactions'
+
+interface Queued {
+  request: CommitRequest
+  resolve(result: CommitResult): void
+  reject(error: unknown): void
+}
+
+/** The most commits one transaction takes from the queue. */
+const BATCH = 256
+
+const stores = new WeakMap<Clock, Map<string, SharedStore>>()
+
+export class SharedStore {
+  readonly namespace: string
+  readonly historySize: number
+  readonly clock: Clock
+  readonly feed: Feed
+  readonly #key: string
+  readonly #channel: BroadcastChannel
+  #refs = 0
+  #db: Promise<Database> | undefined
+  #gone = false
+  #closed = false
+  #queue: Queued[] = []
+  #committing = false
+  #timer: TimerHandle | undefined
+  #timerAt = Infinity
+  #sweeping = false
+  #sweepAgain = false
+  /** The highest revision this page has seen the store reach (a hint for the next commit's read). */
+  #revision = 0
+  readonly #onWake = () => this.#wake()
+  /**
+   * Going hidden is no wake, and may be a tab closing: a transaction begun
+   * then is never finished, and IndexedDB holds every other tab's writes
+   * behind it until the browser tears the page down (bench/FINDINGS.md §18).
+   */
+  readonly #onShown = () => {
+    if ((globalThis as { document?: Document }).document?.visibilityState !== 'hidden') this.#wake()
+  }
+
+  /** The page's store of a namespace, shared by every adapter that asks; {@link release} when done. */
+  static acquire(namespace: string, historySize: number, clock: Clock): SharedStore {
+    let byKey = stores.get(clock)
+    if (!byKey) stores.set(clock, (byKey = new Map()))
+    const key = `${historySize}\0${namespace}`
+    let store = byKey.get(key)
+    if (!store) byKey.set(key, (store = new SharedStore(namespace, historySize, clock, key)))
+    store.#refs++
+    return store
+  }
+
+  private constructor(namespace: string, historySize: number, clock: Clock, key: string) {
+    this.namespace = namespace
+    this.historySize = historySize
+    this.clock = clock
+    this.#key = key
+    this.feed = new Feed({ historySize, log: async (after) => readLog(await this.db(), after) })
+    this.#channel = new BroadcastChannel(`zaris:idb:${namespace}`)
+    this.#channel.onmessage = (ev: MessageEvent<Outcome>) => this.#received(ev.data)
+    const doc = (globalThis as { document?: Document }).document
+    doc?.addEventListener('visibilitychange', this.#onShown)
+    doc?.addEventListener('resume', this.#onWake)
+  }
+
+  /** The open database, opened on first use. */
+  db(): Promise<Database> {
+    if (this.#closed) return Promise.reject(new ClosedError('the indexeddb store is closed'))
+    if (this.#gone) {
+      return Promise.reject(new UnavailableError(`the IndexedDB database of ${JSON.stringify(this.namespace)} was deleted or upgraded by another tab`))
+    }
+    if (!this.#db) {
+      const opening = openStore(this.namespace, () => this.#onGone())
+      this.#db = opening
+      opening.then(
+        async (db) => {
+          void this.feed.start().catch(() => {})
+          this.#armExpiry(await earliestExpiry(db))
+        },
+        () => {
+          if (this.#db === opening) this.#db = undefined // a failed open is retried by the next call
+        },
+      )
+    }
+    return this.#db
+  }
+
+  /** Queues a commit for the next transaction. */
+  commit(checks: Check[], ops: Op[]): Promise<CommitResult> {
+    return new Promise<CommitResult>((resolve, reject) => {
+      this.#queue.push({ request: { checks, ops }, resolve, reject })
+      if (!this.#committing) void this.#flush()
+    })
+  }
+
+  async #flush(): Promise<void> {
+    this.#committing = true
+    try {
+      while (this.#queue.length > 0) {
+        const batch = this.#queue.splice(0, BATCH)
+        try {
+          const db = await this.db()
+          const { results, outcome } = await commitBatch(db, batch.map((q) => q.request), () => this.clock.now(), this.historySize, this.#revision)
+          this.#announce(outcome)
+          batch.forEach((q, i) => {
+            const r = results[i]!
+            if (r instanceof Error) q.reject(r)
+            else q.resolve(r)
+          })
+        } catch (err) {
+          const error = isZarisError(err) ? err : new UnavailableError(`IndexedDB refused the commit: ${(err as Error)?.message ?? String(err)}`, { cause: err })
+          for (const q of batch) q.reject(error)
+        }
+      }
+    } finally {
+      this.#committing = false
+    }
+  }
+
+  /**
+   * Runs a readwrite transaction made elsewhere (the reaper's) on the open
+   * database and announces what it did, as a commit's outcome is.
+   */
+  async write(run: (db: Database, now: number) => Promise<Outcome>): Promise<Outcome> {
+    const outcome = await run(await this.db(), this.clock.now())
+    this.#announce(outcome)
+    return outcome
+  }
+
+  /** Tells this page's watchers and every other tab what a transaction did. */
+  #announce(outcome: Outcome): void {
+    if (outcome.records.length === 0 && outcome.nextExpiry === undefined) return
+    try {
+      this.#channel.postMessage(outcome)
+    } catch {
+      // The channel closed under us; other tabs catch up from the log.
+    }
+    this.#received(outcome)
+  }
+
+  #received(outcome: Outcome): void {
+    if (this.#closed) return
+    const last = outcome.records[outcome.records.length - 1]
+    if (last && last.revision > this.#revision) this.#revision = last.revision
+    this.feed.receive(outcome.records)
+    if (outcome.nextExpiry !== undefined) this.#armExpiry(outcome.nextExpiry)
+  }
+
+  /** Makes sure this page's expiry timer fires by `at` (store time). */
+  armExpiry(at: number): void {
+    this.#armExpiry(at)
+  }
+
+  #armExpiry(at: number | undefined): void {
+    if (at === undefined || this.#closed || at >= this.#timerAt) return
+    if (this.#timer !== undefined) this.clock.clearTimeout(this.#timer)
+    this.#timerAt = at
+    this.#timer = this.clock.setTimeout(() => {
+      this.#timer = undefined
+      this.#timerAt = Infinity
+      void this.#sweep()
+    }, at - this.clock.now())
+  }
+
+  /** Commits the expiry of what is due; whichever tab gets there first does it. */
+  async #sweep(): Promise<void> {
+    if (this.#closed) return
+    if (this.#sweeping) {
+      this.#sweepAgain = true
+      return
+    }
+    this.#sweeping = true
+    try {
+      do {
+        this.#sweepAgain = false
+        this.#announce(await sweepTx(await this.db(), this.clock.now(), this.historySize))
+      } while (this.#sweepAgain && !this.#closed)
+    } catch {
+      // Closed or deleted under us; another tab sweeps.
+    } finally {
+      this.#sweeping = false
+    }
+  }
+
+  /** The page woke (shown again, unfrozen): catch up on what it may have slept through. */
+  #wake(): void {
+    if (this.#closed || !this.#db) return
+    this.feed.poll()
+    void this.#sweep()
+  }
+
+  #onGone(): void {
+    this.#gone = true
+    void this.#db?.then((db) => db.close(), () => {})
+  }
+
+  /** Drops one reference; the last one closes the connection, channel and timer. */
+  async release(): Promise<void> {
+    if (--this.#refs > 0) return
+    this.#closed = true
+    stores.get(this.clock)?.delete(this.#key)
+    if (this.#timer !== undefined) this.clock.clearTimeout(this.#timer)
+    const doc = (globalThis as { document?: Document }).document
+    doc?.removeEventListener('visibilitychange', this.#onShown)
+    doc?.removeEventListener('resume', this.#onWake)
+    this.feed.clear()
+    this.#channel.close()
+    const db = this.#db
+    this.#db = undefined
+    if (db) await db.then((d) => d.close(), () => {})
+  }
+}

@@ -1,0 +1,112 @@
+/**
+ * One permit of a semaphore: a *slot*. A semaphore on `key` with limit `n`
+ * has slots 0 … n−1, each an entry of its own (U+0001 `p` + key + U+0001 +
+ * the slot's number), held exactly as a lock is: taken by
+ * `commit([{ slot, revision: null }], [set])`, renewed, released, expired
+ * with its TTL. A try takes the lowest slot below its limit that it does not
+ * know to be taken; so at most `limit` permits live, by the store's own
+ * compare-and-set on each slot, with no count to drift when a holder
+ * crashes. A permit's value records the limit it was taken with.
+ *
+ * @module
+ */
+import type { Entry, WatchEvent } from '../contract/adapter'
+import type { HoldSpec, Part, Plan, TryHow } from './claim'
+import type { Context } from '../context'
+import { listAll } from '../contract/pages'
+import { slotOf, slotPrefix } from '../contract/reserved'
+import { entryOf, watches, type Sight } from './wait'
+
+export class PermitPart<P> implements Part<P> {
+  readonly #ctx: Context
+  readonly #key: string
+  readonly #limit: number
+  readonly #spec: HoldSpec<null, P>
+  readonly #prefix: string
+  /** The live slots below the limit, as last seen; `undefined` until read. */
+  #taken: Map<number, Entry> | undefined
+  #slot = -1
+  #from = 0
+
+  constructor(ctx: Context, key: string, limit: number, spec: HoldSpec<null, P>) {
+    this.#ctx = ctx
+    this.#key = key
+    this.#limit = limit
+    this.#spec = spec
+    this.#prefix = slotPrefix(key)
+  }
+
+  owns(key: string): boolean {
+    return slotOf(this.#prefix, key) !== undefined
+  }
+
+  async plan(how: TryHow): Promise<Plan | Sight> {
+    if (!this.#taken) await this.look()
+    const dead = how.over?.owner
+    const gone = dead === undefined ? undefined : how.over!.sight.blockers.find((b) => b.owner === dead && this.owns(b.key))
+    const set = (key: string) => ({ type: 'set' as const, key, value: { limit: this.#limit }, ttl: this.#spec.ttl, owner: this.#ctx.id })
+    if (gone) {
+      // A dead client's permit: take its slot over (a new life: its token dies).
+      this.#slot = slotOf(this.#prefix, gone.key)!
+      return { checks: [{ key: gone.key, revision: gone.revision }], ops: [{ ...set(gone.key), fresh: true }] }
+    }
+    this.#slot = this.#free()
+    if (this.#slot < 0) return this.blocked()!
+    const key = this.#prefix + this.#slot
+    return { checks: [{ key, revision: null }], ops: [set(key)] }
+  }
+
+  async learn(failed: ReadonlyMap<string, Entry | undefined>): Promise<Sight | undefined> {
+    const key = this.#prefix + this.#slot
+    if (!failed.has(key)) return this.blocked()
+    const entry = failed.get(key)
+    if (entry) this.#see(entry)
+    else this.#taken!.delete(this.#slot)
+    return this.blocked()
+  }
+
+  won(written: ReadonlyMap<string, Entry>, sentAt: number): P {
+    const key = this.#prefix + this.#slot
+    const entry = written.get(key)!
+    const { ttl, autoRenew } = this.#spec
+    return this.#spec.make({ key: this.#key, value: null, token: entry.created, revision: entry.revision, ttl, sentAt, autoRenew, life: { entryKey: key } })
+  }
+
+  blocked(): Sight | undefined {
+    if (!this.#taken || this.#free() >= 0) return undefined
+    return { blockers: [...this.#taken.values()], watches: [{ key: this.#prefix, prefix: true, from: this.#from }] }
+  }
+
+  async look(): Promise<Sight | undefined> {
+    const listed = await listAll(this.#ctx.adapter, this.#prefix)
+    this.#taken = new Map()
+    for (const e of listed) this.#see(e)
+    return this.blocked()
+  }
+
+  afterEvent(ev: WatchEvent): Sight | undefined {
+    if (!this.#taken || !watches({ key: this.#prefix, prefix: true, from: 0 }, ev.key)) return this.blocked()
+    this.#from = Math.max(this.#from, ev.revision)
+    const slot = slotOf(this.#prefix, ev.key)
+    if (slot !== undefined) {
+      if (ev.type === 'put') this.#see(entryOf(ev))
+      else this.#taken.delete(slot)
+    }
+    return this.blocked()
+  }
+
+  leave(): void {}
+
+  #see(entry: Entry): void {
+    const slot = slotOf(this.#prefix, entry.key)
+    this.#from = Math.max(this.#from, entry.revision)
+    if (slot !== undefined && slot < this.#limit) this.#taken!.set(slot, entry)
+  }
+
+  /** The lowest slot below the limit not known to be taken, or -1. */
+  #free(): number {
+    if (this.#taken!.size >= this.#limit) return -1
+    for (let i = 0; i < this.#limit; i++) if (!this.#taken!.has(i)) return i
+    return -1
+  }
+}
