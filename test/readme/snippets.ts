@@ -58,12 +58,11 @@ export function markdown(file: string): string {
   return readFileSync(join(root, file), 'utf8')
 }
 
-/** The README, or one `## heading` section of it. */
-export function readme(heading?: string): string {
-  const text = markdown('README.md')
-  if (heading === undefined) return text
+/** One `## heading` section of a markdown file of the repo. */
+export function section(file: string, heading: string): string {
+  const text = markdown(file)
   const start = text.indexOf(`\n## ${heading}\n`)
-  if (start === -1) throw new Error(`README has no section "## ${heading}"`)
+  if (start === -1) throw new Error(`${file} has no section "## ${heading}"`)
   const end = text.indexOf('\n## ', start + 1)
   return text.slice(start, end === -1 ? undefined : end)
 }

@@ -3,7 +3,7 @@
  * before its watch does (RELIABILITY bug 7). The watch's events come on the
  * adapter's reader connection, the commit's answer on its command
  * connection, so either may come first; the commit's answer names what the
- * key carries when it ran (hold-end.ts), which may be a later state than
+ * key carries when it ran (src/core/hold/end.ts), which may be a later state than
  * the first change. A TCP proxy holds back the holder's reader connection
  * to make the commit come first every time, and the model test's hold
  * checker (test/model/holds.ts) is run on what happened.

@@ -3,11 +3,11 @@
  * with U+0001. They are hidden from `list` and `watch` and refused as user
  * keys, so the two can never collide. The second character says whose:
  *
- * - `q`: a waiter's place in the line of a lock or semaphore (wait-queue.ts);
- * - `s`: one shared hold of a lock (shared-part.ts);
+ * - `q`: a waiter's place in the line of a lock or semaphore (acquire/line.ts);
+ * - `s`: one shared hold of a lock (acquire/shared-part.ts);
  * - `x`: the intent of the exclusive waiter first in line, which keeps new
- *   shared holds out so that they cannot starve it (exclusive-part.ts);
- * - `p`: one permit of a semaphore, a slot (semaphores.ts).
+ *   shared holds out so that they cannot starve it (acquire/exclusive-part.ts);
+ * - `p`: one permit of a semaphore, a slot (acquire/permit-part.ts).
  *
  * Each is followed by the user's key, then U+0001 and the entry's own
  * suffix (a waiter or holder id, or a slot number), so that every entry of
