@@ -12,11 +12,11 @@
  *
  * @module
  */
-import type { Adapter, Check, CommitResult, Entry, ListOptions, ListPage, Op, Unsubscribe, WatchSink } from '../../core/contract/adapter'
+import type { Adapter, Check, CommitOptions, CommitResult, Entry, ListOptions, ListPage, Op, Unsubscribe, WatchSink } from '../../core/contract/adapter'
 import type { Clock, TimerHandle } from '../../core/time/clock'
 import { ClosedError, InvalidArgumentError, UnavailableError, UnsupportedError } from '../../core/contract/errors'
 import { once } from '../../core/contract/once'
-import { checkCommitArgs, checkKey, checkListOptions, checkPrefix, checkWatchArgs } from '../../core/contract/validate'
+import { checkCommitArgs, checkCommitOptions, checkKey, checkListOptions, checkPrefix, checkWatchArgs } from '../../core/contract/validate'
 import { AdapterLife } from '../kit/life'
 import type { Liveness } from './liveness'
 import type { Reaper } from './reaper'
@@ -201,7 +201,7 @@ class IndexedDbStore {
         return toEntry(e, now)
       },
       list: (prefix, options) => this.#list(prefix, options),
-      commit: (checks, ops) => this.#commit(checks, ops),
+      commit: (checks, ops, options) => this.#commit(checks, ops, options),
       watch: (prefix, sink, fromRevision) => this.#watch(prefix, sink, fromRevision),
       close: () => this.#close(),
     }
@@ -237,13 +237,14 @@ class IndexedDbStore {
     }
   }
 
-  async #commit(checks: Check[], ops: Op[]): Promise<CommitResult> {
+  async #commit(checks: Check[], ops: Op[], options: CommitOptions | undefined): Promise<CommitResult> {
     this.#life.assertOpen()
     this.#follow()
     checkCommitArgs(checks, ops)
+    const { requestId } = checkCommitOptions(options)
     // Values are copied now: the transaction, the result and the events must not see later mutations.
     const copied = ops.map((op) => (op.type === 'set' ? { ...op, value: copy(op.value) } : op))
-    const result = await this.#shared.commit(checks, copied)
+    const result = await this.#shared.answers.answer(requestId, () => this.#shared.commit(checks, copied))
     // Results share nothing with the store's records or with other commits of the batch.
     if (result.ok) for (const e of result.entries) e.value = copy(e.value)
     else for (const f of result.failed) if (f.entry) f.entry = { ...f.entry, value: copy(f.entry.value) }
