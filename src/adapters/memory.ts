@@ -7,8 +7,8 @@
  */
 import type { Adapter } from '../core/contract/adapter'
 import { systemClock, type Clock } from '../core/time/clock'
-import { checkKey } from '../core/contract/validate'
-import { RequestAnswers } from './kit/answers'
+import { checkKey, checkRequestId } from '../core/contract/validate'
+import { answerOf, keepAnswer, type Answers } from './kit/answers'
 import { LocalStore, localAdapter, type LocalBackend } from './kit/local-store'
 
 /** Options of {@link memoryAdapter}. */
@@ -45,19 +45,25 @@ export function memoryAdapter(options: MemoryAdapterOptions = {}): Adapter {
   let kept = byName.get(namespace)
   if (!kept) {
     const store = new LocalStore({ clock, historySize: options.historySize })
-    kept = { store, backend: withRequestIds(store, new RequestAnswers(() => clock.now())) }
+    kept = { store, backend: withRequestIds(store, new Map()) }
     byName.set(namespace, kept)
   }
   return localAdapter('memory', kept.backend)
 }
 
 /** `store`, with a commit sent again with its request id answered from `answers` (no transport retries here, but a caller may). */
-function withRequestIds(store: LocalStore, answers: RequestAnswers): LocalBackend {
+function withRequestIds(store: LocalStore, answers: Answers): LocalBackend {
   return {
     get: (key) => store.get(key),
     list: (prefix, after, limit) => store.list(prefix, after, limit),
     history: (prefix, after, limits) => store.history(prefix, after, limits),
-    commit: (checks, ops, seen, requestId) => (requestId === undefined ? store.commit(checks, ops, seen) : answers.answer(requestId, () => store.commit(checks, ops, seen))),
+    commit(checks, ops, seen, requestId) {
+      const kept = answerOf(answers, checkRequestId(requestId))
+      if (kept) return kept
+      const answer = store.commit(checks, ops, seen)
+      keepAnswer(answers, requestId, answer)
+      return answer
+    },
     watch: (prefix, sink, fromRevision) => store.watch(prefix, sink, fromRevision),
   }
 }

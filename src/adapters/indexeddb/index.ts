@@ -16,7 +16,8 @@ import type { Adapter, Check, CommitOptions, CommitResult, Entry, ListOptions, L
 import type { Clock, TimerHandle } from '../../core/time/clock'
 import { ClosedError, InvalidArgumentError, UnavailableError, UnsupportedError } from '../../core/contract/errors'
 import { once } from '../../core/contract/once'
-import { checkCommitArgs, checkCommitOptions, checkKey, checkListOptions, checkPrefix, checkWatchArgs } from '../../core/contract/validate'
+import { checkCommitArgs, checkKey, checkListOptions, checkPrefix, checkWatchArgs } from '../../core/contract/validate'
+import { answerOf, keepAnswer, type Answers } from '../kit/answers'
 import { AdapterLife } from '../kit/life'
 import type { Liveness } from './liveness'
 import type { Reaper } from './reaper'
@@ -122,6 +123,9 @@ export async function openIndexedDb(options: IndexedDbAdapterOptions = {}): Prom
  * `UnavailableError` saying so — and is tried again by the next registration
  * or use of the store.
  */
+/** The answers of each page store's commits by request id. */
+const answered = new WeakMap<SharedStore, Answers>()
+
 class IndexedDbStore {
   readonly adapter: Adapter
   readonly #shared: SharedStore
@@ -241,10 +245,16 @@ class IndexedDbStore {
     this.#life.assertOpen()
     this.#follow()
     checkCommitArgs(checks, ops)
-    const { requestId } = checkCommitOptions(options)
+    // A commit sent again with its request id is answered as the first time, by this page's store of the namespace.
+    const id = options?.requestId
+    const answers = answered.get(this.#shared) ?? new Map()
+    answered.set(this.#shared, answers)
+    const kept = answerOf(answers, id)
+    if (kept) return kept
     // Values are copied now: the transaction, the result and the events must not see later mutations.
     const copied = ops.map((op) => (op.type === 'set' ? { ...op, value: copy(op.value) } : op))
-    const result = await this.#shared.answers.answer(requestId, () => this.#shared.commit(checks, copied))
+    const result = await this.#shared.commit(checks, copied)
+    keepAnswer(answers, id, result)
     // Results share nothing with the store's records or with other commits of the batch.
     if (result.ok) for (const e of result.entries) e.value = copy(e.value)
     else for (const f of result.failed) if (f.entry) f.entry = { ...f.entry, value: copy(f.entry.value) }

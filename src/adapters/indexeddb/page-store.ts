@@ -13,7 +13,6 @@
 import type { Check, CommitResult, Op } from '../../core/contract/adapter'
 import type { Clock, TimerHandle } from '../../core/time/clock'
 import { ClosedError, isZarisError, UnavailableError } from '../../core/contract/errors'
-import { RequestAnswers } from '../kit/answers'
 import { Feed } from './feed'
 import { openStore, type Database } from './schema'
 import { commitBatch, earliestExpiry, readLog, sweepTx, type CommitRequest, type Outcome } from './transactions'
@@ -34,8 +33,6 @@ export class SharedStore {
   readonly historySize: number
   readonly clock: Clock
   readonly feed: Feed
-  /** Answers of this page's commits by request id: a commit sent again is answered, not applied twice. */
-  readonly answers: RequestAnswers
   readonly #key: string
   readonly #channel: BroadcastChannel
   #refs = 0
@@ -77,7 +74,6 @@ export class SharedStore {
     this.clock = clock
     this.#key = key
     this.feed = new Feed({ historySize, log: async (after) => readLog(await this.db(), after) })
-    this.answers = new RequestAnswers(() => clock.now())
     this.#channel = new BroadcastChannel(`zaris:idb:${namespace}`)
     this.#channel.onmessage = (ev: MessageEvent<Outcome>) => this.#received(ev.data)
     const doc = (globalThis as { document?: Document }).document
