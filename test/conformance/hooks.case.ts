@@ -126,7 +126,7 @@ export function hookCases(factory: FixtureFactory, t: Named): void {
     }))
 
     t('unavailable: every call to a store out of reach fails with UnavailableError, neither hanging nor crashing', withStore(async (f) => {
-      if (!f.unreachable) notChecked('the fixture gives no unreachable adapter (a store in this process is never out of reach)')
+      if (!f.unreachable) notChecked('the fixture gives no unreachable hook (needed to check UnavailableError)')
       const limit = 20_000
       // An adapter that connects as it opens may refuse to open instead: that is the same answer.
       const opened = await f.unreachable().catch((err: unknown) => err)
