@@ -105,11 +105,15 @@ export function ruleCases(factory: FixtureFactory, t: Named): void {
         await withSkew(skew, async () => {
           const a = await f.adapter()
           const key = `clock/${skew}`
+          const sent = performance.now()
           ok(await a.commit([], [{ type: 'set', key, value: 1, ttl }]), 'the set')
           const e = await a.get(key)
           const off = `while the client's clock ran ${skew > 0 ? '2 s ahead of' : '2 s behind'} the store's`
-          expect(e, rule('store-clock', `an entry with TTL ${ttl} ms was gone at once ${off}: TTLs must be judged by the store's clock, never a client's`)).toBeDefined()
-          expect(e!.ttl! > 0 && e!.ttl! <= ttl, rule('store-clock', `an entry with TTL ${ttl} ms read back ttl ${e!.ttl} ${off}`)).toBe(true)
+          // Judged only when the read came back well within the TTL (a loaded machine may take longer).
+          if (e !== undefined || performance.now() - sent < ttl / 2) {
+            expect(e, rule('store-clock', `an entry with TTL ${ttl} ms was gone at once ${off}: TTLs must be judged by the store's clock, never a client's`)).toBeDefined()
+            expect(e!.ttl! > 0 && e!.ttl! <= ttl, rule('store-clock', `an entry with TTL ${ttl} ms read back ttl ${e!.ttl} ${off}`)).toBe(true)
+          }
           const gone = await eventually(async () => (await a.get(key)) === undefined, ttl + late(a) + 400)
           expect(gone, rule('store-clock', `an entry with TTL ${ttl} ms was still live ${ttl + late(a) + 400} ms later ${off}: TTLs must be judged by the store's clock`)).toBe(true)
         })
@@ -153,7 +157,7 @@ export function ruleCases(factory: FixtureFactory, t: Named): void {
       )
       const expected = expectedEvents(results, 'load/')
       const last = Math.max(...expected.map((e) => e.revision))
-      // Until it caught up, failed, or got nothing new for a second: a watch that lost events never catches up.
+      // Until it caught up, failed, or got nothing new for two seconds: a watch that lost events never catches up.
       await settled(() => failure !== undefined || (events.at(-1)?.revision ?? 0) >= last, () => events.length, 10_000)
       await sleep(50)
       unwatch()

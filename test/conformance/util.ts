@@ -120,8 +120,8 @@ export async function eventually(cond: () => boolean | Promise<boolean>, timeout
 }
 
 /**
- * Polls until `done` holds (true), or `progress` stopped moving for a
- * second, or `timeout` ms passed (false): waiting for a stream that may
+ * Polls until `done` holds (true), or `progress` stopped moving for two
+ * seconds, or `timeout` ms passed (false): waiting for a stream that may
  * never finish, without waiting the whole timeout when it stalled.
  */
 export async function settled(done: () => boolean, progress: () => number, timeout: number): Promise<boolean> {
@@ -130,7 +130,7 @@ export async function settled(done: () => boolean, progress: () => number, timeo
   let movedAt = performance.now()
   while (!done()) {
     const now = performance.now()
-    if (now > deadline || now - movedAt > 1_000) return false
+    if (now > deadline || now - movedAt > 2_000) return false
     await sleep(10)
     if (progress() !== last) {
       last = progress()
