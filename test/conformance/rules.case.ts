@@ -24,11 +24,14 @@ export function ruleCases(factory: FixtureFactory, t: Named): void {
   const withStore = onFreshStore(factory)
 
   t.group('contract rules', () => {
-    t('new life: a key its own owner creates again after its entry expired gets a new created (token), after an expire event', withAdapter(async (a) => {
+    t('new life: a key its own owner creates again after its entry expired gets a new created (token), after an expire event; a client re-taking its own expired lock, a larger token', withStore(async (f) => {
+      const a = await f.adapter()
+      const c = await f.connect({ id: 'again' })
       const events: WatchEvent[] = []
       const unwatch = await a.watch('re/', { event: (e) => events.push(e), error: () => {} })
       const ttl = 40
       const first = ok(await a.commit([{ key: 're/lock', revision: null }], [{ type: 'set', key: 're/lock', value: null, ttl, owner: 'o' }]), 'the first acquire')
+      const old = (await c.locks.acquire('lock:again', { ttl, autoRenew: false }))!
       // Nothing of this process runs meanwhile (no expiry timer of an in-process store): the next commit is the first to meet the lapsed entry.
       blockFor(ttl + late(a) + 30)
       const again = await a.commit([{ key: 're/lock', revision: null }], [{ type: 'set', key: 're/lock', value: null, ttl: 5_000, owner: 'o' }])
@@ -36,6 +39,15 @@ export function ruleCases(factory: FixtureFactory, t: Named): void {
       const second = ok(again, 'the second acquire')
       expect(second.entries[0]!.created, rule('new-life', `the same owner's create after its entry expired kept created ${first.revision}: the expired life's token handed out twice; expiry ends a life`)).toBe(second.revision)
       expect(second.revision).toBeGreaterThan(first.revision)
+
+      // Through a client: its own expired lock taken again has a larger token, and the old one fences nothing.
+      const next = await c.locks.acquire('lock:again', { ttl: 5_000, wait: 3_000 + late(c), autoRenew: false })
+      expect(next).not.toBeNull()
+      expect(next!.token, rule('new-life', `the client took its own expired lock again and got token ${next!.token}, not above its old token ${old.token}`)).toBeGreaterThan(old.token)
+      const stale = await c.put('again:data', 'stale', { fence: old }).then(() => 'accepted', (err: unknown) => (isZarisError(err, 'FENCED') ? 'FENCED' : String(err)))
+      expect(stale, rule('new-life', 'a fenced write with the expired hold was accepted while the same client holds the lock again')).toBe('FENCED')
+      await next!.release()
+
       await eventually(() => events.length >= 3, 2_000)
       unwatch()
       const seen = events.map((e) => `${e.type} ${e.revision}`)
@@ -49,18 +61,6 @@ export function ruleCases(factory: FixtureFactory, t: Named): void {
       ok(await a.commit([], [{ type: 'delete', key: 'rd' }]), 'the delete')
       const second = ok(await a.commit([{ key: 'rd', created: null }], [{ type: 'set', key: 'rd', value: 2, owner: 'o' }]), 'the second set')
       expect(second.entries[0]!.created, rule('new-life', `the same owner's create after a delete kept created ${first.revision}: a delete ends a life`)).toBe(second.revision)
-    }))
-
-    t('new life: a client that takes its own expired lock again gets a larger token; the old one fences nothing', withStore(async (f) => {
-      const c = await f.connect({ id: 'again' })
-      const old = (await c.locks.acquire('lock:again', { ttl: 50, autoRenew: false }))!
-      blockFor(50 + late(c) + 30)
-      const next = await c.locks.acquire('lock:again', { ttl: 5_000, wait: 3_000 + late(c), autoRenew: false })
-      expect(next).not.toBeNull()
-      expect(next!.token, rule('new-life', `the client took its own expired lock again and got token ${next!.token}, not above its old token ${old.token}`)).toBeGreaterThan(old.token)
-      const stale = await c.put('again:data', 'stale', { fence: old }).then(() => 'accepted', (err: unknown) => (isZarisError(err, 'FENCED') ? 'FENCED' : String(err)))
-      expect(stale, rule('new-life', 'a fenced write with the expired hold was accepted while the same client holds the lock again')).toBe('FENCED')
-      await next!.release()
     }))
 
     t('request id: a commit sent again with its id is answered as the first time and applied once, also from another connection', withAdapter(async (a, another) => {

@@ -27,7 +27,7 @@ const T = {
   race: 'of many racing create-if-absent commits on one key, exactly one wins',
   load: 'watch under load: every event of 240 racing commits arrives once, in revision order; a loss is named',
   clock: "the store's clock decides TTLs: with the client's clock 2 s ahead or behind, an entry lives its TTL",
-  reCreate: 'new life: a key its own owner creates again after its entry expired gets a new created (token), after an expire event',
+  reCreate: 'new life: a key its own owner creates again after its entry expired gets a new created (token), after an expire event; a client re-taking its own expired lock, a larger token',
   requestId: 'request id: a commit sent again with its id is answered as the first time and applied once, also from another connection',
   seen: 'seen: after the store restarts, a client is never handed a revision at or below one it has seen',
   compaction: 'compaction: a watch from before the history the store keeps is refused with CompactedError, never served part of it',
