@@ -240,6 +240,9 @@ describe('zaris/conformance on an adapter written outside zaris (docs/writing-an
     // Only what cannot apply to an in-process Map store: three capabilities it does not declare, and a store out of reach.
     expect(skipped.map((t) => t.split(':')[0]).sort()).toEqual(['capability commitOnChange', 'capability history', 'capability ownerGone', 'unavailable'])
     expect(printed).toContain(`conformance: map: ${passed + skipped.length} tests run, ${passed} passed, 0 failed, 4 not checked (skipped)`)
+    // What the guide shows the suite printing is what it prints.
+    const shown = blocksOf('docs/writing-an-adapter.md').find((b) => b.lang === 'text' && b.code.startsWith('conformance: map:'))!
+    for (const line of shown.code.trimEnd().split('\n')) expect(printed).toContain(line)
   }, 100_000)
 
   test('and fails it once the fence check is taken out of the adapter', async () => {
