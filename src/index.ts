@@ -43,7 +43,7 @@ export type {
   WatchSink,
 } from './core/contract/adapter'
 export { SEEN_REVISION_LIMIT } from './core/contract/adapter'
-export { checkCommitArgs, checkKey, checkListOptions, checkPrefix } from './core/contract/validate'
+export { checkCommitArgs, checkCommitOptions, checkKey, checkListOptions, checkPrefix, checkRequestId, checkWatchArgs } from './core/contract/validate'
 export {
   ZarisError,
   InvalidArgumentError,
