@@ -1,0 +1,423 @@
+/**
+ * The one place that knows which Redis client library carries the adapter's
+ * commands: ioredis and iovalkey (one API: `Redis` and `Cluster`), and
+ * node-redis v5 and v6 (`createClient`, `createCluster`). The rest of the
+ * adapter speaks to a {@link RedisLink} and never asks which.
+ *
+ * What a link makes the same for every library:
+ * - **Replies** come as RESP2 shapes: strings, numbers, arrays, `null`.
+ *   node-redis is asked for its default types on every call (a client's own
+ *   `typeMapping` — Buffers, Maps — does not reach the adapter), and an
+ *   `XREAD` answered as a RESP3 map (node-redis v6 speaks RESP3 by default)
+ *   is read the same as the RESP2 array.
+ * - **Errors**: an error reply of Redis rejects with an `Error` whose
+ *   `name` is `ReplyError` (ioredis's own; node-redis's `ErrorReply` is
+ *   renamed), anything else (a dropped connection, a closed client) as the
+ *   library raised it; `load.ts` turns both into zaris errors.
+ * - **Resending**: a command cut off by a dropped connection is sent again
+ *   after the reconnect, for up to {@link RESEND_WINDOW_MS}. ioredis does it
+ *   itself (`autoResendUnfulfilledCommands`); for node-redis, which rejects
+ *   what was in flight, the link does. Every commit carries a request id, so
+ *   a resent one is answered, not applied twice.
+ * - **Scripts** go by `EVALSHA`, with `EVAL` when Redis does not hold the
+ *   script (`NOSCRIPT`), on every library alike.
+ *
+ * @module
+ */
+import { InvalidArgumentError, UnsupportedError } from '../../core/contract/errors'
+
+/** The client libraries a `redis://` URL can open, in the order one is picked when the URL names none. */
+export const LIBRARIES = ['ioredis', 'redis', 'iovalkey'] as const
+
+/** A client library, by its npm name (`redis` is node-redis). */
+export type RedisLibrary = (typeof LIBRARIES)[number]
+
+/**
+ * A Redis client you opened yourself: an ioredis or iovalkey `Redis` or
+ * `Cluster`, or a node-redis client from `createClient()` or
+ * `createCluster()`, already connected (`await client.connect()`).
+ */
+export type RedisClient = IoredisClient | NodeRedisClient
+
+/** An ioredis (5, 6) or iovalkey `Redis` or `Cluster`, as far as zaris needs to recognise one. */
+export interface IoredisClient {
+  call(...args: never[]): Promise<unknown>
+  defineCommand(...args: never[]): unknown
+  duplicate(...args: never[]): unknown
+}
+
+/** A node-redis (5, 6) client or cluster, as far as zaris needs to recognise one. */
+export interface NodeRedisClient {
+  sendCommand(...args: never[]): Promise<unknown>
+  duplicate(...args: never[]): unknown
+  readonly isOpen: boolean
+}
+
+/** A Lua script for `EVALSHA`: its text, and its SHA-1 once known. */
+export interface LuaScript {
+  readonly lua: string
+  sha?: string
+}
+
+/** One connection (or cluster) as the adapter uses it, whatever library is underneath. */
+export interface RedisLink {
+  /** `ioredis` for ioredis and iovalkey (one API), `redis` for node-redis. */
+  readonly library: 'ioredis' | 'redis'
+  readonly cluster: boolean
+  /** Sends one command; on a cluster it goes to the node that serves `key`. */
+  call(key: string | undefined, args: ReadonlyArray<string | number>): Promise<unknown>
+  /** Runs `script` by `EVALSHA` (by `EVAL` if Redis does not hold it); `keysAndArgs[0]` routes it. */
+  evalScript(script: LuaScript, numberOfKeys: number, keysAndArgs: ReadonlyArray<string | number>): Promise<unknown>
+  /** `XREAD COUNT count BLOCK blockMs STREAMS key afterId`: the entries of `key`, or null when none came. */
+  xread(key: string, afterId: string, count: number, blockMs: number): Promise<Array<[string, string[]]> | null>
+  /** A connection of its own for blocking reads, with this one's settings; it waits through outages. Closed by `destroy()`. */
+  duplicate(): RedisLink
+  /** Whether the socket keeps Node running (for connections zaris opened; kept across reconnects). */
+  keepAlive(on: boolean): void
+  /** Closes it after its pending commands (QUIT), or at once if that fails. */
+  close(): Promise<void>
+  destroy(): void
+}
+
+/** How long a command cut off by a dropped connection is sent again (ioredis: `maxRetriesPerRequest` 10, ~3 s). */
+export const RESEND_WINDOW_MS = 3_000
+
+/** Reconnect delays after a connection that worked drops: ioredis's default, for every library. */
+const reconnectDelay = (attempt: number) => Math.min(attempt * 50, 2_000)
+
+/** The link of a client the caller opened: the library is told by the object's shape. */
+export function linkClient(client: unknown): RedisLink {
+  const c = client as Record<string, unknown> | null
+  if (typeof c !== 'object' || c === null) throw new InvalidArgumentError(CLIENT_EXPECTED)
+  if (typeof c.call === 'function' && typeof c.defineCommand === 'function') return new IoredisLink(c as unknown as IoredisLike)
+  if (typeof c.sendCommand === 'function' && typeof c.duplicate === 'function' && 'isOpen' in c) {
+    if (typeof c.getSentinelNode === 'function' || 'totalClients' in c) {
+      throw new InvalidArgumentError('client: a node-redis Sentinel or pool is not supported; pass a client from createClient() or createCluster()')
+    }
+    if (!c.isOpen) throw new InvalidArgumentError('client: the node-redis client is not open; call `await client.connect()` first')
+    return new NodeRedisLink(c as unknown as NodeRedisLike, 'masters' in c && typeof c.nodeClient === 'function')
+  }
+  throw new InvalidArgumentError(CLIENT_EXPECTED)
+}
+
+const CLIENT_EXPECTED = 'client must be an ioredis or iovalkey Redis or Cluster, or a node-redis client from createClient() or createCluster()'
+
+/**
+ * Opens a connection to `url` with `library`'s module `mod` (from
+ * `load.ts`) and the caller's options for that library, and resolves once
+ * Redis answers; a failed first attempt rejects with the library's error
+ * (nothing retries a connection that never worked).
+ */
+export async function openLink(library: RedisLibrary, mod: LoadedModule, url: string, options: LibraryOptions | undefined, name: string): Promise<RedisLink> {
+  return library === 'redis' ? openNodeRedis(mod, url, options, name) : openIoredis(mod, url, options, name)
+}
+
+/** A library's exports, with CommonJS's `default` as `inner`. */
+export interface LoadedModule {
+  mod: Record<string, unknown>
+  inner: Record<string, unknown> | undefined
+}
+
+/** Options of the library that opens a URL's connection (ioredis `RedisOptions`, node-redis `createClient` options). */
+export type LibraryOptions = { readonly [option: string]: unknown }
+
+/** The library's entry point, or an error that says the module is not the library. */
+export function entryOf(library: RedisLibrary, { mod, inner }: LoadedModule): (...args: never[]) => unknown {
+  const found = library === 'redis' ? (mod.createClient ?? inner?.createClient) : (mod.Redis ?? inner?.Redis ?? inner?.default ?? inner)
+  if (typeof found !== 'function') throw new UnsupportedError(`the module loaded as ${library} does not export ${library === 'redis' ? 'createClient' : 'the Redis class'}`)
+  return found as (...args: never[]) => unknown
+}
+
+// ---------------------------------------------------------------------------
+// ioredis and iovalkey
+
+interface IoredisLike {
+  call(command: string, ...args: Array<string | number>): Promise<unknown>
+  duplicate(overrides?: object): IoredisLike
+  connect(): Promise<void>
+  quit(): Promise<unknown>
+  disconnect(): void
+  on(event: string, listener: (...args: unknown[]) => void): unknown
+  off(event: string, listener: (...args: unknown[]) => void): unknown
+  readonly isCluster?: boolean
+  readonly stream?: { ref?: () => void; unref?: () => void }
+}
+
+/** Defaults for connections zaris opens; the caller's options override them. */
+const IOREDIS_DEFAULTS = {
+  enableAutoPipelining: true,
+  // A command queued while Redis is unreachable fails after this many reconnect attempts (~3 s: RESEND_WINDOW_MS).
+  maxRetriesPerRequest: 10,
+  // A commit cut off by a dropped connection is sent again after the reconnect (its request id makes that safe).
+  autoResendUnfulfilledCommands: true,
+}
+
+async function openIoredis(mod: LoadedModule, url: string, options: LibraryOptions | undefined, connectionName: string): Promise<RedisLink> {
+  const Redis = entryOf('ioredis', mod) as unknown as new (url: string, options: object) => IoredisLike
+  const redis = new Redis(url, { ...IOREDIS_DEFAULTS, connectionName, ...options, lazyConnect: true })
+  // Later failures reach the caller through the commands; without a listener ioredis prints them.
+  let cause: unknown
+  const onError = (err: unknown) => (cause ??= err)
+  redis.on('error', onError)
+  try {
+    await redis.connect()
+  } catch (err) {
+    redis.disconnect()
+    throw cause ?? err
+  } finally {
+    redis.off('error', onError)
+  }
+  redis.on('error', () => {})
+  return new IoredisLink(redis)
+}
+
+class IoredisLink implements RedisLink {
+  readonly library = 'ioredis'
+  readonly cluster: boolean
+  readonly #client: IoredisLike
+  #alive: boolean | undefined
+
+  constructor(client: IoredisLike) {
+    this.#client = client
+    this.cluster = client.isCluster === true
+  }
+
+  call(_key: string | undefined, args: ReadonlyArray<string | number>): Promise<unknown> {
+    // ioredis routes a cluster's command by the keys it finds in it (EVALSHA's and FCALL's included).
+    return this.#client.call(...(args as [string, ...Array<string | number>]))
+  }
+
+  evalScript(script: LuaScript, numberOfKeys: number, keysAndArgs: ReadonlyArray<string | number>): Promise<unknown> {
+    return evalScript(this, script, numberOfKeys, keysAndArgs)
+  }
+
+  async xread(key: string, afterId: string, count: number, blockMs: number): Promise<Array<[string, string[]]> | null> {
+    return streamEntries(await this.call(key, ['XREAD', 'COUNT', count, 'BLOCK', blockMs, 'STREAMS', key, afterId]))
+  }
+
+  duplicate(): RedisLink {
+    const client = this.#client
+    // XREAD BLOCK holds up every other command on its connection; this one waits through outages, never failing a read.
+    const reader = this.cluster ? client.duplicate() : client.duplicate({ maxRetriesPerRequest: null, enableAutoPipelining: false, lazyConnect: false })
+    reader.on('error', () => {})
+    return new IoredisLink(reader)
+  }
+
+  keepAlive(on: boolean): void {
+    if (this.cluster) return
+    if (this.#alive === undefined) {
+      // ioredis opens a new socket on every reconnect: apply the setting to each.
+      const apply = () => this.#apply()
+      this.#client.on('connect', apply)
+      this.#client.on('ready', apply)
+    }
+    this.#alive = on
+    this.#apply()
+  }
+
+  #apply(): void {
+    const stream = this.#client.stream
+    if (this.#alive) stream?.ref?.()
+    else stream?.unref?.()
+  }
+
+  async close(): Promise<void> {
+    try {
+      await this.#client.quit()
+    } catch {
+      this.#client.disconnect()
+    }
+  }
+
+  destroy(): void {
+    this.#client.disconnect()
+  }
+}
+
+// ---------------------------------------------------------------------------
+// node-redis
+
+interface NodeRedisLike {
+  sendCommand(...args: unknown[]): Promise<unknown>
+  duplicate(overrides?: object): NodeRedisLike
+  connect(): Promise<unknown>
+  close(): Promise<void>
+  destroy(): void
+  ref?(): void
+  unref?(): void
+  on(event: string, listener: (...args: unknown[]) => void): unknown
+  readonly isOpen: boolean
+  readonly isReady?: boolean
+}
+
+/** Per call: node-redis's default reply types, whatever the client was set to map them to. */
+const DEFAULT_TYPES = { typeMapping: {} }
+
+async function openNodeRedis(mod: LoadedModule, url: string, options: LibraryOptions | undefined, name: string): Promise<RedisLink> {
+  const createClient = entryOf('redis', mod) as unknown as (options: object) => NodeRedisLike
+  const socket = (options?.socket ?? {}) as { reconnectStrategy?: unknown }
+  let connected = false
+  const client = createClient({
+    url,
+    name,
+    // Commands fail at once while disconnected, and the link sends them again within RESEND_WINDOW_MS.
+    disableOfflineQueue: true,
+    ...options,
+    // Until the first connection works, nothing retries (an unreachable Redis fails the open); after, reconnect as ioredis does.
+    socket: { ...socket, reconnectStrategy: socket.reconnectStrategy ?? ((attempt: number) => (connected ? reconnectDelay(attempt + 1) : false)) },
+  })
+  client.on('error', () => {})
+  try {
+    await client.connect()
+  } catch (err) {
+    client.destroy()
+    throw err
+  }
+  connected = true
+  return new NodeRedisLink(client, false)
+}
+
+class NodeRedisLink implements RedisLink {
+  readonly library = 'redis'
+  readonly cluster: boolean
+  readonly #client: NodeRedisLike
+  #connecting: Promise<unknown> | undefined
+  #alive: boolean | undefined
+
+  constructor(client: NodeRedisLike, cluster: boolean, connecting?: Promise<unknown>) {
+    this.#client = client
+    this.cluster = cluster
+    this.#connecting = connecting
+  }
+
+  async call(key: string | undefined, args: ReadonlyArray<string | number>): Promise<unknown> {
+    if (this.#connecting) {
+      try {
+        await this.#connecting
+      } finally {
+        this.#connecting = undefined
+      }
+    }
+    const strings = args.map(String)
+    let deadline = 0
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.#send(key, strings, deadline)
+      } catch (err) {
+        if (isErrorReply(err)) throw replyError(err)
+        // A client that is closed (by its owner, or given up) stays closed: no resending into it.
+        if (!this.#client.isOpen) throw err
+        const now = Date.now()
+        deadline ||= now + RESEND_WINDOW_MS
+        if (now >= deadline) throw err
+        await new Promise((resolve) => setTimeout(resolve, Math.min(reconnectDelay(attempt), deadline - now)))
+      }
+    }
+  }
+
+  #send(key: string | undefined, args: string[], deadline: number): Promise<unknown> {
+    const client = this.#client
+    // A client with an offline queue keeps commands until it reconnects: not past the resend window.
+    const options = client.isReady === false ? { ...DEFAULT_TYPES, timeout: Math.max(1, (deadline || Date.now() + RESEND_WINDOW_MS) - Date.now()) } : DEFAULT_TYPES
+    return this.cluster ? client.sendCommand(key, false, args, options) : client.sendCommand(args, options)
+  }
+
+  evalScript(script: LuaScript, numberOfKeys: number, keysAndArgs: ReadonlyArray<string | number>): Promise<unknown> {
+    return evalScript(this, script, numberOfKeys, keysAndArgs)
+  }
+
+  async xread(key: string, afterId: string, count: number, blockMs: number): Promise<Array<[string, string[]]> | null> {
+    return streamEntries(await this.call(key, ['XREAD', 'COUNT', count, 'BLOCK', blockMs, 'STREAMS', key, afterId]))
+  }
+
+  duplicate(): RedisLink {
+    // Its own connection(s), with this one's settings; a cluster's duplicate finds the nodes again.
+    const reader = this.#client.duplicate()
+    reader.on('error', () => {})
+    return new NodeRedisLink(reader, this.cluster, reader.connect())
+  }
+
+  keepAlive(on: boolean): void {
+    if (this.#alive === undefined) {
+      // node-redis carries the setting over to later sockets, but not to one it is opening when the setting changes.
+      const apply = () => this.#apply()
+      this.#client.on('connect', apply)
+      this.#client.on('ready', apply)
+    }
+    this.#alive = on
+    this.#apply()
+  }
+
+  #apply(): void {
+    if (this.#alive) this.#client.ref?.()
+    else this.#client.unref?.()
+  }
+
+  async close(): Promise<void> {
+    try {
+      await this.#client.close()
+    } catch {
+      this.#client.destroy()
+    }
+  }
+
+  destroy(): void {
+    this.#connecting?.catch(() => {})
+    try {
+      this.#client.destroy()
+    } catch {
+      // Already closed.
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------
+// the same for every library
+
+/** An error reply of Redis as node-redis raises it (`ErrorReply` and its subclasses). */
+function isErrorReply(err: unknown): err is Error {
+  for (let p = err instanceof Error ? Object.getPrototypeOf(err) : null; p && p !== Error.prototype; p = Object.getPrototypeOf(p)) {
+    if ((p as { constructor?: { name?: string } }).constructor?.name === 'ErrorReply') return true
+  }
+  return false
+}
+
+/** node-redis's error reply under ioredis's name, so one check reads both. */
+function replyError(err: Error): Error {
+  const out = new Error(err.message, { cause: err })
+  out.name = 'ReplyError'
+  return out
+}
+
+async function evalScript(link: RedisLink, script: LuaScript, numberOfKeys: number, keysAndArgs: ReadonlyArray<string | number>): Promise<unknown> {
+  const key = keysAndArgs[0] === undefined ? undefined : String(keysAndArgs[0])
+  script.sha ??= await sha1(script.lua)
+  try {
+    return await link.call(key, ['EVALSHA', script.sha, numberOfKeys, ...keysAndArgs])
+  } catch (err) {
+    if (!(err instanceof Error && err.name === 'ReplyError' && /^NOSCRIPT/.test(err.message))) throw err
+    // Not in this Redis's script cache (a new server, a restart, SCRIPT FLUSH): EVAL runs it and caches it.
+    return link.call(key, ['EVAL', script.lua, numberOfKeys, ...keysAndArgs])
+  }
+}
+
+/** The SHA-1 of a script's text, as `EVALSHA` names it (Web Crypto: no Node built-in to import). */
+async function sha1(text: string): Promise<string> {
+  const digest = new Uint8Array(await crypto.subtle.digest('SHA-1', new TextEncoder().encode(text)))
+  return Array.from(digest, (b) => b.toString(16).padStart(2, '0')).join('')
+}
+
+/**
+ * An `XREAD` reply of one stream: RESP2's `[[key, entries]]`, or a RESP3 map
+ * as node-redis gives it (an object, or a `Map`) or as ioredis 6's `call`
+ * does (flat: `[key, entries]`).
+ */
+function streamEntries(reply: unknown): Array<[string, string[]]> | null {
+  if (reply === null || reply === undefined) return null
+  if (Array.isArray(reply)) {
+    const pair = (typeof reply[0] === 'string' ? reply : reply[0]) as [string, Array<[string, string[]]>] | undefined
+    return pair?.[1] ?? null
+  }
+  const values = reply instanceof Map ? [...reply.values()] : Object.values(reply as object)
+  return (values[0] as Array<[string, string[]]> | undefined) ?? null
+}
