@@ -90,10 +90,10 @@ export function linkClient(client: unknown): RedisLink {
   const c = client as Record<string, unknown> | null
   if (typeof c !== 'object' || c === null) throw new InvalidArgumentError(CLIENT_EXPECTED)
   if (typeof c.call === 'function' && typeof c.defineCommand === 'function') return new IoredisLink(c as unknown as IoredisLike)
+  if (typeof c.sendCommand === 'function' && (typeof c.getSentinelNode === 'function' || 'totalClients' in c)) {
+    throw new InvalidArgumentError('client: a node-redis Sentinel or pool is not supported; pass a client from createClient() or createCluster()')
+  }
   if (typeof c.sendCommand === 'function' && typeof c.duplicate === 'function' && 'isOpen' in c) {
-    if (typeof c.getSentinelNode === 'function' || 'totalClients' in c) {
-      throw new InvalidArgumentError('client: a node-redis Sentinel or pool is not supported; pass a client from createClient() or createCluster()')
-    }
     if (!c.isOpen) throw new InvalidArgumentError('client: the node-redis client is not open; call `await client.connect()` first')
     return new NodeRedisLink(c as unknown as NodeRedisLike, 'masters' in c && typeof c.nodeClient === 'function')
   }
@@ -299,10 +299,17 @@ class NodeRedisLink implements RedisLink {
       }
     }
     const strings = args.map(String)
+    // Set when the connection is first found down: the end of the resend window.
     let deadline = 0
     for (let attempt = 1; ; attempt++) {
+      let options = DEFAULT_TYPES
+      if (this.#client.isReady === false) {
+        // A client with an offline queue keeps commands until it reconnects: not past the resend window.
+        deadline ||= Date.now() + RESEND_WINDOW_MS
+        options = { ...DEFAULT_TYPES, timeout: Math.max(1, deadline - Date.now()) } as typeof DEFAULT_TYPES
+      }
       try {
-        return await this.#send(key, strings, deadline)
+        return await (this.cluster ? this.#client.sendCommand(key, false, strings, options) : this.#client.sendCommand(strings, options))
       } catch (err) {
         if (isErrorReply(err)) throw replyError(err)
         // A client that is closed (by its owner, or given up) stays closed: no resending into it.
@@ -313,13 +320,6 @@ class NodeRedisLink implements RedisLink {
         await new Promise((resolve) => setTimeout(resolve, Math.min(reconnectDelay(attempt), deadline - now)))
       }
     }
-  }
-
-  #send(key: string | undefined, args: string[], deadline: number): Promise<unknown> {
-    const client = this.#client
-    // A client with an offline queue keeps commands until it reconnects: not past the resend window.
-    const options = client.isReady === false ? { ...DEFAULT_TYPES, timeout: Math.max(1, (deadline || Date.now() + RESEND_WINDOW_MS) - Date.now()) } : DEFAULT_TYPES
-    return this.cluster ? client.sendCommand(key, false, args, options) : client.sendCommand(args, options)
   }
 
   evalScript(script: LuaScript, numberOfKeys: number, keysAndArgs: ReadonlyArray<string | number>): Promise<unknown> {

@@ -1,0 +1,175 @@
+/**
+ * The client libraries under the Redis adapter (src/adapters/redis/client.ts):
+ * a `redis://` URL picks its library; a user's node-redis client — v5 or v6,
+ * RESP2 or RESP3, whatever reply types it maps to — is used as given and left
+ * open on `close()`; what is not a client zaris knows is refused; and while
+ * Redis is down, a call over node-redis fails within the resend window
+ * instead of waiting forever, and works again once Redis is back. Against
+ * real redis-servers.
+ */
+import { Redis } from 'ioredis'
+import { createClient, createClientPool, createSentinel, RESP_TYPES } from 'redis'
+import { createClient as createClientV5 } from 'redis5'
+import { afterAll, beforeAll, describe, expect, test } from 'vitest'
+import { Client, type WatchEvent } from 'zaris'
+import { redisAdapter, type RedisClient } from 'zaris/redis'
+import { RESEND_WINDOW_MS } from '../../src/adapters/redis/client'
+import { parseRedisUrl, shareUrl } from '../../src/adapters/redis/connection'
+import { until } from '../conformance/util'
+import { using } from './clients'
+import { startRedis, type RedisServer } from './server'
+
+let server: RedisServer
+let raw: Redis
+beforeAll(async () => {
+  server = await startRedis()
+  raw = new Redis(server.port, '127.0.0.1')
+})
+afterAll(async () => {
+  raw?.disconnect()
+  await server?.dispose()
+})
+
+let n = 0
+const fresh = () => `c${++n}-${Math.random().toString(36).slice(2, 8)}`
+
+/** The connections Redis has open, by name (node-redis's duplicate keeps its parent's). */
+async function connections(): Promise<number> {
+  return String(await raw.call('CLIENT', 'LIST')).trim().split('\n').length
+}
+
+describe('which library a redis:// URL opens', () => {
+  test('?client= names it (ioredis, redis for node-redis, iovalkey); without it, the first installed: ioredis here', async () => {
+    for (const library of ['ioredis', 'redis', 'iovalkey'] as const) {
+      const parsed = parseRedisUrl(using(server.url('x'), library))
+      expect(parsed).toMatchObject({ library, namespace: 'x' })
+      expect(parsed.url).not.toMatch(/client=|ns=/)
+      const connection = await shareUrl(parsed.url, parsed.library, undefined, 'zaris:x')
+      expect(connection.link.library).toBe(library === 'iovalkey' ? 'ioredis' : library)
+      await connection.release()
+    }
+    const plain = parseRedisUrl(server.url('x'))
+    expect(plain.library).toBeUndefined()
+    const connection = await shareUrl(plain.url, undefined, undefined, 'zaris:x')
+    expect(connection.link.library).toBe('ioredis')
+    await connection.release()
+    expect(() => parseRedisUrl(`${server.url('x')}&client=node_redis`)).toThrow(expect.objectContaining({ code: 'INVALID_URL', message: expect.stringContaining('ioredis, redis, iovalkey') }))
+  })
+
+  test("a URL's library gets its own options: node-redis's createClient options through `redis`", async () => {
+    const ns = fresh()
+    const a = await redisAdapter({ url: using(server.url(ns), 'redis'), redis: { name: `own-${ns}`, RESP: 2 } })
+    await a.commit([], [{ type: 'set', key: 'k', value: 1 }])
+    const list = String(await raw.call('CLIENT', 'LIST'))
+    expect(list).toMatch(new RegExp(`name=own-${ns} .*resp=2`))
+    await a.close()
+  })
+})
+
+/** What the tests do with a user's node-redis client, whatever its version and reply types. */
+interface NodeRedis {
+  on(event: 'error', listener: () => void): unknown
+  connect(): Promise<unknown>
+  ping(): Promise<unknown>
+  close(): Promise<void>
+  readonly isOpen: boolean
+}
+
+/** The user's node-redis clients: v6 (RESP3 by default) and v5 (RESP2), and clients that map replies to other types. */
+const userClients: Array<[string, () => NodeRedis]> = [
+  ['node-redis 6, RESP3', () => createClient({ url: server.url('') })],
+  ['node-redis 6, RESP2', () => createClient({ url: server.url(''), RESP: 2 })],
+  ['node-redis 5, RESP2', () => createClientV5({ url: server.url('') })],
+  [
+    'node-redis 6, RESP3, replies mapped to Buffers, Maps and strings',
+    () => createClient({ url: server.url(''), commandOptions: { typeMapping: { [RESP_TYPES.BLOB_STRING]: Buffer, [RESP_TYPES.MAP]: Map, [RESP_TYPES.NUMBER]: String } } }),
+  ],
+]
+
+describe("a user's node-redis client", () => {
+  test.each(userClients)('is used as given: commits, reads, lists, counters, locks and watches work (%s); close() leaves it open and closes what zaris opened', async (_name, make) => {
+    const user = make()
+    user.on('error', () => {})
+    await user.connect()
+    const before = await connections()
+    const ns = fresh()
+    const client = new Client(await redisAdapter({ client: user as unknown as RedisClient, namespace: ns }), { id: 'user' })
+    const events: WatchEvent[] = []
+    const watch = client.watch('job:', { prefix: true })
+    await watch.ready
+    void (async () => {
+      for await (const e of watch) events.push(e)
+    })()
+    const lock = await client.locks.acquire('lock:a', { ttl: 10_000 })
+    expect(lock).not.toBeNull()
+    await client.put('job:1', { n: 1, s: 'é 🙂' }, { fence: lock! })
+    await client.put('job:2', 2)
+    expect(await client.counters.increment('count', 5)).toBe(5)
+    expect((await client.get('job:1'))?.value).toEqual({ n: 1, s: 'é 🙂' })
+    expect((await client.list('job:')).map((e) => e.key)).toEqual(['job:1', 'job:2'])
+    expect(await client.locks.holder('lock:a')).toMatchObject({ owner: 'user', token: lock!.token })
+    await until(() => events.length === 2)
+    expect(events.map((e) => [e.type, e.key])).toEqual([['put', 'job:1'], ['put', 'job:2']])
+    expect(await lock!.release()).toBe(true)
+    // One connection more while it watched: the duplicate zaris opened for XREAD BLOCK.
+    expect(await connections()).toBe(before + 1)
+    await client.close()
+    expect(user.isOpen).toBe(true)
+    expect(await user.ping()).toBe('PONG')
+    await until(async () => (await connections()) === before)
+    await user.close()
+  })
+
+  test('that is not connected, a pool, a Sentinel or anything else is refused with INVALID_ARGUMENT naming what to pass', async () => {
+    const notOpen = createClient({ url: server.url('') })
+    await expect(redisAdapter({ client: notOpen, namespace: 'x' })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', message: expect.stringContaining('client.connect()') })
+    const pool = createClientPool({ url: server.url('') })
+    await expect(redisAdapter({ client: pool as unknown as RedisClient, namespace: 'x' })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', message: expect.stringContaining('pool is not supported') })
+    const sentinel = createSentinel({ name: 'mymaster', sentinelRootNodes: [{ host: '127.0.0.1', port: server.port }] })
+    await expect(redisAdapter({ client: sentinel as unknown as RedisClient, namespace: 'x' })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', message: expect.stringContaining('Sentinel') })
+    for (const bad of [{}, 'redis://x', { sendCommand: () => {} }, null]) {
+      await expect(redisAdapter({ client: bad as unknown as RedisClient, namespace: 'x' })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', message: expect.stringContaining('node-redis client') })
+    }
+  })
+})
+
+describe('Redis down under node-redis', () => {
+  const cases: Array<[string, (port: number, ns: string) => Promise<{ client: Client; close(): Promise<void> }>]> = [
+    [
+      'a redis:// URL (offline queue off: the link resends)',
+      async (port, ns) => {
+        const client = new Client(await redisAdapter({ url: using(`redis://127.0.0.1:${port}/0?ns=${ns}`, 'redis') }))
+        return { client, close: () => client.close() }
+      },
+    ],
+    [
+      "a user's client (offline queue on)",
+      async (port, ns) => {
+        const user = createClient({ url: `redis://127.0.0.1:${port}` })
+        user.on('error', () => {})
+        await user.connect()
+        const client = new Client(await redisAdapter({ client: user, namespace: ns }))
+        return { client, close: async () => (await client.close(), user.destroy()) }
+      },
+    ],
+  ]
+  test.each(cases)('a call fails with UNAVAILABLE within the resend window, not never, and works again once Redis is back: %s', async (_name, open) => {
+    const own = await startRedis()
+    try {
+      const { client, close } = await open(own.port, fresh())
+      await client.put('k', 1)
+      await own.stop()
+      const started = Date.now()
+      await expect(client.put('k', 2)).rejects.toMatchObject({ code: 'UNAVAILABLE' })
+      // The window (3 s), not node-redis's own limits (its 5 s timeouts) nor forever.
+      expect(Date.now() - started).toBeLessThan(RESEND_WINDOW_MS + 1_500)
+      await own.start()
+      // Without persistence Redis forgot 'k'; what matters is that calls go through again.
+      await until(async () => (await client.put('k', 3).then(() => true, () => false)), 10_000)
+      expect((await client.get('k'))?.value).toBe(3)
+      await close()
+    } finally {
+      await own.dispose()
+    }
+  }, 30_000)
+})
