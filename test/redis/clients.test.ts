@@ -11,12 +11,12 @@ import { Redis } from 'ioredis'
 import { createClient, createClientPool, createSentinel, RESP_TYPES } from 'redis'
 import { createClient as createClientV5 } from 'redis5'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
-import { Client, type WatchEvent } from 'zaris'
+import { Client, connect, type WatchEvent } from 'zaris'
 import { redisAdapter, type RedisClient } from 'zaris/redis'
 import { RESEND_WINDOW_MS } from '../../src/adapters/redis/client'
 import { parseRedisUrl, shareUrl } from '../../src/adapters/redis/connection'
 import { until } from '../conformance/util'
-import { using } from './clients'
+import { userClient, using } from './clients'
 import { startRedis, type RedisServer } from './server'
 
 let server: RedisServer
@@ -36,6 +36,27 @@ const fresh = () => `c${++n}-${Math.random().toString(36).slice(2, 8)}`
 /** The connections Redis has open, by name (node-redis's duplicate keeps its parent's). */
 async function connections(): Promise<number> {
   return String(await raw.call('CLIENT', 'LIST')).trim().split('\n').length
+}
+
+/** Locks, fenced writes, counters, reads, lists and watches through `client` (id `user`), each checked. */
+async function exercise(client: Client): Promise<void> {
+  const events: WatchEvent[] = []
+  const watch = client.watch('job:', { prefix: true })
+  await watch.ready
+  void (async () => {
+    for await (const e of watch) events.push(e)
+  })()
+  const lock = await client.locks.acquire('lock:a', { ttl: 10_000 })
+  expect(lock).not.toBeNull()
+  await client.put('job:1', { n: 1, s: 'é 🙂' }, { fence: lock! })
+  await client.put('job:2', 2)
+  expect(await client.counters.increment('count', 5)).toBe(5)
+  expect((await client.get('job:1'))?.value).toEqual({ n: 1, s: 'é 🙂' })
+  expect((await client.list('job:')).map((e) => e.key)).toEqual(['job:1', 'job:2'])
+  expect(await client.locks.holder('lock:a')).toMatchObject({ owner: 'user', token: lock!.token })
+  await until(() => events.length === 2)
+  expect(events.map((e) => [e.type, e.key])).toEqual([['put', 'job:1'], ['put', 'job:2']])
+  expect(await lock!.release()).toBe(true)
 }
 
 describe('which library a redis:// URL opens', () => {
@@ -92,25 +113,8 @@ describe("a user's node-redis client", () => {
     user.on('error', () => {})
     await user.connect()
     const before = await connections()
-    const ns = fresh()
-    const client = new Client(await redisAdapter({ client: user as unknown as RedisClient, namespace: ns }), { id: 'user' })
-    const events: WatchEvent[] = []
-    const watch = client.watch('job:', { prefix: true })
-    await watch.ready
-    void (async () => {
-      for await (const e of watch) events.push(e)
-    })()
-    const lock = await client.locks.acquire('lock:a', { ttl: 10_000 })
-    expect(lock).not.toBeNull()
-    await client.put('job:1', { n: 1, s: 'é 🙂' }, { fence: lock! })
-    await client.put('job:2', 2)
-    expect(await client.counters.increment('count', 5)).toBe(5)
-    expect((await client.get('job:1'))?.value).toEqual({ n: 1, s: 'é 🙂' })
-    expect((await client.list('job:')).map((e) => e.key)).toEqual(['job:1', 'job:2'])
-    expect(await client.locks.holder('lock:a')).toMatchObject({ owner: 'user', token: lock!.token })
-    await until(() => events.length === 2)
-    expect(events.map((e) => [e.type, e.key])).toEqual([['put', 'job:1'], ['put', 'job:2']])
-    expect(await lock!.release()).toBe(true)
+    const client = new Client(await redisAdapter({ client: user as unknown as RedisClient, namespace: fresh() }), { id: 'user' })
+    await exercise(client)
     // One connection more while it watched: the duplicate zaris opened for XREAD BLOCK.
     expect(await connections()).toBe(before + 1)
     await client.close()
@@ -130,6 +134,23 @@ describe("a user's node-redis client", () => {
     for (const bad of [{}, 'redis://x', { sendCommand: () => {} }, null]) {
       await expect(redisAdapter({ client: bad as unknown as RedisClient, namespace: 'x' })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', message: expect.stringContaining('node-redis client') })
     }
+  })
+})
+
+describe('iovalkey (its conformance run: test/long)', () => {
+  test('a redis:// URL with client=iovalkey carries locks, counters, reads and watches', async () => {
+    const client = await connect(using(server.url(fresh()), 'iovalkey'), { id: 'user' })
+    await exercise(client)
+    await client.close()
+  })
+
+  test("a user's iovalkey client is used as given, and left open on close()", async () => {
+    const user = await userClient('iovalkey', server.port)
+    const client = new Client(await redisAdapter({ client: user.client, namespace: fresh() }), { id: 'user' })
+    await exercise(client)
+    await client.close()
+    expect(await user.ping()).toBe('PONG')
+    await user.close()
   })
 })
 

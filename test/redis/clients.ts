@@ -1,10 +1,11 @@
 /**
  * The Redis client libraries the tests run the adapter on: ioredis, node-redis
  * (`redis`) and iovalkey. `npm test` runs the Redis suites on ioredis and
- * node-redis ({@link LIBRARIES}); iovalkey, which is ioredis's code under
- * another name (one path through the adapter's client layer), runs the
- * conformance suite and the checked histories once in `npm test` too (its own
- * file) and the rest in `npm run test:faults` ({@link ALL_LIBRARIES}).
+ * node-redis ({@link LIBRARIES}) and short checks on iovalkey
+ * (clients.test.ts); iovalkey is ioredis's code under another name (one path
+ * through the adapter's client layer), and `npm run test:faults` runs the
+ * conformance suite (test/long), the model test and the restarts on it too
+ * ({@link HEAVY_LIBRARIES}).
  */
 import { Cluster as IoredisCluster, Redis as Ioredis } from 'ioredis'
 import { Redis as Iovalkey } from 'iovalkey'
@@ -64,4 +65,9 @@ export async function userCluster(library: 'ioredis' | 'redis', nodes: Array<{ h
   const cluster = new IoredisCluster(nodes)
   cluster.on('error', () => {})
   return { client: cluster, ping: () => cluster.ping(), close: async () => void (await cluster.quit()) }
+}
+
+/** `redis` options that give an adapter a connection of its own (a distinct connection name), in `library`'s words. */
+export function apart(library: RedisLibrary, name: string): Record<string, unknown> {
+  return library === 'redis' ? { name } : { connectionName: name }
 }
