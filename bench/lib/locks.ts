@@ -132,3 +132,32 @@ export async function contention(
   const attempts = (await countAttempts(successes)) - before
   return { ops: successes, ms, lat, extra: { successes, attempts } }
 }
+
+/** A node-redis (v5, v6) client, as far as {@link nodeRedisPeer} uses it. */
+interface NodeRedisCommands {
+  set(key: string, value: string, options: { PX: number; NX: true }): Promise<string | null>
+  evalSha(sha: string, options: { keys: string[]; arguments: string[] }): Promise<unknown>
+  scriptLoad(script: string): Promise<string>
+}
+
+/** {@link redisPeer} over node-redis: `SET key token NX PX ttl`, released by the same Lua compare-and-delete (EVALSHA). */
+export function nodeRedisPeer(redis: NodeRedisCommands, retry: { delay: number; jitter: number }): LockPeer {
+  let attempts = 0
+  let n = 0
+  const sha = redis.scriptLoad(RELEASE)
+  return {
+    async acquire(key, waitMs) {
+      const token = `${process.pid}:${++n}:${Math.random()}`
+      const until = performance.now() + waitMs
+      for (;;) {
+        attempts++
+        if ((await redis.set(key, token, { PX: 30_000, NX: true })) === 'OK') return async () => redis.evalSha(await sha, { keys: [key], arguments: [token] })
+        const left = until - performance.now()
+        if (left <= 0) return null
+        await sleep(Math.min(left, retry.delay + Math.random() * retry.jitter))
+      }
+    },
+    attempts: async () => attempts,
+    close: async () => {},
+  }
+}

@@ -79,10 +79,11 @@ describe('which library a redis:// URL opens', () => {
 
   test("a URL's library gets its own options: node-redis's createClient options through `redis`", async () => {
     const ns = fresh()
-    const a = await redisAdapter({ url: using(server.url(ns), 'redis'), redis: { name: `own-${ns}`, RESP: 2 } })
+    // RESP2 is what zaris asks for by default; the caller's options win.
+    const a = await redisAdapter({ url: using(server.url(ns), 'redis'), redis: { name: `own-${ns}`, RESP: 3 } })
     await a.commit([], [{ type: 'set', key: 'k', value: 1 }])
     const list = String(await raw.call('CLIENT', 'LIST'))
-    expect(list).toMatch(new RegExp(`name=own-${ns} .*resp=2`))
+    expect(list).toMatch(new RegExp(`name=own-${ns} .*resp=3`))
     await a.close()
   })
 })
@@ -155,6 +156,35 @@ describe('iovalkey (its conformance run: test/long)', () => {
 })
 
 describe('Redis down under node-redis', () => {
+  test("a call of a user's client that waits in its offline queue is ended once the resend window is over (the client made to claim it is ready: the race of a drop before the write, made certain)", async () => {
+    const own = await startRedis()
+    try {
+      const user = createClient({ url: `redis://127.0.0.1:${own.port}` })
+      user.on('error', () => {})
+      await user.connect()
+      const client = new Client(await redisAdapter({ client: user, namespace: fresh() }))
+      await client.put('k', 1)
+      const reconnecting = new Promise((resolve) => user.once('reconnecting', resolve))
+      await own.stop()
+      await reconnecting
+      // What a command issued just before the drop sees: a client that looks ready, so no timeout of the call's own. Once.
+      let real: (() => boolean) | undefined
+      for (let p = Object.getPrototypeOf(user); p && !real; p = Object.getPrototypeOf(p)) real = Object.getOwnPropertyDescriptor(p, 'isReady')?.get
+      let lie = true
+      Object.defineProperty(user, 'isReady', { get: () => (lie ? !(lie = false) : real!.call(user)), configurable: true })
+      const started = Date.now()
+      await expect(client.put('k', 2)).rejects.toMatchObject({ code: 'UNAVAILABLE' })
+      expect(lie).toBe(false)
+      expect(Date.now() - started).toBeLessThan(RESEND_WINDOW_MS + 1_500)
+      await own.start()
+      await until(async () => (await client.put('k', 3).then(() => true, () => false)), 10_000)
+      await client.close()
+      user.destroy()
+    } finally {
+      await own.dispose()
+    }
+  }, 30_000)
+
   const cases: Array<[string, (port: number, ns: string) => Promise<{ client: Client; close(): Promise<void> }>]> = [
     [
       'a redis:// URL (offline queue off: the link resends)',

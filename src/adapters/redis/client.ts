@@ -77,6 +77,8 @@ export interface RedisLink {
   /** Closes it after its pending commands (QUIT), or at once if that fails. */
   close(): Promise<void>
   destroy(): void
+  /** The adapter is done with a client it did not open: takes back what it attached to it. */
+  detach(): void
 }
 
 /** How long a command cut off by a dropped connection is sent again (ioredis: `maxRetriesPerRequest` 10, ~3 s). */
@@ -95,7 +97,7 @@ export function linkClient(client: unknown): RedisLink {
   }
   if (typeof c.sendCommand === 'function' && typeof c.duplicate === 'function' && 'isOpen' in c) {
     if (!c.isOpen) throw new InvalidArgumentError('client: the node-redis client is not open; call `await client.connect()` first')
-    return new NodeRedisLink(c as unknown as NodeRedisLike, 'masters' in c && typeof c.nodeClient === 'function')
+    return new NodeRedisLink(c as unknown as NodeRedisLike, 'masters' in c && typeof c.nodeClient === 'function', 'user')
   }
   throw new InvalidArgumentError(CLIENT_EXPECTED)
 }
@@ -232,6 +234,8 @@ class IoredisLink implements RedisLink {
   destroy(): void {
     this.#client.disconnect()
   }
+
+  detach(): void {}
 }
 
 // ---------------------------------------------------------------------------
@@ -246,12 +250,23 @@ interface NodeRedisLike {
   ref?(): void
   unref?(): void
   on(event: string, listener: (...args: unknown[]) => void): unknown
+  off?(event: string, listener: (...args: unknown[]) => void): unknown
   readonly isOpen: boolean
   readonly isReady?: boolean
 }
 
-/** Per call: node-redis's default reply types, whatever the client was set to map them to. */
-const DEFAULT_TYPES = { typeMapping: {} }
+/**
+ * The options of every call: node-redis's default reply types, whatever the
+ * client maps them to; and no timer per command (node-redis 6 gives each a
+ * 5 s `AbortSignal.timeout`, ~4 µs and garbage per command, for how long it
+ * may wait to be written): while the client is connected a command is
+ * written at once, and while it is not the link sets a timeout of its own.
+ */
+interface CallOptions {
+  typeMapping: object
+  timeout?: number
+  abortSignal?: AbortSignal
+}
 
 async function openNodeRedis(mod: LoadedModule, url: string, options: LibraryOptions | undefined, name: string): Promise<RedisLink> {
   const createClient = entryOf('redis', mod) as unknown as (options: object) => NodeRedisLike
@@ -262,6 +277,8 @@ async function openNodeRedis(mod: LoadedModule, url: string, options: LibraryOpt
     name,
     // Commands fail at once while disconnected, and the link sends them again within RESEND_WINDOW_MS.
     disableOfflineQueue: true,
+    // The scripts' replies are the same in either protocol; node-redis reads RESP2 for less (bench/tools/redis-clients.ts).
+    RESP: 2,
     ...options,
     // Until the first connection works, nothing retries (an unreachable Redis fails the open); after, reconnect as ioredis does.
     socket: { ...socket, reconnectStrategy: socket.reconnectStrategy ?? ((attempt: number) => (connected ? reconnectDelay(attempt + 1) : false)) },
@@ -274,20 +291,61 @@ async function openNodeRedis(mod: LoadedModule, url: string, options: LibraryOpt
     throw err
   }
   connected = true
-  return new NodeRedisLink(client, false)
+  return new NodeRedisLink(client, false, 'owned')
 }
+
+/** Who opened a node-redis connection: zaris (`owned`, no offline queue), the user, or zaris as a watch reader. */
+type NodeRedisUse = 'owned' | 'user' | 'reader'
 
 class NodeRedisLink implements RedisLink {
   readonly library = 'redis'
   readonly cluster: boolean
   readonly #client: NodeRedisLike
+  #options: CallOptions
   #connecting: Promise<unknown> | undefined
   #alive: boolean | undefined
+  #detach: (() => void) | undefined
 
-  constructor(client: NodeRedisLike, cluster: boolean, connecting?: Promise<unknown>) {
+  constructor(client: NodeRedisLike, cluster: boolean, use: NodeRedisUse, connecting?: Promise<unknown>) {
     this.#client = client
     this.cluster = cluster
     this.#connecting = connecting
+    // A cluster's commands keep the client's timeouts: they wait for the slots' nodes, which the link does not watch.
+    this.#options = cluster ? { typeMapping: {} } : { typeMapping: {}, timeout: 0 }
+    if (!cluster && use === 'user') this.#watchOutages()
+  }
+
+  /**
+   * A user's client queues commands while it reconnects (its offline queue):
+   * one issued just before the connection dropped would wait there until
+   * Redis is back, however long. So every call carries a shared abort
+   * signal, fired when the client is still reconnecting a resend window after
+   * it lost its connection.
+   */
+  #watchOutages(): void {
+    let controller = new AbortController()
+    let timer: ReturnType<typeof setTimeout> | undefined
+    this.#options = { ...this.#options, abortSignal: controller.signal }
+    const reconnecting = () => {
+      timer ??= setTimeout(() => {
+        timer = undefined
+        if (this.#client.isReady) return
+        controller.abort()
+        controller = new AbortController()
+        this.#options = { ...this.#options, abortSignal: controller.signal }
+      }, RESEND_WINDOW_MS)
+    }
+    const ready = () => {
+      clearTimeout(timer)
+      timer = undefined
+    }
+    this.#client.on('reconnecting', reconnecting)
+    this.#client.on('ready', ready)
+    this.#detach = () => {
+      ready()
+      this.#client.off?.('reconnecting', reconnecting)
+      this.#client.off?.('ready', ready)
+    }
   }
 
   async call(key: string | undefined, args: ReadonlyArray<string | number>): Promise<unknown> {
@@ -302,18 +360,18 @@ class NodeRedisLink implements RedisLink {
     // Set when the connection is first found down: the end of the resend window.
     let deadline = 0
     for (let attempt = 1; ; attempt++) {
-      let options = DEFAULT_TYPES
+      let options = this.#options
       if (this.#client.isReady === false) {
         // A client with an offline queue keeps commands until it reconnects: not past the resend window.
         deadline ||= Date.now() + RESEND_WINDOW_MS
-        options = { ...DEFAULT_TYPES, timeout: Math.max(1, deadline - Date.now()) } as typeof DEFAULT_TYPES
+        options = { ...options, timeout: Math.max(1, deadline - Date.now()) }
       }
       try {
         return await (this.cluster ? this.#client.sendCommand(key, false, strings, options) : this.#client.sendCommand(strings, options))
       } catch (err) {
         if (isErrorReply(err)) throw replyError(err)
-        // A client that is closed (by its owner, or given up) stays closed: no resending into it.
-        if (!this.#client.isOpen) throw err
+        // A client that is closed (by its owner, or given up) stays closed; a window that ran out has run out.
+        if (!this.#client.isOpen || options.abortSignal?.aborted) throw err
         const now = Date.now()
         deadline ||= now + RESEND_WINDOW_MS
         if (now >= deadline) throw err
@@ -334,7 +392,7 @@ class NodeRedisLink implements RedisLink {
     // Its own connection(s), with this one's settings; a cluster's duplicate finds the nodes again.
     const reader = this.#client.duplicate()
     reader.on('error', () => {})
-    return new NodeRedisLink(reader, this.cluster, reader.connect())
+    return new NodeRedisLink(reader, this.cluster, 'reader', reader.connect())
   }
 
   keepAlive(on: boolean): void {
@@ -359,6 +417,10 @@ class NodeRedisLink implements RedisLink {
     } catch {
       this.#client.destroy()
     }
+  }
+
+  detach(): void {
+    this.#detach?.()
   }
 
   destroy(): void {

@@ -171,7 +171,7 @@ function wrap(link: RedisLink, owned: boolean, forget: () => void): Entry {
         if (--entry.users > 0) return
         entry.closed = true
         forget()
-        if (!owned) return
+        if (!owned) return link.detach()
         // QUIT is a call in flight like any other: without the hold, an idle process would exit before its answer.
         hold.hold()
         try {
