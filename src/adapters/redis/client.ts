@@ -25,6 +25,7 @@
  * @module
  */
 import { InvalidArgumentError, UnsupportedError } from '../../core/contract/errors'
+import { evalScript, RESEND_WINDOW_MS, type LuaScript, type RedisLink } from './link'
 
 /** The client libraries a `redis://` URL can open, in the order one is picked when the URL names none. */
 export const LIBRARIES = ['ioredis', 'redis', 'iovalkey'] as const
@@ -41,48 +42,23 @@ export type RedisClient = IoredisClient | NodeRedisClient
 
 /** An ioredis (5, 6) or iovalkey `Redis` or `Cluster`, as far as zaris needs to recognise one. */
 export interface IoredisClient {
+  /** Sends any command: how the adapter sends its own. */
   call(...args: never[]): Promise<unknown>
+  /** Present on every ioredis client: how the adapter tells one from a node-redis client. */
   defineCommand(...args: never[]): unknown
+  /** Opens a second connection like this one: the adapter's watch reader. */
   duplicate(...args: never[]): unknown
 }
 
 /** A node-redis (5, 6) client or cluster, as far as zaris needs to recognise one. */
 export interface NodeRedisClient {
+  /** Sends any command: how the adapter sends its own. */
   sendCommand(...args: never[]): Promise<unknown>
+  /** Makes a second client like this one: the adapter's watch reader. */
   duplicate(...args: never[]): unknown
+  /** Whether it is connected (`connect()` was called): the adapter takes only an open client. */
   readonly isOpen: boolean
 }
-
-/** A Lua script for `EVALSHA`: its text, and its SHA-1 once known. */
-export interface LuaScript {
-  readonly lua: string
-  sha?: string
-}
-
-/** One connection (or cluster) as the adapter uses it, whatever library is underneath. */
-export interface RedisLink {
-  /** `ioredis` for ioredis and iovalkey (one API), `redis` for node-redis. */
-  readonly library: 'ioredis' | 'redis'
-  readonly cluster: boolean
-  /** Sends one command; on a cluster it goes to the node that serves `key`. */
-  call(key: string | undefined, args: ReadonlyArray<string | number>): Promise<unknown>
-  /** Runs `script` by `EVALSHA` (by `EVAL` if Redis does not hold it); `keysAndArgs[0]` routes it. */
-  evalScript(script: LuaScript, numberOfKeys: number, keysAndArgs: ReadonlyArray<string | number>): Promise<unknown>
-  /** `XREAD COUNT count BLOCK blockMs STREAMS key afterId`: the entries of `key`, or null when none came. */
-  xread(key: string, afterId: string, count: number, blockMs: number): Promise<Array<[string, string[]]> | null>
-  /** A connection of its own for blocking reads, with this one's settings; it waits through outages. Closed by `destroy()`. */
-  duplicate(): RedisLink
-  /** Whether the socket keeps Node running (for connections zaris opened; kept across reconnects). */
-  keepAlive(on: boolean): void
-  /** Closes it after its pending commands (QUIT), or at once if that fails. */
-  close(): Promise<void>
-  destroy(): void
-  /** The adapter is done with a client it did not open: takes back what it attached to it. */
-  detach(): void
-}
-
-/** How long a command cut off by a dropped connection is sent again (ioredis: `maxRetriesPerRequest` 10, ~3 s). */
-export const RESEND_WINDOW_MS = 3_000
 
 /** Reconnect delays after a connection that worked drops: ioredis's default, for every library. */
 const reconnectDelay = (attempt: number) => Math.min(attempt * 50, 2_000)
@@ -449,24 +425,6 @@ function replyError(err: Error): Error {
   const out = new Error(err.message, { cause: err })
   out.name = 'ReplyError'
   return out
-}
-
-async function evalScript(link: RedisLink, script: LuaScript, numberOfKeys: number, keysAndArgs: ReadonlyArray<string | number>): Promise<unknown> {
-  const key = keysAndArgs[0] === undefined ? undefined : String(keysAndArgs[0])
-  script.sha ??= await sha1(script.lua)
-  try {
-    return await link.call(key, ['EVALSHA', script.sha, numberOfKeys, ...keysAndArgs])
-  } catch (err) {
-    if (!(err instanceof Error && err.name === 'ReplyError' && /^NOSCRIPT/.test(err.message))) throw err
-    // Not in this Redis's script cache (a new server, a restart, SCRIPT FLUSH): EVAL runs it and caches it.
-    return link.call(key, ['EVAL', script.lua, numberOfKeys, ...keysAndArgs])
-  }
-}
-
-/** The SHA-1 of a script's text, as `EVALSHA` names it (Web Crypto: no Node built-in to import). */
-async function sha1(text: string): Promise<string> {
-  const digest = new Uint8Array(await crypto.subtle.digest('SHA-1', new TextEncoder().encode(text)))
-  return Array.from(digest, (b) => b.toString(16).padStart(2, '0')).join('')
 }
 
 /**

@@ -13,7 +13,8 @@
  * @module
  */
 import { InvalidArgumentError, InvalidUrlError, UnauthorizedError, UnavailableError } from '../../core/contract/errors'
-import { LIBRARIES, linkClient, openLink, type LibraryOptions, type RedisLibrary, type RedisLink } from './client'
+import { LIBRARIES, linkClient, openLink, type LibraryOptions, type RedisLibrary } from './client'
+import type { RedisLink } from './link'
 import { describeError, loadLibrary } from './load'
 import { ScriptRunner } from './functions'
 

@@ -23,7 +23,7 @@
  *
  * @module
  */
-import type { LuaScript, RedisLink } from './client'
+import type { LuaScript, RedisLink } from './link'
 import { TRANSIENT } from './load'
 import { CHECKED_PARTS, COMMIT_PARTS, PRELUDE } from './prelude'
 import { evalText, SCRIPTS, type ScriptName } from './scripts'

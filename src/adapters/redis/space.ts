@@ -9,7 +9,7 @@
 import type { Unsubscribe, WatchSink } from '../../core/contract/adapter'
 import { systemClock, type TimerHandle } from '../../core/time/clock'
 import { LOG_KEY_INDEX, namespaceKeys, type LogEntry, type RawLogEntry } from './codec'
-import type { RedisLink } from './client'
+import type { RedisLink } from './link'
 import { SocketHold, type SharedConnection } from './connection'
 import { Follower } from './follower'
 import { redisError } from './load'
