@@ -153,11 +153,12 @@ class IoredisLink implements RedisLink {
   readonly library = 'ioredis'
   readonly cluster: boolean
   readonly #client: IoredisLike
-  #alive: boolean | undefined
+  readonly #alive: KeepAlive
 
   constructor(client: IoredisLike) {
     this.#client = client
     this.cluster = client.isCluster === true
+    this.#alive = new KeepAlive(client, (on) => (on ? client.stream?.ref?.() : client.stream?.unref?.()))
   }
 
   call(_key: string | undefined, args: ReadonlyArray<string | number>): Promise<unknown> {
@@ -182,21 +183,8 @@ class IoredisLink implements RedisLink {
   }
 
   keepAlive(on: boolean): void {
-    if (this.cluster) return
-    if (this.#alive === undefined) {
-      // ioredis opens a new socket on every reconnect: apply the setting to each.
-      const apply = () => this.#apply()
-      this.#client.on('connect', apply)
-      this.#client.on('ready', apply)
-    }
-    this.#alive = on
-    this.#apply()
-  }
-
-  #apply(): void {
-    const stream = this.#client.stream
-    if (this.#alive) stream?.ref?.()
-    else stream?.unref?.()
+    // ioredis opens a new socket on every reconnect: the setting is applied to each.
+    if (!this.cluster) this.#alive.set(on)
   }
 
   async close(): Promise<void> {
@@ -279,13 +267,14 @@ class NodeRedisLink implements RedisLink {
   readonly #client: NodeRedisLike
   #options: CallOptions
   #connecting: Promise<unknown> | undefined
-  #alive: boolean | undefined
+  readonly #alive: KeepAlive
   #detach: (() => void) | undefined
 
   constructor(client: NodeRedisLike, cluster: boolean, use: NodeRedisUse, connecting?: Promise<unknown>) {
     this.#client = client
     this.cluster = cluster
     this.#connecting = connecting
+    this.#alive = new KeepAlive(client, (on) => (on ? client.ref?.() : client.unref?.()))
     // A cluster's commands keep the client's timeouts: they wait for the slots' nodes, which the link does not watch.
     this.#options = cluster ? { typeMapping: {} } : { typeMapping: {}, timeout: 0 }
     if (!cluster && use === 'user') this.#watchOutages()
@@ -372,19 +361,8 @@ class NodeRedisLink implements RedisLink {
   }
 
   keepAlive(on: boolean): void {
-    if (this.#alive === undefined) {
-      // node-redis carries the setting over to later sockets, but not to one it is opening when the setting changes.
-      const apply = () => this.#apply()
-      this.#client.on('connect', apply)
-      this.#client.on('ready', apply)
-    }
-    this.#alive = on
-    this.#apply()
-  }
-
-  #apply(): void {
-    if (this.#alive) this.#client.ref?.()
-    else this.#client.unref?.()
+    // node-redis carries the setting over to later sockets, but not to one it is opening when the setting changes.
+    this.#alive.set(on)
   }
 
   async close(): Promise<void> {
@@ -411,6 +389,28 @@ class NodeRedisLink implements RedisLink {
 
 // ---------------------------------------------------------------------------
 // the same for every library
+
+/** Whether a connection's sockets keep Node running: set once, applied again to each socket its client opens. */
+class KeepAlive {
+  #on: boolean | undefined
+  readonly #client: { on(event: string, listener: () => void): unknown }
+  readonly #apply: (on: boolean) => void
+
+  constructor(client: { on(event: string, listener: () => void): unknown }, apply: (on: boolean) => void) {
+    this.#client = client
+    this.#apply = apply
+  }
+
+  set(on: boolean): void {
+    if (this.#on === undefined) {
+      const again = () => this.#apply(this.#on!)
+      this.#client.on('connect', again)
+      this.#client.on('ready', again)
+    }
+    this.#on = on
+    this.#apply(on)
+  }
+}
 
 /** An error reply of Redis as node-redis raises it (`ErrorReply` and its subclasses). */
 function isErrorReply(err: unknown): err is Error {
