@@ -16,7 +16,7 @@ import { redisAdapter, type RedisClient } from 'zaris/redis'
 import { RESEND_WINDOW_MS } from '../../src/adapters/redis/link'
 import { parseRedisUrl, shareUrl } from '../../src/adapters/redis/connection'
 import { until } from '../conformance/util'
-import { userClient, using } from './clients'
+import { LIBRARIES, named, userClient, using } from './clients'
 import { startRedis, type RedisServer } from './server'
 
 let server: RedisServer
@@ -156,6 +156,34 @@ describe('iovalkey (its conformance run: test/long)', () => {
 })
 
 describe('Redis down under node-redis', () => {
+  test.each(LIBRARIES.map(named))('a call that reaches Redis while it is still loading its data after a restart waits for it (LOADING) rather than failing: %s', async (name) => {
+    const library = LIBRARIES.find((l) => named(l) === name)!
+    // 10 000 keys at 100 µs each (and a look at the clients every kilobyte): a second or more of LOADING after the restart.
+    const own = await startRedis({ args: ['--key-load-delay', '100', '--loading-process-events-interval-bytes', '1024'] })
+    try {
+      const client = await connect(using(own.url(fresh()), library))
+      await client.put('k', 1)
+      const direct = new Redis(own.port, '127.0.0.1')
+      for (let i = 0; i < 10; i++) await direct.mset(Object.fromEntries(Array.from({ length: 1_000 }, (_, j) => [`filler:${i}:${j}`, 'x'])))
+      await direct.call('SAVE')
+      direct.disconnect()
+      await own.stop()
+      const restarting = own.start()
+      const loading = new Redis(own.port, '127.0.0.1', { enableReadyCheck: false, retryStrategy: () => 20 })
+      loading.on('error', () => {})
+      await until(async () => /LOADING/.test(String(await loading.call('PING').catch((e: Error) => e.message))), 5_000)
+      loading.disconnect()
+      // Sent while Redis answers LOADING: it goes through once Redis has loaded, with the data of before.
+      const entry = await client.put('k', 2)
+      expect(entry.value).toBe(2)
+      await restarting
+      expect((await client.get('k'))?.value).toBe(2)
+      await client.close()
+    } finally {
+      await own.dispose()
+    }
+  }, 30_000)
+
   test("a call of a user's client that waits in its offline queue is ended once the resend window is over (the client made to claim it is ready: the race of a drop before the write, made certain)", async () => {
     const own = await startRedis()
     try {

@@ -19,8 +19,7 @@
  *   itself (`autoResendUnfulfilledCommands`); for node-redis, which rejects
  *   what was in flight, the link does. Every commit carries a request id, so
  *   a resent one is answered, not applied twice.
- * - **Scripts** go by `EVALSHA`, with `EVAL` when Redis does not hold the
- *   script (`NOSCRIPT`), on every library alike.
+ * - **Scripts** go by `EVALSHA`, with `EVAL` for `NOSCRIPT` (`link.ts`).
  *
  * @module
  */
@@ -59,6 +58,9 @@ export interface NodeRedisClient {
   /** Whether it is connected (`connect()` was called): the adapter takes only an open client. */
   readonly isOpen: boolean
 }
+
+/** How often a call that found Redis loading its data is sent again. */
+const LOADING_POLL_MS = 100
 
 /** Reconnect delays after a connection that worked drops: ioredis's default, for every library. */
 const reconnectDelay = (attempt: number) => Math.min(attempt * 50, 2_000)
@@ -334,13 +336,16 @@ class NodeRedisLink implements RedisLink {
       try {
         return await (this.cluster ? this.#client.sendCommand(key, false, strings, options) : this.#client.sendCommand(strings, options))
       } catch (err) {
-        if (isErrorReply(err)) throw replyError(err)
+        // LOADING: Redis is back but still reading its data, and ran nothing. ioredis waits for that, however long,
+        // before it sends (its ready check); node-redis does not, so the link sends again until Redis has loaded.
+        const loading = isErrorReply(err) && /^LOADING\b/.test(err.message)
+        if (isErrorReply(err) && !loading) throw replyError(err)
         // A client that is closed (by its owner, or given up) stays closed; a window that ran out has run out.
         if (!this.#client.isOpen || options.abortSignal?.aborted) throw err
         const now = Date.now()
-        deadline ||= now + RESEND_WINDOW_MS
-        if (now >= deadline) throw err
-        await new Promise((resolve) => setTimeout(resolve, Math.min(reconnectDelay(attempt), deadline - now)))
+        deadline = loading ? 0 : deadline || now + RESEND_WINDOW_MS
+        if (deadline && now >= deadline) throw err
+        await new Promise((resolve) => setTimeout(resolve, loading ? LOADING_POLL_MS : Math.min(reconnectDelay(attempt), deadline - now)))
       }
     }
   }
