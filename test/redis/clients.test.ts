@@ -125,6 +125,25 @@ describe("a user's node-redis client", () => {
     await user.close()
   })
 
+  test('takes many calls at once without a warning from Node (no listener per call on a shared signal)', async () => {
+    const user = createClient({ url: server.url('') })
+    await user.connect()
+    const warnings: Error[] = []
+    const onWarning = (w: Error) => warnings.push(w)
+    process.on('warning', onWarning)
+    try {
+      const client = new Client(await redisAdapter({ client: user, namespace: fresh() }))
+      await Promise.all(Array.from({ length: 50 }, (_, i) => client.put(`k${i}`, i)))
+      expect((await client.list('k')).length).toBe(50)
+      await client.close()
+      await new Promise((resolve) => setImmediate(resolve))
+      expect(warnings.map((w) => w.message)).toEqual([])
+    } finally {
+      process.off('warning', onWarning)
+      await user.close()
+    }
+  })
+
   test('that is not connected, a pool, a Sentinel or anything else is refused with INVALID_ARGUMENT naming what to pass', async () => {
     const notOpen = createClient({ url: server.url('') })
     await expect(redisAdapter({ client: notOpen, namespace: 'x' })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', message: expect.stringContaining('client.connect()') })

@@ -24,7 +24,7 @@
  * @module
  */
 import { InvalidArgumentError, UnsupportedError } from '../../core/contract/errors'
-import { evalScript, RESEND_WINDOW_MS, type LuaScript, type RedisLink } from './link'
+import { evalScript, KeepAlive, RESEND_WINDOW_MS, type LuaScript, type RedisLink } from './link'
 
 /** The client libraries a `redis://` URL can open, in the order one is picked when the URL names none. */
 export const LIBRARIES = ['ioredis', 'redis', 'iovalkey'] as const
@@ -231,7 +231,6 @@ interface NodeRedisLike {
 interface CallOptions {
   typeMapping: object
   timeout?: number
-  abortSignal?: AbortSignal
 }
 
 async function openNodeRedis(mod: LoadedModule, url: string, options: LibraryOptions | undefined, name: string): Promise<RedisLink> {
@@ -271,6 +270,9 @@ class NodeRedisLink implements RedisLink {
   #connecting: Promise<unknown> | undefined
   readonly #alive: KeepAlive
   #detach: (() => void) | undefined
+  /** Calls sent while the client was connected, by their reject: only for a user's client ({@link #watchOutages}). */
+  readonly #sent = new Set<(err: Error) => void>()
+  #tracking = false
 
   constructor(client: NodeRedisLike, cluster: boolean, use: NodeRedisUse, connecting?: Promise<unknown>) {
     this.#client = client
@@ -284,22 +286,21 @@ class NodeRedisLink implements RedisLink {
 
   /**
    * A user's client queues commands while it reconnects (its offline queue):
-   * one issued just before the connection dropped would wait there until
-   * Redis is back, however long. So every call carries a shared abort
-   * signal, fired when the client is still reconnecting a resend window after
-   * it lost its connection.
+   * one sent just before the connection dropped would wait there until Redis
+   * is back, however long. So the calls sent while it was connected are
+   * kept, and ended with an error once it is still reconnecting a resend
+   * window after it lost its connection. (Not with an abort signal shared by
+   * every call: a listener each, and Node warns of a leak past ten.)
    */
   #watchOutages(): void {
-    let controller = new AbortController()
     let timer: ReturnType<typeof setTimeout> | undefined
-    this.#options = { ...this.#options, abortSignal: controller.signal }
     const reconnecting = () => {
       timer ??= setTimeout(() => {
         timer = undefined
         if (this.#client.isReady) return
-        controller.abort()
-        controller = new AbortController()
-        this.#options = { ...this.#options, abortSignal: controller.signal }
+        const ended = [...this.#sent]
+        this.#sent.clear()
+        for (const end of ended) end(Object.assign(new Error(`the connection to Redis stayed down for ${RESEND_WINDOW_MS} ms`), { name: 'OutageError' }))
       }, RESEND_WINDOW_MS)
     }
     const ready = () => {
@@ -308,11 +309,23 @@ class NodeRedisLink implements RedisLink {
     }
     this.#client.on('reconnecting', reconnecting)
     this.#client.on('ready', ready)
+    this.#tracking = true
     this.#detach = () => {
       ready()
       this.#client.off?.('reconnecting', reconnecting)
       this.#client.off?.('ready', ready)
     }
+  }
+
+  /** `sending`, ended early by {@link #watchOutages} if the connection stays down. */
+  #track(sending: Promise<unknown>): Promise<unknown> {
+    return new Promise((resolve, reject) => {
+      this.#sent.add(reject)
+      sending.then(
+        (reply) => (this.#sent.delete(reject), resolve(reply)),
+        (err: unknown) => (this.#sent.delete(reject), reject(err)),
+      )
+    })
   }
 
   async call(key: string | undefined, args: ReadonlyArray<string | number>): Promise<unknown> {
@@ -334,14 +347,15 @@ class NodeRedisLink implements RedisLink {
         options = { ...options, timeout: Math.max(1, deadline - Date.now()) }
       }
       try {
-        return await (this.cluster ? this.#client.sendCommand(key, false, strings, options) : this.#client.sendCommand(strings, options))
+        const sending = this.cluster ? this.#client.sendCommand(key, false, strings, options) : this.#client.sendCommand(strings, options)
+        return await (this.#tracking && options === this.#options ? this.#track(sending) : sending)
       } catch (err) {
         // LOADING: Redis is back but still reading its data, and ran nothing. ioredis waits for that, however long,
         // before it sends (its ready check); node-redis does not, so the link sends again until Redis has loaded.
         const loading = isErrorReply(err) && /^LOADING\b/.test(err.message)
         if (isErrorReply(err) && !loading) throw replyError(err)
         // A client that is closed (by its owner, or given up) stays closed; a window that ran out has run out.
-        if (!this.#client.isOpen || options.abortSignal?.aborted) throw err
+        if (!this.#client.isOpen || (err as Error).name === 'OutageError') throw err
         const now = Date.now()
         deadline = loading ? 0 : deadline || now + RESEND_WINDOW_MS
         if (deadline && now >= deadline) throw err
@@ -394,28 +408,6 @@ class NodeRedisLink implements RedisLink {
 
 // ---------------------------------------------------------------------------
 // the same for every library
-
-/** Whether a connection's sockets keep Node running: set once, applied again to each socket its client opens. */
-class KeepAlive {
-  #on: boolean | undefined
-  readonly #client: { on(event: string, listener: () => void): unknown }
-  readonly #apply: (on: boolean) => void
-
-  constructor(client: { on(event: string, listener: () => void): unknown }, apply: (on: boolean) => void) {
-    this.#client = client
-    this.#apply = apply
-  }
-
-  set(on: boolean): void {
-    if (this.#on === undefined) {
-      const again = () => this.#apply(this.#on!)
-      this.#client.on('connect', again)
-      this.#client.on('ready', again)
-    }
-    this.#on = on
-    this.#apply(on)
-  }
-}
 
 /** An error reply of Redis as node-redis raises it (`ErrorReply` and its subclasses). */
 function isErrorReply(err: unknown): err is Error {

@@ -2,7 +2,8 @@
  * What the Redis adapter needs of a connection, whatever client library
  * carries it (`client.ts` makes one for each): commands, scripts, a blocking
  * read, a second connection for it, and its lifetime. And what is done the
- * same way over every library: running a script by `EVALSHA`.
+ * same way over every library: running a script by `EVALSHA`, keeping a
+ * socket's hold on Node across reconnects.
  *
  * @module
  */
@@ -55,4 +56,26 @@ export async function evalScript(link: RedisLink, script: LuaScript, numberOfKey
 async function sha1(text: string): Promise<string> {
   const digest = new Uint8Array(await crypto.subtle.digest('SHA-1', new TextEncoder().encode(text)))
   return Array.from(digest, (b) => b.toString(16).padStart(2, '0')).join('')
+}
+
+/** Whether a connection's sockets keep Node running: set once, applied again to each socket its client opens. */
+export class KeepAlive {
+  #on: boolean | undefined
+  readonly #client: { on(event: string, listener: () => void): unknown }
+  readonly #apply: (on: boolean) => void
+
+  constructor(client: { on(event: string, listener: () => void): unknown }, apply: (on: boolean) => void) {
+    this.#client = client
+    this.#apply = apply
+  }
+
+  set(on: boolean): void {
+    if (this.#on === undefined) {
+      const again = () => this.#apply(this.#on!)
+      this.#client.on('connect', again)
+      this.#client.on('ready', again)
+    }
+    this.#on = on
+    this.#apply(on)
+  }
 }
