@@ -14,6 +14,7 @@ import { redisAdapter } from 'zaris/redis'
 import { until } from '../conformance/util'
 import { checkHolds, type HoldRecord, type StoreEvent } from '../model/holds'
 import { TcpProxy } from './proxy'
+import { LIBRARIES, named, using } from './clients'
 import { startRedis, type RedisServer } from './server'
 
 let server: RedisServer
@@ -24,13 +25,13 @@ afterAll(async () => {
   await server?.dispose()
 })
 
-test('a renewal that learns of a steal before the watch does says LOST (the stealer had released), and the model test accepts it', async () => {
+for (const library of LIBRARIES) test(`a renewal that learns of a steal before the watch does says LOST (the stealer had released), and the model test accepts it (${named(library)})`, async () => {
   const ns = `hr-${Math.random().toString(36).slice(2, 8)}`
   const proxy = await new TcpProxy(server.port).start()
-  const holder = new Client(await redisAdapter({ url: proxy.url(ns) }), { id: 'holder' })
-  const thief = new Client(await redisAdapter({ url: server.url(ns) }), { id: 'thief' })
+  const holder = new Client(await redisAdapter({ url: using(proxy.url(ns), library) }), { id: 'holder' })
+  const thief = new Client(await redisAdapter({ url: using(server.url(ns), library) }), { id: 'thief' })
   // What the store did, as the model test's observer records it.
-  const observer = await redisAdapter({ url: server.url(ns) })
+  const observer = await redisAdapter({ url: using(server.url(ns), library) })
   const store: StoreEvent[] = []
   const unwatch = await observer.watch(
     'lock:',
