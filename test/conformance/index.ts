@@ -12,6 +12,7 @@
 import { describe } from 'vitest'
 import { adapterCases } from './adapter.case'
 import { familyCases } from './family.case'
+import { jobCases } from './jobs.case'
 import { adapterFixture, type AdapterFixtureOptions, type FixtureFactory, type OpenAdapter, type Skips } from './fixture'
 import { ownerGoneCases } from './owner-gone.case'
 import { primitiveCases } from './primitives.case'
@@ -45,6 +46,7 @@ export function runConformance(name: string, factory: FixtureFactory, options: C
     ownerGoneCases(factory, t)
     familyCases(factory, t)
     lineCases(factory, t)
+    jobCases(factory, t)
   })
 }
 
