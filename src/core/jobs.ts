@@ -31,45 +31,28 @@
  * @module
  */
 import type { Context } from './context'
-import { InvalidArgumentError } from './contract/errors'
 import { once } from './contract/once'
-import { checkOptions, checkSignal, checkTtl, checkWait, describe } from './contract/validate'
+import { fenceChecks, fenceRefused } from './hold/hold'
 import type { Lock } from './hold/lock'
-import { checkJobName, checkSlot, recordOf, slotKeys, type JobRecord, type JobResult, type OnceChecked } from './jobs/record'
+import type { Fencing, JobRecord, JobResult, OnceOptions } from './jobs/record'
 import type { Locks } from './locks'
 
-export type { JobRecord, JobResult }
+export type { JobRecord, JobResult, OnceOptions }
 
-/** How long a slot's record is kept after its last write, by default: a day. */
-export const DEFAULT_RETENTION = 24 * 60 * 60 * 1000
-
-/** The most retries one slot may be given. */
-export const MAX_RETRIES = 100
-
-/** Options of {@link Jobs.once}. */
-export interface OnceOptions {
-  /** The TTL in ms of the lock a run holds (renewed at a third of it while `fn` runs): how soon a dead run can be retried. Default: the client's `ttl`. */
-  ttl?: number
-  /**
-   * How long in ms the slot's record is kept after its last write (on the
-   * store's clock): longer than the latest instance can fire the slot, and
-   * than the longest run. Default 24 h; at least `ttl`.
-   */
-  retention?: number
-  /** How many times a run that failed (threw, or its holder died) may be run again by a later call. Default 1. */
-  retries?: number
-  /**
-   * How long in ms to wait for a run of the slot under way elsewhere to end,
-   * so that this call runs the retry if that run fails. Default 0: skip at
-   * once. `Infinity` waits until it ends (or `signal` aborts).
-   */
-  wait?: number
-  /** Aborts a wait; `once` then rejects with the signal's reason. */
-  signal?: AbortSignal
-}
-
-/** The body, imported here rather than in on-demand.ts, as election.ts does its own. */
+/**
+ * The body — the checks of a call too, so that an app that never runs a job
+ * carries none of it — imported here rather than in on-demand.ts, as
+ * election.ts does its own.
+ */
 const jobsBody = once(() => import('./jobs/body'), 'jobs')
+
+/**
+ * How the body fences the record's writes, handed to it from here: the body
+ * importing the hold module itself makes the bundler move the contract's
+ * checks out of a page's start chunk into chunks of their own (+700 B
+ * min+gzip at start, measured with test/package/size.test.ts's bundle).
+ */
+const fencing: Fencing = { checks: fenceChecks, refused: fenceRefused }
 
 /**
  * The job API of a client.
@@ -104,14 +87,7 @@ export class Jobs {
    * if (result.status === 'skipped') console.log(`already run by ${result.by}`)
    */
   async once<T>(name: string, slot: string | number | Date, fn: (lock: Lock) => T | PromiseLike<T>, options?: OnceOptions): Promise<JobResult<Awaited<T>>> {
-    const n = checkJobName(name)
-    const keys = slotKeys(n, checkSlot(slot, n))
-    if (typeof fn !== 'function') throw new InvalidArgumentError(`once needs a function to run, got ${describe(fn)}`)
-    const o = checkOnce(this.#ctx, options)
-    this.#ctx.assertOpen()
-    o.signal?.throwIfAborted()
-    const { runOnce } = await jobsBody()
-    return runOnce(this.#ctx, this.#locks, keys, fn, o)
+    return (await jobsBody()).once<T>(this.#ctx, this.#locks, fencing, name, slot, fn, options)
   }
 
   /**
@@ -123,21 +99,6 @@ export class Jobs {
    * if (r?.state === 'failed') console.log(`failed after ${r.attempt} attempt(s): ${r.error}`)
    */
   async record(name: string, slot: string | number | Date): Promise<JobRecord | undefined> {
-    const n = checkJobName(name)
-    const keys = slotKeys(n, checkSlot(slot, n))
-    this.#ctx.assertOpen()
-    return recordOf(await this.#ctx.adapter.get(keys.record))
+    return (await jobsBody()).readRecord(this.#ctx, name, slot)
   }
-}
-
-function checkOnce(ctx: Context, options: OnceOptions | undefined): OnceChecked {
-  const o = checkOptions<OnceOptions>(options)
-  const ttl = o.ttl === undefined ? ctx.ttl : checkTtl(o.ttl)
-  const retention = o.retention === undefined ? Math.max(DEFAULT_RETENTION, ttl) : checkTtl(o.retention, 'retention')
-  if (retention < ttl) throw new InvalidArgumentError(`retention (${retention} ms) must be at least the lock's ttl (${ttl} ms): a record must outlive the run that wrote it`)
-  const retries = o.retries ?? 1
-  if (!Number.isSafeInteger(retries) || retries < 0 || retries > MAX_RETRIES) {
-    throw new InvalidArgumentError(`retries must be an integer from 0 to ${MAX_RETRIES}, got ${describe(retries)}`)
-  }
-  return { ttl, retention, retries, wait: o.wait === undefined ? 0 : checkWait(o.wait), signal: checkSignal(o.signal) }
 }

@@ -150,7 +150,7 @@ export const MUTANTS: Mutant[] = [
     name: 'jobs-record-unfenced',
     bug: "the slot's record is written without the lock's fence (a run that outlived its lock records its outcome over the retry's)",
     file: JOB_BODY,
-    from: 'const checks = [...fenceChecks(lock)]',
+    from: 'const checks = [...fencing.checks(lock)]',
     to: 'const checks = []',
     tests: [JOBS],
   },

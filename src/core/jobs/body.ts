@@ -26,12 +26,12 @@
  * @module
  */
 import type { Context } from '../context'
-import { ConflictError, FencedError, isZarisError } from '../contract/errors'
-import { fenceChecks, fenceRefused } from '../hold/hold'
+import { ConflictError, FencedError, InvalidArgumentError, isZarisError } from '../contract/errors'
+import { describe } from '../contract/validate'
 import type { Lock } from '../hold/lock'
 import type { Locks } from '../locks'
 import { sleep } from '../time/clock'
-import { errorText, recordOf, recordValue, type JobRecord, type JobResult, type OnceChecked, type SlotKeys } from './record'
+import { checkJobName, checkOnce, checkSlot, errorText, recordOf, recordValue, slotKeys, type JobRecord, type JobResult, type Fencing, type OnceChecked, type OnceOptions, type SlotKeys } from './record'
 
 /** How many times a call goes back to look: each time the record changed under it, which takes another run's whole life. */
 const MAX_ROUNDS = 8
@@ -43,8 +43,40 @@ export const HOLDER_ENDED = 'the run ended without writing its outcome: its proc
 
 type Outcome = 'written' | 'changed' | 'lost'
 
+/** One call of `once`: where it runs, the slot, its options. */
+interface Call {
+  ctx: Context
+  locks: Locks
+  fencing: Fencing
+  keys: SlotKeys
+  o: OnceChecked
+}
+
+/** `client.jobs.once`: checks the call, then runs it. */
+export async function once<T>(ctx: Context, locks: Locks, fencing: Fencing, name: unknown, slot: unknown, fn: unknown, options: OnceOptions | undefined): Promise<JobResult<Awaited<T>>> {
+  const keys = checkedKeys(name, slot)
+  if (typeof fn !== 'function') throw new InvalidArgumentError(`once needs a function to run, got ${describe(fn)}`)
+  const o = checkOnce(ctx, options)
+  ctx.assertOpen()
+  o.signal?.throwIfAborted()
+  return runOnce({ ctx, locks, fencing, keys, o }, fn as (lock: Lock) => T | PromiseLike<T>)
+}
+
+/** `client.jobs.record`: the slot's record. */
+export async function readRecord(ctx: Context, name: unknown, slot: unknown): Promise<JobRecord | undefined> {
+  const keys = checkedKeys(name, slot)
+  ctx.assertOpen()
+  return recordOf(await ctx.adapter.get(keys.record))
+}
+
+function checkedKeys(name: unknown, slot: unknown): SlotKeys {
+  const n = checkJobName(name)
+  return slotKeys(n, checkSlot(slot, n))
+}
+
 /** Runs `fn` for the slot `keys` unless it is run, running or spent; see the module doc. */
-export async function runOnce<T>(ctx: Context, locks: Locks, keys: SlotKeys, fn: (lock: Lock) => T | PromiseLike<T>, o: OnceChecked): Promise<JobResult<Awaited<T>>> {
+async function runOnce<T>(call: Call, fn: (lock: Lock) => T | PromiseLike<T>): Promise<JobResult<Awaited<T>>> {
+  const { ctx, locks, keys, o } = call
   const deadline = ctx.clock.now() + o.wait
   let lock: Lock | null = null
   try {
@@ -67,7 +99,7 @@ export async function runOnce<T>(ctx: Context, locks: Locks, keys: SlotKeys, fn:
       const attempt = (record?.attempt ?? 0) + 1
       const exhausted = record?.state === 'started' && attempt > o.retries + 1
       const next: JobRecord = exhausted ? { ...record, state: 'failed', error: HOLDER_ENDED } : { state: 'started', by: ctx.id, token: lock.token, attempt }
-      const written = await writeRecord(ctx, lock, keys, next, o.retention, entry?.revision ?? null)
+      const written = await writeRecord(call, lock, next, entry?.revision ?? null)
       if (written === 'changed') continue
       if (written === 'lost') {
         lock = null // ended by the refusal: nothing to release
@@ -77,7 +109,7 @@ export async function runOnce<T>(ctx: Context, locks: Locks, keys: SlotKeys, fn:
       // 4. run: it releases the lock
       const held = lock
       lock = null
-      return await run(ctx, held, keys, fn, attempt, o)
+      return await run(call, held, fn, attempt)
     }
   } finally {
     // Taken but not run (skipped, or the store failed): let it go. A release that fails frees at the TTL.
@@ -96,7 +128,8 @@ function spentBy(record: JobRecord | undefined, retries: number): JobResult<neve
 }
 
 /** Step 4: calls `fn`, writes its outcome, releases the lock. */
-async function run<T>(ctx: Context, lock: Lock, keys: SlotKeys, fn: (lock: Lock) => T | PromiseLike<T>, attempt: number, o: OnceChecked): Promise<JobResult<Awaited<T>>> {
+async function run<T>(call: Call, lock: Lock, fn: (lock: Lock) => T | PromiseLike<T>, attempt: number): Promise<JobResult<Awaited<T>>> {
+  const { ctx } = call
   const { token } = lock
   let result: JobResult<Awaited<T>>
   let outcome: JobRecord
@@ -108,7 +141,7 @@ async function run<T>(ctx: Context, lock: Lock, keys: SlotKeys, fn: (lock: Lock)
     outcome = { state: 'failed', by: ctx.id, token, attempt, error: errorText(error) }
   }
   try {
-    const written = await writeOutcome(ctx, lock, keys, outcome, o.retention)
+    const written = await writeOutcome(call, lock, outcome)
     // fn's own error says more than the loss (it is often a fenced write refused for it).
     if (written === 'lost' && result.status === 'ran') result = { status: 'failed', error: endReason(lock), token, attempt }
   } catch (error) {
@@ -121,13 +154,13 @@ async function run<T>(ctx: Context, lock: Lock, keys: SlotKeys, fn: (lock: Lock)
 }
 
 /** Writes the outcome, fenced; sent again (the same write) while the store cannot be reached. */
-async function writeOutcome(ctx: Context, lock: Lock, keys: SlotKeys, outcome: JobRecord, retention: number): Promise<Outcome> {
+async function writeOutcome(call: Call, lock: Lock, outcome: JobRecord): Promise<Outcome> {
   for (let tries = 1; ; tries++) {
     try {
-      return await writeRecord(ctx, lock, keys, outcome, retention)
+      return await writeRecord(call, lock, outcome)
     } catch (err) {
       if (tries >= OUTCOME_TRIES || isZarisError(err, 'CLOSED')) throw err
-      await sleep(ctx.clock, Math.min(lock.ttl / 10, 500) * tries)
+      await sleep(call.ctx.clock, Math.min(lock.ttl / 10, 500) * tries)
     }
   }
 }
@@ -137,12 +170,12 @@ async function writeOutcome(ctx: Context, lock: Lock, keys: SlotKeys, outcome: J
  * over that revision of the record (`null`: none): `lost` when the fence
  * failed (the lock is then ended), `changed` when the record did.
  */
-async function writeRecord(ctx: Context, lock: Lock, keys: SlotKeys, record: JobRecord, retention: number, revision?: number | null): Promise<Outcome> {
-  const checks = [...fenceChecks(lock)]
+async function writeRecord({ ctx, fencing, keys, o }: Call, lock: Lock, record: JobRecord, revision?: number | null): Promise<Outcome> {
+  const checks = [...fencing.checks(lock)]
   if (revision !== undefined) checks.push({ key: keys.record, revision })
-  const r = await ctx.adapter.commit(checks, [{ type: 'set', key: keys.record, value: recordValue(record), ttl: retention }])
+  const r = await ctx.adapter.commit(checks, [{ type: 'set', key: keys.record, value: recordValue(record), ttl: o.retention }])
   if (r.ok) return 'written'
-  return fenceRefused(lock, r.failed) ? 'lost' : 'changed'
+  return fencing.refused(lock, r.failed) ? 'lost' : 'changed'
 }
 
 /** Why a run's lock ended before its outcome was written. */

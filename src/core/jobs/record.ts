@@ -7,10 +7,12 @@
  *
  * @module
  */
-import type { Entry, Value } from '../contract/adapter'
+import type { Check, Entry, Value } from '../contract/adapter'
 import { InvalidArgumentError } from '../contract/errors'
 import { JOB_PREFIX } from '../contract/reserved'
-import { checkUserKey, describe, isWellFormed, MAX_KEY_LENGTH } from '../contract/validate'
+import type { Context } from '../context'
+import type { Failed, Fence } from '../hold/life'
+import { checkOptions, checkSignal, checkTtl, checkUserKey, checkWait, describe, isWellFormed, MAX_KEY_LENGTH } from '../contract/validate'
 
 /** Ends the job's name inside its lock key: a name may not contain it, a slot may. */
 export const SLOT_SEP = '@'
@@ -38,6 +40,34 @@ export interface JobRecord {
   error?: string
 }
 
+/** How long a slot's record is kept after its last write, by default: a day. */
+export const DEFAULT_RETENTION = 24 * 60 * 60 * 1000
+
+/** The most retries one slot may be given. */
+export const MAX_RETRIES = 100
+
+/** Options of `client.jobs.once`. */
+export interface OnceOptions {
+  /** The TTL in ms of the lock a run holds (renewed at a third of it while `fn` runs): how soon a dead run can be retried. Default: the client's `ttl`. */
+  ttl?: number
+  /**
+   * How long in ms the slot's record is kept after its last write (on the
+   * store's clock): longer than the latest instance can fire the slot, and
+   * than the longest run. Default 24 h; at least `ttl`.
+   */
+  retention?: number
+  /** How many times a run that failed (threw, or its holder died) may be run again by a later call. Default 1. */
+  retries?: number
+  /**
+   * How long in ms to wait for a run of the slot under way elsewhere to end,
+   * so that this call runs the retry if that run fails. Default 0: skip at
+   * once. `Infinity` waits until it ends (or `signal` aborts).
+   */
+  wait?: number
+  /** Aborts a wait; `once` then rejects with the signal's reason. */
+  signal?: AbortSignal
+}
+
 /** What a call of `client.jobs.once` did. */
 export type JobResult<T> =
   /** This call ran `fn`, which returned `value`; the record says `done`. */
@@ -63,6 +93,12 @@ export interface OnceChecked {
   retries: number
   wait: number
   signal: AbortSignal | undefined
+}
+
+/** How a write is fenced by a hold, and whether a refusal was for the fence (the hold then ends): hold.ts's `fenceChecks` and `fenceRefused`. */
+export interface Fencing {
+  checks(fence: Fence): Check[]
+  refused(fence: Fence, failed: Failed): boolean
 }
 
 /** The two keys of one slot. */
@@ -133,4 +169,17 @@ export function errorText(err: unknown): string {
   const cut = text.slice(0, MAX_ERROR_LENGTH)
   // Not inside a surrogate pair, so the record stays well-formed.
   return /[\uD800-\uDBFF]$/.test(cut) ? cut.slice(0, -1) : cut
+}
+
+/** Checks the options of a call, with their defaults. */
+export function checkOnce(ctx: Context, options: OnceOptions | undefined): OnceChecked {
+  const o = checkOptions<OnceOptions>(options)
+  const ttl = o.ttl === undefined ? ctx.ttl : checkTtl(o.ttl)
+  const retention = o.retention === undefined ? Math.max(DEFAULT_RETENTION, ttl) : checkTtl(o.retention, 'retention')
+  if (retention < ttl) throw new InvalidArgumentError(`retention (${retention} ms) must be at least the lock's ttl (${ttl} ms): a record must outlive the run that wrote it`)
+  const retries = o.retries ?? 1
+  if (!Number.isSafeInteger(retries) || retries < 0 || retries > MAX_RETRIES) {
+    throw new InvalidArgumentError(`retries must be an integer from 0 to ${MAX_RETRIES}, got ${describe(retries)}`)
+  }
+  return { ttl, retention, retries, wait: o.wait === undefined ? 0 : checkWait(o.wait), signal: checkSignal(o.signal) }
 }
