@@ -5,13 +5,30 @@
  * deadline, as a stopped process) retried by the next call and unable to
  * write once the retry took over, and a record kept for its retention.
  * Real time, short TTLs (a store's TTL granularity added: etcd counts whole
- * seconds). Runs in Node and the browser.
+ * seconds). The store operations of the racing cases are recorded at the
+ * adapter and checked for linearizability (test/lincheck). Runs in Node and
+ * the browser.
  */
 import { describe, expect } from 'vitest'
-import type { JobResult, Lock } from 'zaris'
+import { Client, type ClientOptions, type JobResult, type Lock } from 'zaris'
 import { ManualClock } from 'zaris/testing'
-import type { FixtureFactory } from './fixture'
+import { checkHistory, formatResult } from '../lincheck/check'
+import { MemoryHistory, recordingAdapter } from '../lincheck/recorder'
+import type { FixtureFactory, StoreFixture } from './fixture'
 import { late, onFreshStore, sleep, type Named } from './util'
+
+/** Clients on the fixture's store whose store operations are recorded into one history. */
+function recorded(f: StoreFixture) {
+  const history = new MemoryHistory(() => performance.now())
+  const connect = async (options: ClientOptions & { id: string }) => new Client(recordingAdapter(await f.adapter(), history, options.id), options)
+  /** The history is linearizable (slack for timer rounding; entries may outlive their TTL by the store's granularity). */
+  const check = (client: Client) => {
+    const r = checkHistory(history.events, { slack: 5, lateExpiry: late(client), maxMs: 60_000 })
+    expect(r.verdict, formatResult(r)).toBe('ok')
+    expect(r.operations).toBeGreaterThan(0)
+  }
+  return { connect, check }
+}
 
 /** A job function that runs until `finish()`, and tells when it started. */
 function held(body: (lock: Lock) => Promise<string> | string) {
@@ -31,8 +48,9 @@ export function jobCases(factory: FixtureFactory, t: Named): void {
   const withStore = onFreshStore(factory)
 
   describe('jobs: once per slot', () => {
-    t('five clients fire each of three slots at once: each slot runs once, the others skip it, and its record names the runner', withStore(async (f) => {
-      const clients = await Promise.all(['a', 'b', 'c', 'd', 'e'].map((id) => f.connect({ id })))
+    t('five clients fire each of three slots at once: each slot runs once, the others skip it, its record names the runner, and the history is linearizable', withStore(async (f) => {
+      const h = recorded(f)
+      const clients = await Promise.all(['a', 'b', 'c', 'd', 'e'].map((id) => h.connect({ id })))
       for (const slot of ['s1', 's2', 's3']) {
         const runs: string[] = []
         const results = await Promise.all(
@@ -51,6 +69,8 @@ export function jobCases(factory: FixtureFactory, t: Named): void {
         expect(await clients[0]!.locks.holder(`tick@${slot}`)).toBeUndefined()
       }
       expect(await clients[0]!.list('')).toEqual([]) // records are zaris's own keys
+      h.check(clients[0]!)
+      await Promise.all(clients.map((c) => c.close()))
     }))
 
     t('a run that throws is recorded failed and retried once by a later call; a failed retry spends the slot', withStore(async (f) => {
@@ -65,9 +85,10 @@ export function jobCases(factory: FixtureFactory, t: Named): void {
       expect(await a.jobs.once('job', 'x', () => 'never')).toEqual({ status: 'skipped', state: 'failed', by: 'b', token: retry.token })
     }))
 
-    t('a run frozen past its TTL is retried by the next call (a new token); its late fenced write and outcome are refused, and its result says failed', withStore(async (f) => {
-      const frozen = await f.connect({ id: 'frozen', clock: new ManualClock() })
-      const b = await f.connect({ id: 'b' })
+    t('a run frozen past its TTL is retried by the next call (a new token); its late fenced write and outcome are refused, its result says failed, and the history is linearizable', withStore(async (f) => {
+      const h = recorded(f)
+      const frozen = await h.connect({ id: 'frozen', clock: new ManualClock() })
+      const b = await h.connect({ id: 'b' })
       const ttl = 300 + late(frozen)
       const job = held(async (lock) => {
         await frozen.put('out', 'frozen', { fence: lock })
@@ -88,6 +109,8 @@ export function jobCases(factory: FixtureFactory, t: Named): void {
       expect(stale).toMatchObject({ status: 'failed', token: lock.token, attempt: 1, error: { code: 'FENCED' } })
       expect((await b.get('out'))?.value).toBe('b')
       expect(await b.jobs.record('job', 'x')).toMatchObject({ state: 'done', by: 'b', token: retry.token, attempt: 2 })
+      h.check(b)
+      await Promise.all([frozen.close(), b.close()])
     }), 30_000)
 
     t('the record lives for its retention after the run: late calls skip until then, and after it the slot runs anew', withStore(async (f) => {
