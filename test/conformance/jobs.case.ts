@@ -30,8 +30,8 @@ function recorded(f: StoreFixture) {
   return { connect, check }
 }
 
-/** A job function that runs until `finish()`, and tells when it started. */
-function held(body: (lock: Lock) => Promise<string> | string) {
+/** A job function that runs until `finish()`, and tells when it started (with the lock it got). */
+export function held<T>(body: (lock: Lock) => Promise<T> | T = () => undefined as T) {
   let open!: () => void
   let started!: (lock: Lock) => void
   const opened = new Promise<void>((r) => (open = r))

@@ -10,6 +10,7 @@ import { describe, expect, test } from 'vitest'
 import { Client, isZarisError, type Lock } from 'zaris'
 import { memoryAdapter } from 'zaris/memory'
 import { ManualClock } from 'zaris/testing'
+import { held as gate } from '../conformance/jobs.case'
 
 let n = 0
 function setup() {
@@ -18,20 +19,6 @@ function setup() {
   /** A client on the shared store; `frozen` gives it a clock of its own that the test never moves. */
   const client = (id: string, frozen = false) => new Client(memoryAdapter({ namespace, clock: store }), { id, clock: frozen ? new ManualClock() : store })
   return { store, client }
-}
-
-/** A function that runs until `finish()` is called, and says when it started. */
-function gate<T>(body: (lock: Lock) => Promise<T> | T = () => undefined as T) {
-  let open!: () => void
-  let started!: (lock: Lock) => void
-  const opened = new Promise<void>((r) => (open = r))
-  const running = new Promise<Lock>((r) => (started = r))
-  const fn = async (lock: Lock) => {
-    started(lock)
-    await opened
-    return body(lock)
-  }
-  return { fn, running, finish: () => open() }
 }
 
 describe('one call per slot', () => {
