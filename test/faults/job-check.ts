@@ -102,7 +102,12 @@ export function checkFleet(input: FleetCheckInput, job: string): FleetVerdict {
     stats.runs += slotRuns.length
     if (slotRuns.length > 1) stats.retried++
     if (record?.state === 'failed') stats.failedSlots++
-    if (!record || record.state === 'started') bad(slot, 'unsettled', `record ${JSON.stringify(record)} after every instance stopped`)
+    if (!record || record.state === 'started') {
+      // What each call of the slot resolved, and which runs' instances were killed: what to look at next.
+      const calls = slotResults.map((r) => `${r.client}: ${r.status}${r.state ? ` ${r.state}` : ''}${r.by ? ` by ${r.by}` : ''}${r.token ? ` (${r.token})` : ''} at ${r.at.toFixed(0)}`)
+      const killed = slotRuns.filter((r) => r.instance.killedAt !== undefined).map((r) => `run ${r.token} started ${r.startedAt.toFixed(0)}, killed ${r.instance.killedAt!.toFixed(0)}`)
+      bad(slot, 'unsettled', `record ${JSON.stringify(record)} after every instance stopped; calls: ${calls.join('; ') || 'none'}; ${killed.join('; ') || 'no run killed'}`)
+    }
     if (slotRuns.length > 1 + input.retries || (record && record.attempt > 1 + input.retries)) {
       bad(slot, 'attempts', `${slotRuns.length} runs (tokens ${slotRuns.map((r) => r.token).join(', ')}), record attempt ${record?.attempt}`)
     }

@@ -7,7 +7,7 @@
  * unable to write once another run took over.
  */
 import { describe, expect, test } from 'vitest'
-import { Client, isZarisError, type Lock } from 'zaris'
+import { Client, isZarisError, type Adapter, type Lock } from 'zaris'
 import { memoryAdapter } from 'zaris/memory'
 import { ManualClock } from 'zaris/testing'
 import { held as gate } from '../conformance/jobs.case'
@@ -262,5 +262,56 @@ describe('bad input is refused at the call', () => {
     let ran = false
     await expect(a.jobs.once('j', 's', () => (ran = true))).rejects.toMatchObject({ code: 'CLOSED' })
     expect(ran).toBe(false)
+  })
+})
+
+describe('resources', () => {
+  /** The memory adapter, counting the watches open on it. */
+  function counting(inner: Adapter) {
+    let open = 0
+    const adapter: Adapter = {
+      name: `${inner.name} (watches counted)`,
+      get: (k) => inner.get(k),
+      list: (p, o) => inner.list(p, o),
+      commit: (c, o, x) => inner.commit(c, o, x),
+      close: () => inner.close(),
+      async watch(p, sink, from) {
+        const un = await inner.watch(p, sink, from)
+        open++
+        let closed = false
+        return () => {
+          if (!closed) open--
+          closed = true
+          un()
+        }
+      },
+    }
+    return { adapter, open: () => open }
+  }
+
+  test('calls that wait in the line, run, throw and skip leave no watch open', async () => {
+    const { store } = setup()
+    const namespace = `jobs-watches-${++n}`
+    const made = Array.from({ length: 6 }, (_, i) => {
+      const c = counting(memoryAdapter({ namespace, clock: store }))
+      return { ...c, client: new Client(c.adapter, { id: `c${i}`, clock: store }) }
+    })
+    for (let slot = 0; slot < 8; slot++) {
+      const calls = made.map(({ client }, i) =>
+        client.jobs.once(
+          'j',
+          slot,
+          async (lock) => {
+            void lock.signal // watched while it runs, as a job that stops on abort is
+            await new Promise((r) => setTimeout(r, 5))
+            if (i % 3 === 0 && slot % 2 === 0) throw new Error('no')
+          },
+          { ttl: 500, wait: 2_000 },
+        ),
+      )
+      await Promise.all(calls)
+    }
+    expect(made.map((m) => m.open())).toEqual(made.map(() => 0))
+    await Promise.all(made.map((m) => m.client.close()))
   })
 })
