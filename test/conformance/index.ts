@@ -17,6 +17,7 @@
 import { afterAll, beforeAll, describe } from 'vitest'
 import { adapterCases } from './adapter.case'
 import { familyCases } from './family.case'
+import { jobCases } from './jobs.case'
 import { adapterFixture, type AdapterFixtureOptions, type FixtureFactory, type OpenAdapter, type Skips } from './fixture'
 import { hookCases } from './hooks.case'
 import { ownerGoneCases } from './owner-gone.case'
@@ -58,6 +59,7 @@ export function conformanceCases(factory: FixtureFactory, t: Named, options: { s
   ownerGoneCases(factory, t)
   familyCases(factory, t)
   lineCases(factory, t)
+  jobCases(factory, t)
 }
 
 /**
