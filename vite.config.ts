@@ -15,6 +15,7 @@ const alias = {
   'zaris/etcd': src('adapters/etcd/index.ts'),
   'zaris/testing': src('testing.ts'),
   'zaris/web-locks': src('web-locks/index.ts'),
+  'zaris/otel': src('otel/index.ts'),
   'zaris/conformance': fileURLToPath(new URL('./test/conformance/index.ts', import.meta.url)),
   zaris: src('index.ts'),
 }

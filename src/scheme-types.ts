@@ -6,9 +6,10 @@
  */
 import type { Adapter } from './core/contract/adapter'
 import type { ClientOptions } from './core/client'
+import type { TelemetryOptions } from './otel/options'
 
-/** Options of `connect`: the client's, plus what adapters read. */
-export interface ConnectOptions extends ClientOptions {
+/** Options of `connect`: the client's, its telemetry's, plus what adapters read. */
+export interface ConnectOptions extends Omit<ClientOptions, 'telemetry'>, TelemetryOptions {
   /** Bearer token for a zaris node started with `--token`. */
   token?: string
   /** Anything a custom adapter factory wants. */

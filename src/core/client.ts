@@ -10,7 +10,7 @@ import type { Clock } from './time/clock'
 import type { Closable, Context } from './context'
 import { Counters } from './counters'
 import { Election, type ElectionOptions } from './election'
-import { ClosedError, ConflictError, FencedError, InvalidArgumentError } from './contract/errors'
+import { ClosedError, ConflictError, FencedError, InvalidArgumentError, type HoldEndedError } from './contract/errors'
 import { fenceChecks, fenceRefused, type Fence } from './hold/hold'
 import { randomId } from './contract/ids'
 import { Jobs } from './jobs'
@@ -20,6 +20,7 @@ import { defaultClock } from './time/page-clock'
 import { listAll } from './contract/pages'
 import { isReservedKey, SEP } from './contract/reserved'
 import { Semaphores } from './semaphores'
+import type { Telemetry } from './telemetry'
 import { checkUserKey, checkOptions, checkOwner, checkPrefix, checkRevision, checkTtl, checkValue } from './contract/validate'
 import { Watch, type WatchOptions } from './watch'
 
@@ -35,7 +36,25 @@ export interface ClientOptions {
    * system's monotonic clock.
    */
   clock?: Clock
+  /**
+   * Hooks told of acquires, holds, renewals and commits (metrics, traces).
+   * `connect` sets it up for OpenTelemetry on its own (docs/observability.md).
+   */
+  telemetry?: Telemetry
 }
+
+/** What a `holdend` event tells: which hold ended, and why (`reason.code`: `EXPIRED`, `STOLEN` or `LOST`). */
+export interface HoldEndDetail {
+  /** The hold's key (`hold.key`). */
+  key: string
+  /** The hold's fencing token. */
+  token: number
+  /** What its signal aborted with. */
+  reason: HoldEndedError
+}
+
+/** The event a client dispatches when one of its holds ends other than by its own release or close. */
+export type HoldEndEvent = CustomEvent<HoldEndDetail>
 
 /** Options of {@link Client.put}. */
 export interface PutOptions {
@@ -61,12 +80,18 @@ export const DEFAULT_TTL = 30_000
 /**
  * A connection to one store. Get one from `connect(url)`, or build one from an adapter.
  *
+ * A client is an `EventTarget` (the platform's own, in a page and in Node):
+ * it dispatches `holdend` when a lock, permit, lease or election term of its
+ * own ends other than by its own release or close — expired, stolen or lost —
+ * with `detail: { key, token, reason }`: the one place to log a lost lock.
+ *
  * @example
  * import { Client } from 'zaris'
  * import { memoryAdapter } from 'zaris/memory'
  * const client = new Client(memoryAdapter({ namespace: 'demo' }), { id: 'worker-1' })
+ * client.addEventListener('holdend', (e) => console.warn('lost', e.detail.key, e.detail.reason.code))
  */
-export class Client implements AsyncDisposable {
+export class Client extends EventTarget implements AsyncDisposable {
   /** This client's id: the owner of its locks, leases and candidacies. */
   readonly id: string
   /** Locks with TTLs and fencing tokens. */
@@ -89,6 +114,7 @@ export class Client implements AsyncDisposable {
   #closing: Promise<void> | undefined
 
   constructor(adapter: Adapter, rawOptions?: ClientOptions) {
+    super()
     const options = checkOptions<ClientOptions>(rawOptions)
     // The id is written as the owner of what the client holds: the store must keep it unchanged.
     this.id = options.id === undefined ? randomId() : checkOwner(options.id, 'id')
@@ -96,8 +122,14 @@ export class Client implements AsyncDisposable {
     if (this.id.includes(SEP)) throw new InvalidArgumentError('id must not contain U+0001: zaris keeps that character for its own keys and owners')
     this.adapter = adapter
     const registered = this.#registration(adapter)
+    const telemetry = options.telemetry
     this.#ctx = {
-      adapter,
+      adapter: telemetry?.adapter?.(adapter) ?? adapter,
+      telemetry,
+      holdEnded: (hold, code, reason) => {
+        telemetry?.holdEnded?.(hold, code)
+        if (code !== 'RELEASED' && code !== 'CLOSED') this.dispatchEvent(new CustomEvent('holdend', { detail: { key: hold.key, token: hold.token, reason: reason() } }))
+      },
       clock: options.clock ?? defaultClock(),
       id: this.id,
       ttl: options.ttl === undefined ? DEFAULT_TTL : checkTtl(options.ttl),
@@ -164,7 +196,7 @@ export class Client implements AsyncDisposable {
     const ttl = o.ttl === undefined ? undefined : checkTtl(o.ttl)
     const checks = this.#conditions(key, o)
     this.#ctx.assertOpen()
-    const r = await this.adapter.commit(checks, [ttl === undefined ? { type: 'set', key, value } : { type: 'set', key, value, ttl }])
+    const r = await this.#ctx.adapter.commit(checks, [ttl === undefined ? { type: 'set', key, value } : { type: 'set', key, value, ttl }])
     if (!r.ok) throw this.#refusal('put', key, r.failed, o.fence)
     return r.entries[0] as Entry<V>
   }
@@ -178,7 +210,7 @@ export class Client implements AsyncDisposable {
   async get<V extends Value = Value>(key: string): Promise<Entry<V> | undefined> {
     checkUserKey(key)
     this.#ctx.assertOpen()
-    return (await this.adapter.get(key)) as Entry<V> | undefined
+    return (await this.#ctx.adapter.get(key)) as Entry<V> | undefined
   }
 
   /**
@@ -193,7 +225,7 @@ export class Client implements AsyncDisposable {
     if (o.ifRevision === null) throw new InvalidArgumentError('ifRevision must be a revision for delete (null would mean "only if absent")')
     const checks = this.#conditions(key, o)
     this.#ctx.assertOpen()
-    const r = await this.adapter.commit(checks, [{ type: 'delete', key }])
+    const r = await this.#ctx.adapter.commit(checks, [{ type: 'delete', key }])
     if (!r.ok) throw this.#refusal('delete', key, r.failed, o.fence)
     return r.deleted.includes(key)
   }
@@ -209,7 +241,7 @@ export class Client implements AsyncDisposable {
   async list(prefix: string): Promise<Entry[]> {
     checkPrefix(prefix)
     this.#ctx.assertOpen()
-    const entries = await listAll(this.adapter, prefix)
+    const entries = await listAll(this.#ctx.adapter, prefix)
     // Reserved entries (wait lines, shared holds, permits) sort first (U+0001) and are ours, not the user's.
     return entries.some((e) => isReservedKey(e.key)) ? entries.filter((e) => !isReservedKey(e.key)) : entries
   }
@@ -279,4 +311,12 @@ export class Client implements AsyncDisposable {
     }
     return new ConflictError(`${op} ${JSON.stringify(key)} refused: the entry is not at the expected revision`)
   }
+}
+
+/** The events a client dispatches, typed (declaration merging onto the class above: no code). */
+export interface Client {
+  addEventListener(type: 'holdend', listener: ((event: HoldEndEvent) => void) | null, options?: boolean | AddEventListenerOptions): void
+  addEventListener(type: string, listener: EventListenerOrEventListenerObject | null, options?: boolean | AddEventListenerOptions): void
+  removeEventListener(type: 'holdend', listener: ((event: HoldEndEvent) => void) | null, options?: boolean | EventListenerOptions): void
+  removeEventListener(type: string, listener: EventListenerOrEventListenerObject | null, options?: boolean | EventListenerOptions): void
 }

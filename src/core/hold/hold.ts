@@ -36,6 +36,7 @@ import { endAtDeadline, endByHolder, endFromEntry, endFromEvent, holdName } from
 import { Life, type Failed, type Fence, type HoldLife } from './life'
 import { keepAlive } from '../time/keep-alive'
 import { checkTtl } from '../contract/validate'
+import type { HoldEndCode } from '../telemetry'
 
 /** How long a hold whose watch failed waits before it watches its key again. */
 const REWATCH_MS = 1_000
@@ -189,7 +190,10 @@ export abstract class Hold<V extends Value = Value> implements AsyncDisposable, 
     checkTtl(ttl)
     if (!this.held) return false
     const sentAt = this.#ctx.clock.now()
-    const result = await this.#ctx.adapter.commit(this.#life.checks, [{ type: 'set', key: this.#life.entryKey, value: this.#value, ttl, owner: this.owner }])
+    const renewing = this.#ctx.adapter.commit(this.#life.checks, [{ type: 'set', key: this.#life.entryKey, value: this.#value, ttl, owner: this.owner }])
+    const told = this.#ctx.telemetry?.renewed
+    if (told) renewing.then((r) => told(this, r.ok), () => told(this, false))
+    const result = await renewing
     if (!result.ok) {
       // A release under way decides the reason from its own answer.
       if (!this.#releasing) this.#end(this.#reasonFrom(result.failed))
@@ -229,15 +233,17 @@ export abstract class Hold<V extends Value = Value> implements AsyncDisposable, 
     // that was not held has ended: the end it had stays, and its timers are stopped.)
     this.#releasing = true
     this.#stopTimers()
-    this.#finishing = this.#free().then(
+    const traced = this.#ctx.telemetry?.release
+    this.#finishing = (traced ? traced(this, () => this.#free()) : this.#free()).then(
       (r) => {
-        this.#end(r.ok ? released : this.#reasonFrom(r.failed))
+        if (r.ok) this.#end(released, reason)
+        else this.#end(this.#reasonFrom(r.failed))
         return wasHeld && r.ok
       },
       (err) => {
         if (!wasHeld) return false
         // Unknown whether the store deleted it; the holder let it go either way.
-        this.#end(released)
+        this.#end(released, reason)
         throw err
       },
     )
@@ -385,7 +391,8 @@ export abstract class Hold<V extends Value = Value> implements AsyncDisposable, 
     if (timer !== undefined) this.#ctx.clock.clearTimeout(timer)
   }
 
-  #end(reason: HoldEndedError | (() => HoldEndedError)): void {
+  /** Ends the hold for `reason` (built lazily when a function, whose `code` is then given). */
+  #end(reason: HoldEndedError | (() => HoldEndedError), code = (reason as HoldEndedError).code as HoldEndCode): void {
     if (this.#ended) return
     this.#ended = true
     this.#stopTimers()
@@ -395,5 +402,6 @@ export abstract class Hold<V extends Value = Value> implements AsyncDisposable, 
     let made: HoldEndedError | undefined
     this.#reason = () => (made ??= typeof reason === 'function' ? reason() : reason)
     this.#controller?.abort(this.#reason())
+    this.#ctx.holdEnded?.(this, code, this.#reason)
   }
 }
