@@ -8,12 +8,12 @@
  * @module
  */
 import type { Adapter } from './core/contract/adapter'
-import { Client } from './core/client'
+import { Client, type ClientOptions } from './core/client'
 import { InvalidArgumentError, InvalidUrlError } from './core/contract/errors'
 import { splitScheme } from './core/contract/url'
 import type { AdapterFactory, ConnectOptions, Parsed, Target } from './scheme-types'
 import { builtInSchemes, elsewhere } from './schemes'
-import { telemetryFor } from './otel/auto'
+import { withTelemetry } from './otel/auto'
 
 export type { AdapterFactory, ConnectOptions, Target } from './scheme-types'
 export { DEFAULT_PORT } from './schemes'
@@ -71,7 +71,7 @@ export async function connect(url: string, options: ConnectOptions = {}): Promis
   if (typeof options !== 'object' || options === null) throw new InvalidArgumentError('options must be an object')
   const adapter: Adapter = await parse(url).open(options)
   try {
-    return new Client(adapter, { ...options, telemetry: await telemetryFor(options) })
+    return new Client(adapter, (await withTelemetry(options)) as ClientOptions)
   } catch (err) {
     await adapter.close()
     throw err

@@ -49,6 +49,6 @@ export interface Telemetry {
   release?<T>(hold: Fence, run: () => Promise<T>): Promise<T>
   /** A hold of this client ended, for the reason `code`. */
   holdEnded?(hold: Fence, code: HoldEndCode): void
-  /** A renewal was answered: `ok`, or lost (false, also when the store could not be reached). */
+  /** A renewal was answered: `ok`, or lost (false); false too when an automatic renewal could not reach the store. */
   renewed?(hold: Fence, ok: boolean): void
 }

@@ -17,8 +17,12 @@ type Api = typeof import('@opentelemetry/api')
 
 let api: Promise<Api | undefined> | undefined
 
-/** The telemetry a client made by `connect` gets (`undefined`: none). */
-export async function telemetryFor(options: TelemetryOptions): Promise<Telemetry | undefined> {
+/** `options` with the telemetry a client made by `connect` gets. */
+export async function withTelemetry<O extends TelemetryOptions>(options: O): Promise<O & { telemetry: Telemetry | undefined }> {
+  return { ...options, telemetry: await telemetryFor(options) }
+}
+
+async function telemetryFor(options: TelemetryOptions): Promise<Telemetry | undefined> {
   if (options.telemetry !== undefined) return options.telemetry || undefined
   let { meterProvider, tracerProvider } = options
   if (!meterProvider && !tracerProvider) ({ meterProvider, tracerProvider } = await registered())

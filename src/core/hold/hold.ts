@@ -190,10 +190,8 @@ export abstract class Hold<V extends Value = Value> implements AsyncDisposable, 
     checkTtl(ttl)
     if (!this.held) return false
     const sentAt = this.#ctx.clock.now()
-    const renewing = this.#ctx.adapter.commit(this.#life.checks, [{ type: 'set', key: this.#life.entryKey, value: this.#value, ttl, owner: this.owner }])
-    const told = this.#ctx.telemetry?.renewed
-    if (told) renewing.then((r) => told(this, r.ok), () => told(this, false))
-    const result = await renewing
+    const result = await this.#ctx.adapter.commit(this.#life.checks, [{ type: 'set', key: this.#life.entryKey, value: this.#value, ttl, owner: this.owner }])
+    this.#ctx.telemetry?.renewed?.(this, result.ok)
     if (!result.ok) {
       // A release under way decides the reason from its own answer.
       if (!this.#releasing) this.#end(this.#reasonFrom(result.failed))
@@ -337,6 +335,7 @@ export abstract class Hold<V extends Value = Value> implements AsyncDisposable, 
     this.#renewTimer = clock.setTimeout(() => {
       this.#renewTimer = undefined
       this.renew().catch(() => {
+        this.#ctx.telemetry?.renewed?.(this, false)
         // Unreachable store: try again soon, until the deadline decides.
         if (!this.#ended && !this.#releasing) this.#scheduleRenew(Math.min(this.#ttl / 10, 1000))
       })
