@@ -69,9 +69,11 @@ export class Calls {
         const apply = async () => {
           // `seen` moves a store that lost its state above what the client saw (bounded: see CommitOptions.seen).
           const options = requestId === undefined && seen === undefined ? undefined : { requestId, seen }
+          const started = performance.now()
           const r = waitChange === undefined ? await adapter.commit(checks, ops, options) : await parking.commit(adapter, checks, ops, options, waitChange, connOf)
           if (r.ok) metrics.commits++
           else metrics.conflicts++
+          metrics.holds.commit(ns, checks, ops, r, started)
           return JSON.stringify(toCommitResponse(r))
         }
         if (requestId === undefined) return jsonText(200, await apply())

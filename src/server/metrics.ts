@@ -1,11 +1,13 @@
 /**
  * The node's metrics, rendered as Prometheus text at `/metrics`: commits,
- * conflicts, idempotent replays, watchers, locks held and request latency.
+ * conflicts, idempotent replays, watchers, locks held, request latency, and
+ * the waits and holds its commits show (./hold-metrics.ts).
  * Labels are bounded (route and status class), never namespaces or keys, so
  * a client cannot grow the series without limit.
  *
  * @module
  */
+import { HoldMetrics } from './hold-metrics'
 
 /** Upper bounds (seconds) of the request latency histogram. */
 const BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5]
@@ -31,6 +33,8 @@ export class Metrics {
   conflicts = 0
   /** Retried commits answered with their first result. */
   replays = 0
+  /** Waits and holds, from the commits served. */
+  readonly holds = new HoldMetrics()
   #requests = new Map<string, number>()
   #latency = new Map<string, Histogram>()
   #gauges = new Map<string, { help: string; read: () => number; type: 'gauge' | 'counter' }>()
@@ -103,6 +107,7 @@ export class Metrics {
       latency.push(`zaris_request_duration_seconds_count{route="${route}"} ${h.count}`)
     }
     metric('zaris_request_duration_seconds', 'histogram', 'Request latency by route (watch: until the stream opens).', latency)
+    out.push(...this.holds.render())
     return out.join('\n') + '\n'
   }
 }

@@ -4,7 +4,7 @@
  * and a TTL expiry among them) and the acquire span, read from
  * OpenTelemetry's SDK with its in-memory exporters (./scenario.ts).
  */
-import { afterAll, beforeAll, test } from 'vitest'
+import { afterAll, beforeAll, expect, test } from 'vitest'
 import { connect } from 'zaris'
 import { startRedis, type RedisServer } from '../redis/server'
 import { startNode, type NodeProcess } from '../server/node-process'
@@ -25,9 +25,20 @@ test('memory', async () => {
   await otelScenario((id, telemetry) => connect(`zaris://inproc/${name}`, { id, telemetry }), 'memory')
 })
 
-test('a zaris node', async () => {
+test("a zaris node, and the node's own /metrics: the same waits and holds, as its commits show them", async () => {
   const name = ns()
   await otelScenario((id, telemetry) => connect(`zaris://127.0.0.1:${node.port}/${name}`, { id, telemetry }), 'node')
+  const text = await (await fetch(`${node.url}/metrics`)).text()
+  const value = (series: string) => Number(new RegExp(`^${series.replace(/[{}]/g, '\\$&')} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN)
+  // Holds: five released (two locks, the thief's, the lease, the term), the steal, the TTL that ran out (counted at this scrape).
+  expect(value('zaris_hold_seconds_count{reason="released"}')).toBe(5)
+  expect(value('zaris_hold_seconds_count{reason="stolen"}')).toBe(1)
+  expect(value('zaris_hold_seconds_count{reason="expired"}')).toBe(1)
+  expect(value('zaris_hold_seconds_sum{reason="expired"}')).toBeGreaterThanOrEqual(0.2)
+  // Waits: every hold taken (the thief's steal among them); the waiter that stood in line ~200 ms; the two that left the line.
+  expect(value('zaris_acquire_wait_seconds_count{outcome="held"}')).toBe(7)
+  expect(value('zaris_acquire_wait_seconds_count{outcome="held"}') - value('zaris_acquire_wait_seconds_bucket{outcome="held",le="0.1"}')).toBeGreaterThanOrEqual(1)
+  expect(value('zaris_acquire_wait_seconds_count{outcome="gave_up"}')).toBe(2)
 })
 
 test('Redis', async () => {
