@@ -315,8 +315,12 @@ export class Client extends EventTarget implements AsyncDisposable {
 
 /** The events a client dispatches, typed (declaration merging onto the class above: no code). */
 export interface Client {
+  /** Calls `listener` with a {@link HoldEndEvent} when a hold of this client ends other than by its own release or close. */
   addEventListener(type: 'holdend', listener: ((event: HoldEndEvent) => void) | null, options?: boolean | AddEventListenerOptions): void
+  /** Adds a listener, as `EventTarget` does. */
   addEventListener(type: string, listener: EventListenerOrEventListenerObject | null, options?: boolean | AddEventListenerOptions): void
+  /** Removes a `holdend` listener. */
   removeEventListener(type: 'holdend', listener: ((event: HoldEndEvent) => void) | null, options?: boolean | EventListenerOptions): void
+  /** Removes a listener, as `EventTarget` does. */
   removeEventListener(type: string, listener: EventListenerOrEventListenerObject | null, options?: boolean | EventListenerOptions): void
 }

@@ -13,11 +13,13 @@ export type Attributes = Record<string, string | number | boolean | undefined>
 
 /** A histogram instrument. */
 export interface Histogram {
+  /** Records one value. */
   record(value: number, attributes?: Attributes): void
 }
 
 /** A counter (or up-down counter) instrument. */
 export interface Counter {
+  /** Adds `value` (negative for an up-down counter going down). */
   add(value: number, attributes?: Attributes): void
 }
 
@@ -30,8 +32,11 @@ export interface InstrumentOptions {
 
 /** A meter: makes instruments. */
 export interface Meter {
+  /** Makes a histogram. */
   createHistogram(name: string, options?: InstrumentOptions): Histogram
+  /** Makes a counter. */
   createCounter(name: string, options?: InstrumentOptions): Counter
+  /** Makes an up-down counter. */
   createUpDownCounter(name: string, options?: InstrumentOptions): Counter
 }
 
@@ -40,14 +45,19 @@ export interface Meter {
  * `@opentelemetry/api`, or an SDK's `MeterProvider`.
  */
 export interface MeterProvider {
+  /** The meter of the instrumentation `name`. */
   getMeter(name: string, version?: string): Meter
 }
 
 /** A span. */
 export interface Span {
+  /** Sets one attribute. */
   setAttribute(key: string, value: string | number | boolean): unknown
+  /** Sets the status (`code` 2: error). */
   setStatus(status: { code: number; message?: string }): unknown
+  /** Records an exception as an event of the span. */
   recordException(exception: unknown): void
+  /** Ends the span. */
   end(): void
 }
 
@@ -59,7 +69,9 @@ export interface SpanOptions {
 
 /** A tracer: starts spans. */
 export interface Tracer {
+  /** Starts a span, a child of the active one. */
   startSpan(name: string, options?: SpanOptions): Span
+  /** Starts a span and calls `fn` with it as the active span. */
   startActiveSpan<F extends (span: Span) => unknown>(name: string, options: SpanOptions, fn: F): ReturnType<F>
 }
 
@@ -68,6 +80,7 @@ export interface Tracer {
  * `@opentelemetry/api`, or an SDK's `TracerProvider`.
  */
 export interface TracerProvider {
+  /** The tracer of the instrumentation `name`. */
   getTracer(name: string, version?: string): Tracer
 }
 

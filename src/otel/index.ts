@@ -222,6 +222,9 @@ function errorType(err: unknown): string {
  * Stable across processes and runtimes (no salt), so spans of one key match
  * wherever they come from; not a secret: a key that can be guessed can be
  * hashed and compared.
+ *
+ * @example
+ * hashKey('lock:customer-4711') // 14 hex digits, the same in every process
  */
 export function hashKey(key: string): string {
   let h1 = 0xdeadbeef
