@@ -20,7 +20,6 @@
  * @module
  */
 import type { Adapter, Check, CommitOptions, Op } from '../core/contract/adapter'
-import { isZarisError } from '../core/contract/errors'
 import type { Fence } from '../core/locks'
 import type { AcquireInfo, HoldEndCode, HoldKind, Telemetry } from '../core/telemetry'
 import { SPAN_KIND, STATUS_ERROR, type Attributes, type MeterProvider, type Span, type Tracer, type TracerProvider } from './api'
@@ -211,9 +210,15 @@ function failed(span: Span, err: unknown): void {
   span.recordException(err instanceof Error ? err : String(err))
 }
 
-/** `error.type`: a zaris error's code, else the error's name. */
+/**
+ * `error.type`: an error's `code` (a zaris error's, or a system error's), else its name.
+ * Read, not imported: this module imports nothing of zaris at run time, so a
+ * build of `zaris/otel` shares no chunk with the rest (a shared chunk would
+ * cost every page that imports `zaris` one more file).
+ */
 function errorType(err: unknown): string {
-  if (isZarisError(err)) return err.code
+  const code = (err as { code?: unknown } | null)?.code
+  if (typeof code === 'string') return code
   return err instanceof Error ? err.name : typeof err
 }
 
