@@ -152,6 +152,13 @@ class IndexedDbStore {
     return this.#shared.db()
   }
 
+  /** Runs a read on the open database, once the page runs (see `SharedStore.run`). */
+  #run<T>(fn: (db: Database) => Promise<T>): Promise<T> {
+    if (this.#life.closed) return Promise.reject(new ClosedError('the indexeddb adapter is closed'))
+    this.#follow()
+    return this.#shared.run(fn)
+  }
+
   /**
    * Resolves once liveness and the reaper run (at once for a store without
    * them): from then on this page hears another tab say it is closing.
@@ -191,7 +198,7 @@ class IndexedDbStore {
       capabilities: { ownerGone: this.#locks !== undefined },
       get: async (key) => {
         checkKey(key)
-        const e = await readEntry(await this.db(), key)
+        const e = await this.#run((db) => readEntry(db, key))
         const now = clock.now()
         if (!e) return undefined
         if (expired(e, now)) {
@@ -216,12 +223,11 @@ class IndexedDbStore {
   async #list(prefix: string, options: ListOptions | undefined): Promise<ListPage> {
     checkPrefix(prefix)
     const { after, limit } = checkListOptions(options)
-    const db = await this.db()
     const entries: Entry[] = []
     let from = after
     for (;;) {
       const want = limit === undefined ? undefined : limit - entries.length + 1
-      const records = await readPrefix(db, prefix, from, want)
+      const records = await this.#run((db) => readPrefix(db, prefix, from, want))
       const now = this.#shared.clock.now()
       for (const e of records) {
         if (expired(e, now)) {

@@ -115,7 +115,7 @@ export class Reaper {
   /** Reads every owned entry and the revision together, then follows every change after it. */
   async #load(): Promise<void> {
     try {
-      const { revision, entries } = await readOwned(await this.#store.db(), this.#store.clock.now())
+      const { revision, entries } = await this.#store.run((db) => readOwned(db, this.#store.clock.now()))
       if (this.#closed) return
       const live = new Set(entries.map((e) => e.key))
       for (const key of [...this.#lives.keys()]) if (!live.has(key)) this.#forget(key)
