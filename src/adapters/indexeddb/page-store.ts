@@ -117,9 +117,10 @@ export class SharedStore {
       const opening = openStore(this.namespace, () => this.#onGone()).then((db) => (this.#connection = new Connection(db)))
       this.#db = opening
       opening.then(
-        async () => {
+        () => {
           void this.feed.start().catch(() => {})
-          this.#armExpiry(await this.run(earliestExpiry))
+          // Closed or gone before it was read: nothing to expire here.
+          this.run(earliestExpiry).then((at) => this.#armExpiry(at), () => {})
         },
         () => {
           if (this.#db === opening) this.#db = undefined // a failed open is retried by the next call
