@@ -31,6 +31,8 @@ export type {
   Check,
   CommitOptions,
   CommitResult,
+  Gate,
+  GateOptions,
   Entry,
   HistoryLimits,
   HistoryPage,

@@ -23,7 +23,8 @@ import type { Reaper } from './reaper'
 import type { Database } from './schema'
 import { SharedStore } from './page-store'
 import { copyValue as copy, expired, toEntry } from '../kit/write'
-import { readEntry, readPrefix } from './transactions'
+import { readEntry, readPrefix, type ThroughGate } from './transactions'
+import { WebLockGate } from './gate'
 
 /**
  * Options of {@link indexedDbAdapter}.
@@ -42,7 +43,12 @@ export interface IndexedDbAdapterOptions {
    * time (`Date.now()` with the page's timers).
    */
   clock?: Clock
-  /** Use the Web Locks API to learn at once when a holder's tab is gone. Default true where `navigator.locks` exists. */
+  /**
+   * Use the Web Locks API: for gates (the browser's lock manager orders and
+   * excludes the tabs' locks, leases and campaigns before they commit) and to
+   * learn at once when a holder's tab is gone. Default true where
+   * `navigator.locks` exists; without it, the store's commits and TTLs alone.
+   */
   liveness?: boolean
 }
 
@@ -195,7 +201,7 @@ class IndexedDbStore {
     const clock = this.#shared.clock
     const adapter: Adapter = {
       name: 'indexeddb',
-      capabilities: { ownerGone: this.#locks !== undefined },
+      capabilities: { ownerGone: this.#locks !== undefined, gates: this.#locks !== undefined },
       get: async (key) => {
         checkKey(key)
         const e = await this.#run((db) => readEntry(db, key))
@@ -208,13 +214,19 @@ class IndexedDbStore {
         return toEntry(e, now)
       },
       list: (prefix, options) => this.#list(prefix, options),
-      commit: (checks, ops) => this.#commit(checks, ops),
+      commit: (checks, ops, options) => this.#commit(checks, ops, WebLockGate.through(options?.gate, this.#shared.namespace)),
       watch: (prefix, sink, fromRevision) => this.#watch(prefix, sink, fromRevision),
       close: () => this.#close(),
     }
-    if (this.#locks) {
+    const locks = this.#locks
+    if (locks) {
       adapter.ownerGone = async (owner, signal) => (await this.#alive()).gone(owner, signal)
       adapter.registerOwner = async (owner) => (await this.#alive()).register(owner)
+      adapter.gate = (key, options = {}) => {
+        this.#life.assertOpen()
+        checkKey(key)
+        return new WebLockGate(locks, this.#shared.namespace, key, options)
+      }
     }
     return adapter
   }
@@ -243,13 +255,13 @@ class IndexedDbStore {
     }
   }
 
-  async #commit(checks: Check[], ops: Op[]): Promise<CommitResult> {
+  async #commit(checks: Check[], ops: Op[], gate?: ThroughGate): Promise<CommitResult> {
     this.#life.assertOpen()
     this.#follow()
     checkCommitArgs(checks, ops)
     // Values are copied now: the transaction, the result and the events must not see later mutations.
     const copied = ops.map((op) => (op.type === 'set' ? { ...op, value: copy(op.value) } : op))
-    const result = await this.#shared.commit(checks, copied)
+    const result = await this.#shared.commit(checks, copied, gate)
     // Results share nothing with the store's records or with other commits of the batch.
     if (result.ok) for (const e of result.entries) e.value = copy(e.value)
     else for (const f of result.failed) if (f.entry) f.entry = { ...f.entry, value: copy(f.entry.value) }

@@ -20,7 +20,7 @@ import { ClosedError, isZarisError, UnavailableError } from '../../core/contract
 import { Feed } from './feed'
 import { Connection } from './connection'
 import { openStore, type Database } from './schema'
-import { commitBatch, earliestExpiry, readLog, sweepTx, type CommitRequest, type Outcome } from './transactions'
+import { commitBatch, earliestExpiry, readLog, sweepTx, type CommitRequest, type Outcome, type ThroughGate } from './transactions'
 
 interface Queued {
   request: CommitRequest
@@ -152,9 +152,9 @@ export class SharedStore {
   }
 
   /** Queues a commit for the next transaction. */
-  commit(checks: Check[], ops: Op[]): Promise<CommitResult> {
+  commit(checks: Check[], ops: Op[], gate?: ThroughGate): Promise<CommitResult> {
     return new Promise<CommitResult>((resolve, reject) => {
-      this.#queue.push({ request: { checks, ops }, resolve, reject })
+      this.#queue.push({ request: gate ? { checks, ops, gate } : { checks, ops }, resolve, reject })
       if (!this.#committing) void this.#flush()
     })
   }

@@ -14,7 +14,9 @@
  *    carrying the token the store gave it.
  *
  * A plain try (`wait: 0`) does not queue and may take a free key before the
- * line does, unless the acquire asks to respect the line (`IN_LINE`). The
+ * line does, unless the acquire asks to respect the line (`IN_LINE`). On a
+ * store with gates (capability `gates`), one key held alone or shared goes
+ * through its gate instead (gated.ts), which keeps the line itself. The
  * options were checked at the call (checks.ts), before this module loaded:
  * it is a chunk of its own, loaded on a client's first acquire.
  *
@@ -34,6 +36,7 @@ import { Permit } from '../hold/permit'
 import type { Checked } from './checks'
 import { claimOf, type Claim, type HoldSpec, type Part } from './claim'
 import { ExclusivePart } from './exclusive-part'
+import { acquireGated } from './gated'
 import { AcquireMachine } from './machine'
 
 /** What one acquire wants. */
@@ -62,6 +65,10 @@ export async function acquire(ctx: Context, want: Want, o: Checked): Promise<unk
   o.signal?.throwIfAborted()
   const claim = await plan(ctx, want, o)
   await ctx.ready
+  // One key held alone or shared, on a store whose clients share a lock manager: through the key's gate.
+  if ((want.kind === 'lock' || want.kind === 'lease') && ctx.adapter.capabilities?.gates && ctx.adapter.gate) {
+    return acquireGated(ctx, claim, want.key, want.kind === 'lock' ? want.mode : 'exclusive', o)
+  }
   const machine = new AcquireMachine(ctx, claim, { wait: o.wait, signal: o.signal, steal: o.steal, inLine: o.inLine })
   return machine.run()
 }
