@@ -82,12 +82,21 @@ async function stopWriting(tab: Page): Promise<{ n: number; slowest: number; cou
 }
 
 /** Freezes `tab` for `ms`, then resumes it; resolves the tab's freeze and resume times (the freeze was real). */
-async function freeze(tab: Page, ms: number): Promise<{ frozeAt: number; resumedAt: number }> {
+function freeze(tab: Page, ms: number): Promise<{ frozeAt: number; resumedAt: number }> {
+  return frozenWhile(tab, () => sleep(ms)).then(({ frozeAt, resumedAt }) => ({ frozeAt, resumedAt }))
+}
+
+/** Freezes `tab` while `during` runs, then resumes it; resolves what `during` did and the tab's freeze and resume times. */
+async function frozenWhile<T>(tab: Page, during: () => Promise<T>): Promise<{ frozeAt: number; resumedAt: number; result: T }> {
   const cdp = await real.context.newCDPSession(tab)
+  let result: T
   try {
     await cdp.send('Page.setWebLifecycleState', { state: 'frozen' })
-    await sleep(ms)
-    await cdp.send('Page.setWebLifecycleState', { state: 'active' })
+    try {
+      result = await during()
+    } finally {
+      await cdp.send('Page.setWebLifecycleState', { state: 'active' })
+    }
   } finally {
     await cdp.detach().catch(() => {})
   }
@@ -96,8 +105,28 @@ async function freeze(tab: Page, ms: number): Promise<{ frozeAt: number; resumed
   const resumedAt = events.find(([t]) => t === 'resume')?.[1]
   expect(frozeAt, 'the tab froze').toBeDefined()
   expect(resumedAt, 'the tab resumed').toBeDefined()
-  return { frozeAt: frozeAt!, resumedAt: resumedAt! }
+  return { frozeAt: frozeAt!, resumedAt: resumedAt!, result: result! }
 }
+
+/** Starts, in `tab`, a client `id` that waits for `lock` (30 s at most); `taken(tab)` resolves when and with which token it held it. */
+function startWaiting(tab: Page, store: string, id: string, lock: string): Promise<void> {
+  return tab.evaluate(
+    async ({ store, id, lock }) => {
+      const c = await window.zaris.connect(`zaris://idb/${store}`, { id })
+      window.kept.waiter = c
+      window.kept.taken = c.locks.acquire(lock, { ttl: 30_000, wait: 30_000 }).then(async (l) => {
+        if (!l) return { at: Date.now(), token: -1, data: null }
+        const at = Date.now()
+        window.kept.held = l
+        await c.put('frozen:data', id, { fence: l })
+        return { at, token: l.token }
+      })
+    },
+    { store, id, lock },
+  )
+}
+
+const taken = (tab: Page) => tab.evaluate(() => window.kept.taken as Promise<{ at: number; token: number }>)
 
 describe('a frozen tab stalls no other tab', () => {
   it('an idle tab that watches the store, frozen for 3 s while two tabs write: the slowest write stays under 1 s, and its watch misses nothing', async () => {
@@ -149,6 +178,88 @@ describe('a frozen tab stalls no other tab', () => {
       // The frozen tab's own increment in flight was aborted and sent again: counted once.
       for (const r of [rbusy, ra, rb]) expect(r.count).toBe(r.n)
       expect(rbusy.slowest).toBeGreaterThanOrEqual(2_500) // it did wait out its freeze
+    })
+  }, 60_000)
+
+  it('a holder frozen past its TTL while two tabs write: a waiting tab holds the lock within TTL + 1 s with a larger token; on resume the holder is told and its fenced write is refused', async () => {
+    await withTabs(async (open) => {
+      const store = ns()
+      const [holder, waiter, a, b] = [await open(), await open(), await open(), await open()]
+      const ttl = 2_000
+      const token = await holder.evaluate(
+        async ({ store, ttl }) => {
+          const c = await window.zaris.connect(`zaris://idb/${store}`, { id: 'holder' })
+          const lock = (await c.locks.acquire('lock:frozen', { ttl }))! // renewed every ttl/3, frozen whenever
+          await c.put('frozen:data', 'holder', { fence: lock })
+          window.kept.client = c
+          window.kept.lock = lock
+          return lock.token
+        },
+        { store, ttl },
+      )
+      await startWaiting(waiter, store, 'waiter', 'lock:frozen')
+      await startWriting(a, store, 'a')
+      await startWriting(b, store, 'b')
+      await sleep(300)
+      const { frozeAt, resumedAt, result: got } = await frozenWhile(holder, () => taken(waiter))
+      const woke = await holder.evaluate(async () => {
+        const lock = window.kept.lock as import('zaris').Lock
+        const c = window.kept.client as import('zaris').Client
+        const fenced = await c.put('frozen:data', 'stale', { fence: lock }).then(() => 'accepted', (err: { code?: string }) => err.code)
+        if (!lock.signal.aborted) await new Promise((r) => lock.signal.addEventListener('abort', r, { once: true }))
+        return { fenced, held: lock.held, reason: (lock.signal.reason as { code?: string })?.code }
+      })
+      const [ra, rb] = [await stopWriting(a), await stopWriting(b)]
+      const data = await waiter.evaluate(async () => (await (window.kept.waiter as import('zaris').Client).get('frozen:data'))?.value)
+      console.log(
+        `holder frozen (TTL ${ttl} ms): the waiter held the lock ${got.at - frozeAt} ms after the freeze (token ${token} -> ${got.token}); ` +
+          `on resume the holder's write was ${woke.fenced}, its signal said ${woke.reason}; writers did ${ra.n} + ${rb.n} increments, slowest ${ra.slowest} / ${rb.slowest} ms`,
+      )
+      expect(got.token).toBeGreaterThan(token)
+      expect(got.at).toBeLessThan(resumedAt)
+      expect(got.at - frozeAt).toBeLessThanOrEqual(ttl + 1_000)
+      expect(woke.fenced).toBe('FENCED')
+      expect(woke.held).toBe(false)
+      expect(woke.reason).toMatch(/^(EXPIRED|STOLEN)$/)
+      expect(data).toBe('waiter')
+      expect(Math.max(ra.slowest, rb.slowest)).toBeLessThan(1_000)
+      for (const r of [ra, rb]) expect(r.count).toBe(r.n)
+    })
+  }, 60_000)
+
+  it('a tab granted the lock while frozen does not keep it: the next waiter takes it after the grace, and the frozen tab learns it lost on resume', async () => {
+    await withTabs(async (open) => {
+      const store = ns()
+      const [holder, frozen, next] = [await open(), await open(), await open()]
+      await holder.evaluate(async (store) => {
+        const c = await window.zaris.connect(`zaris://idb/${store}`, { id: 'holder' })
+        window.kept.lock = await c.locks.acquire('lock:grant', { ttl: 30_000 })
+      }, store)
+      await startWaiting(frozen, store, 'frozen', 'lock:grant')
+      await sleep(200) // first in line
+      await startWaiting(next, store, 'next', 'lock:grant')
+      await sleep(200)
+      const { result } = await frozenWhile(frozen, async () => {
+        const releasedAt = await holder.evaluate(async () => {
+          const at = Date.now()
+          await (window.kept.lock as import('zaris').Lock).release()
+          return at
+        })
+        return { releasedAt, got: await taken(next) }
+      })
+      // Resumed, the frozen tab lost its gate: it waits again, and holds once the next tab let go, with a larger token.
+      await sleep(300)
+      // The next tab held it until it let go: the resumed tab did not take the key over it.
+      const released = await next.evaluate(async () => {
+        const lock = window.kept.held as import('zaris').Lock
+        return { released: await lock.release(), reason: (lock.signal.reason as { code?: string }).code }
+      })
+      expect(released).toEqual({ released: true, reason: 'RELEASED' })
+      const late = await taken(frozen)
+      console.log(`granted while frozen: the next waiter held the lock ${result.got.at - result.releasedAt} ms after the release; the frozen tab, resumed, got it after: token ${result.got.token} -> ${late.token}`)
+      expect(result.got.token).toBeGreaterThan(0)
+      expect(result.got.at - result.releasedAt).toBeLessThan(5_000)
+      expect(late.token).toBeGreaterThan(result.got.token)
     })
   }, 60_000)
 })

@@ -49,10 +49,26 @@ const EXPIRY_GRACE = 5
 
 /** Takes `claim` (one key: a lock in `mode`, a lease, a term) through the gate of `key`; see the module doc. */
 export async function acquireGated<H>(ctx: Context, claim: Claim<H>, key: string, mode: LockMode, o: Checked): Promise<H | null> {
+  const until = ctx.clock.now() + o.wait
+  try {
+    for (;;) {
+      const r = await throughGate(ctx, claim, key, mode, o, until)
+      // The gate was taken from us before our take (granted while this page was frozen, say): ask again.
+      if (r !== LOST) return r
+    }
+  } finally {
+    claim.leave()
+  }
+}
+
+/** What {@link throughGate} answers when the gate was taken from us before the take: ask for it again. */
+const LOST: unique symbol = Symbol('lost')
+
+/** One request for the gate, until the hold, the end of the wait, or the gate lost before the take. */
+async function throughGate<H>(ctx: Context, claim: Claim<H>, key: string, mode: LockMode, o: Checked, until: number): Promise<H | null | typeof LOST> {
   const plain = o.wait <= 0 && !o.steal
   const gate = ctx.adapter.gate!(key, { mode, ifAvailable: plain, steal: o.steal })
   claim.through = gate
-  const until = ctx.clock.now() + o.wait
   let line: WaitQueue | undefined
   try {
     let got: boolean | { hold: H; place: Entry | undefined } = plain || o.steal ? await gate.granted : await raceGrant(ctx, gate, LOOK_AFTER)
@@ -72,6 +88,10 @@ export async function acquireGated<H>(ctx: Context, claim: Claim<H>, key: string
     if ('hold' in r) return kept(r.hold, gate, line, place)
     line?.leave()
     line = undefined
+    if (!gate.held && ctx.clock.now() < until) {
+      gate.release()
+      return LOST
+    }
     // Something the gate cannot take over is in the way: wait for it as without gates, holding the gate.
     const hold = await new AcquireMachine(ctx, claim, { wait: Math.max(0, until - ctx.clock.now()), signal: o.signal, steal: o.steal, inLine: undefined }).run()
     if (hold) return kept(hold, gate, undefined, undefined)
@@ -81,16 +101,19 @@ export async function acquireGated<H>(ctx: Context, claim: Claim<H>, key: string
     gate.release()
     line?.leave()
     throw err
-  } finally {
-    claim.leave()
   }
 }
 
-/** The hold, which keeps the gate from now on; the place in line went with the take when it was in it (`place`), else it is left now. */
+/**
+ * The hold, which keeps the gate from now on (a gate taken from us meanwhile
+ * is let go: the hold then lives as one taken without a gate); the place in
+ * line went with the take when it was in it (`place`), else it is left now.
+ */
 function kept<H>(hold: H, gate: Gate, line: WaitQueue | undefined, place: Entry | undefined): H {
   if (place) line!.taken()
   else line?.leave()
-  keepGate(hold as Hold, gate)
+  if (gate.held) keepGate(hold as Hold, gate)
+  else gate.release()
   return hold
 }
 
