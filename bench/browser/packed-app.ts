@@ -65,7 +65,7 @@ export async function appFolder(): Promise<AppFolder> {
   return {
     dir,
     async build(name, main) {
-      const app = join(dir, name)
+      const app = join(dir, name.replace(/\W+/g, '-'))
       mkdirSync(app, { recursive: true })
       writeFileSync(join(app, 'index.html'), '<!doctype html><html><head><meta charset="utf-8"><title>app</title></head><body><script type="module" src="./main.js"></script></body></html>\n')
       writeFileSync(join(app, 'main.js'), main)
@@ -168,6 +168,13 @@ async function main() {
   window.led = election.campaign()
 }
 window.app = main()
+`,
+  /** The election app with top-level `await`, as many are written: Vite then keeps what the entry shares with the store's chunk in a file of its own. */
+  'election, top-level await': `import { connect } from 'zaris'
+const client = await connect('zaris://idb/app')
+const election = client.election('leader:app', { ttl: 10_000 })
+window.led = election.campaign()
+window.app = Promise.resolve()
 `,
   'broadcast-channel': `import { BroadcastChannel, createLeaderElection } from 'broadcast-channel'
 async function main() {
