@@ -27,6 +27,18 @@ import type { ThroughGate } from './transactions'
 
 /** The gates this page holds: what `pagehide` lets go. */
 const holding = new Set<WebLockGate>()
+/** How many requests of this page ask for or hold each gate (by Web Lock name), until released. */
+const asking = new Map<string, number>()
+
+/**
+ * Whether a client of this page asks for or holds the gate of `key`: it
+ * takes the key over a closed tab's entry as soon as it is granted, so the
+ * reaper (./reaper) leaves that entry to it rather than put a transaction of
+ * its own in front of that take.
+ */
+export function asked(namespace: string, key: string): boolean {
+  return asking.has(gateName(namespace, key))
+}
 let listening = false
 
 function onPageHide(ev: Event): void {
@@ -52,6 +64,8 @@ export class WebLockGate implements Gate {
   readonly #withdraw = new AbortController()
   #held = false
   #released = false
+  /** Settles when every request of this gate is over: granted and released, withdrawn, denied or stolen. */
+  #settled: Promise<unknown> = Promise.resolve()
   #letGo: (() => void) | undefined
   #onLost: (() => void) | undefined
   #lost = false
@@ -68,6 +82,7 @@ export class WebLockGate implements Gate {
       listening = true
       addEventListener('pagehide', onPageHide)
     }
+    asking.set(this.#name, (asking.get(this.#name) ?? 0) + 1)
     // The Web Locks API takes no signal beside `ifAvailable` or `steal`: those are answered at once anyway.
     const once = options.ifAvailable === true || options.steal === true
     this.granted = this.#request({ mode, ifAvailable: options.ifAvailable === true, steal: options.steal === true, ...(once ? {} : { signal: this.#withdraw.signal }) })
@@ -94,6 +109,8 @@ export class WebLockGate implements Gate {
 
   async taken(): Promise<boolean> {
     try {
+      // Once our own request is over (released, or never granted), the lock manager shows only the others'.
+      await this.#settled
       const state = await this.#locks.query()
       return [...(state.held ?? []), ...(state.pending ?? [])].some((l) => l.name === this.#name)
     } catch {
@@ -109,6 +126,9 @@ export class WebLockGate implements Gate {
   release(): void {
     if (this.#released) return
     this.#released = true
+    const n = (asking.get(this.#name) ?? 1) - 1
+    if (n > 0) asking.set(this.#name, n)
+    else asking.delete(this.#name)
     this.#held = false
     holding.delete(this)
     this.#withdraw.abort()
@@ -121,7 +141,7 @@ export class WebLockGate implements Gate {
   #request(options: LockOptions): Promise<boolean> {
     return new Promise<boolean>((resolve) => {
       let mine = false
-      this.#locks
+      const request = this.#locks
         .request(this.#name, options, (lock) => {
           // Denied (`ifAvailable`), or released before it was granted: let go at once.
           if (!lock || this.#released) return resolve(false)
@@ -136,6 +156,8 @@ export class WebLockGate implements Gate {
           if (mine && this.#held) this.#lose()
           resolve(false)
         })
+      const before = this.#settled
+      this.#settled = Promise.all([before, request])
     })
   }
 

@@ -33,6 +33,7 @@ import type { TimerHandle } from '../time/clock'
 import { driftMargin, type Context } from '../context'
 import type { HoldEndedError } from '../contract/errors'
 import { endAtDeadline, endByGate, endByHolder, endFromEntry, endFromEvent, holdName } from './end'
+import { handOn } from './hand-on'
 import { Life, type Failed, type Fence, type HoldLife } from './life'
 import { keepAlive } from '../time/keep-alive'
 import { checkTtl } from '../contract/validate'
@@ -239,14 +240,15 @@ export abstract class Hold<V extends Value = Value> implements AsyncDisposable, 
     // that was not held has ended: the end it had stays, and its timers are stopped.)
     this.#releasing = true
     this.#stopTimers()
-    // The next in line is granted the gate now, and takes the key over this entry in its own take:
-    // a delete that finds such a successor's life there released the hold all the same.
+    // Taken through a gate: the next in line takes the key over this entry (./hand-on). A delete
+    // that finds such a successor's life there released the hold all the same.
     const gate = this.#gate
-    gate?.release()
-    this.#finishing = this.#free().then(
+    if (gate && !wasHeld) gate.release()
+    const freeing = gate && wasHeld ? handOn(this.#ctx.adapter, this.#ctx.clock, gate, this.#life, this.#revision, () => this.#free()) : this.#free()
+    this.#finishing = freeing.then(
       (r) => {
-        const ok = r.ok || (gate !== undefined && wasHeld && this.#handedOn(r.failed))
-        this.#end(ok ? released : this.#reasonFrom(r.failed))
+        const ok = r === undefined || r.ok || (gate !== undefined && wasHeld && this.#handedOn(r.failed))
+        this.#end(ok ? released : this.#reasonFrom(r!.failed))
         return wasHeld && ok
       },
       (err) => {
