@@ -63,15 +63,18 @@ export class WebLockGate implements Gate {
   /** Withdraws the request while it waits in line. */
   readonly #withdraw = new AbortController()
   #held = false
-  #released = false
+  #done = false
+  readonly #released: ((gate: WebLockGate) => void) | undefined
   /** Settles when every request of this gate is over: granted and released, withdrawn, denied or stolen. */
   #settled: Promise<unknown> = Promise.resolve()
   #letGo: (() => void) | undefined
   #onLost: (() => void) | undefined
   #lost = false
 
-  constructor(locks: LockManager, namespace: string, key: string, options: GateOptions) {
+  /** `released` is told once, when the gate is let go (its store closes it with the store). */
+  constructor(locks: LockManager, namespace: string, key: string, options: GateOptions, released?: (gate: WebLockGate) => void) {
     this.#locks = locks
+    this.#released = released
     this.#namespace = namespace
     this.#name = gateName(namespace, key)
     const mode = options.mode ?? 'exclusive'
@@ -97,7 +100,7 @@ export class WebLockGate implements Gate {
     this.#withdraw.abort()
     // Granted before it could be withdrawn: held already, and a steal would take it from ourselves.
     if (await this.granted) return
-    if (this.#released || !(await this.#request({ mode: 'exclusive', steal: true }))) {
+    if (this.#done || !(await this.#request({ mode: 'exclusive', steal: true }))) {
       throw new UnavailableError(`the gate of ${JSON.stringify(this.#through.key)} was released before it could be stolen`)
     }
   }
@@ -124,8 +127,9 @@ export class WebLockGate implements Gate {
   }
 
   release(): void {
-    if (this.#released) return
-    this.#released = true
+    if (this.#done) return
+    this.#done = true
+    this.#released?.(this)
     const n = (asking.get(this.#name) ?? 1) - 1
     if (n > 0) asking.set(this.#name, n)
     else asking.delete(this.#name)
@@ -144,7 +148,7 @@ export class WebLockGate implements Gate {
       const request = this.#locks
         .request(this.#name, options, (lock) => {
           // Denied (`ifAvailable`), or released before it was granted: let go at once.
-          if (!lock || this.#released) return resolve(false)
+          if (!lock || this.#done) return resolve(false)
           mine = true
           this.#held = true
           holding.add(this)

@@ -123,6 +123,8 @@ class IndexedDbStore {
   /** Ends the entries of clients that are gone (closed or crashed tabs), for every tab. */
   readonly #reaper: Reaper | undefined
   readonly #life = new AdapterLife('indexeddb')
+  /** The gates this adapter made that are not let go: its clients' holds and requests, which end with it. */
+  readonly #gates = new Set<WebLockGate>()
 
   constructor(options: IndexedDbAdapterOptions) {
     assertSupported()
@@ -185,7 +187,9 @@ class IndexedDbStore {
       adapter.gate = (key, options = {}) => {
         this.#life.assertOpen()
         checkKey(key)
-        return new WebLockGate(locks, this.#shared.namespace, key, options)
+        const gate = new WebLockGate(locks, this.#shared.namespace, key, options, (g) => this.#gates.delete(g))
+        this.#gates.add(gate)
+        return gate
       }
     }
     return adapter
@@ -235,6 +239,8 @@ class IndexedDbStore {
 
   async #close(): Promise<void> {
     if (!this.#life.close()) return
+    // Its clients are gone: the next in line of each of their gates takes the key over (a closed tab does the same).
+    for (const gate of [...this.#gates]) gate.release()
     this.#liveness?.close()
     this.#reaper?.release()
     await this.#shared.release()

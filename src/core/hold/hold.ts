@@ -243,8 +243,10 @@ export abstract class Hold<V extends Value = Value> implements AsyncDisposable, 
     // Taken through a gate: the next in line takes the key over this entry (./hand-on). A delete
     // that finds such a successor's life there released the hold all the same.
     const gate = this.#gate
-    if (gate && !wasHeld) gate.release()
-    const freeing = gate && wasHeld ? handOn(this.#ctx.adapter, this.#ctx.clock, gate, this.#life, this.#revision, () => this.#free()) : this.#free()
+    // Only a hold alone at the gate's key is taken over so (shared holds leave their group in their own commit).
+    const handing = gate && wasHeld && gate.mode === 'exclusive' && this.#life.entryKey === gate.key
+    if (gate && !handing) gate.release()
+    const freeing = handing ? handOn(this.#ctx.adapter, this.#ctx.clock, gate, this.#life, this.#revision, () => this.#free()) : this.#free()
     this.#finishing = freeing.then(
       (r) => {
         const ok = r === undefined || r.ok || (gate !== undefined && wasHeld && this.#handedOn(r.failed))
