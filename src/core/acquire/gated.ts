@@ -43,7 +43,7 @@ export const FREE_GRACE = 2_000
 /** How long after a holder's entry expired a waiter takes the key and steals the gate, in ms (the expiry already said the holder is past its TTL). */
 export const EXPIRED_GRACE = 100
 /** How long a waiter waits for the gate before it looks at the key, in ms: most gates are granted at once. */
-const LOOK_AFTER = 20
+export const LOOK_AFTER = 20
 /** Extra ms past a live entry's TTL before looking at the key again, so the store has expired it. */
 const EXPIRY_GRACE = 5
 
