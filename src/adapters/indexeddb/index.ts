@@ -12,10 +12,11 @@
  *
  * @module
  */
-import type { Adapter, Check, CommitResult, Entry, ListOptions, ListPage, Op, Unsubscribe, WatchSink } from '../../core/contract/adapter'
+import type { Adapter, Check, CommitOptions, CommitResult, Entry, ListOptions, ListPage, Op, Unsubscribe, WatchSink } from '../../core/contract/adapter'
 import type { Clock, TimerHandle } from '../../core/time/clock'
 import { ClosedError, InvalidArgumentError, UnsupportedError } from '../../core/contract/errors'
 import { checkCommitArgs, checkKey, checkListOptions, checkPrefix, checkWatchArgs } from '../../core/contract/validate'
+import { answerOf, keepAnswer, type Answers } from '../kit/answers'
 import { AdapterLife } from '../kit/life'
 import { Liveness } from './liveness'
 import { Reaper } from './reaper'
@@ -115,6 +116,9 @@ export async function openIndexedDb(options: IndexedDbAdapterOptions = {}): Prom
  * ends a closed tab's entries for everyone), and a client registers before
  * its first write (the core awaits `registerOwner`).
  */
+/** The answers of each page store's commits by request id. */
+const answered = new WeakMap<SharedStore, Answers>()
+
 class IndexedDbStore {
   readonly adapter: Adapter
   readonly #shared: SharedStore
@@ -172,7 +176,7 @@ class IndexedDbStore {
         return toEntry(e, now)
       },
       list: (prefix, options) => this.#list(prefix, options),
-      commit: (checks, ops, options) => this.#commit(checks, ops, WebLockGate.through(options?.gate, this.#shared.namespace)),
+      commit: (checks, ops, options) => this.#commit(checks, ops, options),
       watch: (prefix, sink, fromRevision) => this.#watch(prefix, sink, fromRevision),
       close: () => this.#close(),
     }
@@ -219,12 +223,19 @@ class IndexedDbStore {
     }
   }
 
-  async #commit(checks: Check[], ops: Op[], gate?: ThroughGate): Promise<CommitResult> {
+  async #commit(checks: Check[], ops: Op[], options: CommitOptions | undefined): Promise<CommitResult> {
     this.#life.assertOpen()
     checkCommitArgs(checks, ops)
+    // A commit sent again with its request id is answered as the first time, by this page's store of the namespace.
+    const id = options?.requestId
+    const answers = answered.get(this.#shared) ?? new Map()
+    answered.set(this.#shared, answers)
+    const kept = answerOf(answers, id)
+    if (kept) return kept
     // Values are copied now: the transaction, the result and the events must not see later mutations.
     const copied = ops.map((op) => (op.type === 'set' ? { ...op, value: copy(op.value) } : op))
-    const result = await this.#shared.commit(checks, copied, gate)
+    const result = await this.#shared.commit(checks, copied, WebLockGate.through(options?.gate, this.#shared.namespace))
+    keepAnswer(answers, id, result)
     // Results share nothing with the store's records or with other commits of the batch.
     if (result.ok) for (const e of result.entries) e.value = copy(e.value)
     else for (const f of result.failed) if (f.entry) f.entry = { ...f.entry, value: copy(f.entry.value) }
