@@ -10,7 +10,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { Page } from 'playwright'
-import { startHarness, type Harness } from '../browser-harness/server'
+import { openHarnessTab, startHarness, type Harness } from '../browser-harness/server'
 import { launchRealTabs, UNTHROTTLED_ARGS, type RealTabsBrowser } from '../browser-harness/real-tabs'
 
 let harness: Harness
@@ -31,11 +31,8 @@ async function withTabs<T>(fn: (open: () => Promise<Page>) => Promise<T>): Promi
   const pages: Page[] = []
   try {
     return await fn(async () => {
-      const page = await real.context.newPage()
+      const page = await openHarnessTab(real.context, harness.url)
       pages.push(page)
-      page.on('pageerror', (err) => console.error('page error:', err))
-      await page.goto(harness.url)
-      await page.waitForFunction(() => window.harnessReady === true, undefined, { polling: 50 })
       await page.evaluate(() => {
         const events: Array<[string, number]> = []
         window.kept.lifecycle = events
