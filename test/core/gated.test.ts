@@ -118,6 +118,35 @@ describe('waiting in line', () => {
     silent.release()
   })
 
+  test('a release that saw nobody at the gate, whose delete the next gate holder beat: released all the same; a delete refused otherwise is not', async () => {
+    const { client, adapter } = setup()
+    // a's delete of k waits until b, asking after a let the gate go, has taken the key over a's entry.
+    let beforeDelete: (() => Promise<unknown>) | undefined
+    const wrap = (inner: Adapter): Adapter => ({
+      ...inner,
+      commit: async (checks, ops, options) => {
+        const run = ops.some((o) => o.key === 'k' && o.type === 'delete') ? beforeDelete : undefined
+        beforeDelete = undefined
+        if (run) await run()
+        return inner.commit(checks, ops, options)
+      },
+    })
+    const [a, b] = [client('a', wrap), client('b')]
+    const held = (await a.locks.acquire('k', { autoRenew: false }))!
+    let next: Lock | null = null
+    beforeDelete = async () => (next = await b.locks.acquire('k', { autoRenew: false }))
+    expect(await held.release()).toBe(true)
+    expect(code(held)).toBe('RELEASED')
+    expect(next!.token).toBeGreaterThan(held.token)
+    expect((await adapter.get('k'))?.owner).toBe('b')
+    expect(await next!.release()).toBe(true)
+    // The same race with a write of no owner in b's place (no gate, no later life of a gate holder): not released.
+    const again = (await a.locks.acquire('k', { autoRenew: false }))!
+    beforeDelete = () => adapter.commit([], [{ type: 'set', key: 'k', value: 1 }])
+    expect(await again.release()).toBe(false)
+    expect(code(again)).not.toBe('RELEASED')
+  })
+
   test('the wait runs out: null, its place in line left, its gate let go', async () => {
     const { client, adapter, clock, manager, queued } = setup()
     const [a, b] = [client('a'), client('b')]
