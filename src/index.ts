@@ -34,6 +34,8 @@ export type {
   Check,
   CommitOptions,
   CommitResult,
+  Gate,
+  GateOptions,
   Entry,
   HistoryLimits,
   HistoryPage,

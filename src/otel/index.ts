@@ -133,7 +133,7 @@ export function otel(options: OtelOptions = {}): Telemetry {
       return tracer.startActiveSpan('zaris.release', { kind: SPAN_KIND.internal, attributes }, (span: Span) =>
         run().then(
           (r) => {
-            span.setAttribute('zaris.release.outcome', (r as { ok?: boolean }).ok ? 'released' : 'gone')
+            span.setAttribute('zaris.release.outcome', r === undefined || (r as { ok?: boolean }).ok ? 'released' : 'gone') // undefined: handed on to the next in line
             span.end()
             return r
           },
