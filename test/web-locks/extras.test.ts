@@ -3,7 +3,7 @@
  * only zaris must refuse, on the memory store: the fencing token and the
  * `fence`, the signal of a lost hold and the `AbortError` (with its cause)
  * that rejects the request, a TTL with and without renewal, the prefix,
- * names zaris cannot store, and working beside `client.locks`.
+ * names and the keys they are stored under, and working beside `client.locks`.
  */
 import { getEventListeners } from 'node:events'
 import { afterEach, describe, expect, test } from 'vitest'
@@ -116,15 +116,50 @@ describe('zaris options', () => {
 })
 
 describe('names and the prefix', () => {
-  test('a name zaris cannot store is refused as a zaris key error; with a prefix the empty name works', async () => {
+  test('any DOMString is a name: given back unchanged by lock.name and query(), stored under the documented key', async () => {
     const [locks] = await managers(1)
-    for (const name of ['', '\uD800', '\u0001own', 'x'.repeat(1025)]) {
-      const err = await locks!.request(name, () => 'ran').catch((e: unknown) => e)
-      expect(isZarisError(err, 'INVALID_ARGUMENT')).toBe(true)
-      expect((err as Error).message).toMatch(/lock name/)
+    const client = locks!.client
+    // name -> the key it is stored under (docs/web-locks.md, "Names").
+    const cases: Array<[string, string]> = [
+      ['plain', 'plain'],
+      ['', '\uFFFD'],
+      ['\uD800', '\uFFFD\uFFFDD800'],
+      ['\uDC00\uD800', '\uFFFD\uFFFDDC00\uFFFDD800'],
+      ['\uD83D\uDE00 ok', '\uD83D\uDE00 ok'],
+      ['\uFFFD', '\uFFFD\uFFFDFFFD'],
+      ['a\uFFFDD800', '\uFFFDa\uFFFDFFFDD800'],
+      ['\u0001own', '\uFFFD\u0001own'],
+      ['x\uD800\u0001', '\uFFFDx\uFFFDD800\u0001'],
+    ]
+    for (const [name, key] of cases) {
+      const seen = await locks!.request(name, async (lock) => ({ name: lock!.name, held: (await locks!.query()).held.map((h) => h.name), holder: (await client.locks.holder(key))?.owner }))
+      expect(seen, JSON.stringify(name)).toEqual({ name, held: [name], holder: 'c0' })
     }
+    // Distinct names never share a key: each holds while the others are asked for.
+    const all = cases.map(([name]) => name)
+    const nested = async (i: number): Promise<number> => (i === all.length ? (await locks!.query()).held.length : locks!.request(all[i]!, () => nested(i + 1)))
+    expect(await nested(0)).toBe(all.length)
+  })
+
+  test('a name too long for a zaris key once encoded (with the prefix) is refused as INVALID_ARGUMENT saying its length; one that fits works', async () => {
+    const [locks] = await managers(1)
     const [prefixed] = await managers(1, 'app/')
-    expect(await prefixed!.request('', (lock) => lock!.name)).toBe('')
+    expect(await locks!.request('x'.repeat(1024), (lock) => lock!.name.length)).toBe(1024)
+    expect(await prefixed!.request('x'.repeat(1020), (lock) => lock!.name.length)).toBe(1020)
+    // 204 lone surrogates take 1 + 204 * 5 = 1021 units; 205 take 1026.
+    expect(await locks!.request('\uDC00'.repeat(204), (lock) => lock!.name.length)).toBe(204)
+    const refused: Array<[typeof locks, string, RegExp]> = [
+      [locks, 'x'.repeat(1025), /1025 UTF-16 code units long; a zaris key holds 1024/],
+      [prefixed, 'x'.repeat(1021), /1025 UTF-16 code units long with its prefix "app\/"/],
+      [locks, '\uDC00'.repeat(205), /1026 UTF-16 code units long once encoded/],
+    ]
+    for (const [manager, name, message] of refused) {
+      let ran = false
+      const err = await manager!.request(name, () => (ran = true)).catch((e: unknown) => e)
+      expect(isZarisError(err, 'INVALID_ARGUMENT')).toBe(true)
+      expect((err as Error).message).toMatch(message)
+      expect(ran).toBe(false)
+    }
   })
 
   test('the prefix keeps names apart from other keys: query lists only its own, by name', async () => {

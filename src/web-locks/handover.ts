@@ -1,0 +1,96 @@
+/**
+ * The grant that a release makes, before the release's request settles.
+ * The Web Locks API releases a lock and grants the requests it lets through
+ * in one step, before the released request's promise settles: right after
+ * `await locks.request(…)`, `query()` shows them held, and a shared
+ * `ifAvailable` request beside them is granted. A zaris store hands a lock
+ * over in the release's own step where it can (capability `handover`), but
+ * only to one parked take: shared waiters behind it join the group with a
+ * commit of their own, and a store without handover (etcd) leaves every
+ * waiter to take the lock when it hears of the release. So the facade
+ * waits, after its release, for the waiters the release let through:
+ *
+ * - It reads the key's line (one list; nothing more when nobody waits).
+ * - Someone waits: it reads the holder. An exclusive holder (a waiter
+ *   already granted), or shared holders before an exclusive waiter, means
+ *   the release let through no one still to come. Otherwise the release let
+ *   through the head of the line: its first waiter if it is exclusive and
+ *   the lock is free, else every shared waiter before the first exclusive.
+ * - It waits until each of those has left the line — the commit that grants
+ *   a waiter deletes its place, so it holds now, visibly — or gave up
+ *   (its place deleted or expired), watching the line; at most
+ *   {@link GRANT_WAIT} ms, so that a frozen waiter cannot hold up the
+ *   request that released (the core passes such a waiter after a second).
+ *
+ * @module
+ */
+import type { Client } from '../core/client'
+import type { Entry } from '../core/contract/adapter'
+import { listAll } from '../core/contract/pages'
+import { QUEUE_PREFIX, SEP } from '../core/contract/reserved'
+import { MAX_KEY_LENGTH } from '../core/contract/validate'
+
+/** The longest a release waits for the waiters it let through to be granted, in ms. */
+export const GRANT_WAIT = 2_000
+
+/** Resolves once the waiters that releasing `key` let through hold it or left the line (see the module doc); never rejects. */
+export async function grantsAfterRelease(client: Client, key: string): Promise<void> {
+  const prefix = QUEUE_PREFIX + key + SEP
+  // A key too long for a line has no waiters in one: they retry on their own.
+  if (prefix.length + 2 > MAX_KEY_LENGTH) return
+  try {
+    if ((await lineOf(client, prefix)).length === 0) return
+    await watchedUntilGone(client, prefix, async () => letThrough(client, key, await lineOf(client, prefix)))
+  } catch {
+    // A closed client, an unreachable store: the release itself was done; the grants are the store's.
+  }
+}
+
+/** The line of one key, in line order (places of longer keys under the same prefix left out). */
+async function lineOf(client: Client, prefix: string): Promise<Entry[]> {
+  const entries = await listAll(client.adapter, prefix)
+  return entries.filter((e) => !e.key.slice(prefix.length).includes(SEP)).sort((a, b) => a.created - b.created)
+}
+
+/** The places in `line` whose waiters the release let through (see the module doc). */
+async function letThrough(client: Client, key: string, line: Entry[]): Promise<Entry[]> {
+  if (line.length === 0) return []
+  const holder = await client.locks.holder(key)
+  if (holder?.mode === 'exclusive') return []
+  if (!holder && line[0]!.value !== 'shared') return [line[0]!]
+  const shared: Entry[] = []
+  for (const place of line) {
+    if (place.value !== 'shared') break
+    shared.push(place)
+  }
+  return shared
+}
+
+/**
+ * Subscribes to the line under `prefix`, then asks `which()` for the places
+ * to wait for, and resolves once every one of them is deleted or expired
+ * (or after {@link GRANT_WAIT} ms, or when the watch fails).
+ */
+async function watchedUntilGone(client: Client, prefix: string, which: () => Promise<Entry[]>): Promise<void> {
+  const gone = new Set<string>()
+  let waiting: Set<string> | undefined
+  let done!: () => void
+  const over = new Promise<void>((resolve) => (done = resolve))
+  const unsubscribe = await client.adapter.watch(prefix, {
+    event(ev) {
+      if (ev.type === 'put') return
+      gone.add(ev.key)
+      waiting?.delete(ev.key)
+      if (waiting?.size === 0) done()
+    },
+    error: () => done(),
+  })
+  const timer = setTimeout(done, GRANT_WAIT)
+  try {
+    waiting = new Set((await which()).map((e) => e.key).filter((k) => !gone.has(k)))
+    if (waiting.size > 0) await over
+  } finally {
+    clearTimeout(timer)
+    await Promise.resolve(unsubscribe()).catch(() => {})
+  }
+}
