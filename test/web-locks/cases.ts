@@ -48,7 +48,9 @@ export function webLocksCases(label: string, open: () => Promise<WebLocksFixture
         const res = unique('handover')
         const them = await other()
         const [p, release] = gate()
-        const exclusive = locks.request(res, () => p)
+        const [granted, grant] = gate()
+        const exclusive = locks.request(res, () => (grant(), p))
+        await granted
         const [letGo, done] = gate()
         const theirs = [0, 1].map(() => them.request(res, { mode: 'shared' }, () => letGo))
         await until(async () => modes((await locks.query()).pending, res).length === 2)
