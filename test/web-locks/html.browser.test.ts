@@ -16,30 +16,17 @@
  * opaque origins and documents that are not fully active (the store's
  * business, not the facade's).
  */
-import { afterAll, afterEach, describe, expect, test } from 'vitest'
-import { connect, type Client } from 'zaris'
-import { webLocks } from 'zaris/web-locks'
-import type { AgentAnswer, AgentAsk, Kind } from './fixtures/agent'
-import type { AnyLockManager } from './helpers'
-import { clientsOf, gate, unique, until } from './helpers'
+import { afterEach, describe, expect, test } from 'vitest'
+import type { AgentAnswer, AgentAsk } from './fixtures/agent'
+import { clientsOf, gate, unique, until, type AnyLockManager } from './helpers'
+import { pageManagers, type Kind } from './page'
 
 const url = `zaris://idb/web-locks-html-${Math.random().toString(36).slice(2)}`
-const clients: Client[] = []
+const windowLocks = pageManagers(url)
 const cleanups: Array<() => void> = []
 afterEach(() => {
   for (const c of cleanups.splice(0)) c()
 })
-afterAll(async () => {
-  await Promise.all(clients.map((c) => c.close()))
-})
-
-/** This window's manager. */
-async function windowLocks(kind: Kind): Promise<AnyLockManager> {
-  if (kind === 'navigator') return navigator.locks as unknown as AnyLockManager
-  const c = await connect(url)
-  clients.push(c)
-  return webLocks(c) as unknown as AnyLockManager
-}
 
 type Agent = (ask: AgentAsk) => Promise<AgentAnswer>
 
@@ -100,52 +87,64 @@ async function settledSoon(p: Promise<unknown>): Promise<boolean> {
   return settled
 }
 
+/** The WPT's "Window and X - shared mode", "Window and X - exclusive mode" and "X and X - exclusive mode", X a worker or a frame. */
+function twoContextCases<C extends { ask: Agent }>(kind: Kind, what: string, make: (kind: Kind) => Promise<C>): void {
+  test(`Window and ${what} - shared mode`, async () => {
+    const [locks, c] = [await windowLocks(kind), await make(kind)]
+    const res = unique('shared')
+    const { lock_id } = await c.ask({ op: 'request', name: res, mode: 'shared' })
+    await locks.request(res, { mode: 'shared' }, async () => c.ask({ op: 'release', lock_id: lock_id! }))
+  })
+
+  test(`Window and ${what} - exclusive mode`, async () => {
+    const [locks, c] = [await windowLocks(kind), await make(kind)]
+    const res = unique('exclusive')
+    const { lock_id } = await c.ask({ op: 'request', name: res })
+    const { blocked, granted } = await blockedHere(locks, res)
+    await c.ask({ op: 'release', lock_id: lock_id! })
+    await blocked
+    expect(granted()).toBe(true)
+  })
+
+  test(`${what} and ${what} - exclusive mode`, async () => {
+    const [c1, c2] = [await make(kind), await make(kind)]
+    const res = unique('exclusive')
+    const { lock_id } = await c1.ask({ op: 'request', name: res })
+    const blocked = c2.ask({ op: 'request', name: res })
+    expect((await c2.ask({ op: 'request', name: res, ifAvailable: true })).failed).toBe(true)
+    expect(await settledSoon(blocked)).toBe(false)
+    await c1.ask({ op: 'release', lock_id: lock_id! })
+    expect((await blocked).lock_id).toBeGreaterThan(0)
+  })
+}
+
+/** A request of this window for `res`, which another context holds: checked blocked (an ifAvailable request gets null). */
+async function blockedHere(locks: AnyLockManager, res: string): Promise<{ blocked: Promise<unknown>; granted: () => boolean }> {
+  let granted = false
+  const blocked = locks.request(res, () => (granted = true))
+  expect(await locks.request(res, { ifAvailable: true }, (lock) => lock !== null)).toBe(false)
+  expect(granted).toBe(false)
+  return { blocked, granted: () => granted }
+}
+
+/** A context takes a lock, this window waits for it, `end` ends the context: the window is granted. */
+function heldByEnded<C extends { ask: Agent }>(kind: Kind, make: (kind: Kind) => Promise<C>, end: (c: C) => void): () => Promise<void> {
+  return async () => {
+    const [locks, c] = [await windowLocks(kind), await make(kind)]
+    const res = unique('ended')
+    await c.ask({ op: 'request', name: res })
+    const { blocked, granted } = await blockedHere(locks, res)
+    end(c)
+    await blocked
+    expect(granted()).toBe(true)
+  }
+}
+
 for (const kind of ['navigator', 'zaris'] as const) {
   describe(kind === 'navigator' ? "Chromium's navigator.locks" : 'zaris/web-locks over IndexedDB', () => {
     describe('workers', () => {
-      test('Window and Worker - shared mode', async () => {
-        const [locks, w] = [await windowLocks(kind), await worker(kind)]
-        const res = unique('w-shared')
-        const { lock_id } = await w.ask({ op: 'request', name: res, mode: 'shared' })
-        await locks.request(res, { mode: 'shared' }, async () => w.ask({ op: 'release', lock_id: lock_id! }))
-      })
-
-      test('Window and Worker - exclusive mode', async () => {
-        const [locks, w] = [await windowLocks(kind), await worker(kind)]
-        const res = unique('w-ex')
-        const { lock_id } = await w.ask({ op: 'request', name: res })
-        let granted = false
-        const blocked = locks.request(res, () => (granted = true))
-        expect(await locks.request(res, { ifAvailable: true }, (lock) => lock !== null)).toBe(false)
-        expect(granted).toBe(false)
-        await w.ask({ op: 'release', lock_id: lock_id! })
-        await blocked
-        expect(granted).toBe(true)
-      })
-
-      test('Worker and Worker - exclusive mode', async () => {
-        const [w1, w2] = [await worker(kind), await worker(kind)]
-        const res = unique('ww-ex')
-        const { lock_id } = await w1.ask({ op: 'request', name: res })
-        const blocked = w2.ask({ op: 'request', name: res })
-        expect((await w2.ask({ op: 'request', name: res, ifAvailable: true })).failed).toBe(true)
-        expect(await settledSoon(blocked)).toBe(false)
-        await w1.ask({ op: 'release', lock_id: lock_id! })
-        expect((await blocked).lock_id).toBeGreaterThan(0)
-      })
-
-      test('Terminated Worker - exclusive mode', async () => {
-        const [locks, w] = [await windowLocks(kind), await worker(kind)]
-        const res = unique('w-term')
-        await w.ask({ op: 'request', name: res })
-        let granted = false
-        const blocked = locks.request(res, () => (granted = true))
-        expect(await locks.request(res, { ifAvailable: true }, (lock) => lock !== null)).toBe(false)
-        expect(granted).toBe(false)
-        w.worker.terminate()
-        await blocked
-        expect(granted).toBe(true)
-      }, 20_000)
+      twoContextCases(kind, 'Worker', worker)
+      test('Terminated Worker - exclusive mode', heldByEnded(kind, worker, (w) => w.worker.terminate()), 20_000)
 
       test('query() reports different ids for held locks from different contexts (a worker)', async () => {
         const [locks, w] = [await windowLocks(kind), await worker(kind)]
@@ -195,52 +194,9 @@ for (const kind of ['navigator', 'zaris'] as const) {
 }
 
 function frameCases(kind: Kind): void {
-  test('Window and Frame - shared mode', async () => {
-    const [locks, f] = [await windowLocks(kind), await frame(kind)]
-    const res = unique('f-shared')
-    const { lock_id } = await f.ask({ op: 'request', name: res, mode: 'shared' })
-    await locks.request(res, { mode: 'shared' }, async () => f.ask({ op: 'release', lock_id: lock_id! }))
-  })
-
-  test('Window and Frame - exclusive mode', async () => {
-    const [locks, f] = [await windowLocks(kind), await frame(kind)]
-    const res = unique('f-ex')
-    const { lock_id } = await f.ask({ op: 'request', name: res })
-    let granted = false
-    const blocked = locks.request(res, () => (granted = true))
-    expect(await locks.request(res, { ifAvailable: true }, (lock) => lock !== null)).toBe(false)
-    expect(granted).toBe(false)
-    await f.ask({ op: 'release', lock_id: lock_id! })
-    await blocked
-    expect(granted).toBe(true)
-  })
-
-  test('Frame and Frame - exclusive mode', async () => {
-    const [f1, f2] = [await frame(kind), await frame(kind)]
-    const res = unique('ff-ex')
-    const { lock_id } = await f1.ask({ op: 'request', name: res })
-    const blocked = f2.ask({ op: 'request', name: res })
-    expect((await f2.ask({ op: 'request', name: res, ifAvailable: true })).failed).toBe(true)
-    expect(await settledSoon(blocked)).toBe(false)
-    await f1.ask({ op: 'release', lock_id: lock_id! })
-    expect((await blocked).lock_id).toBeGreaterThan(0)
-  })
-
-  for (const how of ['Terminated', 'Navigated'] as const) {
-    test(`${how} Frame with held lock`, async () => {
-      const [locks, f] = [await windowLocks(kind), await frame(kind)]
-      const res = unique('f-end')
-      await f.ask({ op: 'request', name: res })
-      let granted = false
-      const blocked = locks.request(res, () => (granted = true))
-      expect(await locks.request(res, { ifAvailable: true }, (lock) => lock !== null)).toBe(false)
-      expect(granted).toBe(false)
-      if (how === 'Terminated') f.frame.remove()
-      else navigate(f.frame)
-      await blocked
-      expect(granted).toBe(true)
-    }, 20_000)
-  }
+  twoContextCases(kind, 'Frame', frame)
+  test('Terminated Frame with held lock', heldByEnded(kind, frame, (f) => f.frame.remove()), 20_000)
+  test('Navigated Frame with held lock', heldByEnded(kind, frame, (f) => navigate(f.frame)), 20_000)
 
   for (const how of ['Navigated', 'Removed'] as const) {
     test(`${how} Frame with pending request`, async () => {
