@@ -3,12 +3,12 @@
  * The Web Locks API releases a lock and grants the requests it lets through
  * in one step, before the released request's promise settles: right after
  * `await locks.request(…)`, `query()` shows them held, and a shared
- * `ifAvailable` request beside them is granted. A zaris store hands a lock
- * over in the release's own step where it can (capability `handover`), but
- * only to one parked take: shared waiters behind it join the group with a
- * commit of their own, and a store without handover (etcd) leaves every
- * waiter to take the lock when it hears of the release. So the facade
- * waits, after its release, for the waiters the release let through:
+ * `ifAvailable` request beside them is granted. A zaris store that hands
+ * a lock over in the release's own commit hands it to one waiter: shared
+ * waiters behind it join the group with commits of their own; and on a
+ * store that does not (etcd) every waiter takes the lock once it hears of
+ * the release. So the facade waits, after its release, for the waiters
+ * the release let through — the same on every store:
  *
  * - It reads the key's line (one list; nothing more when nobody waits).
  * - Someone waits: it reads the holder. An exclusive holder (a waiter
@@ -32,6 +32,8 @@ import { MAX_KEY_LENGTH } from '../core/contract/validate'
 
 /** The longest a release waits for the waiters it let through to be granted, in ms. */
 export const GRANT_WAIT = 2_000
+/** How often, in ms, a wait for grants looks whether its client was closed. */
+const CLOSED_POLL = 50
 
 /** Resolves once the waiters that releasing `key` let through hold it or left the line (see the module doc); never rejects. */
 export async function grantsAfterRelease(client: Client, key: string): Promise<void> {
@@ -69,7 +71,7 @@ async function letThrough(client: Client, key: string, line: Entry[]): Promise<E
 /**
  * Subscribes to the line under `prefix`, then asks `which()` for the places
  * to wait for, and resolves once every one of them is deleted or expired
- * (or after {@link GRANT_WAIT} ms, or when the watch fails).
+ * (or after {@link GRANT_WAIT} ms, when the watch fails, or when the client closes).
  */
 async function watchedUntilGone(client: Client, prefix: string, which: () => Promise<Entry[]>): Promise<void> {
   const gone = new Set<string>()
@@ -86,11 +88,14 @@ async function watchedUntilGone(client: Client, prefix: string, which: () => Pro
     error: () => done(),
   })
   const timer = setTimeout(done, GRANT_WAIT)
+  // A client closed meanwhile ends the wait (its adapter's watch may outlive it: a shared store).
+  const closed = setInterval(() => client.closed && done(), CLOSED_POLL)
   try {
     waiting = new Set((await which()).map((e) => e.key).filter((k) => !gone.has(k)))
     if (waiting.size > 0) await over
   } finally {
     clearTimeout(timer)
+    clearInterval(closed)
     await Promise.resolve(unsubscribe()).catch(() => {})
   }
 }

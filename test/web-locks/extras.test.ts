@@ -3,12 +3,14 @@
  * only zaris must refuse, on the memory store: the fencing token and the
  * `fence`, the signal of a lost hold and the `AbortError` (with its cause)
  * that rejects the request, a TTL with and without renewal, the prefix,
- * names and the keys they are stored under, and working beside `client.locks`.
+ * names and the keys they are stored under, working beside `client.locks`,
+ * and how long a release waits for the waiters it lets through.
  */
 import { getEventListeners } from 'node:events'
 import { afterEach, describe, expect, test } from 'vitest'
-import { connect, isZarisError, type Client } from 'zaris'
+import { Client, connect, isZarisError, type Adapter } from 'zaris'
 import { webLocks, WebLock, type WebLocks } from 'zaris/web-locks'
+import { GRANT_WAIT } from '../../src/web-locks/handover'
 
 const opened: Client[] = []
 afterEach(async () => {
@@ -224,6 +226,74 @@ test('a signal kept for many requests keeps no listener of those that ended, how
   await other!.client.close()
   for (let i = 0; i < 5; i++) expect(isZarisError(await closed.request('kept', { signal }, () => 'ran').catch((e: unknown) => e), 'CLOSED')).toBe(true)
   expect(getEventListeners(signal, 'abort')).toHaveLength(0)
+})
+
+/**
+ * An adapter whose commits can be held back (a fake pause of one client, named so): a waiter
+ * that stands in line but cannot take the lock, as a frozen tab or a stopped process. Its
+ * takes are not parked at the store (the capability hidden): it takes after the event.
+ */
+function pausable(inner: Adapter): { adapter: Adapter; pause(): void; resume(): void } {
+  let gate: Promise<void> | undefined
+  let open = () => {}
+  const commit: Adapter['commit'] = async (checks, ops, options) => {
+    while (gate) await gate
+    return inner.commit(checks, ops, options)
+  }
+  const adapter = new Proxy(inner, {
+    get(target, p) {
+      if (p === 'commit') return commit
+      if (p === 'capabilities') return { ...target.capabilities, commitOnChange: false, keepParked: false, handover: false }
+      const v = Reflect.get(target, p, target) as unknown
+      return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v
+    },
+  })
+  return { adapter, pause: () => void (gate = new Promise((r) => (open = r))), resume: () => ((gate = undefined), open()) }
+}
+
+describe('a release and the waiters it lets through', () => {
+  /** A holder of 'k' on one client, a waiter in line on another whose commits are paused from then on. */
+  async function frozenWaiter() {
+    const [locks] = await managers(1)
+    const inner = await connect(`zaris://inproc/web-locks-extras-${n}`, { id: 'frozen-inner' })
+    opened.push(inner)
+    const slow = pausable(inner.adapter)
+    const frozen = new Client(slow.adapter, { id: 'frozen' })
+    const [letGo, release] = gate()
+    const [holding, held] = gate()
+    const holder = locks!.request('k', () => (held(), letGo))
+    await holding
+    const waiter = webLocks(frozen).request('k', () => 'granted at last')
+    await until(async () => (await locks!.query()).pending.length === 1)
+    slow.pause()
+    return { locks: locks!, holder, release, waiter, slow, frozen }
+  }
+
+  test(`a frozen waiter holds up the request that released for ${GRANT_WAIT} ms at most; it is granted once it wakes`, async () => {
+    const { holder, release, waiter, slow, frozen } = await frozenWaiter()
+    const started = performance.now()
+    release()
+    await holder
+    const waited = performance.now() - started
+    expect(waited).toBeGreaterThanOrEqual(GRANT_WAIT - 50)
+    expect(waited).toBeLessThan(GRANT_WAIT + 2_000)
+    slow.resume()
+    expect(await waiter).toBe('granted at last')
+    await frozen.close()
+  })
+
+  test('closing the client while its request waits for the grants settles the request at once', async () => {
+    const { locks, holder, release, waiter, slow, frozen } = await frozenWaiter()
+    release()
+    await sleep(100)
+    const closing = performance.now()
+    await locks.client.close()
+    await holder
+    expect(performance.now() - closing).toBeLessThan(GRANT_WAIT / 2)
+    slow.resume()
+    expect(await waiter).toBe('granted at last')
+    await frozen.close()
+  })
 })
 
 function gate(): [Promise<void>, () => void] {
