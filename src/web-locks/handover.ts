@@ -10,7 +10,8 @@
  * the release. So the facade waits, after its release, for the waiters
  * the release let through — the same on every store:
  *
- * - It reads the key's line (one list; nothing more when nobody waits).
+ * - It reads the key's line (line.ts: one list; nothing more when nobody
+ *   waits, or when more wait than one page holds).
  * - Someone waits: it reads the holder. An exclusive holder (a waiter
  *   already granted), or shared holders before an exclusive waiter, means
  *   the release let through no one still to come. Otherwise the release let
@@ -26,9 +27,7 @@
  */
 import type { Client } from '../core/client'
 import type { Entry } from '../core/contract/adapter'
-import { listAll } from '../core/contract/pages'
-import { QUEUE_PREFIX, SEP } from '../core/contract/reserved'
-import { MAX_KEY_LENGTH } from '../core/contract/validate'
+import { lineOf, linePrefix } from './line'
 
 /** The longest a release waits for the waiters it let through to be granted, in ms. */
 export const GRANT_WAIT = 2_000
@@ -37,21 +36,13 @@ const CLOSED_POLL = 50
 
 /** Resolves once the waiters that releasing `key` let through hold it or left the line (see the module doc); never rejects. */
 export async function grantsAfterRelease(client: Client, key: string): Promise<void> {
-  const prefix = QUEUE_PREFIX + key + SEP
-  // A key too long for a line has no waiters in one: they retry on their own.
-  if (prefix.length + 2 > MAX_KEY_LENGTH) return
+  const prefix = linePrefix(key)
+  if (!prefix) return
   try {
-    if ((await lineOf(client, prefix)).length === 0) return
-    await watchedUntilGone(client, prefix, async () => letThrough(client, key, await lineOf(client, prefix)))
+    await watchedUntilGone(client, prefix, async () => letThrough(client, key, (await lineOf(client, prefix)) ?? []))
   } catch {
     // A closed client, an unreachable store: the release itself was done; the grants are the store's.
   }
-}
-
-/** The line of one key, in line order (places of longer keys under the same prefix left out). */
-async function lineOf(client: Client, prefix: string): Promise<Entry[]> {
-  const entries = await listAll(client.adapter, prefix)
-  return entries.filter((e) => !e.key.slice(prefix.length).includes(SEP)).sort((a, b) => a.created - b.created)
 }
 
 /** The places in `line` whose waiters the release let through (see the module doc). */

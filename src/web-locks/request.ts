@@ -21,6 +21,7 @@
 import type { Client } from '../core/client'
 import { IN_LINE, type Lock, type LockMode, type LockOptions } from '../core/locks'
 import { grantsAfterRelease } from './handover'
+import { someoneWaits } from './line'
 import { WebLock } from './lock'
 import type { Parsed } from './options'
 import type { Order, Turn } from './order'
@@ -114,7 +115,7 @@ async function hold(client: Client, lock: Lock, r: Parsed, turn: Turn, settle: S
   // A release the store did not answer ends the hold as released: the request stands on the callback's outcome.
   const released = await lock.release().catch(() => false)
   // As the specification's release step: the requests it lets through are granted before the request settles.
-  if (released) await grantsAfterRelease(client, r.key)
+  if (released && (await someoneWaits(client, r.key))) await grantsAfterRelease(client, r.key)
   settle(outcome.ok, outcome.value)
 }
 
