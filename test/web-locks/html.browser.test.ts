@@ -244,6 +244,8 @@ function frameCases(kind: Kind): void {
     await frames[0]!.ask({ op: 'release', lock_id: (await lock1).lock_id! })
     await frames[1]!.ask({ op: 'release', lock_id: (await lock2).lock_id! })
     // The third frame's first request now holds; its second and the others' wait in the order made.
+    // (Waited for: Chromium's own release can settle in the frame before its browser process grants.)
+    await until(async () => (await pending()).length === 3)
     expect(await pending()).toEqual([ids[2], ids[0], ids[1]])
   }, 20_000)
 }
