@@ -19,7 +19,7 @@ import { bundle, gz, kb, loadedAtStart, min } from './browser-bundle'
 const BUDGETS: Record<string, number> = {
   zaris: 21_400, // measured 20 730 with jobs.once's body in the client too (issue 35: +2.0 kB; 18 755 before), and the lock family, the election's body and the lock queries in the client (issue 30: each lazily loaded part split what it shared with the entry into files of its own, so a page that elects loaded 18 files; now 2: docs/browser.md); 11 423 at start with them on demand (bench/FINDINGS.md §15), 30.1 kB in 21 files as a page that elects loaded it
   'zaris/indexeddb': 10_150, // measured 9 846 with liveness, the reaper and the gates in the store (issue 30); 7 721 with liveness and the reaper a chunk the store loaded when made (§15)
-  'zaris/web-locks': 2_850, // measured 2 753 (the facade, with the core's validation and errors it uses; the client comes from 'zaris')
+  'zaris/web-locks': 3_490, // measured 3 387 with issue 32 (names to keys and back, the wait for a release's grants: +634 B over main's 2 753); 2 743 before (the facade, with the core's validation and errors it uses; the client comes from 'zaris')
   'zaris/http': 11_500, // measured 11 379 with waiting commits (waitChange, the fallback for a node without them: bench/FINDINGS.md §16c, +202); 11 141 with the client's own SSE reader in place of eventsource-parser and chunks read as they come (bench/FINDINGS.md §16b: -585); 11 723 with filtered watch streams (bench/FINDINGS.md §16a: +1 324); 10 399 after issue 16 (the client reads answers without zod: §15); 36 769 before, zod most of it
 }
 
