@@ -8,7 +8,8 @@
 import type { Adapter } from '../core/contract/adapter'
 import { systemClock, type Clock } from '../core/time/clock'
 import { checkKey } from '../core/contract/validate'
-import { LocalStore, localAdapter } from './kit/local-store'
+import { LocalStore } from './kit/local-store'
+import { localAdapter } from './kit/local-adapter'
 
 /** Options of {@link memoryAdapter}. */
 export interface MemoryAdapterOptions {

@@ -63,13 +63,13 @@ export class Calls {
         return jsonText(200, await this.#pages.page(adapter, prefix, after, limit))
       }
       default: {
-        const { checks, ops, requestId, seen, waitChange } = parseWith(commitRequest, body, 'body')
+        const { checks, ops, requestId, seen, waitChange, keepParked, parkOrder, wakeOwner } = parseWith(commitRequest, body, 'body')
         const metrics = this.#metrics
         const parking = this.parking
         const apply = async () => {
           // `seen` moves a store that lost its state above what the client saw (bounded: see CommitOptions.seen).
           const options = requestId === undefined && seen === undefined ? undefined : { requestId, seen }
-          const r = waitChange === undefined ? await adapter.commit(checks, ops, options) : await parking.commit(adapter, checks, ops, options, waitChange, connOf)
+          const r = waitChange === undefined ? await adapter.commit(checks, ops, options) : await parking.commit(adapter, checks, ops, options, { ms: waitChange, keep: keepParked, order: parkOrder, wakeOwner }, connOf)
           if (r.ok) metrics.commits++
           else metrics.conflicts++
           return JSON.stringify(toCommitResponse(r))

@@ -74,6 +74,8 @@ class HttpAdapter implements Adapter {
   readonly name = 'http'
   /** Whether the node is taken to understand `waitChange` (until it refuses the field). */
   #onChange = true
+  /** Whether the node is taken to understand `keepParked` (until it refuses the field). */
+  #keep = true
   readonly #endpoints: string[]
   readonly #namespace: string
   readonly #headers: Record<string, string>
@@ -129,7 +131,7 @@ class HttpAdapter implements Adapter {
   }
 
   get capabilities(): Capabilities {
-    return this.#onChange ? ON_CHANGE : NONE
+    return this.#onChange ? (this.#keep ? ON_CHANGE_KEEP : ON_CHANGE) : NONE
   }
 
   async get(key: string): Promise<Entry | undefined> {
@@ -159,20 +161,42 @@ class HttpAdapter implements Adapter {
     let r: CommitResult
     if (wait > 0) {
       body.waitChange = wait
-      try {
-        r = await this.#call('commit', body, readCommit, 'POST', undefined, wait)
-      } catch (err) {
-        // A node older than waiting commits refuses the field (its strict schema): send it plainly, and never again.
-        if (!(err instanceof ZarisError && err.code === 'INVALID_ARGUMENT' && err.message.includes('waitChange'))) throw err
-        this.#onChange = false
-        delete body.waitChange
-        r = await this.#call('commit', body, readCommit)
-      }
+      if (options?.keepParked && this.#keep) body.keepParked = true
+      if (options?.parkOrder !== undefined && this.#keep) body.parkOrder = options.parkOrder
+      if (options?.wakeOwner !== undefined && this.#keep) body.wakeOwner = options.wakeOwner
+      r = await this.#waiting(body, wait)
     } else r = await this.#call('commit', body, readCommit)
     this.#exit?.saw(ops, r)
     if (r.ok) this.#saw(r.revision)
     else for (const f of r.failed) if (f.entry) this.#saw(f.entry.revision)
     return r
+  }
+
+  /**
+   * A commit the node may keep waiting. A node older than a field refuses it
+   * (its strict schema): the commit goes again without it, and the field is
+   * never sent again (`keepParked` and `parkOrder` first: they are the newer).
+   */
+  async #waiting(body: CommitBody, wait: number): Promise<CommitResult> {
+    for (;;) {
+      try {
+        return await this.#call('commit', body, readCommit, 'POST', undefined, body.waitChange ? wait : undefined)
+      } catch (err) {
+        const refused = err instanceof ZarisError && err.code === 'INVALID_ARGUMENT' ? err.message : ''
+        if ((body.keepParked || body.parkOrder !== undefined) && /keepParked|parkOrder|wakeOwner/.test(refused)) {
+          this.#keep = false
+          delete body.keepParked
+          delete body.parkOrder
+          delete body.wakeOwner
+        } else if (body.waitChange && refused.includes('waitChange')) {
+          this.#onChange = false
+          delete body.waitChange
+          delete body.keepParked
+          delete body.parkOrder
+          delete body.wakeOwner
+        } else throw err
+      }
+    }
   }
 
   async watch(prefix: string, sink: Parameters<Adapter['watch']>[1], fromRevision?: number): Promise<Unsubscribe> {
@@ -406,6 +430,9 @@ interface CommitBody {
   requestId: string
   seen?: number
   waitChange?: number
+  keepParked?: boolean
+  parkOrder?: number
+  wakeOwner?: string
 }
 
 /**
@@ -419,6 +446,7 @@ const DEFAULT_RETRIES = 6
 const MAX_BACKOFF_MS = 1_000
 
 const ON_CHANGE: Capabilities = Object.freeze({ commitOnChange: true })
+const ON_CHANGE_KEEP: Capabilities = Object.freeze({ commitOnChange: true, keepParked: true })
 const NONE: Capabilities = Object.freeze({})
 
 /** The most ms a commit asks a node to wait (nodes cut it to their own bound, 30 s by default). */

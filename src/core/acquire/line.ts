@@ -95,6 +95,21 @@ export class WaitQueue {
   }
 
   /**
+   * Joins the line if we are not in it, without asking who is ahead: our
+   * place, for a take that checks it and waits at the store in the order it
+   * came (capability `keepParked`). `undefined` when we left meanwhile.
+   */
+  async place(): Promise<Entry | undefined> {
+    if (!this.entry && !this.#left) {
+      this.#joining ??= this.#join().finally(() => {
+        this.#joining = undefined
+      })
+      await this.#joining
+    }
+    return this.entry
+  }
+
+  /**
    * Whether anyone else stands in the line now: a line-respecting try (the
    * Web Locks API's grant order) does not go ahead of them.
    */

@@ -33,12 +33,22 @@
  *   watch     wait for what blocks to change (event, its TTL, its owner gone)
  *             → woke · → park: first in line, placed, blocked only at keys
  *             the take checks, and the adapter has `commitOnChange`
+ *   queue     (capability `keepParked`, blocked only at keys the take
+ *             checks, from any state that routes) take a place in line
+ *             without asking who is ahead, and park at once: the store
+ *             tries parked takes in the order they came, so the line's
+ *             order is the store's, and a waiter costs no list, no watch and
+ *             no message until its take goes through. A store that hands
+ *             over (memory, a node) grants it in the release's own step.
+ *             → park
  *   park      the take sent as a commit that waits at the store for a change
  *             at its checked keys and is tried there once more (one hop and
- *             one commit less per handover than watch, then try)
- *             → won · → join / watch / try: what blocks now · → woke: the
+ *             one commit less per handover than watch, then try); with
+ *             `keepParked`, until it goes through or its place is gone
+ *             → won · → join / watch / try / queue: what blocks now · → woke: the
  *             answer shows nothing changed (the store's wait ran out, or it
- *             ignored the wait): an ordinary watch for that round, no loop.
+ *             ignored the wait): an ordinary watch for that round, no loop;
+ *             → queue: a `keepParked` wait that ran out: park again.
  *             The caller's signal or the client's close while parked: leave
  *             the line (the place is a check, so the parked try fails at
  *             once), await the answer, release a hold it won, give up.
@@ -78,6 +88,8 @@ export const HANDOVER_GRACE = 500
 export const PARK_MAX = 30_000
 /** A wait at the store shorter than this is not worth it: watch instead. */
 const PARK_MIN = 20
+/** A parked take answered unchanged after this share of its wait: the store's wait ran out (sooner: it did not wait). */
+const PARK_FULL = 0.9
 
 /** A wait on nothing: only the time, the caller's signal or the client's close end it. */
 const NOTHING: Sight = { blockers: [], watches: [] }
@@ -94,6 +106,7 @@ export type State<H> =
   | { readonly name: 'behind'; readonly ahead: Entry }
   | { readonly name: 'patrol' }
   | { readonly name: 'try' }
+  | { readonly name: 'queue'; readonly sight: Sight }
   | { readonly name: 'watch'; readonly sight: Sight }
   | { readonly name: 'park'; readonly sight: Sight; readonly ms: number }
   | { readonly name: 'woke'; readonly wake: Wake; readonly sight: Sight }
@@ -211,6 +224,8 @@ export class AcquireMachine<H> {
         const place = this.#line?.entry
         return this.#tried(await this.#claim.attempt(undefined, { place, first: this.#first }), place)
       }
+      case 'queue':
+        return this.#enqueue(state.sight)
       case 'watch':
         return this.#watch(state.sight)
       case 'park':
@@ -247,10 +262,28 @@ export class AcquireMachine<H> {
     return 'hold' in r ? { name: 'won', hold: r.hold } : { name: 'open' }
   }
 
-  /** Where to go with what blocks now: stand in line until first, then wait on it, or try when nothing does. */
+  /**
+   * Where to go with what blocks now: park in line where the store keeps
+   * parked takes in order; else stand in line until first, then wait on it,
+   * or try when nothing does.
+   */
   #route(sight: Sight | undefined): State<H> {
+    if (sight && this.#parksInLine(sight)) return { name: 'queue', sight }
     if (!this.#first) return { name: 'join', sight }
     return sight ? { name: 'watch', sight } : { name: 'try' }
+  }
+
+  /** Whether the take waits at the store for success, right after joining the line (see `queue` in the module doc). */
+  #parksInLine(sight: Sight): boolean {
+    return this.#ctx.adapter.capabilities?.keepParked === true && this.#line !== undefined && this.#parkMs(sight) > 0
+  }
+
+  async #enqueue(sight: Sight): Promise<State<H>> {
+    this.#dropEarly()
+    if (!(await this.#line!.place())) return { name: 'look' }
+    this.#queued()
+    const ms = this.#parkMs(sight)
+    return ms > 0 ? { name: 'park', sight, ms } : { name: 'watch', sight }
   }
 
   async #join(sight: Sight | undefined): Promise<State<H>> {
@@ -312,13 +345,21 @@ export class AcquireMachine<H> {
   /** How long our take may wait at the store for `sight` to change (0: watch instead); see `park` in the module doc. */
   #parkFor(sight: Sight): number {
     if (!this.#first || !this.#line?.entry || !this.#ctx.adapter.capabilities?.commitOnChange) return 0
+    return this.#parkMs(sight)
+  }
+
+  /** How long a take blocked by `sight` may wait at the store (0: not worth it, or not possible). */
+  #parkMs(sight: Sight): number {
     const ms = Math.min(this.#claim.parkable?.(sight) ?? 0, this.#left(), PARK_MAX)
     return ms >= PARK_MIN ? Math.floor(ms) : 0
   }
 
   async #park(sight: Sight, ms: number): Promise<State<H>> {
     const place = this.#line!.entry!
-    const trying = this.#claim.attempt(undefined, { place, first: true, waitChange: ms })
+    const inLine = this.#parksInLine(sight)
+    const keep = inLine && this.#claim.keepParked === true
+    const sentAt = this.#ctx.clock.now()
+    const trying = this.#claim.attempt(undefined, { place, first: this.#first || !inLine, waitChange: ms, keepParked: keep })
     // Never a second try while this one is out: on abort or close, leave the line and let the answer come.
     let stopped: { reason: unknown } | undefined
     const off: Array<() => void> = []
@@ -351,6 +392,8 @@ export class AcquireMachine<H> {
       throw stopped.reason
     }
     if ('hold' in r || r.lostPlace || !r.sight || !sameBlockers(r.sight, sight)) return this.#tried(r, place)
+    // A wait for success that ran out at the store: park again (the deadline check ends it when ours runs out).
+    if (inLine && this.#ctx.clock.now() - sentAt >= ms * PARK_FULL) return this.#route(r.sight)
     // Nothing changed: the store's wait ran out, or it did not wait. Watch this round as without the capability.
     return { name: 'woke', wake: await waitForChange(this.#ctx, r.sight, this.#left(), this.#signal), sight: r.sight }
   }

@@ -254,6 +254,42 @@ export interface CommitOptions {
    * sends its take this way when it stands first in line behind a plain holder.
    */
   waitChange?: number
+  /**
+   * Capability `keepParked`, with `waitChange`: wait for the commit to go
+   * through, not for the first change. The store keeps it parked through
+   * tries that fail only at checks that failed on its first try, and answers
+   * it when a try succeeds, when a check that held on the first try fails
+   * (something the caller owns and checks is gone: a waiter's place in
+   * line), or when the wait ends (with the failure then). Parked commits are
+   * tried in the order they parked. The core's acquire parks its take this
+   * way, checking its own place in line, right after it joins the line: a
+   * waiter that gave up deletes its place, and its take can never go through.
+   */
+  keepParked?: boolean
+  /**
+   * With `keepParked`: answer also a try that fails at a checked key whose
+   * live entry is now owned by this owner (and do not park a commit whose
+   * first try failed so). A shared waiter's take, planned to start a group,
+   * comes back when another waiter started one, to join it instead.
+   */
+  wakeOwner?: string
+  /**
+   * Capability `keepParked`: parked commits are tried in ascending
+   * `parkOrder` (a safe integer), those without one after, each in the
+   * order they parked. A waiter passes its place in line's `created`, so
+   * that a take that parks again (after a try that was answered) keeps its
+   * turn. A store that cannot order its parked commits (a node in front of
+   * a Redis or an etcd) tries them in the order they parked.
+   */
+  parkOrder?: number
+  /**
+   * Capability `handover`: ends a parked commit's wait. It is answered with
+   * its first try's failure and never applied afterwards (a try that went
+   * through before the abort stands, and is answered).
+   */
+  signal?: AbortSignal
+  /** Capability `handover`: called once, synchronously, if the commit parks (its first try failed and it waits). */
+  onParked?: () => void
 }
 
 /**
@@ -328,6 +364,23 @@ export interface Capabilities {
   history?: boolean
   /** The adapter's `commit` honours {@link CommitOptions.waitChange}. */
   commitOnChange?: boolean
+  /** The adapter's `commit` honours {@link CommitOptions.keepParked} (with `commitOnChange`). */
+  keepParked?: boolean
+  /**
+   * The store hands over: a parked commit (`waitChange`, see `keepParked`)
+   * is tried again *inside the step* of the commit or expiry that changed
+   * one of its checked keys — after that step's own writes, before its
+   * caller is answered and before any other commit — parked commits in the
+   * order they parked, each applied with a revision of its own (after the
+   * step's) and answered with its own result. A try that goes through may
+   * let others through in turn (the same step goes on until none does).
+   * So a release hands a lock to the waiter whose take was parked: no one
+   * else can take the key between, and the waiter learns it from its
+   * commit's answer. Honours `keepParked`, `signal` and `onParked`; implies
+   * `commitOnChange` and `keepParked`. A store without it (etcd) leaves
+   * the core to wait on watch events and try again.
+   */
+  handover?: boolean
   /**
    * How finely the store serves TTLs, in ms (default 1): an entry never frees
    * before its TTL and frees at most this much after it (beyond the store's

@@ -1,0 +1,104 @@
+/**
+ * An {@link Adapter} over a store of this process: the memory adapter, and
+ * the stores a node keeps in memory or in a SQLite file. The store under it
+ * hands over (capability `handover`, parked.ts): a commit sent with
+ * `waitChange` waits in the store and is tried again in the very step of
+ * the change that may let it through.
+ *
+ * @module
+ */
+import type { Adapter, Capabilities, Check, CommitOptions, CommitResult, Entry, HistoryLimits, HistoryPage, ListPage, Op, Unsubscribe, WatchSink } from '../../core/contract/adapter'
+import { checkListOptions, checkPrefix, checkWatchArgs } from '../../core/contract/validate'
+import { AdapterLife } from './life'
+import type { ParkOptions } from './parked'
+
+/** What {@link localAdapter} runs on: a `LocalStore`, or a store built on one (the SQLite file's). */
+export interface LocalBackend {
+  get(key: string): Entry | undefined | Promise<Entry | undefined>
+  /** A page of live entries under `prefix` after `after` (the arguments checked). */
+  list(prefix: string, after?: string, limit?: number): ListPage | Promise<ListPage>
+  history(prefix: string, after: number, limits: HistoryLimits): HistoryPage | Promise<HistoryPage>
+  /**
+   * `seen` and `requestId` come from the commit's options; a LocalStore needs
+   * only `seen`. `park`: how a commit whose check fails waits (parked.ts).
+   */
+  commit(checks: Check[], ops: Op[], seen: number | undefined, requestId: string | undefined, park: ParkOptions | undefined): CommitResult | Promise<CommitResult>
+  watch(prefix: string, sink: WatchSink, fromRevision?: number): Unsubscribe
+}
+
+const CAPABILITIES: Capabilities = Object.freeze({ history: true, commitOnChange: true, keepParked: true, handover: true })
+
+/** The longest a local store keeps a commit parked, in ms (a longer `waitChange` is cut to it). */
+export const MAX_PARK_MS = 24 * 60 * 60_000
+
+/**
+ * An Adapter over a store of this process (memory, or the SQLite file's).
+ * Each adapter closes on its own (its watches end, its parked commits are
+ * answered with their first try, its calls fail with `ClosedError`) while
+ * the store lives on for others.
+ */
+export function localAdapter(name: string, store: LocalBackend, onClose?: () => void): Adapter {
+  const life = new AdapterLife(name)
+  const open = () => life.assertOpen()
+  return {
+    name,
+    capabilities: CAPABILITIES,
+    async history(prefix, after, limits) {
+      open()
+      return store.history(prefix, after, limits)
+    },
+    async get(key) {
+      open()
+      return store.get(key)
+    },
+    async list(prefix, options) {
+      open()
+      const { after, limit } = checkListOptions(options)
+      return store.list(checkPrefix(prefix), after, limit)
+    },
+    async commit(checks, ops, options) {
+      open()
+      const ms = waitOf(options?.waitChange)
+      if (ms === 0) return store.commit(checks, ops, options?.seen, options?.requestId, undefined)
+      return parked(store, life, checks, ops, options!, ms)
+    },
+    async watch(prefix, sink, fromRevision) {
+      open()
+      checkWatchArgs(prefix, sink, fromRevision)
+      return life.track(store.watch(prefix, sink, fromRevision))
+    },
+    async close() {
+      if (life.close()) onClose?.()
+    },
+  }
+}
+
+/** A commit that may park: it ends with the caller's signal or the adapter's close. */
+async function parked(store: LocalBackend, life: AdapterLife, checks: Check[], ops: Op[], options: CommitOptions, ms: number): Promise<CommitResult> {
+  const stop = new AbortController()
+  const caller = options.signal
+  const onAbort = () => stop.abort(caller!.reason)
+  caller?.addEventListener('abort', onAbort, { once: true })
+  if (caller?.aborted) stop.abort(caller.reason)
+  // The adapter's close ends the wait as it ends a watch.
+  const untrack = life.track(() => stop.abort())
+  try {
+    return await store.commit(checks, ops, options.seen, options.requestId, {
+      ms,
+      keep: options.keepParked === true,
+      wakeOwner: options.wakeOwner,
+      order: options.parkOrder,
+      signal: stop.signal,
+      onParked: options.onParked,
+    })
+  } finally {
+    caller?.removeEventListener('abort', onAbort)
+    untrack()
+  }
+}
+
+/** A `waitChange` option as a wait: whole ms, 0 for none, at most {@link MAX_PARK_MS}. */
+function waitOf(ms: number | undefined): number {
+  if (ms === undefined || !(ms > 0)) return 0
+  return Math.min(Math.ceil(ms), MAX_PARK_MS)
+}
