@@ -51,9 +51,26 @@ export class ParkConnection {
   parked = 0
   #closed = false
   readonly #drops = new Set<() => void>()
+  #stop: AbortController | undefined
+  #parent: ParkConnection | undefined
 
   get closed(): boolean {
     return this.#closed
+  }
+
+  /** Closes this connection's parking with `parent` (the node's), once. */
+  closeWith(parent: ParkConnection): void {
+    if (this.#parent) return
+    this.#parent = parent
+    const undo = parent.onClose(() => this.close())
+    this.onClose(undo)
+  }
+
+  /** Aborts when the connection closes (one for all its commits, made on first use). */
+  get signal(): AbortSignal {
+    this.#stop ??= new AbortController()
+    if (this.#closed) this.#stop.abort(CLOSED)
+    return this.#stop.signal
   }
 
   /** Calls `fn` when the connection closes, until the returned function is called. */
@@ -66,10 +83,14 @@ export class ParkConnection {
   close(): void {
     if (this.#closed) return
     this.#closed = true
+    this.#stop?.abort(CLOSED)
     for (const fn of [...this.#drops]) fn()
     this.#drops.clear()
   }
 }
+
+/** The reason a connection's signal aborts with (made once: nobody reads it). */
+const CLOSED = new Error('the connection closed')
 
 /** How a commit waits: `CommitOptions.waitChange` (ms), `keepParked` and `parkOrder`. */
 export interface ParkWait {
@@ -143,24 +164,23 @@ export class Parking {
     }
   }
 
-  /** A store that hands over keeps the commit: the node ends it with the connection or the node. */
+  /**
+   * A store that hands over keeps the commit: the node ends it with the
+   * connection it came on (the node's shutdown closes the store, which ends
+   * them all).
+   */
   async #inStore(adapter: Adapter, checks: Check[], ops: Op[], options: CommitOptions, conn: ParkConnection | undefined, parked: () => void): Promise<CommitResult> {
-    const stop = new AbortController()
-    const drops = [this.#node, conn].map((c) => c?.onClose(() => stop.abort()))
-    if (this.#node.closed || conn?.closed) stop.abort()
     let waited = false
     const onParked = () => {
       waited = true
       parked()
     }
-    try {
-      const r = await adapter.commit(checks, ops, { ...options, signal: stop.signal, onParked })
-      // Answered by a later try: one that went through, or (not aborted) one after a change.
-      if (waited && !stop.signal.aborted && r.ok) this.counts.retried++
-      return r
-    } finally {
-      for (const undo of drops) undo?.()
-    }
+    conn?.closeWith(this.#node)
+    const signal = (conn ?? this.#node).signal
+    const r = await adapter.commit(checks, ops, { ...options, signal, onParked })
+    // Answered by a later try that went through.
+    if (waited && r.ok) this.counts.retried++
+    return r
   }
 
   /** Any other store: the node watches the checked keys and tries again on a change. */

@@ -18,7 +18,7 @@
  *
  * @module
  */
-import type { Adapter, Capabilities, Check, CommitOptions, CommitResult, Entry, ListOptions, ListPage, Op, Unsubscribe, WatchEvent } from '../../core/contract/adapter'
+import type { Adapter, Capabilities, CommitOptions, CommitResult, Entry, ListOptions, ListPage, Unsubscribe, WatchEvent } from '../../core/contract/adapter'
 import { ClosedError, InvalidArgumentError, UnauthorizedError, UnavailableError, ZarisError, errorFromJSON } from '../../core/contract/errors'
 import { randomHex } from '../../core/contract/ids'
 import { checkKey, checkListOptions, checkPrefix, checkWatchArgs } from '../../core/contract/validate'
@@ -27,6 +27,7 @@ import { API_PREFIX, NAMESPACE_PATTERN } from './wire'
 import { pageExit, type PageExit } from './page-exit'
 import { fetchTransport, hasNodeHttp, type Transport } from './transport'
 import { WatchHub, type HistoryPage, type HubContext } from './watch-hub'
+import { NONE, ON_CHANGE, ON_CHANGE_KEEP, waitOf, type CommitBody } from './waiting'
 
 /** Options of {@link httpAdapter}. */
 export interface HttpAdapterOptions {
@@ -161,9 +162,7 @@ class HttpAdapter implements Adapter {
     let r: CommitResult
     if (wait > 0) {
       body.waitChange = wait
-      if (options?.keepParked && this.#keep) body.keepParked = true
-      if (options?.parkOrder !== undefined && this.#keep) body.parkOrder = options.parkOrder
-      if (options?.wakeOwner !== undefined && this.#keep) body.wakeOwner = options.wakeOwner
+      if (options!.keepParked && this.#keep) Object.assign(body, { keepParked: true, parkOrder: options!.parkOrder, wakeOwner: options!.wakeOwner })
       r = await this.#waiting(body, wait)
     } else r = await this.#call('commit', body, readCommit)
     this.#exit?.saw(ops, r)
@@ -183,18 +182,11 @@ class HttpAdapter implements Adapter {
         return await this.#call('commit', body, readCommit, 'POST', undefined, body.waitChange ? wait : undefined)
       } catch (err) {
         const refused = err instanceof ZarisError && err.code === 'INVALID_ARGUMENT' ? err.message : ''
-        if ((body.keepParked || body.parkOrder !== undefined) && /keepParked|parkOrder|wakeOwner/.test(refused)) {
-          this.#keep = false
-          delete body.keepParked
-          delete body.parkOrder
-          delete body.wakeOwner
-        } else if (body.waitChange && refused.includes('waitChange')) {
-          this.#onChange = false
-          delete body.waitChange
-          delete body.keepParked
-          delete body.parkOrder
-          delete body.wakeOwner
-        } else throw err
+        const keep = body.keepParked && /keepParked|parkOrder|wakeOwner/.test(refused)
+        if (!keep && !(body.waitChange && refused.includes('waitChange'))) throw err
+        if (!keep) [this.#onChange, body.waitChange] = [false, undefined]
+        this.#keep = false
+        body.keepParked = body.parkOrder = body.wakeOwner = undefined
       }
     }
   }
@@ -423,17 +415,6 @@ function asError(err: unknown): Error {
   return err instanceof Error ? err : new Error(String(err))
 }
 
-/** A commit's body on the wire (protocol.ts has its schema; this chunk carries no zod). */
-interface CommitBody {
-  checks: Check[]
-  ops: Op[]
-  requestId: string
-  seen?: number
-  waitChange?: number
-  keepParked?: boolean
-  parkOrder?: number
-  wakeOwner?: string
-}
 
 /**
  * Rounds after the first, and the longest pause between two: a `--data` node
@@ -444,19 +425,6 @@ interface CommitBody {
  */
 const DEFAULT_RETRIES = 6
 const MAX_BACKOFF_MS = 1_000
-
-const ON_CHANGE: Capabilities = Object.freeze({ commitOnChange: true })
-const ON_CHANGE_KEEP: Capabilities = Object.freeze({ commitOnChange: true, keepParked: true })
-const NONE: Capabilities = Object.freeze({})
-
-/** The most ms a commit asks a node to wait (nodes cut it to their own bound, 30 s by default). */
-const MAX_WAIT_CHANGE = 30_000
-
-/** A `waitChange` option as sent: a whole number of ms, 0 for none. */
-function waitOf(ms: number | undefined): number {
-  if (ms === undefined || !(ms > 0)) return 0
-  return Math.min(Math.ceil(ms), MAX_WAIT_CHANGE)
-}
 
 function positive(value: unknown, fallback: number, name: string): number {
   if (value === undefined) return fallback

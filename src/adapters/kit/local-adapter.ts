@@ -73,28 +73,27 @@ export function localAdapter(name: string, store: LocalBackend, onClose?: () => 
   }
 }
 
-/** A commit that may park: it ends with the caller's signal or the adapter's close. */
-async function parked(store: LocalBackend, life: AdapterLife, checks: Check[], ops: Op[], options: CommitOptions, ms: number): Promise<CommitResult> {
-  const stop = new AbortController()
+/** A commit that may park: its wait ends with the caller's signal or the adapter's close. */
+function parked(store: LocalBackend, life: AdapterLife, checks: Check[], ops: Op[], options: CommitOptions, ms: number): CommitResult | Promise<CommitResult> {
   const caller = options.signal
-  const onAbort = () => stop.abort(caller!.reason)
-  caller?.addEventListener('abort', onAbort, { once: true })
-  if (caller?.aborted) stop.abort(caller.reason)
-  // The adapter's close ends the wait as it ends a watch.
-  const untrack = life.track(() => stop.abort())
-  try {
-    return await store.commit(checks, ops, options.seen, options.requestId, {
-      ms,
-      keep: options.keepParked === true,
-      wakeOwner: options.wakeOwner,
-      order: options.parkOrder,
-      signal: stop.signal,
-      onParked: options.onParked,
-    })
-  } finally {
-    caller?.removeEventListener('abort', onAbort)
-    untrack()
+  // Made only if the commit parks (most takes go through at once).
+  const stop = (end: () => void) => {
+    if (caller?.aborted) end()
+    caller?.addEventListener('abort', end, { once: true })
+    const unclose = life.onClose(end)
+    return () => {
+      caller?.removeEventListener('abort', end)
+      unclose()
+    }
   }
+  return store.commit(checks, ops, options.seen, options.requestId, {
+    ms,
+    keep: options.keepParked === true,
+    wakeOwner: options.wakeOwner,
+    order: options.parkOrder,
+    onParked: options.onParked,
+    stop,
+  })
 }
 
 /** A `waitChange` option as a wait: whole ms, 0 for none, at most {@link MAX_PARK_MS}. */

@@ -51,8 +51,14 @@ export interface ParkOptions {
   wakeOwner?: string
   /** `CommitOptions.parkOrder`: tried before parked commits of a higher one (absent: after every ordered one). */
   order?: number
-  /** Ends the wait: answered with the first try, never applied afterwards. */
-  signal?: AbortSignal
+  /**
+   * Called if the commit parks, with the function that ends its wait
+   * (answered with its first try, never applied afterwards: a caller's
+   * abort, an adapter's close); returns what undoes whatever it set up,
+   * called once the commit is answered. Nothing is made for a commit that
+   * does not park.
+   */
+  stop?: (end: () => void) => () => void
   /** Called once, synchronously, if the commit parks. */
   onParked?: () => void
   /** Handed to the store's persistence with the writes of a later try that goes through. */
@@ -132,7 +138,7 @@ export class ParkedCommits {
    */
   park(checks: Check[], ops: Op[], first: Failure, options: ParkOptions): Promise<CommitResult> {
     const wake = options.wakeOwner
-    if (options.signal?.aborted || (wake !== undefined && first.failed.some((f) => f.entry?.owner === wake))) return Promise.resolve(first)
+    if (wake !== undefined && first.failed.some((f) => f.entry?.owner === wake)) return Promise.resolve(first)
     return new Promise<CommitResult>((resolve, reject) => {
       const held = checks.map((c) => this.#host.holds(c))
       const p = new Parked(++this.#seq, checks, ops, first, options, held, resolve, reject)
@@ -143,13 +149,8 @@ export class ParkedCommits {
       }
       this.#count++
       p.timer = this.#host.clock.setTimeout(() => this.#timeout(p), options.ms)
-      const signal = options.signal
-      if (signal) {
-        const onAbort = () => this.#settle(p, p.first)
-        signal.addEventListener('abort', onAbort, { once: true })
-        p.unlisten = () => signal.removeEventListener('abort', onAbort)
-      }
       options.onParked?.()
+      if (options.stop) p.unlisten = options.stop(() => this.#settle(p, p.first))
     })
   }
 

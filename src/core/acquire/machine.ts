@@ -71,6 +71,7 @@ import type { Claim } from './claim'
 import type { Context } from '../context'
 import { sightOf, waitForChange, type Sight, type Wake } from './wait'
 import { WaitQueue } from './line'
+import { awaitParked, sameBlockers } from './parked-take'
 
 /** How often a waiter behind others looks at the claim itself, in ms (the waiter ahead may be dead). */
 export const PATROL = 1_000
@@ -189,7 +190,8 @@ export class AcquireMachine<H> {
       // The first step without step()'s async hop: most acquires end here.
       this.#signal?.throwIfAborted()
       this.#ctx.assertOpen()
-      state = await this.#open()
+      const contended = this.#contended()
+      state = contended ? { name: 'queue', sight: contended } : await this.#open()
       while (state.name !== 'won' && state.name !== 'gave-up') state = await this.step(state)
       return state.name === 'won' ? state.hold : null
     } finally {
@@ -278,8 +280,17 @@ export class AcquireMachine<H> {
     return this.#ctx.adapter.capabilities?.keepParked === true && this.#line !== undefined && this.#parkMs(sight) > 0
   }
 
+  /** A key this client lately waited in line for, with what blocked it: join the line at once (see CONTENDED_MS in line.ts). */
+  #contended(): Sight | undefined {
+    const key = this.#claim.lineKey
+    if (this.#inLine || this.#steal || key === undefined || this.#left() <= 0 || this.#ctx.adapter.capabilities?.keepParked !== true) return undefined
+    const sight = WaitQueue.contended(this.#ctx, key)
+    return sight && this.#parksInLine(sight) ? sight : undefined
+  }
+
   async #enqueue(sight: Sight): Promise<State<H>> {
     this.#dropEarly()
+    WaitQueue.waited(this.#ctx, this.#claim.lineKey!, sight)
     if (!(await this.#line!.place())) return { name: 'look' }
     this.#queued()
     const ms = this.#parkMs(sight)
@@ -360,37 +371,7 @@ export class AcquireMachine<H> {
     const keep = inLine && this.#claim.keepParked === true
     const sentAt = this.#ctx.clock.now()
     const trying = this.#claim.attempt(undefined, { place, first: this.#first || !inLine, waitChange: ms, keepParked: keep })
-    // Never a second try while this one is out: on abort or close, leave the line and let the answer come.
-    let stopped: { reason: unknown } | undefined
-    const off: Array<() => void> = []
-    const stop = (reason: unknown) => {
-      if (stopped) return
-      stopped = { reason }
-      this.#line!.leave()
-    }
-    const signal = this.#signal
-    if (signal) {
-      const onAbort = () => stop(signal.reason)
-      signal.addEventListener('abort', onAbort, { once: true })
-      off.push(() => signal.removeEventListener('abort', onAbort))
-    }
-    off.push(this.#ctx.onClose(stop))
-    let r: Awaited<typeof trying>
-    try {
-      r = await trying
-    } catch (err) {
-      if (stopped) throw stopped.reason
-      throw err
-    } finally {
-      for (const f of off) f()
-    }
-    if (stopped) {
-      if ('hold' in r) {
-        this.#line!.taken()
-        await letGo(r.hold)
-      }
-      throw stopped.reason
-    }
+    const r = await awaitParked(this.#ctx, this.#signal, this.#line!, trying)
     if ('hold' in r || r.lostPlace || !r.sight || !sameBlockers(r.sight, sight)) return this.#tried(r, place)
     // A wait for success that ran out at the store: park again (the deadline check ends it when ours runs out).
     if (inLine && this.#ctx.clock.now() - sentAt >= ms * PARK_FULL) return this.#route(r.sight)
@@ -440,15 +421,4 @@ export class AcquireMachine<H> {
     this.#early?.cancel.abort(DROPPED)
     this.#early = undefined
   }
-}
-
-/** Whether two sights show the very same blockers (same keys, same revisions). */
-function sameBlockers(a: Sight, b: Sight): boolean {
-  if (a.blockers.length !== b.blockers.length) return false
-  return a.blockers.every((e, i) => e.key === b.blockers[i]!.key && e.revision === b.blockers[i]!.revision)
-}
-
-/** Releases a hold won by a try whose acquire had given up meanwhile (best effort: it expires otherwise). */
-async function letGo(hold: unknown): Promise<void> {
-  await (hold as { release?: () => Promise<unknown> }).release?.().catch(() => {})
 }
