@@ -8,7 +8,10 @@
  * process and in the node's. With `profile`, writes V8 CPU profiles of both
  * (bench/tools/cpuprofile.ts summarises them).
  *
- *   npx tsx bench/tools/contention-breakdown.ts [memory|node|data] [clients=16] [seconds=3] [profile]
+ *   npx tsx bench/tools/contention-breakdown.ts [memory|node|data|redis|etcd] [clients=16] [seconds=3] [profile]
+ *
+ * (redis and etcd: the zaris adapter on a server of the tool's own; the
+ * server's CPU is not counted.)
  *
  * @module
  */
@@ -22,7 +25,7 @@ import { httpAdapter } from 'zaris/http'
 import { memoryAdapter } from 'zaris/memory'
 import { contention, shares, type LockPeer } from '../lib/locks'
 import { quantile } from '../lib/measure'
-import { node, tempDir } from '../lib/procs'
+import { etcd as startEtcd, node, redis as startRedis, tempDir } from '../lib/procs'
 import { cliBundle } from '../../test/server/cli-bundle'
 import { summarise } from './cpuprofile'
 
@@ -84,9 +87,18 @@ const dir = tempDir('zaris-contention-')
 const profDir = join(tmpdir(), `zaris-contention-prof-${process.pid}`)
 mkdirSync(profDir, { recursive: true })
 const args = where === 'data' ? ['--data', join(dir.path, 'c.db')] : []
-const server = where === 'memory' ? undefined : profile ? await profiledNode(args) : await node(args)
+const direct = where === 'memory' || where === 'redis' || where === 'etcd'
+const server = direct ? undefined : profile ? await profiledNode(args) : await node(args)
+const redisServer = where === 'redis' ? await startRedis() : undefined
+const etcdServer = where === 'etcd' ? await startEtcd() : undefined
 const shared = where === 'memory' ? memoryAdapter({ namespace: `c${process.pid}` }) : undefined
-const peers = Array.from({ length: clients }, () => peerOf(shared ?? httpAdapter({ endpoints: [server!.url], namespace: 'bench' })))
+const adapterOf = async (): Promise<Adapter> => {
+  if (shared) return shared
+  if (redisServer) return (await import('zaris/redis')).redisAdapter({ url: `redis://127.0.0.1:${redisServer.port}/0`, namespace: 'bench' })
+  if (etcdServer) return (await import('zaris/etcd')).etcdAdapter({ hosts: [etcdServer.url], namespace: 'bench' })
+  return httpAdapter({ endpoints: [server!.url], namespace: 'bench' })
+}
+const peers = await Promise.all(Array.from({ length: clients }, async () => peerOf(await adapterOf())))
 
 await contention(peers, 'lock:warm', 500)
 calls.clear()
@@ -115,6 +127,8 @@ console.log(`calls per success: ${[...calls].map(([k, v]) => `${k} ${per(v)}`).j
 console.log(`CPU per success: this process ${((cpu.user + cpu.system) / 1000 / ok).toFixed(3)} ms${server ? `, node ${(nodeCpu / ok).toFixed(3)} ms` : ''}`)
 await Promise.all(peers.map((p) => p.close()))
 await server?.stop()
+await redisServer?.dispose()
+await etcdServer?.stop()
 if (profile && server) {
   await new Promise((r) => setTimeout(r, 500))
   for (const f of readdirSync(profDir).filter((f) => f.startsWith('CPU'))) {
