@@ -146,6 +146,14 @@ export const MUTANTS: Mutant[] = [
     tests: ['test/model/redis.test.ts'],
   },
   {
+    name: 'redis-handover-skips-checks',
+    bug: "the Redis store applies a parked commit whenever a key it checks changes, without judging its checks (a second holder)",
+    file: 'src/adapters/redis/handover.ts',
+    from: 'if #failed == 0 then return grant(p) end',
+    to: 'do return grant(p) end',
+    tests: ['test/model/redis.test.ts', 'test/redis/handover.test.ts'],
+  },
+  {
     name: 'redis-function-keeps-live-cache',
     bug: "the Redis function library keeps its cache of entries read from one call to the next (a read or a check answered from another call's state)",
     file: 'src/adapters/redis/prelude.ts',
