@@ -24,6 +24,8 @@ export interface LocalBackend {
    */
   commit(checks: Check[], ops: Op[], seen: number | undefined, requestId: string | undefined, park: ParkOptions | undefined): CommitResult | Promise<CommitResult>
   watch(prefix: string, sink: WatchSink, fromRevision?: number): Unsubscribe
+  /** How many parked commits went through so far (a LocalStore's `granted`). */
+  readonly granted?: number
 }
 
 const CAPABILITIES: Capabilities = Object.freeze({ history: true, commitOnChange: true, keepParked: true, handover: true })
@@ -59,8 +61,12 @@ export function localAdapter(name: string, store: LocalBackend, onClose?: () => 
     async commit(checks, ops, options) {
       open()
       const ms = waitOf(options?.waitChange)
-      if (ms === 0) return store.commit(checks, ops, options?.seen, options?.requestId, undefined)
-      return parked(store, life, checks, ops, options!, ms)
+      if (ms > 0) return parked(store, life, checks, ops, options!, ms)
+      const granted = store.granted
+      const r = await store.commit(checks, ops, options?.seen, options?.requestId, undefined)
+      // This commit handed over (a release): its answer waits a turn, so the new holder's answer goes first.
+      if (store.granted !== granted) await new Promise<void>((resolve) => nextTurn(resolve))
+      return r
     },
     async watch(prefix, sink, fromRevision) {
       open()
@@ -94,6 +100,12 @@ function parked(store: LocalBackend, life: AdapterLife, checks: Check[], ops: Op
     onParked: options.onParked,
     stop,
   })
+}
+
+/** Calls `fn` on the next turn of the event loop (after every promise settled in this one). */
+function nextTurn(fn: () => void): void {
+  if (typeof setImmediate === 'function') setImmediate(fn)
+  else setTimeout(fn, 0)
 }
 
 /** A `waitChange` option as a wait: whole ms, 0 for none, at most {@link MAX_PARK_MS}. */

@@ -136,6 +136,11 @@ export class LocalStore {
     return this.#parked.size
   }
 
+  /** How many parked commits went through so far. */
+  get granted(): number {
+    return this.#parked.granted
+  }
+
   get revision(): number {
     return this.#revision
   }

@@ -122,6 +122,7 @@ export class ParkedCommits {
   readonly #due = new MinHeap<Parked>()
   #running = false
   #count = 0
+  #granted = 0
 
   constructor(host: ParkHost) {
     this.#host = host
@@ -130,6 +131,11 @@ export class ParkedCommits {
   /** How many commits are parked. */
   get size(): number {
     return this.#count
+  }
+
+  /** How many parked commits went through so far (a caller can tell whether a step handed over). */
+  get granted(): number {
+    return this.#granted
   }
 
   /**
@@ -235,6 +241,7 @@ export class ParkedCommits {
       this.#settle(p, undefined, err)
       return
     }
+    this.#granted++
     this.#settle(p, r)
     this.committed(r)
   }

@@ -17,8 +17,9 @@
  * `{key, kind, want}`, `o` its ops as the commit script takes them, `k`
  * keepParked 1|0, `w` wakeOwner or '', `r` parkOrder or '', `q` n (the
  * order it parked in), `d` its deadline (µs, Redis's clock), `h` which
- * checks held on the first try (1|0), `ch` its adapter's channel, `rq` its
- * request id, `rt` how long its answer is kept); `r:<request id>` -> n, so
+ * checks held on the first try (1|0), `f` the first try's failed checks,
+ * `ch` its adapter's channel, `rq` its request id, `rt` how long its answer
+ * is kept); `r:<request id>` -> n, so
  * a resend of a parked commit finds it. `pkey` (hash) checked key -> the
  * n of the commits parked on it, space-separated.
  *
@@ -27,10 +28,11 @@
  * of an add it could not make (`{key, value}`); `X` when no revision is left.
  * A message is `<now µs> <length of the request id> <request id><answer>`.
  *
- * A parked commit past its deadline is answered with its failure when next
- * tried (its adapter unparks it at its own deadline; one that died never
- * does). Its waiter's place in line, a check of a waiter's take, expires
- * soon after a client dies, so a dead waiter is not granted after that.
+ * A parked commit past its deadline is never applied by another's change
+ * (its adapter unparks it at its own deadline; one that died never does):
+ * it is answered with its failure when a change finds it failing. A
+ * waiter's take checks its place in line, which expires soon after its
+ * client dies: then it fails, and is answered and gone.
  *
  * @module
  */
@@ -123,8 +125,9 @@ local function grant(p)
 end
 
 -- One more try of parked commit p, in the step of a change at a key it checks.
+-- Past its deadline it is never applied (its adapter unparks it, or died):
+-- answered when it fails (a true failure), left for its adapter otherwise.
 local function retry(p)
-  if tonumber(p.d) <= NOW then return answer(p, 'F' .. cjson.encode(failures(p.c))) end
   local failed, lost = {}, false
   for i, c in ipairs(p.c) do
     local raw = live(c[1])
@@ -135,8 +138,12 @@ local function retry(p)
       if p.h[i] == 1 or owned_by(raw, p.w) then lost = true end
     end
   end
-  if #failed == 0 then return grant(p) end
-  if lost or p.k ~= 1 then answer(p, 'F' .. cjson.encode(failed)) end
+  local expired = tonumber(p.d) <= NOW
+  if #failed == 0 then
+    if not expired then grant(p) end
+    return
+  end
+  if lost or p.k ~= 1 or expired then answer(p, 'F' .. cjson.encode(failed)) end
 end
 
 local function by_turn(a, b)
@@ -186,7 +193,7 @@ local function park(request, checks, ops, failed, ms, keep, order, wake, ch)
     local held = {}
     for i, c in ipairs(checks) do held[i] = holds(live(c[1]), c[2], c[3]) and 1 or 0 end
     local id = fmt(redis.call('HINCRBY', K_REV, 'pq', 1))
-    local p = {c = checks, o = ops, k = tonumber(keep), w = wake, r = order, q = tonumber(id), d = fmt(NOW + tonumber(ms) * 1000), h = held, ch = ch, rq = request, rt = ARGV[5]}
+    local p = {c = checks, o = ops, k = tonumber(keep), w = wake, r = order, q = tonumber(id), d = fmt(NOW + tonumber(ms) * 1000), h = held, ch = ch, rq = request, rt = ARGV[5], f = failed}
     redis.call('HSET', K_PARK, id, cjson.encode(p), 'r:' .. request, id)
     for _, key in ipairs(park_keys(p)) do
       local ids = redis.call('HGET', K_PKEY, key)
@@ -199,22 +206,32 @@ end
 
 /**
  * `unpark`: ARGV[4] = the request id of a parked commit whose adapter stops
- * waiting (its deadline, its caller's abort, its close). Returns
- * `{'fail', now, nextIn, {key, raw, ...}}` with its failed checks now, taken
- * out of park; or `{'dup', now, nextIn, answer}` when it was answered
- * meanwhile (the message was lost, or crossed); or `{'fail', now, nextIn,
- * {}}` when neither is known (its answer's record is gone).
+ * waiting; ARGV[5] = `last` at its deadline (one last try, as any commit),
+ * '' for its caller's abort or its close (never applied). The expiries this
+ * call makes hand over first. Returns `{'dup', now, nextIn, answer}` when it
+ * was answered (meanwhile: the message was lost or crossed; or now, by its
+ * last try); else `{'fail', now, nextIn, {key, raw, ...}}`, taken out of
+ * park: its failed checks now, or its first try's when they all hold now
+ * (an abort). `{'fail', now, nextIn, {}}` when neither is known (its
+ * answer's record is gone).
  */
 export const UNPARK_BODY = `
 sweep()
+HOOK.handover()
 local request = ARGV[4]
 local id = redis.call('HGET', K_PARK, 'r:' .. request)
 local raw = id and redis.call('HGET', K_PARK, id)
 if raw then
   local p = cjson.decode(raw)
   p.id = id
-  unpark(p)
-  return reply('fail', failures(p.c))
+  local failed = failures(p.c)
+  if #failed == 0 and ARGV[5] == 'last' then
+    grant(p)
+  else
+    unpark(p)
+    if #failed == 0 then failed = p.f end
+    return reply('fail', failed)
+  end
 end
 local kept = redis.call('HGET', K_REQ, request)
 if kept then return reply('dup', kept) end

@@ -194,8 +194,13 @@ class NamespaceAdapter implements RedisAdapter {
     }
     if (reply[0] !== 'parked') return this.#answer(reply, encoded)
     options.onParked?.()
-    // The deadline, the caller's signal and this adapter's close end the wait: then it is unparked.
-    const timer = setTimeout(waiter.cancel, ms + UNPARK_SLACK_MS)
+    // The deadline, the caller's signal and this adapter's close end the wait: then it is unparked
+    // (at the deadline with one last try, as any commit; else never applied).
+    let last = ''
+    const timer = setTimeout(() => {
+      last = 'last'
+      waiter.cancel()
+    }, ms + UNPARK_SLACK_MS)
     const signal = options.signal
     signal?.addEventListener('abort', waiter.cancel, { once: true })
     if (signal?.aborted) waiter.cancel()
@@ -210,7 +215,7 @@ class NamespaceAdapter implements RedisAdapter {
     this.#parkedNow.delete(done)
     if (answer) return this.#fromText(answer.text, answer.now, encoded)
     // Answered meanwhile (the message was lost or crossed), or taken out of park now: what unpark says.
-    return this.#answer((await this.#space.script('commit', 'unpark', request)) as Reply, encoded)
+    return this.#answer((await this.#space.script('commit', 'unpark', request, last)) as Reply, encoded)
   }
 
   /** A commit script's reply as the commit's answer. */

@@ -74,12 +74,16 @@ export class SqliteStoresImpl implements SqliteStores {
 
   adapter(namespace: string): Adapter {
     this.#load(namespace)
+    const stores = this.#stores
     return localAdapter('sqlite', {
       get: (key) => this.#read(namespace, (store) => store.get(key)),
       list: (prefix, after, limit) => this.#read(namespace, (store) => store.list(prefix, after, limit)),
       history: (prefix, after, limits) => this.#history(namespace, prefix, after, limits),
       commit: (checks, ops, seen, requestId, park) => this.#commit(namespace, checks, ops, requestId, seen, park),
       watch: (prefix, sink, fromRevision) => this.#watch(namespace, prefix, sink, fromRevision),
+      get granted() {
+        return stores.get(namespace)?.store.granted
+      },
     })
   }
 
