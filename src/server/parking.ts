@@ -98,6 +98,8 @@ export interface ParkWait {
   keep?: boolean
   order?: number
   wakeOwner?: string
+  /** What the request counts against the bound of parked bytes (its JSON, twice for UTF-16), if the caller has it. */
+  bytes?: number
 }
 
 /** Counts for `/metrics` and tests. */
@@ -136,7 +138,7 @@ export class Parking {
   async commit(adapter: Adapter, checks: Check[], ops: Op[], options: CommitOptions | undefined, wait: ParkWait, connOf?: () => ParkConnection | undefined): Promise<CommitResult> {
     const ms = Math.min(wait.ms, this.#limits.maxWaitMs)
     const keep = wait.keep === true
-    const bytes = ms > 0 && checks.length > 0 ? 2 * JSON.stringify([checks, ops]).length : 0
+    const bytes = ms > 0 && checks.length > 0 ? (wait.bytes ?? 2 * JSON.stringify([checks, ops]).length) : 0
     const l = this.#limits
     const conn = bytes > 0 ? connOf?.() : undefined
     if (bytes === 0 || this.#node.closed || this.#now >= l.maxParked || this.#bytes + bytes > l.maxParkedBytes || (conn && (conn.closed || conn.parked >= l.maxPerConnection))) {
