@@ -7,6 +7,7 @@
  * watcher that records every event, so each test sees what happened and in
  * which step.
  */
+import { getEventListeners } from 'node:events'
 import { describe, expect, test } from 'vitest'
 import type { Check, CommitResult, Op, WatchEvent } from 'zaris'
 import { ManualClock } from 'zaris/testing'
@@ -282,5 +283,45 @@ describe('the end of a wait', () => {
     store.commit([life('lock', 1)], [del('lock')])
     expect(tags).toEqual([undefined, undefined, 'req-1'])
     expect(disk.writes.map((w) => w.revision)).toEqual([1, 2, 3])
+  })
+})
+
+describe('the adapter over a store that hands over', () => {
+  test("a release that handed over is answered after the new holder's take: the next holder hears first", async () => {
+    const store = new LocalStore({ clock: new ManualClock() })
+    const a = localAdapter('memory', store)
+    await a.commit([absent('lock')], [set('lock', 'h')])
+    const order: string[] = []
+    const take = a.commit([absent('lock')], [set('lock', 'w')], { waitChange: 10_000, keepParked: true }).then((r) => order.push(`take ${r.ok}`))
+    await tick()
+    const release = a.commit([life('lock', 1)], [del('lock')]).then((r) => order.push(`release ${r.ok}`))
+    // The release's answer waits a turn of the event loop: whatever chain carries the take's answer (a node's) runs out first.
+    setImmediate(() => order.push('next turn'))
+    await Promise.all([take, release])
+    expect(order).toEqual(['take true', 'next turn', 'release true'])
+    // A commit that hands nothing over is answered in its own turn (no wait).
+    const plain: string[] = []
+    const put = a.commit([], [set('other', 'x')]).then(() => plain.push('put'))
+    setImmediate(() => plain.push('next turn'))
+    await put
+    await new Promise((r) => setImmediate(r))
+    expect(plain).toEqual(['put', 'next turn'])
+  })
+
+  test("a caller's signal that was aborted already ends the wait at once; a wait that ends leaves no listener on the signal", async () => {
+    const store = new LocalStore({ clock: new ManualClock() })
+    const a = localAdapter('memory', store)
+    await a.commit([absent('lock')], [set('lock', 'h')])
+    const gone = new AbortController()
+    gone.abort()
+    expect(await a.commit([absent('lock')], [set('lock', 'w')], { waitChange: 10_000, keepParked: true, signal: gone.signal })).toMatchObject({ ok: false })
+    expect(store.parked).toBe(0)
+    const live = new AbortController()
+    const waiting = a.commit([absent('lock')], [set('lock', 'w')], { waitChange: 10_000, keepParked: true, signal: live.signal })
+    await tick()
+    expect(getEventListeners(live.signal, 'abort')).toHaveLength(1)
+    await a.commit([life('lock', 1)], [del('lock')])
+    expect(await waiting).toMatchObject({ ok: true })
+    expect(getEventListeners(live.signal, 'abort')).toHaveLength(0)
   })
 })
