@@ -308,6 +308,23 @@ describe('the adapter over a store that hands over', () => {
     expect(plain).toEqual(['put', 'next turn'])
   })
 
+  test('a wait without keepParked is answered by the first try after a change that turned a check; with it, only by its turn', async () => {
+    const store = new LocalStore({ clock: new ManualClock() })
+    const a = localAdapter('memory', store)
+    await a.commit([absent('lock')], [set('lock', 'h')])
+    const answered: string[] = []
+    const first = a.commit([absent('lock')], [set('lock', 'first')], { waitChange: 10_000, keepParked: true, parkOrder: 1 }).then(() => answered.push('first'))
+    void a.commit([absent('lock')], [set('lock', 'kept')], { waitChange: 10_000, keepParked: true, parkOrder: 3 }).then(() => answered.push('kept'))
+    void a.commit([absent('lock')], [set('lock', 'woken')], { waitChange: 10_000, parkOrder: 2 }).then((r) => answered.push(`woken ${r.ok}`))
+    await tick()
+    await a.commit([life('lock', 1)], [del('lock')])
+    await first
+    await tick()
+    expect(answered.sort()).toEqual(['first', 'woken false'])
+    expect(store.parked).toBe(1)
+    await a.close()
+  })
+
   test("a caller's signal that was aborted already ends the wait at once; a wait that ends leaves no listener on the signal", async () => {
     const store = new LocalStore({ clock: new ManualClock() })
     const a = localAdapter('memory', store)
