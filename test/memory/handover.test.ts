@@ -87,14 +87,17 @@ describe('a release hands the lock over in its own step', () => {
     expect(w.take.answer).toMatchObject({ ok: true })
   })
 
-  test('a holder renewing its lock wakes nobody: the parked take stays, unanswered', async () => {
+  test('a holder renewing its lock wakes nobody: the parked take stays, unanswered (kept or not)', async () => {
     const { store } = storeOf()
     store.commit([absent('lock')], [set('lock', 'h', 5_000)])
     const w = waiter(store, 'w')
+    const plain = parked(store, [absent('lock')], [set('lock', 'plain')], { keep: false })
     for (let i = 0; i < 3; i++) store.commit([life('lock', 1)], [set('lock', 'h', 5_000)])
     await tick()
     expect(w.take.answer).toBeUndefined()
-    expect(store.parked).toBe(1)
+    // Without keepParked too: a renewal turned no check (the key is still not free).
+    expect(plain.answer).toBeUndefined()
+    expect(store.parked).toBe(2)
   })
 })
 
