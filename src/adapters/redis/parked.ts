@@ -9,9 +9,9 @@
  *
  * @module
  */
-import type { Redis } from 'ioredis'
 import { randomHex } from '../../core/contract/ids'
-import { SocketHold, type RedisClient, type SharedConnection } from './connection'
+import { SocketHold, type SharedConnection } from './connection'
+import type { RedisLink } from './link'
 
 /** An answer as the script published it: Redis's time (µs) and the answer's text (handover.ts). */
 export interface ParkAnswer {
@@ -28,7 +28,7 @@ export class ParkedAnswers {
   readonly #connection: SharedConnection
   readonly #waiting = new Map<string, (answer: ParkAnswer | undefined) => void>()
   readonly #early = new Map<string, ParkAnswer>()
-  #sub: RedisClient | undefined
+  #sub: RedisLink | undefined
   #hold: SocketHold | undefined
   #subscribed: Promise<void> | undefined
 
@@ -70,20 +70,15 @@ export class ParkedAnswers {
 
   close(): void {
     for (const resolve of this.#waiting.values()) resolve(undefined)
-    this.#sub?.disconnect()
+    this.#sub?.destroy()
   }
 
   async #subscribe(): Promise<void> {
-    const client = this.#connection.client
     // A connection of its own: a subscribed connection runs no other commands.
-    const sub = 'nodes' in client ? client.duplicate() : client.duplicate({ maxRetriesPerRequest: null, enableAutoPipelining: false, lazyConnect: false })
-    sub.on('error', () => {})
+    const sub = this.#connection.link.duplicate()
     this.#sub = sub
-    if (this.#connection.owned) this.#hold = new SocketHold(sub as Redis)
-    sub.on('message', (channel: string, message: string) => {
-      if (channel === this.channel) this.#received(message)
-    })
-    await sub.subscribe(this.channel)
+    if (this.#connection.owned) this.#hold = new SocketHold(sub)
+    await sub.subscribe(this.channel, (message) => this.#received(message))
   }
 
   /** `<now> <length> <request id><answer>` */
