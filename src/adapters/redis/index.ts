@@ -289,8 +289,16 @@ class NamespaceAdapter implements RedisAdapter {
 /** A commit script's reply: its status, Redis's time (µs), the µs to the next deadline, its payload. */
 type Reply = [string, string, string, unknown]
 
-/** How much longer than its wait an adapter waits for a parked commit's answer before it unparks it. */
-const UNPARK_SLACK_MS = 1_000
+/**
+ * How much longer than its wait an adapter waits for a parked commit's answer
+ * before it unparks it (with one last try). Short: past its deadline (Redis's
+ * clock, from when it parked) no change grants it, so only an answer already
+ * on its way is waited for, and `unpark` finds one that is late. A long slack
+ * delayed a take whose checks held soon after the deadline until the slack's
+ * end, and the hold, which counts its TTL from before it sent the take, was
+ * born expired (the conformance election case with a 300 ms TTL).
+ */
+const UNPARK_SLACK_MS = 20
 /** The longest a commit parks in Redis (a longer `waitChange` is cut to it). */
 const MAX_PARK_MS = 30_000
 
