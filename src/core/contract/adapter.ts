@@ -391,15 +391,23 @@ export interface Capabilities {
    * The store hands over: a parked commit (`waitChange`, see `keepParked`)
    * is tried again *inside the step* of the commit or expiry that changed
    * one of its checked keys — after that step's own writes, before its
-   * caller is answered and before any other commit — parked commits in the
-   * order they parked, each applied with a revision of its own (after the
-   * step's) and answered with its own result. A try that goes through may
-   * let others through in turn (the same step goes on until none does).
-   * So a release hands a lock to the waiter whose take was parked: no one
-   * else can take the key between, and the waiter learns it from its
-   * commit's answer. Honours `keepParked`, `signal` and `onParked`; implies
-   * `commitOnChange` and `keepParked`. A store without it (etcd) leaves
-   * the core to wait on watch events and try again.
+   * caller is answered and before any other commit — parked commits in
+   * `parkOrder`, then in the order they parked, each applied with a
+   * revision of its own (after the step's) and answered with its own
+   * result. A try that goes through may let others through in turn (the
+   * same step goes on until none does). So a release hands a lock to the
+   * waiter whose take was parked: no one else can take the key between, and
+   * the waiter learns it from its commit's answer. Every check is judged in
+   * that step (a waiter that gave up deleted its place: its take fails). Past
+   * its wait (`waitChange` ms from when it parked) a parked commit is never
+   * applied by another's change, and is answered at once with one last try:
+   * its caller counts a hold's TTL from before it sent the commit, so a late
+   * grant would be born expired. Honours `keepParked`, `signal` and
+   * `onParked`; implies `commitOnChange` and `keepParked`. Implementations:
+   * src/adapters/kit/parked.ts (in process), src/adapters/redis/handover.ts
+   * (Lua); test/memory/handover.test.ts and the conformance suite say what
+   * they must do. A store without it (etcd, IndexedDB) leaves the core to
+   * wait on watch events and try again.
    */
   handover?: boolean
   /**
