@@ -19,7 +19,6 @@ import { ClosedError } from '../../core/contract/errors'
 export class AdapterLife {
   readonly #name: string
   readonly #watches = new Set<Unsubscribe>()
-  readonly #ends = new Set<() => void>()
   #closed = false
 
   constructor(name: string) {
@@ -54,27 +53,11 @@ export class AdapterLife {
     return tracked
   }
 
-  /**
-   * Calls `end` when the adapter closes (a wait it ends: a parked commit),
-   * until the returned function is called; unlike {@link track}, that does
-   * not call `end`. At once if the adapter is closed already.
-   */
-  onClose(end: () => void): () => void {
-    if (this.#closed) {
-      end()
-      return () => {}
-    }
-    this.#ends.add(end)
-    return () => this.#ends.delete(end)
-  }
-
   /** Marks the adapter closed and ends its watches; false when it already was (close twice is harmless). */
   close(): boolean {
     if (this.#closed) return false
     this.#closed = true
     for (const end of [...this.#watches]) end()
-    for (const end of [...this.#ends]) end()
-    this.#ends.clear()
     return true
   }
 }

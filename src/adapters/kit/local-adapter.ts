@@ -30,6 +30,34 @@ export interface LocalBackend {
 
 const CAPABILITIES: Capabilities = Object.freeze({ history: true, commitOnChange: true, keepParked: true, handover: true })
 
+/**
+ * An adapter's life that also ends its parked commits' waits when it closes
+ * (here, not in AdapterLife: the IndexedDB adapter, which parks nothing,
+ * shares that class and a page's first load carries it).
+ */
+class ParkingLife extends AdapterLife {
+  readonly #ends = new Set<() => void>()
+  #closed = false
+
+  /** Calls `end` when the adapter closes, until the returned function is called (which does not call it); at once if closed. */
+  onClose(end: () => void): () => void {
+    if (this.#closed) {
+      end()
+      return () => {}
+    }
+    this.#ends.add(end)
+    return () => this.#ends.delete(end)
+  }
+
+  override close(): boolean {
+    if (!super.close()) return false
+    this.#closed = true
+    for (const end of [...this.#ends]) end()
+    this.#ends.clear()
+    return true
+  }
+}
+
 /** The longest a local store keeps a commit parked, in ms (a longer `waitChange` is cut to it). */
 export const MAX_PARK_MS = 24 * 60 * 60_000
 
@@ -40,7 +68,7 @@ export const MAX_PARK_MS = 24 * 60 * 60_000
  * the store lives on for others.
  */
 export function localAdapter(name: string, store: LocalBackend, onClose?: () => void): Adapter {
-  const life = new AdapterLife(name)
+  const life = new ParkingLife(name)
   const open = () => life.assertOpen()
   return {
     name,
@@ -80,7 +108,7 @@ export function localAdapter(name: string, store: LocalBackend, onClose?: () => 
 }
 
 /** A commit that may park: its wait ends with the caller's signal or the adapter's close. */
-function parked(store: LocalBackend, life: AdapterLife, checks: Check[], ops: Op[], options: CommitOptions, ms: number): CommitResult | Promise<CommitResult> {
+function parked(store: LocalBackend, life: ParkingLife, checks: Check[], ops: Op[], options: CommitOptions, ms: number): CommitResult | Promise<CommitResult> {
   const caller = options.signal
   // Made only if the commit parks (most takes go through at once).
   const stop = (end: () => void) => {
