@@ -14,7 +14,7 @@
  *
  * @module
  */
-import type { Check, Entry, Op, Value, WatchEvent } from '../contract/adapter'
+import type { Check, CommitOptions, Entry, Gate, Op, Value, WatchEvent } from '../contract/adapter'
 import type { Context } from '../context'
 import type { HoldInit } from '../hold/hold'
 import { watches as at, type Sight, type Watched } from './wait'
@@ -39,6 +39,8 @@ export interface TryHow {
   waitChange?: number
   /** With `waitChange`: wait for the try to go through (`keepParked`; see {@link Claim.keepParked}). */
   keepParked?: boolean
+  /** Commit with the adapter's own `commit`, not through the claim's gate (a plain try that takes a free key while another client holds the gate). */
+  ungated?: boolean
 }
 
 /** What one try came to: the hold, or what stands in the way (`undefined`: nothing now — try again). */
@@ -48,6 +50,8 @@ export type TryResult<H> = { hold: H } | { sight: Sight | undefined; lostPlace: 
 export interface Claim<H> {
   /** The key whose wait line the claim's waiters stand in; `undefined` for none. */
   readonly lineKey: string | undefined
+  /** The gate every try commits through (capability `gates`), once the acquire asked for one. */
+  through?: Gate
   /** What a waiter's place in line says it wants (for `locks.query()`). */
   readonly lineValue?: Value
   /**
@@ -120,7 +124,7 @@ const ROUNDS = 4
 export function claimOf<P, H>(ctx: Context, parts: Array<Part<P>>, line: { key: string; value: Value } | undefined, combine: (holds: P[]) => H): Claim<H> {
   const blocked = () => mergeSights(parts.map((p) => p.blocked()))
   const wakeOwner = parts.find((p) => p.wakeOwner !== undefined)?.wakeOwner
-  return {
+  const claim: Claim<H> = {
     lineKey: line?.key,
     lineValue: line?.value,
     keepParked: parts.every((p) => p.keepParked === true),
@@ -144,8 +148,12 @@ export function claimOf<P, H>(ctx: Context, parts: Array<Part<P>>, line: { key: 
         }
         // A try that waits at the store counts its hold's TTL from here, before the wait: conservative.
         const sentAt = ctx.clock.now()
+        const gate = how.ungated ? undefined : claim.through
+        let options: CommitOptions | undefined
         // A parked take keeps its place's turn at the store, however often it parks again.
-        const r = await ctx.adapter.commit(checks, ops, how.waitChange ? { waitChange: how.waitChange, keepParked: how.keepParked, parkOrder: how.place?.created, wakeOwner: how.keepParked ? wakeOwner : undefined } : undefined)
+        if (how.waitChange) options = { waitChange: how.waitChange, keepParked: how.keepParked, parkOrder: how.place?.created, wakeOwner: how.keepParked ? wakeOwner : undefined }
+        if (gate) options = { ...options, gate }
+        const r = await ctx.adapter.commit(checks, ops, options)
         if (r.ok) {
           const written = new Map<string, Entry>()
           for (const e of r.entries) written.set(e.key, e)
@@ -182,6 +190,7 @@ export function claimOf<P, H>(ctx: Context, parts: Array<Part<P>>, line: { key: 
       for (const p of parts) p.leave()
     },
   }
+  return claim
 }
 
 /** The sights of several parts as one (`undefined` when none blocks). */
