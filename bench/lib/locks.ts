@@ -107,8 +107,10 @@ export function oneClient(peer: LockPeer, key: string, durationMs: number): Prom
 
 /**
  * `peers.length` clients contend for one lock for `durationMs`: each waits
- * for it, releases at once, and goes again. Latency is each acquire's wait;
- * extra counts successes and attempts.
+ * for it, releases at once, and goes again. Latency is each acquire's wait
+ * (asking to holding); extra counts successes, attempts, and each client's
+ * successes (`c0`, `c1`, ...: summed over trials, they give each client's
+ * share of the run; see {@link shares}).
  */
 export async function contention(
   peers: LockPeer[],
@@ -121,21 +123,39 @@ export async function contention(
   const end = start + durationMs
   const lat: number[] = []
   let successes = 0
+  const each = peers.map(() => 0)
   await Promise.all(
-    peers.map(async (peer) => {
+    peers.map(async (peer, i) => {
       while (performance.now() < end) {
         const t = performance.now()
         const release = await peer.acquire(key, Math.max(1, end - t))
         if (!release) break
         lat.push(performance.now() - t)
         successes++
+        each[i]!++
         await release()
       }
     }),
   )
   const ms = performance.now() - start
   const attempts = (await countAttempts(successes)) - before
-  return { ops: successes, ms, lat, extra: { successes, attempts } }
+  const extra: Record<string, number> = { successes, attempts }
+  each.forEach((n, i) => (extra[`c${i}`] = n))
+  return { ops: successes, ms, lat, extra }
+}
+
+/**
+ * The spread of successes between the clients of a contention row: the
+ * fewest and the most any one client had, as multiples of the mean (1 and 1
+ * when perfectly even; a client starved for the whole run shows 0).
+ */
+export function shares(extra: Record<string, number>): { min: number; max: number } {
+  const counts = Object.keys(extra)
+    .filter((k) => /^c\d+$/.test(k))
+    .map((k) => extra[k]!)
+  if (counts.length === 0) return { min: NaN, max: NaN }
+  const mean = counts.reduce((a, b) => a + b, 0) / counts.length
+  return { min: Math.min(...counts) / mean, max: Math.max(...counts) / mean }
 }
 
 /** A node-redis (v5, v6) client, as far as {@link nodeRedisPeer} uses it. */

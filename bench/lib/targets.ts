@@ -4,6 +4,7 @@
  * @module
  */
 import type { Row } from './compare'
+import { shares } from './locks'
 import { fmtBytes, fmtMs, fmtOps, fmtRatio, type Scenario, type Target } from './report'
 
 /** The ratio a target compares, the limit and the direction it must be on. */
@@ -104,6 +105,7 @@ export function evaluateTargets(scenarios: Scenario[]): Target[] {
       met: per('commits') <= 110 && per('rejected') === 0,
     })
   }
+  out.push(...contentionTargets(scenarios))
   // Issue 30: what the tabs of a Vite app load, every file, gzipped; and how many files.
   for (const [label, kb, files] of [[PAGE_ELECTION, 8_000, 3], [PAGE_FAMILY, 14_000, 4]] as const) {
     const page = find(scenarios, 'bundle', label)
@@ -122,6 +124,41 @@ export function evaluateTargets(scenarios: Scenario[]): Target[] {
   if (client.s && client.r) {
     const gz = client.r.extra.gzip ?? NaN
     out.push({ text: "connect('zaris://host'): the HTTP client chunk <= 10 kB min+gzip (issue 16)", measured: `${fmtBytes(gz)} min+gzip (${gz} bytes)`, met: gz <= 10_000 })
+  }
+  return out
+}
+
+/** Issue 31: under contention, as fast as a polling loop (a share of it), and fair. */
+function contentionTargets(scenarios: Scenario[]): Target[] {
+  const out: Target[] = []
+  const ratio = (text: string, id: string, zaris: string, peer: string, limit: number, chart: string) => {
+    const z = find(scenarios, id, zaris)
+    const p = find(scenarios, id, peer)
+    if (!z.s || z.s.skipped || !z.r || !p.r) return
+    const r = z.r.opsPerSec / p.r.opsPerSec
+    out.push({ text, measured: `${fmtRatio(r)} (${fmtOps(z.r.opsPerSec)} vs ${fmtOps(p.r.opsPerSec)} ops/s)`, met: r >= limit, chart: { label: chart, value: r, goal: limit } })
+  }
+  const fair = (text: string, id: string, zaris: string, tailPeer?: string) => {
+    const z = find(scenarios, id, zaris)
+    if (!z.s || z.s.skipped || !z.r) return
+    const s = shares(z.r.extra)
+    const even = s.min >= 0.5 && s.max <= 2
+    const peer = tailPeer === undefined ? undefined : find(scenarios, id, tailPeer).r
+    const tail = peer ? z.r.p99 / peer.p99 : NaN
+    const measured = `shares ${s.min.toFixed(2)}-${s.max.toFixed(2)} of the mean` + (peer ? `; p99 ${fmtMs(z.r.p99)} vs ${fmtMs(peer.p99)} (${fmtRatio(tail)})` : '')
+    out.push({ text, measured, met: even && (peer === undefined || tail <= 0.25) })
+  }
+  ratio('16 clients, node (memory): >= 0.5x Redis SET NX polling (issue 31)', 'remote-16', 'zaris node (memory), wait', 'Redis SET NX polling', 0.5, '16 clients: node vs SET NX polling')
+  fair('16 clients, node (memory): p99 time-to-hold <= 0.25x redlock\'s, every client within 2x of the mean share (issue 31)', 'remote-16', 'zaris node (memory), wait', 'redlock, retrying')
+  ratio('16 clients, Redis adapter: >= 0.3x Redis SET NX polling (issue 31)', 'redis-16', 'zaris redis adapter, wait', 'Redis SET NX polling', 0.3, '16 clients: Redis adapter vs polling')
+  fair('16 clients, Redis adapter: p99 <= 0.25x redlock\'s, every client within 2x of the mean share (issue 31)', 'redis-16', 'zaris redis adapter, wait', 'redlock, retrying')
+  ratio('16 clients, --data node: >= 2x etcd3 lock() (issue 31)', 'durable-16', 'zaris node (--data), wait', 'etcd3 lock(), waiting on a watch', 2, '16 clients: --data node vs etcd3 lock()')
+  ratio('semaphore, 8 clients / 3 permits: >= 0.5x redis-semaphore (issue 31)', 'redis-sem-8', 'zaris semaphore, wait', 'redis-semaphore, retrying every 10 ms', 0.5, 'semaphore 8/3 vs redis-semaphore')
+  fair('semaphore, 8 clients / 3 permits: every client within 2x of the mean share (issue 31)', 'redis-sem-8', 'zaris semaphore, wait')
+  ratio('semaphore, one client: >= 0.6x redis-semaphore (issue 31)', 'redis-sem-1', 'zaris semaphore (redis adapter)', 'redis-semaphore Semaphore', 0.6, 'semaphore, one client vs redis-semaphore')
+  const handover = find(scenarios, 'handover-8', 'zaris node (memory)')
+  if (handover.s && !handover.s.skipped && handover.r) {
+    out.push({ text: 'handover with 8 waiters, node (memory): p50 <= 0.5 ms (issue 31)', measured: `p50 ${fmtMs(handover.r.p50)}, p99 ${fmtMs(handover.r.p99)}`, met: handover.r.p50 <= 0.5 })
   }
   return out
 }

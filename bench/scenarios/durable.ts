@@ -12,11 +12,13 @@ import { Etcd3 } from 'etcd3'
 import { join } from 'node:path'
 import { httpAdapter } from 'zaris/http'
 import { alternate } from '../lib/compare'
-import { oneClient, zarisPeer, type LockPeer } from '../lib/locks'
+import { etcdLockPeer } from '../lib/handover'
+import { contention, oneClient, zarisPeer, type LockPeer } from '../lib/locks'
 import { loop } from '../lib/measure'
 import type { Scenario } from '../lib/report'
 import { ETCD, etcd as startEtcd, node, tempDir, type Etcd } from '../lib/procs'
 import type { BenchContext } from './context'
+import { CLIENTS, contentionScenario } from './remote'
 
 const TITLE = 'Durable lock: --data node vs etcd'
 const OP = 'acquire + release of an uncontended lock, each write acknowledged only once on disk'
@@ -36,6 +38,8 @@ export async function durableScenarios(ctx: BenchContext): Promise<Scenario[]> {
   const dataNode = await node(['--data', join(dir.path, 'bench.db')])
   const client = new Etcd3({ hosts: etcd.url })
   let zaris: LockPeer | undefined
+  const many: LockPeer[] = []
+  const etcds: Etcd3[] = []
   try {
     zaris = zarisPeer(httpAdapter({ endpoints: [dataNode.url], namespace: 'bench' }))
     // One session lease for every raw cycle, as etcd's own concurrency package keeps one per session.
@@ -74,7 +78,29 @@ export async function durableScenarios(ctx: BenchContext): Promise<Scenario[]> {
       ctx.trials,
     )
     await lease.revoke().catch(() => {})
+    // Issue 31: 16 clients contending, each waiting as its library lets it (zaris in line; etcd3's lock() on a watch of the key).
+    ctx.log(`durable: ${CLIENTS} clients`)
+    const zarisMany = Array.from({ length: CLIENTS }, () => zarisPeer(httpAdapter({ endpoints: [dataNode.url], namespace: 'bench' })))
+    many.push(...zarisMany)
+    const etcdPeers = Array.from({ length: CLIENTS }, () => {
+      const c = new Etcd3({ hosts: etcd.url })
+      etcds.push(c)
+      const peer = etcdLockPeer(c)
+      many.push(peer)
+      return peer
+    })
+    const cdur = ctx.quick ? 400 : 800
+    const contended = await alternate(
+      [
+        { label: 'zaris node (--data), wait', zaris: true, trial: (i) => contention(zarisMany, `lock:durable:many:${i}`, cdur) },
+        { label: 'etcd3 lock(), waiting on a watch', zaris: false, trial: (i) => contention(etcdPeers, `lock:durable:many:etcd:${i}`, cdur) },
+      ],
+      ctx.trials,
+    )
+    const durable16 = contentionScenario('durable-16', `Durable lock, ${CLIENTS} contending clients: --data node vs etcd3 lock()`, contended)
+    durable16.op = `one success: ${CLIENTS} clients in one process contend for one lock, each acquiring, releasing at once and going again; latency (p50, p99) is the time from asking to holding; etcd3 lock() waits on a watch of the key and tries again at each delete`
     return [
+      durable16,
       {
         id: 'durable',
         title: TITLE,
@@ -90,6 +116,8 @@ export async function durableScenarios(ctx: BenchContext): Promise<Scenario[]> {
     ]
   } finally {
     await zaris?.close()
+    await Promise.allSettled(many.map((p) => p.close()))
+    for (const c of etcds) c.close()
     client.close()
     await dataNode.stop()
     await etcd.stop()

@@ -74,7 +74,7 @@ export async function handoverScenarios(ctx: BenchContext): Promise<Scenario[]> 
         rows,
         columns,
         notes: [
-          'zaris: waiters stand in line in the store; the first watches the lock key and takes it in one commit when the release event comes.',
+          "zaris: waiters stand in line in the store, each with its take parked there; the release hands the lock to the first in line in its own step (node: memory store; Redis: the release's script), and the new holder learns it from its take's answer.",
           'etcd3 lock(): a lease grant, a put-if-absent on the key, the lease revoked to release; etcd3 has no waiting lock, so each waiter watches the key and tries again at every delete (all 8 try; one wins).',
           ...(why ? [`etcd row missing: ${why}`] : []),
         ],

@@ -11,7 +11,7 @@ import { Redis } from 'ioredis'
 import { join } from 'node:path'
 import { httpAdapter } from 'zaris/http'
 import { alternate, type Contender } from '../lib/compare'
-import { contention, oneClient, redisPeer, redlockPeer, scriptAttempts, zarisPeer, type LockPeer } from '../lib/locks'
+import { contention, oneClient, redisPeer, redlockPeer, scriptAttempts, shares, zarisPeer, type LockPeer } from '../lib/locks'
 import type { Scenario } from '../lib/report'
 import { node, redis as startRedis, tempDir } from '../lib/procs'
 import type { BenchContext } from './context'
@@ -90,19 +90,27 @@ export async function remoteScenarios(ctx: BenchContext): Promise<Scenario[]> {
   }
 }
 
-/** The scenario record of a contention run: successes/s as ops/s, wait latency, attempts per success. */
+/** The scenario record of a contention run: successes/s as ops/s, wait latency (p50, p99), attempts per success, the spread of successes. */
 export function contentionScenario(id: string, title: string, rows: Scenario['rows']): Scenario {
   const columns: Record<string, Record<string, string>> = {}
   for (const r of rows) {
     const a = (r.extra.attempts ?? NaN) / (r.extra.successes ?? NaN)
-    columns[r.contender] = { 'attempts/success': Number.isFinite(a) ? a.toFixed(2) : '—' }
+    const s = shares(r.extra)
+    columns[r.contender] = {
+      'attempts/success': Number.isFinite(a) ? a.toFixed(2) : '—',
+      'share min-max': Number.isFinite(s.min) ? `${s.min.toFixed(2)}-${s.max.toFixed(2)}` : '—',
+    }
   }
   return {
     id,
     title,
-    op: `one success: ${CLIENTS} clients in one process contend for one lock, each acquiring, releasing at once and going again; latency is the wait for the lock; Redis peers retry every ${RETRY.delay} ms + up to ${RETRY.jitter} ms jitter`,
+    op: `one success: ${CLIENTS} clients in one process contend for one lock, each acquiring, releasing at once and going again; latency (p50, p99) is the time from asking to holding; Redis peers retry every ${RETRY.delay} ms + up to ${RETRY.jitter} ms jitter`,
     metric: 'ops',
     rows,
     columns,
+    notes: [SHARE_NOTE],
   }
 }
+
+/** What the share column says. */
+export const SHARE_NOTE = 'share min-max: the fewest and the most successes any one client had over the run, as multiples of the mean (1-1 is even; 0 is a client that never got it). A poller that takes the lock again right after releasing it wins on ops/s and starves the others.'

@@ -9,7 +9,8 @@ import type { Adapter } from '../core/contract/adapter'
 import { systemClock, type Clock } from '../core/time/clock'
 import { checkKey, checkRequestId } from '../core/contract/validate'
 import { answerOf, keepAnswer, type Answers } from './kit/answers'
-import { LocalStore, localAdapter, type LocalBackend } from './kit/local-store'
+import { LocalStore } from './kit/local-store'
+import { localAdapter, type LocalBackend } from './kit/local-adapter'
 
 /** Options of {@link memoryAdapter}. */
 export interface MemoryAdapterOptions {
@@ -57,13 +58,18 @@ function withRequestIds(store: LocalStore, answers: Answers): LocalBackend {
     get: (key) => store.get(key),
     list: (prefix, after, limit) => store.list(prefix, after, limit),
     history: (prefix, after, limits) => store.history(prefix, after, limits),
-    commit(checks, ops, seen, requestId) {
+    commit(checks, ops, seen, requestId, park) {
       const kept = answerOf(answers, checkRequestId(requestId))
       if (kept) return kept
-      const answer = store.commit(checks, ops, seen)
+      const answer = store.commit(checks, ops, seen, requestId, park)
+      // A parked commit is answered later (by the change that lets it through, or at its wait's end).
+      if (answer instanceof Promise) return answer.then((a) => (keepAnswer(answers, requestId, a), a))
       keepAnswer(answers, requestId, answer)
       return answer
     },
     watch: (prefix, sink, fromRevision) => store.watch(prefix, sink, fromRevision),
+    get granted() {
+      return store.granted
+    },
   }
 }

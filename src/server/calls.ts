@@ -63,21 +63,23 @@ export class Calls {
         return jsonText(200, await this.#pages.page(adapter, prefix, after, limit))
       }
       default: {
-        const { checks, ops, requestId, seen, waitChange } = parseWith(commitRequest, body, 'body')
+        const { checks, ops, requestId, seen, waitChange, keepParked, parkOrder, wakeOwner } = parseWith(commitRequest, body, 'body')
         const metrics = this.#metrics
         const parking = this.parking
+        // The request's text: what a retry must match, and what a parked commit counts against the node's bound.
+        const text = requestId === undefined && waitChange === undefined ? '' : JSON.stringify([checks, ops])
         const apply = async () => {
           // `seen` moves a store that lost its state above what the client saw (bounded: see CommitOptions.seen).
           const options = requestId === undefined && seen === undefined ? undefined : { requestId, seen }
           const started = performance.now()
-          const r = waitChange === undefined ? await adapter.commit(checks, ops, options) : await parking.commit(adapter, checks, ops, options, waitChange, connOf)
+          const r = waitChange === undefined ? await adapter.commit(checks, ops, options) : await parking.commit(adapter, checks, ops, options, { ms: waitChange, keep: keepParked, order: parkOrder, wakeOwner, bytes: 2 * text.length }, connOf)
           if (r.ok) metrics.commits++
           else metrics.conflicts++
           metrics.holds.commit(ns, checks, ops, r, started)
           return JSON.stringify(toCommitResponse(r))
         }
         if (requestId === undefined) return jsonText(200, await apply())
-        const { body: answer, replayed } = await this.#replays.run(`${ns}\u0000${requestId}`, JSON.stringify([checks, ops]), apply)
+        const { body: answer, replayed } = await this.#replays.run(`${ns}\u0000${requestId}`, text, apply)
         if (replayed) metrics.replays++
         return { status: 200, headers: replayed ? { ...JSON_HEADERS, 'x-zaris-replayed': '1' } : { ...JSON_HEADERS }, body: answer }
       }

@@ -1,19 +1,26 @@
 /**
- * Commits that wait for a change (the wire's `waitChange`, the HTTP
- * adapter's capability `commitOnChange`): the node tries the commit now; if
- * a check fails, it keeps the commit parked until the outcome of one of its
- * checks may have changed (a put, delete or expiry at a checked key that the
- * first try's answer does not already account for), tries it once more in
- * the tick of that change and answers with that try, success or failure.
- * After `waitChange` ms with no such change it answers the failure it has.
- * Nothing here knows locks: it is a compare-and-set whose second try runs
- * inside the node, saving the client an event hop and a request hop.
+ * Commits that wait for a change (the wire's `waitChange` and `keepParked`,
+ * the HTTP adapter's capabilities `commitOnChange` and `keepParked`).
  *
- * The trigger is the store's own watch, so changes made through other nodes
- * (a Redis- or etcd-backed node) and expiries wake it too. The watches are
- * set up before the first try, so a change between the try and the wait is
- * not missed; the events that came before the first answer are judged
- * against it (the latest per key: the state the try saw, or a later one).
+ * A store that hands over (capability `handover`: the node's memory and
+ * SQLite stores) keeps the commit itself and tries it again inside the step
+ * of the change that may let it through (adapters/kit/parked.ts): the node
+ * only bounds it and ends it with its connection.
+ *
+ * Any other store (a Redis or etcd behind the node): the node tries the
+ * commit now; if a check fails, it keeps the commit parked until the outcome
+ * of one of its checks may have changed (a put, delete or expiry at a
+ * checked key that the last try's answer does not already account for),
+ * tries it once more in the tick of that change and answers with that try —
+ * or, with `keepParked`, goes on waiting while the try fails only where the
+ * first one did. After `waitChange` ms with no such change it answers the
+ * failure it has. Nothing here knows locks: it is a compare-and-set whose
+ * later tries run inside the node, saving the client an event hop and a
+ * request hop. The trigger is the store's own watch, so changes made through
+ * other nodes and expiries wake it too. The watches are set up before each
+ * try, so a change between the try and the wait is not missed; the events
+ * that came before its answer are judged against it (the latest per key: the
+ * state the try saw, or a later one).
  *
  * Bounded: at most `maxParked` parked commits per node, `maxPerConnection`
  * per connection, `maxParkedBytes` of their requests, and `maxWaitMs` each.
@@ -44,9 +51,26 @@ export class ParkConnection {
   parked = 0
   #closed = false
   readonly #drops = new Set<() => void>()
+  #stop: AbortController | undefined
+  #parent: ParkConnection | undefined
 
   get closed(): boolean {
     return this.#closed
+  }
+
+  /** Closes this connection's parking with `parent` (the node's), once. */
+  closeWith(parent: ParkConnection): void {
+    if (this.#parent) return
+    this.#parent = parent
+    const undo = parent.onClose(() => this.close())
+    this.onClose(undo)
+  }
+
+  /** Aborts when the connection closes (one for all its commits, made on first use). */
+  get signal(): AbortSignal {
+    this.#stop ??= new AbortController()
+    if (this.#closed) this.#stop.abort(CLOSED)
+    return this.#stop.signal
   }
 
   /** Calls `fn` when the connection closes, until the returned function is called. */
@@ -59,9 +83,23 @@ export class ParkConnection {
   close(): void {
     if (this.#closed) return
     this.#closed = true
+    this.#stop?.abort(CLOSED)
     for (const fn of [...this.#drops]) fn()
     this.#drops.clear()
   }
+}
+
+/** The reason a connection's signal aborts with (made once: nobody reads it). */
+const CLOSED = new Error('the connection closed')
+
+/** How a commit waits: `CommitOptions.waitChange` (ms), `keepParked` and `parkOrder`. */
+export interface ParkWait {
+  ms: number
+  keep?: boolean
+  order?: number
+  wakeOwner?: string
+  /** What the request counts against the bound of parked bytes (its JSON, twice for UTF-16), if the caller has it. */
+  bytes?: number
 }
 
 /** Counts for `/metrics` and tests. */
@@ -93,12 +131,14 @@ export class Parking {
 
   /**
    * Commits on `adapter`, waiting up to `waitMs` for a change if a check
-   * fails; see the module doc. `connOf` gives the connection the commit came
-   * on, asked only if the commit may wait.
+   * fails (with `keep`: for a try that goes through); see the module doc.
+   * `connOf` gives the connection the commit came on, asked only if the
+   * commit may wait.
    */
-  async commit(adapter: Adapter, checks: Check[], ops: Op[], options: CommitOptions | undefined, waitMs: number, connOf?: () => ParkConnection | undefined): Promise<CommitResult> {
-    const ms = Math.min(waitMs, this.#limits.maxWaitMs)
-    const bytes = ms > 0 && checks.length > 0 ? 2 * JSON.stringify([checks, ops]).length : 0
+  async commit(adapter: Adapter, checks: Check[], ops: Op[], options: CommitOptions | undefined, wait: ParkWait, connOf?: () => ParkConnection | undefined): Promise<CommitResult> {
+    const ms = Math.min(wait.ms, this.#limits.maxWaitMs)
+    const keep = wait.keep === true
+    const bytes = ms > 0 && checks.length > 0 ? (wait.bytes ?? 2 * JSON.stringify([checks, ops]).length) : 0
     const l = this.#limits
     const conn = bytes > 0 ? connOf?.() : undefined
     if (bytes === 0 || this.#node.closed || this.#now >= l.maxParked || this.#bytes + bytes > l.maxParkedBytes || (conn && (conn.closed || conn.parked >= l.maxPerConnection))) {
@@ -109,25 +149,65 @@ export class Parking {
     this.#now++
     this.#bytes += bytes
     if (conn) conn.parked++
-    const spot = new Spot(checks)
     let waiting = false
-    try {
-      await spot.watch(adapter)
-      const first = await adapter.commit(checks, ops, options)
-      if (first.ok) return first
+    const parked = () => {
+      waiting = true
       this.counts.parked++
       this.counts.now++
-      waiting = true
-      const ending = await spot.wait(first, ms, [this.#node, conn])
-      if (ending !== 'change') return first
-      this.counts.retried++
-      return await adapter.commit(checks, ops, options)
+    }
+    try {
+      if (adapter.capabilities?.handover) return await this.#inStore(adapter, checks, ops, { ...options, waitChange: ms, keepParked: keep, parkOrder: wait.order, wakeOwner: wait.wakeOwner }, conn, parked)
+      return await this.#watched(adapter, checks, ops, options, ms, keep ? wait.wakeOwner ?? true : false, conn, parked)
     } finally {
-      spot.end()
       this.#now--
       this.#bytes -= bytes
       if (waiting) this.counts.now--
       if (conn) conn.parked--
+    }
+  }
+
+  /**
+   * A store that hands over keeps the commit: the node ends it with the
+   * connection it came on (the node's shutdown closes the store, which ends
+   * them all).
+   */
+  async #inStore(adapter: Adapter, checks: Check[], ops: Op[], options: CommitOptions, conn: ParkConnection | undefined, parked: () => void): Promise<CommitResult> {
+    let waited = false
+    const onParked = () => {
+      waited = true
+      parked()
+    }
+    conn?.closeWith(this.#node)
+    const signal = (conn ?? this.#node).signal
+    const r = await adapter.commit(checks, ops, { ...options, signal, onParked })
+    // Answered by a later try that went through.
+    if (waited && r.ok) this.counts.retried++
+    return r
+  }
+
+  /** Any other store: the node watches the checked keys and tries again on a change. */
+  /** `keep`: false, or true, or the owner a try that fails at a key it holds is answered for (`wakeOwner`). */
+  async #watched(adapter: Adapter, checks: Check[], ops: Op[], options: CommitOptions | undefined, ms: number, keep: boolean | string, conn: ParkConnection | undefined, parked: () => void): Promise<CommitResult> {
+    const spot = new Spot(checks)
+    try {
+      await spot.watch(adapter)
+      const first = await adapter.commit(checks, ops, options)
+      if (first.ok || woken(first, keep)) return first
+      parked()
+      const until = performance.now() + ms
+      let last: Extract<CommitResult, { ok: false }> = first
+      for (;;) {
+        const ending = await spot.wait(last, until - performance.now(), [this.#node, conn])
+        if (ending !== 'change') return last
+        this.counts.retried++
+        spot.rearm()
+        const r = await adapter.commit(checks, ops, options)
+        // Without `keep`, the try after the change is the answer; with it, only one that went through or lost what held.
+        if (r.ok || !keep || lostHeld(first, r) || woken(r, keep)) return r
+        last = r
+      }
+    } finally {
+      spot.end()
     }
   }
 
@@ -170,7 +250,15 @@ class Spot {
     )
   }
 
-  /** Waits, after the first try failed, for a change that may flip one of its checks, at most `ms`. */
+  /** Before another try: events from now on are judged against its answer (as before the first). */
+  rearm(): void {
+    this.#latest = new Map()
+    this.#failed = undefined
+    this.#wake = undefined
+    this.#woken = undefined
+  }
+
+  /** Waits, after a try failed, for a change that may flip one of its checks, at most `ms`. */
   wait(first: Extract<CommitResult, { ok: false }>, ms: number, conns: Array<ParkConnection | undefined>): Promise<Ending> {
     this.#failed = new Set(first.failed.map((f) => f.key))
     const latest = this.#latest!
@@ -217,6 +305,17 @@ class Spot {
     this.#woken = ending
     this.#wake?.(ending)
   }
+}
+
+/** Whether a later failed try `r` failed a check that held on the first try (`first`): the caller lost something it owns. */
+function lostHeld(first: Extract<CommitResult, { ok: false }>, r: Extract<CommitResult, { ok: false }>): boolean {
+  const failedFirst = new Set(first.failed.map((f) => f.key))
+  return r.failed.some((f) => !failedFirst.has(f.key))
+}
+
+/** Whether a failed try is answered for `wakeOwner` (`keep` when it is one): it failed at a key that owner holds. */
+function woken(r: Extract<CommitResult, { ok: false }>, keep: boolean | string): boolean {
+  return typeof keep === 'string' && r.failed.some((f) => f.entry?.owner === keep)
 }
 
 /** Whether check `c` holds once `ev` happened at its key. */

@@ -9,9 +9,12 @@
  * POST /v1/<ns>/get     { key }                       -> { entry: Entry | null }
  * POST /v1/<ns>/list    { prefix, after?, limit? }    -> { entries: Entry[], more }
  *      (one page, sorted by key, after the key `after`; the node caps its size in entries and bytes)
- * POST /v1/<ns>/commit  { checks, ops, requestId?, seen?, waitChange? } -> CommitResult   (seen: CommitOptions.seen)
+ * POST /v1/<ns>/commit  { checks, ops, requestId?, seen?, waitChange?, keepParked? } -> CommitResult   (seen: CommitOptions.seen)
  *      (waitChange: ms; a commit whose check fails is tried once more when a checked key
- *       changes, and answered with that try; with no change in time, with the first)
+ *       changes, and answered with that try; with no change in time, with the first;
+ *       keepParked: answered only by a try that goes through or fails where the first held;
+ *       parkOrder: parked commits are tried in its order; wakeOwner: also answered
+ *       by a try that fails at a key this owner holds)
  * GET  /v1/<ns>/watch?prefix=P[&from=R][&epoch=E]     -> text/event-stream
  *      (Last-Event-ID: R resumes after revision R; each change event's id is its revision;
  *       epoch E, from the stream's `ready` event, makes a resume fail plainly if the store was reset)
@@ -167,6 +170,12 @@ export const commitRequest = z.strictObject({
   seen: revision.optional(),
   /** Ms the node may keep a commit whose check failed, to try it once more when a checked key changes (the node cuts it to its own bound). */
   waitChange: z.number().int().min(0).max(WAIT_CHANGE_MAX).optional(),
+  /** With `waitChange`: answer only a try that goes through, one that fails a check the first try passed, or the wait's end (CommitOptions.keepParked). */
+  keepParked: z.boolean().optional(),
+  /** With `waitChange`: parked commits are tried in ascending parkOrder (CommitOptions.parkOrder). */
+  parkOrder: revision.optional(),
+  /** With keepParked: answer also a try that fails at a key now owned by this owner (CommitOptions.wakeOwner). */
+  wakeOwner: owner.optional(),
 })
 /** Names one life of a store: a store that was reset (a memory node restarted) gets a new epoch. */
 const epochSchema = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'must be 1-64 letters, digits, _ or -')

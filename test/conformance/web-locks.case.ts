@@ -29,7 +29,7 @@ function pausable(inner: Adapter): { adapter: Adapter; pause(): void; resume(): 
       if (p === 'commit') return commit
       // A take parked at the store (commitOnChange) is tried there on the release, paused or not: no window
       // between waking and taking to hold open. This client takes after the event, as without the capability.
-      if (p === 'capabilities') return { ...target.capabilities, commitOnChange: false }
+      if (p === 'capabilities') return { ...target.capabilities, commitOnChange: false, keepParked: false }
       const v = Reflect.get(target, p, target) as unknown
       return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v
     },

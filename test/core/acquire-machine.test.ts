@@ -566,7 +566,8 @@ describe('a whole wait: the patrol and a handover in flight', () => {
   test('the second in line patrols while the first one\'s take is on its way: it waits, and the first gets the lock', async () => {
     const { clock, raw } = freshStore()
     const slow = staged(raw())
-    const [a, b, c] = [new Client(raw(), { id: 'a', clock }), new Client(slow.adapter, { id: 'b', clock }), new Client(raw(), { id: 'c', clock })]
+    // c as b, on a store without parked takes (staged declares none): the patrol is the path of such a store.
+    const [a, b, c] = [new Client(raw(), { id: 'a', clock }), new Client(slow.adapter, { id: 'b', clock }), new Client(staged(raw()).adapter, { id: 'c', clock })]
     cleanups.push(() => Promise.all([a, b, c].map((x) => x.close())))
     const inLine = async (n: number) => {
       while ((await a.adapter.list(QUEUE)).entries.length !== n) await flush()

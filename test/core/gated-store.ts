@@ -195,7 +195,8 @@ export function gatedStore(raw: () => Adapter, manager: FakeLockManager) {
     }
     return {
       name: 'memory with gates (a fake lock manager of this process)',
-      capabilities: { ...inner.capabilities, gates: true },
+      // As IndexedDB's: gates, and no handover (the memory store under it hands over; IndexedDB does not).
+      capabilities: { ...inner.capabilities, gates: true, commitOnChange: false, keepParked: false, handover: false },
       get: (key) => inner.get(key),
       list: (prefix, o) => inner.list(prefix, o),
       watch: (prefix, sink, from) => inner.watch(prefix, sink, from),

@@ -179,9 +179,32 @@ describe('permit part', () => {
     expect((await raw.list('\u0001ps\u0001')).entries.map((e) => [e.key.at(-1), e.owner])).toEqual([['0', 'a'], ['1', 'me']])
     let commits = 0
     const counting = { ...ctx, adapter: { ...ctx.adapter, commit: (...a: Parameters<typeof ctx.adapter.commit>) => (commits++, ctx.adapter.commit(...a)) } }
-    const full = await claimOf(counting, [new PermitPart(counting, 's', 2, spec)], undefined, ([h]) => h!).attempt(undefined, {})
+    const part = new PermitPart(counting, 's', 2, spec)
+    await part.look()
+    const full = await claimOf(counting, [part], undefined, ([h]) => h!).attempt(undefined, {})
     expect(full).toMatchObject({ sight: { blockers: [{ owner: 'a' }, { owner: 'me' }] } })
     expect(commits).toBe(0)
+  })
+
+  test('a first try goes to slot 0 without a read; when it fails, one read of every slot, then the lowest free one', async () => {
+    const { ctx, spec, client, raw } = setup()
+    let lists = 0
+    let commits = 0
+    const counting = {
+      ...ctx,
+      adapter: {
+        ...ctx.adapter,
+        commit: (...a: Parameters<typeof ctx.adapter.commit>) => (commits++, ctx.adapter.commit(...a)),
+        list: (...a: Parameters<typeof ctx.adapter.list>) => (lists++, ctx.adapter.list(...a)),
+      },
+    }
+    const free = await claimOf(counting, [new PermitPart(counting, 's', 3, spec)], undefined, ([h]) => h!).attempt(undefined, {})
+    expect('hold' in free && [commits, lists]).toEqual([1, 0])
+    await client('a').semaphores.acquire('s', { limit: 3 })
+    ;[commits, lists] = [0, 0]
+    const next = await claimOf(counting, [new PermitPart(counting, 's', 3, spec)], undefined, ([h]) => h!).attempt(undefined, {})
+    expect('hold' in next && [commits, lists]).toEqual([2, 1])
+    expect((await raw.list('\u0001ps\u0001')).entries.map((e) => e.owner)).toEqual(['me', 'a', 'me'])
   })
 
   test('a slot it thought free but was taken: it learns and takes the next', async () => {

@@ -11,7 +11,8 @@
 import { describe, expect, test } from 'vitest'
 import type { Op, WatchEvent } from 'zaris'
 import { ManualClock } from 'zaris/testing'
-import { LocalStore, StoreQuota, localAdapter } from '../../src/adapters/kit/local-store'
+import { LocalStore, StoreQuota } from '../../src/adapters/kit/local-store'
+import { localAdapter } from '../../src/adapters/kit/local-adapter'
 import { LogBudget } from '../../src/adapters/kit/event-log'
 import type { Stored } from '../../src/adapters/kit/write'
 import { arrayDisk } from './array-disk'
@@ -292,7 +293,7 @@ describe('the adapter over a local store', () => {
     const s = new LocalStore({ clock })
     let closed = 0
     const adapter = localAdapter('memory', s, () => closed++)
-    expect(adapter.capabilities).toEqual({ history: true })
+    expect(adapter.capabilities).toEqual({ history: true, commitOnChange: true, keepParked: true, handover: true })
     await adapter.commit([], [set('a', 1)], { seen: 10 })
     expect(s.revision).toBe(11)
     const page = await adapter.history!('', 0, { maxEvents: 10, maxBytes: 1e6 })

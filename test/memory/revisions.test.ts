@@ -9,7 +9,8 @@ import { describe, expect, test } from 'vitest'
 import { Client, RevisionExhaustedError, isZarisError, type WatchEvent } from 'zaris'
 import { ManualClock } from 'zaris/testing'
 import { SEEN_REVISION_LIMIT } from '../../src/core/contract/adapter'
-import { LocalStore, localAdapter } from '../../src/adapters/kit/local-store'
+import { LocalStore } from '../../src/adapters/kit/local-store'
+import { localAdapter } from '../../src/adapters/kit/local-adapter'
 
 const MAX = Number.MAX_SAFE_INTEGER
 

@@ -1,8 +1,12 @@
 /**
  * Waiting commits (`waitChange`) judged by the model and the lincheck
  * checker, on a node served in this process (so that test/mutants can
- * inject a bug into the node's parking: src/server/parking.ts), over real
- * HTTP on loopback, memory store.
+ * inject a bug into the node's parking: src/server/parking.ts, and the
+ * store's: src/adapters/kit/parked.ts), over real HTTP on loopback, memory
+ * store: as it is (the store hands over: parked takes tried in the
+ * release's own step), and with the store's `handover` hidden from the node
+ * (a fake, named so: the node then parks as in front of a Redis or an etcd,
+ * on its watch of the store).
  *
  * - The model's random scenarios, with the acquire machine's `park` state in
  *   use (counted: the node's parked commits in the runs).
@@ -11,7 +15,7 @@
  *   the recorded history must be linearizable, and the holder must still hold.
  */
 import { afterAll, beforeAll, expect, test } from 'vitest'
-import { Client, connect } from 'zaris'
+import { Client, connect, type Adapter } from 'zaris'
 import { httpAdapter } from 'zaris/http'
 import { createHandler, listen, memoryBackend, type Handler, type Listening } from '../../src/server'
 import { count, figure, timeout } from '../faults/scale'
@@ -22,19 +26,36 @@ import { assertScenarios, parkScenarioArbitrary, realEnvironment, realScenarios 
 let handler: Handler
 let node: Listening
 const backend = memoryBackend()
+let watchedHandler: Handler
+let watched: Listening
+const watchedBackend = memoryBackend()
+
+/** The memory store's adapter with `handover` hidden (a fake: the node parks on its watch, as in front of Redis or etcd). */
+const withoutHandover = (adapter: Adapter): Adapter =>
+  new Proxy(adapter, {
+    get(target, p) {
+      if (p === 'capabilities') return { ...target.capabilities, handover: false }
+      const v = Reflect.get(target, p, target) as unknown
+      return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v
+    },
+  })
 
 beforeAll(async () => {
   handler = createHandler({ adapterFor: backend.adapterFor })
   node = await listen(handler, { port: 0, host: '127.0.0.1' })
+  watchedHandler = createHandler({ adapterFor: async (ns) => withoutHandover(await watchedBackend.adapterFor(ns)) })
+  watched = await listen(watchedHandler, { port: 0, host: '127.0.0.1' })
 })
 afterAll(async () => {
   await node?.close()
+  await watched?.close()
   await backend.close()
+  await watchedBackend.close()
 })
 
 /** A counter of the node's parking, as /metrics renders it. */
-function parking(name: string): number {
-  const text = handler.metrics.render({ watchers: 0, locksHeld: 0, namespaces: 0 })
+function parking(name: string, of: Handler = handler): number {
+  const text = of.metrics.render({ watchers: 0, locksHeld: 0, namespaces: 0 })
   return Number(new RegExp(`^zaris_${name} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN)
 }
 
@@ -130,3 +151,12 @@ test('three clients handing one lock around by parked takes: linearizable, one h
   const verdict = verifyHistory(history.events)
   if (!verdict.ok) throw new Error(verdict.report)
 }, 60_000)
+
+test(`${parkRuns} random scenarios of short holds racing parked takes, the node parking on its watch (handover hidden, a fake): linearizable, the node's later tries reached`, async () => {
+  const retried = parking('commits_park_retries_total', watchedHandler)
+  const adapter = (ns: string) => async () => (await connect(`zaris://127.0.0.1:${watched.port}/${ns}`)).adapter
+  const r = await assertScenarios(parkRuns, parkScenarioArbitrary(), (scheduler, run) => realEnvironment(adapter(`park-watched-${run}`), scheduler), 'w', { shrinkMs: 30_000 })
+  const used = parking('commits_park_retries_total', watchedHandler) - retried
+  await figure('model test, short holds racing takes parked on the node\'s watch', { runs: r.runs, operations: r.operations, seconds: r.ms / 1000, retried: used })
+  expect(used).toBeGreaterThanOrEqual(4)
+}, timeout(180_000, 1_200_000))

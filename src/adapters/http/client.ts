@@ -18,7 +18,7 @@
  *
  * @module
  */
-import type { Adapter, Capabilities, Check, CommitOptions, CommitResult, Entry, ListOptions, ListPage, Op, Unsubscribe, WatchEvent } from '../../core/contract/adapter'
+import type { Adapter, Capabilities, CommitOptions, CommitResult, Entry, ListOptions, ListPage, Unsubscribe, WatchEvent } from '../../core/contract/adapter'
 import { ClosedError, InvalidArgumentError, UnauthorizedError, UnavailableError, ZarisError, errorFromJSON } from '../../core/contract/errors'
 import { randomHex } from '../../core/contract/ids'
 import { checkKey, checkListOptions, checkPrefix, checkWatchArgs } from '../../core/contract/validate'
@@ -27,6 +27,7 @@ import { API_PREFIX, NAMESPACE_PATTERN } from './wire'
 import { pageExit, type PageExit } from './page-exit'
 import { fetchTransport, hasNodeHttp, type Transport } from './transport'
 import { WatchHub, type HistoryPage, type HubContext } from './watch-hub'
+import { NONE, ON_CHANGE, ON_CHANGE_KEEP, waitOf, type CommitBody } from './waiting'
 
 /** Options of {@link httpAdapter}. */
 export interface HttpAdapterOptions {
@@ -74,6 +75,8 @@ class HttpAdapter implements Adapter {
   readonly name = 'http'
   /** Whether the node is taken to understand `waitChange` (until it refuses the field). */
   #onChange = true
+  /** Whether the node is taken to understand `keepParked` (until it refuses the field). */
+  #keep = true
   readonly #endpoints: string[]
   readonly #namespace: string
   readonly #headers: Record<string, string>
@@ -129,7 +132,7 @@ class HttpAdapter implements Adapter {
   }
 
   get capabilities(): Capabilities {
-    return this.#onChange ? ON_CHANGE : NONE
+    return this.#onChange ? (this.#keep ? ON_CHANGE_KEEP : ON_CHANGE) : NONE
   }
 
   async get(key: string): Promise<Entry | undefined> {
@@ -159,20 +162,33 @@ class HttpAdapter implements Adapter {
     let r: CommitResult
     if (wait > 0) {
       body.waitChange = wait
-      try {
-        r = await this.#call('commit', body, readCommit, 'POST', undefined, wait)
-      } catch (err) {
-        // A node older than waiting commits refuses the field (its strict schema): send it plainly, and never again.
-        if (!(err instanceof ZarisError && err.code === 'INVALID_ARGUMENT' && err.message.includes('waitChange'))) throw err
-        this.#onChange = false
-        delete body.waitChange
-        r = await this.#call('commit', body, readCommit)
-      }
+      if (options!.keepParked && this.#keep) Object.assign(body, { keepParked: true, parkOrder: options!.parkOrder, wakeOwner: options!.wakeOwner })
+      r = await this.#waiting(body, wait)
     } else r = await this.#call('commit', body, readCommit)
     this.#exit?.saw(ops, r)
     if (r.ok) this.#saw(r.revision)
     else for (const f of r.failed) if (f.entry) this.#saw(f.entry.revision)
     return r
+  }
+
+  /**
+   * A commit the node may keep waiting. A node older than a field refuses it
+   * (its strict schema): the commit goes again without it, and the field is
+   * never sent again (`keepParked` and `parkOrder` first: they are the newer).
+   */
+  async #waiting(body: CommitBody, wait: number): Promise<CommitResult> {
+    for (;;) {
+      try {
+        return await this.#call('commit', body, readCommit, 'POST', undefined, body.waitChange ? wait : undefined)
+      } catch (err) {
+        const refused = err instanceof ZarisError && err.code === 'INVALID_ARGUMENT' ? err.message : ''
+        const keep = body.keepParked && /keepParked|parkOrder|wakeOwner/.test(refused)
+        if (!keep && !(body.waitChange && refused.includes('waitChange'))) throw err
+        if (!keep) [this.#onChange, body.waitChange] = [false, undefined]
+        this.#keep = false
+        body.keepParked = body.parkOrder = body.wakeOwner = undefined
+      }
+    }
   }
 
   async watch(prefix: string, sink: Parameters<Adapter['watch']>[1], fromRevision?: number): Promise<Unsubscribe> {
@@ -399,14 +415,6 @@ function asError(err: unknown): Error {
   return err instanceof Error ? err : new Error(String(err))
 }
 
-/** A commit's body on the wire (protocol.ts has its schema; this chunk carries no zod). */
-interface CommitBody {
-  checks: Check[]
-  ops: Op[]
-  requestId: string
-  seen?: number
-  waitChange?: number
-}
 
 /**
  * Rounds after the first, and the longest pause between two: a `--data` node
@@ -417,18 +425,6 @@ interface CommitBody {
  */
 const DEFAULT_RETRIES = 6
 const MAX_BACKOFF_MS = 1_000
-
-const ON_CHANGE: Capabilities = Object.freeze({ commitOnChange: true })
-const NONE: Capabilities = Object.freeze({})
-
-/** The most ms a commit asks a node to wait (nodes cut it to their own bound, 30 s by default). */
-const MAX_WAIT_CHANGE = 30_000
-
-/** A `waitChange` option as sent: a whole number of ms, 0 for none. */
-function waitOf(ms: number | undefined): number {
-  if (ms === undefined || !(ms > 0)) return 0
-  return Math.min(Math.ceil(ms), MAX_WAIT_CHANGE)
-}
 
 function positive(value: unknown, fallback: number, name: string): number {
   if (value === undefined) return fallback

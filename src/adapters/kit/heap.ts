@@ -9,8 +9,15 @@
  */
 export interface Due {
   at: number
+  /** Orders items of the same `at` (lower first; absent counts as 0): a store's parked commits of one order, by when they came. */
+  readonly tie?: number
   /** The item's slot in the heap, -1 when it is not in one; only the heap writes it. */
   heapIndex: number
+}
+
+/** Whether `a` comes before `b`. */
+function before(a: Due, b: Due): boolean {
+  return a.at < b.at || (a.at === b.at && (a.tie ?? 0) < (b.tie ?? 0))
 }
 
 export class MinHeap<T extends Due> {
@@ -45,7 +52,7 @@ export class MinHeap<T extends Due> {
     const last = items.pop()!
     if (i === items.length) return
     // The last item fills the hole, then moves whichever way its deadline says.
-    if (i > 0 && items[(i - 1) >> 1]!.at > last.at) this.#siftUp(last, i)
+    if (i > 0 && before(last, items[(i - 1) >> 1]!)) this.#siftUp(last, i)
     else this.#siftDown(last, i)
   }
 
@@ -53,7 +60,7 @@ export class MinHeap<T extends Due> {
   update(item: T): void {
     const i = item.heapIndex
     if (i < 0 || this.#items[i] !== item) return this.push(item)
-    if (i > 0 && this.#items[(i - 1) >> 1]!.at > item.at) this.#siftUp(item, i)
+    if (i > 0 && before(item, this.#items[(i - 1) >> 1]!)) this.#siftUp(item, i)
     else this.#siftDown(item, i)
   }
 
@@ -62,7 +69,7 @@ export class MinHeap<T extends Due> {
     while (i > 0) {
       const parent = (i - 1) >> 1
       const p = items[parent]!
-      if (p.at <= item.at) break
+      if (!before(item, p)) break
       items[i] = p
       p.heapIndex = i
       i = parent
@@ -77,9 +84,9 @@ export class MinHeap<T extends Due> {
       const left = 2 * i + 1
       if (left >= items.length) break
       const right = left + 1
-      const child = right < items.length && items[right]!.at < items[left]!.at ? right : left
+      const child = right < items.length && before(items[right]!, items[left]!) ? right : left
       const c = items[child]!
-      if (c.at >= item.at) break
+      if (!before(c, item)) break
       items[i] = c
       c.heapIndex = i
       i = child

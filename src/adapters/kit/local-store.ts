@@ -19,19 +19,23 @@
  *
  * @module
  */
-import type { Adapter, Check, CommitResult, Entry, HistoryLimits, HistoryPage, ListPage, Op, Unsubscribe, WatchSink } from '../../core/contract/adapter'
+import type { Check, CommitResult, Entry, HistoryLimits, HistoryPage, ListPage, Op, Unsubscribe, WatchSink } from '../../core/contract/adapter'
 import type { Clock, TimerHandle } from '../../core/time/clock'
 import { ClosedError, TooLargeError } from '../../core/contract/errors'
-import { checkCommitArgs, checkKey, checkListOptions, checkPrefix, checkWatchArgs } from '../../core/contract/validate'
+import { checkCommitArgs, checkKey, checkPrefix } from '../../core/contract/validate'
 import { entryBytes, EventLog, type LogBudget } from './event-log'
 import { KeyIndex } from './key-index'
 import { MinHeap } from './heap'
-import { AdapterLife } from './life'
+import { ParkedCommits, type Failure, type ParkOptions, type Success } from './parked'
 import { copyValue as copy, floorRevision, hasRevisionLeft, nextRevision, toEntry, written, type Stored } from './write'
 
-/** Where a durable store writes. Must throw (and write nothing) on failure. */
+/**
+ * Where a durable store writes. Must throw (and write nothing) on failure.
+ * `parked`: the `tag` of a parked commit whose later try this write is (see
+ * parked.ts); undefined for a commit's own write and for an expiry.
+ */
 export interface Persistence {
-  write(revision: number, puts: Stored[], deletes: string[]): void
+  write(revision: number, puts: Stored[], deletes: string[], parked?: unknown): void
 }
 
 export interface LocalStoreOptions {
@@ -102,6 +106,8 @@ export class LocalStore {
   readonly #quota: StoreQuota
   /** Whether entries' bytes are counted (there is a quota). */
   readonly #counts: boolean
+  /** Commits waiting for a change (capability `handover`). */
+  readonly #parked: ParkedCommits
 
   constructor(options: LocalStoreOptions) {
     this.clock = options.clock
@@ -114,7 +120,25 @@ export class LocalStore {
       for (const e of initial.entries) this.#fill(this.#newSlot(e.key), e, this.#counts ? entryBytes(e.key, e.value, e.owner) : 0)
     }
     this.#log = new EventLog({ maxEvents: options.historySize ?? 10_000, maxBytes: options.historyBytes, budget: options.historyBudget }, this.#revision)
+    this.#parked = new ParkedCommits({
+      clock: this.clock,
+      expire: () => void this.#expireDue(),
+      holds: (check) => holds(check, this.#slots.get(check.key)?.entry),
+      ownerOf: (key) => this.#slots.get(key)?.entry?.owner,
+      failure: (checks) => this.#failure(checks, this.clock.now()),
+      apply: (ops, tag) => this.#write(ops, this.clock.now(), undefined, undefined, tag),
+    })
     this.#schedule()
+  }
+
+  /** How many commits are parked, waiting for a change. */
+  get parked(): number {
+    return this.#parked.size
+  }
+
+  /** How many parked commits went through so far. */
+  get granted(): number {
+    return this.#parked.granted
   }
 
   get revision(): number {
@@ -168,9 +192,15 @@ export class LocalStore {
   /**
    * Applies a commit (see the adapter contract). `seen`: the highest revision
    * the caller has seen; a store behind it (one that lost its state) moves
-   * up to it first, within the contract's limit.
+   * up to it first, within the contract's limit. `requestId` is not used
+   * (a LocalStore keeps no answers; the SQLite store does). With `park`, a
+   * commit whose check fails waits in the store and resolves later
+   * (parked.ts). Every write hands over: the parked commits it lets through
+   * are applied before this returns.
    */
-  commit(checks: Check[], ops: Op[], seen?: number): CommitResult {
+  commit(checks: Check[], ops: Op[], seen?: number): CommitResult
+  commit(checks: Check[], ops: Op[], seen: number | undefined, requestId: string | undefined, park: ParkOptions | undefined): CommitResult | Promise<CommitResult>
+  commit(checks: Check[], ops: Op[], seen?: number, _requestId?: string, park?: ParkOptions): CommitResult | Promise<CommitResult> {
     checkCommitArgs(checks, ops)
     // Before the checks, so that even a refused commit (an old holder's renewal) lifts a store that lost its state.
     this.#revision = floorRevision(this.#revision, seen)
@@ -183,14 +213,20 @@ export class LocalStore {
       checkedKey = check.key
       checkedSlot = this.#slots.get(check.key)
       const e = checkedSlot?.entry
-      const holds =
-        'revision' in check
-          ? check.revision === null ? e === undefined : e?.revision === check.revision
-          : check.created === null ? e === undefined : e?.created === check.created
-      if (!holds) (failed ??= []).push({ key: check.key, entry: e && this.#snapshot(e, now) })
+      if (!holds(check, e)) (failed ??= []).push({ key: check.key, entry: e && this.#snapshot(e, now) })
     }
-    if (failed) return { ok: false, failed }
+    if (failed) return park && park.ms > 0 ? this.#parked.park(checks, ops, { ok: false, failed }, park) : { ok: false, failed }
+    const r = this.#write(ops, now, checkedKey, checkedSlot, undefined)
+    this.#parked.committed(r)
+    return r
+  }
 
+  /**
+   * Writes `ops` as one commit at store time `now` (its checks hold) and
+   * answers it. `checkedKey`'s slot is known already (one Map lookup less);
+   * `parked`: the tag of a parked commit's try, for the persistence.
+   */
+  #write(ops: Op[], now: number, checkedKey: string | undefined, checkedSlot: Slot | undefined, parked: unknown): Success {
     const revision = nextRevision(this.#revision)
     const puts: Stored[] = []
     const putSlots: Array<Slot | undefined> = []
@@ -210,7 +246,7 @@ export class LocalStore {
       putSlots.push(slot)
     }
     const sizes = this.#checkQuota(puts, putSlots, deleteSlots)
-    this.#persistence?.write(revision, puts, deletes)
+    this.#persistence?.write(revision, puts, deletes, parked)
 
     this.#revision = revision
     for (let i = 0; i < deletes.length; i++) {
@@ -245,10 +281,11 @@ export class LocalStore {
     return page
   }
 
-  /** Stops the expiry timer and ends every watch; the store is not used again. */
+  /** Stops the expiry timer, answers every parked commit with its first try and ends every watch; the store is not used again. */
   close(): void {
     if (this.#timer !== undefined) this.clock.clearTimeout(this.#timer)
     this.#timer = undefined
+    this.#parked.closeAll()
     this.#log.closeAll(new ClosedError('the store was closed'))
   }
 
@@ -259,7 +296,7 @@ export class LocalStore {
    */
   #expireDue(): number {
     const now = this.clock.now()
-    let expired = false
+    let expired: string[] | undefined
     for (let top = this.#expiry.peek(); top !== undefined && top.at <= now && hasRevisionLeft(this.#revision); top = this.#expiry.peek()) {
       // Only live entries are in the heap. Written before it leaves the heap, so a failed write is tried again.
       const key = top.entry!.key
@@ -268,13 +305,25 @@ export class LocalStore {
       this.#revision = revision
       this.#empty(top)
       this.#log.append({ type: 'expire', key, revision })
-      expired = true
+      ;(expired ??= []).push(key)
     }
     if (expired) {
       this.#compact()
       this.#schedule()
+      // An expiry hands over as a commit does.
+      this.#parked.changed(expired)
     }
     return now
+  }
+
+  /** The failure answer of `checks` at store time `now`. */
+  #failure(checks: Check[], now: number): Failure {
+    const failed: Failure['failed'] = []
+    for (const check of checks) {
+      const e = this.#slots.get(check.key)?.entry
+      if (!holds(check, e)) failed.push({ key: check.key, entry: e && this.#snapshot(e, now) })
+    }
+    return { ok: false, failed }
   }
 
   /** The bytes of each put; throws TOO_LARGE if the commit would grow the entries past the quota. */
@@ -360,57 +409,9 @@ export class LocalStore {
   }
 }
 
-/** What {@link localAdapter} runs on: a {@link LocalStore}, or a store built on one (the SQLite file's). */
-export interface LocalBackend {
-  get(key: string): Entry | undefined | Promise<Entry | undefined>
-  /** A page of live entries under `prefix` after `after` (the arguments checked). */
-  list(prefix: string, after?: string, limit?: number): ListPage | Promise<ListPage>
-  history(prefix: string, after: number, limits: HistoryLimits): HistoryPage | Promise<HistoryPage>
-  /** `seen` and `requestId` come from the commit's options; a LocalStore needs only `seen`. */
-  commit(checks: Check[], ops: Op[], seen?: number, requestId?: string): CommitResult | Promise<CommitResult>
-  watch(prefix: string, sink: WatchSink, fromRevision?: number): Unsubscribe
+/** Whether `check` holds on `e`, its key's live entry (or undefined). */
+function holds(check: Check, e: Stored | undefined): boolean {
+  return 'revision' in check
+    ? check.revision === null ? e === undefined : e?.revision === check.revision
+    : check.created === null ? e === undefined : e?.created === check.created
 }
-
-/**
- * An Adapter over a store of this process (memory, or the SQLite file's).
- * Each adapter closes on its own (its watches end, its calls fail with
- * `ClosedError`) while the store lives on for others.
- */
-export function localAdapter(
-  name: string,
-  store: LocalBackend,
-  onClose?: () => void,
-): Adapter {
-  const life = new AdapterLife(name)
-  const open = () => life.assertOpen()
-  return {
-    name,
-    capabilities: { history: true },
-    async history(prefix, after, limits) {
-      open()
-      return store.history(prefix, after, limits)
-    },
-    async get(key) {
-      open()
-      return store.get(key)
-    },
-    async list(prefix, options) {
-      open()
-      const { after, limit } = checkListOptions(options)
-      return store.list(checkPrefix(prefix), after, limit)
-    },
-    async commit(checks, ops, options) {
-      open()
-      return store.commit(checks, ops, options?.seen, options?.requestId)
-    },
-    async watch(prefix, sink, fromRevision) {
-      open()
-      checkWatchArgs(prefix, sink, fromRevision)
-      return life.track(store.watch(prefix, sink, fromRevision))
-    },
-    async close() {
-      if (life.close()) onClose?.()
-    },
-  }
-}
-

@@ -24,7 +24,7 @@
  * @module
  */
 import { InvalidArgumentError, UnsupportedError } from '../../core/contract/errors'
-import { evalScript, KeepAlive, RESEND_WINDOW_MS, type LuaScript, type RedisLink } from './link'
+import { evalScript, KeepAlive, RESEND_WINDOW_MS, streamEntries, type LuaScript, type RedisLink } from './link'
 
 /** The client libraries a `redis://` URL can open, in the order one is picked when the URL names none. */
 export const LIBRARIES = ['ioredis', 'redis', 'iovalkey'] as const
@@ -114,6 +114,7 @@ export function entryOf(library: RedisLibrary, { mod, inner }: LoadedModule): (.
 interface IoredisLike {
   call(command: string, ...args: Array<string | number>): Promise<unknown>
   duplicate(overrides?: object): IoredisLike
+  subscribe(channel: string): Promise<unknown>
   connect(): Promise<void>
   quit(): Promise<unknown>
   disconnect(): void
@@ -184,6 +185,12 @@ class IoredisLink implements RedisLink {
     return new IoredisLink(reader)
   }
 
+  async subscribe(channel: string, onMessage: (message: string) => void): Promise<void> {
+    // ioredis subscribes again after a reconnect by itself.
+    this.#client.on('message', (ch, message) => ch === channel && onMessage(message as string))
+    await this.#client.subscribe(channel)
+  }
+
   keepAlive(on: boolean): void {
     // ioredis opens a new socket on every reconnect: the setting is applied to each.
     if (!this.cluster) this.#alive.set(on)
@@ -210,6 +217,7 @@ class IoredisLink implements RedisLink {
 interface NodeRedisLike {
   sendCommand(...args: unknown[]): Promise<unknown>
   duplicate(overrides?: object): NodeRedisLike
+  subscribe(channel: string, listener: (message: string) => void): Promise<unknown>
   connect(): Promise<unknown>
   close(): Promise<void>
   destroy(): void
@@ -379,6 +387,12 @@ class NodeRedisLink implements RedisLink {
     return new NodeRedisLink(reader, this.cluster, 'reader', reader.connect())
   }
 
+  async subscribe(channel: string, onMessage: (message: string) => void): Promise<void> {
+    // node-redis subscribes again after a reconnect by itself.
+    await this.#connecting
+    await this.#client.subscribe(channel, onMessage)
+  }
+
   keepAlive(on: boolean): void {
     // node-redis carries the setting over to later sockets, but not to one it is opening when the setting changes.
     this.#alive.set(on)
@@ -422,19 +436,4 @@ function replyError(err: Error): Error {
   const out = new Error(err.message, { cause: err })
   out.name = 'ReplyError'
   return out
-}
-
-/**
- * An `XREAD` reply of one stream: RESP2's `[[key, entries]]`, or a RESP3 map
- * as node-redis gives it (an object, or a `Map`) or as ioredis 6's `call`
- * does (flat: `[key, entries]`).
- */
-function streamEntries(reply: unknown): Array<[string, string[]]> | null {
-  if (reply === null || reply === undefined) return null
-  if (Array.isArray(reply)) {
-    const pair = (typeof reply[0] === 'string' ? reply : reply[0]) as [string, Array<[string, string[]]>] | undefined
-    return pair?.[1] ?? null
-  }
-  const values = reply instanceof Map ? [...reply.values()] : Object.values(reply as object)
-  return (values[0] as Array<[string, string[]]> | undefined) ?? null
 }

@@ -11,7 +11,7 @@ import type { Entry, Value, WatchEvent } from '../../core/contract/adapter'
 export function namespaceKeys(namespace: string): string[] {
   // The hash tag puts every key of a namespace in one Cluster slot.
   const base = `zaris:{${namespace}}:`
-  return ['rev', 'data', 'idx', 'exp', 'log', 'req', 'reqt'].map((k) => base + k)
+  return ['rev', 'data', 'idx', 'exp', 'log', 'req', 'reqt', 'park', 'pkey'].map((k) => base + k)
 }
 
 /** The log key (the stream) among {@link namespaceKeys}. */

@@ -25,11 +25,12 @@
  */
 import type { LuaScript, RedisLink } from './link'
 import { TRANSIENT } from './load'
+import { HANDOVER_PARTS } from './handover'
 import { CHECKED_PARTS, COMMIT_PARTS, PRELUDE } from './prelude'
 import { evalText, SCRIPTS, type ScriptName } from './scripts'
 
 /** Number of KEYS every script takes (see `namespaceKeys`). */
-const NUMBER_OF_KEYS = 7
+const NUMBER_OF_KEYS = 9
 
 /** The library: its name and text, and the function name of each script. */
 export interface Library {
@@ -44,7 +45,7 @@ let library: Library | undefined
 export function scriptLibrary(): Library {
   if (library) return library
   const names = Object.keys(SCRIPTS) as ScriptName[]
-  const helpers = PRELUDE + COMMIT_PARTS + CHECKED_PARTS
+  const helpers = PRELUDE + COMMIT_PARTS + CHECKED_PARTS + HANDOVER_PARTS
   const name = `zaris_${hash64(helpers + names.map((n) => `${n}\n${SCRIPTS[n].body}`).join('\n'))}`
   const functions = Object.fromEntries(names.map((n) => [n, `${name}_${n}`])) as Record<ScriptName, string>
   const registered = names.map((n) => `redis.register_function('${functions[n]}', function(keys, argv)\ninit(keys, argv)\n${SCRIPTS[n].body}\nend)\n`)

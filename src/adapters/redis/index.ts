@@ -11,7 +11,7 @@
  *
  * @module
  */
-import type { Adapter, Check, CommitOptions, CommitResult, Entry, ListOptions, ListPage, Op, Unsubscribe, Value, WatchSink } from '../../core/contract/adapter'
+import type { Adapter, Capabilities, Check, CommitOptions, CommitResult, Entry, ListOptions, ListPage, Op, Unsubscribe, Value, WatchSink } from '../../core/contract/adapter'
 import { InternalError, InvalidArgumentError, RevisionExhaustedError } from '../../core/contract/errors'
 import { randomId } from '../../core/contract/ids'
 import { checkCommitArgs, checkKey, checkListOptions, checkOptions, checkPrefix, checkRequestId, checkValue, checkWatchArgs, describe } from '../../core/contract/validate'
@@ -52,6 +52,8 @@ export interface RedisAdapterOptions {
 }
 
 const NAMESPACE = /^[A-Za-z0-9._~-]{1,128}$/
+/** The store hands over: parked commits are kept in Redis and tried in the script of the change (handover.ts). */
+const CAPABILITIES: Capabilities = Object.freeze({ commitOnChange: true, keepParked: true, handover: true })
 
 /**
  * The Redis adapter: the five members of the contract, plus `position()`.
@@ -106,10 +108,14 @@ export function fromUrl(url: string, namespace: string, options: { readonly [opt
 /** One adapter: its own closed state and watches, on a namespace shared with the process's other adapters. */
 class NamespaceAdapter implements RedisAdapter {
   readonly name = 'redis'
+  readonly capabilities = CAPABILITIES
   readonly #connection: SharedConnection
   readonly #space: Space
   readonly #retention: number
   readonly #life = new AdapterLife('redis')
+  /** The waits of this adapter's parked commits (ended on close), and their answers. */
+  readonly #waits = new Set<() => void>()
+  readonly #parkedNow = new Set<Promise<unknown>>()
 
   constructor(connection: SharedConnection, space: Space, retention: number) {
     this.#connection = connection
@@ -150,6 +156,8 @@ class NamespaceAdapter implements RedisAdapter {
     const requestId = checkRequestId(options?.requestId)
     // Every commit carries a request id, so ioredis may resend one cut off by a dropped connection.
     const request = requestId ?? randomId()
+    const ms = waitOf(options?.waitChange)
+    if (ms > 0) return this.#parking(checks, ops, request, ms, options!)
     const lone = ops.length === 1 ? ops[0]! : undefined
     let encoded: EncodedOp[]
     let reply: Promise<unknown[]>
@@ -164,34 +172,71 @@ class NamespaceAdapter implements RedisAdapter {
       const [, kind, want] = encodeCheck(checks[0]!)
       reply = this.#script('commit', 'lock', request, this.#retention, lone.key, kind!, want!, e.args[0]!, ...e.args.slice(2))
     } else {
-      const args: Array<string | number> = [checks.length]
-      for (const check of checks) args.push(...encodeCheck(check))
-      args.push(ops.length)
-      encoded = ops.map((op, i) => {
-        const e = encodeOp(op, `ops[${i}]`)
-        args.push(...e.args)
-        return e
-      })
-      reply = this.#script('commit', 'commit', request, this.#retention, ...args)
+      const generic = genericArgs(checks, ops)
+      encoded = generic.encoded
+      reply = this.#script('commit', 'commit', request, this.#retention, ...generic.args)
     }
-    const [status, now, , payload] = (await reply) as [string, string, string, unknown]
-    if (status === 'fail') {
-      const pairs = payload as unknown[]
-      const failed: Array<{ key: string; entry: Entry | undefined }> = []
-      for (let i = 0; i + 1 < pairs.length; i += 2) {
-        const key = pairs[i] as string
-        const raw = pairs[i + 1]
-        failed.push({ key, entry: typeof raw === 'string' ? decodeEntry(key, raw, Number(now)) : undefined })
-      }
-      return { ok: false, failed }
+    return this.#answer((await reply) as Reply, encoded)
+  }
+
+  /**
+   * A commit that may wait (capability `handover`): sent with the park
+   * arguments; if it parks, its answer comes on the space's channel (its
+   * waiter is registered first: the answer may overtake the reply), or from
+   * `unpark` at its deadline, its caller's abort or this adapter's close.
+   */
+  async #parking(checks: Check[], ops: Op[], request: string, ms: number, options: CommitOptions): Promise<CommitResult> {
+    const answers = this.#space.parked
+    await answers.ready()
+    const { args, encoded } = genericArgs(checks, ops)
+    args.push(ms, options.keepParked ? '1' : '0', options.parkOrder ?? '', options.wakeOwner ?? '', answers.channel)
+    const waiter = answers.expect(request)
+    let reply: Reply
+    try {
+      reply = (await this.#script('commit', 'commit', request, this.#retention, ...args)) as Reply
+    } finally {
+      if (reply! === undefined || reply[0] !== 'parked') waiter.cancel()
     }
+    if (reply[0] !== 'parked') return this.#answer(reply, encoded)
+    options.onParked?.()
+    // The deadline, the caller's signal and this adapter's close end the wait: then it is unparked
+    // (at the deadline with one last try, as any commit; else never applied).
+    let last = ''
+    const timer = setTimeout(() => {
+      last = 'last'
+      waiter.cancel()
+    }, ms + UNPARK_SLACK_MS)
+    const signal = options.signal
+    signal?.addEventListener('abort', waiter.cancel, { once: true })
+    if (signal?.aborted) waiter.cancel()
+    this.#waits.add(waiter.cancel)
+    const done = waiter.answer.finally(() => {
+      clearTimeout(timer)
+      signal?.removeEventListener('abort', waiter.cancel)
+      this.#waits.delete(waiter.cancel)
+    })
+    this.#parkedNow.add(done)
+    const answer = await done
+    this.#parkedNow.delete(done)
+    if (answer) return this.#fromText(answer.text, answer.now, encoded)
+    // Answered meanwhile (the message was lost or crossed), or taken out of park now: what unpark says.
+    return this.#answer((await this.#space.script('commit', 'unpark', request, last)) as Reply, encoded)
+  }
+
+  /** A commit script's reply as the commit's answer. */
+  #answer([status, now, , payload]: Reply, encoded: EncodedOp[]): CommitResult {
+    if (status === 'fail') return failedOf(payload as unknown[], Number(now))
     if (status === 'bad') throw refusedAdd(payload as [string, string], encoded)
-    if (status === 'exhausted') {
-      throw new RevisionExhaustedError(
-        `the store is at revision ${String(payload)}, the largest safe integer: it can take no more writes without losing the order of its revisions; move its data to a new store`,
-      )
-    }
-    const answer = String(payload).split(' ')
+    if (status === 'exhausted') throw exhausted(String(payload))
+    return this.#fromText(String(payload), Number(now), encoded)
+  }
+
+  /** A commit's answer as kept (`dup`) or published: its success, or (a parked commit's) its failure (handover.ts). */
+  #fromText(text: string, now: number, encoded: EncodedOp[]): CommitResult {
+    if (text.startsWith('F')) return failedOf(JSON.parse(text.slice(1)) as unknown[], now)
+    if (text.startsWith('B')) throw refusedAdd(JSON.parse(text.slice(1)) as [string, string], encoded)
+    if (text === 'X') throw exhausted('the largest safe integer')
+    const answer = text.split(' ')
     const revision = Number(answer[0])
     this.#space.see(revision)
     const entries: Entry[] = []
@@ -201,7 +246,7 @@ class NamespaceAdapter implements RedisAdapter {
       if (op.type === 'delete') {
         if (a === 'd1') deleted.push(op.key)
       } else if (op.type === 'add') {
-        entries.push(addedEntry(op.key, revision, a, Number(now)))
+        entries.push(addedEntry(op.key, revision, a, now))
       } else {
         const entry: Entry = { key: op.key, value: JSON.parse(op.json) as Value, revision, created: Number(a) }
         if (op.owner !== undefined) entry.owner = op.owner
@@ -226,6 +271,10 @@ class NamespaceAdapter implements RedisAdapter {
   }
 
   async close(): Promise<void> {
+    if (this.#life.closed) return
+    // Parked commits are taken out of park first (best effort: a parked take's place expires otherwise).
+    for (const cancel of [...this.#waits]) cancel()
+    await Promise.allSettled([...this.#parkedNow])
     if (!this.#life.close()) return
     this.#space.release()
     await this.#connection.release()
@@ -235,6 +284,58 @@ class NamespaceAdapter implements RedisAdapter {
     this.#life.assertOpen()
     return this.#space.script(what, name, ...args)
   }
+}
+
+/** A commit script's reply: its status, Redis's time (µs), the µs to the next deadline, its payload. */
+type Reply = [string, string, string, unknown]
+
+/**
+ * How much longer than its wait an adapter waits for a parked commit's answer
+ * before it unparks it (with one last try). Short: past its deadline (Redis's
+ * clock, from when it parked) no change grants it, so only an answer already
+ * on its way is waited for, and `unpark` finds one that is late. A long slack
+ * delayed a take whose checks held soon after the deadline until the slack's
+ * end, and the hold, which counts its TTL from before it sent the take, was
+ * born expired (the conformance election case with a 300 ms TTL).
+ */
+const UNPARK_SLACK_MS = 20
+/** The longest a commit parks in Redis (a longer `waitChange` is cut to it). */
+const MAX_PARK_MS = 30_000
+
+/** A `waitChange` as the script takes it: whole ms, 0 for none. */
+function waitOf(ms: number | undefined): number {
+  if (ms === undefined || !(ms > 0)) return 0
+  return Math.min(Math.ceil(ms), MAX_PARK_MS)
+}
+
+/** The generic commit script's arguments for `checks` and `ops`. */
+function genericArgs(checks: Check[], ops: Op[]): { args: Array<string | number>; encoded: EncodedOp[] } {
+  const args: Array<string | number> = [checks.length]
+  for (const check of checks) args.push(...encodeCheck(check))
+  args.push(ops.length)
+  const encoded = ops.map((op, i) => {
+    const e = encodeOp(op, `ops[${i}]`)
+    args.push(...e.args)
+    return e
+  })
+  return { args, encoded }
+}
+
+/** A failed commit's answer from `{key, raw|false, ...}`. */
+function failedOf(pairs: unknown[], now: number): CommitResult {
+  const failed: Array<{ key: string; entry: Entry | undefined }> = []
+  for (let i = 0; i + 1 < pairs.length; i += 2) {
+    const key = pairs[i] as string
+    const raw = pairs[i + 1]
+    failed.push({ key, entry: typeof raw === 'string' ? decodeEntry(key, raw, now) : undefined })
+  }
+  return { ok: false, failed }
+}
+
+function exhausted(at: string): RevisionExhaustedError {
+  return new RevisionExhaustedError(
+    `the store is at revision ${at}, the largest safe integer: it can take no more writes without losing the order of its revisions; move its data to a new store`,
+  )
 }
 
 /** A check as script arguments; checked by `checkCommitArgs` already. */

@@ -27,6 +27,12 @@ export interface RedisLink {
   xread(key: string, afterId: string, count: number, blockMs: number): Promise<Array<[string, string[]]> | null>
   /** A connection of its own for blocking reads, with this one's settings; it waits through outages. Closed by `destroy()`. */
   duplicate(): RedisLink
+  /**
+   * Subscribes this connection (a {@link duplicate}: a subscribed connection
+   * runs no other commands) to `channel`, again after each reconnect; each
+   * message published on it goes to `onMessage`. Resolves once subscribed.
+   */
+  subscribe(channel: string, onMessage: (message: string) => void): Promise<void>
   /** Whether the socket keeps Node running (for connections zaris opened; kept across reconnects). */
   keepAlive(on: boolean): void
   /** Closes it after its pending commands (QUIT), or at once if that fails. */
@@ -78,4 +84,19 @@ export class KeepAlive {
     this.#on = on
     this.#apply(on)
   }
+}
+
+/**
+ * An `XREAD` reply of one stream: RESP2's `[[key, entries]]`, or a RESP3 map
+ * as node-redis gives it (an object, or a `Map`) or as ioredis 6's `call`
+ * does (flat: `[key, entries]`).
+ */
+export function streamEntries(reply: unknown): Array<[string, string[]]> | null {
+  if (reply === null || reply === undefined) return null
+  if (Array.isArray(reply)) {
+    const pair = (typeof reply[0] === 'string' ? reply : reply[0]) as [string, Array<[string, string[]]>] | undefined
+    return pair?.[1] ?? null
+  }
+  const values = reply instanceof Map ? [...reply.values()] : Object.values(reply as object)
+  return (values[0] as Array<[string, string[]]> | undefined) ?? null
 }

@@ -16,7 +16,7 @@
  */
 export const CALL_STATE: ReadonlyArray<readonly [names: string, values: string]> = [
   ['KEYS, ARGV', 'keys, argv'],
-  ['K_REV, K_DATA, K_IDX, K_EXP, K_LOG, K_REQ, K_REQT', 'keys[1], keys[2], keys[3], keys[4], keys[5], keys[6], keys[7]'],
+  ['K_REV, K_DATA, K_IDX, K_EXP, K_LOG, K_REQ, K_REQT, K_PARK, K_PKEY', 'keys[1], keys[2], keys[3], keys[4], keys[5], keys[6], keys[7], keys[8], keys[9]'],
   // ARGV[1..3]: the log's history, the sweep's limit, the minimum revision.
   ['HISTORY, SWEEP, MINREV', 'tonumber(argv[1]), tonumber(argv[2]), tonumber(argv[3])'],
   // Redis's clock, in microseconds.
@@ -26,13 +26,18 @@ export const CALL_STATE: ReadonlyArray<readonly [names: string, values: string]>
   ['LAST_REV, FLOOR, LOST, OLDEST, EPOCH', 'nil, nil, nil, nil, nil'],
   // sweep's view of exp for finish (see exp_touched).
   ['EXP_HEAD, EXP_N, EXP_MORE, EXP_ADDED', 'nil, 0, true, nil'],
-  // live's cache of the entries read (see live).
+  // live's cache of the entries read (see live), kept up to date by every write.
   ['LIVE', '{}'],
+  // The keys this call wrote, deleted or expired, for the parked commits they may let through (handover.ts),
+  // and whether that handover is under way.
+  ['CHANGED, HANDING', '{}, false'],
 ]
 
 /** The common start of every script: the call's state and `init`, keys, clock, expiry, revisions. */
 export const PRELUDE = `
 ${CALL_STATE.map(([names]) => `local ${names}`).join('\n')}
+-- Late-bound helpers: the handover (handover.ts) is defined after the parts it uses, and finish calls it.
+local HOOK = {}
 local function now_us()
   local clock = redis.call('TIME')
   return tonumber(clock[1]) * 1000000 + tonumber(clock[2])
@@ -168,6 +173,8 @@ local function remove(key)
   redis.call('ZREM', K_IDX, ix(key), key)
   redis.call('ZREM', K_EXP, key)
   exp_touched(key)
+  LIVE[key] = false
+  CHANGED[key] = true
 end
 
 -- Expires key; false (nothing written) when the store has no revision left for it.
@@ -181,8 +188,9 @@ end
 
 -- The raw entry at key if it is live; an entry past its deadline is expired
 -- here (unless no revision is left to expire it with: then it stays).
--- Kept per script: a commit reads a key for its check and again for its op,
--- and nothing writes an entry between those reads (writes come last).
+-- Kept per script: a commit reads a key for its check and again for its op;
+-- every write (store, remove) updates it, so the parked commits tried after
+-- the writes (handover.ts) see what they left.
 local function live(key)
   local known = LIVE[key]
   if known ~= nil then return known end
@@ -220,6 +228,8 @@ end
 -- Returns Redis's time and the microseconds until the earliest deadline
 -- (-1: none), for the caller's timer. (append trims the log.)
 local function finish()
+  -- Parked commits the writes of this call let through go first: their deadlines count below.
+  if HOOK.handover then HOOK.handover() end
   local next_at = nil
   if EXP_HEAD and (EXP_N > 0 or not EXP_MORE) then
     -- What sweep read and this script left alone, or wrote: every other entry of exp is later.
@@ -328,6 +338,8 @@ end
 -- Writes what put worked out: the entry, the key index, the deadline.
 local function store(op)
   redis.call('HSET', K_DATA, op.key, op.entry)
+  LIVE[op.key] = op.entry
+  CHANGED[op.key] = true
   -- An add to a live entry keeps its deadline: idx and exp hold that key and deadline already.
   if op.typ == 'a' and op.raw then return end
   redis.call('ZADD', K_IDX, 0, ix(op.key))

@@ -14,6 +14,12 @@
  * 5. `log`  stream  the events, id `<revision>-<n>`; trimmed to the last `history` revisions
  * 6. `req`  hash    requestId -> the answer of the commit that carried it
  * 7. `reqt` zset    requestId -> when it was answered, for pruning
+ * 8. `park` hash    the parked commits (handover.ts)
+ * 9. `pkey` hash    checked key -> the parked commits that check it
+ *
+ * Every script ends by trying the parked commits that the keys it wrote,
+ * deleted or expired may let through (handover.ts), so a release or an
+ * expiry hands a lock over in its own script.
  *
  * Every revision appends at least one stream entry (an `n` no-op when a commit
  * changed nothing), and the last entry of a revision carries `z`, so a reader
@@ -38,7 +44,11 @@
  * @module
  */
 
+import { HANDOVER_PARTS, UNPARK_BODY } from './handover'
 import { CHECKED_PARTS, COMMIT_PARTS, PRELUDE } from './prelude'
+
+/** What every script holds after the prelude: a script that expires a key may hand it over (handover.ts). */
+const PARTS = COMMIT_PARTS + CHECKED_PARTS + HANDOVER_PARTS
 
 /**
  * A script: the parts it uses after {@link PRELUDE} and its body. Run as
@@ -60,7 +70,7 @@ export function evalText(source: ScriptSource): string {
 }
 
 /** `get`: ARGV[4] = key. Returns `{now, nextIn, raw|nil}`. */
-export const GET: ScriptSource = { parts: '', body: `
+export const GET: ScriptSource = { parts: PARTS, body: `
 sweep()
 local raw = live(ARGV[4])
 local now, next_in = finish()
@@ -73,7 +83,7 @@ return {now, next_in, raw}
  * entries (0 = all). Returns `{now, nextIn, {key, raw, ...}, more}` in key
  * order (UTF-16 code units, see `ix`); `more` is 1 when a live entry follows.
  */
-export const LIST: ScriptSource = { parts: '', body: `
+export const LIST: ScriptSource = { parts: PARTS, body: `
 sweep()
 -- Once per namespace: idx members written before they were transformed become ix(key).
 if not redis.call('HGET', K_REV, 'ix') then
@@ -133,23 +143,39 @@ return {now, next_in, out, more}
  * The new-life rule: a set keeps the entry's created only over a live entry
  * of the same owner (none and none count as the same), without fresh.
  */
-export const COMMIT: ScriptSource = { parts: COMMIT_PARTS + CHECKED_PARTS, body: `
+export const COMMIT: ScriptSource = { parts: PARTS, body: `
 local request = ARGV[4]
 local dup = begin(request)
 if dup then return reply('dup', dup) end
 
 local i = 6
 local failed = {}
+-- A commit that may wait: the park arguments follow its ops.
+local at = 6 + 3 * tonumber(ARGV[6]) + 2 + 6 * tonumber(ARGV[6 + 3 * tonumber(ARGV[6]) + 1])
+local waits = ARGV[at] ~= nil and ARGV[at] ~= '0'
+local checks = {}
 for _ = 1, tonumber(ARGV[i]) do
   local key, kind, want = ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
   i = i + 3
+  if waits then checks[#checks + 1] = {key, kind, want} end
   local raw = live(key)
   if not holds(raw, kind, want) then
     failed[#failed + 1] = key
     failed[#failed + 1] = raw
   end
 end
-if #failed > 0 then return reply('fail', failed) end
+if #failed > 0 then
+  if waits then
+    local ops = {}
+    for o = 1, tonumber(ARGV[i + 1]) do
+      local j = i + 2 + 6 * (o - 1)
+      ops[o] = {ARGV[j], ARGV[j + 1], ARGV[j + 2], ARGV[j + 3], ARGV[j + 4], ARGV[j + 5]}
+    end
+    local parked = park(request, checks, ops, failed, ARGV[at], ARGV[at + 1], ARGV[at + 2], ARGV[at + 3], ARGV[at + 4])
+    if parked then return parked end
+  end
+  return reply('fail', failed)
+end
 
 -- Every key of the commit is brought up to date (expired if due) before the
 -- commit takes its revision, so the expiries come first in revision order;
@@ -195,7 +221,7 @@ return done(request, text)
  * walk. ARGV[4] = requestId ('' for none), ARGV[5] = how long answers are
  * kept (ms), ARGV[6] = key, ARGV[7] = the delta.
  */
-export const ADD: ScriptSource = { parts: COMMIT_PARTS, body: `
+export const ADD: ScriptSource = { parts: PARTS, body: `
 local request = ARGV[4]
 local dup = begin(request)
 if dup then return reply('dup', dup) end
@@ -223,7 +249,7 @@ return done(request, text)
  * 's'|'d', then a set's value json, ttl ms ('' = none), '=' .. owner ('' =
  * none), '1' if fresh.
  */
-export const LOCK: ScriptSource = { parts: COMMIT_PARTS + CHECKED_PARTS, body: `
+export const LOCK: ScriptSource = { parts: PARTS, body: `
 local request = ARGV[4]
 local dup = begin(request)
 if dup then return reply('dup', dup) end
@@ -242,7 +268,7 @@ return done(request, srev .. ' ' .. part)
 ` }
 
 /** `expire`: expires what is due. Returns `{now, nextIn}`. */
-export const EXPIRE: ScriptSource = { parts: '', body: `
+export const EXPIRE: ScriptSource = { parts: PARTS, body: `
 sweep()
 local now, next_in = finish()
 return {now, next_in}
@@ -254,7 +280,7 @@ return {now, next_in}
  * the log from that id, read in one step so a reader can tell "nothing yet"
  * from "gone".
  */
-export const REPLAY: ScriptSource = { parts: '', body: `
+export const REPLAY: ScriptSource = { parts: PARTS, body: `
 sweep()
 local entries = {}
 if ARGV[4] ~= '' then entries = redis.call('XRANGE', K_LOG, ARGV[4], '+', 'COUNT', ARGV[5]) end
@@ -264,8 +290,11 @@ local now, next_in = finish()
 return {now, next_in, redis.call('HGET', K_REV, 'n') or '0', entries, g}
 ` }
 
+/** `unpark` (handover.ts): a parked commit whose adapter stops waiting. */
+export const UNPARK: ScriptSource = { parts: PARTS, body: UNPARK_BODY }
+
 /** Every script, by the name the adapter runs it by. */
-export const SCRIPTS = { get: GET, list: LIST, commit: COMMIT, add: ADD, lock: LOCK, expire: EXPIRE, replay: REPLAY } as const
+export const SCRIPTS = { get: GET, list: LIST, commit: COMMIT, add: ADD, lock: LOCK, expire: EXPIRE, replay: REPLAY, unpark: UNPARK } as const
 
 /** A script's name. */
 export type ScriptName = keyof typeof SCRIPTS

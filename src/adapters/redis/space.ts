@@ -13,10 +13,11 @@ import type { RedisLink } from './link'
 import { SocketHold, type SharedConnection } from './connection'
 import { Follower } from './follower'
 import { redisError } from './load'
+import { ParkedAnswers } from './parked'
 import type { ScriptName } from './scripts'
 
 /** The scripts whose reply starts with a status (then Redis's time, then the microseconds to the next deadline). */
-const COMMITS: ReadonlySet<ScriptName> = new Set(['commit', 'add', 'lock'])
+const COMMITS: ReadonlySet<ScriptName> = new Set(['commit', 'add', 'lock', 'unpark'])
 
 /** Due entries one script expires at most before its own work (the rest: the next script, or when touched). */
 const SWEEP_LIMIT = 500
@@ -40,6 +41,8 @@ export class Space {
   #seen = 0
   #timer: TimerHandle | undefined
   #timerAt = Infinity
+  readonly #namespace: string
+  #parked: ParkedAnswers | undefined
 
   /** The namespace's state on `connection`, created on first use. */
   static of(connection: SharedConnection, namespace: string, options: SpaceOptions): Space {
@@ -55,6 +58,7 @@ export class Space {
 
   private constructor(connection: SharedConnection, namespace: string, options: SpaceOptions, forget: () => void) {
     this.#connection = connection
+    this.#namespace = namespace
     this.#forget = forget
     this.#keys = namespaceKeys(namespace)
     this.#history = options.historySize
@@ -99,6 +103,12 @@ export class Space {
     return this.#follower.subscribe(prefix, sink, fromRevision)
   }
 
+  /** Where this namespace's parked commits are answered (made on the first that may park). */
+  get parked(): ParkedAnswers {
+    this.#parked ??= new ParkedAnswers(this.#connection, this.#namespace)
+    return this.#parked
+  }
+
   see(revision: number): void {
     if (revision > this.#seen) this.#seen = revision
   }
@@ -111,6 +121,7 @@ export class Space {
     this.#clearTimer()
     this.#follower.close()
     this.#reader?.destroy()
+    this.#parked?.close()
   }
 
   #readerLink(): RedisLink {

@@ -12,7 +12,9 @@ import type BetterSqlite3 from 'better-sqlite3'
 import type { Adapter, Check, CommitResult, Entry, HistoryLimits, HistoryPage, Op, Unsubscribe, WatchEvent, WatchSink } from '../../core/contract/adapter'
 import { systemClock, type Clock } from '../../core/time/clock'
 import { ClosedError, CompactedError, UnavailableError, isZarisError } from '../../core/contract/errors'
-import { LocalStore, localAdapter } from '../kit/local-store'
+import { LocalStore } from '../kit/local-store'
+import { localAdapter } from '../kit/local-adapter'
+import type { ParkOptions } from '../kit/parked'
 import type { Stored } from '../kit/write'
 import { GatedSink, GroupCommit, type Group } from './group'
 import { FreezableClock, readNamespace, type Loaded } from './load'
@@ -72,12 +74,16 @@ export class SqliteStoresImpl implements SqliteStores {
 
   adapter(namespace: string): Adapter {
     this.#load(namespace)
+    const stores = this.#stores
     return localAdapter('sqlite', {
       get: (key) => this.#read(namespace, (store) => store.get(key)),
       list: (prefix, after, limit) => this.#read(namespace, (store) => store.list(prefix, after, limit)),
       history: (prefix, after, limits) => this.#history(namespace, prefix, after, limits),
-      commit: (checks, ops, seen, requestId) => this.#commit(namespace, checks, ops, requestId, seen),
+      commit: (checks, ops, seen, requestId, park) => this.#commit(namespace, checks, ops, requestId, seen, park),
       watch: (prefix, sink, fromRevision) => this.#watch(namespace, prefix, sink, fromRevision),
+      get granted() {
+        return stores.get(namespace)?.store.granted
+      },
     })
   }
 
@@ -132,7 +138,7 @@ export class SqliteStoresImpl implements SqliteStores {
     return { events, through: Math.max(through, now), more: false }
   }
 
-  async #commit(namespace: string, checks: Check[], ops: Op[], id: string | undefined, seen: number | undefined): Promise<CommitResult> {
+  async #commit(namespace: string, checks: Check[], ops: Op[], id: string | undefined, seen: number | undefined, park?: ParkOptions): Promise<CommitResult> {
     const { store, clock, requests } = this.#load(namespace)
     if (id !== undefined) {
       const seen = requests.get(id)
@@ -146,17 +152,26 @@ export class SqliteStoresImpl implements SqliteStores {
     // clock then stands still through the commit, so the one write made
     // while `committing` is set is the commit's own. The store commits
     // synchronously, so nothing else runs between.
-    let result: CommitResult
+    let result: CommitResult | Promise<CommitResult>
+    // A parked commit's later try is written with its own request id, into the group open then.
+    const tag: ParkTag | undefined = park && { requestId: id, group: undefined }
     clock.freeze()
     try {
       void store.size
       this.#committing = namespace
       this.#pending = id
-      result = store.commit(checks, ops, seen)
+      result = store.commit(checks, ops, seen, id, park && { ...park, tag })
     } finally {
       this.#committing = undefined
       this.#pending = undefined
       clock.thaw()
+    }
+    if (result instanceof Promise) {
+      // Parked: answered by a later try, which went through in the group open then, or failed on what the store held then.
+      const answer = await result
+      const at = tag!.group ?? this.#groups.current
+      if (at) await at.done
+      return answer
     }
     const group = this.#groups.current
     if (group === undefined) return result
@@ -302,7 +317,7 @@ export class SqliteStoresImpl implements SqliteStores {
       historyBudget: this.#options.historyBudget,
       quota: this.#options.quota,
       initial: { revision, entries: entries.values() },
-      persistence: { write: (rev, puts, deletes) => this.#write(namespace, loaded, rev, puts, deletes) },
+      persistence: { write: (rev, puts, deletes, parked) => this.#write(namespace, loaded, rev, puts, deletes, parked as ParkTag | undefined) },
     })
     this.#stores.set(namespace, loaded)
     return loaded
@@ -314,10 +329,10 @@ export class SqliteStoresImpl implements SqliteStores {
    * is always the events' maximum), the request id on the first. In a
    * savepoint, so a failed write leaves the group's other commits as they were.
    */
-  #write(namespace: string, loaded: Loaded, revision: number, puts: Stored[], deletes: string[]): void {
+  #write(namespace: string, loaded: Loaded, revision: number, puts: Stored[], deletes: string[], parked: ParkTag | undefined): void {
     const sql = this.#sql
-    const id = this.#committing === namespace ? this.#pending : undefined
-    const deleteType = this.#committing === namespace ? 'delete' : 'expire'
+    const id = parked ? parked.requestId : this.#committing === namespace ? this.#pending : undefined
+    const deleteType = parked || this.#committing === namespace ? 'delete' : 'expire'
     let group: Group | undefined
     const at = id === undefined ? null : Date.now()
     try {
@@ -340,6 +355,7 @@ export class SqliteStoresImpl implements SqliteStores {
     }
     group.namespaces.add(namespace)
     group.commits++
+    if (parked) parked.group = group
     for (const key of deletes) loaded.dirty.set(key, null)
     for (const e of puts) loaded.dirty.set(e.key, e)
     if (id !== undefined) {
@@ -347,6 +363,12 @@ export class SqliteStoresImpl implements SqliteStores {
       if (loaded.requests.size > this.#maxRequests) loaded.requests.delete(loaded.requests.keys().next().value!)
     }
   }
+}
+
+/** What a parked commit carries to the write of its later try: its request id, and the group that write joined. */
+interface ParkTag {
+  requestId: string | undefined
+  group: Group | undefined
 }
 
 function deliver(sink: WatchSink, event: WatchEvent): void {

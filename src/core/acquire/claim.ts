@@ -37,6 +37,8 @@ export interface TryHow {
    * answers with its try then. Only the first round of a try waits.
    */
   waitChange?: number
+  /** With `waitChange`: wait for the try to go through (`keepParked`; see {@link Claim.keepParked}). */
+  keepParked?: boolean
   /** Commit with the adapter's own `commit`, not through the claim's gate (a plain try that takes a free key while another client holds the gate). */
   ungated?: boolean
 }
@@ -52,6 +54,15 @@ export interface Claim<H> {
   through?: Gate
   /** What a waiter's place in line says it wants (for `locks.query()`). */
   readonly lineValue?: Value
+  /**
+   * Whether a take that waits at the store may wait for success
+   * (`keepParked`): every part's failed checks mean only "not yet" (an
+   * exclusive key taken), never "try something else now" (a shared group
+   * made, which a shared take must join instead).
+   */
+  readonly keepParked?: boolean
+  /** With `keepParked`: the owner whose entry at a checked key answers a parked take (`CommitOptions.wakeOwner`). */
+  readonly wakeOwner?: string
   /** One try (one commit, or a few when what it sees lets it try again at once). */
   attempt(sight: Sight | undefined, how: TryHow): Promise<TryResult<H>>
   /** Reads what stands in the way now (`undefined`: nothing). */
@@ -96,6 +107,10 @@ export interface Part<P> {
   checks?(key: string): boolean
   /** The longest a try of this part may wait at the store, in ms (a part that has no such bound never waits). */
   parkLimit?(): number
+  /** See {@link Claim.keepParked} (default false). */
+  readonly keepParked?: boolean
+  /** See {@link Claim.wakeOwner}. */
+  readonly wakeOwner?: string
   /** See {@link Claim.becameFirst}. */
   becameFirst?(): Promise<void>
   /** Lets go of what the part wrote while waiting. */
@@ -108,9 +123,12 @@ const ROUNDS = 4
 /** The claim of `parts`, taken in one commit; `combine` makes the hold of the whole from the parts' holds. */
 export function claimOf<P, H>(ctx: Context, parts: Array<Part<P>>, line: { key: string; value: Value } | undefined, combine: (holds: P[]) => H): Claim<H> {
   const blocked = () => mergeSights(parts.map((p) => p.blocked()))
+  const wakeOwner = parts.find((p) => p.wakeOwner !== undefined)?.wakeOwner
   const claim: Claim<H> = {
     lineKey: line?.key,
     lineValue: line?.value,
+    keepParked: parts.every((p) => p.keepParked === true),
+    wakeOwner,
     async attempt(_sight, how) {
       for (let round = 1; ; round++) {
         const planned = parts.map((p) => p.plan(how))
@@ -132,7 +150,8 @@ export function claimOf<P, H>(ctx: Context, parts: Array<Part<P>>, line: { key: 
         const sentAt = ctx.clock.now()
         const gate = how.ungated ? undefined : claim.through
         let options: CommitOptions | undefined
-        if (how.waitChange) options = { waitChange: how.waitChange }
+        // A parked take keeps its place's turn at the store, however often it parks again.
+        if (how.waitChange) options = { waitChange: how.waitChange, keepParked: how.keepParked, parkOrder: how.place?.created, wakeOwner: how.keepParked ? wakeOwner : undefined }
         if (gate) options = { ...options, gate }
         const r = await ctx.adapter.commit(checks, ops, options)
         if (r.ok) {
@@ -147,7 +166,7 @@ export function claimOf<P, H>(ctx: Context, parts: Array<Part<P>>, line: { key: 
         // Nothing blocks any part any more (it vanished, or a group may be joined): plan again.
         // A steal or takeover is over the very entries seen, and they changed: the next round is a plain try
         // (kept, it would check their old revisions again and fail every round: bench/FINDINGS.md §18).
-        if (how.over || how.waitChange) how = { ...how, over: undefined, waitChange: undefined }
+        if (how.over || how.waitChange) how = { ...how, over: undefined, waitChange: undefined, keepParked: undefined }
       }
     },
     parkable(sight) {

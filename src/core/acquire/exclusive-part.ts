@@ -33,6 +33,8 @@ export interface ExclusiveOptions {
 }
 
 export class ExclusivePart<V extends Value, P> implements Part<P> {
+  /** A parked take of a key held alone waits for it to go through: a failure only ever means "not yet". */
+  readonly keepParked = true
   readonly #ctx: Context
   readonly #key: string
   readonly #spec: HoldSpec<V, P>

@@ -33,12 +33,22 @@
  *   watch     wait for what blocks to change (event, its TTL, its owner gone)
  *             → woke · → park: first in line, placed, blocked only at keys
  *             the take checks, and the adapter has `commitOnChange`
+ *   queue     (capability `keepParked`, blocked only at keys the take
+ *             checks, from any state that routes) take a place in line
+ *             without asking who is ahead, and park at once: the store
+ *             tries parked takes in the order they came, so the line's
+ *             order is the store's, and a waiter costs no list, no watch and
+ *             no message until its take goes through. A store that hands
+ *             over (memory, a node) grants it in the release's own step.
+ *             → park
  *   park      the take sent as a commit that waits at the store for a change
  *             at its checked keys and is tried there once more (one hop and
- *             one commit less per handover than watch, then try)
- *             → won · → join / watch / try: what blocks now · → woke: the
+ *             one commit less per handover than watch, then try); with
+ *             `keepParked`, until it goes through or its place is gone
+ *             → won · → join / watch / try / queue: what blocks now · → woke: the
  *             answer shows nothing changed (the store's wait ran out, or it
- *             ignored the wait): an ordinary watch for that round, no loop.
+ *             ignored the wait): an ordinary watch for that round, no loop;
+ *             → queue: a `keepParked` wait that ran out: park again.
  *             The caller's signal or the client's close while parked: leave
  *             the line (the place is a check, so the parked try fails at
  *             once), await the answer, release a hold it won, give up.
@@ -61,6 +71,7 @@ import type { Claim } from './claim'
 import type { Context } from '../context'
 import { sightOf, waitForChange, type Sight, type Wake } from './wait'
 import { WaitQueue } from './line'
+import { awaitParked, sameBlockers } from './parked-take'
 
 /** How often a waiter behind others looks at the claim itself, in ms (the waiter ahead may be dead). */
 export const PATROL = 1_000
@@ -78,6 +89,8 @@ export const HANDOVER_GRACE = 500
 export const PARK_MAX = 30_000
 /** A wait at the store shorter than this is not worth it: watch instead. */
 const PARK_MIN = 20
+/** A parked take answered unchanged after this share of its wait: the store's wait ran out (sooner: it did not wait). */
+const PARK_FULL = 0.9
 
 /** A wait on nothing: only the time, the caller's signal or the client's close end it. */
 const NOTHING: Sight = { blockers: [], watches: [] }
@@ -94,6 +107,7 @@ export type State<H> =
   | { readonly name: 'behind'; readonly ahead: Entry }
   | { readonly name: 'patrol' }
   | { readonly name: 'try' }
+  | { readonly name: 'queue'; readonly sight: Sight }
   | { readonly name: 'watch'; readonly sight: Sight }
   | { readonly name: 'park'; readonly sight: Sight; readonly ms: number }
   | { readonly name: 'woke'; readonly wake: Wake; readonly sight: Sight }
@@ -176,7 +190,8 @@ export class AcquireMachine<H> {
       // The first step without step()'s async hop: most acquires end here.
       this.#signal?.throwIfAborted()
       this.#ctx.assertOpen()
-      state = await this.#open()
+      const contended = this.#contended()
+      state = contended ? { name: 'queue', sight: contended } : await this.#open()
       while (state.name !== 'won' && state.name !== 'gave-up') state = await this.step(state)
       return state.name === 'won' ? state.hold : null
     } finally {
@@ -211,6 +226,8 @@ export class AcquireMachine<H> {
         const place = this.#line?.entry
         return this.#tried(await this.#claim.attempt(undefined, { place, first: this.#first }), place)
       }
+      case 'queue':
+        return this.#enqueue(state.sight)
       case 'watch':
         return this.#watch(state.sight)
       case 'park':
@@ -247,10 +264,37 @@ export class AcquireMachine<H> {
     return 'hold' in r ? { name: 'won', hold: r.hold } : { name: 'open' }
   }
 
-  /** Where to go with what blocks now: stand in line until first, then wait on it, or try when nothing does. */
+  /**
+   * Where to go with what blocks now: park in line where the store keeps
+   * parked takes in order; else stand in line until first, then wait on it,
+   * or try when nothing does.
+   */
   #route(sight: Sight | undefined): State<H> {
+    if (sight && this.#parksInLine(sight)) return { name: 'queue', sight }
     if (!this.#first) return { name: 'join', sight }
     return sight ? { name: 'watch', sight } : { name: 'try' }
+  }
+
+  /** Whether the take waits at the store for success, right after joining the line (see `queue` in the module doc). */
+  #parksInLine(sight: Sight): boolean {
+    return this.#ctx.adapter.capabilities?.keepParked === true && this.#line !== undefined && this.#parkMs(sight) > 0
+  }
+
+  /** A key this client lately waited in line for, with what blocked it: join the line at once (see CONTENDED_MS in line.ts). */
+  #contended(): Sight | undefined {
+    const key = this.#claim.lineKey
+    if (this.#inLine || this.#steal || key === undefined || this.#left() <= 0 || this.#ctx.adapter.capabilities?.keepParked !== true) return undefined
+    const sight = WaitQueue.contended(this.#ctx, key)
+    return sight && this.#parksInLine(sight) ? sight : undefined
+  }
+
+  async #enqueue(sight: Sight): Promise<State<H>> {
+    this.#dropEarly()
+    WaitQueue.waited(this.#ctx, this.#claim.lineKey!, sight)
+    if (!(await this.#line!.place())) return { name: 'look' }
+    this.#queued()
+    const ms = this.#parkMs(sight)
+    return ms > 0 ? { name: 'park', sight, ms } : { name: 'watch', sight }
   }
 
   async #join(sight: Sight | undefined): Promise<State<H>> {
@@ -312,45 +356,25 @@ export class AcquireMachine<H> {
   /** How long our take may wait at the store for `sight` to change (0: watch instead); see `park` in the module doc. */
   #parkFor(sight: Sight): number {
     if (!this.#first || !this.#line?.entry || !this.#ctx.adapter.capabilities?.commitOnChange) return 0
+    return this.#parkMs(sight)
+  }
+
+  /** How long a take blocked by `sight` may wait at the store (0: not worth it, or not possible). */
+  #parkMs(sight: Sight): number {
     const ms = Math.min(this.#claim.parkable?.(sight) ?? 0, this.#left(), PARK_MAX)
     return ms >= PARK_MIN ? Math.floor(ms) : 0
   }
 
   async #park(sight: Sight, ms: number): Promise<State<H>> {
     const place = this.#line!.entry!
-    const trying = this.#claim.attempt(undefined, { place, first: true, waitChange: ms })
-    // Never a second try while this one is out: on abort or close, leave the line and let the answer come.
-    let stopped: { reason: unknown } | undefined
-    const off: Array<() => void> = []
-    const stop = (reason: unknown) => {
-      if (stopped) return
-      stopped = { reason }
-      this.#line!.leave()
-    }
-    const signal = this.#signal
-    if (signal) {
-      const onAbort = () => stop(signal.reason)
-      signal.addEventListener('abort', onAbort, { once: true })
-      off.push(() => signal.removeEventListener('abort', onAbort))
-    }
-    off.push(this.#ctx.onClose(stop))
-    let r: Awaited<typeof trying>
-    try {
-      r = await trying
-    } catch (err) {
-      if (stopped) throw stopped.reason
-      throw err
-    } finally {
-      for (const f of off) f()
-    }
-    if (stopped) {
-      if ('hold' in r) {
-        this.#line!.taken()
-        await letGo(r.hold)
-      }
-      throw stopped.reason
-    }
+    const inLine = this.#parksInLine(sight)
+    const keep = inLine && this.#claim.keepParked === true
+    const sentAt = this.#ctx.clock.now()
+    const trying = this.#claim.attempt(undefined, { place, first: this.#first || !inLine, waitChange: ms, keepParked: keep })
+    const r = await awaitParked(this.#ctx, this.#signal, this.#line!, trying)
     if ('hold' in r || r.lostPlace || !r.sight || !sameBlockers(r.sight, sight)) return this.#tried(r, place)
+    // A wait for success that ran out at the store: park again (the deadline check ends it when ours runs out).
+    if (inLine && this.#ctx.clock.now() - sentAt >= ms * PARK_FULL) return this.#route(r.sight)
     // Nothing changed: the store's wait ran out, or it did not wait. Watch this round as without the capability.
     return { name: 'woke', wake: await waitForChange(this.#ctx, r.sight, this.#left(), this.#signal), sight: r.sight }
   }
@@ -397,15 +421,4 @@ export class AcquireMachine<H> {
     this.#early?.cancel.abort(DROPPED)
     this.#early = undefined
   }
-}
-
-/** Whether two sights show the very same blockers (same keys, same revisions). */
-function sameBlockers(a: Sight, b: Sight): boolean {
-  if (a.blockers.length !== b.blockers.length) return false
-  return a.blockers.every((e, i) => e.key === b.blockers[i]!.key && e.revision === b.blockers[i]!.revision)
-}
-
-/** Releases a hold won by a try whose acquire had given up meanwhile (best effort: it expires otherwise). */
-async function letGo(hold: unknown): Promise<void> {
-  await (hold as { release?: () => Promise<unknown> }).release?.().catch(() => {})
 }

@@ -25,6 +25,8 @@ export class PermitPart<P> implements Part<P> {
   readonly #prefix: string
   /** The live slots below the limit, as last seen; `undefined` until read. */
   #taken: Map<number, Entry> | undefined
+  /** The first try goes without a read, to slot 0 (most semaphores are not full); if it fails, every slot is read. */
+  #guessing = false
   #slot = -1
   #from = 0
 
@@ -41,7 +43,10 @@ export class PermitPart<P> implements Part<P> {
   }
 
   async plan(how: TryHow): Promise<Plan | Sight> {
-    if (!this.#taken) await this.look()
+    if (!this.#taken) {
+      this.#taken = new Map()
+      this.#guessing = true
+    }
     const dead = how.over?.owner
     const gone = dead === undefined ? undefined : how.over!.sight.blockers.find((b) => b.owner === dead && this.owns(b.key))
     const set = (key: string) => ({ type: 'set' as const, key, value: { limit: this.#limit }, ttl: this.#spec.ttl, owner: this.#ctx.id })
@@ -59,6 +64,8 @@ export class PermitPart<P> implements Part<P> {
   async learn(failed: ReadonlyMap<string, Entry | undefined>): Promise<Sight | undefined> {
     const key = this.#prefix + this.#slot
     if (!failed.has(key)) return this.blocked()
+    // A guess that failed: read them all (one read, not a try per slot).
+    if (this.#guessing) return this.look()
     const entry = failed.get(key)
     if (entry) this.#see(entry)
     else this.#taken!.delete(this.#slot)
@@ -79,6 +86,7 @@ export class PermitPart<P> implements Part<P> {
 
   async look(): Promise<Sight | undefined> {
     const listed = await listAll(this.#ctx.adapter, this.#prefix)
+    this.#guessing = false
     this.#taken = new Map()
     for (const e of listed) this.#see(e)
     return this.blocked()

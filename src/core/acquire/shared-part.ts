@@ -14,9 +14,15 @@ import { INTENT_PREFIX, SHARED_OWNER } from '../contract/reserved'
 import { isGroup, sharePrefix } from './shared-group'
 import { entryOf, sightOf, type Sight } from './wait'
 
+/** The share of its TTL a try may wait at the store (a hold won then counts the wait against its TTL). */
+const PARK_SHARE = 0.25
+
 let shares = 0
 
 export class SharedPart<P> implements Part<P> {
+  /** A parked take waits for success, and comes back when a group it may join instead was started. */
+  readonly keepParked = true
+  readonly wakeOwner = SHARED_OWNER
   readonly #ctx: Context
   readonly #key: string
   readonly #spec: HoldSpec<null, P>
@@ -44,6 +50,16 @@ export class SharedPart<P> implements Part<P> {
 
   owns(key: string): boolean {
     return key === this.#key || key === this.#intentKey
+  }
+
+  /** Every try checks the lock key and the intent: a change at either wakes a parked one. */
+  checks(key: string): boolean {
+    return key === this.#key || key === this.#intentKey
+  }
+
+  parkLimit(): number {
+    // As an exclusive take's: the hold counts its TTL from before the wait.
+    return this.#spec.ttl * PARK_SHARE
   }
 
   async plan(how: TryHow): Promise<Plan> {

@@ -9,6 +9,9 @@
  *
  * @module
  */
+import type { Capabilities, Gate, GateOptions } from './capabilities'
+
+export type { Capabilities, Gate, GateOptions } from './capabilities'
 
 /** A value zaris can store: anything JSON can carry (no `undefined`, functions, NaN or cycles). */
 export type Value = string | number | boolean | null | Value[] | { [key: string]: Value }
@@ -229,6 +232,42 @@ export interface CommitOptions {
    */
   waitChange?: number
   /**
+   * Capability `keepParked`, with `waitChange`: wait for the commit to go
+   * through, not for the first change. The store keeps it parked through
+   * tries that fail only at checks that failed on its first try, and answers
+   * it when a try succeeds, when a check that held on the first try fails
+   * (something the caller owns and checks is gone: a waiter's place in
+   * line), or when the wait ends (with the failure then). Parked commits are
+   * tried in the order they parked. The core's acquire parks its take this
+   * way, checking its own place in line, right after it joins the line: a
+   * waiter that gave up deletes its place, and its take can never go through.
+   */
+  keepParked?: boolean
+  /**
+   * With `keepParked`: answer also a try that fails at a checked key whose
+   * live entry is now owned by this owner (and do not park a commit whose
+   * first try failed so). A shared waiter's take, planned to start a group,
+   * comes back when another waiter started one, to join it instead.
+   */
+  wakeOwner?: string
+  /**
+   * Capability `keepParked`: parked commits are tried in ascending
+   * `parkOrder` (a safe integer), those without one after, each in the
+   * order they parked. A waiter passes its place in line's `created`, so
+   * that a take that parks again (after a try that was answered) keeps its
+   * turn. A store that cannot order its parked commits (a node in front of
+   * a Redis or an etcd) tries them in the order they parked.
+   */
+  parkOrder?: number
+  /**
+   * Capability `handover`: ends a parked commit's wait. It is answered with
+   * its first try's failure and never applied afterwards (a try that went
+   * through before the abort stands, and is answered).
+   */
+  signal?: AbortSignal
+  /** Capability `handover`: called once, synchronously, if the commit parks (its first try failed and it waits). */
+  onParked?: () => void
+  /**
    * Capability `gates`: the commit is made through this gate (one this
    * adapter made): while the gate is held, a check that the gate's key has no
    * live entry (`revision: null` or `created: null`) also holds over a marked
@@ -358,84 +397,4 @@ export interface Adapter {
    * the store's revision.
    */
   history?(prefix: string, after: number, limits: HistoryLimits): Promise<HistoryPage>
-}
-
-/**
- * How a gate is asked for (capability `gates`).
- *
- * @example
- * const gate = adapter.gate!('lock:a', { ifAvailable: true })
- */
-export interface GateOptions {
-  /** `exclusive` (default): held alone. `shared`: beside other shared holders, never beside an exclusive one. */
-  mode?: 'exclusive' | 'shared'
-  /** Only if nobody holds or waits for it now: else `granted` resolves false at once. */
-  ifAvailable?: boolean
-  /** Take it from whoever holds it now (they are told: `onLost`). */
-  steal?: boolean
-}
-
-/**
- * One client's request for the gate of a key (capability `gates`), from the
- * queue to its release. A gate excludes as a read-write lock does: one
- * exclusive holder, or any number of shared ones; the lock manager grants
- * waiters in the order they asked, and a client that dies (a closed or
- * crashed tab) loses its gates at once.
- *
- * What the store keeps with it: every entry written through the gate
- * (`commit(checks, ops, { gate })`) at the gate's key is marked with its mode,
- * and keeps the mark while its life lasts. A client that holds the gate may
- * take the key over a marked entry whose writer cannot hold the gate beside
- * it — any, when held exclusive; an exclusive one, when held shared — since
- * that writer has released, died or lost it; never over an entry written
- * without the gate (a plain put, a client without gates): to those it waits,
- * as it would without gates.
- *
- * @example
- * const gate = adapter.gate!('lock:a')
- * if (await gate.granted) await adapter.commit([{ key: 'lock:a', revision: null }], [{ type: 'set', key: 'lock:a', value: null, owner: 'me', ttl: 30_000 }], { gate })
- */
-export interface Gate {
-  /** The key this is the gate of. */
-  readonly key: string
-  /** How it is asked for and held. */
-  readonly mode: 'exclusive' | 'shared'
-  /** Resolves true once this client holds the gate; false when `ifAvailable` found it taken, or the request was withdrawn first. */
-  readonly granted: Promise<boolean>
-  /** True while this client holds the gate. */
-  readonly held: boolean
-  /**
-   * Takes the gate from whoever holds it (a holder that is frozen or hung
-   * past its TTL keeps its gate until then): resolves once held. Only after
-   * this client's take committed, so that of many waiters one steals.
-   */
-  steal(): Promise<void>
-  /** Calls `fn` once if the gate is taken from this client after it held it (another client stole it). */
-  onLost(fn: () => void): void
-  /**
-   * Whether another client holds or waits for this gate now (resolves false
-   * when the lock manager cannot say). A release asks it to leave the key to
-   * the next holder, who takes it over in its own take.
-   */
-  taken(): Promise<boolean>
-  /** Gives the gate up, or withdraws the request; harmless twice. */
-  release(): void
-}
-
-/** Capabilities an adapter declares instead of leaving them to be guessed. */
-export interface Capabilities {
-  /** The adapter implements `ownerGone` and `registerOwner`. */
-  ownerGone?: boolean
-  /** The adapter implements `history`. */
-  history?: boolean
-  /** The adapter implements `gate`. */
-  gates?: boolean
-  /** The adapter's `commit` honours {@link CommitOptions.waitChange}. */
-  commitOnChange?: boolean
-  /**
-   * How finely the store serves TTLs, in ms (default 1): an entry never frees
-   * before its TTL and frees at most this much after it (beyond the store's
-   * usual delay in reporting it). etcd's leases count whole seconds.
-   */
-  ttlGranularity?: number
 }

@@ -1,0 +1,35 @@
+/**
+ * A commit that may wait at the node, as the HTTP adapter sends it: its
+ * body on the wire (protocol.ts has the node's schema; this chunk carries
+ * no zod), the capabilities a node is taken to have, and the `waitChange`
+ * the adapter asks for.
+ *
+ * @module
+ */
+import type { Capabilities, Check, Op } from '../../core/contract/adapter'
+
+/** A commit's body on the wire (protocol.ts has its schema; this chunk carries no zod). */
+export interface CommitBody {
+  checks: Check[]
+  ops: Op[]
+  requestId: string
+  seen?: number
+  waitChange?: number
+  /** These three go together (CommitOptions.keepParked): a node that knows one knows all. */
+  keepParked?: boolean
+  parkOrder?: number
+  wakeOwner?: string
+}
+
+export const ON_CHANGE: Capabilities = Object.freeze({ commitOnChange: true })
+export const ON_CHANGE_KEEP: Capabilities = Object.freeze({ commitOnChange: true, keepParked: true })
+export const NONE: Capabilities = Object.freeze({})
+
+/** The most ms a commit asks a node to wait (nodes cut it to their own bound, 30 s by default). */
+const MAX_WAIT_CHANGE = 30_000
+
+/** A `waitChange` option as sent: a whole number of ms, 0 for none. */
+export function waitOf(ms: number | undefined): number {
+  if (ms === undefined || !(ms > 0)) return 0
+  return Math.min(Math.ceil(ms), MAX_WAIT_CHANGE)
+}

@@ -1,0 +1,263 @@
+/**
+ * The parked commits of a store that hands over (capability `handover`, the
+ * local store behind memory and the node's memory and SQLite stores).
+ *
+ * A commit whose check failed, sent with `waitChange`, waits here. Every
+ * write of the store (a commit, an expiry, a parked commit that went
+ * through) tells {@link ParkedCommits.changed} which keys it changed, in the
+ * same synchronous step; the parked commits that check one of those keys
+ * are then tried again at once, before the step's caller is answered and so
+ * before any other commit, in the order the callers asked (`parkOrder`: a
+ * waiter's place in line), then in the order they parked. A try that
+ * goes through is applied as any commit (a revision of its own), its caller
+ * is answered with it, and the keys it changed are judged in turn. So a
+ * release hands a lock straight to the waiter whose take was parked.
+ *
+ * Nothing here knows locks: a parked commit is the caller's own planned
+ * try. Which failed try is answered is the caller's choice:
+ * - `keep` (`CommitOptions.keepParked`): only a try that goes through, or
+ *   one where a check that held on the first try fails now (the caller's
+ *   own entry it checks is gone: a waiter's place in line), or one that
+ *   fails at a key now owned by `wakeOwner` (a shared waiter: a group it
+ *   may join was started), or the end of the wait. A waiter behind others
+ *   stays parked through every release that is not its turn, and costs no
+ *   message.
+ * - otherwise: the first try after a change that turned one of its checks
+ *   (held to failing or back), as the node's watch-based parking does: a
+ *   shared waiter learns that a group it may join was made.
+ *
+ * The cost of a change is one judgement per parked commit that checks a
+ * changed key (its checks against the store's map): O(waiters) per release
+ * of a lock they all wait on.
+ *
+ * @module
+ */
+import type { Check, CommitResult, Op } from '../../core/contract/adapter'
+import type { Clock, TimerHandle } from '../../core/time/clock'
+import { MinHeap, type Due } from './heap'
+
+/** A commit's failure answer. */
+export type Failure = Extract<CommitResult, { ok: false }>
+/** A commit's success answer. */
+export type Success = Extract<CommitResult, { ok: true }>
+
+/** How a commit whose check fails waits (see `CommitOptions`). */
+export interface ParkOptions {
+  /** Most ms to wait (a whole, positive number). */
+  ms: number
+  /** `CommitOptions.keepParked`. */
+  keep: boolean
+  /** `CommitOptions.wakeOwner` (with `keep`). */
+  wakeOwner?: string
+  /** `CommitOptions.parkOrder`: tried before parked commits of a higher one (absent: after every ordered one). */
+  order?: number
+  /**
+   * Called if the commit parks, with the function that ends its wait
+   * (answered with its first try, never applied afterwards: a caller's
+   * abort, an adapter's close); returns what undoes whatever it set up,
+   * called once the commit is answered. Nothing is made for a commit that
+   * does not park.
+   */
+  stop?: (end: () => void) => () => void
+  /** Called once, synchronously, if the commit parks. */
+  onParked?: () => void
+  /** Handed to the store's persistence with the writes of a later try that goes through. */
+  tag?: unknown
+}
+
+/** What a store lends its parked commits. */
+export interface ParkHost {
+  readonly clock: Clock
+  /** Brings the store up to date (expires what is due: that may be a step of its own). */
+  expire(): void
+  /** Whether `check` holds now. */
+  holds(check: Check): boolean
+  /** The owner of the live entry at `key` now, if any. */
+  ownerOf(key: string): string | undefined
+  /** The failure answer of `checks` now: each check that fails, with its key's live entry. */
+  failure(checks: Check[]): Failure
+  /** Applies `ops` as one commit (its checks hold now) and answers it; throws as a commit does. */
+  apply(ops: Op[], tag: unknown): Success
+}
+
+/** One parked commit. */
+class Parked implements Due {
+  /** Its order (the heap's key), then when it came. */
+  readonly at: number
+  readonly tie: number
+  heapIndex = -1
+  /** Each check's outcome when last judged. */
+  held: boolean[]
+  readonly firstHeld: readonly boolean[]
+  /** A change turned one of its checks since it parked (answered at its next try unless `keep`). */
+  woken = false
+  timer: TimerHandle | undefined
+  unlisten: (() => void) | undefined
+  settled = false
+
+  constructor(
+    seq: number,
+    readonly checks: Check[],
+    readonly ops: Op[],
+    readonly first: Failure,
+    readonly options: ParkOptions,
+    held: boolean[],
+    readonly resolve: (r: CommitResult) => void,
+    readonly reject: (err: unknown) => void,
+  ) {
+    this.at = options.order ?? Infinity
+    this.tie = seq
+    this.held = held
+    this.firstHeld = held.slice()
+  }
+}
+
+/** The parked commits of one store; see the module doc. */
+export class ParkedCommits {
+  readonly #host: ParkHost
+  #seq = 0
+  /** Parked commits by checked key, each set in the order they parked. */
+  readonly #byKey = new Map<string, Set<Parked>>()
+  /** The parked commits to try in the step under way, lowest first. */
+  readonly #due = new MinHeap<Parked>()
+  #running = false
+  #count = 0
+  #granted = 0
+
+  constructor(host: ParkHost) {
+    this.#host = host
+  }
+
+  /** How many commits are parked. */
+  get size(): number {
+    return this.#count
+  }
+
+  /** How many parked commits went through so far (a caller can tell whether a step handed over). */
+  get granted(): number {
+    return this.#granted
+  }
+
+  /**
+   * Parks a commit whose first try failed with `first` (judged in this same
+   * synchronous step, so no change falls between): resolves its answer.
+   */
+  park(checks: Check[], ops: Op[], first: Failure, options: ParkOptions): Promise<CommitResult> {
+    const wake = options.wakeOwner
+    if (wake !== undefined && first.failed.some((f) => f.entry?.owner === wake)) return Promise.resolve(first)
+    return new Promise<CommitResult>((resolve, reject) => {
+      const held = checks.map((c) => this.#host.holds(c))
+      const p = new Parked(++this.#seq, checks, ops, first, options, held, resolve, reject)
+      for (const c of checks) {
+        let set = this.#byKey.get(c.key)
+        if (!set) this.#byKey.set(c.key, (set = new Set()))
+        set.add(p)
+      }
+      this.#count++
+      p.timer = this.#host.clock.setTimeout(() => this.#timeout(p), options.ms)
+      options.onParked?.()
+      if (options.stop) p.unlisten = options.stop(() => this.#settle(p, p.first))
+    })
+  }
+
+  /**
+   * Keys a write just changed: tries the parked commits that check one of
+   * them (see the module doc). Called by the store after every write; a
+   * call made while a step is under way (by a try that went through) adds
+   * to that step.
+   */
+  changed(keys: Iterable<string>): void {
+    if (this.#count === 0) return
+    for (const key of keys) {
+      const set = this.#byKey.get(key)
+      if (!set) continue
+      for (const p of set) {
+        if (!p.options.keep && !p.woken) this.#judgeAt(p, key)
+        this.#due.update(p)
+      }
+    }
+    if (this.#running) return
+    this.#running = true
+    try {
+      for (let p = this.#due.pop(); p !== undefined; p = this.#due.pop()) this.#retry(p)
+    } finally {
+      this.#running = false
+    }
+  }
+
+  /** Tries the parked commits that check a key written or deleted by `r`, a commit just applied. */
+  committed(r: Success): void {
+    if (this.#count === 0) return
+    const keys: string[] = r.deleted.slice()
+    for (const e of r.entries) keys.push(e.key)
+    this.changed(keys)
+  }
+
+  /** Answers every parked commit with its first try (the store is closing). */
+  closeAll(): void {
+    for (const set of [...this.#byKey.values()]) for (const p of set) this.#settle(p, p.first)
+  }
+
+  /** Marks `p` woken if a change at `key` turned one of its checks there. */
+  #judgeAt(p: Parked, key: string): void {
+    p.checks.forEach((c, i) => {
+      if (c.key !== key) return
+      const now = this.#host.holds(c)
+      if (now !== p.held[i]) p.woken = true
+      p.held[i] = now
+    })
+  }
+
+  /** One more try of `p`, in the step of a change it checks. */
+  #retry(p: Parked): void {
+    if (p.settled) return
+    const outcomes = p.checks.map((c) => this.#host.holds(c))
+    if (outcomes.every(Boolean)) return this.#apply(p)
+    const answer = p.options.keep ? outcomes.some((h, i) => !h && (p.firstHeld[i] || this.#wakes(p, p.checks[i]!))) : p.woken
+    p.held = outcomes
+    if (answer) this.#settle(p, this.#host.failure(p.checks))
+  }
+
+  /** Whether the failed check `c` of `p` is at a key now owned by the owner `p` wakes for. */
+  #wakes(p: Parked, c: Check): boolean {
+    return p.options.wakeOwner !== undefined && this.#host.ownerOf(c.key) === p.options.wakeOwner
+  }
+
+  /** Its wait ran out: one last try, answered whatever it comes to. */
+  #timeout(p: Parked): void {
+    p.timer = undefined
+    this.#host.expire()
+    if (p.settled) return
+    if (p.checks.every((c) => this.#host.holds(c))) return this.#apply(p)
+    this.#settle(p, this.#host.failure(p.checks))
+  }
+
+  /** Applies `p` (its checks hold now), answers it, and judges the keys it changed. */
+  #apply(p: Parked): void {
+    let r: Success
+    try {
+      r = this.#host.apply(p.ops, p.options.tag)
+    } catch (err) {
+      this.#settle(p, undefined, err)
+      return
+    }
+    this.#granted++
+    this.#settle(p, r)
+    this.committed(r)
+  }
+
+  #settle(p: Parked, answer: CommitResult | undefined, error?: unknown): void {
+    if (p.settled) return
+    p.settled = true
+    this.#count--
+    for (const c of p.checks) {
+      const set = this.#byKey.get(c.key)
+      if (set?.delete(p) && set.size === 0) this.#byKey.delete(c.key)
+    }
+    this.#due.remove(p)
+    if (p.timer !== undefined) this.#host.clock.clearTimeout(p.timer)
+    p.unlisten?.()
+    if (answer) p.resolve(answer)
+    else p.reject(error)
+  }
+}

@@ -1,0 +1,239 @@
+/**
+ * The Redis store hands over (capability `handover`): the Lua side of parked
+ * commits, after the scripts' other parts (prelude.ts).
+ *
+ * A commit sent with a wait (`CommitOptions.waitChange`) whose check fails
+ * is kept in Redis (`park`), and every script that writes, deletes or
+ * expires a key tries the parked commits that check it again before it
+ * returns (`HOOK.handover`, run by `finish`): in `parkOrder`, then in the
+ * order they parked; one whose checks hold is applied as a commit of its own
+ * (a revision of its own, its events logged), and its answer is kept as any
+ * commit's (under its request id, so a resend or an unpark finds it) and
+ * published to its adapter's channel: one message wakes the waiter. So a
+ * release hands a lock to the waiter whose take was parked, in the release's
+ * own script: no client can take it between. Nothing here knows locks.
+ *
+ * Keys: `park` (hash) `<n>` -> a parked commit (cjson: `c` its checks
+ * `{key, kind, want}`, `o` its ops as the commit script takes them, `k`
+ * keepParked 1|0, `w` wakeOwner or '', `r` parkOrder or '', `q` n (the
+ * order it parked in), `d` its deadline (µs, Redis's clock), `h` which
+ * checks held on the first try (1|0), `f` the first try's failed checks,
+ * `ch` its adapter's channel, `rq` its request id, `rt` how long its answer
+ * is kept); `r:<request id>` -> n, so
+ * a resend of a parked commit finds it. `pkey` (hash) checked key -> the
+ * n of the commits parked on it, space-separated.
+ *
+ * Answers: `<revision> <part>...` as a commit's (it went through); `F` and
+ * the cjson of its failed checks `[key, raw|false, ...]`; `B` and the cjson
+ * of an add it could not make (`{key, value}`); `X` when no revision is left.
+ * A message is `<now µs> <length of the request id> <request id><answer>`.
+ *
+ * A parked commit past its deadline is never applied by another's change
+ * (its adapter unparks it at its own deadline; one that died never does):
+ * it is answered with its failure when a change finds it failing. A
+ * waiter's take checks its place in line, which expires soon after its
+ * client dies: then it fails, and is answered and gone.
+ *
+ * @module
+ */
+
+/** The handover's Lua (after PRELUDE, COMMIT_PARTS and CHECKED_PARTS). */
+export const HANDOVER_PARTS = `
+-- The n of the commits parked on key.
+local function park_ids(key)
+  local out = {}
+  local ids = redis.call('HGET', K_PKEY, key)
+  if ids then for id in string.gmatch(ids, '%d+') do out[#out + 1] = id end end
+  return out
+end
+
+-- The distinct keys parked commit p checks.
+local function park_keys(p)
+  local keys, seen = {}, {}
+  for _, c in ipairs(p.c) do
+    if not seen[c[1]] then
+      seen[c[1]] = true
+      keys[#keys + 1] = c[1]
+    end
+  end
+  return keys
+end
+
+-- Takes parked commit p out of park and of every key's list.
+local function unpark(p)
+  redis.call('HDEL', K_PARK, p.id, 'r:' .. p.rq)
+  for _, key in ipairs(park_keys(p)) do
+    local rest = {}
+    for _, id in ipairs(park_ids(key)) do
+      if id ~= p.id then rest[#rest + 1] = id end
+    end
+    if #rest == 0 then redis.call('HDEL', K_PKEY, key) else redis.call('HSET', K_PKEY, key, table.concat(rest, ' ')) end
+  end
+end
+
+-- The failed checks of checks now, key and raw entry (or false) in turn.
+local function failures(checks)
+  local failed = {}
+  for _, c in ipairs(checks) do
+    local raw = live(c[1])
+    if not holds(raw, c[2], c[3]) then
+      failed[#failed + 1] = c[1]
+      failed[#failed + 1] = raw
+    end
+  end
+  return failed
+end
+
+-- Whether raw (an entry, or false) is owned by owner ('' for none wanted).
+local function owned_by(raw, owner)
+  if owner == '' or not raw then return false end
+  local _, _, _, _, _, o = fields(raw)
+  return o == owner
+end
+
+-- Answers parked commit p with answer: out of park, kept as its request's answer, sent to its adapter.
+local function answer(p, text)
+  unpark(p)
+  record(p.rq, text, p.rt)
+  redis.call('PUBLISH', p.ch, fmt(NOW) .. ' ' .. #p.rq .. ' ' .. p.rq .. text)
+end
+
+-- Applies p's ops (its checks hold now) as a commit of its own, and answers it.
+local function grant(p)
+  local ops = {}
+  for o, a in ipairs(p.o) do
+    local op = {typ = a[1], key = a[2], value = a[3], ttl = a[4], owner = a[5], fresh = a[6]}
+    op.raw = live(op.key)
+    if op.typ == 'a' then
+      local bad = add_to(op)
+      if bad then return answer(p, 'B' .. cjson.encode(bad)) end
+    end
+    ops[o] = op
+  end
+  local rev = next_rev()
+  if not rev then return answer(p, 'X') end
+  local srev = fmt(rev)
+  local events, parts = {}, {srev}
+  for o = 1, #ops do
+    local event, part = apply(ops[o], srev)
+    if event then events[#events + 1] = event end
+    parts[#parts + 1] = part
+  end
+  append(rev, events)
+  for o = 1, #ops do write(ops[o]) end
+  answer(p, table.concat(parts, ' '))
+end
+
+-- One more try of parked commit p, in the step of a change at a key it checks.
+-- Past its deadline it is never applied (its adapter unparks it, or died):
+-- answered when it fails (a true failure), left for its adapter otherwise.
+local function retry(p)
+  local failed, lost = {}, false
+  for i, c in ipairs(p.c) do
+    local raw = live(c[1])
+    if not holds(raw, c[2], c[3]) then
+      failed[#failed + 1] = c[1]
+      failed[#failed + 1] = raw
+      -- keepParked: answered when a check that held fails (a waiter's place gone), or a key is held by wakeOwner.
+      if p.h[i] == 1 or owned_by(raw, p.w) then lost = true end
+    end
+  end
+  local expired = tonumber(p.d) <= NOW
+  if #failed == 0 then
+    if not expired then grant(p) end
+    return
+  end
+  if lost or p.k ~= 1 or expired then answer(p, 'F' .. cjson.encode(failed)) end
+end
+
+local function by_turn(a, b)
+  if a.r ~= b.r then return a.r < b.r end
+  return a.q < b.q
+end
+
+-- Tries the parked commits on the keys this call changed, in their turn,
+-- until none goes through (a commit that goes through changes keys too).
+HOOK.handover = function()
+  if HANDING or next(CHANGED) == nil then return end
+  HANDING = true
+  local due, queued = {}, {}
+  while true do
+    local changed = CHANGED
+    CHANGED = {}
+    for key in pairs(changed) do
+      for _, id in ipairs(park_ids(key)) do
+        local raw = not queued[id] and redis.call('HGET', K_PARK, id)
+        if raw then
+          local p = cjson.decode(raw)
+          p.id, p.r = id, tonumber(p.r) or math.huge
+          queued[id] = true
+          due[#due + 1] = p
+        end
+      end
+    end
+    if #due == 0 then break end
+    table.sort(due, by_turn)
+    local p = table.remove(due, 1)
+    queued[p.id] = nil
+    retry(p)
+  end
+  HANDING = false
+end
+
+-- Parks a commit whose first try failed with failed: its checks, its ops
+-- (each {typ, key, value, ttl, owner, fresh}), and ms, keep, order, wake
+-- owner and channel. nil when it is not parked (a failing key is held by the
+-- wake owner already): the caller answers the failure.
+local function park(request, checks, ops, failed, ms, keep, order, wake, ch)
+  for j = 2, #failed, 2 do
+    if owned_by(failed[j], wake) then return nil end
+  end
+  -- A resend of a commit still parked is the same parked commit.
+  if not redis.call('HGET', K_PARK, 'r:' .. request) then
+    local held = {}
+    for i, c in ipairs(checks) do held[i] = holds(live(c[1]), c[2], c[3]) and 1 or 0 end
+    local id = fmt(redis.call('HINCRBY', K_REV, 'pq', 1))
+    local p = {c = checks, o = ops, k = tonumber(keep), w = wake, r = order, q = tonumber(id), d = fmt(NOW + tonumber(ms) * 1000), h = held, ch = ch, rq = request, rt = ARGV[5], f = failed}
+    redis.call('HSET', K_PARK, id, cjson.encode(p), 'r:' .. request, id)
+    for _, key in ipairs(park_keys(p)) do
+      local ids = redis.call('HGET', K_PKEY, key)
+      redis.call('HSET', K_PKEY, key, ids and (ids .. ' ' .. id) or id)
+    end
+  end
+  return reply('parked', failed)
+end
+`
+
+/**
+ * `unpark`: ARGV[4] = the request id of a parked commit whose adapter stops
+ * waiting; ARGV[5] = `last` at its deadline (one last try, as any commit),
+ * '' for its caller's abort or its close (never applied). The expiries this
+ * call makes hand over first. Returns `{'dup', now, nextIn, answer}` when it
+ * was answered (meanwhile: the message was lost or crossed; or now, by its
+ * last try); else `{'fail', now, nextIn, {key, raw, ...}}`, taken out of
+ * park: its failed checks now, or its first try's when they all hold now
+ * (an abort). `{'fail', now, nextIn, {}}` when neither is known (its
+ * answer's record is gone).
+ */
+export const UNPARK_BODY = `
+sweep()
+HOOK.handover()
+local request = ARGV[4]
+local id = redis.call('HGET', K_PARK, 'r:' .. request)
+local raw = id and redis.call('HGET', K_PARK, id)
+if raw then
+  local p = cjson.decode(raw)
+  p.id = id
+  local failed = failures(p.c)
+  if #failed == 0 and ARGV[5] == 'last' then
+    grant(p)
+  else
+    unpark(p)
+    if #failed == 0 then failed = p.f end
+    return reply('fail', failed)
+  end
+end
+local kept = redis.call('HGET', K_REQ, request)
+if kept then return reply('dup', kept) end
+return reply('fail', {})
+`

@@ -1,0 +1,174 @@
+/**
+ * The Redis store hands over (src/adapters/redis/handover.ts), against a
+ * real redis-server: a parked commit is kept in Redis and tried in the very
+ * script of the change that lets it through, in `parkOrder`; its answer is
+ * published to its adapter, and kept, so that `unpark` finds it when the
+ * message never came; one past its deadline (a client that died) is never
+ * applied; an abort or a close takes it out of park.
+ */
+import Redis from 'ioredis'
+import { afterAll, beforeAll, describe, expect, test } from 'vitest'
+import type { Check, CommitResult, Op } from 'zaris'
+import { redisAdapter, type RedisAdapter } from 'zaris/redis'
+import { namespaceKeys } from '../../src/adapters/redis/codec'
+import { evalText, SCRIPTS } from '../../src/adapters/redis/scripts'
+import { until } from '../conformance/util'
+import { startRedis, type RedisServer } from './server'
+
+let server: RedisServer
+let raw: Redis
+beforeAll(async () => {
+  server = await startRedis()
+  raw = new Redis(server.port, '127.0.0.1')
+})
+afterAll(async () => {
+  raw?.disconnect()
+  for (const c of opened) c.disconnect()
+  await server?.dispose()
+})
+
+let n = 0
+const fresh = () => `h${++n}-${Math.random().toString(36).slice(2, 8)}`
+const set = (key: string, owner: string): Op => ({ type: 'set', key, value: null, owner, ttl: 60_000 })
+const del = (key: string): Op => ({ type: 'delete', key })
+const absent = (key: string): Check => ({ key, revision: null })
+const life = (key: string, created: number): Check => ({ key, created })
+const park = (ms = 10_000, order?: number) => ({ waitChange: ms, keepParked: true, parkOrder: order })
+const ok = (r: CommitResult) => r as Extract<CommitResult, { ok: true }>
+
+const opened: Redis[] = []
+
+async function adapters(count: number): Promise<{ ns: string; all: RedisAdapter[] }> {
+  const ns = fresh()
+  // Each its own connection, as clients of different processes (the adapter leaves a connection it was given open).
+  const client = () => {
+    const c = new Redis(server.port, '127.0.0.1')
+    c.on('error', () => {})
+    opened.push(c)
+    return c
+  }
+  const all = await Promise.all(Array.from({ length: count }, () => redisAdapter({ client: client(), namespace: ns })))
+  return { ns, all }
+}
+
+/** The commit script run by hand with park arguments: a parked commit whose adapter listens on no channel (its messages are lost). */
+async function parkBlind(ns: string, request: string, checks: Check[], ops: Op[], ms: number): Promise<unknown[]> {
+  const args: Array<string | number> = [checks.length]
+  for (const c of checks) args.push(c.key, 'revision' in c ? 'r' : 'c', ('revision' in c ? c.revision : c.created) ?? '')
+  args.push(ops.length)
+  for (const o of ops) {
+    if (o.type === 'delete') args.push('d', o.key, '', '', '', '')
+    else if (o.type === 'set') args.push('s', o.key, JSON.stringify(o.value), o.ttl === undefined ? '' : String(o.ttl), o.owner === undefined ? '' : '=' + o.owner, '')
+  }
+  args.push(ms, '1', '', '', `nobody-listens-${request}`)
+  return (await raw.eval(evalText(SCRIPTS.commit), 9, ...namespaceKeys(ns), 10_000, 500, 0, request, 60_000, ...args)) as unknown[]
+}
+
+async function unparkBlind(ns: string, request: string, last = ''): Promise<unknown[]> {
+  return (await raw.eval(evalText(SCRIPTS.unpark), 9, ...namespaceKeys(ns), 10_000, 500, 0, request, last)) as unknown[]
+}
+
+describe('the Redis store hands over', () => {
+  test("a release hands the lock to the parked take in the release's own script, with the next revision", async () => {
+    const { ns, all } = await adapters(2)
+    const [h, w] = all as [RedisAdapter, RedisAdapter]
+    try {
+      await h.commit([absent('lock')], [set('lock', 'h')])
+      const place = ok(await w.commit([absent('q.w')], [set('q.w', 'w')]))
+      let parked = false
+      const take = w.commit([absent('lock'), life('q.w', place.revision)], [set('lock', 'w'), del('q.w')], { ...park(), onParked: () => (parked = true) })
+      await until(() => parked)
+      const release = ok(await h.commit([life('lock', 1)], [del('lock')]))
+      // The release's answer came after its script: the lock is the waiter's already, and nobody else could take it.
+      expect(await h.get('lock')).toMatchObject({ owner: 'w', created: release.revision + 1 })
+      expect((await h.commit([absent('lock')], [set('lock', 'barger')])).ok).toBe(false)
+      expect(await take).toMatchObject({ ok: true, revision: release.revision + 1, deleted: ['q.w'], entries: [{ key: 'lock', owner: 'w', created: release.revision + 1 }] })
+      // Out of park, and out of every key's list.
+      expect(await raw.hlen(namespaceKeys(ns)[7]!)).toBe(0)
+      expect(await raw.hlen(namespaceKeys(ns)[8]!)).toBe(0)
+    } finally {
+      await Promise.all(all.map((a) => a.close()))
+    }
+  })
+
+  test('parked takes go in parkOrder, whatever order they parked in; one behind costs no answer until its turn', async () => {
+    const { ns, all } = await adapters(4)
+    const [h, ...ws] = all as [RedisAdapter, RedisAdapter, RedisAdapter, RedisAdapter]
+    try {
+      await h.commit([absent('lock')], [set('lock', 'h')])
+      const order = [30, 10, 20]
+      const answered: string[] = []
+      const takes = ws.map((w, i) => w.commit([absent('lock')], [set('lock', `w${order[i]}`)], park(10_000, order[i])).then((r) => (answered.push(`w${order[i]}`), r)))
+      // Three parked: each under its number and its request id.
+      await until(async () => (await raw.hlen(namespaceKeys(ns)[7]!)) === 6)
+      const holders: string[] = []
+      for (let i = 0; i < 3; i++) {
+        const now = (await h.get('lock'))!
+        await h.commit([life('lock', now.created)], [del('lock')])
+        holders.push((await h.get('lock'))!.owner!)
+        await until(() => answered.length === i + 1)
+      }
+      expect(holders).toEqual(['w10', 'w20', 'w30'])
+      expect(answered).toEqual(['w10', 'w20', 'w30'])
+      expect((await Promise.all(takes)).every((r) => r.ok)).toBe(true)
+    } finally {
+      await Promise.all(all.map((a) => a.close()))
+    }
+  })
+
+  test('an answer whose message was lost is kept: unpark finds it (the grant), and a take past its deadline is never applied', async () => {
+    const { ns, all } = await adapters(1)
+    const [h] = all as [RedisAdapter]
+    try {
+      await h.commit([absent('lock')], [set('lock', 'h')])
+      expect((await parkBlind(ns, 'blind-1', [absent('lock')], [set('lock', 'blind')], 10_000))[0]).toBe('parked')
+      const lock = (await h.get('lock'))!
+      const release = ok(await h.commit([life('lock', lock.created)], [del('lock')]))
+      expect((await h.get('lock'))?.owner).toBe('blind')
+      const unparked = await unparkBlind(ns, 'blind-1')
+      expect(unparked[0]).toBe('dup')
+      expect(String(unparked[3]).split(' ')[0]).toBe(String(release.revision + 1))
+      // A take whose deadline passed (its client died and never unparked it) is answered with its failure, not applied.
+      const held = ok(await h.commit([absent('lock2')], [set('lock2', 'h')]))
+      expect((await parkBlind(ns, 'dead-1', [absent('lock2')], [set('lock2', 'dead')], 50))[0]).toBe('parked')
+      await new Promise((r) => setTimeout(r, 120))
+      await h.commit([life('lock2', held.revision)], [del('lock2')])
+      expect(await h.get('lock2')).toBeUndefined()
+      // Its adapter, late, gives up: the first try's failure (what held lock2 then), never applied.
+      expect(await unparkBlind(ns, 'dead-1')).toMatchObject(['fail', expect.anything(), expect.anything(), ['lock2', expect.stringContaining('\nh')]])
+      expect(await h.get('lock2')).toBeUndefined()
+      // One whose adapter unparks it at its deadline gets one last try, as any commit.
+      const held3 = ok(await h.commit([absent('lock3')], [set('lock3', 'h')]))
+      expect((await parkBlind(ns, 'late-1', [absent('lock3')], [set('lock3', 'late')], 50))[0]).toBe('parked')
+      await new Promise((r) => setTimeout(r, 120))
+      await h.commit([life('lock3', held3.revision)], [del('lock3')])
+      expect(await h.get('lock3')).toBeUndefined()
+      expect((await unparkBlind(ns, 'late-1', 'last'))[0]).toBe('dup')
+      expect((await h.get('lock3'))?.owner).toBe('late')
+    } finally {
+      await h.close()
+    }
+  })
+
+  test("an abort takes the parked commit out of park: it is answered with its failure and never applied; a close does the same for all of an adapter's", async () => {
+    const { all } = await adapters(3)
+    const [h, w, c] = all as [RedisAdapter, RedisAdapter, RedisAdapter]
+    try {
+      await h.commit([absent('lock')], [set('lock', 'h')])
+      const stop = new AbortController()
+      let parked = 0
+      const aborted = w.commit([absent('lock')], [set('lock', 'w')], { ...park(), signal: stop.signal, onParked: () => parked++ })
+      const closed = c.commit([absent('lock')], [set('lock', 'c')], { ...park(), onParked: () => parked++ })
+      await until(() => parked === 2)
+      stop.abort()
+      expect(await aborted).toMatchObject({ ok: false, failed: [{ key: 'lock', entry: { owner: 'h' } }] })
+      await c.close()
+      expect(await closed).toMatchObject({ ok: false })
+      const lock = (await h.get('lock'))!
+      await h.commit([life('lock', lock.created)], [del('lock')])
+      expect(await h.get('lock')).toBeUndefined()
+    } finally {
+      await Promise.all(all.map((a) => a.close()))
+    }
+  })
+})
