@@ -1,0 +1,215 @@
+/**
+ * The commit functions: `commit` for any commit, `commit1` (the same effects
+ * and answers) for the commits most calls make — at most one check and one op:
+ * a lock's take, renewal or release, a fenced or plain put or delete, a
+ * counter's add — with scalar arguments and fewer statements.
+ *
+ * A commit in one call, one transaction:
+ * 1. With `p_snapshot`, checks that fail on entries live by their deadlines
+ *    are answered from a snapshot, with no lock and nothing written (a
+ *    contended acquire costs a read). The adapter sends it on a commit's
+ *    first attempt when a check compares a revision, never with a caller's
+ *    request id or on a retry (a retry must wait for an attempt still under way).
+ * 2. The namespace's row is locked and the commit takes its revision.
+ * 3. A request id already answered gets that answer.
+ * 4. Entries of the commit's keys past their deadlines are expired first,
+ *    each with a revision of its own (then the commit takes a later one);
+ *    one a fence holds is live until the fence's transaction ends.
+ * 5. The checks; a failure is kept under the request id when `p_keep` (a
+ *    retry or a caller's request id: the attempt it races must find it).
+ * 6. The ops, each logged; an op that would end or take over a life a fence
+ *    holds raises ZR001 (the adapter waits for the fence and tries again,
+ *    since waiting here would hold every commit of the namespace); an add that
+ *    cannot be made exactly raises ZR002. Either rolls everything back.
+ * 7. The answer kept under the request id; pruning when due; NOTIFY.
+ *
+ * Answers (JSON arrays; times are ms since the epoch on Postgres's clock):
+ * `[0, now, revision, parts]` (per op: a set's created; 1 or 0 for a delete
+ * that did or did not delete; `[created, value, owner, deadline]` for an
+ * add), `[1, now, failed]` (per failed check `[index, entry | null]`, entry
+ * `[value, revision, created, owner, deadline]`), `[3, now, kept]` (a
+ * request id answered before: `kept` is `[0, revision, parts]` or `[1, failed]`).
+ *
+ * @module
+ */
+
+/** Whether a check holds on row `e`: want `w` (null: no entry), by created `bc` or by revision. */
+const holds = (e: string, w: string, bc: string) =>
+  `(CASE WHEN ${w} IS NULL THEN ${e}.k IS NULL WHEN ${e}.k IS NULL THEN false WHEN ${bc} THEN ${e}.created = ${w} ELSE ${e}.revision = ${w} END)`
+
+/** A row as a failure answer shows it. */
+const shown = (e: string) =>
+  `CASE WHEN ${e}.k IS NULL THEN NULL ELSE json_build_array(${e}.value, ${e}.revision, ${e}.created, ${e}.owner, extract(epoch FROM ${e}.expires_at) * 1000) END`
+
+const FENCED = `RAISE EXCEPTION 'zaris: the entry is held by a fence' USING ERRCODE = 'ZR001', DETAIL = encode(v_k, 'hex')`
+const NOT_SAFE = `RAISE EXCEPTION 'zaris: add over a value that is not a safe integer, or past them' USING ERRCODE = 'ZR002', DETAIL = i::text || ':' || e.value`
+
+/** Locks the namespace's row and takes a revision (the row is made on first use). */
+const LOCK = (n: string) => `
+  UPDATE @S.stores SET revision = nextval('@S.revisions'), logged = logged + ${n} WHERE ns = p_ns RETURNING * INTO s;
+  IF NOT FOUND THEN
+    INSERT INTO @S.stores (ns, epoch) VALUES (p_ns, md5(random()::text || clock_timestamp()::text)) ON CONFLICT (ns) DO NOTHING;
+    UPDATE @S.stores SET revision = nextval('@S.revisions'), logged = logged + ${n} WHERE ns = p_ns RETURNING * INTO s;
+  END IF;
+  v_rev := s.revision;
+  IF p_req IS NOT NULL THEN
+    SELECT answer INTO v_kept FROM @S.requests WHERE ns = p_ns AND id = p_req;
+    IF FOUND THEN RETURN json_build_array(3, extract(epoch FROM clock_timestamp()) * 1000, v_kept); END IF;
+  END IF;
+  v_now := clock_timestamp();`
+
+/** Applies op `i` (type v_t, key v_k; the row now there in `e`) at v_rev: sets v_part and the event. */
+const APPLY = (v: string, ttl: string, own: string, fresh: string, delta: string) => `
+  IF v_t = 'd' THEN
+    IF e.k IS NULL THEN
+      v_part := to_json(0);
+    ELSE
+      DELETE FROM @S.entries WHERE ns = p_ns AND k = v_k
+        AND EXISTS (SELECT 1 FROM @S.entries WHERE ns = p_ns AND k = v_k FOR UPDATE SKIP LOCKED);
+      IF NOT FOUND THEN ${FENCED}; END IF;
+      v_part := to_json(1);
+      ev_t := ev_t || 'd'::"char"; ev_k := ev_k || v_k; ev_v := ev_v || NULL::text; ev_c := ev_c || NULL::bigint; ev_o := ev_o || NULL::bytea; ev_l := ev_l || NULL::double precision;
+    END IF;
+  ELSIF v_t = 's' THEN
+    IF e.k IS NULL THEN
+      INSERT INTO @S.entries (ns, k, value, revision, created, owner, ttl, expires_at)
+        VALUES (p_ns, v_k, ${v}, v_rev, v_rev, ${own}, ${ttl}, v_now + ${ttl} * interval '1 millisecond');
+      v_cr := v_rev;
+    ELSE
+      IF ${fresh} OR e.owner IS DISTINCT FROM ${own} THEN
+        -- A new life: the old one's fence, if any, must have ended (the update would wait for it).
+        PERFORM 1 FROM @S.entries WHERE ns = p_ns AND k = v_k FOR UPDATE SKIP LOCKED;
+        IF NOT FOUND THEN ${FENCED}; END IF;
+        v_cr := v_rev;
+      ELSE
+        v_cr := e.created;
+      END IF;
+      UPDATE @S.entries SET value = ${v}, revision = v_rev, created = v_cr, owner = ${own}, ttl = ${ttl},
+        expires_at = v_now + ${ttl} * interval '1 millisecond' WHERE ns = p_ns AND k = v_k;
+    END IF;
+    v_part := to_json(v_cr);
+    ev_t := ev_t || 'p'::"char"; ev_k := ev_k || v_k; ev_v := ev_v || ${v}; ev_c := ev_c || v_cr; ev_o := ev_o || ${own}; ev_l := ev_l || ${ttl};
+  ELSE
+    IF e.k IS NULL THEN
+      v_sum := ${delta};
+      INSERT INTO @S.entries (ns, k, value, revision, created) VALUES (p_ns, v_k, v_sum::text, v_rev, v_rev);
+      e.created := v_rev;
+    ELSE
+      IF e.value !~ '^-?[0-9]+$' THEN ${NOT_SAFE}; END IF;
+      v_sum := e.value::numeric + ${delta};
+      IF abs(v_sum) > 9007199254740991 THEN ${NOT_SAFE}; END IF;
+      UPDATE @S.entries SET value = v_sum::text, revision = v_rev WHERE ns = p_ns AND k = v_k;
+    END IF;
+    v_part := json_build_array(e.created, v_sum, e.owner, extract(epoch FROM e.expires_at) * 1000);
+    ev_t := ev_t || 'p'::"char"; ev_k := ev_k || v_k; ev_v := ev_v || v_sum::text; ev_c := ev_c || e.created; ev_o := ev_o || e.owner; ev_l := ev_l || e.ttl;
+  END IF;`
+
+/** Logs the events, keeps the answer, prunes when due, notifies, answers. */
+const FINISH = `
+  INSERT INTO @S.events (ns, revision, seq, type, k, value, created, owner, ttl)
+    SELECT p_ns, v_rev, x.i - 1, x.t, x.k, x.v, x.c, x.o, x.l FROM unnest(ev_t, ev_k, ev_v, ev_c, ev_o, ev_l) WITH ORDINALITY AS x(t, k, v, c, o, l, i);
+  IF p_req IS NOT NULL THEN
+    INSERT INTO @S.requests (ns, id, at, answer) VALUES (p_ns, p_req, v_now, json_build_array(0, v_rev, v_parts));
+  END IF;
+  IF v_fix THEN UPDATE @S.stores SET revision = v_rev WHERE ns = p_ns; END IF;
+  IF s.logged > p_history + greatest(100, p_history / 10) OR v_now > s.pruned_at + p_retention * interval '100 microseconds' THEN
+    PERFORM @S.prune(p_ns, p_history, p_retention, v_now);
+  END IF;
+  PERFORM pg_notify('zaris:@S', p_ns);
+  RETURN json_build_array(0, extract(epoch FROM v_now) * 1000, v_rev, v_parts);`
+
+/** A failed check after the lock: kept when asked, expiries told, answered. */
+const FAILED = `
+    IF p_req IS NOT NULL AND p_keep THEN
+      INSERT INTO @S.requests (ns, id, at, answer) VALUES (p_ns, p_req, v_now, json_build_array(1, v_failed));
+    END IF;
+    IF v_fix THEN
+      UPDATE @S.stores SET revision = v_rev WHERE ns = p_ns;
+      PERFORM pg_notify('zaris:@S', p_ns);
+    END IF;
+    RETURN json_build_array(1, extract(epoch FROM v_now) * 1000, v_failed);`
+
+const DECLARE = `
+DECLARE
+  v_now timestamptz := clock_timestamp();
+  s @S.stores; e @S.entries; c @S.entries;
+  v_rev bigint; v_kept json; v_failed json; v_due boolean; v_fix boolean := false;
+  v_t "char"; v_k bytea; v_cr bigint; v_sum numeric; v_part json; v_parts json[] := '{}';
+  ev_t "char"[] := '{}'; ev_k bytea[] := '{}'; ev_v text[] := '{}'; ev_c bigint[] := '{}'; ev_o bytea[] := '{}'; ev_l double precision[] := '{}';`
+
+/** Any commit: checks and ops as parallel arrays (`p_ot` holds one letter per op: s, d or a). */
+export const COMMIT = `
+CREATE OR REPLACE FUNCTION @S.commit(
+  p_ns text, p_req bytea, p_snapshot boolean, p_keep boolean,
+  p_ck bytea[], p_cc boolean[], p_cw bigint[],
+  p_ot text, p_ok bytea[], p_ov text[], p_ottl double precision[], p_oown bytea[], p_ofresh boolean[], p_odelta bigint[],
+  p_retention integer, p_history integer
+) RETURNS json LANGUAGE plpgsql AS $$${DECLARE}
+BEGIN
+  IF p_snapshot AND cardinality(p_ck) > 0 THEN
+    SELECT bool_or(ce.expires_at <= v_now), json_agg(json_build_array(x.i, ${shown('ce')})) FILTER (WHERE NOT ${holds('ce', 'x.w', 'x.bc')})
+      INTO v_due, v_failed
+      FROM unnest(p_ck, p_cc, p_cw) WITH ORDINALITY AS x(k, bc, w, i) LEFT JOIN @S.entries ce ON ce.ns = p_ns AND ce.k = x.k;
+    IF v_failed IS NOT NULL AND NOT coalesce(v_due, false) THEN RETURN json_build_array(1, extract(epoch FROM v_now) * 1000, v_failed); END IF;
+  END IF;
+${LOCK('cardinality(p_ok)')}
+  IF EXISTS (SELECT 1 FROM @S.entries WHERE ns = p_ns AND k = ANY (p_ck || p_ok) AND expires_at <= v_now) THEN
+    IF (@S.expire_due(p_ns, v_now, p_ck || p_ok)).n > 0 THEN
+      v_rev := nextval('@S.revisions');
+      v_fix := true;
+    END IF;
+  END IF;
+  IF cardinality(p_ck) > 0 THEN
+    SELECT json_agg(json_build_array(x.i, ${shown('ce')})) FILTER (WHERE NOT ${holds('ce', 'x.w', 'x.bc')}) INTO v_failed
+      FROM unnest(p_ck, p_cc, p_cw) WITH ORDINALITY AS x(k, bc, w, i) LEFT JOIN @S.entries ce ON ce.ns = p_ns AND ce.k = x.k;
+    IF v_failed IS NOT NULL THEN${FAILED}
+    END IF;
+  END IF;
+  FOR i IN 1 .. coalesce(cardinality(p_ok), 0) LOOP
+    v_t := substr(p_ot, i, 1);
+    v_k := p_ok[i];
+    SELECT * INTO e FROM @S.entries WHERE ns = p_ns AND k = v_k;
+${APPLY('p_ov[i]', 'p_ottl[i]', 'p_oown[i]', 'p_ofresh[i]', 'p_odelta[i]')}
+    v_parts := v_parts || v_part;
+  END LOOP;
+${FINISH}
+END $$;
+`
+
+/** At most one check (`p_ck` null for none) and exactly one op. */
+export const COMMIT1 = `
+CREATE OR REPLACE FUNCTION @S.commit1(
+  p_ns text, p_req bytea, p_snapshot boolean, p_keep boolean,
+  p_ck bytea, p_bc boolean, p_cw bigint,
+  p_t "char", p_k bytea, p_v text, p_ttl double precision, p_own bytea, p_fresh boolean, p_delta bigint,
+  p_retention integer, p_history integer
+) RETURNS json LANGUAGE plpgsql AS $$${DECLARE}
+  i integer := 1;
+BEGIN
+  IF p_snapshot AND p_ck IS NOT NULL THEN
+    SELECT * INTO c FROM @S.entries WHERE ns = p_ns AND k = p_ck;
+    IF (c.expires_at IS NULL OR c.expires_at > v_now) AND NOT ${holds('c', 'p_cw', 'p_bc')} THEN
+      RETURN json_build_array(1, extract(epoch FROM v_now) * 1000, json_build_array(json_build_array(1, ${shown('c')})));
+    END IF;
+  END IF;
+${LOCK('1')}
+  v_t := p_t;
+  v_k := p_k;
+  SELECT * INTO e FROM @S.entries WHERE ns = p_ns AND k = p_k;
+  IF p_ck = p_k THEN c := e; ELSIF p_ck IS NOT NULL THEN SELECT * INTO c FROM @S.entries WHERE ns = p_ns AND k = p_ck; END IF;
+  IF e.expires_at <= v_now OR c.expires_at <= v_now THEN
+    IF (@S.expire_due(p_ns, v_now, CASE WHEN p_ck IS NULL THEN ARRAY[p_k] ELSE ARRAY[p_k, p_ck] END)).n > 0 THEN
+      v_rev := nextval('@S.revisions');
+      v_fix := true;
+      SELECT * INTO e FROM @S.entries WHERE ns = p_ns AND k = p_k;
+      IF p_ck = p_k THEN c := e; ELSIF p_ck IS NOT NULL THEN SELECT * INTO c FROM @S.entries WHERE ns = p_ns AND k = p_ck; END IF;
+    END IF;
+  END IF;
+  IF p_ck IS NOT NULL AND NOT ${holds('c', 'p_cw', 'p_bc')} THEN
+    v_failed := json_build_array(json_build_array(1, ${shown('c')}));${FAILED}
+  END IF;
+${APPLY('p_v', 'p_ttl', 'p_own', 'p_fresh', 'p_delta')}
+  v_parts := ARRAY[v_part];
+${FINISH}
+END $$;
+`

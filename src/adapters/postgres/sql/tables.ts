@@ -1,0 +1,163 @@
+/**
+ * The tables of a zaris store in Postgres (schema version {@link SCHEMA_VERSION}),
+ * under one schema (`zaris` unless the adapter is told otherwise; `@S` below
+ * stands for it). Every namespace lives in the same tables, told apart by `ns`.
+ *
+ * - `revisions`  sequence: every commit and every expiry takes the next value, so a revision, and a
+ *                lock's token, is unique in the whole schema (namespaces see gaps, as on etcd);
+ *                never reused, and after a crash Postgres starts it past every value it handed out.
+ * - `stores`     one row per namespace: the namespace's last revision, the revision up to which
+ *                its events are gone (`compacted`), an epoch, and the counters that say when to
+ *                prune. Every write of a namespace locks this row first, so the namespace's
+ *                revisions are taken, and become visible, in commit order.
+ * - `entries`    the live entries (and expired ones not yet swept: every read treats an entry past
+ *                its deadline as gone, unless a fence holds it). Keys are stored as UTF-16 (big
+ *                endian) bytes, whose byte order is the contract's UTF-16 code unit order, and which
+ *                can hold any key (text cannot hold U+0000). `UNIQUE (k, created)` names a life
+ *                across the schema; it also makes `created` a key column, so a fence's
+ *                `FOR KEY SHARE` lock lets renewals through but makes a steal, a delete or an expiry
+ *                of that life wait for the fence's transaction.
+ * - `events`     the change log that watches read: one row per put, delete and expiry, in
+ *                revision order, the most recent `history` kept per namespace.
+ * - `requests`   the answers of commits sent with a request id, kept `requestRetention` ms, so a
+ *                commit sent again is answered instead of applied twice.
+ *
+ * Values are JSON text (not jsonb, which reorders keys and cannot hold U+0000); owners and
+ * request ids are UTF-8 bytes. TTLs run on Postgres's clock (`clock_timestamp()`).
+ *
+ * @module
+ */
+
+/** The schema this code writes; a store created by a newer zaris is refused. */
+export const SCHEMA_VERSION = 1
+
+/** The tables, sequence and indexes, created if absent. */
+export const TABLES = `
+CREATE SCHEMA IF NOT EXISTS @S;
+CREATE TABLE IF NOT EXISTS @S.meta (version integer NOT NULL);
+CREATE SEQUENCE IF NOT EXISTS @S.revisions MINVALUE 1 MAXVALUE 9007199254740991 NO CYCLE;
+CREATE TABLE IF NOT EXISTS @S.stores (
+  ns text PRIMARY KEY,
+  epoch text NOT NULL,
+  revision bigint NOT NULL DEFAULT 0,
+  compacted bigint NOT NULL DEFAULT 0,
+  logged bigint NOT NULL DEFAULT 0,
+  pruned_at timestamptz NOT NULL DEFAULT clock_timestamp()
+);
+CREATE TABLE IF NOT EXISTS @S.entries (
+  ns text NOT NULL,
+  k bytea NOT NULL,
+  value text NOT NULL,
+  revision bigint NOT NULL,
+  created bigint NOT NULL,
+  owner bytea,
+  ttl double precision,
+  expires_at timestamptz,
+  PRIMARY KEY (ns, k),
+  UNIQUE (k, created)
+);
+CREATE INDEX IF NOT EXISTS entries_due ON @S.entries (ns, expires_at) WHERE expires_at IS NOT NULL;
+CREATE TABLE IF NOT EXISTS @S.events (
+  ns text NOT NULL,
+  revision bigint NOT NULL,
+  seq integer NOT NULL,
+  type "char" NOT NULL,
+  k bytea NOT NULL,
+  value text,
+  created bigint,
+  owner bytea,
+  ttl double precision,
+  PRIMARY KEY (ns, revision, seq)
+);
+CREATE TABLE IF NOT EXISTS @S.requests (
+  ns text NOT NULL,
+  id bytea NOT NULL,
+  at timestamptz NOT NULL,
+  answer json NOT NULL,
+  PRIMARY KEY (ns, id)
+);
+CREATE INDEX IF NOT EXISTS requests_at ON @S.requests (ns, at);
+`
+
+/**
+ * Expiry and pruning, run by a caller that holds the namespace's row.
+ *
+ * `expire_due` expires the entries of `p_keys` due at `p_now`, then up to
+ * 500 more of the namespace, each with a revision of its own, logged as
+ * `e` events. `FOR UPDATE SKIP LOCKED` passes over an entry a fence holds:
+ * it stays live until the fence's transaction ends.
+ *
+ * `prune` drops the namespace's oldest events beyond the `p_history` most
+ * recent (whole revisions; `compacted` says up to which revision), and the
+ * request answers older than `p_retention` ms.
+ *
+ * `sweep` is the expiry a read or a watcher's timer runs: it answers how
+ * many due entries stay (held by fences), or -1 when none was due.
+ */
+export const HOUSEKEEPING = `
+CREATE OR REPLACE FUNCTION @S.expire_due(p_ns text, p_now timestamptz, p_keys bytea[], OUT last bigint, OUT n integer)
+LANGUAGE plpgsql AS $$
+DECLARE m integer; r bigint;
+BEGIN
+  last := 0; n := 0;
+  IF p_keys IS NOT NULL THEN
+    WITH due AS (
+      SELECT k, expires_at FROM @S.entries WHERE ns = p_ns AND k = ANY (p_keys) AND expires_at <= p_now FOR UPDATE SKIP LOCKED
+    ), gone AS (
+      DELETE FROM @S.entries e USING due WHERE e.ns = p_ns AND e.k = due.k RETURNING e.k, e.expires_at
+    ), logged AS (
+      INSERT INTO @S.events (ns, revision, seq, type, k)
+      SELECT p_ns, nextval('@S.revisions'), 0, 'e', g.k FROM (SELECT k FROM gone ORDER BY expires_at, k) g RETURNING revision
+    ) SELECT count(*), coalesce(max(revision), 0) INTO m, r FROM logged;
+    n := m; last := r;
+  END IF;
+  WITH due AS (
+    SELECT k, expires_at FROM @S.entries WHERE ns = p_ns AND expires_at <= p_now ORDER BY expires_at, k LIMIT 500 FOR UPDATE SKIP LOCKED
+  ), gone AS (
+    DELETE FROM @S.entries e USING due WHERE e.ns = p_ns AND e.k = due.k RETURNING e.k, e.expires_at
+  ), logged AS (
+    INSERT INTO @S.events (ns, revision, seq, type, k)
+    SELECT p_ns, nextval('@S.revisions'), 0, 'e', g.k FROM (SELECT k FROM gone ORDER BY expires_at, k) g RETURNING revision
+  ) SELECT count(*), coalesce(max(revision), 0) INTO m, r FROM logged;
+  n := n + m; last := greatest(last, r);
+END $$;
+
+CREATE OR REPLACE FUNCTION @S.prune(p_ns text, p_history integer, p_retention integer, p_now timestamptz) RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE v_cut bigint;
+BEGIN
+  SELECT revision INTO v_cut FROM @S.events WHERE ns = p_ns ORDER BY revision DESC, seq DESC OFFSET p_history LIMIT 1;
+  IF v_cut IS NOT NULL THEN
+    DELETE FROM @S.events WHERE ns = p_ns AND revision <= v_cut;
+  END IF;
+  DELETE FROM @S.requests WHERE ns = p_ns AND at < p_now - p_retention * interval '1 millisecond';
+  UPDATE @S.stores SET logged = least(logged, p_history), compacted = greatest(compacted, coalesce(v_cut, 0)), pruned_at = p_now
+    WHERE ns = p_ns;
+END $$;
+
+CREATE OR REPLACE FUNCTION @S.lock_store(p_ns text) RETURNS @S.stores LANGUAGE plpgsql AS $$
+DECLARE s @S.stores;
+BEGIN
+  SELECT * INTO s FROM @S.stores WHERE ns = p_ns FOR UPDATE;
+  IF NOT FOUND THEN
+    INSERT INTO @S.stores (ns, epoch) VALUES (p_ns, md5(random()::text || clock_timestamp()::text)) ON CONFLICT (ns) DO NOTHING;
+    SELECT * INTO s FROM @S.stores WHERE ns = p_ns FOR UPDATE;
+  END IF;
+  RETURN s;
+END $$;
+
+CREATE OR REPLACE FUNCTION @S.sweep(p_ns text, p_keys bytea[]) RETURNS integer LANGUAGE plpgsql AS $$
+DECLARE x record; v_now timestamptz; v_left integer; v_rev bigint;
+BEGIN
+  IF NOT EXISTS (SELECT 1 FROM @S.entries WHERE ns = p_ns AND expires_at <= clock_timestamp()) THEN RETURN -1; END IF;
+  PERFORM @S.lock_store(p_ns);
+  v_now := clock_timestamp();
+  x := @S.expire_due(p_ns, v_now, p_keys);
+  IF x.n > 0 THEN
+    UPDATE @S.stores SET revision = greatest(revision, x.last), logged = logged + x.n WHERE ns = p_ns;
+    PERFORM pg_notify('zaris:@S', p_ns);
+  END IF;
+  SELECT count(*) INTO v_left FROM @S.entries WHERE ns = p_ns AND expires_at <= v_now;
+  RETURN v_left;
+END $$;
+`
