@@ -151,6 +151,9 @@ async function run<R>(pool: PgPool, what: string, text: string, values: unknown[
   } catch (err) {
     throw pgError(err, what)
   }
+  // The connection may fail while the call runs (a timeout below destroys it): its error is the call's.
+  const quiet = () => {}
+  ;(client as { on?(event: string, fn: () => void): void }).on?.('error', quiet)
   let broken: unknown
   let timedOut = false
   const timer = systemClock.setTimeout(() => {
@@ -168,6 +171,8 @@ async function run<R>(pool: PgPool, what: string, text: string, values: unknown[
   } finally {
     systemClock.clearTimeout(timer)
     // A client whose connection failed is not put back.
-    client.release(timedOut || (broken !== undefined && pgError(broken, what).code === 'UNAVAILABLE'))
+    const destroy = timedOut || (broken !== undefined && pgError(broken, what).code === 'UNAVAILABLE')
+    if (!destroy) (client as { off?(event: string, fn: () => void): void }).off?.('error', quiet)
+    client.release(destroy)
   }
 }

@@ -35,6 +35,7 @@
  */
 import type { Check } from '../../core/contract/adapter'
 import { FencedError, InvalidArgumentError } from '../../core/contract/errors'
+import { randomId } from '../../core/contract/ids'
 import { fenceChecks, type Fence } from '../../core/locks'
 import { keyBytes } from './codec'
 import type { PgQueryable } from './load'
@@ -76,19 +77,29 @@ export async function fence(tx: PgQueryable, lock: Fence, options: FenceOptions 
   }
   const schema = checkSchema(options.schema ?? DEFAULT_SCHEMA)
   const checks = fenceChecks(lock).filter((c): c is Extract<Check, { created: number | null }> => 'created' in c && c.created !== null)
+  // node-postgres 8.20 and later say whether the connection is inside a transaction block; older ones
+  // are asked through a transaction-local setting that a second statement still sees only inside one.
+  const status = (tx as { getTransactionStatus?: () => string | null }).getTransactionStatus?.()
+  if (status !== undefined && status !== null && status !== 'T') throw outsideTransaction()
+  const nonce = status === undefined || status === null ? randomId() : ''
   const r = await tx.query(
     `WITH held AS (
        SELECT e.k FROM ${schema}.entries e JOIN unnest($1::bytea[], $2::bigint[]) AS x(k, created) ON e.k = x.k AND e.created = x.created
        WHERE e.expires_at IS NULL OR e.expires_at > clock_timestamp()
        FOR KEY SHARE OF e
-     ) SELECT (SELECT count(*) FROM held)::integer AS held, now() < statement_timestamp() AS open`,
-    [checks.map((c) => keyBytes(c.key)), checks.map((c) => c.created)],
+     ) SELECT (SELECT count(*) FROM held)::integer AS held, set_config('zaris.fence', $3, true) AS nonce`,
+    [checks.map((c) => keyBytes(c.key)), checks.map((c) => c.created), nonce],
   )
-  const row = r.rows[0] as { held: number; open: boolean }
-  if (!row.open) {
-    throw new InvalidArgumentError('fence(tx, lock) must run inside an open transaction (after BEGIN): outside one, its row locks would end with the statement')
+  const row = r.rows[0] as { held: number }
+  if (nonce !== '') {
+    const again = await tx.query(`SELECT current_setting('zaris.fence', true) AS nonce`)
+    if ((again.rows[0] as { nonce: string | null }).nonce !== nonce) throw outsideTransaction()
   }
   if (row.held < checks.length) {
     throw new FencedError(`the lock ${JSON.stringify(lock.key)} is no longer held with token ${lock.token}: roll the transaction back`)
   }
+}
+
+function outsideTransaction(): Error {
+  return new InvalidArgumentError('fence(tx, lock) must run inside an open transaction (after BEGIN): outside one, its row locks would end with the statement')
 }
