@@ -147,10 +147,11 @@ CREATE OR REPLACE FUNCTION @S.commit(
 ) RETURNS json LANGUAGE plpgsql AS $$${DECLARE}
 BEGIN
   IF p_snapshot AND cardinality(p_ck) > 0 THEN
-    SELECT bool_or(ce.expires_at <= v_now), json_agg(json_build_array(x.i, ${shown('ce')})) FILTER (WHERE NOT ${holds('ce', 'x.w', 'x.bc')})
+    -- Deadlines are judged on the clock after the snapshot was taken: an entry live then was live in it.
+    SELECT bool_or(ce.expires_at <= clock_timestamp()), json_agg(json_build_array(x.i, ${shown('ce')})) FILTER (WHERE NOT ${holds('ce', 'x.w', 'x.bc')})
       INTO v_due, v_failed
       FROM unnest(p_ck, p_cc, p_cw) WITH ORDINALITY AS x(k, bc, w, i) LEFT JOIN @S.entries ce ON ce.ns = p_ns AND ce.k = x.k;
-    IF v_failed IS NOT NULL AND NOT coalesce(v_due, false) THEN RETURN json_build_array(1, extract(epoch FROM v_now) * 1000, v_failed); END IF;
+    IF v_failed IS NOT NULL AND NOT coalesce(v_due, false) THEN RETURN json_build_array(1, extract(epoch FROM clock_timestamp()) * 1000, v_failed); END IF;
   END IF;
 ${LOCK('cardinality(p_ok)')}
   IF EXISTS (SELECT 1 FROM @S.entries WHERE ns = p_ns AND k = ANY (p_ck || p_ok) AND expires_at <= v_now) THEN
@@ -188,6 +189,8 @@ CREATE OR REPLACE FUNCTION @S.commit1(
 BEGIN
   IF p_snapshot AND p_ck IS NOT NULL THEN
     SELECT * INTO c FROM @S.entries WHERE ns = p_ns AND k = p_ck;
+    -- Deadlines are judged on the clock after the snapshot was taken: an entry live then was live in it.
+    v_now := clock_timestamp();
     IF (c.expires_at IS NULL OR c.expires_at > v_now) AND NOT ${holds('c', 'p_cw', 'p_bc')} THEN
       RETURN json_build_array(1, extract(epoch FROM v_now) * 1000, json_build_array(json_build_array(1, ${shown('c')})));
     END IF;
