@@ -92,7 +92,7 @@ export async function sharePool(pool: PgPool): Promise<Connection> {
   let connection = byPool.get(pool)
   if (!connection) {
     const pg = await loadPg()
-    connection = byPool.get(pool) ?? wrap(pg, pool, pool.options, false, () => byPool.delete(pool))
+    connection = byPool.get(pool) ?? wrap(pg, pool, pool.options as Record<string, unknown> | undefined, false, () => byPool.delete(pool))
     byPool.set(pool, connection)
   }
   connection.users++

@@ -32,7 +32,7 @@ export interface PgPool extends PgQueryable {
   end(): Promise<void>
   on(event: 'error', listener: (err: Error) => void): unknown
   /** The options it was made with (node-postgres keeps them): the adapter opens its LISTEN connection with them. */
-  readonly options?: Record<string, unknown>
+  readonly options?: object
 }
 
 /** A `pg.Client` as the LISTEN connection uses it. */
@@ -100,15 +100,22 @@ export function pgError(err: unknown, what: string): ZarisError {
   const message = err instanceof Error ? err.message : String(err)
   const state = sqlState(err)
   if (state === '28P01' || state === '28000' || state === '42501') {
-    return new UnauthorizedError(`Postgres refused ${what}: ${message}`)
+    return withCause(new UnauthorizedError(`Postgres refused ${what}: ${message}`), err)
   }
   if (state === '2200H') {
-    return new RevisionExhaustedError(
-      `the store has taken the largest safe integer as a revision: it can take no more writes without losing the order of its revisions; move its data to a new schema`,
+    return withCause(
+      new RevisionExhaustedError(`the store has taken the largest safe integer as a revision: it can take no more writes without losing the order of its revisions; move its data to a new schema`),
+      err,
     )
   }
   if (isConnectionFailure(err) || state === '53300' || state === '57014' || state === '40001' || state === '40P01') {
     return new UnavailableError(`Postgres ${what} failed (it may or may not have been applied): ${message}`, { cause: err })
   }
   return new ZarisError('INTERNAL', `Postgres refused ${what}: ${message} (SQLSTATE ${state})`, { cause: err })
+}
+
+/** Keeps the driver's error as the cause (these error classes take a message only). */
+function withCause(error: ZarisError, cause: unknown): ZarisError {
+  Object.defineProperty(error, 'cause', { value: cause, configurable: true, writable: true })
+  return error
 }

@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { InvalidArgumentError, UnavailableError, UnsupportedError } from '../../../core/contract/errors'
+import { InvalidArgumentError, UnauthorizedError, UnavailableError, UnsupportedError } from '../../../core/contract/errors'
 import { describe } from '../../../core/contract/validate'
 import { pgError, sqlState, type PgQueryable } from '../load'
 import { COMMIT, COMMIT1 } from './commit'
@@ -65,6 +65,7 @@ export async function ensureSchema(db: PgQueryable, schema: string, create: bool
     version = (r.rows[0] as { v: number | null } | undefined)?.v ?? undefined
   } catch (err) {
     const state = sqlState(err)
+    if (state === '42501') throw new UnauthorizedError(`Postgres refused to let this role read the zaris tables in schema ${schema}: ${(err as Error).message}; ${howTo(schema)}`)
     if (state !== '3F000' && state !== '42P01') throw pgError(err, `reading the zaris schema version in ${schema}`)
   }
   if (version === SCHEMA_VERSION) return
@@ -73,7 +74,7 @@ export async function ensureSchema(db: PgQueryable, schema: string, create: bool
   }
   if (!create) {
     throw new UnavailableError(
-      `the zaris tables in schema ${schema} are ${version === undefined ? 'missing' : `at version ${version}, older than ${SCHEMA_VERSION}`}: run the SQL of schemaSql(${JSON.stringify(schema)}) from 'zaris/postgres' as a role that may create them, or let the adapter create them (createSchema: true)`,
+      `the zaris tables in schema ${schema} are ${version === undefined ? 'missing' : `at version ${version}, older than ${SCHEMA_VERSION}`}: ${howTo(schema)}, or let the adapter create them (createSchema: true)`,
     )
   }
   // One simple-protocol message: Postgres runs its statements as one transaction.
@@ -81,8 +82,13 @@ export async function ensureSchema(db: PgQueryable, schema: string, create: bool
   try {
     await db.query(script)
   } catch (err) {
+    if (sqlState(err) === '42501') throw new UnauthorizedError(`Postgres refused to let this role create the zaris tables in schema ${schema}: ${(err as Error).message}; ${howTo(schema)}, and open the adapter with createSchema: false`)
     throw pgError(err, `creating the zaris tables in schema ${schema}`)
   }
+}
+
+function howTo(schema: string): string {
+  return `run the SQL of schemaSql(${JSON.stringify(schema)}) from 'zaris/postgres' as a role that may create them, and grant this role USAGE on the schema, SELECT, INSERT, UPDATE and DELETE on its tables, USAGE on its sequence and EXECUTE on its functions`
 }
 
 function quote(s: string): string {
