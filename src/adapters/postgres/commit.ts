@@ -13,8 +13,8 @@
  * @module
  */
 import type { Check, CommitResult, Entry, Op, Value } from '../../core/contract/adapter'
-import { InternalError, UnavailableError, ZarisError } from '../../core/contract/errors'
-import { randomId } from '../../core/contract/ids'
+import { InternalError, isZarisError, UnavailableError } from '../../core/contract/errors'
+import { randomHex } from '../../core/contract/ids'
 import { checkValue } from '../../core/contract/validate'
 import { sleep, systemClock } from '../../core/time/clock'
 import { added } from '../kit/write'
@@ -27,6 +27,15 @@ export interface Target {
   connection: Connection
   schema: string
   namespace: string
+  /** The newest revision of the namespace this adapter knows of (a retry asks whether the log still reaches back to it). */
+  known: { revision: number }
+  /**
+   * Keys whose last check by revision failed here (most recent last, at most
+   * {@link CONTENDED}): a commit that checks one of them is first answered
+   * from a snapshot, since it likely fails again; any other goes straight to
+   * the namespace's lock, one statement less.
+   */
+  contended: Set<string>
   /** How long (ms) a commit's answer is kept for a retry. */
   retention: number
   /** How many recent events the log keeps per namespace. */
@@ -37,10 +46,14 @@ export interface Target {
   timeout: number
 }
 
+type Failed = Array<[number, ShownEntry | null]>
+/** A logged event as a retry's answer shows it: type, key, value, created, owner, deadline. */
+type LoggedEvent = [string, string, string | null, number | null, string | null, number | null]
 type Answer =
   | [0, number, number, unknown[]]
-  | [1, number, Array<[number, ShownEntry | null]>]
-  | [3, number, [0, number, unknown[]] | [1, Array<[number, ShownEntry | null]>]]
+  | [1, number, Failed]
+  | [3, number, [0, number, unknown[]] | [1, Failed]]
+  | [4, number, number, LoggedEvent[]]
 
 /**
  * Runs a commit; `requestId` is the caller's, if any. Throws
@@ -49,35 +62,59 @@ type Answer =
  */
 export async function runCommit(target: Target, checks: Check[], ops: Op[], requestId: string | undefined): Promise<CommitResult> {
   const values = ops.map((op, i) => (op.type === 'set' ? JSON.stringify(checkValue(op.value, `ops[${i}].value`)) : null))
-  const req = utf8(requestId ?? randomId())
+  const ids: Ids = { ext: requestId === undefined ? null : utf8(requestId), mine: BigInt(`0x${randomHex(7)}`).toString(), since: target.known.revision, retry: false }
   const deadline = systemClock.now() + target.timeout
-  // A caller's id may be a retry of an attempt another process still runs: never answer it from a snapshot.
-  let first = requestId === undefined
   for (let attempt = 0; ; attempt++) {
-    const snapshot = first && checks.some((c) => 'revision' in c)
+    // A caller's id may be a retry of an attempt another process still runs: never answer it from a snapshot.
+    const snapshot = !ids.retry && ids.ext === null && checks.some((c) => 'revision' in c && target.contended.has(c.key))
     let answer: Answer
     try {
-      answer = await call(target, checks, ops, values, req, snapshot, !first)
+      answer = await call(target, checks, ops, values, ids, snapshot)
     } catch (err) {
       const state = sqlState(err)
       if (state === 'ZR002') throw refusedAdd(err, ops)
+      if (state === 'ZR003') {
+        throw new UnavailableError('a commit whose answer was lost may or may not have been applied: the log no longer reaches back to it, so its retry cannot tell', { cause: err })
+      }
       const fenced = state === 'ZR001'
-      const retry = fenced || (err instanceof ZarisError && err.code === 'UNAVAILABLE')
-      if (!retry) throw err
+      if (!fenced && !isZarisError(err, 'UNAVAILABLE')) throw err
       if (systemClock.now() >= deadline) throw fenced ? fenceTimeout(target, err) : err
       if (fenced) await waitForFence(target, (err as { cause?: { detail?: string } }).cause?.detail ?? '', deadline)
       else await sleep(systemClock, Math.min(1_000, 25 * 2 ** attempt))
       // A fenced attempt wrote nothing; a broken one may have: the next one must find out.
-      if (!fenced) first = false
+      if (!fenced) ids.retry = true
       continue
     }
-    return decode(answer, checks, ops, values)
+    const result = decode(answer, checks, ops, values)
+    if (result.ok && result.revision > target.known.revision) target.known.revision = result.revision
+    for (const c of checks) if ('revision' in c) contend(target.contended, c.key, !result.ok)
+    return result
   }
 }
 
-function call(target: Target, checks: Check[], ops: Op[], values: Array<string | null>, req: Buffer, snapshot: boolean, keep: boolean): Promise<Answer> {
+/** How many contended keys an adapter remembers. */
+const CONTENDED = 1_024
+
+/** Notes whether a check on `key` failed (oldest forgotten first). */
+function contend(keys: Set<string>, key: string, failed: boolean): void {
+  keys.delete(key)
+  if (!failed) return
+  keys.add(key)
+  if (keys.size > CONTENDED) keys.delete(keys.values().next().value!)
+}
+
+/** The request ids of a commit: the caller's, the adapter's own, and what a retry needs. */
+interface Ids {
+  ext: Buffer | null
+  mine: string
+  /** The namespace's revision the adapter knew before the first attempt. */
+  since: number
+  retry: boolean
+}
+
+function call(target: Target, checks: Check[], ops: Op[], values: Array<string | null>, ids: Ids, snapshot: boolean): Promise<Answer> {
   const { connection, schema, namespace, retention, history, callTimeout } = target
-  const head = [namespace, req, snapshot, keep]
+  const head = [namespace, ids.ext, ids.mine, snapshot, ids.retry, ids.since]
   const tail = [retention, history]
   const op = ops[0]!
   if (ops.length === 1 && checks.length <= 1) {
@@ -85,7 +122,7 @@ function call(target: Target, checks: Check[], ops: Op[], values: Array<string |
     const byCreated = c !== undefined && 'created' in c
     const want = c === undefined ? null : byCreated ? c.created : (c as { revision: number | null }).revision
     const args = [...head, c === undefined ? null : keyBytes(c.key), byCreated, want, ...opArgs(op, values[0]!), ...tail]
-    return answerOf(connection.query('commit', `SELECT ${schema}.commit1(${params(16)}) AS a`, args, callTimeout))
+    return answerOf(connection.query('commit', `SELECT ${schema}.commit1(${params(args.length)}) AS a`, args, callTimeout))
   }
   const args = [
     ...head,
@@ -101,7 +138,7 @@ function call(target: Target, checks: Check[], ops: Op[], values: Array<string |
     ops.map((o) => (o.type === 'add' ? o.delta : null)),
     ...tail,
   ]
-  return answerOf(connection.query('commit', `SELECT ${schema}.commit(${params(16)}) AS a`, args, callTimeout))
+  return answerOf(connection.query('commit', `SELECT ${schema}.commit(${params(args.length)}) AS a`, args, callTimeout))
 }
 
 /** The arguments of one op for `commit1`: type, key, value, ttl, owner, fresh, delta. */
@@ -129,15 +166,17 @@ async function answerOf(result: Promise<{ rows: Array<{ a: unknown }> }>): Promi
 /** The result an answer stands for. */
 function decode(answer: Answer, checks: Check[], ops: Op[], values: Array<string | null>): CommitResult {
   const now = answer[1]
-  let body: [0, number, unknown[]] | [1, Array<[number, ShownEntry | null]>]
+  let body: [0, number, unknown[]] | [1, Failed]
   if (answer[0] === 3) body = answer[2]
+  else if (answer[0] === 4) body = [0, answer[2], partsFrom(answer[3], ops)]
   else if (answer[0] === 0) body = [0, answer[2], answer[3]]
   else body = [1, answer[2]]
   if (body[0] === 1) {
-    return { ok: false, failed: body[1].map(([i, shown]) => {
+    const failed = body[1].map(([i, shown]) => {
       const key = checks[i - 1]!.key
       return { key, entry: shown === null ? undefined : shownEntry(key, shown, now) }
-    }) }
+    })
+    return { ok: false, failed }
   }
   const revision = Number(body[1])
   const entries: Entry[] = []
@@ -160,6 +199,17 @@ function decode(answer: Answer, checks: Check[], ops: Op[], values: Array<string
     }
   })
   return { ok: true, revision, entries, deleted }
+}
+
+/** The parts of a first attempt's answer, from the events it logged (a retry's answer). */
+function partsFrom(events: LoggedEvent[] | null, ops: Op[]): unknown[] {
+  const byKey = new Map((events ?? []).map((e) => [hexBytes(e[1]).toString('hex'), e]))
+  return ops.map((op) => {
+    const e = byKey.get(keyBytes(op.key).toString('hex'))
+    if (op.type === 'delete') return e?.[0] === 'd' ? 1 : 0
+    if (op.type === 'set') return e?.[3]
+    return [e?.[3], Number(e?.[2]), e?.[4] ?? null, e?.[5] ?? null]
+  })
 }
 
 /**

@@ -34,6 +34,8 @@ const END = 2 ** 31 - 1
 const BATCH = 500
 /** How long after an expiry sweep that left fenced entries due to try again. */
 const FENCED_RETRY_MS = 250
+/** How long one mark keeps the namespace watched; a follower with subscribers renews it at a third of that. */
+const WATCHED_MS = 30_000
 
 interface Cursor {
   rev: number
@@ -77,6 +79,8 @@ export class Follower {
   #expiryAt = Infinity
   /** No sweep before this (a sweep just found only entries a fence holds). */
   #sweepNotBefore = 0
+  /** When the namespace was last marked watched (0: never, by this follower). */
+  #markedAt = 0
   #closed = false
 
   constructor(io: FollowerIo) {
@@ -89,17 +93,22 @@ export class Follower {
 
   /** Subscribes from `fromRevision`, or from the store's revision now; resolves once established. */
   async subscribe(prefix: string, sink: WatchSink, fromRevision: number | undefined): Promise<Unsubscribe> {
-    const start = fromRevision ?? (await this.head())
+    const head = await this.head()
+    const start = fromRevision ?? head
     const sub: Subscriber = { prefix, sink, cursor: { rev: start, seq: END }, done: false }
     this.#subscribers.add(sub)
     this.notify()
     return () => this.#drop(sub)
   }
 
-  /** The namespace's revision now (0 before its first write). */
+  /**
+   * Marks the namespace watched (its commits NOTIFY while it is) and
+   * answers its revision now: every commit after that revision notifies.
+   */
   async head(): Promise<number> {
     const { connection, schema, namespace, callTimeout } = this.#io
-    const r = await connection.query<{ revision: string }>('watch', `SELECT revision FROM ${schema}.stores WHERE ns = $1`, [namespace], callTimeout)
+    const r = await connection.query<{ revision: string }>('watch', `SELECT ${schema}.watch($1, ${WATCHED_MS}) AS revision`, [namespace], callTimeout)
+    this.#markedAt = systemClock.now()
     return Number(r.rows[0]?.revision ?? 0)
   }
 
@@ -130,6 +139,7 @@ export class Follower {
       this.#again = false
       let full: boolean
       try {
+        if (systemClock.now() - this.#markedAt > WATCHED_MS / 3) await this.head()
         full = await this.#read()
         failures = 0
       } catch {
@@ -172,7 +182,7 @@ export class Follower {
          (SELECT extract(epoch FROM min(expires_at) - clock_timestamp()) * 1000 FROM ${schema}.entries WHERE ns = $1 AND expires_at IS NOT NULL) AS due_in,
          e.revision, e.seq, e.type, e.k, e.value, e.created, e.owner, e.ttl
        FROM ${schema}.stores s LEFT JOIN LATERAL (
-         SELECT * FROM ${schema}.events WHERE ns = $1 AND (revision, seq) > ($2, $3) ORDER BY revision, seq LIMIT ${BATCH}
+         SELECT * FROM ${schema}.events WHERE ns = $1 AND (revision, seq) > ($2, $3) AND type IN ('p', 'd', 'e') ORDER BY revision, seq LIMIT ${BATCH}
        ) e ON true WHERE s.ns = $1`,
       [namespace, from.rev, from.seq],
       callTimeout,

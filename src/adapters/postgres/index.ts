@@ -131,14 +131,18 @@ export async function postgresAdapter(options: PostgresAdapterOptions): Promise<
   }
   const listen = typeof o.listen === 'string' ? { connectionString: parsePostgresUrl(o.listen).connectionString } : o.listen === false ? false : undefined
   const connection = parsed ? await shareUrl(parsed.connectionString, o.pg) : await sharePool(o.pool!)
+  const known = { revision: 0 }
   try {
     await connection.ready(schema, o.createSchema ?? true)
+    // Where the namespace stands, so that a commit whose answer is lost can tell whether the log still reaches back to it.
+    const r = await connection.query<{ revision: string }>('open', `SELECT revision FROM ${schema}.stores WHERE ns = $1`, [namespace], settings.callTimeout)
+    known.revision = Number(r.rows[0]?.revision ?? 0)
   } catch (err) {
     await connection.release()
     throw err
   }
   const { pollInterval, ...kept } = settings
-  return new NamespaceAdapter({ connection, schema, namespace, ...kept }, Listener.of(connection, schema, listen), pollInterval)
+  return new NamespaceAdapter({ connection, schema, namespace, known, contended: new Set(), ...kept }, Listener.of(connection, schema, listen), pollInterval)
 }
 
 /**

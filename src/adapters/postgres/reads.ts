@@ -23,7 +23,7 @@ export async function readEntry(target: Target, key: string): Promise<Entry | un
     const r = await select<EntryRow>(target, 'get', `SELECT ${ENTRY_COLUMNS} FROM @S.entries WHERE ns = $1 AND k = $2`, [target.namespace, k])
     const row = r[0]
     if (row === undefined) return undefined
-    if (swept || row.left === null || row.left > 0) return rowEntry(row)
+    if (swept || row.left === null || row.left > 0) return seen(target, rowEntry(row))
     await sweep(target, [k])
   }
 }
@@ -46,7 +46,7 @@ export async function readPage(target: Target, prefix: string, after: string | u
     const due = rows.filter((row) => row.left !== null && row.left <= 0)
     if (swept || due.length === 0) {
       const more = limit !== undefined && rows.length > limit
-      return { entries: (more ? rows.slice(0, limit) : rows).map(rowEntry), more }
+      return { entries: (more ? rows.slice(0, limit) : rows).map((row) => seen(target, rowEntry(row))), more }
     }
     await sweep(target, due.map((row) => row.k))
   }
@@ -71,7 +71,7 @@ export async function readHistory(target: Target, prefix: string, after: number,
       target,
       'history',
       `SELECT revision, seq, type, k, value, created, owner, ttl FROM @S.events
-       WHERE ns = $1 AND (revision, seq) > ($2, $3) AND revision <= $4 AND k >= $5${end === null ? '' : ' AND k < $6'}
+       WHERE ns = $1 AND (revision, seq) > ($2, $3) AND revision <= $4 AND type IN ('p', 'd', 'e') AND k >= $5${end === null ? '' : ' AND k < $6'}
        ORDER BY revision, seq LIMIT 500`,
       end === null ? [target.namespace, cursor.rev, cursor.seq, revision, start] : [target.namespace, cursor.rev, cursor.seq, revision, start, end],
     )
@@ -86,6 +86,12 @@ export async function readHistory(target: Target, prefix: string, after: number,
     }
     if (rows.length < 500) return { events, through: Math.max(through, revision), more: false }
   }
+}
+
+/** Notes that the namespace reached at least the entry's revision. */
+function seen(target: Target, entry: Entry): Entry {
+  if (entry.revision > target.known.revision) target.known.revision = entry.revision
+  return entry
 }
 
 /** Expires what is due among `keys` (and more of the namespace): the read then looks again. */

@@ -7,8 +7,9 @@
  *                lock's token, is unique in the whole schema (namespaces see gaps, as on etcd);
  *                never reused, and after a crash Postgres starts it past every value it handed out.
  * - `stores`     one row per namespace: the namespace's last revision, the revision up to which
- *                its events are gone (`compacted`), an epoch, and the counters that say when to
- *                prune. Every write of a namespace locks this row first, so the namespace's
+ *                its events are gone (`compacted`), an epoch, the counters that say when to
+ *                prune, and until when someone watches it (only then do its commits NOTIFY).
+ *                Every write of a namespace locks this row first, so the namespace's
  *                revisions are taken, and become visible, in commit order.
  * - `entries`    the live entries (and expired ones not yet swept: every read treats an entry past
  *                its deadline as gone, unless a fence holds it). Keys are stored as UTF-16 (big
@@ -17,10 +18,18 @@
  *                across the schema; it also makes `created` a key column, so a fence's
  *                `FOR KEY SHARE` lock lets renewals through but makes a steal, a delete or an expiry
  *                of that life wait for the fence's transaction.
- * - `events`     the change log that watches read: one row per put, delete and expiry, in
- *                revision order, the most recent `history` kept per namespace.
- * - `requests`   the answers of commits sent with a request id, kept `requestRetention` ms, so a
- *                commit sent again is answered instead of applied twice.
+ * - `events`     the change log that watches read: one row per put (`p`), delete (`d`) and expiry
+ *                (`e`), in revision order, the most recent `history` kept per namespace. The first
+ *                row of a commit carries the adapter's request id (`req`, unique per namespace: an
+ *                attempt that runs after its own retry was applied cannot apply again); a commit
+ *                that changed nothing logs an `n` row for it, and a retry's failure an `f` row with
+ *                its answer. Watches read only `p`, `d` and `e`.
+ * - `requests`   the answers of commits sent with a caller's request id (a zaris node's clients),
+ *                kept `requestRetention` ms, so a commit sent again is answered, not applied twice.
+ *
+ * `entries` and `stores` churn (a row in and out per lock held, an update per
+ * commit): they are vacuumed every thousand dead rows, whatever their size,
+ * and keep room in their pages for updates that need no index change.
  *
  * Values are JSON text (not jsonb, which reorders keys and cannot hold U+0000); owners and
  * request ids are UTF-8 bytes. TTLs run on Postgres's clock (`clock_timestamp()`).
@@ -42,8 +51,9 @@ CREATE TABLE IF NOT EXISTS @S.stores (
   revision bigint NOT NULL DEFAULT 0,
   compacted bigint NOT NULL DEFAULT 0,
   logged bigint NOT NULL DEFAULT 0,
-  pruned_at timestamptz NOT NULL DEFAULT clock_timestamp()
-);
+  pruned_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+  watched timestamptz NOT NULL DEFAULT '-infinity'
+) WITH (fillfactor = 50, autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 1000);
 CREATE TABLE IF NOT EXISTS @S.entries (
   ns text NOT NULL,
   k bytea NOT NULL,
@@ -55,7 +65,7 @@ CREATE TABLE IF NOT EXISTS @S.entries (
   expires_at timestamptz,
   PRIMARY KEY (ns, k),
   UNIQUE (k, created)
-);
+) WITH (fillfactor = 70, autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 1000, autovacuum_analyze_scale_factor = 0, autovacuum_analyze_threshold = 1000);
 CREATE INDEX IF NOT EXISTS entries_due ON @S.entries (ns, expires_at) WHERE expires_at IS NOT NULL;
 CREATE TABLE IF NOT EXISTS @S.events (
   ns text NOT NULL,
@@ -67,8 +77,11 @@ CREATE TABLE IF NOT EXISTS @S.events (
   created bigint,
   owner bytea,
   ttl double precision,
+  deadline timestamptz,
+  req bigint,
   PRIMARY KEY (ns, revision, seq)
 );
+CREATE UNIQUE INDEX IF NOT EXISTS events_req ON @S.events (ns, req) WHERE req IS NOT NULL;
 CREATE TABLE IF NOT EXISTS @S.requests (
   ns text NOT NULL,
   id bytea NOT NULL,
@@ -76,7 +89,6 @@ CREATE TABLE IF NOT EXISTS @S.requests (
   answer json NOT NULL,
   PRIMARY KEY (ns, id)
 );
-CREATE INDEX IF NOT EXISTS requests_at ON @S.requests (ns, at);
 `
 
 /**
@@ -93,10 +105,12 @@ CREATE INDEX IF NOT EXISTS requests_at ON @S.requests (ns, at);
  *
  * `sweep` is the expiry a read or a watcher's timer runs: it answers how
  * many due entries stay (held by fences), or -1 when none was due.
+ *
+ * `watch` marks a namespace watched for a while and answers its revision.
  */
 export const HOUSEKEEPING = `
 CREATE OR REPLACE FUNCTION @S.expire_due(p_ns text, p_now timestamptz, p_keys bytea[], OUT last bigint, OUT n integer)
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql SET enable_seqscan = off AS $$
 DECLARE m integer; r bigint;
 BEGIN
   last := 0; n := 0;
@@ -146,18 +160,29 @@ BEGIN
   RETURN s;
 END $$;
 
-CREATE OR REPLACE FUNCTION @S.sweep(p_ns text, p_keys bytea[]) RETURNS integer LANGUAGE plpgsql AS $$
-DECLARE x record; v_now timestamptz; v_left integer; v_rev bigint;
+CREATE OR REPLACE FUNCTION @S.sweep(p_ns text, p_keys bytea[]) RETURNS integer LANGUAGE plpgsql SET enable_seqscan = off AS $$
+DECLARE s @S.stores; x record; v_now timestamptz; v_left integer;
 BEGIN
   IF NOT EXISTS (SELECT 1 FROM @S.entries WHERE ns = p_ns AND expires_at <= clock_timestamp()) THEN RETURN -1; END IF;
-  PERFORM @S.lock_store(p_ns);
+  s := @S.lock_store(p_ns);
   v_now := clock_timestamp();
   x := @S.expire_due(p_ns, v_now, p_keys);
   IF x.n > 0 THEN
     UPDATE @S.stores SET revision = greatest(revision, x.last), logged = logged + x.n WHERE ns = p_ns;
-    PERFORM pg_notify('zaris:@S', p_ns);
+    IF s.watched > v_now THEN PERFORM pg_notify('zaris:@S', p_ns); END IF;
   END IF;
   SELECT count(*) INTO v_left FROM @S.entries WHERE ns = p_ns AND expires_at <= v_now;
   RETURN v_left;
+END $$;
+
+-- A watcher marks the namespace watched for p_ms (its commits NOTIFY until then) and reads its
+-- revision: every commit after it notifies.
+CREATE OR REPLACE FUNCTION @S.watch(p_ns text, p_ms integer) RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE v_rev bigint;
+BEGIN
+  PERFORM @S.lock_store(p_ns);
+  UPDATE @S.stores SET watched = greatest(watched, clock_timestamp() + p_ms * interval '1 millisecond') WHERE ns = p_ns
+    RETURNING revision INTO v_rev;
+  RETURN v_rev;
 END $$;
 `
