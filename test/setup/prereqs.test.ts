@@ -33,7 +33,8 @@ const nonRoot = { canInstall: false, hasApt: true }
 
 describe('finding', () => {
   test('a program on PATH is found, one that is not is missing', () => {
-    const env = { PATH: binDir(['redis-server', 'etcd']), ZARIS_CHROMIUM: join(binDir(['chrome']), 'chrome') }
+    // postgres: found in /usr/lib/postgresql too (Debian's place for it, off PATH), as on every machine that runs this.
+    const env = { PATH: binDir(['redis-server', 'etcd', 'pgbouncer']), ZARIS_CHROMIUM: join(binDir(['chrome']), 'chrome') }
     expect(missing(NEEDS, env).map((n) => n.name)).toEqual(['redis-cli'])
   })
 

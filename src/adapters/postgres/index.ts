@@ -87,6 +87,12 @@ export interface PostgresAdapterOptions {
 export interface PostgresAdapter extends Adapter {
   /** The schema of its tables (what `fence` needs when it is not `zaris`). */
   readonly schema: string
+  /**
+   * Whether its watches are woken by NOTIFY now; false while they poll the
+   * log every `pollInterval` ms (no watch yet, `listen: false`, a pooler in
+   * transaction mode that passes no notifications, or a LISTEN connection being opened again).
+   */
+  readonly listening: boolean
   /** The namespace's revision, and its epoch: an id of this life of the namespace (what a zaris node tells watchers). */
   position(): Promise<{ revision: number; epoch: string }>
   history(prefix: string, after: number, limits: HistoryLimits): Promise<HistoryPage>
@@ -176,6 +182,10 @@ class NamespaceAdapter implements PostgresAdapter {
     this.schema = target.schema
     this.#listener = listener
     this.#pollInterval = pollInterval
+  }
+
+  get listening(): boolean {
+    return this.#follower !== undefined && this.#listener.working
   }
 
   async get(key: string): Promise<Entry | undefined> {
