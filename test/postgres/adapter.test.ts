@@ -76,7 +76,7 @@ describe('urls and options', () => {
   test('an unreachable server fails with UNAVAILABLE, a role that may not make the tables with UNAUTHORIZED', async () => {
     await expect(postgresAdapter({ url: `postgres://zaris@127.0.0.1:1/postgres?ns=x`, pg: { connectionTimeoutMillis: 500 } })).rejects.toMatchObject({ code: 'UNAVAILABLE' })
     await admin.query("DO $$ BEGIN CREATE ROLE locked LOGIN; EXCEPTION WHEN duplicate_object THEN NULL; END $$")
-    await expect(postgresAdapter({ url: `postgres://locked@127.0.0.1:${server.port}/postgres?ns=x&schema=nope` })).rejects.toMatchObject({ code: 'UNAUTHORIZED' })
+    await expect(postgresAdapter({ url: `postgres://locked@127.0.0.1:${server.port}/${server.database}?ns=x&schema=nope` })).rejects.toMatchObject({ code: 'UNAUTHORIZED' })
   })
 })
 
@@ -91,7 +91,7 @@ describe('tables', () => {
 
   test('an application role that may not run DDL: refused with the way out, then served once the owner ran schemaSql()', async () => {
     await admin.query("DO $$ BEGIN CREATE ROLE app LOGIN; EXCEPTION WHEN duplicate_object THEN NULL; END $$; CREATE SCHEMA IF NOT EXISTS owned")
-    const url = `postgres://app@127.0.0.1:${server.port}/postgres?ns=${ns()}&schema=owned`
+    const url = `postgres://app@127.0.0.1:${server.port}/${server.database}?ns=${ns()}&schema=owned`
     // No right to the schema at all, then the schema without the tables: each says what to run.
     await expect(postgresAdapter({ url })).rejects.toMatchObject({ code: 'UNAUTHORIZED', message: expect.stringContaining('schemaSql("owned")') })
     await admin.query('GRANT USAGE ON SCHEMA owned TO app')

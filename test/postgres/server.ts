@@ -80,6 +80,8 @@ export class PostgresServer {
   readonly bin: string
   readonly options: PostgresOptions
   port = 0
+  /** The database `url()` names. */
+  database = 'postgres'
   log = ''
   #process: ChildProcess | undefined
 
@@ -95,9 +97,9 @@ export class PostgresServer {
     giveAwayTree(this.dir)
   }
 
-  /** `postgres://zaris@127.0.0.1:<port>/postgres?ns=<namespace>` */
+  /** `postgres://zaris@127.0.0.1:<port>/<database>?ns=<namespace>` */
   url(namespace?: string, port = this.port): string {
-    return `postgres://zaris@127.0.0.1:${port}/postgres${namespace === undefined ? '' : `?ns=${namespace}`}`
+    return `postgres://zaris@127.0.0.1:${port}/${this.database}${namespace === undefined ? '' : `?ns=${namespace}`}`
   }
 
   get pid(): number | undefined {
@@ -197,9 +199,33 @@ export class PostgresServer {
   }
 }
 
-/** Starts a server; the caller disposes of it. */
+/**
+ * Starts a server; the caller disposes of it. When `ZARIS_POSTGRES_SHARED`
+ * names the port of a server already running (the mutation runs start one
+ * for all their runs: test/mutation/postgres.vitest.config.ts), answers a
+ * fresh database of it instead, dropped by `dispose()`.
+ */
 export async function startPostgres(options?: PostgresOptions): Promise<PostgresServer> {
-  return new PostgresServer(options).start()
+  const shared = process.env.ZARIS_POSTGRES_SHARED
+  if (shared === undefined) return new PostgresServer(options).start()
+  const { default: pg } = await import('pg')
+  const database = `t_${process.pid}_${Math.random().toString(36).slice(2, 10)}`
+  const admin = async (sql: string) => {
+    const c = new pg.Client({ connectionString: `postgres://zaris@127.0.0.1:${shared}/postgres` })
+    await c.connect()
+    try {
+      await c.query(sql)
+    } finally {
+      await c.end()
+    }
+  }
+  await admin(`CREATE DATABASE ${database}`)
+  return Object.assign(Object.create(PostgresServer.prototype) as PostgresServer, {
+    port: Number(shared),
+    database,
+    log: '',
+    dispose: () => admin(`DROP DATABASE ${database} WITH (FORCE)`),
+  })
 }
 
 /** A real PgBouncer in transaction mode in front of `server`. */
@@ -227,7 +253,7 @@ export class PgBouncer {
       ini,
       [
         '[databases]',
-        `postgres = host=127.0.0.1 port=${this.#server.port} dbname=postgres user=zaris`,
+        `* = host=127.0.0.1 port=${this.#server.port} user=zaris`,
         '[pgbouncer]',
         'listen_addr = 127.0.0.1',
         `listen_port = ${this.port}`,
