@@ -32,7 +32,7 @@ export const MUTANTS: Mutant[] = [
     name: 'fence-check-removed',
     bug: 'a fenced write is sent without its fence check (a plain write)',
     file: 'src/core/client.ts',
-    from: 'checks.push(...fencing.checks(f as Fence))',
+    from: 'checks.push(...fenceChecks(f as Fence))',
     to: 'void f',
     tests: [MODEL],
   },
