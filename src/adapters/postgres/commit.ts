@@ -36,6 +36,8 @@ export interface Target {
    * the namespace's lock, one statement less.
    */
   contended: Set<string>
+  /** Something was written in the namespace: this process's watches read the log now, not at their next poll. */
+  changed(): void
   /** How long (ms) a commit's answer is kept for a retry. */
   retention: number
   /** How many recent events the log keeps per namespace. */
@@ -88,6 +90,7 @@ export async function runCommit(target: Target, checks: Check[], ops: Op[], requ
     const result = decode(answer, checks, ops, values)
     if (result.ok && result.revision > target.known.revision) target.known.revision = result.revision
     for (const c of checks) if ('revision' in c) contend(target.contended, c.key, !result.ok)
+    if (result.ok) target.changed()
     return result
   }
 }

@@ -148,7 +148,10 @@ export async function postgresAdapter(options: PostgresAdapterOptions): Promise<
     throw err
   }
   const { pollInterval, ...kept } = settings
-  return new NamespaceAdapter({ connection, schema, namespace, known, contended: new Set(), ...kept }, Listener.of(connection, schema, listen), pollInterval)
+  const key = followerKey(schema, namespace)
+  // The namespace's follower in this process, if any, reads at once after a write here (see followerOf).
+  const changed = () => (connection.spaces.get(key) as SharedFollower | undefined)?.follower.notify()
+  return new NamespaceAdapter({ connection, schema, namespace, known, contended: new Set(), changed, ...kept }, Listener.of(connection, schema, listen), pollInterval)
 }
 
 /**
@@ -255,7 +258,7 @@ interface SharedFollower {
 /** The namespace's follower on the target's connection, shared by the adapters of the process. */
 function followerOf(target: Target, listener: Listener, pollInterval: number): { follower: Follower; release(): void } {
   const { connection, schema, namespace } = target
-  const key = `follower\u0000${schema}\u0000${namespace}`
+  const key = followerKey(schema, namespace)
   let shared = connection.spaces.get(key) as SharedFollower | undefined
   if (!shared) {
     const follower = new Follower({
@@ -289,6 +292,10 @@ function followerOf(target: Target, listener: Listener, pollInterval: number): {
       if (connection.spaces.get(key) === s) connection.spaces.delete(key)
     },
   }
+}
+
+function followerKey(schema: string, namespace: string): string {
+  return `follower\u0000${schema}\u0000${namespace}`
 }
 
 function checkCount(n: unknown, name: string): number {

@@ -97,6 +97,7 @@ function seen(target: Target, entry: Entry): Entry {
 /** Expires what is due among `keys` (and more of the namespace): the read then looks again. */
 async function sweep(target: Target, keys: Buffer[]): Promise<void> {
   await select(target, 'expiry', 'SELECT @S.sweep($1, $2) AS left', [target.namespace, keys])
+  target.changed()
 }
 
 /** Runs a read, again while Postgres cannot answer (reads change nothing), for up to `target.timeout` ms. */
