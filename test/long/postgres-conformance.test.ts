@@ -6,26 +6,17 @@
  * at a quarter of its race rounds (test/postgres/conformance.test.ts) and
  * the PgBouncer checks of test/postgres/pgbouncer.test.ts.
  */
-import { afterAll, beforeAll, describe } from 'vitest'
+import { describe } from 'vitest'
 import { postgresAdapter } from 'zaris/postgres'
 import { testAdapter } from '../conformance'
-import { PgBouncer, startPostgres, type PostgresServer } from '../postgres/server'
+import { postgresWithBouncer } from '../postgres/with-bouncer'
 
-let server: PostgresServer
-let bouncer: PgBouncer
-beforeAll(async () => {
-  server = await startPostgres()
-  bouncer = await new PgBouncer(server).start()
-})
-afterAll(async () => {
-  await bouncer?.dispose()
-  await server?.dispose()
-})
+const { server, bouncer } = postgresWithBouncer()
 
 describe('directly', () => {
-  testAdapter('postgres', (namespace) => postgresAdapter({ url: server.url(namespace) }))
+  testAdapter('postgres', (namespace) => postgresAdapter({ url: server().url(namespace) }))
 })
 
 describe('through PgBouncer in transaction mode', () => {
-  testAdapter('postgres through pgbouncer', (namespace) => postgresAdapter({ url: bouncer.url(namespace) }))
+  testAdapter('postgres through pgbouncer', (namespace) => postgresAdapter({ url: bouncer().url(namespace) }))
 })

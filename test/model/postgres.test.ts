@@ -5,27 +5,18 @@
  * store calls. A few runs in `npm test`, `ZARIS_FAULT_SCALE` x 40 in
  * `npm run test:faults`.
  */
-import { afterAll, beforeAll, expect, test } from 'vitest'
+import { expect, test } from 'vitest'
 import { postgresAdapter } from 'zaris/postgres'
 import { count, figure, timeout } from '../faults/scale'
-import { PgBouncer, startPostgres, type PostgresServer } from '../postgres/server'
+import { postgresWithBouncer } from '../postgres/with-bouncer'
 import { assertScenarios, realEnvironment, realScenarios } from './scenario'
 
 const runs = count(2, 40)
-let server: PostgresServer
-let bouncer: PgBouncer
-beforeAll(async () => {
-  server = await startPostgres()
-  bouncer = await new PgBouncer(server).start()
-})
-afterAll(async () => {
-  await bouncer?.dispose()
-  await server?.dispose()
-})
+const { server, bouncer } = postgresWithBouncer()
 
 for (const via of ['postgres', 'pgbouncer'] as const) {
   test(`${via}: ${runs} random scenarios and ${runs} hold races: linearizable, and every hold's signal right`, async () => {
-    const url = (ns: string) => (via === 'postgres' ? server.url(ns) : bouncer.url(ns))
+    const url = (ns: string) => (via === 'postgres' ? server().url(ns) : bouncer().url(ns))
     const adapter = (ns: string) => () => postgresAdapter({ url: url(ns) })
     const r = await assertScenarios(runs, realScenarios(), (scheduler, run) => realEnvironment(adapter(`model-${via}-${run}`), scheduler), 'r')
     const h = await assertScenarios(runs, realScenarios(true), (scheduler, run) => realEnvironment(adapter(`race-${via}-${run}`), scheduler), 'h')

@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { connect, parseUrl, type WatchEvent } from 'zaris'
 import { postgresAdapter, schemaSql, SCHEMA_VERSION } from 'zaris/postgres'
 import { FaultProxy } from '../faults/proxy'
+import { until } from '../conformance/util'
 import { startPostgres, type PostgresServer } from './server'
 
 let server: PostgresServer
@@ -192,11 +193,3 @@ describe('watch', () => {
     })
   }
 })
-
-async function until(cond: () => boolean, ms = 5_000): Promise<void> {
-  const deadline = Date.now() + ms
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error(`not within ${ms} ms`)
-    await new Promise((r) => setTimeout(r, 10))
-  }
-}

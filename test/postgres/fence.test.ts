@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { Client, type Lock } from 'zaris'
 import { fence, postgresAdapter } from 'zaris/postgres'
 import { bundle } from '../server/cli-bundle'
+import { until } from '../conformance/util'
 import { startPostgres, type PostgresServer } from './server'
 
 let server: PostgresServer
@@ -56,6 +57,22 @@ function holder(url: string, ttl: number, mode: 'before' | 'inside') {
     pause: () => child.kill('SIGSTOP'),
     resume: () => child.kill('SIGCONT'),
     go: () => child.stdin!.write('go\n'),
+  }
+}
+
+/** Clients a and b on a fresh namespace (a's adapter with `options`), and a connection of the test's own for transactions. */
+async function inProcess(run: (ctx: { a: Client; b: Client; tx: pg.Client }) => Promise<void>, options: { timeout?: number } = {}): Promise<void> {
+  const url = await fresh()
+  const a = new Client(await postgresAdapter({ url, ...options }), { id: 'a' })
+  const b = new Client(await postgresAdapter({ url }), { id: 'b' })
+  const tx = new pg.Client({ connectionString: server.url() })
+  await tx.connect()
+  try {
+    await run({ a, b, tx })
+  } finally {
+    await tx.end()
+    await a.close()
+    await b.close()
   }
 }
 
@@ -123,13 +140,8 @@ describe('fence(tx, lock)', () => {
     }
   })
 
-  test('while a transaction holds the fence, renewals go through; a takeover (another client\'s put) waits for it to end', async () => {
-    const url = await fresh()
-    const a = new Client(await postgresAdapter({ url }), { id: 'a' })
-    const b = new Client(await postgresAdapter({ url }), { id: 'b' })
-    const tx = new pg.Client({ connectionString: server.url() })
-    await tx.connect()
-    try {
+  test('while a transaction holds the fence, renewals go through; a takeover (another client\'s put) waits for it to end', () =>
+    inProcess(async ({ a, b, tx }) => {
       const lock = (await a.locks.acquire('lock:invoice', { ttl: 5_000, autoRenew: false }))!
       await tx.query('BEGIN')
       await fence(tx, lock)
@@ -145,40 +157,25 @@ describe('fence(tx, lock)', () => {
       expect(order).toEqual(['update', 'commit', 'steal'])
       expect(await lock.release()).toBe(false)
       expect(await row()).toMatchObject({ status: 'sent' })
-    } finally {
-      await tx.end()
-      await a.close()
-      await b.close()
-    }
-  })
+    }))
 
-  test('a release inside its own fenced transaction waits for it, and gives up after the adapter\'s timeout', async () => {
-    const url = await fresh()
-    const a = new Client(await postgresAdapter({ url, timeout: 600 }), { id: 'a' })
-    const tx = new pg.Client({ connectionString: server.url() })
-    await tx.connect()
-    try {
-      const lock = (await a.locks.acquire('lock:invoice', { ttl: 5_000, autoRenew: false }))!
-      await tx.query('BEGIN')
-      await fence(tx, lock)
-      const started = Date.now()
-      await expect(a.delete('lock:invoice')).rejects.toMatchObject({ code: 'UNAVAILABLE', message: expect.stringContaining('fence') })
-      expect(Date.now() - started).toBeGreaterThanOrEqual(550)
-      await tx.query('COMMIT')
-      expect(await lock.release()).toBe(true)
-    } finally {
-      await tx.end()
-      await a.close()
-    }
-  })
+  test('a release inside its own fenced transaction waits for it, and gives up after the adapter\'s timeout', () =>
+    inProcess(
+      async ({ a, tx }) => {
+        const lock = (await a.locks.acquire('lock:invoice', { ttl: 5_000, autoRenew: false }))!
+        await tx.query('BEGIN')
+        await fence(tx, lock)
+        const started = Date.now()
+        await expect(a.delete('lock:invoice')).rejects.toMatchObject({ code: 'UNAVAILABLE', message: expect.stringContaining('fence') })
+        expect(Date.now() - started).toBeGreaterThanOrEqual(550)
+        await tx.query('COMMIT')
+        expect(await lock.release()).toBe(true)
+      },
+      { timeout: 600 },
+    ))
 
-  test('bad calls: outside a transaction, no connection, no lock; a shared lock and a permit fence too', async () => {
-    const url = await fresh()
-    const a = new Client(await postgresAdapter({ url }), { id: 'a' })
-    const b = new Client(await postgresAdapter({ url }), { id: 'b' })
-    const tx = new pg.Client({ connectionString: server.url() })
-    await tx.connect()
-    try {
+  test('bad calls: outside a transaction, no connection, no lock; a shared lock and a permit fence too', () =>
+    inProcess(async ({ a, b, tx }) => {
       const lock = (await a.locks.acquire('lock:invoice', { ttl: 5_000, autoRenew: false }))!
       await expect(fence(tx, lock)).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', message: expect.stringContaining('BEGIN') })
       // A connection that cannot say whether it is in a transaction is asked through a transaction-local setting.
@@ -202,18 +199,5 @@ describe('fence(tx, lock)', () => {
       await tx.query('BEGIN')
       await fence(tx, shared[1]!)
       await tx.query('COMMIT')
-    } finally {
-      await tx.end()
-      await a.close()
-      await b.close()
-    }
-  })
+    }))
 })
-
-async function until(cond: () => boolean, ms = 5_000): Promise<void> {
-  const deadline = Date.now() + ms
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error(`not within ${ms} ms`)
-    await new Promise((r) => setTimeout(r, 10))
-  }
-}

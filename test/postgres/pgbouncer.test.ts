@@ -7,24 +7,16 @@
  * histories in test/model/postgres.test.ts.)
  */
 import pg from 'pg'
-import { afterAll, beforeAll, expect, test } from 'vitest'
+import { expect, test } from 'vitest'
 import { Client, type WatchEvent } from 'zaris'
 import { fence, postgresAdapter } from 'zaris/postgres'
-import { PgBouncer, startPostgres, type PostgresServer } from './server'
+import { until } from '../conformance/util'
+import { postgresWithBouncer } from './with-bouncer'
 
-let server: PostgresServer
-let bouncer: PgBouncer
-beforeAll(async () => {
-  server = await startPostgres()
-  bouncer = await new PgBouncer(server).start()
-})
-afterAll(async () => {
-  await bouncer?.dispose()
-  await server?.dispose()
-})
+const { server, bouncer } = postgresWithBouncer()
 
 test('through PgBouncer: NOTIFY found not to arrive, watches poll and miss nothing; directly, NOTIFY wakes them', async () => {
-  for (const [url, listens] of [[bouncer.url('notify'), false], [server.url('notify'), true]] as const) {
+  for (const [url, listens] of [[bouncer().url('notify'), false], [server().url('notify'), true]] as const) {
     const watcher = await postgresAdapter({ url, pollInterval: 50 })
     const writer = await postgresAdapter({ url })
     try {
@@ -48,8 +40,8 @@ test('through PgBouncer: NOTIFY found not to arrive, watches poll and miss nothi
 })
 
 test('through PgBouncer with two server connections: 8 clients hand one lock round, each fencing its own transaction', async () => {
-  const clients = await Promise.all(Array.from({ length: 8 }, async (_, i) => new Client(await postgresAdapter({ url: bouncer.url('handover'), pollInterval: 20 }), { id: `c${i}` })))
-  const db = new pg.Pool({ connectionString: bouncer.url(), max: 8 })
+  const clients = await Promise.all(Array.from({ length: 8 }, async (_, i) => new Client(await postgresAdapter({ url: bouncer().url('handover'), pollInterval: 20 }), { id: `c${i}` })))
+  const db = new pg.Pool({ connectionString: bouncer().url(), max: 8 })
   await db.query('CREATE TABLE IF NOT EXISTS turns (token bigint PRIMARY KEY, client text NOT NULL)')
   let inside = 0
   try {
@@ -78,11 +70,3 @@ test('through PgBouncer with two server connections: 8 clients hand one lock rou
     await db.end()
   }
 })
-
-async function until(cond: () => boolean, ms = 5_000): Promise<void> {
-  const deadline = Date.now() + ms
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error(`not within ${ms} ms`)
-    await new Promise((r) => setTimeout(r, 10))
-  }
-}

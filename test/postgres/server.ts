@@ -316,3 +316,4 @@ export function freePort(): Promise<number> {
     })
   })
 }
+

@@ -114,26 +114,20 @@ LANGUAGE plpgsql SET enable_seqscan = off AS $$
 DECLARE m integer; r bigint;
 BEGIN
   last := 0; n := 0;
-  IF p_keys IS NOT NULL THEN
+  -- Pass 1: the given keys (all that are due); pass 2: the namespace's earliest due, 500 at most.
+  FOR pass IN 1 .. 2 LOOP
+    CONTINUE WHEN pass = 1 AND p_keys IS NULL;
     WITH due AS (
-      SELECT k, expires_at FROM @S.entries WHERE ns = p_ns AND k = ANY (p_keys) AND expires_at <= p_now FOR UPDATE SKIP LOCKED
+      SELECT k, expires_at FROM @S.entries WHERE ns = p_ns AND expires_at <= p_now AND (pass = 2 OR k = ANY (p_keys))
+      ORDER BY expires_at, k LIMIT CASE WHEN pass = 2 THEN 500 END FOR UPDATE SKIP LOCKED
     ), gone AS (
       DELETE FROM @S.entries e USING due WHERE e.ns = p_ns AND e.k = due.k RETURNING e.k, e.expires_at
     ), logged AS (
       INSERT INTO @S.events (ns, revision, seq, type, k)
       SELECT p_ns, nextval('@S.revisions'), 0, 'e', g.k FROM (SELECT k FROM gone ORDER BY expires_at, k) g RETURNING revision
     ) SELECT count(*), coalesce(max(revision), 0) INTO m, r FROM logged;
-    n := m; last := r;
-  END IF;
-  WITH due AS (
-    SELECT k, expires_at FROM @S.entries WHERE ns = p_ns AND expires_at <= p_now ORDER BY expires_at, k LIMIT 500 FOR UPDATE SKIP LOCKED
-  ), gone AS (
-    DELETE FROM @S.entries e USING due WHERE e.ns = p_ns AND e.k = due.k RETURNING e.k, e.expires_at
-  ), logged AS (
-    INSERT INTO @S.events (ns, revision, seq, type, k)
-    SELECT p_ns, nextval('@S.revisions'), 0, 'e', g.k FROM (SELECT k FROM gone ORDER BY expires_at, k) g RETURNING revision
-  ) SELECT count(*), coalesce(max(revision), 0) INTO m, r FROM logged;
-  n := n + m; last := greatest(last, r);
+    n := n + m; last := greatest(last, r);
+  END LOOP;
 END $$;
 
 CREATE OR REPLACE FUNCTION @S.prune(p_ns text, p_history integer, p_retention integer, p_now timestamptz) RETURNS void
