@@ -13,7 +13,8 @@ import { fence, postgresAdapter } from 'zaris/postgres'
 import { until } from '../conformance/util'
 import { postgresWithBouncer } from './with-bouncer'
 
-const { server, bouncer } = postgresWithBouncer()
+// Two server connections for every client of a database: no client keeps a session.
+const { server, bouncer } = postgresWithBouncer({ poolSize: 2 })
 
 test('through PgBouncer: NOTIFY found not to arrive, watches poll and miss nothing; directly, NOTIFY wakes them', async () => {
   for (const [url, listens] of [[bouncer().url('notify'), false], [server().url('notify'), true]] as const) {

@@ -234,10 +234,13 @@ export class PgBouncer {
   port = 0
   log = ''
   readonly #server: PostgresServer
+  /** Server connections per database and user (PgBouncer's default_pool_size). */
+  readonly #poolSize: number
   #process: ChildProcess | undefined
 
-  constructor(server: PostgresServer) {
+  constructor(server: PostgresServer, options: { poolSize?: number } = {}) {
     this.#server = server
+    this.#poolSize = options.poolSize ?? 20
     this.dir = storeDir('zaris-pgbouncer-')
     giveAway(this.dir)
   }
@@ -260,7 +263,7 @@ export class PgBouncer {
         `unix_socket_dir = ${this.dir}`,
         'auth_type = any',
         'pool_mode = transaction',
-        'default_pool_size = 2',
+        `default_pool_size = ${this.#poolSize}`,
         'reserve_pool_size = 0',
         'max_client_conn = 500',
         'server_reset_query =',
