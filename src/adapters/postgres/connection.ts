@@ -144,6 +144,9 @@ function wrap(pg: Pg, pool: PgPool, settings: Record<string, unknown> | undefine
   return connection
 }
 
+/** The ear of every client the adapter checks out (see run). */
+const unheard = () => {}
+
 async function run<R>(pool: PgPool, what: string, text: string, values: unknown[], timeoutMs: number): Promise<PgResult<R>> {
   let client: PgPoolClient
   try {
@@ -151,9 +154,11 @@ async function run<R>(pool: PgPool, what: string, text: string, values: unknown[
   } catch (err) {
     throw pgError(err, what)
   }
-  // The connection may fail while the call runs (a timeout below destroys it): its error is the call's.
-  const quiet = () => {}
-  ;(client as { on?(event: string, fn: () => void): void }).on?.('error', quiet)
+  // A connection may fail when no query of it runs (a server going away tells every session): the
+  // failure is the next call's, so no such 'error' event may go unheard and crash the process. The
+  // pool hears it only while the client is idle; this ear stays for the client's life.
+  const events = client as { on?(event: string, fn: () => void): void; listeners?(event: string): unknown[] }
+  if (events.listeners?.('error').includes(unheard) === false) events.on?.('error', unheard)
   let broken: unknown
   let timedOut = false
   const timer = systemClock.setTimeout(() => {
@@ -171,8 +176,6 @@ async function run<R>(pool: PgPool, what: string, text: string, values: unknown[
   } finally {
     systemClock.clearTimeout(timer)
     // A client whose connection failed is not put back.
-    const destroy = timedOut || (broken !== undefined && pgError(broken, what).code === 'UNAVAILABLE')
-    if (!destroy) (client as { off?(event: string, fn: () => void): void }).off?.('error', quiet)
-    client.release(destroy)
+    client.release(timedOut || (broken !== undefined && pgError(broken, what).code === 'UNAVAILABLE'))
   }
 }
