@@ -100,8 +100,14 @@ export async function sharePool(pool: PgPool): Promise<Connection> {
 }
 
 function wrap(pg: Pg, pool: PgPool, settings: Record<string, unknown> | undefined, owned: boolean, forget: () => void): Connection {
-  // An idle client whose server went away emits 'error' on the pool; unheard, Node would crash.
-  if (owned) pool.on('error', () => {})
+  // An idle client whose server went away emits 'error' on the pool; unheard, Node would crash. And
+  // every client gets an ear of its own when it is made: node-postgres's pool can hand a new client to
+  // a checkout that already failed (its wait timed out as the connection came up), which then holds
+  // it with no listener at all (seen when Postgres was killed under 16 workers).
+  if (owned) {
+    pool.on('error', () => {})
+    pool.on('connect', (client) => client.on('error', unheard))
+  }
   const schemas = new Map<string, Promise<void>>()
   // Calls under way: the pool is ended only once they are done (a release of a hold may be one of them).
   let inflight = 0

@@ -31,6 +31,7 @@ export interface PgPool extends PgQueryable {
   connect(): Promise<PgPoolClient>
   end(): Promise<void>
   on(event: 'error', listener: (err: Error) => void): unknown
+  on(event: 'connect', listener: (client: { on(event: 'error', listener: () => void): unknown }) => void): unknown
   /** The options it was made with (node-postgres keeps them): the adapter opens its LISTEN connection with them. */
   readonly options?: object
 }
