@@ -58,6 +58,11 @@ export const COMMANDS: Record<string, { synopsis: string; summary: string; detai
     summary: 'read a counter, or add N to it',
     details: 'Without N: the counter\'s value (0 when absent). With N: adds it atomically and prints the new value.\nExit 1 when KEY holds something that is not a number.',
   },
+  once: {
+    synopsis: 'once NAME SLOT [...] -- cmd',
+    summary: 'run cmd once for slot SLOT of job NAME, however many hosts run this',
+    details: 'See zaris once --help.',
+  },
 }
 
 const SERVE = 'serve [--port N] [--data FILE] ...'

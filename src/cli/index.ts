@@ -12,6 +12,7 @@ import { parseCommandLine, UsageError, type Parsed, type VerbOption } from './ar
 import { VERBS } from './commands'
 import type { Io, Run } from './run'
 import { commandHelp, COMMANDS, mainHelp } from './help'
+import { isOnce, runOnceCommand } from './once'
 
 export { mainHelp } from './help'
 export type { Io } from './run'
@@ -32,6 +33,7 @@ export const processIo: Io = {
  * process.exitCode = await runInspect(['get', 'report:status', '--json'], process.env)
  */
 export async function runInspect(argv: string[], env: Record<string, string | undefined>, io: Io = processIo): Promise<number> {
+  if (isOnce(argv)) return runOnceCommand(argv, env, io)
   let parsed: Parsed
   let run: Run
   try {

@@ -8,18 +8,21 @@
  * they start both as `nobody` (`setpriv`), the folder given to that user.
  * The binaries are found in `ZARIS_POSTGRES_BIN` (a folder), else the newest
  * `/usr/lib/postgresql/<version>/bin`, else on PATH; `ZARIS_PGBOUNCER` names
- * pgbouncer (default: on PATH).
+ * pgbouncer (default: on PATH, else /usr/sbin).
  *
- * `initdb` runs once per test process; every server copies that cluster.
+ * `initdb` runs once per machine and Postgres build (a cached template
+ * cluster under tmpdir()); every server copies that cluster.
  * `stop()` is a fast shutdown, `kill()` a `kill -9` of the postmaster and
  * every backend (its process group), `pause()`/`resume()` SIGSTOP/SIGCONT;
  * `start()` again on the same port and folder is a restart on the same data.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
-import { chmodSync, chownSync, cpSync, existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
+import { createHash } from 'node:crypto'
+import { chmodSync, chownSync, cpSync, existsSync, mkdtempSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { createConnection, createServer } from 'node:net'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { storeDir, storeTmpdir } from '../setup/store-dir'
+import { storeDir } from '../setup/store-dir'
 
 /** The folder of Postgres's binaries (initdb, postgres), or undefined when none is found. */
 export function postgresBin(env: Record<string, string | undefined> = process.env): string | undefined {
@@ -33,7 +36,25 @@ export function postgresBin(env: Record<string, string | undefined> = process.en
   return undefined
 }
 
-export const PGBOUNCER = process.env.ZARIS_PGBOUNCER ?? 'pgbouncer'
+/**
+ * pgbouncer: `ZARIS_PGBOUNCER` (a path, or a name on PATH), else on PATH, else
+ * Debian's `/usr/sbin/pgbouncer` (off PATH for users without sbin in it);
+ * undefined when none is found.
+ */
+export function pgbouncerBin(env: Record<string, string | undefined> = process.env): string | undefined {
+  const own = env.ZARIS_PGBOUNCER
+  const dirs = [...(env.PATH ?? '').split(':').filter(Boolean), ...(own ? [] : ['/usr/sbin'])]
+  if (own?.includes('/')) return isFile(own) ? own : undefined
+  return dirs.map((dir) => join(dir, own ?? 'pgbouncer')).find(isFile)
+}
+
+function isFile(path: string): boolean {
+  try {
+    return statSync(path).isFile()
+  } catch {
+    return false
+  }
+}
 
 const isRoot = process.getuid?.() === 0
 /** The user the servers run as, when the tests run as root. */
@@ -56,18 +77,39 @@ function giveAwayTree(path: string): void {
 
 let template: string | undefined
 
-/** A cluster made once per process (initdb takes a second), copied by every server. */
+/**
+ * A cluster made by `initdb` once per machine, user and Postgres build
+ * (a second or more under load, and every test file runs in a process of
+ * its own), copied by every server. Kept under tmpdir() as a cache, named
+ * by `initdb --version` and the binaries' folder; made in a folder of its
+ * own and renamed into place, so processes racing to make it never see half
+ * of one (the loser's copy is removed).
+ */
 function clusterTemplate(bin: string): string {
   if (template) return template
-  const dir = mkdtempSync(join(storeTmpdir(), 'zaris-pg-template-'))
-  giveAway(dir)
-  const data = join(dir, 'data')
-  const [cmd, args] = asUser(join(bin, 'initdb'), ['-D', data, '-U', 'zaris', '--auth=trust', '-E', 'UTF8', '--locale=C', '--no-sync'])
-  const r = spawnSync(cmd, args, { cwd: dir, encoding: 'utf8' })
-  if (r.status !== 0) throw new Error(`initdb failed:\n${r.stdout}${r.stderr}`)
-  process.once('exit', () => rmSync(dir, { recursive: true, force: true }))
-  template = data
-  return data
+  const version = spawnSync(join(bin, 'initdb'), ['--version'], { encoding: 'utf8' }).stdout.trim()
+  const key = createHash('sha256').update(`${bin}\n${version}`).digest('hex').slice(0, 12)
+  const final = join(tmpdir(), `zaris-pg-template-${process.getuid?.() ?? 0}-${key}`)
+  if (!existsSync(join(final, 'ready'))) {
+    const dir = mkdtempSync(join(tmpdir(), 'zaris-pg-template-build-'))
+    giveAway(dir)
+    const [cmd, args] = asUser(join(bin, 'initdb'), ['-D', join(dir, 'data'), '-U', 'zaris', '--auth=trust', '-E', 'UTF8', '--locale=C', '--no-sync'])
+    const r = spawnSync(cmd, args, { cwd: dir, encoding: 'utf8' })
+    if (r.status !== 0) {
+      rmSync(dir, { recursive: true, force: true })
+      throw new Error(`initdb failed:\n${r.stdout}${r.stderr}`)
+    }
+    writeFileSync(join(dir, 'ready'), version)
+    try {
+      renameSync(dir, final)
+    } catch {
+      // Another process put its template there first (or one half-removed is in the way: it says so below).
+      rmSync(dir, { recursive: true, force: true })
+    }
+    if (!existsSync(join(final, 'ready'))) throw new Error(`no Postgres template cluster at ${final}: remove that folder and run again`)
+  }
+  template = join(final, 'data')
+  return template
 }
 
 export interface PostgresOptions {
@@ -271,7 +313,9 @@ export class PgBouncer {
       ].join('\n') + '\n',
     )
     giveAway(ini)
-    const [cmd, args] = asUser(PGBOUNCER, [ini])
+    const bin = pgbouncerBin()
+    if (!bin) throw new Error('pgbouncer is not installed (apt-get install pgbouncer), or set ZARIS_PGBOUNCER to it')
+    const [cmd, args] = asUser(bin, [ini])
     const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'], detached: true })
     child.stdout!.on('data', (d: Buffer) => (this.log += d.toString()))
     child.stderr!.on('data', (d: Buffer) => (this.log += d.toString()))

@@ -46,6 +46,19 @@ describe('finding', () => {
     expect(need('chromium').find({ PATH: binDir([]) })).toBe(playwrightChromium())
   })
 
+  test('postgres: ZARIS_POSTGRES_BIN (a folder) wins; pgbouncer: ZARIS_PGBOUNCER, else PATH, else /usr/sbin; apt packages postgresql and pgbouncer, their services stopped', () => {
+    const own = binDir(['postgres', 'initdb'])
+    expect(need('postgres').find({ PATH: '', ZARIS_POSTGRES_BIN: own })).toBe(own)
+    expect(need('postgres').find({ PATH: '', ZARIS_POSTGRES_BIN: binDir(['initdb']) })).toBeUndefined()
+    const path = binDir(['pgbouncer'])
+    expect(need('pgbouncer').find({ PATH: path })).toBe(join(path, 'pgbouncer'))
+    expect(need('pgbouncer').find({ PATH: path, ZARIS_PGBOUNCER: '/opt/none/pgbouncer' })).toBeUndefined()
+    expect(need('pgbouncer').find({ PATH: binDir([]), ZARIS_PGBOUNCER: join(path, 'pgbouncer') })).toBe(join(path, 'pgbouncer'))
+    const d = decide([need('postgres'), need('pgbouncer')], {}, { canInstall: true, hasApt: true })
+    expect(d).toMatchObject({ kind: 'install', packages: ['postgresql', 'pgbouncer'] })
+    expect([need('postgres').services, need('pgbouncer').services]).toEqual([['postgresql'], ['pgbouncer', 'pgbouncer.socket']])
+  })
+
   test('a variable that names no executable counts as missing, even when PATH has the program', () => {
     const env = { PATH: binDir(['redis-server']), ZARIS_REDIS_SERVER: '/nonexistent/redis-server' }
     expect(need('redis-server').find(env)).toBeUndefined()

@@ -17,7 +17,7 @@
 import { spawnSync } from 'node:child_process'
 import { existsSync } from 'node:fs'
 import { findChromium, isExecutable, onPath } from '../browser-harness/chromium'
-import { postgresBin } from '../postgres/server'
+import { pgbouncerBin, postgresBin } from '../postgres/server'
 
 /** One program the tests run. */
 export interface Need {
@@ -51,7 +51,7 @@ export const NEEDS: Need[] = [
   { name: 'redis-cli', why: 'the Redis Cluster test', env: 'ZARIS_REDIS_CLI', find: program('redis-cli', 'ZARIS_REDIS_CLI'), apt: 'redis-tools', services: [] },
   { name: 'etcd', why: 'etcd adapter tests', env: 'ZARIS_ETCD', find: program('etcd', 'ZARIS_ETCD'), apt: 'etcd-server', services: ['etcd'] },
   { name: 'postgres', why: 'Postgres adapter tests', env: 'ZARIS_POSTGRES_BIN', find: (env) => postgresBin(env), apt: 'postgresql', services: ['postgresql'] },
-  { name: 'pgbouncer', why: 'the Postgres adapter through PgBouncer', env: 'ZARIS_PGBOUNCER', find: program('pgbouncer', 'ZARIS_PGBOUNCER'), apt: 'pgbouncer', services: ['pgbouncer'] },
+  { name: 'pgbouncer', why: 'the Postgres adapter through PgBouncer', env: 'ZARIS_PGBOUNCER', find: (env) => pgbouncerBin(env), apt: 'pgbouncer', services: ['pgbouncer', 'pgbouncer.socket'] },
 ]
 
 /** What the check does about the machine it finds. */
