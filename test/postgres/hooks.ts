@@ -7,9 +7,9 @@
  *   sequence survives the crash (nothing is handed out twice), not because
  *   the adapter sends `seen`.
  * - setRevision: `setval` of the schema's revision sequence. The sequence is
- *   shared by every namespace of the schema, so `cleanup` puts it back where
- *   it was once that test's namespace is closed (the suite's tests of a file
- *   run one at a time; no other namespace took a revision meanwhile).
+ *   shared by every namespace of the schema, so `cleanup` drops that test's
+ *   namespace and puts the sequence back where it was (the suite's tests of
+ *   a file run one at a time; no other namespace took a revision meanwhile).
  * - historyKept: the adapters keep 300 events a namespace (`historySize`):
  *   more than the suite's 240 racing commits, and compaction is reached
  *   in ~450 commits.
@@ -47,6 +47,8 @@ export function postgresHooks(server: () => PostgresServer, historyKept = HISTOR
       const back = moved.get(namespace)
       if (back === undefined) return
       moved.delete(namespace)
+      // Its rows go first: their revisions and tokens (`UNIQUE (k, created)` is schema-wide) will be handed out again.
+      for (const table of ['entries', 'events', 'requests', 'stores']) await sql(`DELETE FROM zaris.${table} WHERE ns = $1`, [namespace])
       await sql(`SELECT setval('zaris.revisions', $1::bigint)`, [back])
     },
     unreachable: async () => postgresAdapter({ url: `postgres://zaris@127.0.0.1:${await freePort()}/postgres?ns=nowhere`, timeout: 1_000, callTimeout: 500 }),
