@@ -119,10 +119,12 @@ describe('commits', () => {
     const proxy = await new FaultProxy(server.port).start()
     const a = await postgresAdapter({ url: server.url(ns(), proxy.port), listen: false })
     try {
-      await a.commit([], [{ type: 'add', key: 'n', delta: 1 }])
+      await a.commit([], [{ type: 'add', key: 'n', delta: 1 }, { type: 'set', key: 'd1', value: 1 }])
       proxy.holdReplies('commit')
       const adding = a.commit([{ key: 'n', revision: null }, { key: 'other', revision: null }], [{ type: 'add', key: 'n', delta: 10 }, { type: 'set', key: 'x', value: 'y' }])
       const plain = a.commit([], [{ type: 'add', key: 'm', delta: 5 }])
+      // A retry rebuilds its answer from the log: a delete that found its key says so, one that did not, not.
+      const deleting = a.commit([], [{ type: 'delete', key: 'd1' }, { type: 'delete', key: 'absent' }, { type: 'set', key: 'x2', value: 'z' }])
       await new Promise((r) => setTimeout(r, 300))
       expect(proxy.dropped).toBeGreaterThan(0)
       proxy.heal()
@@ -130,6 +132,8 @@ describe('commits', () => {
       expect(await adding).toMatchObject({ ok: false, failed: [{ key: 'n', entry: { value: 1 } }] })
       expect(await plain).toMatchObject({ ok: true, entries: [{ key: 'm', value: 5 }] })
       expect((await a.get('m'))?.value).toBe(5)
+      expect(await deleting).toMatchObject({ ok: true, deleted: ['d1'], entries: [{ key: 'x2', value: 'z' }] })
+      expect(await a.get('d1')).toBeUndefined()
     } finally {
       await a.close()
       await proxy.stop()
