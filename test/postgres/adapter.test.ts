@@ -140,6 +140,20 @@ describe('commits', () => {
     }
   })
 
+  test('fresh starts a new life in a commit of several ops too (the general function, not the one-op one)', async () => {
+    const a = await postgresAdapter({ url: server.url(ns()) })
+    try {
+      const first = await a.commit([], [{ type: 'set', key: 'k', value: 1, owner: 'o' }])
+      const again = await a.commit([], [{ type: 'set', key: 'k', value: 2, owner: 'o', fresh: true }, { type: 'set', key: 'k2', value: 0, owner: 'o' }])
+      expect(first.ok && again.ok).toBe(true)
+      if (again.ok) expect(again.entries.map((e) => [e.key, e.created])).toEqual([['k', again.revision], ['k2', again.revision]])
+      const kept = await a.commit([], [{ type: 'set', key: 'k', value: 3, owner: 'o' }, { type: 'set', key: 'k2', value: 1, owner: 'o' }])
+      if (kept.ok && again.ok) expect(kept.entries.map((e) => e.created)).toEqual([again.revision, again.revision])
+    } finally {
+      await a.close()
+    }
+  })
+
   test('a counter past the safe integers, or over a non-number, is refused naming the key; nothing is written', async () => {
     const a = await postgresAdapter({ url: server.url(ns()) })
     try {
