@@ -34,6 +34,7 @@ export default defineConfig([
       indexeddb: 'src/adapters/indexeddb/index.ts',
       redis: 'src/adapters/redis/index.ts',
       etcd: 'src/adapters/etcd/index.ts',
+      postgres: 'src/adapters/postgres/index.ts',
       testing: 'src/testing.ts',
       'web-locks': 'src/web-locks/index.ts',
       otel: 'src/otel/index.ts',

@@ -30,6 +30,7 @@ const groups: Record<string, () => Promise<Group>> = {
   durable: async () => (await import('./scenarios/durable')).durableScenarios,
   redis: async () => (await import('./scenarios/redis')).redisScenarios,
   etcd: async () => (await import('./scenarios/etcd')).etcdScenarios,
+  postgres: async () => (await import('./scenarios/postgres')).postgresScenarios,
   counters: async () => (await import('./scenarios/counters')).counterScenarios,
   scale: async () => (await import('./scenarios/scale')).scaleScenarios,
   bundle: async () => (await import('./scenarios/bundle')).bundleScenario,

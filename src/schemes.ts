@@ -1,7 +1,7 @@
 /**
  * The built-in schemes `connect` knows: a page's (memory, IndexedDB, zaris
  * nodes; `./schemes.browser`) and the stores reached from Node (Redis,
- * etcd). A build with the `browser` export condition uses `./schemes.browser`
+ * etcd, Postgres). A build with the `browser` export condition uses `./schemes.browser`
  * instead of this file (see tsup.config.ts), so neither is even a chunk of a
  * web app. Each adapter is loaded by a dynamic `import()` when a URL of it is
  * opened; a new adapter adds its scheme here, and the core does not change.
@@ -11,6 +11,7 @@
 import { parseNamespace } from './core/contract/url'
 import { InvalidUrlError } from './core/contract/errors'
 import { parseEtcdUrl } from './adapters/etcd/url'
+import { parsePostgresUrl, redactPostgresUrl } from './adapters/postgres/url'
 import type { BuiltInScheme, SchemeTable } from './scheme-types'
 import { builtInSchemes as pageSchemes } from './schemes.browser'
 
@@ -44,6 +45,19 @@ const etcd: BuiltInScheme = {
   },
 }
 
+/** `postgres://[user[:pass]@]host[:port]/db?ns=<ns>[&schema=<schema>]`, `postgresql://…`: Postgres directly. */
+const postgres: BuiltInScheme = {
+  parse(url, scheme) {
+    const { namespace: ns } = parsePostgresUrl(url)
+    if (ns === undefined) throw new InvalidUrlError(`${JSON.stringify(redactPostgresUrl(url))}: add ?ns=<namespace> to name the zaris namespace`)
+    const namespace = parseNamespace(url, ns, 'postgres://app@127.0.0.1:5432/app?ns=demo')
+    return {
+      target: { scheme, kind: 'postgres', url, namespace },
+      open: async (options) => (await import('./adapters/postgres')).fromUrl(url, options),
+    }
+  },
+}
+
 /** Every built-in scheme. */
 export const builtInSchemes: SchemeTable = {
   ...pageSchemes,
@@ -51,6 +65,8 @@ export const builtInSchemes: SchemeTable = {
   rediss: redis,
   etcd,
   etcds: etcd,
+  postgres,
+  postgresql: postgres,
 }
 
 /** Built-in schemes of other runtimes: none, here. */

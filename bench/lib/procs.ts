@@ -13,6 +13,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { startNode, type NodeProcess } from '../../test/server/node-process'
 import { startRedis, type RedisServer } from '../../test/redis/server'
+import { PostgresServer } from '../../test/postgres/server'
 
 const live = new Set<number>()
 const dirs = new Set<string>()
@@ -157,4 +158,18 @@ async function healthy(url: string): Promise<void> {
     await new Promise((r) => setTimeout(r, 100))
   }
   throw new Error('etcd did not report healthy within 15 s')
+}
+
+/** A Postgres on a free loopback port in a temp folder (see test/postgres/server.ts), killed with the bench if still up. */
+export async function postgres(): Promise<PostgresServer> {
+  const server = new PostgresServer()
+  await server.start()
+  const pid = server.pid
+  if (pid) live.add(pid)
+  const dispose = server.dispose.bind(server)
+  server.dispose = async () => {
+    await dispose()
+    if (pid) live.delete(pid)
+  }
+  return server
 }

@@ -4,7 +4,7 @@
  * counter). `zaris --help` lists them.
  *
  * ```
- * zaris serve [--port 7861] [--host 127.0.0.1] [--data FILE | --redis URL | --etcd URL]
+ * zaris serve [--port 7861] [--host 127.0.0.1] [--data FILE | --redis URL | --etcd URL | --postgres URL]
  *             [--token SECRET] [--cors ORIGIN...] [--insecure]
  * ```
  *
@@ -17,7 +17,7 @@
 import { isIP } from 'node:net'
 import { runInspect } from './index'
 import { isZarisError } from '../core/contract/errors'
-import { etcdBackend, memoryBackend, redisBackend, sqliteBackend, type Backend, type StoreLimits } from '../server/backends'
+import { etcdBackend, memoryBackend, postgresBackend, redisBackend, sqliteBackend, type Backend, type StoreLimits } from '../server/backends'
 import { createHandler } from '../server/handler'
 import { memoryShares } from '../server/limits'
 import { loopbackHosts } from '../server/options'
@@ -30,6 +30,7 @@ const USAGE = `usage: zaris serve [options]
   --data FILE       keep entries in this SQLite file (default: memory)
   --redis URL       keep entries in this Redis, shared with other nodes (redis://host:6379/0)
   --etcd URL        keep entries in this etcd cluster, shared with other nodes (etcd://host:2379,host2:2379)
+  --postgres URL    keep entries in this Postgres database, shared with other nodes (postgres://user@host:5432/db)
   --token SECRET    require "Authorization: Bearer SECRET" (or set ZARIS_TOKEN)
   --cors ORIGIN...  let these browser origins call the node (exact origins, never *)
   --insecure        allow binding a non-loopback address without a token
@@ -62,6 +63,7 @@ export interface ServeArgs {
   data?: string
   redis?: string
   etcd?: string
+  postgres?: string
   token?: string
   cors: string[]
   insecure: boolean
@@ -135,6 +137,9 @@ export function parseServeArgs(argv: string[], env: Record<string, string | unde
       case '--etcd':
         args.etcd = value()
         break
+      case '--postgres':
+        args.postgres = value()
+        break
       case '--token':
         args.token = value()
         break
@@ -161,7 +166,9 @@ export function parseServeArgs(argv: string[], env: Record<string, string | unde
         if (!loadLimit(args.limits, flag, value, integer)) throw new UsageError(`unknown option ${JSON.stringify(arg)}`)
     }
   }
-  if ([args.data, args.redis, args.etcd].filter((x) => x !== undefined).length > 1) throw new UsageError('--data, --redis and --etcd are different stores; give one')
+  if ([args.data, args.redis, args.etcd, args.postgres].filter((x) => x !== undefined).length > 1) {
+    throw new UsageError('--data, --redis, --etcd and --postgres are different stores; give one')
+  }
   args.cors = args.cors.map((o) => o.trim()).filter((o) => o !== '')
   if (args.cors.includes('*')) throw new UsageError('--cors takes exact origins; * is not allowed')
   if (args.token !== undefined && (args.token.length < 8 || /\s/.test(args.token))) {
@@ -252,7 +259,9 @@ export async function serveCommand(args: ServeArgs, log: (line: string) => void 
       ? await redisBackend(args.redis)
       : args.etcd !== undefined
         ? await etcdBackend(args.etcd)
-        : args.data !== undefined
+        : args.postgres !== undefined
+          ? await postgresBackend(args.postgres)
+          : args.data !== undefined
           ? await sqliteBackend(args.data, stores)
           : memoryBackend(stores)
   const handler = createHandler({

@@ -35,6 +35,8 @@ import { holderOf, queryLocks } from './lock-query'
 export { Hold } from './hold/hold'
 export { Lock } from './hold/lock'
 export type { Fence, LockMode } from './hold/hold'
+/** @internal The checks a write fenced by a lock or lease sends (for a store that fences writes of its own, as Postgres's `fence`). */
+export { fenceChecks } from './hold/hold'
 export type { LockSet } from './hold/lock-set'
 export { IN_LINE, type AcquireOptions } from './acquire/checks'
 

@@ -1,6 +1,7 @@
 /**
  * Where a node keeps its stores: in memory (the default), in a SQLite file
- * (`--data`), or in a Redis or an etcd cluster that several nodes share (`--redis`, `--etcd`). A backend gives the handler one adapter per namespace and the
+ * (`--data`), or in a Redis, an etcd cluster or a Postgres database that
+ * several nodes share (`--redis`, `--etcd`, `--postgres`). A backend gives the handler one adapter per namespace and the
  * namespace's current revision (so watches can be resumed before their first event).
  *
  * @module
@@ -133,6 +134,21 @@ export async function etcdBackend(url: string): Promise<Backend> {
   const members = url.replace(/^(etcds?:\/\/[^/?#]*).*$/i, '$1') + '/zaris-node'
   const { hosts, auth } = parseEtcdUrl(members)
   return sharedBackend(`etcd ${redact(members)}`, (ns) => etcdAdapter({ hosts, auth, namespace: ns }))
+}
+
+/**
+ * Stores in a Postgres database (needs `pg`): the node keeps no state of its
+ * own, so several nodes on one database serve one store, and the locks are
+ * the ones applications reach with `postgres://` and fence in their own
+ * transactions. The URL's `ns`, if any, is ignored (each request names its
+ * namespace); its `schema` is kept.
+ *
+ * @example
+ * const backend = await postgresBackend('postgres://zaris@127.0.0.1:5432/app')
+ */
+export async function postgresBackend(url: string): Promise<Backend> {
+  const { postgresAdapter, redact } = await import('../adapters/postgres')
+  return sharedBackend(`postgres ${redact(url)}`, (ns) => postgresAdapter({ url, namespace: ns }))
 }
 
 /** One adapter per namespace, opened on first use, all in front of one shared store. */

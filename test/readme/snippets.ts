@@ -8,6 +8,7 @@
  * - `redis://…`, ioredis or node-redis — against a real redis-server (test/redis/readme.test.ts);
  * - `zaris://localhost:7861/…` — against a node process (test/server/readme.test.ts);
  * - `etcd://…` — against a real etcd member (test/etcd/readme.test.ts);
+ * - `postgres://…` — against a real Postgres (test/postgres/readme.test.ts);
  * - a block whose first line names its file (`// map-adapter.ts`) — as a file
  *   of a small project outside zaris, installed from the packed package
  *   (test/package/exports.test.ts);
@@ -45,7 +46,7 @@ export interface Block {
 }
 
 /** Which test runs a block. */
-export type Runner = 'node' | 'zaris-node' | 'redis' | 'browser' | 'cli' | 'etcd' | 'package'
+export type Runner = 'node' | 'zaris-node' | 'redis' | 'browser' | 'cli' | 'etcd' | 'postgres' | 'package'
 
 /** README.md and every docs/*.md, relative to the repo root. */
 export function markdownFiles(): string[] {
@@ -114,6 +115,7 @@ export function runnerOf(block: Block): Runner | undefined {
   if (code.includes('redis://') || code.includes("from 'ioredis'") || code.includes("from 'redis'")) return 'redis'
   if (code.includes('zaris://localhost:7861')) return 'zaris-node'
   if (code.includes('etcd://')) return 'etcd'
+  if (code.includes('postgres://')) return 'postgres'
   // A store this file has no runner for (etcd, say) leaves the block unrun, and the coverage test says so.
   if (/from 'zaris(\/[a-z]+)?'/.test(code) && !/zaris:\/\/(?!inproc\/)|https?:\/\/|etcd:\/\//.test(code)) return 'node'
   return undefined

@@ -33,7 +33,8 @@ const nonRoot = { canInstall: false, hasApt: true }
 
 describe('finding', () => {
   test('a program on PATH is found, one that is not is missing', () => {
-    const env = { PATH: binDir(['redis-server', 'etcd']), ZARIS_CHROMIUM: join(binDir(['chrome']), 'chrome') }
+    // postgres: found in /usr/lib/postgresql too (Debian's place for it, off PATH), as on every machine that runs this.
+    const env = { PATH: binDir(['redis-server', 'etcd', 'pgbouncer']), ZARIS_CHROMIUM: join(binDir(['chrome']), 'chrome') }
     expect(missing(NEEDS, env).map((n) => n.name)).toEqual(['redis-cli'])
   })
 
@@ -43,6 +44,19 @@ describe('finding', () => {
     const path = binDir(['chromium'])
     expect(need('chromium').find({ PATH: path })).toBe(join(path, 'chromium'))
     expect(need('chromium').find({ PATH: binDir([]) })).toBe(playwrightChromium())
+  })
+
+  test('postgres: ZARIS_POSTGRES_BIN (a folder) wins; pgbouncer: ZARIS_PGBOUNCER, else PATH, else /usr/sbin; apt packages postgresql and pgbouncer, their services stopped', () => {
+    const own = binDir(['postgres', 'initdb'])
+    expect(need('postgres').find({ PATH: '', ZARIS_POSTGRES_BIN: own })).toBe(own)
+    expect(need('postgres').find({ PATH: '', ZARIS_POSTGRES_BIN: binDir(['initdb']) })).toBeUndefined()
+    const path = binDir(['pgbouncer'])
+    expect(need('pgbouncer').find({ PATH: path })).toBe(join(path, 'pgbouncer'))
+    expect(need('pgbouncer').find({ PATH: path, ZARIS_PGBOUNCER: '/opt/none/pgbouncer' })).toBeUndefined()
+    expect(need('pgbouncer').find({ PATH: binDir([]), ZARIS_PGBOUNCER: join(path, 'pgbouncer') })).toBe(join(path, 'pgbouncer'))
+    const d = decide([need('postgres'), need('pgbouncer')], {}, { canInstall: true, hasApt: true })
+    expect(d).toMatchObject({ kind: 'install', packages: ['postgresql', 'pgbouncer'] })
+    expect([need('postgres').services, need('pgbouncer').services]).toEqual([['postgresql'], ['pgbouncer', 'pgbouncer.socket']])
   })
 
   test('a variable that names no executable counts as missing, even when PATH has the program', () => {

@@ -17,6 +17,7 @@
 import { spawnSync } from 'node:child_process'
 import { existsSync } from 'node:fs'
 import { findChromium, isExecutable, onPath } from '../browser-harness/chromium'
+import { pgbouncerBin, postgresBin } from '../postgres/server'
 
 /** One program the tests run. */
 export interface Need {
@@ -49,6 +50,8 @@ export const NEEDS: Need[] = [
   { name: 'redis-server', why: 'Redis adapter and Redis-backed node tests', env: 'ZARIS_REDIS_SERVER', find: program('redis-server', 'ZARIS_REDIS_SERVER'), apt: 'redis-server', services: ['redis-server'] },
   { name: 'redis-cli', why: 'the Redis Cluster test', env: 'ZARIS_REDIS_CLI', find: program('redis-cli', 'ZARIS_REDIS_CLI'), apt: 'redis-tools', services: [] },
   { name: 'etcd', why: 'etcd adapter tests', env: 'ZARIS_ETCD', find: program('etcd', 'ZARIS_ETCD'), apt: 'etcd-server', services: ['etcd'] },
+  { name: 'postgres', why: 'Postgres adapter tests', env: 'ZARIS_POSTGRES_BIN', find: (env) => postgresBin(env), apt: 'postgresql', services: ['postgresql'] },
+  { name: 'pgbouncer', why: 'the Postgres adapter through PgBouncer', env: 'ZARIS_PGBOUNCER', find: (env) => pgbouncerBin(env), apt: 'pgbouncer', services: ['pgbouncer', 'pgbouncer.socket'] },
 ]
 
 /** What the check does about the machine it finds. */

@@ -1,0 +1,187 @@
+/**
+ * The Postgres connections of the adapters of a process: a pool per
+ * connection string (or the caller's own pool), shared by every adapter
+ * opened with it, the schemas known to be ready on it, and the per-namespace
+ * state that lives as long as it (`spaces`: watch followers).
+ *
+ * Calls run on a client checked out for the call, under a time limit: a
+ * call that passes it has its connection destroyed (node-postgres would
+ * otherwise keep the client waiting for an answer that may never come) and
+ * fails with `UnavailableError`.
+ *
+ * @module
+ */
+import { systemClock } from '../../core/time/clock'
+import { ClosedError, UnavailableError } from '../../core/contract/errors'
+import { loadPg, pgError, type Pg, type PgPool, type PgPoolClient, type PgResult } from './load'
+import { ensureSchema } from './sql'
+
+/** Defaults for pools the adapter opens; the caller's `pg` options override them. */
+const POOL_DEFAULTS = {
+  max: 10,
+  // An idle pool does not keep Node running (a process whose clients hold nothing exits).
+  allowExitOnIdle: true,
+  connectionTimeoutMillis: 5_000,
+  idleTimeoutMillis: 10_000,
+  application_name: 'zaris',
+}
+
+/** A pool shared by the adapters opened with the same connection string and options. */
+export interface Connection {
+  readonly pg: Pg
+  readonly pool: PgPool
+  /** Options a LISTEN connection opens with (undefined: the caller's pool does not say). */
+  readonly listenOptions: Record<string, unknown> | undefined
+  /** Per-schema and per-namespace state that lives as long as the connection. */
+  readonly spaces: Map<string, unknown>
+  /** Resolves once `schema` holds this version's tables (once per schema). */
+  ready(schema: string, create: boolean): Promise<void>
+  /**
+   * Runs one statement within `timeoutMs`; a failure becomes a zaris error
+   * naming `what` (see `pgError`), its cause the driver's error.
+   */
+  query<R>(what: string, text: string, values: unknown[], timeoutMs: number): Promise<PgResult<R>>
+  users: number
+  release(): Promise<void>
+}
+
+const shared = new Map<string, Promise<Connection>>()
+const byPool = new WeakMap<object, Connection>()
+
+/**
+ * The shared pool for `connectionString` with `options`, opened on first
+ * use. Options that cannot be compared (functions, sockets) get a pool of
+ * their own.
+ */
+export async function shareUrl(connectionString: string, options: Record<string, unknown> | undefined): Promise<Connection> {
+  let key: string | undefined
+  try {
+    key = connectionString + '\u0000' + JSON.stringify(options ?? {}, (_k, v: unknown) => {
+      if (typeof v === 'function' || typeof v === 'symbol') throw new Error('not comparable')
+      return v
+    })
+  } catch {
+    key = undefined
+  }
+  const open = async (forget: () => void) => {
+    const pg = await loadPg()
+    const settings = { ...POOL_DEFAULTS, ...options, connectionString }
+    return wrap(pg, new pg.Pool(settings), settings, true, forget)
+  }
+  if (key === undefined) {
+    const own = await open(() => {})
+    own.users++
+    return own
+  }
+  let entry = shared.get(key)
+  if (!entry) {
+    const k = key
+    entry = open(() => {
+      if (shared.get(k) === entry) shared.delete(k)
+    })
+    shared.set(key, entry)
+    entry.catch(() => shared.delete(k))
+  }
+  const connection = await entry
+  connection.users++
+  return connection
+}
+
+/** The shared use of a pool the caller opened (never ended by zaris). */
+export async function sharePool(pool: PgPool): Promise<Connection> {
+  let connection = byPool.get(pool)
+  if (!connection) {
+    const pg = await loadPg()
+    connection = byPool.get(pool) ?? wrap(pg, pool, pool.options as Record<string, unknown> | undefined, false, () => byPool.delete(pool))
+    byPool.set(pool, connection)
+  }
+  connection.users++
+  return connection
+}
+
+function wrap(pg: Pg, pool: PgPool, settings: Record<string, unknown> | undefined, owned: boolean, forget: () => void): Connection {
+  // An idle client whose server went away emits 'error' on the pool; unheard, Node would crash. And
+  // every client gets an ear of its own when it is made: node-postgres's pool can hand a new client to
+  // a checkout that already failed (its wait timed out as the connection came up), which then holds
+  // it with no listener at all (seen when Postgres was killed under 16 workers).
+  if (owned) {
+    pool.on('error', () => {})
+    pool.on('connect', (client) => client.on('error', unheard))
+  }
+  const schemas = new Map<string, Promise<void>>()
+  // Calls under way: the pool is ended only once they are done (a release of a hold may be one of them).
+  let inflight = 0
+  let drained: (() => void) | undefined
+  let ended = false
+  const connection: Connection = {
+    pg,
+    pool,
+    listenOptions: settings,
+    spaces: new Map(),
+    users: 0,
+    ready(schema, create) {
+      let done = schemas.get(schema)
+      if (!done) {
+        done = ensureSchema({ query: (text) => connection.query('schema', text, [], 60_000) }, schema, create)
+        done.catch(() => schemas.delete(schema))
+        schemas.set(schema, done)
+      }
+      return done
+    },
+    async query(what, text, values, timeoutMs) {
+      if (ended) throw new ClosedError('the Postgres adapter is closed')
+      inflight++
+      try {
+        return await run(pool, what, text, values, timeoutMs)
+      } finally {
+        if (--inflight === 0) drained?.()
+      }
+    },
+    async release() {
+      if (--connection.users > 0) return
+      forget()
+      for (const space of connection.spaces.values()) (space as { close?(): void }).close?.()
+      connection.spaces.clear()
+      if (inflight > 0) await new Promise<void>((resolve) => (drained = resolve))
+      ended = true
+      if (owned) await pool.end().catch(() => {})
+    },
+  }
+  return connection
+}
+
+/** The ear of every client the adapter checks out (see run). */
+const unheard = () => {}
+
+async function run<R>(pool: PgPool, what: string, text: string, values: unknown[], timeoutMs: number): Promise<PgResult<R>> {
+  let client: PgPoolClient
+  try {
+    client = await pool.connect()
+  } catch (err) {
+    throw pgError(err, what)
+  }
+  // A connection may fail when no query of it runs (a server going away tells every session): the
+  // failure is the next call's, so no such 'error' event may go unheard and crash the process. The
+  // pool hears it only while the client is idle; this ear stays for the client's life.
+  const events = client as { on?(event: string, fn: () => void): void; listeners?(event: string): unknown[] }
+  if (events.listeners?.('error').includes(unheard) === false) events.on?.('error', unheard)
+  let broken: unknown
+  let timedOut = false
+  const timer = systemClock.setTimeout(() => {
+    timedOut = true
+    // Ends the query at once (it fails with a connection error); the client is then destroyed.
+    const stream = (client as { connection?: { stream?: { destroy(): void } } }).connection?.stream
+    stream?.destroy()
+  }, timeoutMs)
+  try {
+    return (await (values.length === 0 ? client.query(text) : client.query(text, values))) as PgResult<R>
+  } catch (err) {
+    broken = err
+    if (timedOut) throw new UnavailableError(`Postgres ${what} did not answer within ${timeoutMs} ms (it may or may not have been applied)`, { cause: err })
+    throw pgError(err, what)
+  } finally {
+    systemClock.clearTimeout(timer)
+    // A client whose connection failed is not put back.
+    client.release(timedOut || (broken !== undefined && pgError(broken, what).code === 'UNAVAILABLE'))
+  }
+}

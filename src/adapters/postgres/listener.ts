@@ -1,0 +1,158 @@
+/**
+ * LISTEN/NOTIFY for the watches of one schema on one connection: a client of
+ * its own (LISTEN needs a session, which a pooled connection is not) that
+ * wakes the namespace's follower when a commit notifies.
+ *
+ * A notification only makes a follower read sooner; a follower reads on its
+ * poll interval anyway. Whether notifications arrive at all is found out,
+ * not assumed: after LISTEN the listener sends itself a notification through
+ * the pool, and counts as working only once that arrives. Behind a pooler in
+ * transaction mode (PgBouncer) the session that ran LISTEN is handed to
+ * others and nothing arrives: the followers then poll at their short
+ * interval. A broken connection is opened again, with the same probe.
+ *
+ * @module
+ */
+import { randomId } from '../../core/contract/ids'
+import { systemClock } from '../../core/time/clock'
+import type { Connection } from './connection'
+import type { PgClient } from './load'
+import { channelOf } from './sql'
+
+/** How long the probe notification may take before notifications count as not arriving. */
+const PROBE_MS = 1_000
+/** How long the listener stays after its last follower left, for the next one. */
+const LINGER_MS = 2_000
+
+export class Listener {
+  readonly #connection: Connection
+  readonly #schema: string
+  readonly #options: Record<string, unknown> | undefined
+  readonly #followers = new Map<string, Set<() => void>>()
+  #client: PgClient | undefined
+  #opening = false
+  #working = false
+  #probe: string | undefined
+  #probeArrived: (() => void) | undefined
+  #failures = 0
+  #idleTimer: ReturnType<typeof systemClock.setTimeout> | undefined
+
+  /** The schema's listener on `connection` (`options`: where it connects; false: none). */
+  static of(connection: Connection, schema: string, options: Record<string, unknown> | false | undefined): Listener {
+    const key = `listener\u0000${schema}`
+    let listener = connection.spaces.get(key) as Listener | undefined
+    if (!listener) connection.spaces.set(key, (listener = new Listener(connection, schema, options === false ? undefined : (options ?? connection.listenOptions))))
+    return listener
+  }
+
+  private constructor(connection: Connection, schema: string, options: Record<string, unknown> | undefined) {
+    this.#connection = connection
+    this.#schema = schema
+    this.#options = options
+  }
+
+  /** Whether notifications are known to arrive now. */
+  get working(): boolean {
+    return this.#working
+  }
+
+  /** Calls `wake` on every notification of `namespace` until the returned function is called. */
+  follow(namespace: string, wake: () => void): () => void {
+    let set = this.#followers.get(namespace)
+    if (!set) this.#followers.set(namespace, (set = new Set()))
+    set.add(wake)
+    if (this.#idleTimer !== undefined) systemClock.clearTimeout(this.#idleTimer)
+    this.#idleTimer = undefined
+    this.#open()
+    return () => {
+      set.delete(wake)
+      if (set.size === 0) this.#followers.delete(namespace)
+      if (this.#followers.size === 0) this.#idle()
+    }
+  }
+
+  #open(): void {
+    if (this.#client || this.#opening || !this.#options || this.#followers.size === 0) return
+    this.#opening = true
+    void this.#connect().finally(() => (this.#opening = false))
+  }
+
+  async #connect(): Promise<void> {
+    const client = new this.#connection.pg.Client({ ...this.#options, application_name: 'zaris listen' })
+    let lost = false
+    const onLost = () => {
+      if (lost) return
+      lost = true
+      this.#working = false
+      if (this.#client === client) this.#client = undefined
+      void client.end().catch(() => {})
+      this.#retry()
+    }
+    client.on('error', onLost)
+    client.on('end', onLost)
+    client.on('notification', (msg) => this.#notified(msg.payload ?? ''))
+    try {
+      await client.connect()
+      // The idle LISTEN socket must not keep Node running: a watch keeps the process alive by itself.
+      ;(client as { connection?: { stream?: { unref?(): void } } }).connection?.stream?.unref?.()
+      await client.query(`LISTEN "${channelOf(this.#schema)}"`)
+      this.#client = client
+      this.#failures = 0
+      await this.#check()
+    } catch {
+      onLost()
+      return
+    }
+    // Anything written before LISTEN took effect is read now.
+    for (const set of this.#followers.values()) for (const wake of set) wake()
+  }
+
+  /** Sends a notification to itself through the pool; working once it comes back. */
+  async #check(): Promise<void> {
+    const probe = `\u0001${randomId()}`
+    const arrived = new Promise<boolean>((resolve) => {
+      this.#probe = probe
+      this.#probeArrived = () => resolve(true)
+      systemClock.setTimeout(() => resolve(false), PROBE_MS)
+    })
+    await this.#connection.query('listen', 'SELECT pg_notify($1, $2)', [channelOf(this.#schema), probe], PROBE_MS)
+    this.#working = await arrived
+    this.#probe = undefined
+  }
+
+  #notified(payload: string): void {
+    if (payload === this.#probe) {
+      this.#probeArrived?.()
+      return
+    }
+    const set = this.#followers.get(payload)
+    if (set) for (const wake of set) wake()
+  }
+
+  #retry(): void {
+    if (this.#followers.size === 0) return
+    const delay = Math.min(5_000, 100 * 2 ** this.#failures++)
+    systemClock.setTimeout(() => this.#open(), delay)
+  }
+
+  #idle(): void {
+    if (this.#idleTimer !== undefined) return
+    this.#idleTimer = systemClock.setTimeout(() => {
+      this.#idleTimer = undefined
+      if (this.#followers.size > 0) return
+      const client = this.#client
+      this.#client = undefined
+      this.#working = false
+      void client?.end().catch(() => {})
+    }, LINGER_MS)
+  }
+
+  /** Ends the connection at once (the adapter's connection is closing). */
+  close(): void {
+    this.#followers.clear()
+    const client = this.#client
+    this.#client = undefined
+    this.#working = false
+    void client?.end().catch(() => {})
+  }
+}
