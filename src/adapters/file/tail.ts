@@ -28,6 +28,8 @@ import { toEvent, type EventRow } from '../kit/rows'
 
 /** How often the log is looked at when no notification came, in ms. */
 export const POLL_MS = 100
+/** `ZARIS_FILE_NO_NOTIFY=1`: no fs.watch, the poll alone (to measure what the notification buys; bench/tools/file-watch-latency.ts). */
+const NO_NOTIFY = typeof process !== 'undefined' && process.env.ZARIS_FILE_NO_NOTIFY === '1'
 /** Events read from the file at a time. */
 const PAGE = 500
 
@@ -228,6 +230,7 @@ export class Tail {
 
   /** Follows writes to the write-ahead log; where that fails, the poll alone. */
   #listen(): void {
+    if (NO_NOTIFY) return
     try {
       const watcher = watchFile(this.#wal, { persistent: false }, (type) => {
         // A log replaced (deleted and made again) is followed afresh at the next poll.
