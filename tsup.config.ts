@@ -36,6 +36,7 @@ export default defineConfig([
       indexeddb: 'src/adapters/indexeddb/index.ts',
       redis: 'src/adapters/redis/index.ts',
       etcd: 'src/adapters/etcd/index.ts',
+      file: 'src/adapters/file/index.ts',
       testing: 'src/testing.ts',
       'web-locks': 'src/web-locks/index.ts',
       http: 'src/adapters/http/index.ts',

@@ -13,6 +13,7 @@ const alias = {
   'zaris/server': src('server/index.ts'),
   'zaris/redis': src('adapters/redis/index.ts'),
   'zaris/etcd': src('adapters/etcd/index.ts'),
+  'zaris/file': src('adapters/file/index.ts'),
   'zaris/testing': src('testing.ts'),
   'zaris/web-locks': src('web-locks/index.ts'),
   'zaris/conformance': fileURLToPath(new URL('./test/conformance/index.ts', import.meta.url)),

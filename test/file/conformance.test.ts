@@ -7,7 +7,7 @@
 import { rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll } from 'vitest'
-import { fileAdapter } from '../../src/adapters/file'
+import { fileAdapter } from 'zaris/file'
 import { testAdapter } from '../conformance'
 import { storeDir } from '../setup/store-dir'
 
