@@ -71,10 +71,12 @@ export interface FileAdapterOptions {
   self?: ProcessId
   /** @internal Whether a registered process is alive (tests). */
   alive?: (p: ProcessId, here: ProcessId) => boolean
+  /** @internal How long a call waits for another process's write before UNAVAILABLE, in ms (tests). Default 10 000. */
+  busyLimitMs?: number
 }
 
 /** How long SQLite itself waits for another process's write before answering busy (then the store waits without blocking), in ms. */
-const BUSY_TIMEOUT_MS = 50
+const BUSY_TIMEOUT_MS = 5
 
 const CAPABILITIES: Capabilities = Object.freeze({ history: true, ownerGone: true })
 
@@ -112,8 +114,8 @@ export async function fileAdapter(options: FileAdapterOptions): Promise<Adapter>
       db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`)
       db.pragma('synchronous = NORMAL')
       migrate(db, path)
-      return new FileStore({ db, file: path, namespace, sync, historySize, clock: options.clock ?? machineClock, self: options.self, alive: options.alive })
-    })
+      return new FileStore({ db, file: path, namespace, sync, historySize, clock: options.clock ?? machineClock, self: options.self, alive: options.alive, busyLimitMs: options.busyLimitMs })
+    }, options.busyLimitMs)
     return adapterOf(store)
   } catch (err) {
     db.close()
@@ -132,7 +134,7 @@ function adapterOf(store: FileStore): Adapter {
   const life = new AdapterLife('file')
   const run = <T>(op: () => T): Promise<T> => {
     life.assertOpen()
-    return retry(store.file, op)
+    return retry(store.file, op, store.busyLimitMs)
   }
   return {
     name: 'file',

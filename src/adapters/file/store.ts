@@ -46,11 +46,15 @@ export interface FileStoreInit {
   self?: ProcessId
   /** Whether a registered process is alive (a test may judge otherwise). */
   alive?: (p: ProcessId, here: ProcessId) => boolean
+  /** How long a call waits for another process's write (default {@link BUSY_LIMIT_MS}). */
+  busyLimitMs?: number
 }
 
 export class FileStore {
   readonly file: string
   readonly namespace: string
+  /** How long a call waits for another process's write, in ms. */
+  readonly busyLimitMs: number
   readonly #db: BetterSqlite3.Database
   readonly #sql: Statements
   readonly #clock: Clock
@@ -75,6 +79,7 @@ export class FileStore {
   constructor(init: FileStoreInit) {
     this.file = init.file
     this.namespace = init.namespace
+    this.busyLimitMs = init.busyLimitMs ?? BUSY_LIMIT_MS
     this.#db = init.db
     this.#sql = prepare(init.db)
     this.#clock = init.clock
@@ -162,7 +167,10 @@ export class FileStore {
    */
   #beforeRead(): number {
     const now = this.#clock.now()
-    if (this.#verdicts.due(now) && this.#verdicts.gone(this.#sql.owners.all(this.namespace), now).length > 0) this.#write(() => undefined)
+    if (!this.#verdicts.due(now)) return now
+    // A dead process stays dead: what was judged here is ended in the write, whoever registered meanwhile.
+    const gone = this.#verdicts.gone(this.#sql.owners.all(this.namespace), now)
+    if (gone.length > 0) this.#write((ledger) => ledger.endRegistrations(gone))
     return now
   }
 
@@ -307,7 +315,7 @@ export class FileStore {
     this.#tail.close(new ClosedError('the file adapter was closed'))
     const mine: OwnerRow[] = [...this.#registered].map((owner) => ({ owner, nonce: this.#nonce, ...this.#self }))
     try {
-      if (mine.length > 0) await retry(this.file, () => this.#write((ledger) => ledger.endRegistrations(mine)))
+      if (mine.length > 0) await retry(this.file, () => this.#write((ledger) => ledger.endRegistrations(mine)), this.busyLimitMs)
     } catch {
       // The file is failing: this process's registrations end when it does.
     }
@@ -349,8 +357,8 @@ function restartAfterBoot(sql: Statements, db: BetterSqlite3.Database, now: numb
  * it fails with UNAVAILABLE. Other SQLite failures (disk full, I/O, a
  * damaged file) are UNAVAILABLE too, naming the file.
  */
-export async function retry<T>(file: string, op: () => T): Promise<T> {
-  const deadline = performance.now() + BUSY_LIMIT_MS
+export async function retry<T>(file: string, op: () => T, limitMs = BUSY_LIMIT_MS): Promise<T> {
+  const deadline = performance.now() + limitMs
   for (let attempt = 0; ; attempt++) {
     try {
       return op()
@@ -361,7 +369,7 @@ export async function retry<T>(file: string, op: () => T): Promise<T> {
       if (!code.startsWith('SQLITE_BUSY') || performance.now() > deadline) {
         throw new UnavailableError(
           code.startsWith('SQLITE_BUSY')
-            ? `${file} stayed locked by another process's write for ${BUSY_LIMIT_MS / 1000} s (a process stopped in the middle of a write holds it)`
+            ? `${file} stayed locked by another process's write for ${limitMs} ms (a process stopped in the middle of a write holds it)`
             : `${file}: ${(err as Error).message} (${code})`,
           { cause: err },
         )
