@@ -76,7 +76,8 @@ test('a waiter is looked at once at once, then every OWNER_POLL_MS, and resolves
   gone = true
   await vi.advanceTimersByTimeAsync(OWNER_POLL_MS)
   expect(resolved).toBe(true)
-  // Nobody waits: no more looks.
+  // Nobody waits: no more looks, no timer.
+  expect(vi.getTimerCount()).toBe(0)
   await vi.advanceTimersByTimeAsync(5 * OWNER_POLL_MS)
   expect(looks).toHaveLength(3)
 })
@@ -92,10 +93,13 @@ test('two waiters for one owner are answered by one look; a waiter for another o
   void waiters.wait('b', signal).then(() => done.push('b'))
   await vi.advanceTimersByTimeAsync(0)
   expect(done.sort()).toEqual(['a1', 'a2'])
+  // Each first look is of its own owner, and none for an owner nobody waits for any more.
+  expect(looks).toEqual(['a', 'b'])
   looks.length = 0
   await vi.advanceTimersByTimeAsync(OWNER_POLL_MS)
   expect(looks).toEqual(['b'])
   waiters.close()
+  expect(vi.getTimerCount()).toBe(0)
 })
 
 test('an aborted wait rejects with the reason, and is looked at no more; a look that throws is tried again', async () => {

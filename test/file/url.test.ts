@@ -14,12 +14,13 @@ describe('parseFileUrl', () => {
     expect(parseFileUrl('file://localhost/tmp/a.db?ns=x').path).toBe('/tmp/a.db')
     // Percent-encoding is decoded: a path with a space and a #, as pathToFileURL writes it.
     expect(parseFileUrl('file:///tmp/my%20dir/a%23b.db?ns=x').path).toBe('/tmp/my dir/a#b.db')
-    // A Windows drive path.
+    // A Windows drive path; a drive-like part further in is an ordinary folder name.
     expect(parseFileUrl('file:///C:/data/a.db?ns=x').path).toBe('C:/data/a.db')
+    expect(parseFileUrl('file:///data/C:/a.db?ns=x').path).toBe('/data/C:/a.db')
   })
 
   test.each([
-    ['file:///tmp/a.db', /add \?ns=<namespace>/],
+    ['file:///tmp/a.db', /add \?ns=<namespace> to name the zaris namespace, as in file:\/\/\/var\/lib\/app\/zaris.db\?ns=demo/],
     ['file:///tmp/a.db?ns=', /names no namespace/],
     ['file:///tmp/a.db?ns=a/b', /namespace "a\/b" may use only/],
     ['file:///tmp/a.db?ns=x&mode=ro', /unknown parameter "mode"/],

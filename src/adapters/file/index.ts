@@ -42,6 +42,7 @@ import { loadOptional } from '../kit/load'
 import { machineClock, type ProcessId } from './machine'
 import { migrate } from './schema'
 import { FileStore, retry } from './store'
+import { POLL_MS } from './tail'
 import { parseFileUrl } from './url'
 
 export { parseFileUrl, type FileTarget } from './url'
@@ -73,6 +74,16 @@ export interface FileAdapterOptions {
   alive?: (p: ProcessId, here: ProcessId) => boolean
   /** @internal How long a call waits for another process's write before UNAVAILABLE, in ms (tests). Default 10 000. */
   busyLimitMs?: number
+  /**
+   * @internal Whether watches hear of other processes' commits from the
+   * kernel (fs.watch on the write-ahead log) besides the poll. Default: yes,
+   * unless `ZARIS_FILE_NO_NOTIFY=1` (where file notifications misbehave).
+   */
+  notify?: boolean
+  /** @internal How often watches look at the file in any case, in ms. Default 100. */
+  pollMs?: number
+  /** @internal This boot of the machine, '' for unknown (tests). Default: Linux's boot id. */
+  boot?: string
 }
 
 /** How long SQLite itself waits for another process's write before answering busy (then the store waits without blocking), in ms. */
@@ -110,11 +121,20 @@ export async function fileAdapter(options: FileAdapterOptions): Promise<Adapter>
   try {
     const store = await retry(path, () => {
       // WAL: readers never wait for the writer, and processes share one log.
-      if (db.pragma('journal_mode', { simple: true }) !== 'wal') db.pragma('journal_mode = WAL')
+      db.pragma('journal_mode = WAL')
       db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`)
       db.pragma('synchronous = NORMAL')
       migrate(db, path)
-      return new FileStore({ db, file: path, namespace, sync, historySize, clock: options.clock ?? machineClock, self: options.self, alive: options.alive, busyLimitMs: options.busyLimitMs })
+      return new FileStore({
+        ...options,
+        db,
+        file: path,
+        sync,
+        historySize,
+        clock: options.clock ?? machineClock,
+        notify: options.notify ?? process.env.ZARIS_FILE_NO_NOTIFY !== '1',
+        pollMs: options.pollMs ?? POLL_MS,
+      })
     }, options.busyLimitMs)
     return adapterOf(store)
   } catch (err) {

@@ -25,7 +25,7 @@ import { keyBytes, keyOf, type EntryRow, type OwnerRow, type Statements } from '
 export const RESERVE = 10_000
 
 /** Thrown inside a transaction that must raise the reservation but was not going to be synced: run it again, synced. */
-export class NeedsSync extends Error {}
+export class NeedsSyncError extends Error {}
 
 /** The stored entry of a row (checked: a damaged row fails with the file, namespace and key named). */
 export function storedOf(row: EntryRow, file: string, ns: string): Stored {
@@ -46,7 +46,6 @@ export class Ledger {
   readonly #ns: string
   readonly #file: string
   readonly #history: number
-  #changed = false
 
   constructor(sql: Statements, ns: string, file: string, now: number, synced: boolean, history: number) {
     this.#sql = sql
@@ -78,15 +77,12 @@ export class Ledger {
    * expiries. A registration already removed (another process got there
    * first) changes nothing.
    */
-  endRegistrations(gone: OwnerRow[]): string[] {
-    const ended: string[] = []
+  endRegistrations(gone: OwnerRow[]): void {
     for (const r of gone) {
       if (this.#sql.unregister.run(this.#ns, r.owner, r.nonce).changes === 0) continue
-      if (this.#sql.registrationsOf.get(this.#ns, r.owner)!.n > 0 || ended.includes(r.owner)) continue
-      ended.push(r.owner)
+      if (this.#sql.registrationsOf.get(this.#ns, r.owner)!.n > 0) continue
       for (const row of this.#sql.owned.all(this.#ns, r.owner)) this.#end(row.k)
     }
-    return ended
   }
 
   /** Applies a commit (see the adapter contract), in this transaction. */
@@ -129,7 +125,6 @@ export class Ledger {
     }
     if (seq === 0 && requestId !== undefined) sql.event.run(this.#ns, revision, 0, 'none', '', null, null, null, null, requestId)
     this.revision = revision
-    this.#changed = true
     return { ok: true, revision, entries: puts.map((e) => toEntry(e, this.now)), deleted: deletes }
   }
 
@@ -146,12 +141,13 @@ export class Ledger {
   /**
    * Writes the namespace's row: the revision, a new reservation when the
    * revision passed the last one (only in a synced transaction; else
-   * {@link NeedsSync}), the history pruned to its size.
+   * {@link NeedsSyncError}), the history pruned to its size. Written by
+   * every write transaction, also one that changed nothing (rare: a timer
+   * whose expiry another process wrote first).
    */
   finish(): void {
-    if (!this.#changed) return
     if (this.revision > this.reserved) {
-      if (!this.synced) throw new NeedsSync('the reservation must be raised in a synced transaction')
+      if (!this.synced) throw new NeedsSyncError('the reservation must be raised in a synced transaction')
       this.reserved = this.revision + RESERVE
     }
     // Pruned a thousand revisions at a time, not at every commit.
@@ -169,7 +165,6 @@ export class Ledger {
     this.#sql.del.run(this.#ns, k)
     this.#sql.event.run(this.#ns, revision, 0, 'expire', keyOf(k), null, null, null, null, null)
     this.revision = revision
-    this.#changed = true
   }
 }
 

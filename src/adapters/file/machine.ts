@@ -99,11 +99,11 @@ export function thisProcess(): ProcessId {
  */
 export function processAlive(p: ProcessId, here: ProcessId = thisProcess()): boolean {
   if (p.host !== here.host) return true
-  if (p.pid === here.pid) return p.start === here.start
   if (here.start !== '') {
     const stat = read(`/proc/${p.pid}/stat`)
     const parsed = stat === undefined ? undefined : parseStat(stat)
-    if (parsed) return parsed.state !== 'Z' && parsed.state !== 'X' && parsed.start === p.start
+    // A zombie has exited: only its parent has not collected it yet.
+    if (parsed) return parsed.state !== 'Z' && parsed.start === p.start
   }
   // No /proc, or one that hides other users' processes (hidepid): ask the kernel whether the pid exists.
   try {

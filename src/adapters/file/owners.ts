@@ -108,7 +108,7 @@ export class GoneWaiters {
         this.#drop(waiter)
         reject(signal.reason)
       }
-      signal.addEventListener('abort', onAbort, { once: true })
+      signal.addEventListener('abort', onAbort)
       this.#waiters.add(waiter)
       // A first look at once: an owner gone already (a client closed, a process dead a while) ends the wait now.
       queueMicrotask(() => this.#poll(owner))
@@ -130,11 +130,11 @@ export class GoneWaiters {
     const owners = only === undefined ? new Set([...this.#waiters].map((w) => w.owner)) : [only]
     for (const owner of owners) {
       if (![...this.#waiters].some((w) => w.owner === owner)) continue
-      let ended: boolean
+      let ended = false
       try {
         ended = this.#look(owner)
       } catch {
-        continue // the file is busy or failing: look again at the next poll
+        // The file is busy or failing: looked at again at the next poll.
       }
       if (!ended) continue
       for (const w of this.#waiters) {

@@ -64,14 +64,13 @@ export function keyOf(bytes: Buffer | Uint8Array): string {
 
 /** The smallest byte string above every string that starts with `prefix`, or null when there is none. */
 export function pastPrefix(prefix: Buffer): Buffer | null {
-  for (let i = prefix.length - 1; i >= 0; i--) {
-    if (prefix[i]! < 0xff) {
-      const out = Buffer.from(prefix.subarray(0, i + 1))
-      out[i]!++
-      return out
-    }
-  }
-  return null
+  // The prefix without its trailing 0xFF bytes, its last byte raised by one.
+  let end = prefix.length
+  while (end > 0 && prefix[end - 1] === 0xff) end--
+  if (end === 0) return null
+  const out = Buffer.from(prefix.subarray(0, end))
+  out[end - 1]!++
+  return out
 }
 
 /**
@@ -108,7 +107,7 @@ export function migrate(db: BetterSqlite3.Database, file: string): void {
         value TEXT, created INTEGER, owner TEXT, ttl REAL, request_id TEXT,
         PRIMARY KEY (ns, revision, seq)
       ) WITHOUT ROWID;
-      CREATE INDEX zaris_file_requests ON zaris_file_events (ns, request_id) WHERE request_id IS NOT NULL;
+      CREATE UNIQUE INDEX zaris_file_requests ON zaris_file_events (ns, request_id) WHERE request_id IS NOT NULL;
       CREATE TABLE zaris_file_owners (
         ns TEXT NOT NULL, owner TEXT NOT NULL, nonce TEXT NOT NULL, pid INTEGER NOT NULL, start TEXT NOT NULL, host TEXT NOT NULL,
         PRIMARY KEY (ns, owner, nonce)
@@ -163,6 +162,7 @@ export function prepare(db: BetterSqlite3.Database): Statements {
        ORDER BY k LIMIT @limit`,
     ),
     due: db.prepare(`SELECT ${ENTRY} FROM zaris_file_entries WHERE ns = ? AND expires <= ? ORDER BY expires, k`),
+    // (IS NOT NULL: so that SQLite reads the partial index of deadlines, not the namespace.)
     nextExpiry: db.prepare('SELECT min(expires) AS at FROM zaris_file_entries WHERE ns = ? AND expires IS NOT NULL'),
     owned: db.prepare(`SELECT ${ENTRY} FROM zaris_file_entries WHERE ns = ? AND owner = ? ORDER BY k`),
     put: db.prepare(

@@ -16,12 +16,12 @@
 import type BetterSqlite3 from 'better-sqlite3'
 import type { Check, CommitResult, Entry, HistoryLimits, HistoryPage, ListPage, Op, Unsubscribe, WatchEvent, WatchSink } from '../../core/contract/adapter'
 import type { Clock, TimerHandle } from '../../core/time/clock'
-import { ClosedError, CompactedError, UnavailableError, isZarisError } from '../../core/contract/errors'
+import { ClosedError, CompactedError, UnavailableError } from '../../core/contract/errors'
 import { randomHex } from '../../core/contract/ids'
 import { toEvent } from '../kit/rows'
 import { hasRevisionLeft, toEntry } from '../kit/write'
 import { bootId, thisProcess, type ProcessId } from './machine'
-import { Ledger, NeedsSync, storedOf } from './ledger'
+import { Ledger, NeedsSyncError, storedOf } from './ledger'
 import { GoneWaiters, SWEEP_MS, Verdicts } from './owners'
 import { keyBytes, pastPrefix, prepare, type OwnerRow, type Statements } from './schema'
 import { Tail, wakeOthers } from './tail'
@@ -48,6 +48,12 @@ export interface FileStoreInit {
   alive?: (p: ProcessId, here: ProcessId) => boolean
   /** How long a call waits for another process's write (default {@link BUSY_LIMIT_MS}). */
   busyLimitMs?: number
+  /** Whether watches hear of other processes' commits from the kernel (fs.watch), besides the poll. */
+  notify: boolean
+  /** How often watches poll the file, in ms. */
+  pollMs: number
+  /** This boot of the machine ('' where unknown; a test may name another). */
+  boot?: string
 }
 
 export class FileStore {
@@ -69,11 +75,11 @@ export class FileStore {
   readonly #tail: Tail
   readonly #tx: BetterSqlite3.Transaction<(fn: () => unknown) => unknown>
   readonly #read: BetterSqlite3.Transaction<(fn: () => unknown) => unknown>
-  #synced = false
+  #synced: boolean | undefined
   #expiry: TimerHandle | undefined
   #expiryAt = Infinity
   #sweep: ReturnType<typeof setInterval> | undefined
-  #dataVersion = -1
+  #dataVersion: number | undefined
   #closed = false
 
   constructor(init: FileStoreInit) {
@@ -104,7 +110,7 @@ export class FileStore {
           return changed
         },
       },
-      this.file,
+      { file: this.file, notify: init.notify, pollMs: init.pollMs },
       (active) => this.#activate(active),
       () => this.#scheduleExpiry(),
     )
@@ -112,7 +118,7 @@ export class FileStore {
     this.#setSynced(true)
     this.#tx.immediate(() => {
       this.#sql.createSpace.run(this.namespace)
-      restartAfterBoot(this.#sql, this.#db, this.#clock.now())
+      restartAfterBoot(this.#sql, this.#db, this.file, init.boot ?? bootId(), this.#clock.now())
     })
   }
 
@@ -139,11 +145,9 @@ export class FileStore {
         this.#afterWrite()
         return out
       } catch (err) {
-        if (err instanceof NeedsSync && !synced) {
-          synced = true
-          continue
-        }
-        throw err
+        // (Only a transaction that was not synced throws it.)
+        if (!(err instanceof NeedsSyncError)) throw err
+        synced = true
       }
     }
   }
@@ -154,11 +158,10 @@ export class FileStore {
     this.#synced = synced
   }
 
-  /** After a write: this adapter's watches see it now, the process's other connections soon. */
+  /** After a write: this adapter's watches see it now (a deadline it wrote sets the expiry timer), the process's other connections soon. */
   #afterWrite(): void {
     this.#tail.pump()
     wakeOthers(this.file, this.#tail)
-    if (this.#tail.active) this.#scheduleExpiry()
   }
 
   /**
@@ -245,22 +248,17 @@ export class FileStore {
 
   /**
    * Whether `owner` is gone: no registration of it stands for a live
-   * adapter (ended now if some stood for dead processes). A client id with
-   * no registration at all is gone too, as for IndexedDB: every client of
-   * this store registers before its first write, so an owned entry with no
-   * registration behind it was left by a client that is gone (or written by
-   * hand), and a waiter may take it over.
+   * adapter (those that stood for dead processes are ended now). A client
+   * id with no registration at all is gone too, as for IndexedDB: every
+   * client of this store registers before its first write, so an owned
+   * entry with no registration behind it was left by a client that is gone
+   * (or written by hand), and a waiter may take it over.
    */
   #lookAt(owner: string): boolean {
-    const rows = this.#sql.ownersOf.all(this.namespace, owner)
-    const gone = this.#verdicts.gone(rows, this.#clock.now(), true)
-    if (gone.length < rows.length) return false
-    if (gone.length === 0) return true
-    return this.#write((ledger) => {
-      ledger.endRegistrations(gone)
-      // A registration made meanwhile (the id reused by a new client) keeps it alive.
-      return this.#sql.registrationsOf.get(this.namespace, owner)!.n === 0
-    })
+    const gone = this.#verdicts.gone(this.#sql.ownersOf.all(this.namespace, owner), this.#clock.now(), true)
+    if (gone.length > 0) this.#write((ledger) => ledger.endRegistrations(gone))
+    // A registration made meanwhile (the id reused by a new client) keeps it alive.
+    return this.#sql.registrationsOf.get(this.namespace, owner)!.n === 0
   }
 
   /** Watches open (or all closed): the expiry timer and the sweep for gone owners run while any is. */
@@ -280,7 +278,7 @@ export class FileStore {
 
   /** A timer for the earliest deadline in the namespace, whoever wrote it: its expiry is written then, and watchers told. */
   #scheduleExpiry(): void {
-    const at = this.#sql.nextExpiry.get(this.namespace)?.at ?? null
+    const at = this.#sql.nextExpiry.get(this.namespace)!.at
     if (at === null || at >= this.#expiryAt) return
     if (this.#expiry !== undefined) this.#clock.clearTimeout(this.#expiry)
     this.#expiryAt = at
@@ -293,7 +291,7 @@ export class FileStore {
         return
       }
       if (this.#tail.active && hasRevisionLeft(this.#sql.space.get(this.namespace)!.revision)) this.#scheduleExpiry()
-    }, Math.max(0, at - this.#clock.now()) + 1)
+    }, at - this.#clock.now() + 1)
   }
 
   /** Runs timer work; false when the file was busy or failing (the next tick tries again). */
@@ -309,7 +307,6 @@ export class FileStore {
 
   /** Ends this adapter's registrations (its clients' holds end, as a gone process's do) and its watches; closes the connection. */
   async close(): Promise<void> {
-    if (this.#closed) return
     this.#closed = true
     this.#waiters.close()
     this.#tail.close(new ClosedError('the file adapter was closed'))
@@ -331,21 +328,20 @@ export class FileStore {
  * restarted), and, where boots are known, the old boot's processes are all
  * gone: their registrations end, with their owners' entries.
  */
-function restartAfterBoot(sql: Statements, db: BetterSqlite3.Database, now: number): void {
-  const boot = bootId()
+function restartAfterBoot(sql: Statements, db: BetterSqlite3.Database, file: string, boot: string, now: number): void {
   const stored = (db.prepare(`SELECT value FROM zaris_file_meta WHERE name = 'boot'`).get() as { value: string } | undefined)?.value
-  const latest = (db.prepare('SELECT max(clock) AS at FROM zaris_file_spaces').get() as { at: number | null }).at ?? 0
+  // (A file that holds no namespace yet has no reading: max() is NULL, and no clock is behind it.)
+  const latest = (db.prepare('SELECT max(clock) AS at FROM zaris_file_spaces').get() as { at: number | null }).at!
   const rebooted = stored !== undefined && (boot !== '' ? stored !== boot : now < latest - 1000)
-  if (stored !== boot) db.prepare(`INSERT INTO zaris_file_meta (name, value) VALUES ('boot', ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value`).run(boot)
+  db.prepare(`INSERT INTO zaris_file_meta (name, value) VALUES ('boot', ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value`).run(boot)
   if (!rebooted) return
   db.prepare('UPDATE zaris_file_spaces SET revision = max(revision, reserved), clock = ?').run(now)
   db.prepare('UPDATE zaris_file_entries SET expires = ? + ttl WHERE ttl IS NOT NULL').run(now)
+  // Where boots are not known, neither are the old boot's processes: each is judged by its pid, as ever.
   if (boot === '') return
   for (const { ns } of db.prepare('SELECT ns FROM zaris_file_spaces').all() as Array<{ ns: string }>) {
-    const old = sql.owners.all(ns).filter((r) => !r.host.startsWith(`${boot}/`))
-    if (old.length === 0) continue
-    const ledger = new Ledger(sql, ns, '', now, true, Infinity)
-    ledger.endRegistrations(old)
+    const ledger = new Ledger(sql, ns, file, now, true, Infinity)
+    ledger.endRegistrations(sql.owners.all(ns).filter((r) => !r.host.startsWith(`${boot}/`)))
     ledger.finish()
   }
 }
@@ -363,7 +359,6 @@ export async function retry<T>(file: string, op: () => T, limitMs = BUSY_LIMIT_M
     try {
       return op()
     } catch (err) {
-      if (isZarisError(err)) throw err
       const code = String((err as { code?: unknown }).code ?? '')
       if (!code.startsWith('SQLITE_')) throw err
       if (!code.startsWith('SQLITE_BUSY') || performance.now() > deadline) {

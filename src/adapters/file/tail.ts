@@ -28,8 +28,6 @@ import { toEvent, type EventRow } from '../kit/rows'
 
 /** How often the log is looked at when no notification came, in ms. */
 export const POLL_MS = 100
-/** `ZARIS_FILE_NO_NOTIFY=1`: no fs.watch, the poll alone (to measure what the notification buys; bench/tools/file-watch-latency.ts). */
-const NO_NOTIFY = typeof process !== 'undefined' && process.env.ZARIS_FILE_NO_NOTIFY === '1'
 /** Events read from the file at a time. */
 const PAGE = 500
 
@@ -39,6 +37,15 @@ export interface TailSource {
   read(revision: number, seq: number, limit: number): { revision: number; compacted: number; events: Array<EventRow & { seq: number }> }
   /** Whether another connection committed since this was last asked. */
   changed(): boolean
+}
+
+/** Where a tail reads, and how it is woken. */
+export interface TailOptions {
+  file: string
+  /** Whether the kernel's notes that the log was written wake it (fs.watch). */
+  notify: boolean
+  /** How often it looks at the file in any case, in ms. */
+  pollMs: number
 }
 
 interface Subscriber {
@@ -53,26 +60,22 @@ const tails = new Map<string, Set<Tail>>()
 
 export class Tail {
   readonly #source: TailSource
-  readonly #wal: string
-  readonly #file: string
+  readonly #options: TailOptions
   readonly #onActive: (active: boolean) => void
   readonly #onDeadline: () => void
   readonly #subscribers = new Set<Subscriber>()
   /** The last event read: every event up to it has been delivered; `revision` may be past it (a revision with no events). */
   #revision = 0
   #seq = Number.MAX_SAFE_INTEGER
-  #started = false
   #pumping = false
   #again = false
-  #scheduled = false
   #watcher: FSWatcher | undefined
   #poll: ReturnType<typeof setInterval> | undefined
 
   /** `onActive`: told when the first watch starts and the last one ends; `onDeadline`: when a put with a TTL was read. */
-  constructor(source: TailSource, file: string, onActive: (active: boolean) => void, onDeadline: () => void) {
+  constructor(source: TailSource, options: TailOptions, onActive: (active: boolean) => void, onDeadline: () => void) {
     this.#source = source
-    this.#file = file
-    this.#wal = `${file}-wal`
+    this.#options = options
     this.#onActive = onActive
     this.#onDeadline = onDeadline
   }
@@ -89,8 +92,10 @@ export class Tail {
   subscribe(prefix: string, sink: WatchSink, fromRevision?: number): Unsubscribe {
     const subscriber: Subscriber = { prefix, sink, after: 0 }
     this.#exclusive((nested) => {
-      // Inside a delivery (a sink that watches) the log is being read already: the new watch starts where that read is.
-      if (!nested) this.#catchUp()
+      // The first watch starts where the log ends now. Inside a delivery (a sink that watches) the log is
+      // being read already: the new watch starts where that read is.
+      if (this.#subscribers.size === 0) [this.#revision, this.#seq] = [this.#source.read(0, 0, 0).revision, Number.MAX_SAFE_INTEGER]
+      else if (!nested) this.#catchUp()
       if (fromRevision !== undefined && !this.#replay(subscriber, fromRevision)) return
       // (A revision from the future, which no watcher of this store can have seen, delivers nothing up to it.)
       subscriber.after = Math.max(this.#revision, fromRevision ?? 0)
@@ -150,22 +155,16 @@ export class Tail {
         if (row.revision > this.#revision) return true
         if (row.key.startsWith(subscriber.prefix)) deliver(subscriber.sink, toEvent(row))
       }
-      const last = page.events.at(-1)
-      if (page.events.length < PAGE || !last) return true
+      if (page.events.length < PAGE) return true
+      const last = page.events.at(-1)!
       ;[revision, seq] = [last.revision, last.seq]
     }
   }
 
-  /** Delivers every event after the last one read, page by page; the first read only finds where the log is. */
+  /** Delivers every event after the last one read, page by page. */
   #catchUp(): void {
-    if (!this.#started) {
-      this.#revision = this.#source.read(0, 0, 0).revision
-      this.#seq = Number.MAX_SAFE_INTEGER
-      this.#started = true
-      return
-    }
-    // Until the log is read to its end, or every watch ended meanwhile (which stops the tail).
-    while (this.#started) {
+    // Until the log is read to its end, or every watch ended meanwhile.
+    while (this.#subscribers.size > 0) {
       const page = this.#source.read(this.#revision, this.#seq, PAGE)
       if (this.#revision < page.compacted) {
         // Fell behind the pruned log: nothing can be delivered without a gap.
@@ -182,45 +181,34 @@ export class Tail {
       }
       // A deadline written by anyone: the expiry timer must know of it.
       if (deadline) this.#onDeadline()
-      if (page.events.length < PAGE) {
-        if (page.revision > this.#revision) {
-          this.#revision = page.revision
-          this.#seq = Number.MAX_SAFE_INTEGER
-        }
-        return
-      }
+      // (A revision with no events, an empty commit, needs no step: nothing is after it but what comes next.)
+      if (page.events.length < PAGE) return
     }
   }
 
-  /** A pump soon, once however many times it is asked for before it runs. */
+  /** A pump soon (a pump with nothing new costs one read). */
   schedule(): void {
-    if (this.#scheduled || this.#subscribers.size === 0) return
-    this.#scheduled = true
-    queueMicrotask(() => {
-      this.#scheduled = false
-      this.pump()
-    })
+    queueMicrotask(() => this.pump())
   }
 
   #start(): void {
-    let set = tails.get(this.#file)
-    if (!set) tails.set(this.#file, (set = new Set()))
+    const file = this.#options.file
+    let set = tails.get(file)
+    if (!set) tails.set(file, (set = new Set()))
     set.add(this)
     this.#listen()
     this.#poll = setInterval(() => {
       if (!this.#watcher) this.#listen()
       if (this.#source.changed()) this.pump()
-    }, POLL_MS)
+    }, this.#options.pollMs)
     this.#poll.unref()
     this.#onActive(true)
   }
 
   #stop(): void {
-    // The next first watch finds where the log is afresh, rather than reading what nobody watched.
-    this.#started = false
-    const set = tails.get(this.#file)
+    const set = tails.get(this.#options.file)
     set?.delete(this)
-    if (set?.size === 0) tails.delete(this.#file)
+    if (set?.size === 0) tails.delete(this.#options.file)
     this.#watcher?.close()
     this.#watcher = undefined
     clearInterval(this.#poll)
@@ -230,9 +218,9 @@ export class Tail {
 
   /** Follows writes to the write-ahead log; where that fails, the poll alone. */
   #listen(): void {
-    if (NO_NOTIFY) return
+    if (!this.#options.notify) return
     try {
-      const watcher = watchFile(this.#wal, { persistent: false }, (type) => {
+      const watcher = watchFile(`${this.#options.file}-wal`, { persistent: false }, (type) => {
         // A log replaced (deleted and made again) is followed afresh at the next poll.
         if (type === 'rename') {
           watcher.close()

@@ -34,7 +34,8 @@ export function parseFileUrl(url: string): FileTarget {
     throw new InvalidUrlError(`${JSON.stringify(url)} is not a valid file URL (${EXAMPLE})`)
   }
   if (parsed.protocol !== 'file:') throw new InvalidUrlError(`${JSON.stringify(url)} is not a file:// URL`)
-  if (parsed.host !== '' && parsed.host !== 'localhost') {
+  // (file://localhost/x is file:///x to the URL parser: no host.)
+  if (parsed.host !== '') {
     throw new InvalidUrlError(`${JSON.stringify(url)} names the host ${JSON.stringify(parsed.host)}: a file:// store is a file of this machine (file:///path/to/file.db)`)
   }
   let path: string
@@ -45,7 +46,7 @@ export function parseFileUrl(url: string): FileTarget {
   }
   // file:///C:/dir/x.db names C:/dir/x.db on Windows.
   if (/^\/[A-Za-z]:\//.test(path)) path = path.slice(1)
-  if (path === '/' || path.endsWith('/') || path.includes('\0')) throw new InvalidUrlError(`${JSON.stringify(url)} names no file: end the path with the file's name, as in ${EXAMPLE}`)
+  if (path.endsWith('/') || path.includes('\0')) throw new InvalidUrlError(`${JSON.stringify(url)} names no file: end the path with the file's name, as in ${EXAMPLE}`)
   for (const name of parsed.searchParams.keys()) {
     if (!PARAMS.has(name)) throw new InvalidUrlError(`${JSON.stringify(url)}: unknown parameter ${JSON.stringify(name)} (a file:// URL takes ns and sync)`)
   }
