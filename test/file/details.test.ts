@@ -26,11 +26,25 @@ describe('the adapter', () => {
   })
 
   test('refuses options that are not an object, a path or namespace that is not a string; takes historySize 1', async () => {
-    await expect(fileAdapter('x' as never)).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' })
+    await expect(fileAdapter('x' as never)).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', message: expect.stringMatching(/needs options/) })
     await expect(fileAdapter({ path: 5 as never, namespace: 'x' })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' })
     await expect(fileAdapter({ path: newFile(), namespace: 5 as never })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' })
     const a = await open({ historySize: 1 })
     expect((await a.commit([], [set('k')])).ok).toBe(true)
+  })
+
+  test('a call waiting for a locked file when the adapter closes ends with CLOSED', async () => {
+    const path = newFile()
+    const a = await open({ path })
+    const other = raw(path)
+    other.pragma('busy_timeout = 0')
+    other.exec('BEGIN IMMEDIATE')
+    const waiting = a.commit([], [set('k')])
+    await new Promise((r) => setTimeout(r, 30))
+    const closing = a.close()
+    await expect(waiting).rejects.toMatchObject({ code: 'CLOSED' })
+    other.exec('COMMIT')
+    await closing
   })
 
   test('a file that cannot be opened: UNAVAILABLE, with the cause', async () => {
@@ -108,8 +122,8 @@ describe('what a commit answers and writes', () => {
     expect((await a.list('')).entries[0]).toStrictEqual({ key: 'plain', value: 1, revision: 1, created: 1 })
     expect((await a.get('timed'))!.ttl).toBeGreaterThan(59_000)
     // A retried commit's answer, rebuilt from its events, is the same shape.
-    const once = await a.commit([], [set('again')], { requestId: 'r' })
-    expect(await a.commit([], [set('again')], { requestId: 'r' })).toStrictEqual(once)
+    const once = await a.commit([], [set('again'), set('and-again'), { type: 'delete', key: 'plain' }], { requestId: 'r' })
+    expect(await a.commit([], [set('again'), set('and-again'), { type: 'delete', key: 'plain' }], { requestId: 'r' })).toStrictEqual(once)
   })
 
   test('a delete of nothing deletes nothing; a commit\'s events are its deletes then its puts, in op order, one revision', async () => {
@@ -154,10 +168,15 @@ describe('what a commit answers and writes', () => {
     const a = await open({ path, clock })
     await a.commit([], [set('k', 1, { ttl: 10 })])
     raw(path).prepare('UPDATE zaris_file_spaces SET revision = ?, reserved = ?').run(Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER)
+    await a.watch('', collect().sink)
     await clock.advance(20)
+    expect(clock.pending).toBe(0) // no timer for an expiry that cannot be written
     expect(await a.get('k')).toBeUndefined()
     await expect(a.commit([], [set('x')])).rejects.toMatchObject({ code: 'REVISION_EXHAUSTED' })
+    // A write that takes no revision still goes through, and expires nothing.
+    await a.registerOwner!('someone')
     expect(raw(path).prepare(`SELECT count(*) AS n FROM zaris_file_entries`).get()).toEqual({ n: 1 })
+    expect(raw(path).prepare(`SELECT revision FROM zaris_file_spaces`).get()).toEqual({ revision: Number.MAX_SAFE_INTEGER })
   })
 })
 

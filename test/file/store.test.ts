@@ -86,12 +86,18 @@ describe('tokens never repeat', () => {
       pragma.mockClear()
       await a.commit([], [set('b')])
       expect(pragma.mock.calls.map((c) => c[0])).not.toContain('synchronous = FULL')
+      // A commit that takes the reserved revision itself is not synced either...
+      raw(path).prepare('UPDATE zaris_file_spaces SET reserved = revision + 1').run()
+      pragma.mockClear()
+      await a.commit([], [set('at')])
+      expect(pragma.mock.calls.map((c) => c[0])).not.toContain('synchronous = FULL')
+      expect(space()).toEqual({ revision: 3, reserved: 3 })
       // ...the one that passes it is.
       raw(path).prepare('UPDATE zaris_file_spaces SET reserved = revision').run()
       pragma.mockClear()
       await a.commit([], [set('c')])
       expect(pragma.mock.calls.map((c) => c[0])).toContain('synchronous = FULL')
-      expect(space()).toEqual({ revision: 3, reserved: 10_003 })
+      expect(space()).toEqual({ revision: 4, reserved: 10_004 })
     } finally {
       pragma.mockRestore()
     }

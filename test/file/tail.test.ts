@@ -39,9 +39,13 @@ describe('watch', () => {
       },
       error: () => {},
     })
+    const outer: string[] = []
+    await a.watch('', { event: (ev) => void outer.push(ev.key), error: () => {} })
     await a.commit([], [set('first'), set('second')])
     await a.commit([], [set('third')])
     await until(() => seen.length === 4)
+    // Another watch of the same adapter sees each event once.
+    expect(outer).toEqual(['first', 'second', 'reaction', 'third'])
     await new Promise((r) => setTimeout(r, 20))
     expect(seen.map((e) => e.key)).toEqual(['first', 'second', 'reaction', 'third'])
     expect(seen.every((e, i) => i === 0 || e.revision >= seen[i - 1]!.revision)).toBe(true)

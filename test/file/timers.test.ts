@@ -30,6 +30,8 @@ describe('the expiry timer', () => {
     expect(clock.pending).toBe(1) // the next deadline's
     stop()
     expect(clock.pending).toBe(0)
+    await a.commit([], [set('no-watch-no-timer', 50)])
+    expect(clock.pending).toBe(0)
     const none = await open({ clock })
     await none.watch('', collect().sink)
     expect(clock.pending).toBe(0)
@@ -56,6 +58,31 @@ describe('the expiry timer', () => {
     await until(() => w.events.length === 2)
     expect(w.events[1]).toMatchObject({ type: 'expire', key: 'k' })
   })
+
+  test('deadlines one after the other each fire on time', async () => {
+    const clock = new ManualClock(0)
+    const a = await open({ clock })
+    const w = collect()
+    await a.watch('', w.sink)
+    await a.commit([], [set('first', 100), set('second', 120)])
+    await clock.advance(101)
+    await until(() => w.events.length === 3)
+    await clock.advance(20)
+    await until(() => w.events.length === 4)
+    expect(w.events.slice(2).map((e) => `${e.type} ${e.key}`)).toEqual(['expire first', 'expire second'])
+  })
+
+  test('a watch that ends on the expiry it is told of leaves no timer behind', async () => {
+    const clock = new ManualClock(0)
+    const a = await open({ clock })
+    await a.commit([], [set('k', 100), set('later', 500)])
+    let stop = () => {}
+    stop = await a.watch('', { event: (ev) => ev.type === 'expire' && stop(), error: () => {} })
+    await clock.advance(101)
+    await until(async () => (await a.get('k')) === undefined)
+    await new Promise((r) => setTimeout(r, 20))
+    expect(clock.pending).toBe(0)
+  })
 })
 
 describe('a reboot', () => {
@@ -63,7 +90,8 @@ describe('a reboot', () => {
     const path = newFile()
     const before = await open({ path, clock: new ManualClock(50_000), boot: options.from })
     await before.commit([], [set('ttl', 1_000)])
-    const old = new Client(await open({ path, clock: new ManualClock(50_000), boot: options.from, self: { pid: 4_000_001, start: 'a', host: `${options.from}/ns` }, alive: () => true }), { id: 'old' })
+    const oldHost = options.from === '' ? 'host:old' : `${options.from}/ns`
+    const old = new Client(await open({ path, clock: new ManualClock(50_000), boot: options.from, self: { pid: 4_000_001, start: 'a', host: oldHost }, alive: () => true }), { id: 'old' })
     await old.locks.acquire('lock:old', { ttl: 60_000 })
     const current = new Client(await open({ path, clock: new ManualClock(50_000), boot: options.from, self: { pid: 4_000_002, start: 'b', host: `${options.boot}/ns` }, alive: () => true }), { id: 'current' })
     await current.locks.acquire('lock:current', { ttl: 60_000 })
@@ -130,5 +158,17 @@ describe('what is not written', () => {
     await until(() => rows().length === 1)
     expect(rows()).toEqual([{ pid: 4_100_002 }])
     expect(await waiting).toBe('alive')
+  })
+
+  test('waiting for a live owner writes nothing', async () => {
+    const path = newFile()
+    const holder = await open({ path })
+    await holder.registerOwner!('live')
+    const observer = await open({ path })
+    const other = raw(path)
+    const version = () => other.pragma('data_version', { simple: true })
+    const before = version()
+    await observer.ownerGone!('live', AbortSignal.timeout(100)).catch(() => {})
+    expect(version()).toBe(before)
   })
 })

@@ -25,6 +25,15 @@ describe('a watch hears of a commit', () => {
     expect(w.events[0]).toMatchObject({ type: 'put', key: 'k' })
   })
 
+  test('by default from the kernel: no option, no poll needed', async () => {
+    const path = newFile()
+    const a = await open({ path, pollMs: HOUR })
+    const w = collect()
+    await a.watch('', w.sink)
+    rawPut(path, 'k')
+    await until(() => w.events.length === 1, 2_000)
+  })
+
   test('from the poll alone, when SQLite says another connection committed', async () => {
     const path = newFile()
     const a = await open({ path, notify: false, pollMs: 20 })
@@ -80,14 +89,15 @@ describe('a watch hears of a commit', () => {
 })
 
 describe('watches in pages', () => {
-  test('a commit of 1 200 keys reaches a watcher and a replay whole, in op order, across pages that cut its revision', async () => {
+  test('a commit of 1 000 keys reaches a watcher (one wake-up, no poll) and a replay whole, in op order, across pages that cut its revision', async () => {
     const path = newFile()
-    const [a, b] = [await open({ path }), await open({ path })]
+    const quiet = { path, notify: false, pollMs: HOUR }
+    const [a, b] = [await open(quiet), await open(quiet)]
     const w = collect()
     await b.watch('', w.sink)
-    const keys = Array.from({ length: 1_200 }, (_, i) => `k${String(i).padStart(4, '0')}`)
+    const keys = Array.from({ length: 1_000 }, (_, i) => `k${String(i).padStart(4, '0')}`)
     await a.commit([], keys.map((key) => ({ type: 'set' as const, key, value: 1 })))
-    await until(() => w.events.length === 1_200)
+    await until(() => w.events.length === 1_000)
     expect(w.events.map((e) => e.key)).toEqual(keys)
     const replay = collect()
     await b.watch('', replay.sink, 0)
@@ -114,13 +124,58 @@ describe('watches in pages', () => {
     expect(inner.events.map((e) => e.key)).toEqual(['before', 'x1', 'x2', 'x3'])
   })
 
-  test('a watch without a revision gets nothing from before it', async () => {
+  test('a watch without a revision gets nothing from before it, also when the adapter has not read the log yet', async () => {
     const a = await open()
     await a.commit([], [{ type: 'set', key: 'old', value: 1 }])
     const w = collect()
     await a.watch('', w.sink)
     await a.commit([], [{ type: 'set', key: 'new', value: 1 }])
     expect(w.events.map((e) => e.key)).toEqual(['new'])
+    // A second watch of an adapter that has not heard of another process's commit yet.
+    const path = newFile()
+    const b = await open({ path, notify: false, pollMs: HOUR })
+    const first = collect()
+    await b.watch('', first.sink)
+    rawPut(path, 'unheard')
+    const second = collect()
+    await b.watch('', second.sink)
+    await b.commit([], [{ type: 'set', key: 'after', value: 1 }])
+    expect(first.events.map((e) => e.key)).toEqual(['unheard', 'after'])
+    expect(second.events.map((e) => e.key)).toEqual(['after'])
+  })
+
+  test('a watch opened from a revision inside a delivery stops its replay where the delivery is: the rest comes once', async () => {
+    const path = newFile()
+    const b = await open({ path, notify: false, pollMs: HOUR })
+    const inner = collect()
+    let opened = false
+    await b.watch('', {
+      event: (ev) => {
+        if (opened || ev.key !== 'x1') return
+        opened = true
+        void b.watch('', inner.sink, 0)
+      },
+      error: () => {},
+    })
+    // Two commits the adapter has not read yet, then one of its own: all three in one read.
+    rawPut(path, 'x1')
+    rawPut(path, 'x2')
+    await b.commit([], [{ type: 'set', key: 'x3', value: 1 }])
+    await until(() => inner.events.length >= 3)
+    await new Promise((r) => setTimeout(r, 30))
+    expect(inner.events.map((e) => e.key)).toEqual(['x1', 'x2', 'x3'])
+  })
+
+  test('when one of two watches ends, the other still hears other processes', async () => {
+    const path = newFile()
+    const a = await open({ path, notify: false, pollMs: 20 })
+    const [w1, w2] = [collect(), collect()]
+    const stop = await a.watch('', w1.sink)
+    await a.watch('', w2.sink)
+    stop()
+    rawPut(path, 'k')
+    await until(() => w2.events.length === 1, 2_000)
+    expect(w1.events).toEqual([])
   })
 })
 

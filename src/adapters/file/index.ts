@@ -152,10 +152,16 @@ export async function fromUrl(url: string): Promise<Adapter> {
 /** The Adapter over a store: arguments checked, calls refused once closed, SQLite's busy waited out. */
 function adapterOf(store: FileStore): Adapter {
   const life = new AdapterLife('file')
-  const run = <T>(op: () => T): Promise<T> => {
-    life.assertOpen()
-    return retry(store.file, op, store.busyLimitMs)
-  }
+  // Checked at every try: a close while a call waits for the file ends the call with CLOSED.
+  const run = <T>(op: () => T): Promise<T> =>
+    retry(
+      store.file,
+      () => {
+        life.assertOpen()
+        return op()
+      },
+      store.busyLimitMs,
+    )
   return {
     name: 'file',
     capabilities: CAPABILITIES,

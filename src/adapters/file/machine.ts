@@ -75,9 +75,13 @@ export function parseStat(stat: string): { state: string; start: string } | unde
 
 let self: ProcessId | undefined
 
-/** This process. */
+/** This process (read once). */
 export function thisProcess(): ProcessId {
-  if (self && self.pid === process.pid) return self
+  self ??= readThisProcess()
+  return self
+}
+
+function readThisProcess(): ProcessId {
   const boot = bootId()
   const stat = read(`/proc/${process.pid}/stat`)
   const parsed = stat === undefined ? undefined : parseStat(stat)
@@ -88,8 +92,7 @@ export function thisProcess(): ProcessId {
     // Not Linux (or no /proc): the host name stands for the machine.
   }
   const host = boot !== '' && parsed ? `${boot}/${pidns}` : `host:${hostname()}`
-  self = { pid: process.pid, start: parsed?.start ?? '', host }
-  return self
+  return { pid: process.pid, start: parsed?.start ?? '', host }
 }
 
 /**

@@ -77,10 +77,8 @@ export class FileStore {
   readonly #read: BetterSqlite3.Transaction<(fn: () => unknown) => unknown>
   #synced: boolean | undefined
   #expiry: TimerHandle | undefined
-  #expiryAt = Infinity
   #sweep: ReturnType<typeof setInterval> | undefined
   #dataVersion: number | undefined
-  #closed = false
 
   constructor(init: FileStoreInit) {
     this.file = init.file
@@ -263,51 +261,48 @@ export class FileStore {
 
   /** Watches open (or all closed): the expiry timer and the sweep for gone owners run while any is. */
   #activate(active: boolean): void {
-    if (!active) {
-      if (this.#expiry !== undefined) this.#clock.clearTimeout(this.#expiry)
-      this.#expiry = undefined
-      this.#expiryAt = Infinity
-      clearInterval(this.#sweep)
-      this.#sweep = undefined
-      return
-    }
-    this.#scheduleExpiry()
+    this.#clock.clearTimeout(this.#expiry as TimerHandle)
+    this.#expiry = undefined
+    clearInterval(this.#sweep)
+    if (!active) return
     this.#sweep = setInterval(() => this.#guard(() => this.#beforeRead()), SWEEP_MS)
     this.#sweep.unref()
+    this.#scheduleExpiry()
   }
 
-  /** A timer for the earliest deadline in the namespace, whoever wrote it: its expiry is written then, and watchers told. */
+  /**
+   * The timer for the earliest deadline in the namespace, whoever wrote it
+   * (set again after every read of the log): its expiry is written then,
+   * and watchers told. None while no watch is open, or for a store with no
+   * revision left to give it.
+   */
   #scheduleExpiry(): void {
+    this.#clock.clearTimeout(this.#expiry as TimerHandle)
+    this.#expiry = undefined
+    // (Not once the last watch ended: that can happen inside the read that set this timer.)
+    if (!this.#tail.active) return
     const at = this.#sql.nextExpiry.get(this.namespace)!.at
-    if (at === null || at >= this.#expiryAt) return
-    if (this.#expiry !== undefined) this.#clock.clearTimeout(this.#expiry)
-    this.#expiryAt = at
+    if (at === null || !hasRevisionLeft(this.#sql.space.get(this.namespace)!.revision)) return
     this.#expiry = this.#clock.setTimeout(() => {
       this.#expiry = undefined
-      this.#expiryAt = Infinity
-      if (!this.#guard(() => this.#write(() => undefined))) {
-        // The file is busy or failing: look again a little later (a reader hides the entry meanwhile).
-        if (!this.#closed) this.#expiry = this.#clock.setTimeout(() => this.#guard(() => this.#scheduleExpiry()), RETRY_MS)
-        return
-      }
-      if (this.#tail.active && hasRevisionLeft(this.#sql.space.get(this.namespace)!.revision)) this.#scheduleExpiry()
+      // Written by this write (the next timer is set when its events are read), or by another process first.
+      // The file busy or failing: looked at again a little later (readers hide the entry meanwhile).
+      if (!this.#guard(() => this.#write(() => undefined))) this.#expiry = this.#clock.setTimeout(() => this.#guard(() => this.#scheduleExpiry()), RETRY_MS)
     }, at - this.#clock.now() + 1)
   }
 
-  /** Runs timer work; false when the file was busy or failing (the next tick tries again). */
+  /** Runs timer work; false when the file was busy or failing (or is closed). */
   #guard(fn: () => unknown): boolean {
-    if (this.#closed) return false
     try {
       fn()
-      return true
     } catch {
       return false
     }
+    return true
   }
 
   /** Ends this adapter's registrations (its clients' holds end, as a gone process's do) and its watches; closes the connection. */
   async close(): Promise<void> {
-    this.#closed = true
     this.#waiters.close()
     this.#tail.close(new ClosedError('the file adapter was closed'))
     const mine: OwnerRow[] = [...this.#registered].map((owner) => ({ owner, nonce: this.#nonce, ...this.#self }))

@@ -62,7 +62,7 @@ export class Tail {
   readonly #source: TailSource
   readonly #options: TailOptions
   readonly #onActive: (active: boolean) => void
-  readonly #onDeadline: () => void
+  readonly #onRead: () => void
   readonly #subscribers = new Set<Subscriber>()
   /** The last event read: every event up to it has been delivered; `revision` may be past it (a revision with no events). */
   #revision = 0
@@ -72,12 +72,12 @@ export class Tail {
   #watcher: FSWatcher | undefined
   #poll: ReturnType<typeof setInterval> | undefined
 
-  /** `onActive`: told when the first watch starts and the last one ends; `onDeadline`: when a put with a TTL was read. */
-  constructor(source: TailSource, options: TailOptions, onActive: (active: boolean) => void, onDeadline: () => void) {
+  /** `onActive`: told when the first watch starts and the last one ends; `onRead`: after each read of the log (deadlines may have changed). */
+  constructor(source: TailSource, options: TailOptions, onActive: (active: boolean) => void, onRead: () => void) {
     this.#source = source
     this.#options = options
     this.#onActive = onActive
-    this.#onDeadline = onDeadline
+    this.#onRead = onRead
   }
 
   /** Whether any watch is open. */
@@ -110,6 +110,7 @@ export class Tail {
 
   /** Reads the log and delivers what is new (after this process's own commits, and when woken). */
   pump(): void {
+    // Nothing to read for nobody (and no timer to set: a store with no watches runs none).
     if (this.#subscribers.size === 0) return
     if (this.#pumping) {
       this.#again = true
@@ -171,16 +172,14 @@ export class Tail {
         this.close(new CompactedError(`the watch fell behind: history up to revision ${page.compacted} is gone; read the current state and watch from its revision`))
         return
       }
-      let deadline = false
       for (const row of page.events) {
         this.#revision = row.revision
         this.#seq = row.seq
-        if (row.ttl !== null) deadline = true
         const event = toEvent(row)
         for (const s of this.#subscribers) if (row.revision > s.after && row.key.startsWith(s.prefix)) deliver(s.sink, event)
       }
-      // A deadline written by anyone: the expiry timer must know of it.
-      if (deadline) this.#onDeadline()
+      // A deadline written or ended by anyone: the expiry timer must know of it.
+      this.#onRead()
       // (A revision with no events, an empty commit, needs no step: nothing is after it but what comes next.)
       if (page.events.length < PAGE) return
     }
