@@ -19,6 +19,8 @@ export type { AcquireOptions } from './core/locks'
 export { Counters } from './core/counters'
 export { Watch } from './core/watch'
 export type { WatchOptions } from './core/watch'
+export { Jobs } from './core/jobs'
+export type { JobRecord, JobResult, OnceOptions } from './core/jobs'
 export { Election } from './core/election'
 export type { ElectionOptions, Leader } from './core/election'
 export { systemClock } from './core/time/clock'
@@ -43,7 +45,7 @@ export type {
   WatchSink,
 } from './core/contract/adapter'
 export { SEEN_REVISION_LIMIT } from './core/contract/adapter'
-export { checkCommitArgs, checkKey, checkListOptions, checkPrefix } from './core/contract/validate'
+export { checkCommitArgs, checkCommitOptions, checkKey, checkListOptions, checkPrefix, checkRequestId, checkWatchArgs } from './core/contract/validate'
 export {
   ZarisError,
   InvalidArgumentError,

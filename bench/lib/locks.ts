@@ -39,9 +39,14 @@ const RELEASE = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call
 
 /** The usual Redis lock: `SET key token NX PX ttl`, released by a Lua compare-and-delete (EVALSHA). */
 export function redisPeer(redis: Redis, retry: { delay: number; jitter: number }): LockPeer {
-  let attempts = 0
   const r = redis as Redis & { zarisBenchRelease?: (key: string, token: string) => Promise<number> }
   if (!r.zarisBenchRelease) redis.defineCommand('zarisBenchRelease', { numberOfKeys: 1, lua: RELEASE })
+  return setnxPeer(async (key, token) => (await redis.set(key, token, 'PX', 30_000, 'NX')) === 'OK', (key, token) => r.zarisBenchRelease!(key, token), retry)
+}
+
+/** A `SET NX` lock: `take` tries once, `release` is the Lua compare-and-delete; a wait retries after `retry`'s delay and jitter. */
+function setnxPeer(take: (key: string, token: string) => Promise<boolean>, release: (key: string, token: string) => Promise<unknown>, retry: { delay: number; jitter: number }): LockPeer {
+  let attempts = 0
   let n = 0
   return {
     async acquire(key, waitMs) {
@@ -49,7 +54,7 @@ export function redisPeer(redis: Redis, retry: { delay: number; jitter: number }
       const until = performance.now() + waitMs
       for (;;) {
         attempts++
-        if ((await redis.set(key, token, 'PX', 30_000, 'NX')) === 'OK') return () => r.zarisBenchRelease!(key, token)
+        if (await take(key, token)) return () => release(key, token)
         const left = until - performance.now()
         if (left <= 0) return null
         await sleep(Math.min(left, retry.delay + Math.random() * retry.jitter))
@@ -131,4 +136,21 @@ export async function contention(
   const ms = performance.now() - start
   const attempts = (await countAttempts(successes)) - before
   return { ops: successes, ms, lat, extra: { successes, attempts } }
+}
+
+/** A node-redis (v5, v6) client, as far as {@link nodeRedisPeer} uses it. */
+interface NodeRedisCommands {
+  set(key: string, value: string, options: { PX: number; NX: true }): Promise<string | null>
+  evalSha(sha: string, options: { keys: string[]; arguments: string[] }): Promise<unknown>
+  scriptLoad(script: string): Promise<string>
+}
+
+/** {@link redisPeer} over node-redis: `SET key token NX PX ttl`, released by the same Lua compare-and-delete (EVALSHA). */
+export function nodeRedisPeer(redis: NodeRedisCommands, retry: { delay: number; jitter: number }): LockPeer {
+  const sha = redis.scriptLoad(RELEASE)
+  return setnxPeer(
+    async (key, token) => (await redis.set(key, token, { PX: 30_000, NX: true })) === 'OK',
+    async (key, token) => redis.evalSha(await sha, { keys: [key], arguments: [token] }),
+    retry,
+  )
 }

@@ -3,13 +3,17 @@
  * Lua release through ioredis, and redlock, on one redis-server of the
  * bench's own; one client, and 16 contending clients. Semaphores against
  * redis-semaphore on the same server: one client, and 8 clients sharing 3 permits.
+ * One client also over node-redis and iovalkey (issue 36): the adapter on a
+ * client of each, and node-redis's own `SET NX PX` loop.
  *
  * @module
  */
 import { Redis } from 'ioredis'
+import { Redis as Iovalkey } from 'iovalkey'
+import { createClient } from 'redis'
 import { redisAdapter } from 'zaris/redis'
 import { alternate } from '../lib/compare'
-import { contention, oneClient, redisPeer, redlockPeer, scriptAttempts, zarisPeer, type LockPeer } from '../lib/locks'
+import { contention, nodeRedisPeer, oneClient, redisPeer, redlockPeer, scriptAttempts, zarisPeer, type LockPeer } from '../lib/locks'
 import type { Scenario } from '../lib/report'
 import { redis as startRedis } from '../lib/procs'
 import { redisSemaphorePeer, scriptCalls, zarisSemaphorePeer } from '../lib/semaphores'
@@ -26,6 +30,7 @@ export async function redisScenarios(ctx: BenchContext): Promise<Scenario[]> {
     return r
   }
   const make = (p: LockPeer) => (peers.push(p), p)
+  const closers: Array<() => Promise<unknown>> = []
   // Each zaris client gets its own ioredis connection, as the Redis peers do (a shared one would pipeline them).
   const zaris = async () => make(zarisPeer(await redisAdapter({ client: conn(), namespace: 'bench' })))
   try {
@@ -34,10 +39,22 @@ export async function redisScenarios(ctx: BenchContext): Promise<Scenario[]> {
     const z1 = await zaris()
     const setnx = make(redisPeer(conn(), RETRY))
     const redlock = make(redlockPeer(conn(), RETRY))
+    // The same over node-redis (v6, RESP3) and iovalkey: a client of each, opened as a user would.
+    const nodeRedis = createClient({ url: `redis://127.0.0.1:${server.port}` })
+    await nodeRedis.connect()
+    closers.push(() => nodeRedis.close())
+    const valkey = new Iovalkey(server.port, '127.0.0.1')
+    closers.push(async () => valkey.disconnect())
+    const zNodeRedis = make(zarisPeer(await redisAdapter({ client: nodeRedis, namespace: 'bench-node-redis' })))
+    const zValkey = make(zarisPeer(await redisAdapter({ client: valkey, namespace: 'bench-iovalkey' })))
+    const nodeRedisSetnx = make(nodeRedisPeer(nodeRedis, RETRY))
     const single = await alternate(
       [
         { label: 'zaris redis adapter', zaris: true, trial: () => oneClient(z1, 'lock:one', dur) },
+        { label: 'zaris redis adapter (node-redis)', zaris: true, trial: () => oneClient(zNodeRedis, 'lock:one', dur) },
+        { label: 'zaris redis adapter (iovalkey)', zaris: true, trial: () => oneClient(zValkey, 'lock:one', dur) },
         { label: 'Redis SET NX PX + Lua release', zaris: false, trial: () => oneClient(setnx, 'lock:one:setnx', dur) },
+        { label: 'node-redis SET NX PX + Lua release', zaris: false, trial: () => oneClient(nodeRedisSetnx, 'lock:one:node-redis', dur) },
         { label: 'redlock', zaris: false, trial: () => oneClient(redlock, 'lock:one:redlock', dur) },
       ],
       ctx.trials,
@@ -62,7 +79,7 @@ export async function redisScenarios(ctx: BenchContext): Promise<Scenario[]> {
       {
         id: 'redis-1',
         title: 'Redis adapter, one client',
-        op: 'acquire + release of an uncontended lock on a local redis-server (zaris: one Lua script per commit)',
+        op: 'acquire + release of an uncontended lock on a local redis-server (zaris: one Lua script per commit), the adapter over a client of each library (ioredis, node-redis 6, iovalkey), each with its own connection',
         metric: 'ops',
         rows: single,
       },
@@ -70,6 +87,7 @@ export async function redisScenarios(ctx: BenchContext): Promise<Scenario[]> {
     ]
   } finally {
     await Promise.allSettled(peers.map((p) => p.close()))
+    await Promise.allSettled(closers.map((c) => c()))
     for (const c of conns) c.disconnect()
     await server.dispose()
   }

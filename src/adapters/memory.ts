@@ -7,8 +7,9 @@
  */
 import type { Adapter } from '../core/contract/adapter'
 import { systemClock, type Clock } from '../core/time/clock'
-import { checkKey } from '../core/contract/validate'
-import { LocalStore, localAdapter } from './kit/local-store'
+import { checkKey, checkRequestId } from '../core/contract/validate'
+import { answerOf, keepAnswer, type Answers } from './kit/answers'
+import { LocalStore, localAdapter, type LocalBackend } from './kit/local-store'
 
 /** Options of {@link memoryAdapter}. */
 export interface MemoryAdapterOptions {
@@ -20,7 +21,13 @@ export interface MemoryAdapterOptions {
   historySize?: number
 }
 
-const stores = new WeakMap<Clock, Map<string, LocalStore>>()
+/** A namespace's store, and what its adapters use: the store, with commits sent again by request id answered. */
+interface Kept {
+  store: LocalStore
+  backend: LocalBackend
+}
+
+const stores = new WeakMap<Clock, Map<string, Kept>>()
 
 /**
  * Creates an adapter on the process-wide memory store of a namespace.
@@ -35,10 +42,28 @@ export function memoryAdapter(options: MemoryAdapterOptions = {}): Adapter {
   const clock = options.clock ?? systemClock
   let byName = stores.get(clock)
   if (!byName) stores.set(clock, (byName = new Map()))
-  let store = byName.get(namespace)
-  if (!store) {
-    store = new LocalStore({ clock, historySize: options.historySize })
-    byName.set(namespace, store)
+  let kept = byName.get(namespace)
+  if (!kept) {
+    const store = new LocalStore({ clock, historySize: options.historySize })
+    kept = { store, backend: withRequestIds(store, new Map()) }
+    byName.set(namespace, kept)
   }
-  return localAdapter('memory', store)
+  return localAdapter('memory', kept.backend)
+}
+
+/** `store`, with a commit sent again with its request id answered from `answers` (no transport retries here, but a caller may). */
+function withRequestIds(store: LocalStore, answers: Answers): LocalBackend {
+  return {
+    get: (key) => store.get(key),
+    list: (prefix, after, limit) => store.list(prefix, after, limit),
+    history: (prefix, after, limits) => store.history(prefix, after, limits),
+    commit(checks, ops, seen, requestId) {
+      const kept = answerOf(answers, checkRequestId(requestId))
+      if (kept) return kept
+      const answer = store.commit(checks, ops, seen)
+      keepAnswer(answers, requestId, answer)
+      return answer
+    },
+    watch: (prefix, sink, fromRevision) => store.watch(prefix, sink, fromRevision),
+  }
 }

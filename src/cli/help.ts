@@ -84,6 +84,11 @@ term's token), resigns after. Exit codes as for lock: 70 when leadership was los
     details: `At most N commands run at once under NAME. Takes a permit (one try, or waiting up to --wait MS),
 runs CMD as lock does (ZARIS_LOCK_TOKEN: the permit's token), releases it after. Exit codes as for lock.`,
   },
+  once: {
+    synopsis: 'once NAME SLOT [...] -- cmd',
+    summary: 'run cmd once for slot SLOT of job NAME, however many hosts run this',
+    details: 'See zaris once --help.',
+  },
 }
 
 const SERVE = 'serve [--port N] [--data FILE] ...'

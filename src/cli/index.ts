@@ -16,6 +16,7 @@ import { parseCommandLine, RUN_VERBS, UsageError, type Parsed, type VerbOption }
 import { VERBS } from './commands'
 import type { Io, Run } from './run'
 import { commandHelp, COMMANDS, mainHelp } from './help'
+import { isOnce, runOnceCommand } from './once'
 
 export { mainHelp } from './help'
 export type { Io } from './run'
@@ -36,6 +37,7 @@ export const processIo: Io = {
  * process.exitCode = await runInspect(['get', 'report:status', '--json'], process.env)
  */
 export async function runInspect(argv: string[], env: Record<string, string | undefined>, io: Io = processIo): Promise<number> {
+  if (isOnce(argv)) return runOnceCommand(argv, env, io)
   let parsed: Parsed
   let run: Run
   try {

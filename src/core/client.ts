@@ -13,6 +13,7 @@ import { Election, type ElectionOptions } from './election'
 import { ClosedError, ConflictError, FencedError, InvalidArgumentError } from './contract/errors'
 import { fenceChecks, fenceRefused, type Fence } from './hold/hold'
 import { randomId } from './contract/ids'
+import { Jobs } from './jobs'
 import { Leases } from './leases'
 import { Locks } from './locks'
 import { defaultClock } from './time/page-clock'
@@ -76,6 +77,8 @@ export class Client implements AsyncDisposable {
   readonly counters: Counters
   /** Semaphores: at most `limit` holders of a key at once. */
   readonly semaphores: Semaphores
+  /** Jobs run once per slot, however many instances fire them. */
+  readonly jobs: Jobs
   /** The adapter under this client. */
   readonly adapter: Adapter
 
@@ -118,6 +121,7 @@ export class Client implements AsyncDisposable {
     this.leases = new Leases(this.#ctx)
     this.counters = new Counters(this.#ctx)
     this.semaphores = new Semaphores(this.#ctx)
+    this.jobs = new Jobs(this.#ctx, this.locks)
   }
 
   /**

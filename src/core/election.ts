@@ -15,7 +15,7 @@
  * change seen.
  *
  * This module is the facade an app always carries: it checks its arguments
- * at once and loads the body (election-body.ts, which has the campaign and
+ * at once and loads the body (election/body.ts, which has the campaign and
  * the rule of one truth per candidate) on the first `campaign` or `observe`.
  * Until then nobody campaigned here, so there is no term and no leader seen.
  *

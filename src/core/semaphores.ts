@@ -17,7 +17,7 @@
  * the largest limit in use live at once, and a client with the smaller
  * limit never takes a permit past its own limit's slots.
  *
- * The permits themselves (permits.ts) load on first use.
+ * The permits themselves (acquire/permit-part.ts) load on first use.
  *
  * @module
  */

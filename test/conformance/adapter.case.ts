@@ -2,22 +2,15 @@
  * The adapter contract, tested on the raw adapter: revisions, created, checks,
  * atomicity, TTL expiry, watch order and replay. Runs in Node and the browser.
  */
-import { describe, expect, test } from 'vitest'
+import { expect } from 'vitest'
 import type { Adapter, WatchEvent } from 'zaris'
 import type { FixtureFactory } from './fixture'
-import { collect, late, sleep, until, type Named } from './util'
+import { collect, eventually, late, notChecked, onFreshAdapter, rule, sleep, until, type Named } from './util'
 
-export function adapterCases(factory: FixtureFactory, t: Named = test): void {
-  const withAdapter = (fn: (a: Adapter, b: () => Promise<Adapter>) => Promise<void>) => async () => {
-    const fixture = await factory()
-    try {
-      await fn(await fixture.adapter(), () => fixture.adapter())
-    } finally {
-      await fixture.close()
-    }
-  }
+export function adapterCases(factory: FixtureFactory, t: Named): void {
+  const withAdapter = onFreshAdapter(factory)
 
-  describe('adapter contract', () => {
+  t.group('adapter contract', () => {
     t('get of a missing key is undefined; a set is read back with revision and created', withAdapter(async (a) => {
       expect(await a.get('missing')).toBeUndefined()
       const r = await a.commit([], [{ type: 'set', key: 'k', value: { n: 1, s: 'x', l: [true, null] } }])
@@ -39,33 +32,36 @@ export function adapterCases(factory: FixtureFactory, t: Named = test): void {
       if (d.ok) revs.push(d.revision)
       const ends: WatchEvent[] = []
       const unwatch = await a.watch('short', { event: (e) => ends.push(e), error: () => {} })
-      await a.commit([], [{ type: 'set', key: 'short', value: 1, ttl: 50 }])
+      const short = await a.commit([], [{ type: 'set', key: 'short', value: 1, ttl: 50 }])
+      if (!short.ok) throw new Error('commit failed')
       // Recorded, not only hidden from reads: a store may hide an entry past its
       // deadline before its timer writes the expiry's revision.
-      await until(() => ends.some((e) => e.type === 'expire'), 120 + late(a))
+      const told = await eventually(() => ends.some((e) => e.type === 'expire'), 120 + late(a))
       unwatch()
+      expect(told, rule('expiry-revision', `the expiry of "short" (TTL 50 ms, set at revision ${short.revision}) was not told to a watcher within ${120 + late(a)} ms: an expiry takes a revision of its own, after the write it ends, and is told as expire`)).toBe(true)
       expect(await a.get('short')).toBeUndefined()
       const after = await a.commit([], [{ type: 'set', key: 'k2', value: 1 }])
       if (after.ok) revs.push(after.revision)
       expect(revs).toHaveLength(7)
-      for (let i = 1; i < revs.length; i++) expect(revs[i]).toBeGreaterThan(revs[i - 1]!)
+      for (let i = 1; i < revs.length; i++) expect(revs[i], rule('revision', `commit ${i + 1} of 7 was answered revision ${revs[i]}, not above ${revs[i - 1]}`)).toBeGreaterThan(revs[i - 1]!)
+      const expiry = ends.find((e) => e.type === 'expire')!.revision
       // The expiry took a revision of its own between the set of `short` and `k2`.
-      expect(revs[6]! - revs[5]!).toBeGreaterThanOrEqual(3)
+      expect(expiry > short.revision && expiry < revs[6]!, rule('expiry-revision', `the expiry of "short" was reported at revision ${expiry}: not a revision of its own between its set (${short.revision}) and the next commit (${revs[6]})`)).toBe(true)
     }))
 
     t('an overwrite keeps created; a delete ends the life; fresh starts a new one', withAdapter(async (a) => {
       const r1 = await a.commit([], [{ type: 'set', key: 'k', value: 1 }])
       const r2 = await a.commit([], [{ type: 'set', key: 'k', value: 2 }])
       if (!r1.ok || !r2.ok) throw new Error('commits failed')
-      expect(r2.entries[0]).toMatchObject({ revision: r2.revision, created: r1.revision })
+      expect(r2.entries[0], rule('new-life', 'an overwrite (no owner on either side) keeps created')).toMatchObject({ revision: r2.revision, created: r1.revision })
       const r3 = await a.commit([], [{ type: 'set', key: 'k', value: 3, fresh: true }])
       if (!r3.ok) throw new Error('commit failed')
-      expect(r3.entries[0]!.created).toBe(r3.revision)
+      expect(r3.entries[0]!.created, rule('new-life', 'a set with fresh starts a new life')).toBe(r3.revision)
       const del = await a.commit([], [{ type: 'delete', key: 'k' }])
       expect(del.ok && del.deleted).toEqual(['k'])
       const r4 = await a.commit([], [{ type: 'set', key: 'k', value: 4 }])
       if (!r4.ok) throw new Error('commit failed')
-      expect(r4.entries[0]!.created).toBe(r4.revision)
+      expect(r4.entries[0]!.created, rule('new-life', 'a set after a delete starts a new life')).toBe(r4.revision)
       const none = await a.commit([], [{ type: 'delete', key: 'never' }])
       expect(none.ok && none.deleted).toEqual([])
     }))
@@ -89,19 +85,23 @@ export function adapterCases(factory: FixtureFactory, t: Named = test): void {
         [{ key: 'a', revision: r1.revision }, { key: 'b', revision: 999 }],
         [{ type: 'set', key: 'a', value: 2 }, { type: 'set', key: 'c', value: 3 }],
       )
-      expect(r.ok).toBe(false)
+      expect(r.ok, rule('checks', 'a commit whose check on "b" (revision 999, absent) fails was applied')).toBe(false)
       if (r.ok) return
       expect(r.failed).toEqual([{ key: 'b', entry: undefined }])
-      expect((await a.get('a'))?.value).toBe(1)
-      expect(await a.get('c')).toBeUndefined()
+      expect((await a.get('a'))?.value, rule('checks', 'a commit whose check failed wrote "a"')).toBe(1)
+      expect(await a.get('c'), rule('checks', 'a commit whose check failed wrote "c"')).toBeUndefined()
 
       const absent = await a.commit([{ key: 'a', revision: null }], [{ type: 'set', key: 'a', value: 9 }])
-      expect(absent.ok).toBe(false)
+      expect(absent.ok, rule('checks', 'a create-if-absent over a live entry was applied')).toBe(false)
       if (!absent.ok) expect(absent.failed[0]).toMatchObject({ key: 'a', entry: { key: 'a', value: 1, revision: r1.revision } })
+      // A delete's check holds it back like any other op's (a fenced or ifRevision delete).
+      const byRevision = await a.commit([{ key: 'a', revision: r1.revision + 1 }], [{ type: 'delete', key: 'a' }])
+      expect(byRevision.ok, rule('checks', 'a delete whose check (revision) fails was applied: a delete must honour its checks as a set does')).toBe(false)
       const byCreated = await a.commit([{ key: 'a', created: r1.revision + 1 }], [{ type: 'delete', key: 'a' }])
-      expect(byCreated.ok).toBe(false)
+      expect(byCreated.ok, rule('checks', 'a delete whose check (created) fails was applied')).toBe(false)
+      expect((await a.get('a'))?.value, rule('checks', 'a delete whose check failed removed the entry')).toBe(1)
       const ok = await a.commit([{ key: 'a', created: r1.revision }, { key: 'z', created: null }], [{ type: 'delete', key: 'a' }])
-      expect(ok.ok).toBe(true)
+      expect(ok.ok, rule('checks', 'a delete whose checks hold was refused')).toBe(true)
     }))
 
     t('every entry of one commit carries the same revision', withAdapter(async (a) => {
@@ -164,10 +164,15 @@ export function adapterCases(factory: FixtureFactory, t: Named = test): void {
       await expect(a.list('pg/', { after: 'pg/\ud800' })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' })
     }))
 
+    t('capabilities are declared exactly when their members are implemented', withAdapter(async (a) => {
+      const caps = a.capabilities ?? {}
+      expect(caps.history === true, rule('capabilities', 'capabilities.history is declared exactly when history() is implemented')).toBe(typeof a.history === 'function')
+      expect(caps.ownerGone === true, rule('capabilities', 'capabilities.ownerGone is declared exactly when ownerGone() and registerOwner() are implemented')).toBe(typeof a.ownerGone === 'function' && typeof a.registerOwner === 'function')
+      if (caps.ttlGranularity !== undefined) expect(caps.ttlGranularity, rule('capabilities', 'ttlGranularity is a number of ms >= 1')).toBeGreaterThanOrEqual(1)
+    }))
+
     t('capability history: pages of the change log, cut between revisions, the same events a watch replays', withAdapter(async (a) => {
-      // Declared exactly when implemented (never guessed).
-      expect(a.capabilities?.history === true).toBe(typeof a.history === 'function')
-      if (!a.history) return
+      if (!a.history) notChecked('the adapter does not declare capability history')
       const base = await a.commit([], [{ type: 'set', key: 'base', value: 0 }])
       if (!base.ok) throw new Error('commit failed')
       for (let i = 0; i < 12; i++) {
@@ -217,14 +222,14 @@ export function adapterCases(factory: FixtureFactory, t: Named = test): void {
       if (!r.ok) throw new Error('commit failed')
       await until(async () => (await a.get('ttl/k')) === undefined, 160 + late(a))
       const create = await a.commit([{ key: 'ttl/k', revision: null }], [{ type: 'set', key: 'ttl/other', value: 1 }])
-      expect(create.ok).toBe(true)
-      await until(() => events.some((e) => e.type === 'expire'))
+      expect(create.ok, rule('expiry', 'a check that the lapsed key is absent failed')).toBe(true)
+      await eventually(() => events.some((e) => e.type === 'expire'), 1_000 + late(a))
       await sleep(50)
       unwatch()
       const expires = events.filter((e) => e.type === 'expire')
-      expect(expires).toHaveLength(1)
+      expect(expires, rule('expiry-revision', 'an expiry is reported to watchers exactly once')).toHaveLength(1)
       expect(expires[0]).toMatchObject({ key: 'ttl/k' })
-      expect(expires[0]!.revision).toBeGreaterThan(r.revision)
+      expect(expires[0]!.revision, rule('expiry-revision', 'an expiry takes a revision above the write it ends')).toBeGreaterThan(r.revision)
     }))
 
     t('expiry happens with nobody reading or writing', withAdapter(async (a) => {
@@ -285,21 +290,9 @@ export function adapterCases(factory: FixtureFactory, t: Named = test): void {
           adapters[i % adapters.length]!.commit([{ key: 'race', revision: null }], [{ type: 'set', key: 'race', value: i }]),
         ),
       )
-      expect(results.filter((r) => r.ok)).toHaveLength(1)
+      const won = results.filter((r) => r.ok).length
+      expect(won, rule('atomic', `${won} of 16 racing create-if-absent commits on one key succeeded: a commit's checks and writes must be one step (checks read under the commit's lock)`)).toBe(1)
       await Promise.all(adapters.slice(1).map((x) => x.close()))
-    }))
-
-    t('watch events arrive in order while many writers commit at once', withAdapter(async (a, another) => {
-      const b = await another()
-      const events: WatchEvent[] = []
-      const unwatch = await b.watch('m/', { event: (e) => events.push(e), error: () => {} })
-      await Promise.all(Array.from({ length: 40 }, (_, i) => a.commit([], [{ type: 'set', key: `m/${i % 5}`, value: i }])))
-      await until(() => events.length >= 40)
-      await sleep(50)
-      unwatch()
-      expect(events).toHaveLength(40)
-      expect(collect(events.map((e) => e.revision))).toEqual({ increasing: true, unique: 40 })
-      await b.close()
     }))
 
     t('a closed adapter refuses calls with ClosedError', withAdapter(async (_a, another) => {

@@ -10,7 +10,7 @@
  * Every test also asserts that what it measures happened (shared holds did
  * overlap, the semaphore did fill up), so a test that raced nothing fails.
  */
-import { describe, expect } from 'vitest'
+import { expect } from 'vitest'
 import type { Client, Lock, LockMode, Permit } from 'zaris'
 import { isZarisError } from 'zaris'
 import { checkHistory, formatResult } from '../lincheck/check'
@@ -70,7 +70,7 @@ export function familyCases(factory: FixtureFactory, t: Named): void {
     expectLinearizable(events, b!)
   }
 
-  describe('shared locks', () => {
+  t.group('shared locks', () => {
     t('shared holders overlap and never overlap an exclusive one (6 clients, mixed modes)', withStore(async (f) => {
       const clients = await clientsOf(f, 6)
       const { rec, events } = recorded()
@@ -95,7 +95,7 @@ export function familyCases(factory: FixtureFactory, t: Named): void {
       expect(events.filter((e) => e.type === 'ok' && e.f === 'lock-acquire')).toHaveLength(72)
       // The last shared holder out ended the group: the lock key is free.
       expect(await clients[0]!.get('rw')).toBeUndefined()
-    }), 120_000)
+    }), 12)
 
     t('an exclusive waiter is served while new shared requests keep arriving', withStore(async (f) => {
       const readers = await clientsOf(f, 4, 'r')
@@ -131,7 +131,7 @@ export function familyCases(factory: FixtureFactory, t: Named): void {
       expect(tries - triesBefore).toBeGreaterThan(2) // shared requests kept coming while it waited
       expect(waited).toBeLessThan(10_000)
       expectLinearizable(events, writer!)
-    }), 60_000)
+    }), 6)
 
     t('a fenced write with a shared hold is refused once that hold is gone; a steal ends every shared hold', withStore(async (f) => {
       const [a, b, c] = await clientsOf(f, 3)
@@ -168,10 +168,10 @@ export function familyCases(factory: FixtureFactory, t: Named): void {
 
     t('a shared holder that stops renewing frees its share at its TTL (at once where the store knows its client is gone)', withStore(async (f) => {
       await freedAtTtl(f, (rec, c, ttl) => rec.lock(c, 'crash', { mode: 'shared', ttl, autoRenew: false }), (rec, c) => rec.lock(c, 'crash', { ttl: 20_000, wait: 10_000, autoRenew: false }))
-    }), 30_000)
+    }), 3)
   })
 
-  describe('semaphores', () => {
+  t.group('semaphores', () => {
     t('a semaphore never has more than limit live permits (8 clients, limit 3)', withStore(async (f) => {
       const clients = await clientsOf(f, 8)
       const { rec, events } = recorded()
@@ -196,7 +196,7 @@ export function familyCases(factory: FixtureFactory, t: Named): void {
       expect(told.every(Boolean)).toBe(true)
       expect(heldAtOnce(events, 'uploads').permits).toBe(3)
       expect(await clients[0]!.semaphores.holders('uploads')).toEqual([])
-    }), 120_000)
+    }), 12)
 
     t('permits: null when full, holders by slot, a freed permit goes to the waiter, a fenced write with a permit', withStore(async (f) => {
       const [a, b, c] = await clientsOf(f, 3)
@@ -225,10 +225,10 @@ export function familyCases(factory: FixtureFactory, t: Named): void {
 
     t('a permit holder that stops renewing frees its permit at its TTL (at once where the store knows its client is gone)', withStore(async (f) => {
       await freedAtTtl(f, (rec, c, ttl) => rec.permit(c, 'crash-sem', { limit: 1, ttl, autoRenew: false }), (rec, c) => rec.permit(c, 'crash-sem', { limit: 1, ttl: 20_000, wait: 10_000, autoRenew: false }))
-    }), 30_000)
+    }), 3)
   })
 
-  describe('run', () => {
+  t.group('run', () => {
     t('run releases on throw, calls back with null when not had, and rejects when the hold ends while it runs', withStore(async (f) => {
       const [a, b] = await clientsOf(f, 2)
       let seen: Lock | null = null
@@ -253,7 +253,7 @@ export function familyCases(factory: FixtureFactory, t: Named): void {
     }))
   })
 
-  describe('query', () => {
+  t.group('query', () => {
     t('query shows who holds and the line in order, with modes', withStore(async (f) => {
       const [h, w1, w2, w3] = await clientsOf(f, 4)
       const lock = (await h!.locks.acquire('q:a', { ttl: 20_000 }))!
@@ -273,10 +273,10 @@ export function familyCases(factory: FixtureFactory, t: Named): void {
         const after = await h!.locks.query('q:')
         return after.held.length === 0 && after.pending.length === 0
       })
-    }), 30_000)
+    }), 3)
   })
 
-  describe('several keys', () => {
+  t.group('several keys', () => {
     t('multi-key acquires of overlapping key sets by 8 clients finish with no deadlock and no overlap', withStore(async (f) => {
       const clients = await clientsOf(f, 8)
       const keys = ['m:0', 'm:1', 'm:2', 'm:3', 'm:4']
@@ -300,7 +300,7 @@ export function familyCases(factory: FixtureFactory, t: Named): void {
       expectLinearizable(events, clients[0]!)
       expect(told.every(Boolean)).toBe(true)
       expect(events.filter((e) => e.type === 'ok' && e.f === 'lock-release')).toHaveLength(8 * 6 * 2.5)
-    }), 120_000)
+    }), 12)
 
     t('several keys: all or none, one token per key, fenced writes per key, bad key lists refused', withStore(async (f) => {
       const [a, b] = await clientsOf(f, 2)

@@ -14,6 +14,35 @@ export interface StoreFixture {
   adapter(): Promise<Adapter>
   /** Closes what the fixture opened. */
   close(): Promise<void>
+  /**
+   * Restarts the store as a crash and restart would: it keeps what it keeps
+   * durably and loses the rest (a memory server comes back empty). Clients
+   * and adapters opened before stay and must reach the store again (they may
+   * fail calls with `UnavailableError` meanwhile). Given, the suite checks
+   * the `seen` rule: no client is handed a revision at or below one it has
+   * seen. Without it, that test is skipped.
+   */
+  restart?(): Promise<void>
+  /**
+   * Moves the store's revision to `revision` (a test hook, as an SQL
+   * `UPDATE` of the revision row would). Given, the suite checks the end of
+   * the revision range: a store refuses a commit past
+   * `Number.MAX_SAFE_INTEGER` with `RevisionExhaustedError`.
+   */
+  setRevision?(revision: number): Promise<void>
+  /**
+   * The most revisions of watch history this store keeps (each of one
+   * event). Given, the suite writes past it and checks that a watch from
+   * before it is refused with `CompactedError`, not served a partial history.
+   */
+  historyKept?: number
+  /**
+   * An adapter of this kind whose store cannot be reached (a closed port).
+   * Given, the suite checks that its calls fail with `UnavailableError`,
+   * neither hanging nor crashing (or that opening it does, for an adapter
+   * that connects as it opens).
+   */
+  unreachable?(): Promise<Adapter>
 }
 
 /** Makes a fresh store (a new namespace, say) for every test. */
@@ -34,10 +63,18 @@ export interface Skips {
  */
 export type OpenAdapter = (namespace: string) => Adapter | Promise<Adapter>
 
-/** Options of {@link adapterFixture}. */
+/** Options of {@link adapterFixture}: the store's test hooks (see {@link StoreFixture}), by namespace. */
 export interface AdapterFixtureOptions {
   /** Runs after each test, once its clients and adapters are closed: drop the namespace's data, say. */
   cleanup?(namespace: string): void | Promise<void>
+  /** Restarts the store of `namespace` (see {@link StoreFixture.restart}). */
+  restart?(namespace: string): void | Promise<void>
+  /** Moves the revision of the store of `namespace` (see {@link StoreFixture.setRevision}). */
+  setRevision?(namespace: string, revision: number): void | Promise<void>
+  /** See {@link StoreFixture.historyKept}. */
+  historyKept?: number
+  /** Opens an adapter whose store cannot be reached (see {@link StoreFixture.unreachable}). */
+  unreachable?(): Adapter | Promise<Adapter>
 }
 
 /**
@@ -58,7 +95,7 @@ export function adapterFixture(open: OpenAdapter, options: AdapterFixtureOptions
       opened.push(a)
       return a
     }
-    return {
+    const fixture: StoreFixture = {
       adapter,
       async connect(clientOptions) {
         const client = new Client(await adapter(), clientOptions)
@@ -71,5 +108,17 @@ export function adapterFixture(open: OpenAdapter, options: AdapterFixtureOptions
         await options.cleanup?.(namespace)
       },
     }
+    const { restart, setRevision, unreachable } = options
+    if (restart) fixture.restart = async () => restart(namespace)
+    if (setRevision) fixture.setRevision = async (revision) => setRevision(namespace, revision)
+    if (options.historyKept !== undefined) fixture.historyKept = options.historyKept
+    if (unreachable) {
+      fixture.unreachable = async () => {
+        const a = await unreachable()
+        opened.push(a)
+        return a
+      }
+    }
+    return fixture
   }
 }

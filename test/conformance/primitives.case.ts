@@ -3,7 +3,7 @@
  * watch and election, including the races a lock library must survive.
  * Runs in Node and the browser, on real time with short TTLs.
  */
-import { describe, expect } from 'vitest'
+import { expect } from 'vitest'
 import { Client, isZarisError, type Lock, type WatchEvent } from 'zaris'
 import { countingAdapter } from './counting'
 import type { FixtureFactory, StoreFixture } from './fixture'
@@ -20,7 +20,7 @@ export function primitiveCases(factory: FixtureFactory, t: Named, options: Primi
   const withStore = onFreshStore(factory)
   const clientsOf = (f: StoreFixture, n: number) => Promise.all(Array.from({ length: n }, (_, i) => f.connect({ id: `c${i}` })))
 
-  describe('key-value', () => {
+  t.group('key-value', () => {
     t('put, get, list and delete', withStore(async (f) => {
       const c = await f.connect()
       const e = await c.put('kv/a', { n: 1 })
@@ -60,7 +60,7 @@ export function primitiveCases(factory: FixtureFactory, t: Named, options: Primi
     }))
   })
 
-  describe('locks', () => {
+  t.group('locks', () => {
     t('acquire is non-blocking: null while another client holds the lock', withStore(async (f) => {
       const [a, b] = await clientsOf(f, 2)
       const lock = await a!.locks.acquire('lock:x', { ttl: 5_000 })
@@ -242,7 +242,7 @@ export function primitiveCases(factory: FixtureFactory, t: Named, options: Primi
       expect(lock).not.toBeNull()
       await lock.release()
       await Promise.all(waiters.map((w) => w.client.close()))
-    }), 60_000)
+    }), 6)
 
     t('a waiter that gives up or aborts leaves the line; the next one is served', withStore(async (f) => {
       const [a, b, c, d] = await clientsOf(f, 4)
@@ -283,7 +283,7 @@ export function primitiveCases(factory: FixtureFactory, t: Named, options: Primi
       await next!.release()
       // A store that can tell dead owners (IndexedDB: no tab registered as "ghost") drops the place; others leave it to expire.
       expect((await raw.list(queueOf('lock:ghost'))).entries.map((e) => e.owner)).toEqual(raw.capabilities?.ownerGone ? [] : ['ghost'])
-    }), 30_000)
+    }), 3)
 
     t('wait-queue entries are not user data: hidden from list and prefix watch, refused as keys', withStore(async (f) => {
       const [a, b] = await clientsOf(f, 2)
@@ -334,10 +334,10 @@ export function primitiveCases(factory: FixtureFactory, t: Named, options: Primi
       expect(tokens).toHaveLength(20 * perClient)
       expect(collect(tokens)).toEqual({ increasing: true, unique: 20 * perClient })
       expect(acquiredBy.every((n) => n === perClient)).toBe(true)
-    }), 120_000)
+    }), 12)
   })
 
-  describe('leases', () => {
+  t.group('leases', () => {
     t('grant creates the key with its value, null while held, revoke deletes it', withStore(async (f) => {
       const [a, b] = await clientsOf(f, 2)
       const lease = (await a!.leases.grant('presence:a', { ttl: 5_000, value: { tab: 'a' } }))!
@@ -356,7 +356,7 @@ export function primitiveCases(factory: FixtureFactory, t: Named, options: Primi
     }))
   })
 
-  describe('counters', () => {
+  t.group('counters', () => {
     t(`10 clients x ${rounds(100)} increments give exactly ${10 * rounds(100)}`, withStore(async (f) => {
       const clients = await clientsOf(f, 10)
       const n = rounds(100)
@@ -369,10 +369,10 @@ export function primitiveCases(factory: FixtureFactory, t: Named, options: Primi
       // Every increment saw a distinct value: none was lost or applied twice.
       expect(new Set(results.flat()).size).toBe(10 * n)
       expect(await clients[0]!.counters.increment('jobs:done', -5)).toBe(10 * n - 5)
-    }), 120_000)
+    }), 12)
   })
 
-  describe('watch', () => {
+  t.group('watch', () => {
     t('client.watch sees put, delete and expire in revision order', withStore(async (f) => {
       const [a, b] = await clientsOf(f, 2)
       const watch = b!.watch('job:', { prefix: true })
@@ -436,7 +436,7 @@ export function primitiveCases(factory: FixtureFactory, t: Named, options: Primi
     }))
   })
 
-  describe('election', () => {
+  t.group('election', () => {
     t('N candidates elect exactly one leader; resign hands over', withStore(async (f) => {
       const clients = await clientsOf(f, 4)
       const elections = clients.map((c, i) => c.election('leader:sync', { ttl: 2_000, candidate: `cand-${i}` }))
@@ -485,7 +485,7 @@ export function primitiveCases(factory: FixtureFactory, t: Named, options: Primi
     }))
   })
 
-  describe('client', () => {
+  t.group('client', () => {
     t('two clients with distinct ids coordinate through one store', withStore(async (f) => {
       const [a, b]: Client[] = await clientsOf(f, 2)
       expect(a!.id).not.toBe(b!.id)

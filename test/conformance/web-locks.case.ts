@@ -86,7 +86,7 @@ export function lineCases(factory: FixtureFactory, t: Named): void {
       slow.resume()
       await waiter.close()
     }
-  }), 30_000)
+  }), 3)
 
   t('web-locks: callbacks of three clients never overlap, shared ones do (mixed modes, checked as a history)', withStore(async (f) => {
     const clients = await Promise.all([0, 1, 2].map((i) => f.connect({ id: `c${i}` })))
@@ -113,5 +113,5 @@ export function lineCases(factory: FixtureFactory, t: Named): void {
     const [first, second] = [webLocks(clients[0]!), webLocks(clients[1]!)]
     const both = await first.request('wl', { mode: 'shared' }, () => second.request('wl', { mode: 'shared' }, async () => (await first.query()).held.length))
     expect(both).toBe(2)
-  }), 60_000)
+  }), 6)
 }

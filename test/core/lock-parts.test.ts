@@ -1,6 +1,6 @@
 /**
  * The parts of the lock family one by one (src/core/acquire/exclusive-part.ts,
- * shared-part.ts, permit-part.ts, hold-life.ts), on the real memory store
+ * shared-part.ts, permit-part.ts, hold/life.ts), on the real memory store
  * with a ManualClock: what each try writes, what blocks it, what an event
  * changes, and how shared holds live and end — including every race the
  * group layout must survive (a join between the list and the takeover, the

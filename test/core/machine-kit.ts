@@ -1,5 +1,5 @@
 /**
- * What the acquire-machine tests build on: a client context over the real
+ * What the acquire machine's tests build on: a client context over the real
  * memory store on a ManualClock, and two wrappers of that store for what a
  * test must stage — a commit held at a gate until the test lets it go (a
  * fake delay, named so), and a store that says a named owner's client is

@@ -1,8 +1,8 @@
 /** The conformance suite's store factory on an etcd cluster: a fresh namespace per test. */
 import { etcdAdapter } from 'zaris/etcd'
-import { adapterFixture, type FixtureFactory } from '../conformance'
+import { adapterFixture, type AdapterFixtureOptions, type FixtureFactory } from '../conformance'
 import type { EtcdCluster } from './server'
 
-export function etcdFixture(cluster: () => EtcdCluster, prefix: string): FixtureFactory {
-  return adapterFixture((namespace) => etcdAdapter({ url: cluster().url(`${prefix}-${namespace}`) }))
+export function etcdFixture(cluster: () => EtcdCluster, prefix: string, options: AdapterFixtureOptions = {}): FixtureFactory {
+  return adapterFixture((namespace) => etcdAdapter({ url: cluster().url(`${prefix}-${namespace}`) }), options)
 }

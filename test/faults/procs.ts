@@ -12,12 +12,15 @@ import { pathToFileURL } from 'node:url'
 import type { HistoryEvent } from '../lincheck/history'
 import { bundle } from '../server/cli-bundle'
 import type { HistoryRecord } from './checker'
+import type { JobWorkerConfig } from './job-worker'
 import { readHistory, readOperations } from './recorder'
 import type { WorkerConfig } from './worker'
 
 export const root = resolve(import.meta.dirname, '../..')
 
 const WORKER = 'test/faults/worker.ts'
+/** A scheduled job's instance (job-worker.ts), for the fleet test. */
+export const JOB_WORKER = 'test/faults/job-worker.ts'
 const SHIFT_CLOCK = 'test/faults/shift-clock.ts'
 
 /**
@@ -26,7 +29,7 @@ const SHIFT_CLOCK = 'test/faults/shift-clock.ts'
  * worker starts in ~0.3 s instead of ~1.2 s (more on a loaded machine), and
  * the fault tests start dozens.
  */
-const workerScripts = () => bundle('zaris-fault-worker', [WORKER, SHIFT_CLOCK], ['test/faults', 'test/lincheck'])
+const workerScripts = () => bundle('zaris-fault-worker', [WORKER, JOB_WORKER, SHIFT_CLOCK], ['test/faults', 'test/lincheck'])
 
 export interface WorkerProcess {
   id: string
@@ -52,16 +55,19 @@ export class Workspace {
   readonly dir = mkdtempSync(join(tmpdir(), 'zaris-faults-'))
   readonly workers: WorkerProcess[] = []
 
-  /** Starts a worker; `clock` sets ZARIS_CLOCK_OFFSET_MS / ZARIS_CLOCK_JUMPS through shift-clock.ts. */
-  spawn(config: Omit<WorkerConfig, 'log' | 'firstProcess'>, clock?: { offsetMs?: number; jumps?: string }): WorkerProcess {
+  /**
+   * Starts a worker (or, with `entry`, another script of the suite taking a
+   * config of its own); `clock` sets ZARIS_CLOCK_OFFSET_MS / ZARIS_CLOCK_JUMPS through shift-clock.ts.
+   */
+  spawn(config: Omit<WorkerConfig, 'log' | 'firstProcess'> | Omit<JobWorkerConfig, 'log' | 'firstProcess'>, clock?: { offsetMs?: number; jumps?: string }, entry = WORKER): WorkerProcess {
     // One file per process, even when a test reuses a client id; process numbers of its own.
     const log = join(this.dir, `${config.id}.${this.workers.length}.jsonl`)
-    const full: WorkerConfig = { ...config, log, firstProcess: (this.workers.length + 1) * 10_000 }
+    const full = { ...config, log, firstProcess: (this.workers.length + 1) * 10_000 }
     const imports = clock ? ['--import', pathToFileURL(workerScripts()[SHIFT_CLOCK]!).href] : []
     const env: NodeJS.ProcessEnv = { ...process.env }
     if (clock?.offsetMs !== undefined) env.ZARIS_CLOCK_OFFSET_MS = String(clock.offsetMs)
     if (clock?.jumps !== undefined) env.ZARIS_CLOCK_JUMPS = clock.jumps
-    const proc = spawn(process.execPath, [...imports, workerScripts()[WORKER]!, JSON.stringify(full)], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] })
+    const proc = spawn(process.execPath, [...imports, workerScripts()[entry]!, JSON.stringify(full)], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] })
     let out = ''
     proc.stdout!.on('data', (d) => (out += d))
     proc.stderr!.on('data', (d) => (out += d))

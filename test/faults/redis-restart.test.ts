@@ -16,6 +16,7 @@
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, expect, test } from 'vitest'
+import { HEAVY_LIBRARIES, named, using } from '../redis/clients'
 import { RedisServer } from '../redis/server'
 import type { HistoryEvent } from '../lincheck/history'
 import { assertHistory, checkHistory, sharedNow, type HistoryRecord } from './checker'
@@ -32,14 +33,19 @@ afterAll(async () => {
 
 const restarts = count(3, 30)
 
-for (const durable of [true, false]) {
-  test(`Redis ${durable ? 'with appendfsync always' : 'without persistence'}, restarted ${restarts} times under 3 workers`, async () => {
+// Each library without persistence in `npm test`; with it too (ioredis always) in `npm run test:faults`.
+const cases = HEAVY_LIBRARIES.flatMap((library) => [true, false].map((durable) => ({ library, durable }))).filter(
+  (c) => c.library === 'ioredis' || !c.durable || process.env.ZARIS_FAULT_SCALE,
+)
+
+for (const { library, durable } of cases) {
+  test(`Redis ${durable ? 'with appendfsync always' : 'without persistence'}, restarted ${restarts} times under 3 workers (${named(library)})`, async () => {
     const random = prng(seedFor(`redis-${durable}`))
     const redis = new RedisServer({ durable })
     servers.push(redis)
     await redis.start()
-    const url = redis.url(durable ? 'durable' : 'volatile')
-    const stopFile = join(ws.dir, `stop-${durable}`)
+    const url = using(redis.url(durable ? 'durable' : 'volatile'), library)
+    const stopFile = join(ws.dir, `stop-${durable}-${library}`)
     const procs = Array.from({ length: 3 }, (_, i) =>
       ws.spawn({ url, id: `r${durable ? 'd' : 'v'}${i}`, mode: 'rounds', rounds: 1_000_000, locks: ['lock:a', 'lock:b'], ttl: 1_000, wait: 30_000, writes: 2, workMs: [0, 20], staleProbe: true, plainPuts: true, stopFile, seed: seedFor(`redis-w${i}`) }),
     )
@@ -86,7 +92,7 @@ for (const durable of [true, false]) {
     const result = checkHistory([...workerHistory, ...history, ...finals])
     const byKind = (k: string) => result.violations.filter((v) => v.kind === k).length
     if (durable) expect(result.violations.map((v) => v.message)).toEqual([])
-    await figure(`Redis ${durable ? 'appendfsync always' : 'no persistence'}: restarted under the adapter`, {
+    await figure(`Redis ${durable ? 'appendfsync always' : 'no persistence'}: restarted under the adapter (${named(library)})`, {
       restarts,
       kinds: kinds.join(' '),
       operations_checked: stats.operations,

@@ -1,7 +1,7 @@
 /**
  * The hold checker of the model test (holds.ts) on hand-made records: which
  * end reasons it accepts. A hold that learns its end from a failed commit
- * names what the key carries then (hold-end.ts), and on Redis that answer
+ * names what the key carries then (src/core/hold/end.ts), and on Redis that answer
  * can come before the watch's event of the first change (RELIABILITY bug 7);
  * a reason that matches no state the key went through is still reported.
  */
@@ -49,7 +49,7 @@ describe('the hold checker', () => {
 
   describe('commits a hold sends behind the caller', () => {
     // c0 held lock:a with token 1 (TTL short); it expired at 2; c0's acquire then gave up while its take waited
-    // at the node, the take won at 3 after all, and the machine let go of that hold at 4 (acquire-machine.ts, park).
+    // at the node, the take won at 3 after all, and the machine let go of that hold at 4 (src/core/acquire/machine.ts, park).
     const store: StoreEvent[] = [granted, { key: 'lock:a', kind: 'expire', revision: 2, at: 5 }, { key: 'lock:a', kind: 'put', revision: 3, created: 3, owner: 'c0', at: 6 }, deleted(4, 7)]
     const release = (checks: unknown[]): HistoryEvent[] => [
       { process: 0, type: 'invoke', f: 'commit', value: { checks, ops: [{ type: 'delete', key: 'lock:a' }] }, time: 6.5e6, client: 'c0' },

@@ -167,7 +167,7 @@ export function checkHolds(holds: HoldRecord[], store: StoreEvent[], history: Hi
       ends.push({ at: Math.max(end.at, h.grantedAt), reason, why: showChange(end) })
       // A hold that learns its end from a failed commit or a read (a renewal, a fenced write, a
       // release, the look after a failed watch) names what the key carries then, not the first
-      // change (hold-end.ts). That answer can overtake the watch's event of the first change: on
+      // change (src/core/hold/end.ts). That answer can overtake the watch's event of the first change: on
       // Redis and over HTTP they come on different connections. So every later state counts too,
       // read as a hold reads an entry: another owner's life STOLEN; an ownerless one, or none, LOST
       // (or EXPIRED past its deadline, listed above). The first state of each reason is enough.
@@ -211,7 +211,7 @@ export function checkHoldCommits(holds: HoldRecord[], store: StoreEvent[], histo
       if (!renewal && !release) continue
       // The life a commit checks (`created`) is the one it acts for: a hold's own commits always check it.
       // That life may be a hold the caller never saw: an acquire that gave up while its take waited at the
-      // node lets go of the hold the take won after all (acquire-machine.ts, `park`). A commit that checks
+      // node lets go of the hold the take won after all (src/core/acquire/machine.ts, `park`). A commit that checks
       // no life (how a missing token check shows) is the client's latest hold's on the key.
       const checked = checks.find((c) => c.key === o.key && 'created' in c && typeof c.created === 'number') as { created: number } | undefined
       const token = checked?.created ?? holds.filter((h) => h.client === invoke.client && h.key === o.key && h.token < revision).at(-1)?.token

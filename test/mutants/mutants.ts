@@ -26,13 +26,16 @@ export interface Mutant {
 const MODEL = 'test/model/memory.test.ts'
 /** The lock-family conformance cases on the memory store, judged by the lock-family models (test/lincheck/family.ts). */
 const FAMILY = 'test/memory/conformance.test.ts'
+/** `client.jobs.once` on the memory store, time moved by hand. */
+const JOBS = 'test/jobs/once.test.ts'
+const JOB_BODY = 'src/core/jobs/body.ts'
 
 export const MUTANTS: Mutant[] = [
   {
     name: 'fence-check-removed',
     bug: 'a fenced write is sent without its fence check (a plain write)',
     file: 'src/core/client.ts',
-    from: 'checks.push(...fencing.checks(f as Fence))',
+    from: 'checks.push(...fenceChecks(f as Fence))',
     to: 'void f',
     tests: [MODEL],
   },
@@ -151,5 +154,53 @@ export const MUTANTS: Mutant[] = [
     to: 'out.push(r)',
     tests: ['test/model/file.test.ts', 'test/faults/file.test.ts'],
     filter: 'random scenarios|kill -9 of a holder',
+  },
+  {
+    name: 'jobs-done-slot-runs-again',
+    bug: 'a call that finds the slot done runs it again (the record does not make a late instance skip)',
+    file: JOB_BODY,
+    from: "if (record.state === 'done' || (record.state",
+    to: "if (false || (record.state",
+    tests: [JOBS],
+  },
+  {
+    name: 'jobs-start-ignores-record',
+    bug: 'the start is written without checking the record read (a call that waited for a run overwrites its done record and runs again)',
+    file: JOB_BODY,
+    from: 'if (revision !== undefined) checks.push({ key: keys.record, revision })',
+    to: 'void revision',
+    tests: [JOBS],
+  },
+  {
+    name: 'jobs-record-unfenced',
+    bug: "the slot's record is written without the lock's fence (a run that outlived its lock records its outcome over the retry's)",
+    file: JOB_BODY,
+    from: 'const checks = [...fencing.checks(lock)]',
+    to: 'const checks = []',
+    tests: [JOBS],
+  },
+  {
+    name: 'jobs-dead-run-retried-forever',
+    bug: 'a run whose holder died is retried however many attempts died before (no limit of retries for dead runs)',
+    file: JOB_BODY,
+    from: "const exhausted = record?.state === 'started' && attempt > o.retries + 1",
+    to: 'const exhausted = false',
+    tests: [JOBS],
+  },
+  {
+    name: 'jobs-failed-retry-off-by-one',
+    bug: 'a slot whose last allowed attempt threw is run once more',
+    file: JOB_BODY,
+    from: "(record.state === 'failed' && record.attempt > retries)",
+    to: "(record.state === 'failed' && record.attempt > retries + 1)",
+    tests: [JOBS],
+  },
+  {
+    name: 'jobs-lost-outcome-reported-ran',
+    bug: "a run whose outcome was refused for its fence (its lock ended first) resolves 'ran'",
+    file: JOB_BODY,
+    from: "if (written === 'lost' && result.status === 'ran')",
+    to: 'if (false)',
+    tests: [JOBS],
   },
 ]

@@ -1,5 +1,5 @@
 /**
- * The README's error table against the code: it lists every code of the
+ * The error table of docs/api.md against the code: it lists every code of the
  * `ErrorCode` union (ERROR_CODES is that union's one list) and no other, each
  * row names a class that `zaris` exports, and an error of each code that
  * crosses the wire comes back as the class its row names — so the table
@@ -8,7 +8,7 @@
 import { describe, expect, test } from 'vitest'
 import * as zaris from 'zaris'
 import { ERROR_CODES } from '../../src/core/contract/errors'
-import { readme } from './snippets'
+import { section } from './snippets'
 
 interface Row {
   className: string
@@ -18,9 +18,8 @@ interface Row {
 
 /** The rows of the first table under `## Errors`: `| \`Class\` | \`CODE\` \`CODE\` | when |`. */
 function errorTable(): Row[] {
-  const section = readme('Errors')
-  const rows = section.split('\n').filter((line) => /^\| `\w+Error` \|/.test(line))
-  return rows.map((line) => {
+  const lines = section('docs/api.md', 'Errors').split('\n')
+  return lines.filter((line) => /^\| `\w+Error` \|/.test(line)).map((line) => {
     const [className, codes, when] = line.split('|').slice(1, -1).map((cell) => cell.trim())
     return { className: className!.replaceAll('`', ''), codes: [...codes!.matchAll(/`([A-Z_]+)`/g)].map((m) => m[1]!), when: when! }
   })
@@ -29,7 +28,7 @@ function errorTable(): Row[] {
 const rows = errorTable()
 const exported = zaris as unknown as Record<string, unknown>
 
-describe("the README's error table", () => {
+describe("the error table of docs/api.md", () => {
   test('lists every code of ErrorCode, and only those', () => {
     const listed = new Set(rows.flatMap((r) => r.codes))
     expect([...listed].sort()).toEqual([...ERROR_CODES].sort())

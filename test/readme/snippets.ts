@@ -5,7 +5,7 @@
  * A ```ts block is run by the test of the store it connects to:
  *
  * - `zaris://idb/…` — in headless Chromium (test/readme/browser.test.ts);
- * - `redis://…` or ioredis — against a real redis-server (test/redis/readme.test.ts);
+ * - `redis://…`, ioredis or node-redis — against a real redis-server (test/redis/readme.test.ts);
  * - `zaris://localhost:7861/…` — against a node process (test/server/readme.test.ts);
  * - `etcd://…` — against a real etcd member (test/etcd/readme.test.ts);
  * - a block whose first line names its file (`// map-adapter.ts`) — as a file
@@ -58,12 +58,11 @@ export function markdown(file: string): string {
   return readFileSync(join(root, file), 'utf8')
 }
 
-/** The README, or one `## heading` section of it. */
-export function readme(heading?: string): string {
-  const text = markdown('README.md')
-  if (heading === undefined) return text
+/** One `## heading` section of a markdown file of the repo. */
+export function section(file: string, heading: string): string {
+  const text = markdown(file)
   const start = text.indexOf(`\n## ${heading}\n`)
-  if (start === -1) throw new Error(`README has no section "## ${heading}"`)
+  if (start === -1) throw new Error(`${file} has no section "## ${heading}"`)
   const end = text.indexOf('\n## ', start + 1)
   return text.slice(start, end === -1 ? undefined : end)
 }
@@ -112,7 +111,7 @@ export function runnerOf(block: Block): Runner | undefined {
   const code = block.code
   if (fileOf(block)) return 'package'
   if (code.includes('zaris://idb/')) return 'browser'
-  if (code.includes('redis://') || code.includes("from 'ioredis'")) return 'redis'
+  if (code.includes('redis://') || code.includes("from 'ioredis'") || code.includes("from 'redis'")) return 'redis'
   if (code.includes('zaris://localhost:7861')) return 'zaris-node'
   if (code.includes('etcd://')) return 'etcd'
   // A store this file has no runner for (etcd, say) leaves the block unrun, and the coverage test says so.

@@ -8,12 +8,13 @@ import { spawn } from 'node:child_process'
 import { createHash } from 'node:crypto'
 import Redis from 'ioredis'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
-import { connect, type Adapter, type Check, type CommitResult, type WatchEvent } from 'zaris'
+import { Client, connect, type Adapter, type Check, type CommitResult, type WatchEvent } from 'zaris'
 import { redisAdapter } from 'zaris/redis'
 import { scriptLibrary } from '../../src/adapters/redis/functions'
-import { loadIoredis } from '../../src/adapters/redis/load'
+import { loadLibrary } from '../../src/adapters/redis/load'
 import { LOCK_SCRIPT } from '../../src/adapters/redis/scripts'
 import { until } from '../conformance/util'
+import { LIBRARIES, named, userClient, using } from './clients'
 import { TcpProxy } from './proxy'
 import { startRedis, type RedisServer } from './server'
 
@@ -60,25 +61,29 @@ describe('connection strings', () => {
     await Promise.all([a.close(), b.close(), c.close()])
   })
 
-  test('user:pass in the URL authenticates; wrong credentials are UNAUTHORIZED, nobody listening is UNAVAILABLE', async () => {
+  test.each(LIBRARIES)('user:pass in the URL authenticates; wrong credentials are UNAUTHORIZED, nobody listening is UNAVAILABLE (%s)', async (library) => {
     const secured = await startRedis({ args: ['--user', 'alice', 'on', '>s3cret', '~*', '&*', '+@all', '--requirepass', 'pw'] })
+    const url = (auth: string, ns: string) => using(`redis://${auth}127.0.0.1:${secured.port}/0?ns=${ns}`, library)
     try {
       const ns = fresh()
-      const alice = await connect(`redis://alice:s3cret@127.0.0.1:${secured.port}/0?ns=${ns}`)
+      const alice = await connect(url('alice:s3cret@', ns))
       await alice.put('k', 1)
-      const byDefault = await connect(`redis://:pw@127.0.0.1:${secured.port}/0?ns=${ns}`)
+      const byDefault = await connect(url(':pw@', ns))
       expect((await byDefault.get('k'))?.value).toBe(1)
       await Promise.all([alice.close(), byDefault.close()])
 
-      const wrong = connect(`redis://alice:wrong@127.0.0.1:${secured.port}/0?ns=${ns}`)
+      const wrong = connect(url('alice:wrong@', ns))
       await expect(wrong).rejects.toMatchObject({ code: 'UNAUTHORIZED' })
       // The password does not leak into the message.
       await expect(wrong).rejects.toThrow(/alice:\*\*\*@/)
-      await expect(connect(`redis://127.0.0.1:${secured.port}/0?ns=${ns}`)).rejects.toMatchObject({ code: 'UNAUTHORIZED' })
+      await expect(connect(url('', ns))).rejects.toMatchObject({ code: 'UNAUTHORIZED' })
     } finally {
       await secured.dispose()
     }
-    await expect(connect(`redis://127.0.0.1:${secured.port}/0?ns=x`)).rejects.toMatchObject({ code: 'UNAVAILABLE' })
+    const started = Date.now()
+    await expect(connect(url('', 'x'))).rejects.toMatchObject({ code: 'UNAVAILABLE' })
+    // At once: a connection that never worked is not retried.
+    expect(Date.now() - started).toBeLessThan(3_000)
   })
 
   test('bad input is refused with a message naming it', async () => {
@@ -98,13 +103,17 @@ describe('connection strings', () => {
     await a.close()
   })
 
-  test('without ioredis installed, the adapter says so with an UnsupportedError', async () => {
-    // A real failed resolution: a package that is not installed.
-    await expect(loadIoredis('ioredis-not-installed-zaris-test')).rejects.toMatchObject({
+  test('without a client library installed, the adapter says so with an UnsupportedError; with several, the first of ioredis, redis, iovalkey', async () => {
+    // Real failed resolutions: packages that are not installed.
+    const missing = (library: string) => `${library}-not-installed-zaris-test`
+    await expect(loadLibrary('redis', [['redis', missing('redis')]])).rejects.toMatchObject({ code: 'UNSUPPORTED', message: expect.stringContaining('npm install redis') })
+    await expect(loadLibrary(undefined, [['ioredis', missing('ioredis')], ['redis', missing('redis')], ['iovalkey', missing('iovalkey')]])).rejects.toMatchObject({
       code: 'UNSUPPORTED',
-      message: expect.stringContaining('npm install ioredis'),
+      message: expect.stringMatching(/none is installed: run `npm install ioredis` \(or `npm install redis` for node-redis, or `npm install iovalkey`\)/),
     })
-    expect(typeof (await loadIoredis())).toBe('function')
+    expect((await loadLibrary(undefined, [['ioredis', missing('ioredis')], ['redis', 'redis'], ['iovalkey', 'iovalkey']])).library).toBe('redis')
+    expect((await loadLibrary(undefined, [['ioredis', missing('ioredis')], ['redis', missing('redis')], ['iovalkey', 'iovalkey']])).library).toBe('iovalkey')
+    expect((await loadLibrary(undefined)).library).toBe('ioredis')
   })
 })
 
@@ -244,14 +253,31 @@ describe('commits', () => {
     await a.close()
   })
 
-  test('a commit whose answer was lost with the connection is resent on reconnect and applied once', async () => {
+  const resendCases: Array<[string, (proxy: TcpProxy, ns: string) => Promise<{ client: Client; close(): Promise<void> }>]> = [
+    ...LIBRARIES.map((library): (typeof resendCases)[number] => [
+      `a redis:// URL over ${named(library)}`,
+      async (proxy, ns) => {
+        const client = await connect(using(proxy.url(ns), library))
+        return { client, close: () => client.close() }
+      },
+    ]),
+    [
+      "a user's node-redis client (offline queue on, RESP3)",
+      async (proxy, ns) => {
+        const user = await userClient('redis', proxy.port)
+        const client = new Client(await redisAdapter({ client: user.client, namespace: ns }))
+        return { client, close: async () => (await client.close(), await user.close()) }
+      },
+    ],
+  ]
+  test.each(resendCases)('a commit whose answer was lost with the connection is resent on reconnect and applied once: %s', async (_name, open) => {
     const ns = fresh()
     const proxy = await new TcpProxy(server.port).start()
-    const client = await connect(proxy.url(ns))
+    const { client, close } = await open(proxy, ns)
     const observer = await redisAdapter({ url: server.url(ns) })
     await client.put('warm-up', 1)
     proxy.holdReplies()
-    // Applied by Redis; the answer never arrives, then the connection drops and ioredis sends it again.
+    // Applied by Redis; the answer never arrives, then the connection drops and the commit is sent again (by ioredis, or by the adapter's link over node-redis).
     const acquiring = client.locks.acquire('lock:once', { autoRenew: false })
     await until(async () => (await observer.get('lock:once')) !== undefined)
     proxy.cut()
@@ -263,7 +289,7 @@ describe('commits', () => {
     const next = await observer.commit([], [{ type: 'set', key: 'after', value: 1 }])
     expect(next.ok && next.revision).toBe(lock!.token + 1)
     await lock!.release()
-    await Promise.all([client.close(), observer.close()])
+    await Promise.all([close(), observer.close()])
     await proxy.stop()
   })
 
@@ -454,9 +480,9 @@ describe('revisions and the add op', () => {
   })
 })
 
-describe('process lifetime', () => {
+describe.each(LIBRARIES)('process lifetime (%s)', (library) => {
   async function runScript(body: string): Promise<{ code: number | null; out: string }> {
-    const script = `import { connect } from './src/index.ts'\nconst c = await connect(${JSON.stringify(server.url(fresh()))})\n${body}`
+    const script = `import { connect } from './src/index.ts'\nconst c = await connect(${JSON.stringify(using(server.url(fresh()), library))})\n${body}`
     const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: process.cwd(), stdio: ['ignore', 'pipe', 'pipe'] })
     let out = ''
     child.stdout.on('data', (d) => (out += d))

@@ -1,18 +1,9 @@
 /**
  * The conformance suite, unchanged, against the Redis adapter on a real
- * redis-server (started on a free loopback port for this file).
+ * redis-server (started on a free loopback port for this file), through a
+ * `redis://` URL that opens its connection with ioredis. The same suite runs
+ * over node-redis and iovalkey in the files beside this one.
  */
-import { afterAll, beforeAll } from 'vitest'
-import { redisAdapter } from 'zaris/redis'
-import { testAdapter } from '../conformance'
-import { startRedis, type RedisServer } from './server'
+import { conformanceOn } from './suites'
 
-let server: RedisServer
-beforeAll(async () => {
-  server = await startRedis()
-})
-afterAll(async () => {
-  await server?.dispose()
-})
-
-testAdapter('redis', (namespace) => redisAdapter({ url: server.url(namespace) }))
+conformanceOn('ioredis')

@@ -10,6 +10,7 @@ import type { Adapter } from 'zaris'
 import { redisAdapter } from 'zaris/redis'
 import { scriptLibrary } from '../../src/adapters/redis/functions'
 import { CALL_STATE } from '../../src/adapters/redis/prelude'
+import { LIBRARIES, using } from './clients'
 import { startRedis, type RedisServer } from './server'
 
 let server: RedisServer
@@ -47,11 +48,12 @@ async function cycle(a: Adapter): Promise<void> {
   expect(await a.get('l')).toBeUndefined()
 }
 
-describe('Redis Functions', () => {
+describe.each(LIBRARIES)('Redis Functions (%s)', (library) => {
+  const url = (ns: string) => using(server.url(ns), library)
   test('every script runs as a function of one library named by a hash of its text: no EVALSHA', async () => {
     await raw.call('FUNCTION', 'FLUSH')
     await raw.config('RESETSTAT')
-    const a = await redisAdapter({ url: server.url(fresh()) })
+    const a = await redisAdapter({ url: url(fresh()) })
     await cycle(a)
     await a.list('')
     await a.close()
@@ -67,7 +69,7 @@ describe('Redis Functions', () => {
   })
 
   test('calls that find the library gone (FUNCTION FLUSH) load it once and are each applied once', async () => {
-    const a = await redisAdapter({ url: server.url(fresh()) })
+    const a = await redisAdapter({ url: url(fresh()) })
     await a.commit([], [{ type: 'add', key: 'n', delta: 1 }])
     await raw.call('FUNCTION', 'FLUSH')
     await raw.config('RESETSTAT')
@@ -82,7 +84,7 @@ describe('Redis Functions', () => {
   })
 
   test('after a restart without persistence the library is loaded again, and revisions do not go back', async () => {
-    const a = await redisAdapter({ url: server.url(fresh()) })
+    const a = await redisAdapter({ url: url(fresh()) })
     await cycle(a)
     const before = (await a.position()).revision
     await server.stop()
@@ -101,7 +103,7 @@ describe('Redis Functions', () => {
     test(`a user who may not ${user === 'noload' ? 'load a library' : 'call a function'} gets every script by EVALSHA, with the same answers`, async () => {
       await raw.call('FUNCTION', 'FLUSH')
       const ns = fresh()
-      const a = await redisAdapter({ url: urlAs(user, ns) })
+      const a = await redisAdapter({ url: using(urlAs(user, ns), library) })
       await raw.config('RESETSTAT')
       await cycle(a)
       expect((await a.get('n'))?.value).toBe(1)
@@ -115,10 +117,25 @@ describe('Redis Functions', () => {
     })
   }
 
+  test("by EVALSHA, a script Redis no longer holds (SCRIPT FLUSH) is run by EVAL, once, and cached again", async () => {
+    const a = await redisAdapter({ url: using(urlAs('nofcall', fresh()), library) })
+    await cycle(a)
+    await raw.call('SCRIPT', 'FLUSH')
+    await raw.config('RESETSTAT')
+    await a.commit([], [{ type: 'add', key: 'n', delta: 1 }], { requestId: 'noscript-0123456789' })
+    await a.commit([], [{ type: 'add', key: 'n', delta: 1 }])
+    expect((await a.get('n'))?.value).toBe(3)
+    const stats = await calls()
+    // The add script: refused once (NOSCRIPT), run by EVAL, then by EVALSHA again; the read's script: refused, then EVAL.
+    expect(stats['eval']).toBe(2)
+    expect(stats['evalsha']).toBe(3)
+    await a.close()
+  })
+
   test('a Redis without FCALL and FUNCTION (as Redis 6, or a proxy without them: renamed away here) gets every script by EVALSHA', async () => {
     const old = await startRedis({ args: ['--rename-command', 'FCALL', '', '--rename-command', 'FUNCTION', ''] })
     try {
-      const a = await redisAdapter({ url: old.url(fresh()) })
+      const a = await redisAdapter({ url: using(old.url(fresh()), library) })
       await cycle(a)
       expect((await a.get('n'))?.value).toBe(1)
       await a.close()
@@ -136,7 +153,7 @@ describe('Redis Functions', () => {
   test('an error raised inside a function reaches the caller as it is: no fallback, no second run', async () => {
     await raw.call('FUNCTION', 'FLUSH')
     const ns = fresh()
-    const a = await redisAdapter({ url: server.url(ns) })
+    const a = await redisAdapter({ url: url(ns) })
     await a.commit([], [{ type: 'set', key: 'k', value: 1 }])
     // The log's key made a string: the function's XREVRANGE / XADD fail inside it.
     await raw.del(`zaris:{${ns}}:log`)
@@ -154,7 +171,7 @@ describe('Redis Functions', () => {
     // An older zaris's library: another hash, the same function names after it.
     const other = scriptLibrary().text.replaceAll(scriptLibrary().name, 'zaris_0123456789abcdef')
     await raw.call('FUNCTION', 'LOAD', other)
-    const a = await redisAdapter({ url: server.url(fresh()) })
+    const a = await redisAdapter({ url: url(fresh()) })
     await cycle(a)
     await a.close()
     const listed = ((await raw.call('FUNCTION', 'LIST', 'LIBRARYNAME', 'zaris_*')) as unknown[][]).map((l) => l[1])

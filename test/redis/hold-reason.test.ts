@@ -3,7 +3,7 @@
  * before its watch does (RELIABILITY bug 7). The watch's events come on the
  * adapter's reader connection, the commit's answer on its command
  * connection, so either may come first; the commit's answer names what the
- * key carries when it ran (hold-end.ts), which may be a later state than
+ * key carries when it ran (src/core/hold/end.ts), which may be a later state than
  * the first change. A TCP proxy holds back the holder's reader connection
  * to make the commit come first every time, and the model test's hold
  * checker (test/model/holds.ts) is run on what happened.
@@ -14,6 +14,7 @@ import { redisAdapter } from 'zaris/redis'
 import { until } from '../conformance/util'
 import { checkHolds, type HoldRecord, type StoreEvent } from '../model/holds'
 import { TcpProxy } from './proxy'
+import { LIBRARIES, named, using } from './clients'
 import { startRedis, type RedisServer } from './server'
 
 let server: RedisServer
@@ -24,13 +25,13 @@ afterAll(async () => {
   await server?.dispose()
 })
 
-test('a renewal that learns of a steal before the watch does says LOST (the stealer had released), and the model test accepts it', async () => {
+for (const library of LIBRARIES) test(`a renewal that learns of a steal before the watch does says LOST (the stealer had released), and the model test accepts it (${named(library)})`, async () => {
   const ns = `hr-${Math.random().toString(36).slice(2, 8)}`
   const proxy = await new TcpProxy(server.port).start()
-  const holder = new Client(await redisAdapter({ url: proxy.url(ns) }), { id: 'holder' })
-  const thief = new Client(await redisAdapter({ url: server.url(ns) }), { id: 'thief' })
+  const holder = new Client(await redisAdapter({ url: using(proxy.url(ns), library) }), { id: 'holder' })
+  const thief = new Client(await redisAdapter({ url: using(server.url(ns), library) }), { id: 'thief' })
   // What the store did, as the model test's observer records it.
-  const observer = await redisAdapter({ url: server.url(ns) })
+  const observer = await redisAdapter({ url: using(server.url(ns), library) })
   const store: StoreEvent[] = []
   const unwatch = await observer.watch(
     'lock:',

@@ -1,7 +1,9 @@
 /**
  * Two zaris nodes in front of one real redis-server, eight client processes
  * (four on each node) x 100 rounds on one lock: every fenced write the store
- * accepted carries a larger token than the write accepted before it.
+ * accepted carries a larger token than the write accepted before it. One
+ * node reaches Redis through ioredis, the other through node-redis: both
+ * libraries on one store at once.
  */
 import { execFile } from 'node:child_process'
 import { promisify } from 'node:util'
@@ -19,7 +21,7 @@ const nodes: NodeProcess[] = []
 
 beforeAll(async () => {
   redis = await new RedisServer().start()
-  for (let i = 0; i < 2; i++) nodes.push(await startNode(['--redis', `redis://127.0.0.1:${redis.port}/0`]))
+  for (const library of ['ioredis', 'redis']) nodes.push(await startNode(['--redis', `redis://127.0.0.1:${redis.port}/0?client=${library}`]))
 }, 60_000)
 afterAll(async () => {
   await Promise.all(nodes.map((n) => n.stop()))

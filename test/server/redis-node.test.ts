@@ -1,10 +1,12 @@
 /**
  * `zaris serve --redis URL`: two node processes in front of one real
  * redis-server serve one store, so a client given both addresses keeps its
- * lock and its watch when the node it talks to is killed.
+ * lock and its watch when the node it talks to is killed. On each client
+ * library (`--redis redis://…?client=redis` for node-redis).
  */
 import { afterAll, beforeAll, expect, test } from 'vitest'
 import { connect, type WatchEvent } from 'zaris'
+import { LIBRARIES, named, using } from '../redis/clients'
 import { RedisServer } from '../redis/server'
 import { startNode, type NodeProcess } from './node-process'
 
@@ -18,20 +20,21 @@ afterAll(async () => {
   await redis?.dispose()
 })
 
-test('two nodes on one Redis are one lock domain, and a client fails over between them', async () => {
-  const a = await startNode(['--redis', `redis://127.0.0.1:${redis.port}/0`])
-  const b = await startNode(['--redis', `redis://127.0.0.1:${redis.port}/0`])
+for (const library of LIBRARIES) test(`two nodes on one Redis are one lock domain, and a client fails over between them (${named(library)})`, async () => {
+  const url = using(`redis://127.0.0.1:${redis.port}/0`, library)
+  const a = await startNode(['--redis', url])
+  const b = await startNode(['--redis', url])
   nodes.push(a, b)
-  expect(a.output()).toMatch(/store: redis redis:\/\/127\.0\.0\.1:\d+\/0/)
-  const onA = await connect(`zaris://127.0.0.1:${a.port}/shared`, { id: 'on-a' })
-  const onB = await connect(`zaris://127.0.0.1:${b.port}/shared`, { id: 'on-b' })
+  expect(a.output()).toMatch(new RegExp(`store: redis redis://127\\.0\\.0\\.1:\\d+/0\\?client=${library}`))
+  const onA = await connect(`zaris://127.0.0.1:${a.port}/shared-${library}`, { id: 'on-a' })
+  const onB = await connect(`zaris://127.0.0.1:${b.port}/shared-${library}`, { id: 'on-b' })
   const lock = await onA.locks.acquire('lock:one', { ttl: 10_000 })
   expect(lock).not.toBeNull()
   expect(await onB.locks.acquire('lock:one')).toBeNull()
   expect(await onB.locks.holder('lock:one')).toMatchObject({ owner: 'on-a', token: lock!.token })
 
   // A client of both nodes, talking to a; a dies; it goes on through b, its watch too.
-  const both = await connect(`zaris://127.0.0.1:${a.port},127.0.0.1:${b.port}/shared`, { id: 'both' })
+  const both = await connect(`zaris://127.0.0.1:${a.port},127.0.0.1:${b.port}/shared-${library}`, { id: 'both' })
   const watch = both.watch('job:', { prefix: true })
   await watch.ready
   await both.put('job:1', 1)

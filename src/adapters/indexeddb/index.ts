@@ -12,11 +12,12 @@
  *
  * @module
  */
-import type { Adapter, Check, CommitResult, Entry, ListOptions, ListPage, Op, Unsubscribe, WatchSink } from '../../core/contract/adapter'
+import type { Adapter, Check, CommitOptions, CommitResult, Entry, ListOptions, ListPage, Op, Unsubscribe, WatchSink } from '../../core/contract/adapter'
 import type { Clock, TimerHandle } from '../../core/time/clock'
 import { ClosedError, InvalidArgumentError, UnavailableError, UnsupportedError } from '../../core/contract/errors'
 import { once } from '../../core/contract/once'
 import { checkCommitArgs, checkKey, checkListOptions, checkPrefix, checkWatchArgs } from '../../core/contract/validate'
+import { answerOf, keepAnswer, type Answers } from '../kit/answers'
 import { AdapterLife } from '../kit/life'
 import type { Liveness } from './liveness'
 import type { Reaper } from './reaper'
@@ -122,6 +123,9 @@ export async function openIndexedDb(options: IndexedDbAdapterOptions = {}): Prom
  * `UnavailableError` saying so — and is tried again by the next registration
  * or use of the store.
  */
+/** The answers of each page store's commits by request id. */
+const answered = new WeakMap<SharedStore, Answers>()
+
 class IndexedDbStore {
   readonly adapter: Adapter
   readonly #shared: SharedStore
@@ -201,7 +205,7 @@ class IndexedDbStore {
         return toEntry(e, now)
       },
       list: (prefix, options) => this.#list(prefix, options),
-      commit: (checks, ops) => this.#commit(checks, ops),
+      commit: (checks, ops, options) => this.#commit(checks, ops, options),
       watch: (prefix, sink, fromRevision) => this.#watch(prefix, sink, fromRevision),
       close: () => this.#close(),
     }
@@ -237,13 +241,20 @@ class IndexedDbStore {
     }
   }
 
-  async #commit(checks: Check[], ops: Op[]): Promise<CommitResult> {
+  async #commit(checks: Check[], ops: Op[], options: CommitOptions | undefined): Promise<CommitResult> {
     this.#life.assertOpen()
     this.#follow()
     checkCommitArgs(checks, ops)
+    // A commit sent again with its request id is answered as the first time, by this page's store of the namespace.
+    const id = options?.requestId
+    const answers = answered.get(this.#shared) ?? new Map()
+    answered.set(this.#shared, answers)
+    const kept = answerOf(answers, id)
+    if (kept) return kept
     // Values are copied now: the transaction, the result and the events must not see later mutations.
     const copied = ops.map((op) => (op.type === 'set' ? { ...op, value: copy(op.value) } : op))
     const result = await this.#shared.commit(checks, copied)
+    keepAnswer(answers, id, result)
     // Results share nothing with the store's records or with other commits of the batch.
     if (result.ok) for (const e of result.entries) e.value = copy(e.value)
     else for (const f of result.failed) if (f.entry) f.entry = { ...f.entry, value: copy(f.entry.value) }

@@ -1,33 +1,24 @@
 /**
- * The Redis connections of one adapter: opening them from a URL, running the
- * scripts (`functions.ts`), and keeping an idle Node process free to exit.
+ * The Redis connections of one adapter: opening them from a URL (with the
+ * client library `load.ts` picks), sharing them between the adapters of a
+ * process, running the scripts (`functions.ts`), and keeping an idle Node
+ * process free to exit. Which library carries the commands is `client.ts`'s
+ * business; nothing here asks.
  *
  * An open socket keeps Node running, but an adapter that is doing nothing
  * must not (a process whose clients hold and watch nothing exits on its own).
  * So a socket the adapter owns is unref'd whenever no call is in flight, and
- * ref'd again for each call — re-applied on every reconnect, since ioredis
- * then opens a new socket.
+ * ref'd again for each call.
  *
  * @module
  */
-import type { Cluster, Redis, RedisOptions } from 'ioredis'
 import { InvalidArgumentError, InvalidUrlError, UnauthorizedError, UnavailableError } from '../../core/contract/errors'
-import { loadIoredis } from './load'
+import { LIBRARIES, linkClient, openLink, type LibraryOptions, type RedisLibrary } from './client'
+import type { RedisLink } from './link'
+import { describeError, loadLibrary } from './load'
 import { ScriptRunner } from './functions'
 
-/** A Redis client the adapter can drive: an ioredis `Redis` or `Cluster`. */
-export type RedisClient = Redis | Cluster
-
-/** Defaults for connections the adapter opens; the caller's `redis` options override them. */
-const DEFAULTS: RedisOptions = {
-  lazyConnect: true,
-  enableAutoPipelining: true,
-  // A command queued while Redis is unreachable fails after this many reconnect attempts (~3 s).
-  maxRetriesPerRequest: 10,
-  // A commit cut off by a dropped connection is sent again after the reconnect; its
-  // request id makes the second run answer what the first did instead of applying twice.
-  autoResendUnfulfilledCommands: true,
-}
+export type { RedisClient } from './client'
 
 /** A URL without its password, for messages. */
 export function redact(url: string): string {
@@ -40,11 +31,18 @@ export function redact(url: string): string {
   }
 }
 
+/** A parsed Redis URL: what the library gets (without `ns` and `client`), the namespace and the library, where the URL names them. */
+export interface RedisUrl {
+  url: string
+  namespace: string | undefined
+  library: RedisLibrary | undefined
+}
+
 /**
- * Parses `redis://[user:pass@]host:port[/db]?ns=NAME` (or `rediss://`): the
- * URL ioredis gets (without `ns`) and the namespace, if the URL names one.
+ * Parses `redis://[user:pass@]host:port[/db]?ns=NAME&client=LIBRARY` (or
+ * `rediss://`): `client` is `ioredis`, `redis` (node-redis) or `iovalkey`.
  */
-export function parseRedisUrl(url: string): { url: string; namespace: string | undefined } {
+export function parseRedisUrl(url: string): RedisUrl {
   let u: URL
   try {
     u = new URL(url)
@@ -58,36 +56,30 @@ export function parseRedisUrl(url: string): { url: string; namespace: string | u
     throw new InvalidUrlError(`${JSON.stringify(redact(url))}: the path must be a database number, as in redis://host:6379/0`)
   }
   const namespace = u.searchParams.get('ns') ?? undefined
+  const client = u.searchParams.get('client') ?? undefined
+  if (client !== undefined && !(LIBRARIES as readonly string[]).includes(client)) {
+    throw new InvalidUrlError(`${JSON.stringify(redact(url))}: client must be one of ${LIBRARIES.join(', ')} (redis is node-redis), got ${JSON.stringify(client)}`)
+  }
   u.searchParams.delete('ns')
-  return { url: u.toString(), namespace }
+  u.searchParams.delete('client')
+  return { url: u.toString(), namespace, library: client as RedisLibrary | undefined }
 }
 
-/** Opens a connection to `url` and waits until Redis answers, or throws an `UnavailableError`. */
-export async function openRedis(url: string, options: RedisOptions | undefined, connectionName: string): Promise<Redis> {
+/** Opens a connection to `url` and waits until Redis answers, or throws an `UnavailableError` (`UnauthorizedError` for refused credentials). */
+export async function openRedis(url: string, library: RedisLibrary | undefined, options: LibraryOptions | undefined, connectionName: string): Promise<RedisLink> {
   if (options !== undefined && (typeof options !== 'object' || options === null)) {
-    throw new InvalidArgumentError('redis options must be an object of ioredis options')
+    throw new InvalidArgumentError('redis options must be an object of options for the client library')
   }
-  const Redis = await loadIoredis()
-  const redis = new (Redis as unknown as new (url: string, options: RedisOptions) => Redis)(url, { ...DEFAULTS, connectionName, ...options, lazyConnect: true })
-  // Later failures reach the caller through the commands; without a listener ioredis prints them.
-  let cause: unknown
-  const onError = (err: unknown) => (cause ??= err)
-  redis.on('error', onError)
+  const loaded = await loadLibrary(library)
   try {
-    await redis.connect()
-  } catch (err) {
-    redis.disconnect()
-    cause ??= err
-    const message = cause instanceof Error ? cause.message : String(cause)
+    return await openLink(loaded.library, loaded.module, url, options, connectionName)
+  } catch (cause) {
+    const message = describeError(cause)
     if (/WRONGPASS|NOAUTH|invalid (username|password)/i.test(message)) {
       throw new UnauthorizedError(`Redis at ${redact(url)} refused the credentials: ${message}`)
     }
-    throw new UnavailableError(`cannot connect to Redis at ${redact(url)}: ${message}`, { cause })
-  } finally {
-    redis.off('error', onError)
+    throw new UnavailableError(`cannot connect to Redis at ${redact(url)} (with ${loaded.library}): ${message}`, { cause })
   }
-  redis.on('error', () => {})
-  return redis
 }
 
 /**
@@ -98,8 +90,9 @@ export async function openRedis(url: string, options: RedisOptions | undefined, 
  * one watch reader. `release()` by the last user closes it.
  */
 export interface SharedConnection {
-  readonly client: RedisClient
-  /** Runs the scripts on `client`, as Redis Functions where it can. */
+  /** The connection, whatever library opened it. */
+  readonly link: RedisLink
+  /** Runs the scripts on `link`, as Redis Functions where it can. */
   readonly scripts: ScriptRunner
   /** Whether zaris opened it (and so closes it and manages its socket). */
   readonly owned: boolean
@@ -113,30 +106,30 @@ const shared = new Map<string, Promise<Entry>>()
 const byClient = new WeakMap<object, Entry>()
 
 /**
- * The shared connection to `url` with `options`, opened on first use. A
- * caller's options that cannot be compared (functions, sockets) get a
- * connection of their own.
+ * The shared connection to `url` with `library` (the first installed, if
+ * undefined) and `options`, opened on first use. A caller's options that
+ * cannot be compared (functions, sockets) get a connection of their own.
  */
-export async function shareUrl(url: string, options: RedisOptions | undefined, name: string): Promise<SharedConnection> {
+export async function shareUrl(url: string, library: RedisLibrary | undefined, options: LibraryOptions | undefined, name: string): Promise<SharedConnection> {
   let key: string | undefined
   try {
-    key = url + '\u0000' + JSON.stringify(options ?? {}, (_k, v: unknown) => {
+    key = `${library ?? ''}\u0000${url}\u0000${JSON.stringify(options ?? {}, (_k, v: unknown) => {
       if (typeof v === 'function' || typeof v === 'symbol') throw new Error('not comparable')
       return v
-    })
+    })}`
   } catch {
     key = undefined
   }
   if (key === undefined) {
-    const own = wrap(await openRedis(url, options, name), true, () => {})
+    const own = wrap(await openRedis(url, library, options, name), true, () => {})
     own.users++
     return own.connection
   }
   let entry = shared.get(key)
   if (!entry) {
     const k = key
-    entry = openRedis(url, options, name).then((redis) =>
-      wrap(redis, true, () => {
+    entry = openRedis(url, library, options, name).then((link) =>
+      wrap(link, true, () => {
         if (shared.get(k) === entry) shared.delete(k)
       }),
     )
@@ -145,15 +138,15 @@ export async function shareUrl(url: string, options: RedisOptions | undefined, n
   }
   const e = await entry
   // Its last user let it go while this call waited: open a new one.
-  if (e.closed) return shareUrl(url, options, name)
+  if (e.closed) return shareUrl(url, library, options, name)
   e.users++
   return e.connection
 }
 
-/** The shared use of a client the caller opened (never closed by zaris). */
-export function shareClient(client: RedisClient): SharedConnection {
+/** The shared use of a client the caller opened (never closed by zaris); refuses anything that is not a client it knows. */
+export function shareClient(client: object): SharedConnection {
   let e = byClient.get(client)
-  if (!e) byClient.set(client, (e = wrap(client, false, () => byClient.delete(client))))
+  if (!e) byClient.set(client, (e = wrap(linkClient(client), false, () => byClient.delete(client))))
   e.users++
   return e.connection
 }
@@ -164,14 +157,14 @@ interface Entry {
   closed: boolean
 }
 
-function wrap(client: RedisClient, owned: boolean, forget: () => void): Entry {
-  const hold = new SocketHold(owned ? (client as Redis) : undefined)
+function wrap(link: RedisLink, owned: boolean, forget: () => void): Entry {
+  const hold = new SocketHold(owned ? link : undefined)
   const entry: Entry = {
     users: 0,
     closed: false,
     connection: {
-      client,
-      scripts: new ScriptRunner(client),
+      link,
+      scripts: new ScriptRunner(link),
       owned,
       hold,
       spaces: new Map<string, unknown>(),
@@ -179,13 +172,11 @@ function wrap(client: RedisClient, owned: boolean, forget: () => void): Entry {
         if (--entry.users > 0) return
         entry.closed = true
         forget()
-        if (!owned) return
+        if (!owned) return link.detach()
         // QUIT is a call in flight like any other: without the hold, an idle process would exit before its answer.
         hold.hold()
         try {
-          await client.quit()
-        } catch {
-          client.disconnect()
+          await link.close()
         } finally {
           hold.release()
         }
@@ -198,30 +189,22 @@ function wrap(client: RedisClient, owned: boolean, forget: () => void): Entry {
 /**
  * Ref/unref control of a connection's socket: `hold()` while a call is in
  * flight, `release()` after. A connection the adapter does not own (a
- * Cluster, or a client the user passed in) is left alone.
+ * client the user passed in) is left alone; so is a cluster.
  */
 export class SocketHold {
-  readonly #redis: Redis | undefined
+  readonly #link: RedisLink | undefined
   #held = 0
 
-  constructor(redis: Redis | undefined) {
-    this.#redis = redis
-    this.#redis?.on('connect', () => this.#apply())
-    this.#redis?.on('ready', () => this.#apply())
-    this.#apply()
+  constructor(link: RedisLink | undefined) {
+    this.#link = link
+    this.#link?.keepAlive(false)
   }
 
   hold(): void {
-    if (this.#held++ === 0) this.#apply()
+    if (this.#held++ === 0) this.#link?.keepAlive(true)
   }
 
   release(): void {
-    if (--this.#held === 0) this.#apply()
-  }
-
-  #apply(): void {
-    const stream = this.#redis?.stream as { ref?: () => void; unref?: () => void } | undefined
-    if (this.#held > 0) stream?.ref?.()
-    else stream?.unref?.()
+    if (--this.#held === 0) this.#link?.keepAlive(false)
   }
 }

@@ -12,18 +12,18 @@
  *   ("Function not found": a new server, a restart without persistence, a
  *   `FUNCTION FLUSH`), and the call is sent again: a call that found no
  *   function ran nothing.
- * - `EVALSHA` (through ioredis's `defineCommand`, which loads a script
- *   missing from the cache) serves a connection whose Redis cannot run or
+ * - `EVALSHA` (with `EVAL` for a script missing from the cache) serves a
+ *   connection whose Redis cannot run or
  *   load functions: Redis before 7 or a proxy without the commands (any
  *   refusal of `FCALL` that did not come from the function itself and is
  *   not about now, the credentials or the keys), an ACL user without
  *   `fcall` or `function|load`, a library Redis refuses. And
- *   every ioredis `Cluster`, where a library would have to be loaded on each
- *   primary.
+ *   every cluster (ioredis `Cluster`, node-redis `createCluster`), where a
+ *   library would have to be loaded on each primary.
  *
  * @module
  */
-import type { Cluster, Redis } from 'ioredis'
+import type { LuaScript, RedisLink } from './link'
 import { TRANSIENT } from './load'
 import { CHECKED_PARTS, COMMIT_PARTS, PRELUDE } from './prelude'
 import { evalText, SCRIPTS, type ScriptName } from './scripts'
@@ -84,19 +84,15 @@ export type ScriptMode = 'function' | 'eval'
 
 /** Runs the scripts on one client: as functions where Redis can, by `EVALSHA` where not. */
 export class ScriptRunner {
-  readonly #client: Redis | Cluster
-  readonly #eval: Record<string, (...args: Array<string | number>) => Promise<unknown>>
+  readonly #link: RedisLink
+  readonly #eval: Record<string, LuaScript>
   #mode: ScriptMode
   #loading: Promise<void> | undefined
 
-  constructor(client: Redis | Cluster) {
-    this.#client = client
-    for (const [name, source] of Object.entries(SCRIPTS)) {
-      const command = evalName(name)
-      if (typeof (client as unknown as Record<string, unknown>)[command] !== 'function') client.defineCommand(command, { numberOfKeys: NUMBER_OF_KEYS, lua: evalText(source) })
-    }
-    this.#eval = client as unknown as Record<string, (...args: Array<string | number>) => Promise<unknown>>
-    this.#mode = client.isCluster ? 'eval' : 'function'
+  constructor(link: RedisLink) {
+    this.#link = link
+    this.#eval = Object.fromEntries(Object.entries(SCRIPTS).map(([name, source]) => [name, { lua: evalText(source) }]))
+    this.#mode = link.cluster ? 'eval' : 'function'
   }
 
   /** `function` until this Redis refused functions, then `eval` for good. */
@@ -109,8 +105,7 @@ export class ScriptRunner {
     // Twice at most: a library found missing is loaded and the call sent again once.
     for (let attempt = 0; attempt < 2 && this.#mode === 'function'; attempt++) {
       try {
-        // `call`, not `fcall`: the method exists in every ioredis 5 and 6 (the peer range), pipelined alike.
-        return await this.#client.call('FCALL', scriptLibrary().functions[name], NUMBER_OF_KEYS, ...keysAndArgs)
+        return await this.#link.call(String(keysAndArgs[0]), ['FCALL', scriptLibrary().functions[name], NUMBER_OF_KEYS, ...keysAndArgs])
       } catch (err) {
         const message = replyMessage(err)
         const why = message === undefined ? 'error' : refusal(message)
@@ -119,12 +114,13 @@ export class ScriptRunner {
         else await this.#load()
       }
     }
-    return this.#eval[evalName(name)]!(...keysAndArgs)
+    return this.#link.evalScript(this.#eval[name]!, NUMBER_OF_KEYS, keysAndArgs)
   }
 
   /** Loads the library once for every call that found it missing at the same time. */
   #load(): Promise<void> {
-    this.#loading ??= (this.#client.call('FUNCTION', 'LOAD', scriptLibrary().text) as Promise<unknown>)
+    this.#loading ??= this.#link
+      .call(undefined, ['FUNCTION', 'LOAD', scriptLibrary().text])
       .then(
         () => {},
         (err: unknown) => {
@@ -141,12 +137,7 @@ export class ScriptRunner {
   }
 }
 
-/** The ioredis command name of a script run by `EVALSHA`. */
-function evalName(name: string): string {
-  return `zaris_${name}`
-}
-
-/** The text of a Redis error reply, or undefined for any other failure (a dropped connection, a timeout). */
+/** The text of a Redis error reply (named `ReplyError` by every library's link), or undefined for any other failure (a dropped connection, a timeout). */
 function replyMessage(err: unknown): string | undefined {
   return err instanceof Error && err.name === 'ReplyError' ? err.message : undefined
 }

@@ -1,8 +1,9 @@
 /**
  * The Redis adapter, `redis://[user:pass@]host:port[/db]?ns=NAME` (and
  * `rediss://` for TLS): a zaris store in a Redis that many processes and
- * machines share. Node only; the Redis client, ioredis, is an optional peer
- * dependency loaded when this adapter is first used.
+ * machines share. Node only; the Redis client library (ioredis, node-redis
+ * or iovalkey: `client.ts`) is an optional peer dependency loaded when this
+ * adapter is first used.
  *
  * Every operation is one Lua script (see `scripts.ts`), so checks, writes,
  * the store-wide revision, TTL deadlines and the watch log change together or
@@ -10,7 +11,6 @@
  *
  * @module
  */
-import type { RedisOptions } from 'ioredis'
 import type { Adapter, Check, CommitOptions, CommitResult, Entry, ListOptions, ListPage, Op, Unsubscribe, Value, WatchSink } from '../../core/contract/adapter'
 import { InternalError, InvalidArgumentError, RevisionExhaustedError } from '../../core/contract/errors'
 import { randomId } from '../../core/contract/ids'
@@ -18,25 +18,33 @@ import { checkCommitArgs, checkKey, checkListOptions, checkOptions, checkPrefix,
 import { AdapterLife } from '../kit/life'
 import { added } from '../kit/write'
 import { decodeEntry } from './codec'
-import { parseRedisUrl, shareClient, shareUrl, type RedisClient, type SharedConnection } from './connection'
+import type { LibraryOptions, RedisClient } from './client'
+import { parseRedisUrl, shareClient, shareUrl, type SharedConnection } from './connection'
 import { Space } from './space'
 import type { ScriptName } from './scripts'
 
-export type { RedisClient } from './connection'
+export type { IoredisClient, LibraryOptions, NodeRedisClient, RedisClient, RedisLibrary } from './client'
 
 /** Options of {@link redisAdapter}. */
 export interface RedisAdapterOptions {
-  /** `redis://[user:pass@]host:port[/db]?ns=NAME` or `rediss://…`. Give this or `client`. */
+  /**
+   * `redis://[user:pass@]host:port[/db]?ns=NAME&client=LIBRARY` or `rediss://…`. Give this or `client`.
+   * `client` is `ioredis`, `redis` (node-redis) or `iovalkey`; without it, the first of these installed.
+   */
   url?: string
   /**
-   * An ioredis `Redis` or `Cluster` you opened yourself (Sentinel, Cluster, custom TLS…).
-   * The adapter uses it and a duplicate for watches; `close()` leaves it open.
+   * A client you opened yourself: an ioredis or iovalkey `Redis` or `Cluster`, or a
+   * node-redis `createClient()` or `createCluster()`, connected. The adapter uses it
+   * as it is, and a duplicate of it for watches; `close()` leaves it open.
    */
   client?: RedisClient
   /** The zaris namespace: stores with different namespaces never see each other. Default: the URL's `ns`, else `default`. */
   namespace?: string
-  /** ioredis options for the connection opened from `url` (for example `tls`). */
-  redis?: RedisOptions
+  /**
+   * Options of the client library for the connection opened from `url`: ioredis's
+   * `RedisOptions` (for example `tls`), or node-redis's `createClient` options.
+   */
+  redis?: LibraryOptions
   /** How many recent revisions of events are kept for watches that resume from a revision. Default 10 000. */
   historySize?: number
   /** How long (ms) a commit's answer is kept, so a retried request is answered instead of applied twice. Default 120 000. */
@@ -79,23 +87,20 @@ export async function redisAdapter(options: RedisAdapterOptions): Promise<RedisA
   }
   const historySize = checkCount(o.historySize ?? 10_000, 'historySize')
   const requestRetention = checkCount(o.requestRetention ?? 120_000, 'requestRetention')
-  if (o.redis !== undefined && (typeof o.redis !== 'object' || o.redis === null)) throw new InvalidArgumentError('redis must be an object of ioredis options')
-  if (o.client !== undefined && (typeof o.client !== 'object' || o.client === null || typeof o.client.defineCommand !== 'function')) {
-    throw new InvalidArgumentError('client must be an ioredis Redis or Cluster instance')
-  }
-  const connection = parsed ? await shareUrl(parsed.url, o.redis, `zaris:${namespace}`) : shareClient(o.client!)
+  if (o.redis !== undefined && (typeof o.redis !== 'object' || o.redis === null)) throw new InvalidArgumentError('redis must be an object of options for the client library')
+  const connection = parsed ? await shareUrl(parsed.url, parsed.library, o.redis, `zaris:${namespace}`) : shareClient(o.client as object)
   return new NamespaceAdapter(connection, Space.of(connection, namespace, { historySize }), requestRetention)
 }
 
 /**
  * Creates the adapter for a parsed `redis://` or `rediss://` URL (used by
- * `connect`); `options.redis` holds ioredis options, for example `tls`.
+ * `connect`); `options.redis` holds the client library's options, for example `tls`.
  *
  * @example
  * const adapter = await fromUrl('redis://127.0.0.1:6379/0?ns=jobs', 'jobs', {})
  */
 export function fromUrl(url: string, namespace: string, options: { readonly [option: string]: unknown }): Promise<RedisAdapter> {
-  return redisAdapter({ url, namespace, redis: options.redis as RedisOptions | undefined })
+  return redisAdapter({ url, namespace, redis: options.redis as LibraryOptions | undefined })
 }
 
 /** One adapter: its own closed state and watches, on a namespace shared with the process's other adapters. */

@@ -6,11 +6,11 @@
  *
  * @module
  */
-import type { Redis } from 'ioredis'
 import type { Unsubscribe, WatchSink } from '../../core/contract/adapter'
 import { systemClock, type TimerHandle } from '../../core/time/clock'
 import { LOG_KEY_INDEX, namespaceKeys, type LogEntry, type RawLogEntry } from './codec'
-import { SocketHold, type RedisClient, type SharedConnection } from './connection'
+import type { RedisLink } from './link'
+import { SocketHold, type SharedConnection } from './connection'
 import { Follower } from './follower'
 import { redisError } from './load'
 import type { ScriptName } from './scripts'
@@ -32,7 +32,7 @@ export class Space {
   readonly #follower: Follower
   /** Removes this space from its connection once the last adapter let it go. */
   readonly #forget: () => void
-  #reader: RedisClient | undefined
+  #reader: RedisLink | undefined
   #readerHold: SocketHold | undefined
   #users = 0
   #closed = false
@@ -66,12 +66,9 @@ export class Space {
         return { revision, epoch: String(r[4] ?? ''), entries: r[3] ?? [] }
       },
       read: async (afterId, count, blockMs) => {
-        const reply = (await this.#readerClient().xread('COUNT', count, 'BLOCK', blockMs, 'STREAMS', this.#keys[LOG_KEY_INDEX]!, afterId)) as
-          | Array<[string, RawLogEntry[]]>
-          | null
-        return reply?.[0]?.[1] ?? null
+        return (await this.#readerLink().xread(this.#keys[LOG_KEY_INDEX]!, afterId, count, blockMs)) as RawLogEntry[] | null
       },
-      revision: async () => Number((await this.#readerClient().hget(this.#keys[0]!, 'n')) ?? 0),
+      revision: async () => Number((await this.#readerLink().call(this.#keys[0]!, ['HGET', this.#keys[0]!, 'n'])) ?? 0),
       saw: (entry) => this.#saw(entry),
       active: (active) => {
         this.#readerHold?.[active ? 'hold' : 'release']()
@@ -113,20 +110,17 @@ export class Space {
     this.#forget()
     this.#clearTimer()
     this.#follower.close()
-    this.#reader?.disconnect()
+    this.#reader?.destroy()
   }
 
-  #readerClient(): RedisClient {
+  #readerLink(): RedisLink {
     if (!this.#reader) {
-      const client = this.#connection.client
       // A connection of its own: XREAD BLOCK holds up every other command on its connection.
       // It waits through outages rather than failing, since its reads resume from a cursor.
-      const reader =
-        'nodes' in client ? client.duplicate() : client.duplicate({ maxRetriesPerRequest: null, enableAutoPipelining: false, lazyConnect: false })
-      reader.on('error', () => {})
+      const reader = this.#connection.link.duplicate()
       this.#reader = reader
       if (this.#connection.owned) {
-        this.#readerHold = new SocketHold(reader as Redis)
+        this.#readerHold = new SocketHold(reader)
         if (this.#follower.size > 0) this.#readerHold.hold()
       }
     }

@@ -1,6 +1,6 @@
 /**
  * What an acquire checks at the call, before the acquire machinery
- * (acquire.ts, a chunk loaded on first use) is needed: the options every
+ * (acquire/index.ts, a chunk loaded on first use) is needed: the options every
  * acquire takes, a lock's mode and a multi-key acquire's keys, each failing
  * with an `InvalidArgumentError` that names what is wrong.
  *

@@ -1,7 +1,7 @@
 /**
  * A claim is what one acquire wants, and how to take it in one commit: the
  * part of an acquire that knows the layout of what it takes. The acquire
- * machine (acquire-machine.ts) decides *when* to try and what to wait for;
+ * machine (machine.ts) decides *when* to try and what to wait for;
  * a claim decides *what* a try writes and what stands in its way.
  *
  * A claim is made of parts, one per key it takes (a lock, a lease, one key

@@ -9,7 +9,7 @@
  * The line is advisory, never a safety mechanism: the lock's own
  * compare-and-set decides who holds it. A waiter that dies leaves an entry
  * that expires after {@link QUEUE_TTL}; until then the waiters behind it
- * still try the lock when they find it free on a patrol (see acquire-machine.ts).
+ * still try the lock when they find it free on a patrol (see machine.ts).
  *
  * @module
  */

@@ -3,7 +3,7 @@
  * (claim.ts) says what a try writes and what stands in its way; this machine
  * says when to try, where to stand in line, and what to wait for.
  *
- * Waiters stand in line (wait-queue.ts): only the first in line tries when
+ * Waiters stand in line (line.ts): only the first in line tries when
  * what blocks it changes, so a release costs one try, not one per waiter.
  * The line is advisory; the claim's compare-and-set alone decides who holds.
  *

@@ -1,6 +1,6 @@
 /**
  * Waiting for what stands in the way of an acquire to change: the one wait
- * every state of the acquire machine (acquire-machine.ts) that waits uses.
+ * every state of the acquire machine (machine.ts) that waits uses.
  *
  * A {@link Sight} is what the waiter last saw in its way — the entries that
  * block it and where their changes show. The wait watches those places *from

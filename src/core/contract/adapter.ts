@@ -2,36 +2,10 @@
  * The adapter contract: the only thing a storage backend implements. Five
  * members — `get`, `list`, `commit`, `watch`, `close` — and optional
  * capabilities that are declared, never guessed. Every lock, lease, counter,
- * watch and election in zaris is built by the core on these alone.
- *
- * Invariants every adapter keeps (the conformance suite checks each):
- * - `revision` is store-wide: every successful commit takes a number larger
- *   than any before (stores may skip numbers), every entry it writes carries
- *   it; never reused, never reset by deletes or expiry, and durable stores
- *   keep it across restarts. A store whose next revision would pass
- *   `Number.MAX_SAFE_INTEGER` refuses the commit with a
- *   `RevisionExhaustedError` (code `REVISION_EXHAUSTED`) and writes nothing,
- *   rather than lose order.
- * - `created` is the revision that started the entry's current life (etcd's
- *   create revision). The new-life rule: a write starts a new life —
- *   `created` becomes the commit's revision — when the key has no live entry,
- *   when the `set` has `fresh`, or when the op's owner differs from the live
- *   entry's owner (an ownerless `set` over an owned entry, an owned `set` over
- *   another owner's or over an ownerless one). A `set` by the same owner (both
- *   absent counts as the same) keeps `created`, and so does an `add`. A delete
- *   or expiry ends the life. So one life has one owner, and a hold is alive
- *   exactly while its key carries its token (`created`).
- * - An entry whose TTL ran out (on the store's clock) is absent to every read
- *   and check at once. Its expiry is a delete that takes the next revision and
- *   is reported to watchers as `expire`, exactly once.
- * - Keys (and prefixes) are well-formed UTF-16 strings (no lone surrogates),
- *   keys 1 to 1024 UTF-16 code units long, prefixes 0 to 1024. A store refuses
- *   any other with an `InvalidArgumentError` (code `INVALID_ARGUMENT`), even
- *   when called directly, rather than store something else.
- * - Watchers see events in revision order, none lost or doubled.
- * - A store that can lose its state (a memory node restarted, Redis without
- *   persistence) never hands a client a revision at or below one that client
- *   has seen: see {@link CommitOptions.seen}.
+ * watch and election in zaris is built by the core on these alone. The
+ * rules every adapter keeps are the documentation of {@link Adapter}; the
+ * guide (docs/writing-an-adapter.md, shipped in the package) walks through
+ * an adapter that keeps them.
  *
  * @module
  */
@@ -265,7 +239,54 @@ export const SEEN_REVISION_LIMIT = 2 ** 52
 
 /**
  * The storage contract. Implement the five required members; declare optional
- * ones in {@link Adapter.capabilities}.
+ * ones in {@link Adapter.capabilities}. The rules every adapter keeps (the
+ * conformance suite, `zaris/conformance`, checks each and names it when it
+ * fails, as `[rule new-life]`; node_modules/zaris/docs/writing-an-adapter.md
+ * walks through them):
+ *
+ * - `revision` is store-wide: every successful commit takes a number larger
+ *   than any before (stores may skip numbers), every entry it writes carries
+ *   it; never reused, never reset by deletes or expiry, and durable stores
+ *   keep it across restarts. A store whose next revision would pass
+ *   `Number.MAX_SAFE_INTEGER` refuses the commit with a
+ *   `RevisionExhaustedError` (code `REVISION_EXHAUSTED`) and writes nothing,
+ *   rather than lose order; reads go on (`revision`, `exhaustion`).
+ * - A commit is one step: every check holds or nothing is written (a
+ *   `delete`'s checks hold it back like any op's), and of commits racing on
+ *   one key only those whose checks still hold when they write succeed
+ *   (`checks`, `atomic`).
+ * - `created` is the revision that started the entry's current life (etcd's
+ *   create revision). The new-life rule: a write starts a new life —
+ *   `created` becomes the commit's revision — when the key has no live entry
+ *   (also right after the same owner's entry expired or was deleted), when
+ *   the `set` has `fresh`, or when the op's owner differs from the live
+ *   entry's owner (an ownerless `set` over an owned entry, an owned `set` over
+ *   another owner's or over an ownerless one). A `set` by the same owner (both
+ *   absent counts as the same) keeps `created`, and so does an `add`. A delete
+ *   or expiry ends the life. So one life has one owner, and a hold is alive
+ *   exactly while its key carries its token (`created`) (`new-life`).
+ * - TTLs are milliseconds on the store's own clock, never a client's, and may
+ *   be fractional (never rounded to "no TTL"). An entry whose TTL ran out is
+ *   absent to every read and check at once. Its expiry is a delete that takes
+ *   a revision above the entry's last write and is reported to watchers as
+ *   `expire`, exactly once (`store-clock`, `fractional-ttl`, `expiry`,
+ *   `expiry-revision`).
+ * - Keys (and prefixes) are well-formed UTF-16 strings (no lone surrogates),
+ *   keys 1 to 1024 UTF-16 code units long, prefixes 0 to 1024. A store refuses
+ *   any other with an `InvalidArgumentError` (code `INVALID_ARGUMENT`), even
+ *   when called directly, rather than store something else.
+ * - A commit sent again with its `requestId` is answered as the first time,
+ *   not applied again, also over another connection (`request-id`).
+ * - Watchers see events in revision order, none lost or doubled, however fast
+ *   commits come; a watch from history that is gone gets `CompactedError`,
+ *   never part of it (`watch-order`, `watch-complete`, `compaction`).
+ * - A store that can lose its state (a memory node restarted, Redis without
+ *   persistence) never hands a client a revision at or below one that client
+ *   has seen: see {@link CommitOptions.seen} (`seen`).
+ * - After `close()`, calls fail with `ClosedError` and the adapter's watches
+ *   get no more events (at most one `sink.error`, a `ClosedError`); a store
+ *   out of reach fails calls with `UnavailableError` in bounded time
+ *   (`close`, `unavailable`).
  *
  * @example
  * const client = new Client(memoryAdapter({ namespace: 'tests' }))

@@ -3,11 +3,13 @@
  * with U+0001. They are hidden from `list` and `watch` and refused as user
  * keys, so the two can never collide. The second character says whose:
  *
- * - `q`: a waiter's place in the line of a lock or semaphore (wait-queue.ts);
- * - `s`: one shared hold of a lock (shared-part.ts);
+ * - `q`: a waiter's place in the line of a lock or semaphore (acquire/line.ts);
+ * - `s`: one shared hold of a lock (acquire/shared-part.ts);
  * - `x`: the intent of the exclusive waiter first in line, which keeps new
- *   shared holds out so that they cannot starve it (exclusive-part.ts);
- * - `p`: one permit of a semaphore, a slot (semaphores.ts).
+ *   shared holds out so that they cannot starve it (acquire/exclusive-part.ts);
+ * - `p`: one permit of a semaphore, a slot (acquire/permit-part.ts);
+ * - `j`: the record of one slot of a job (jobs/record.ts): who ran it, with
+ *   which token, and how it ended. Followed by the job's lock key alone.
  *
  * Each is followed by the user's key, then U+0001 and the entry's own
  * suffix (a waiter or holder id, or a slot number), so that every entry of
@@ -28,6 +30,8 @@ export const SHARE_PREFIX = '\u0001s'
 export const INTENT_PREFIX = '\u0001x'
 /** Semaphore permits: U+0001 `p` + key + U+0001 + slot number. */
 export const PERMIT_PREFIX = '\u0001p'
+/** A job's slot records: U+0001 `j` + the slot's lock key (`name@slot`). */
+export const JOB_PREFIX = '\u0001j'
 /**
  * The owner of a lock key held in shared mode (its *group*): the entry's
  * value counts the shared holds. No client id can start with U+0001.

@@ -5,7 +5,7 @@
  *
  * @module
  */
-import type { Check, Op, Value, WatchSink } from './adapter'
+import type { Check, CommitOptions, Op, Value, WatchSink } from './adapter'
 import { InvalidArgumentError } from './errors'
 import { MAX_KEY_LENGTH, MAX_OWNER_LENGTH, MAX_REQUEST_ID_LENGTH, MAX_TTL, MAX_VALUE_DEPTH } from './limits'
 import { isReservedKey } from './reserved'
@@ -288,4 +288,25 @@ export function checkRequestId(requestId: unknown): string | undefined {
     throw new InvalidArgumentError(`requestId must be a non-empty string of at most ${MAX_REQUEST_ID_LENGTH} characters`)
   }
   return requestId
+}
+
+/**
+ * Checks a commit's options as a store takes them, whoever calls it:
+ * `requestId` (see {@link checkRequestId}), `seen` a revision (an integer
+ * >= 0), `waitChange` a number of ms >= 0. Returns them; throws
+ * `InvalidArgumentError` naming the field.
+ *
+ * @example
+ * const { requestId, seen } = checkCommitOptions(options) // in an adapter's commit
+ */
+export function checkCommitOptions(options: unknown): CommitOptions {
+  const o = checkOptions<CommitOptions>(options, 'commit options')
+  const out: CommitOptions = {}
+  if (o.requestId !== undefined) out.requestId = checkRequestId(o.requestId)!
+  if (o.seen !== undefined) {
+    if (!Number.isSafeInteger(o.seen) || o.seen < 0) throw new InvalidArgumentError(`seen must be a revision (an integer >= 0), got ${describe(o.seen)}`)
+    out.seen = o.seen
+  }
+  if (o.waitChange !== undefined) out.waitChange = checkWait(o.waitChange, 'waitChange')
+  return out
 }

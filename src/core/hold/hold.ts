@@ -18,7 +18,7 @@
  *   release's refused check, a fenced write refused for its fence, an event
  *   of its key (once someone reads `signal`), or a look at the key when that
  *   watch fails — and ends at once: `held` turns false and `signal` aborts.
- * - The reason names what happened (see `./hold-end`); a release or renewal
+ * - The reason names what happened (see `./end`); a release or renewal
  *   whose check fails says what it found there, and resolves `false`.
  *
  * Not guaranteed: a holder that is paused (GC, a frozen tab, SIGSTOP) past its
