@@ -2,7 +2,8 @@
  * The conformance suite, unchanged, on the `file://` store: every adapter a
  * connection of its own to one SQLite file (as each process of the machine
  * has), a namespace per test. The same suite's promises across real
- * processes are checked in processes.test.ts.
+ * processes are checked in test/faults/file.test.ts (histories of real
+ * processes, kill -9 and SIGSTOP) and test/model/file.test.ts.
  */
 import { rmSync } from 'node:fs'
 import { join } from 'node:path'
