@@ -1,15 +1,13 @@
 import { defineConfig, type Options } from 'tsup'
-import { esbuildBrowserVariants } from './scripts/browser-variants'
 
 /**
- * Three builds into dist/ (`npm run build` empties it first):
+ * Two builds into dist/ (`npm run build` empties it first, and then makes
+ * dist/browser/ with scripts/browser-build.ts: what the `browser` export
+ * condition picks, one file per module so that the app's bundler decides
+ * the chunks):
  *
  * - every public subpath, ESM and CommonJS, with declarations; shared code
  *   and lazily loaded adapters land in chunks of their own;
- * - dist/browser/: what the `browser` export condition picks (Vite, webpack,
- *   esbuild apps), ESM, where each `x.ts` with an `x.browser.ts` beside it is
- *   replaced by it (scripts/browser-variants.ts) — so `connect` knows only a page's schemes
- *   (src/schemes.browser.ts) and no Node-only adapter is even a chunk;
  * - dist/conformance.js (`zaris/conformance`): the suite every built-in
  *   adapter passes (test/conformance), for adapters written outside zaris.
  *   ESM only, as vitest is; it imports `zaris` and `vitest` as the user's
@@ -54,20 +52,6 @@ export default defineConfig([
       if (!code.startsWith('#!')) await writeFile(cli, `#!/usr/bin/env node\n${code}`)
       await chmod(cli, 0o755)
     },
-  },
-  {
-    ...shared,
-    entry: {
-      index: 'src/index.ts',
-      memory: 'src/adapters/memory.ts',
-      indexeddb: 'src/adapters/indexeddb/index.ts',
-      http: 'src/adapters/http/index.ts',
-      testing: 'src/testing.ts',
-      'web-locks': 'src/web-locks/index.ts',
-    },
-    format: ['esm'],
-    outDir: 'dist/browser',
-    esbuildPlugins: [esbuildBrowserVariants],
   },
   {
     ...shared,

@@ -33,6 +33,8 @@ export type {
   Check,
   CommitOptions,
   CommitResult,
+  Gate,
+  GateOptions,
   Entry,
   HistoryLimits,
   HistoryPage,

@@ -1,10 +1,11 @@
 /**
- * Bundle size: what a browser app ships, built the way an app builds (Vite,
- * minified, es2022, zaris's `browser` export condition: its browser variants,
- * scripts/browser-variants.ts), gzip -9: zaris with the IndexedDB adapter,
- * against broadcast-channel (its channel and its LeaderElection); and the
- * HTTP client chunk a page loads for `connect('zaris://host…')` (issue 16's
- * target: at most 10 kB).
+ * Bundle size: what a page loads (issue 30) — the package as `npm pack`
+ * ships it, in a Vite app electing a leader over `zaris://idb`, one that
+ * also locks and watches, and broadcast-channel's LeaderElection in the same
+ * kind of app, each in three Chromium tabs (bench/browser/packed-app.ts):
+ * every JS file the tabs fetch, gzip -9, and how many; and the HTTP client
+ * chunk a page loads for `connect('zaris://host…')` (issue 16's target: at
+ * most 10 kB), built from source.
  *
  * @module
  */
@@ -14,6 +15,8 @@ import { fileURLToPath } from 'node:url'
 import { gzipSync } from 'node:zlib'
 import { build, type Rollup } from 'vite'
 import { viteBrowserVariants } from '../../scripts/browser-variants'
+import { appFolder, launch, loadApp, type PageLoad } from '../browser/packed-app'
+import { PAGE_ELECTION, PAGE_FAMILY } from '../lib/targets'
 import type { Row } from '../lib/compare'
 import { fmtBytes, type Scenario } from '../lib/report'
 import type { BenchContext } from './context'
@@ -44,18 +47,7 @@ async function bundle(code: string): Promise<Rollup.OutputChunk[]> {
   }
 }
 
-/** The entry chunks and every chunk they import statically: what a page loads before any dynamic import. */
-function atStart(chunks: Rollup.OutputChunk[]): Rollup.OutputChunk[] {
-  const byName = new Map(chunks.map((c) => [c.fileName, c]))
-  const seen = new Set<Rollup.OutputChunk>()
-  const visit = (c: Rollup.OutputChunk | undefined) => {
-    if (!c || seen.has(c)) return
-    seen.add(c)
-    c.imports.forEach((name) => visit(byName.get(name)))
-  }
-  chunks.filter((c) => c.isEntry).forEach(visit)
-  return [...seen]
-}
+const PAGE_PEER = 'Vite app: broadcast-channel LeaderElection'
 
 function row(label: string, zaris: boolean, chunks: Rollup.OutputChunk[]): Row {
   const min = chunks.reduce((t, c) => t + Buffer.byteLength(c.code), 0)
@@ -63,39 +55,51 @@ function row(label: string, zaris: boolean, chunks: Rollup.OutputChunk[]): Row {
   return { contender: label, zaris, opsPerSec: NaN, p50: NaN, p99: NaN, trials: 1, n: 0, extra: { min, gzip } }
 }
 
+/** A row of what the tabs of a packed-app page load: every JS file once, gzipped as served. */
+function pageRow(label: string, zaris: boolean, load: PageLoad): Row {
+  return { contender: label, zaris, opsPerSec: NaN, p50: NaN, p99: NaN, trials: 1, n: 0, extra: { min: load.min, gzip: load.gzip, files: load.files.length } }
+}
+
+/** The apps of bench/browser/packed-app.ts, each in three Chromium tabs, and what they load. */
+async function pageRows(ctx: BenchContext): Promise<Row[]> {
+  ctx.log('bundle: npm pack, Vite apps in Chromium tabs')
+  const folder = await appFolder()
+  const browser = await launch()
+  try {
+    return [
+      pageRow(PAGE_ELECTION, true, await loadApp(folder, browser, 'election')),
+      pageRow(PAGE_FAMILY, true, await loadApp(folder, browser, 'family')),
+      pageRow('Vite app: election, entry with top-level await', true, await loadApp(folder, browser, 'election, top-level await')),
+      pageRow(PAGE_PEER, false, await loadApp(folder, browser, 'broadcast-channel')),
+    ]
+  } finally {
+    await browser.close()
+    folder.close()
+  }
+}
+
 export async function bundleScenario(ctx: BenchContext): Promise<Scenario> {
   ctx.log('bundle: vite builds')
   const modules = (c: Rollup.OutputChunk) => Object.keys(c.modules).join(' ')
-  const staticBoth = await bundle(
-    "import { connect } from 'zaris'\nimport { indexedDbAdapter } from 'zaris/indexeddb'\nObject.assign(globalThis, { app: { connect, indexedDbAdapter } })\n",
-  )
-  // The usual app calls connect('zaris://idb/...'): the entry chunk, plus the IndexedDB chunk it loads.
-  const lazy = await bundle("import { connect } from 'zaris'\nObject.assign(globalThis, { open: () => connect('zaris://idb/app') })\n")
-  // (Liveness and the reaper, adapters/indexeddb/alive.ts, are a chunk the store loads when it is made: counted.)
-  const loaded = [...new Set([...atStart(lazy), ...lazy.filter((c) => /adapters\/indexeddb\//.test(modules(c)))])]
   // A page that talks to a node: the client is a chunk of its own, loaded by connect.
   const node = await bundle("import { connect } from 'zaris'\nObject.assign(globalThis, { open: () => connect('zaris://host:7861/ns') })\n")
   const client = node.filter((c) => /adapters\/http\/client\.ts/.test(modules(c)))
-  const bc = await bundle("import { BroadcastChannel, createLeaderElection } from 'broadcast-channel'\nObject.assign(globalThis, { BroadcastChannel, createLeaderElection })\n")
-  const rows = [
-    // At start: the entry and the chunks it imports statically (the bundler may split errors or validation into one).
-    row('zaris + zaris/indexeddb', true, atStart(staticBoth)),
-    row("connect('zaris://idb/…'): entry + idb chunk", true, loaded),
-    row("connect('zaris://host'): its HTTP client chunk", true, client),
-    row('broadcast-channel (channel + LeaderElection)', false, bc),
-  ]
+  const rows = [...(await pageRows(ctx)), row("connect('zaris://host'): its HTTP client chunk", true, client)]
   const columns: Record<string, Record<string, string>> = {}
-  for (const r of rows) columns[r.contender] = { min: fmtBytes(r.extra.min!), 'min+gzip': fmtBytes(r.extra.gzip!) }
+  for (const r of rows) {
+    columns[r.contender] = { min: fmtBytes(r.extra.min!), 'min+gzip': fmtBytes(r.extra.gzip!) }
+    if (r.extra.files !== undefined) columns[r.contender]!.files = String(r.extra.files)
+  }
   return {
     id: 'bundle',
     title: 'Bundle size (browser)',
-    op: 'Vite production build (minified, es2022) of an app that imports it; gzip -9 of every chunk it loads',
+    op: 'what a page loads: the packed package in a Vite app (production, its default chunking), 3 Chromium tabs, one closed once it leads; every JS file the tabs fetch, gzip -9 each',
     metric: 'size',
     rows,
     columns,
     notes: [
-      'zaris + zaris/indexeddb: what a page that imports both loads at start (the entry chunk and the chunks it imports statically; the adapter uses raw IndexedDB requests, no wrapper; zod is not in it); liveness and the reaper are a chunk the store loads when it is made, counted in the connect row; kB = 1000 bytes.',
-      "connect('zaris://host'): the chunk a page loads on top of the entry to talk to a node (issue 16's target: <= 10 kB min+gzip); it reads answers without zod. What weighs what: bench/tools/chunk-breakdown.ts, bench/FINDINGS.md §15.",
+      'Vite apps: bench/browser/packed-app.ts (the app code is there); kB = 1000 bytes. "top-level await": the same election app with its setup awaited at the top of the entry module, which makes Vite keep every module the entry shares with a lazily loaded chunk out of the entry (bench/FINDINGS.md §27).',
+      "connect('zaris://host'): the chunk a page loads on top of the entry to talk to a node, built from source (issue 16's target: <= 10 kB min+gzip); it reads answers without zod. What weighs what: bench/tools/chunk-breakdown.ts, bench/FINDINGS.md §15.",
     ],
   }
 }

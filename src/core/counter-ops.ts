@@ -1,7 +1,7 @@
 /**
  * The counter operations behind `client.counters` (counters.ts checks the
- * arguments): loaded when a client first counts, so that apps that never
- * do carry none of it.
+ * arguments). Small enough to come with the client: a chunk of their own
+ * would cost a request, and split the errors off the entry (taking.ts).
  *
  * @module
  */

@@ -11,7 +11,7 @@
  */
 import type { Context } from './context'
 import { InvalidArgumentError } from './contract/errors'
-import { counterOps } from './on-demand'
+import { increment, read } from './counter-ops'
 import { checkUserKey } from './contract/validate'
 
 /**
@@ -39,7 +39,7 @@ export class Counters {
     checkUserKey(key)
     if (!Number.isSafeInteger(delta)) throw new InvalidArgumentError(`delta must be a safe integer, got ${String(delta)}`)
     this.#ctx.assertOpen()
-    return (await counterOps()).increment(this.#ctx, key, delta)
+    return increment(this.#ctx, key, delta)
   }
 
   /**
@@ -51,6 +51,6 @@ export class Counters {
   async get(key: string): Promise<number> {
     checkUserKey(key)
     this.#ctx.assertOpen()
-    return (await counterOps()).read(this.#ctx, key)
+    return read(this.#ctx, key)
   }
 }

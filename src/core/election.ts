@@ -16,7 +16,8 @@
  *
  * This module is the facade an app always carries: it checks its arguments
  * at once and loads the body (election/body.ts, which has the campaign and
- * the rule of one truth per candidate) on the first `campaign` or `observe`.
+ * the rule of one truth per candidate) on the first `campaign` or `observe`,
+ * in one chunk with the acquire it campaigns through (taking.ts).
  * Until then nobody campaigned here, so there is no term and no leader seen.
  *
  * @module
@@ -24,8 +25,7 @@
 import type { Context } from './context'
 import { InvalidArgumentError } from './contract/errors'
 import type { Lease } from './hold/lease'
-import type { Leader } from './election/body'
-import { once } from './contract/once'
+import { ElectionBody, type Leader } from './election/body'
 import { checkUserKey, checkOptions, checkSignal, checkTtl } from './contract/validate'
 
 export type { Leader }
@@ -38,10 +38,6 @@ export interface ElectionOptions {
   candidate?: string
 }
 
-/** The body, imported here rather than in on-demand.ts: an app that imports on-demand.ts for a lock (zaris/web-locks) must not reach it. */
-const electionBody = once(() => import('./election/body'), 'election')
-
-type Body = InstanceType<Awaited<ReturnType<typeof electionBody>>['ElectionBody']>
 
 /**
  * One election, seen from one candidate.
@@ -59,8 +55,8 @@ export class Election extends EventTarget implements AsyncDisposable {
 
   readonly #ctx: Context
   readonly #ttl: number
-  #body: Body | undefined
-  #loading: Promise<Body> | undefined
+  #body: ElectionBody | undefined
+  #loading: Promise<ElectionBody> | undefined
   #closed = false
 
   /** @internal Created by `client.election`. */
@@ -155,14 +151,8 @@ export class Election extends EventTarget implements AsyncDisposable {
   }
 
   /** The body, loaded once (again after a failed load: a chunk the network lost may come next time). */
-  #load(): Promise<Body> {
-    this.#loading ??= electionBody().then(
-      ({ ElectionBody }) => (this.#body = new ElectionBody(this, this.#ctx, this.#ttl)),
-      (err: unknown) => {
-        this.#loading = undefined
-        throw err
-      },
-    )
+  #load(): Promise<ElectionBody> {
+    this.#loading ??= Promise.resolve().then(() => (this.#body = new ElectionBody(this, this.#ctx, this.#ttl)))
     return this.#loading
   }
 }

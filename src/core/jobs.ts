@@ -6,7 +6,7 @@
  * what "the same run" is, so an instance whose clock is late by seconds
  * skips the tick the others ran instead of running it again.
  *
- * How (the body, ./jobs/body.ts, loaded on the first `once`):
+ * How (the body, ./jobs/body.ts):
  * - A run holds the lock `name@slot` (TTL `ttl`, renewed while `fn` runs)
  *   and writes the slot's record beside it, every write fenced by that
  *   lock: `started` (by whom, with which token, which attempt) before `fn`
@@ -31,20 +31,20 @@
  * @module
  */
 import type { Context } from './context'
-import { once } from './contract/once'
 import { fenceChecks, fenceRefused } from './hold/hold'
 import type { Lock } from './hold/lock'
+import * as body from './jobs/body'
 import type { Fencing, JobRecord, JobResult, OnceOptions } from './jobs/record'
 import type { Locks } from './locks'
 
 export type { JobRecord, JobResult, OnceOptions }
 
 /**
- * The body — the checks of a call too, so that an app that never runs a job
- * carries none of it — imported here rather than in on-demand.ts, as
- * election.ts does its own.
+ * The body comes with the client, as the election's does: in a page, each
+ * part loaded lazily made the app's bundler split what it shared with the
+ * entry into files of their own (docs/browser.md, "What a page loads").
  */
-const jobsBody = once(() => import('./jobs/body'), 'jobs')
+const jobsBody = async () => body
 
 /**
  * How the body fences the record's writes, handed to it from here: the body

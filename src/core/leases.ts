@@ -10,7 +10,7 @@ import type { Context } from './context'
 import type { Value } from './contract/adapter'
 import { checkOptions, checkUserKey, checkValue } from './contract/validate'
 import type { Lease } from './hold/lease'
-import { acquirePart } from './on-demand'
+import { acquire } from './acquire'
 
 export { Lease } from './hold/lease'
 
@@ -43,7 +43,7 @@ export class Leases {
    */
   grant<V extends Value = Value>(key: string, options?: LeaseOptions<V>): Promise<Lease<V> | null> {
     const value = (options?.value === undefined ? null : checkValue(options.value)) as V
-    return acquirePart().then(({ acquire }) => {
+    return Promise.resolve().then(() => {
       checkUserKey(key)
       const o = checkAcquire(this.#ctx, checkOptions<LeaseOptions<V>>(options))
       return acquire(this.#ctx, { kind: 'lease', key, value }, o)

@@ -29,7 +29,8 @@ import type { Lock } from './hold/lock'
 import type { LockSet } from './hold/lock-set'
 import { runArgs, runHeld } from './hold/run'
 import type { LockQuery } from './lock-query'
-import { acquirePart, lockQuery } from './on-demand'
+import { acquire } from './acquire'
+import { holderOf, queryLocks } from './lock-query'
 
 export { Hold } from './hold/hold'
 export { Lock } from './hold/lock'
@@ -100,7 +101,6 @@ export class Locks {
     const o = checkAcquire(ctx, options)
     if (o.steal && mode === 'shared') throw new InvalidArgumentError("steal takes a lock from every holder: it needs mode 'exclusive'")
     if (o.steal && keys.length > 1) throw new InvalidArgumentError('steal takes one key at a time, not a list')
-    const { acquire } = await acquirePart()
     if (Array.isArray(keyOrKeys)) return acquire(ctx, { kind: 'locks', keys, mode }, o)
     return acquire(ctx, { kind: 'lock', key: keys[0]!, mode }, o)
   }
@@ -141,7 +141,7 @@ export class Locks {
     this.#ctx.assertOpen()
     const entry = await this.#ctx.adapter.get(key)
     if (!entry || entry.owner === undefined) return undefined
-    const h = isGroup(entry) ? await (await lockQuery()).holderOf(this.#ctx, key, entry) : { owner: entry.owner, token: entry.created, ttl: entry.ttl, mode: 'exclusive' as const }
+    const h = isGroup(entry) ? await holderOf(this.#ctx, key, entry) : { owner: entry.owner, token: entry.created, ttl: entry.ttl, mode: 'exclusive' as const }
     if (!h) return undefined
     const holder: Holder = { owner: h.owner, token: h.token, mode: h.mode }
     if (h.ttl !== undefined) holder.ttl = h.ttl
@@ -162,7 +162,7 @@ export class Locks {
   async query(prefix = ''): Promise<LockQuery> {
     checkPrefix(prefix)
     this.#ctx.assertOpen()
-    return (await lockQuery()).queryLocks(this.#ctx, prefix)
+    return queryLocks(this.#ctx, prefix)
   }
 }
 

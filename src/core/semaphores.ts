@@ -28,7 +28,8 @@ import { MAX_PERMITS } from './contract/limits'
 import { checkOptions, checkUserKey } from './contract/validate'
 import type { Permit } from './hold/permit'
 import { runArgs, runHeld } from './hold/run'
-import { acquirePart, semaphoreHolders } from './on-demand'
+import { acquire } from './acquire'
+import { permitHolders } from './semaphore-holders'
 
 export { MAX_PERMITS } from './contract/limits'
 export type { Permit } from './hold/permit'
@@ -70,7 +71,7 @@ export class Semaphores {
     const limit = checkLimit(raw.limit)
     if (raw.steal !== undefined) throw new InvalidArgumentError('semaphores have no steal: a permit is taken only when one is free')
     const o = checkAcquire(this.#ctx, raw as AcquireOptions)
-    return (await acquirePart()).acquire(this.#ctx, { kind: 'permit', key, limit }, o)
+    return acquire(this.#ctx, { kind: 'permit', key, limit }, o)
   }
 
   /**
@@ -99,7 +100,7 @@ export class Semaphores {
   async holders(key: string): Promise<PermitHolder[]> {
     checkUserKey(key)
     this.#ctx.assertOpen()
-    return (await semaphoreHolders()).permitHolders(this.#ctx, key)
+    return permitHolders(this.#ctx, key)
   }
 }
 

@@ -8,6 +8,7 @@ import type { Client } from '../core/client'
 import type { LockMode } from '../core/locks'
 import { checkOptions, checkPrefix } from '../core/contract/validate'
 import { parseRequest, type LockGrantedCallback, type Parsed, type WebLockOptions } from './options'
+import { decodeName } from './names'
 import { Order } from './order'
 import { runRequest } from './request'
 
@@ -93,7 +94,7 @@ export class WebLocks {
   async query(): Promise<LockManagerSnapshot> {
     await this.#order.settled()
     const q = await this.client.locks.query(this.prefix)
-    const info = (x: { key: string; mode: LockMode; owner: string }): LockInfo => ({ name: x.key.slice(this.prefix.length), mode: x.mode, clientId: x.owner })
+    const info = (x: { key: string; mode: LockMode; owner: string }): LockInfo => ({ name: decodeName(x.key.slice(this.prefix.length)), mode: x.mode, clientId: x.owner })
     return { held: q.held.map(info), pending: q.pending.map(info) }
   }
 }

@@ -4,13 +4,14 @@
  * unknown mode, a signal that is not an `AbortSignal`), a
  * `NotSupportedError` `DOMException` where the specification names one —
  * and zaris's own `InvalidArgumentError` for what only zaris refuses (a
- * name that is no zaris key, a bad TTL).
+ * name too long for a zaris key once encoded, a bad TTL).
  *
  * @module
  */
 import { InvalidArgumentError } from '../core/contract/errors'
 import type { LockMode } from '../core/locks'
-import { checkBoolean, checkTtl, checkUserKey } from '../core/contract/validate'
+import { checkBoolean, checkTtl, MAX_KEY_LENGTH } from '../core/contract/validate'
+import { encodeName } from './names'
 import type { WebLock } from './lock'
 
 /**
@@ -48,7 +49,7 @@ export type LockGrantedCallback<T> = (lock: WebLock | null) => T | PromiseLike<T
 /** A request, checked. */
 export interface Parsed {
   name: string
-  /** The zaris key: the manager's prefix and the name. */
+  /** The zaris key: the manager's prefix and the name, encoded (names.ts). */
   key: string
   mode: LockMode
   ifAvailable: boolean
@@ -76,8 +77,12 @@ export function parseRequest(args: readonly unknown[], prefix: string): Parsed {
   if (steal && ifAvailable) throw notSupported("the 'steal' and 'ifAvailable' options cannot be used together")
   if (steal && mode !== 'exclusive') throw notSupported("the 'steal' option needs mode 'exclusive'")
   if (signal && (steal || ifAvailable)) throw notSupported(`the 'signal' option cannot be used with '${steal ? 'steal' : 'ifAvailable'}'`)
-  const key = prefix + name
-  checkUserKey(key, prefix ? `the lock name with its prefix ${JSON.stringify(prefix)}` : 'the lock name')
+  const body = encodeName(name)
+  const key = prefix + body
+  if (key.length > MAX_KEY_LENGTH) {
+    const how = body === name ? '' : ' once encoded (docs/web-locks.md, "Names")'
+    throw new InvalidArgumentError(`the lock name is ${key.length} UTF-16 code units long${how}${prefix ? ` with its prefix ${JSON.stringify(prefix)}` : ''}; a zaris key holds ${MAX_KEY_LENGTH}`)
+  }
   return { name, key, mode, ifAvailable, steal, signal, ttl: zaris.ttl, autoRenew: zaris.autoRenew, callback: callback as LockGrantedCallback<unknown> }
 }
 

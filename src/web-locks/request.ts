@@ -13,11 +13,15 @@
  *   callback's work was done under the lock, which frees itself at its TTL.
  * - A lock granted after the request was aborted is released at once, and
  *   its callback never runs.
+ * - A request settles only once the waiters its release let through hold
+ *   the lock (handover.ts), as the specification's release step grants them.
  *
  * @module
  */
 import type { Client } from '../core/client'
 import { IN_LINE, type Lock, type LockMode, type LockOptions } from '../core/locks'
+import { grantsAfterRelease } from './handover'
+import { someoneWaits } from './line'
 import { WebLock } from './lock'
 import type { Parsed } from './options'
 import type { Order, Turn } from './order'
@@ -74,7 +78,7 @@ async function drive(client: Client, order: Order, r: Parsed, turn: Turn, callba
     await missed.then((v) => settle(true, v), (err: unknown) => settle(false, err))
     return
   }
-  await hold(lock, r, turn, settle, () => order.settled())
+  await hold(client, lock, r, turn, settle, () => order.settled())
 }
 
 function acquireOptions(r: Parsed, turn: Turn): LockOptions {
@@ -96,7 +100,7 @@ function acquireOptions(r: Parsed, turn: Turn): LockOptions {
 }
 
 /** Runs the callback with the granted `lock`, releases it when the callback settles, and settles the request. */
-async function hold(lock: Lock, r: Parsed, turn: Turn, settle: Settle, earlier: () => Promise<void>): Promise<void> {
+async function hold(client: Client, lock: Lock, r: Parsed, turn: Turn, settle: Settle, earlier: () => Promise<void>): Promise<void> {
   const lost = () => {
     const reason = lock.signal.reason as { code?: string; message?: string } | undefined
     if (reason?.code !== 'RELEASED') settle(false, lostError(r.name, lock.mode, reason))
@@ -109,7 +113,9 @@ async function hold(lock: Lock, r: Parsed, turn: Turn, settle: Settle, earlier: 
   const outcome = await running.then((value) => ({ ok: true, value }), (value: unknown) => ({ ok: false, value }))
   await earlier()
   // A release the store did not answer ends the hold as released: the request stands on the callback's outcome.
-  await lock.release().catch(() => {})
+  const released = await lock.release().catch(() => false)
+  // As the specification's release step: the requests it lets through are granted before the request settles.
+  if (released && (await someoneWaits(client, r.key))) await grantsAfterRelease(client, r.key)
   settle(outcome.ok, outcome.value)
 }
 

@@ -49,7 +49,13 @@ export interface ConformanceOptions {
   skips?: Skips[]
 }
 
-/** Every case of the suite, registered through `t` on stores made by `factory`. */
+/**
+ * Every case of the suite, registered through `t` on stores made by
+ * `factory`: for a runner of your own (vitest's is {@link runConformance}).
+ *
+ * @example
+ * conformanceCases(adapterFixture((namespace) => myAdapter({ namespace })), myRunner)
+ */
 export function conformanceCases(factory: FixtureFactory, t: Named, options: { scale?: number } = {}): void {
   adapterCases(factory, t)
   ruleCases(factory, t)

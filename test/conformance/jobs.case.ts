@@ -9,7 +9,7 @@
  * adapter and checked for linearizability (test/lincheck). Runs in Node and
  * the browser.
  */
-import { describe, expect } from 'vitest'
+import { expect } from 'vitest'
 import { Client, type ClientOptions, type JobResult, type Lock } from 'zaris'
 import { ManualClock } from 'zaris/testing'
 import { checkHistory, formatResult } from '../lincheck/check'
@@ -47,7 +47,7 @@ export function held<T>(body: (lock: Lock) => Promise<T> | T = () => undefined a
 export function jobCases(factory: FixtureFactory, t: Named): void {
   const withStore = onFreshStore(factory)
 
-  describe('jobs: once per slot', () => {
+  t.group('jobs: once per slot', () => {
     t('five clients fire each of three slots at once: each slot runs once, the others skip it, its record names the runner, and the history is linearizable', withStore(async (f) => {
       const h = recorded(f)
       const clients = await Promise.all(['a', 'b', 'c', 'd', 'e'].map((id) => h.connect({ id })))

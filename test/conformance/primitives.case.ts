@@ -299,7 +299,8 @@ export function primitiveCases(factory: FixtureFactory, t: Named, options: Primi
       expect((await a!.list('')).map((e) => e.key)).toEqual(['lock:hidden'])
       await lock.release()
       await (await waiting)!.release()
-      await until(() => events.filter((e) => e.key === 'lock:hidden').length >= 4)
+      // Taken, released, taken, released: 4 events, or 3 where the release hands the lock over in the next holder's take.
+      await until(() => events.filter((e) => e.key === 'lock:hidden').length >= 3 && events.at(-1)?.type !== 'put')
       controller.abort()
       await reading
       expect(events.every((e) => e.key === 'lock:hidden')).toBe(true)

@@ -1,12 +1,13 @@
 /**
- * The parts of the client whose bodies load on first use (an election's
- * campaign, the counter operations): the facade answers as the whole class
- * did — bad arguments refused at the call, events on the object the app
- * holds, and a close that comes while the body loads still ends what was
- * asked before it.
+ * The parts of the client made on first use (an election's body, made on its
+ * first campaign or observe): the facade answers as the whole class did —
+ * bad arguments refused at the call, events on the object the app holds,
+ * and a close that comes before the body is made still ends what was asked
+ * before it. (They once loaded as chunks of their own; a page now loads them
+ * with the client, in one request: docs/browser.md.)
  */
 import { afterEach, expect, test } from 'vitest'
-import { Client, Election, InvalidArgumentError, UnavailableError } from 'zaris'
+import { Client, Election, InvalidArgumentError } from 'zaris'
 import { memoryAdapter } from 'zaris/memory'
 
 const open: Client[] = []
@@ -107,27 +108,4 @@ test('counters check their arguments before their operations load, and count onc
   const [one, two] = await Promise.all([c.counters.increment('n'), c.counters.increment('n', 2)])
   expect(Math.max(one, two)).toBe(3) // in either order, the later one sees both
   expect(await c.counters.get('n')).toBe(3)
-})
-
-test('a part that fails to load rejects with UNAVAILABLE naming it, its cause kept, and loads on the next call', async () => {
-  const { once } = await import('../../src/core/contract/once')
-  const lost = new TypeError('Failed to fetch dynamically imported module: /assets/acquire-x1.js')
-  let tries = 0
-  const part = once(async () => {
-    tries += 1
-    if (tries === 1) throw lost
-    return { ready: true }
-  }, 'lock-taking')
-  const failed = await part().then(
-    () => undefined,
-    (err: unknown) => err,
-  )
-  expect(failed).toBeInstanceOf(UnavailableError)
-  expect((failed as UnavailableError).code).toBe('UNAVAILABLE')
-  expect((failed as UnavailableError).message).toContain('lock-taking part')
-  expect((failed as UnavailableError).message).toContain('Failed to fetch dynamically imported module')
-  expect((failed as Error).cause).toBe(lost)
-  await expect(part()).resolves.toEqual({ ready: true })
-  await expect(part()).resolves.toEqual({ ready: true })
-  expect(tries).toBe(2)
 })

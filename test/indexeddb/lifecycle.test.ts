@@ -12,7 +12,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { Page } from 'playwright'
-import { startHarness, type Harness } from '../browser-harness/server'
+import { openHarnessTab, startHarness, type Harness } from '../browser-harness/server'
 import { launchRealTabs, type RealTabsBrowser } from '../browser-harness/real-tabs'
 import { startNode, type NodeProcess } from '../server/node-process'
 
@@ -45,11 +45,8 @@ interface Probe {
 
 /** Opens a tab of the harness page (it comes to the front, hiding the others), with a {@link Probe}. */
 async function openTab(pages: Page[]): Promise<Page> {
-  const page = await real.context.newPage()
+  const page = await openHarnessTab(real.context, harness.url)
   pages.push(page)
-  page.on('pageerror', (err) => console.error('page error:', err))
-  await page.goto(harness.url)
-  await page.waitForFunction(() => window.harnessReady === true, undefined, { polling: 50 })
   await page.evaluate(() => {
     const probe: Probe = { events: [], pageTicks: [], workerTicks: [] }
     window.kept.probe = probe

@@ -80,6 +80,25 @@ export interface KeyState {
    * its whole TTL again (Infinity until an operation answered after it).
    */
   reopen?: number
+  /** Written through a gate of this mode (capability `gates`), while this life lasts. */
+  gate?: 'exclusive' | 'shared'
+}
+
+/** The gate a commit was made through, as the recorder writes it. */
+interface GateJson {
+  key: string
+  mode: 'exclusive' | 'shared'
+}
+
+/**
+ * Whether a commit through `gate` may take its key over `e`: an entry marked
+ * by a gate that cannot be held beside this one (the contract's `Gate`). The
+ * model trusts that the gate was held; the store's lock manager is not in the
+ * history.
+ */
+function overridable(e: KeyState | undefined, gate: GateJson | undefined, c: CheckJson): boolean {
+  const absent = 'revision' in c ? c.revision === null : c.created === null
+  return absent && gate !== undefined && c.key === gate.key && e?.gate !== undefined && (gate.mode === 'exclusive' || e.gate === 'exclusive')
 }
 
 /** The model's state on one partition. Immutable: steps copy. */
@@ -285,17 +304,24 @@ function applyCommit(s: State, op: Operation, slack: number): StepResult {
       if (!m.ok) return { ok: false, reason: `its failed check on ${f.key} saw ${f.entry ? showEntry(f.entry) : 'nothing'}: ${m.reason}` }
       state = m.state
       // A symbol compared to a number may differ from it: only a sure success contradicts the failure.
+      // (A gate's takeover may have failed for a gate no longer held: the model cannot see the lock manager.)
       if (evaluate(state, c) === true) return { ok: false, reason: `it failed on ${showCheck(c)}, which holds here` }
     }
     return { ok: true, states: [state] }
   }
 
   const pins: Pins = new Map()
+  const gate = op.input.gate as GateJson | undefined
+  let over: string | undefined
   let holds = true
   let why = ''
   for (const c of checks) {
     const v = evaluate(s, c)
     if (v === true) continue
+    if (overridable(s.keys[c.key], gate, c)) {
+      over = c.key
+      continue
+    }
     if (v !== false && unify(v.sym, v.value, pins)) continue
     holds = false
     why = `${showCheck(c)} does not hold: ${c.key} is ${s.keys[c.key] ? showKey(s.keys[c.key]!) : 'absent'} here`
@@ -307,7 +333,7 @@ function applyCommit(s: State, op: Operation, slack: number): StepResult {
     const states = [s]
     if (holds) {
       const base = pin(s, pins)
-      const written = write(base, ops, { sym: op.id, gt: base.max }, op)
+      const written = write(base, ops, { sym: op.id, gt: base.max }, op, gate, over)
       if (written.ok) states.push(written.state)
     }
     return { ok: true, states }
@@ -317,7 +343,7 @@ function applyCommit(s: State, op: Operation, slack: number): StepResult {
   const base = pin(s, pins)
   const revision = op.output.revision as number
   if (!(revision > base.max)) return { ok: false, reason: `its revision ${revision} is not above ${base.max}, already seen on these keys` }
-  const written = write(base, ops, revision, op)
+  const written = write(base, ops, revision, op, gate, over)
   if (!written.ok) return written
   let state = { ...written.state, max: revision }
   // What the store says it wrote must be what the contract writes: created, revision, owner, value.
@@ -343,8 +369,12 @@ function applyCommit(s: State, op: Operation, slack: number): StepResult {
   return { ok: true, states: [state] }
 }
 
-/** Applies a commit's ops at `revision` (a number, or a symbol for an unknown outcome). */
-function write(s: State, ops: OpJson[], revision: Num, op: Operation): { ok: true; state: State } | { ok: false; reason: string } {
+/**
+ * Applies a commit's ops at `revision` (a number, or a symbol for an unknown
+ * outcome); through `gate`, a set at its key is marked, and a take `over` a
+ * marked entry is a new life.
+ */
+function write(s: State, ops: OpJson[], revision: Num, op: Operation, gate?: GateJson, over?: string): { ok: true; state: State } | { ok: false; reason: string } {
   const keys = { ...s.keys }
   for (const o of ops) {
     const existing = keys[o.key]
@@ -359,9 +389,11 @@ function write(s: State, ops: OpJson[], revision: Num, op: Operation): { ok: tru
       keys[o.key] = existing ? { ...existing, value, rev: revision } : { value, rev: revision, created: revision }
       continue
     }
-    const sameLife = existing !== undefined && !o.fresh && (existing.owner ?? null) === (o.owner ?? null)
+    const sameLife = existing !== undefined && !o.fresh && o.key !== over && (existing.owner ?? null) === (o.owner ?? null)
     const e: KeyState = { value: canonical(o.value), rev: revision, created: sameLife ? existing.created : revision }
     if (o.owner !== undefined) e.owner = o.owner
+    if (gate && o.key === gate.key) e.gate = gate.mode
+    else if (sameLife && existing.gate) e.gate = existing.gate
     if (o.ttl !== undefined) {
       e.ttl = o.ttl
       e.lo = op.call
@@ -387,7 +419,7 @@ export function stateKey(s: State): string {
   let out = `${s.max}|${s.dead.join(',')}|`
   for (const k of Object.keys(s.keys).sort()) {
     const e = s.keys[k]!
-    out += `${k}=${e.value}@${numKey(e.rev)}/${numKey(e.created)}/${e.owner ?? ''}/${e.ttl ?? ''}/${e.lo ?? ''}/${e.hi ?? ''}/${e.reopen ?? ''};`
+    out += `${k}=${e.value}@${numKey(e.rev)}/${numKey(e.created)}/${e.owner ?? ''}/${e.ttl ?? ''}/${e.lo ?? ''}/${e.hi ?? ''}/${e.reopen ?? ''}/${e.gate ?? ''};`
   }
   return out + holdsKey(s)
 }

@@ -95,7 +95,8 @@ export function recordingAdapter(inner: Adapter, sink: HistorySink, client: stri
     get: (key) => run('get', { key }, () => inner.get(key), (entry) => ({ type: 'ok', value: { entry: entry ?? null } })),
     list: (prefix, options) => inner.list(prefix, options),
     commit: (checks: Check[], ops: Op[], options) =>
-      run('commit', { checks, ops }, () => inner.commit(checks, ops, options), (r) =>
+      // A commit through a gate (capability `gates`) may take its key over a marked entry: the model must know.
+      run('commit', options?.gate ? { checks, ops, gate: { key: options.gate.key, mode: options.gate.mode } } : { checks, ops }, () => inner.commit(checks, ops, options), (r) =>
         r.ok ? { type: 'ok', value: { revision: r.revision, entries: r.entries, deleted: r.deleted } } : { type: 'fail', value: { failed: r.failed.map((f) => ({ key: f.key, entry: f.entry ?? null })) } },
       ),
     watch: (prefix, sinkOfEvents, fromRevision) => inner.watch(prefix, sinkOfEvents, fromRevision),
@@ -103,5 +104,6 @@ export function recordingAdapter(inner: Adapter, sink: HistorySink, client: stri
   }
   if (inner.ownerGone) wrapped.ownerGone = inner.ownerGone.bind(inner)
   if (inner.registerOwner) wrapped.registerOwner = inner.registerOwner.bind(inner)
+  if (inner.gate) wrapped.gate = inner.gate.bind(inner)
   return wrapped
 }

@@ -203,4 +203,13 @@ export const MUTANTS: Mutant[] = [
     to: 'if (false)',
     tests: [JOBS],
   },
+  {
+    name: 'web-locks-resolve-before-grant',
+    bug: "a Web Locks request settles once its release is sent, before the waiters it lets through hold (issue 32's deviation)",
+    file: 'src/web-locks/request.ts',
+    from: 'await someoneWaits(client, r.key))) await grantsAfterRelease(client, r.key)',
+    to: 'await someoneWaits(client, r.key))) void grantsAfterRelease(client, r.key)',
+    tests: ['test/web-locks/memory.test.ts'],
+    filter: 'checked history',
+  },
 ]

@@ -8,6 +8,7 @@
 import { afterAll } from 'vitest'
 import { webLocksCases, type AnyLockManager } from './cases'
 import { zarisContexts } from './fixture'
+import { historyCases } from './history'
 
 const frames: HTMLIFrameElement[] = []
 afterAll(() => {
@@ -31,3 +32,4 @@ webLocksCases("Chromium's navigator.locks", async () => ({ locks: navigator.lock
 
 const ns = `web-locks-${Math.random().toString(36).slice(2)}`
 webLocksCases('zaris/web-locks over IndexedDB', zarisContexts(() => `zaris://idb/${ns}`))
+historyCases('IndexedDB', () => `zaris://idb/${ns}-history`)

@@ -7,25 +7,13 @@
  * would show. The holder runs in the frame's or worker's own realm, with
  * its own modules and its own client.
  */
-import { afterAll, describe, expect, test } from 'vitest'
-import { connect, type Client } from 'zaris'
-import { webLocks } from 'zaris/web-locks'
-import type { AnyLockManager } from './cases'
+import { describe, expect, test } from 'vitest'
+import { until, type AnyLockManager } from './helpers'
+import { pageManagers, type Kind } from './page'
 
-type Kind = 'navigator' | 'zaris'
 const ns = `web-locks-contexts-${Math.random().toString(36).slice(2)}`
 const url = `zaris://idb/${ns}`
-const clients: Client[] = []
-afterAll(async () => {
-  await Promise.all(clients.map((c) => c.close()))
-})
-
-async function manager(kind: Kind): Promise<AnyLockManager> {
-  if (kind === 'navigator') return navigator.locks as unknown as AnyLockManager
-  const c = await connect(url)
-  clients.push(c)
-  return webLocks(c) as unknown as AnyLockManager
-}
+const manager = pageManagers(url)
 
 /** A frame whose own realm takes `name` and never lets go; resolves once it holds. */
 async function frameHolding(kind: Kind, name: string): Promise<HTMLIFrameElement> {
@@ -90,12 +78,4 @@ for (const kind of ['navigator', 'zaris'] as const) {
       }, 20_000)
     }
   })
-}
-
-async function until(check: () => Promise<boolean>): Promise<void> {
-  for (let i = 0; i < 500; i++) {
-    if (await check()) return
-    await new Promise((r) => setTimeout(r, 10))
-  }
-  throw new Error('the condition never held')
 }

@@ -3,12 +3,14 @@
  * only zaris must refuse, on the memory store: the fencing token and the
  * `fence`, the signal of a lost hold and the `AbortError` (with its cause)
  * that rejects the request, a TTL with and without renewal, the prefix,
- * names zaris cannot store, and working beside `client.locks`.
+ * names and the keys they are stored under, working beside `client.locks`,
+ * and how long a release waits for the waiters it lets through.
  */
 import { getEventListeners } from 'node:events'
 import { afterEach, describe, expect, test } from 'vitest'
-import { connect, isZarisError, type Client } from 'zaris'
+import { Client, connect, isZarisError, type Adapter } from 'zaris'
 import { webLocks, WebLock, type WebLocks } from 'zaris/web-locks'
+import { GRANT_WAIT } from '../../src/web-locks/handover'
 
 const opened: Client[] = []
 afterEach(async () => {
@@ -116,15 +118,50 @@ describe('zaris options', () => {
 })
 
 describe('names and the prefix', () => {
-  test('a name zaris cannot store is refused as a zaris key error; with a prefix the empty name works', async () => {
+  test('any DOMString is a name: given back unchanged by lock.name and query(), stored under the documented key', async () => {
     const [locks] = await managers(1)
-    for (const name of ['', '\uD800', '\u0001own', 'x'.repeat(1025)]) {
-      const err = await locks!.request(name, () => 'ran').catch((e: unknown) => e)
-      expect(isZarisError(err, 'INVALID_ARGUMENT')).toBe(true)
-      expect((err as Error).message).toMatch(/lock name/)
+    const client = locks!.client
+    // name -> the key it is stored under (docs/web-locks.md, "Names").
+    const cases: Array<[string, string]> = [
+      ['plain', 'plain'],
+      ['', '\uFFFD'],
+      ['\uD800', '\uFFFD\uFFFDD800'],
+      ['\uDC00\uD800', '\uFFFD\uFFFDDC00\uFFFDD800'],
+      ['\uD83D\uDE00 ok', '\uD83D\uDE00 ok'],
+      ['\uFFFD', '\uFFFD\uFFFDFFFD'],
+      ['a\uFFFDD800', '\uFFFDa\uFFFDFFFDD800'],
+      ['\u0001own', '\uFFFD\u0001own'],
+      ['x\uD800\u0001', '\uFFFDx\uFFFDD800\u0001'],
+    ]
+    for (const [name, key] of cases) {
+      const seen = await locks!.request(name, async (lock) => ({ name: lock!.name, held: (await locks!.query()).held.map((h) => h.name), holder: (await client.locks.holder(key))?.owner }))
+      expect(seen, JSON.stringify(name)).toEqual({ name, held: [name], holder: 'c0' })
     }
+    // Distinct names never share a key: each holds while the others are asked for.
+    const all = cases.map(([name]) => name)
+    const nested = async (i: number): Promise<number> => (i === all.length ? (await locks!.query()).held.length : locks!.request(all[i]!, () => nested(i + 1)))
+    expect(await nested(0)).toBe(all.length)
+  })
+
+  test('a name too long for a zaris key once encoded (with the prefix) is refused as INVALID_ARGUMENT saying its length; one that fits works', async () => {
+    const [locks] = await managers(1)
     const [prefixed] = await managers(1, 'app/')
-    expect(await prefixed!.request('', (lock) => lock!.name)).toBe('')
+    expect(await locks!.request('x'.repeat(1024), (lock) => lock!.name.length)).toBe(1024)
+    expect(await prefixed!.request('x'.repeat(1020), (lock) => lock!.name.length)).toBe(1020)
+    // 204 lone surrogates take 1 + 204 * 5 = 1021 units; 205 take 1026.
+    expect(await locks!.request('\uDC00'.repeat(204), (lock) => lock!.name.length)).toBe(204)
+    const refused: Array<[typeof locks, string, RegExp]> = [
+      [locks, 'x'.repeat(1025), /1025 UTF-16 code units long; a zaris key holds 1024/],
+      [prefixed, 'x'.repeat(1021), /1025 UTF-16 code units long with its prefix "app\/"/],
+      [locks, '\uDC00'.repeat(205), /1026 UTF-16 code units long once encoded/],
+    ]
+    for (const [manager, name, message] of refused) {
+      let ran = false
+      const err = await manager!.request(name, () => (ran = true)).catch((e: unknown) => e)
+      expect(isZarisError(err, 'INVALID_ARGUMENT')).toBe(true)
+      expect((err as Error).message).toMatch(message)
+      expect(ran).toBe(false)
+    }
   })
 
   test('the prefix keeps names apart from other keys: query lists only its own, by name', async () => {
@@ -189,6 +226,74 @@ test('a signal kept for many requests keeps no listener of those that ended, how
   await other!.client.close()
   for (let i = 0; i < 5; i++) expect(isZarisError(await closed.request('kept', { signal }, () => 'ran').catch((e: unknown) => e), 'CLOSED')).toBe(true)
   expect(getEventListeners(signal, 'abort')).toHaveLength(0)
+})
+
+/**
+ * An adapter whose commits can be held back (a fake pause of one client, named so): a waiter
+ * that stands in line but cannot take the lock, as a frozen tab or a stopped process. Its
+ * takes are not parked at the store (the capability hidden): it takes after the event.
+ */
+function pausable(inner: Adapter): { adapter: Adapter; pause(): void; resume(): void } {
+  let gate: Promise<void> | undefined
+  let open = () => {}
+  const commit: Adapter['commit'] = async (checks, ops, options) => {
+    while (gate) await gate
+    return inner.commit(checks, ops, options)
+  }
+  const adapter = new Proxy(inner, {
+    get(target, p) {
+      if (p === 'commit') return commit
+      if (p === 'capabilities') return { ...target.capabilities, commitOnChange: false, keepParked: false, handover: false }
+      const v = Reflect.get(target, p, target) as unknown
+      return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v
+    },
+  })
+  return { adapter, pause: () => void (gate = new Promise((r) => (open = r))), resume: () => ((gate = undefined), open()) }
+}
+
+describe('a release and the waiters it lets through', () => {
+  /** A holder of 'k' on one client, a waiter in line on another whose commits are paused from then on. */
+  async function frozenWaiter() {
+    const [locks] = await managers(1)
+    const inner = await connect(`zaris://inproc/web-locks-extras-${n}`, { id: 'frozen-inner' })
+    opened.push(inner)
+    const slow = pausable(inner.adapter)
+    const frozen = new Client(slow.adapter, { id: 'frozen' })
+    const [letGo, release] = gate()
+    const [holding, held] = gate()
+    const holder = locks!.request('k', () => (held(), letGo))
+    await holding
+    const waiter = webLocks(frozen).request('k', () => 'granted at last')
+    await until(async () => (await locks!.query()).pending.length === 1)
+    slow.pause()
+    return { locks: locks!, holder, release, waiter, slow, frozen }
+  }
+
+  test(`a frozen waiter holds up the request that released for ${GRANT_WAIT} ms at most; it is granted once it wakes`, async () => {
+    const { holder, release, waiter, slow, frozen } = await frozenWaiter()
+    const started = performance.now()
+    release()
+    await holder
+    const waited = performance.now() - started
+    expect(waited).toBeGreaterThanOrEqual(GRANT_WAIT - 50)
+    expect(waited).toBeLessThan(GRANT_WAIT + 2_000)
+    slow.resume()
+    expect(await waiter).toBe('granted at last')
+    await frozen.close()
+  })
+
+  test('closing the client while its request waits for the grants settles the request at once', async () => {
+    const { locks, holder, release, waiter, slow, frozen } = await frozenWaiter()
+    release()
+    await sleep(100)
+    const closing = performance.now()
+    await locks.client.close()
+    await holder
+    expect(performance.now() - closing).toBeLessThan(GRANT_WAIT / 2)
+    slow.resume()
+    expect(await waiter).toBe('granted at last')
+    await frozen.close()
+  })
 })
 
 function gate(): [Promise<void>, () => void] {

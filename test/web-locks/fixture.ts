@@ -1,7 +1,7 @@
 /**
  * The fixture of the Web Locks API cases (cases.ts) for zaris/web-locks:
  * each context a client of its own on one store; every client closed after
- * the file.
+ * the file. The empty manager (query-empty) is one with a prefix of its own.
  */
 import { afterAll } from 'vitest'
 import { connect, type Client } from 'zaris'
@@ -19,5 +19,7 @@ export function zarisContexts(url: () => string): () => Promise<WebLocksFixture>
     clients.push(c)
     return webLocks(c)
   }
-  return async () => ({ locks: await open(), other: open })
+  // A prefix no test uses: a manager that sees no lock, as a new page's navigator.locks.
+  const empty = async () => webLocks((await open()).client, { prefix: `empty-${Math.random().toString(36).slice(2)}/` })
+  return async () => ({ locks: await open(), other: open, empty })
 }

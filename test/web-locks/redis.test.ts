@@ -1,8 +1,9 @@
-/** The Web Locks API cases (cases.ts) against zaris/web-locks over a real redis-server. */
+/** The Web Locks API cases (cases.ts) and the checked history (history.ts) against zaris/web-locks over a real redis-server. */
 import { afterAll, beforeAll } from 'vitest'
 import { startRedis, type RedisServer } from '../redis/server'
 import { webLocksCases } from './cases'
 import { zarisContexts } from './fixture'
+import { historyCases } from './history'
 
 let server: RedisServer
 beforeAll(async () => {
@@ -13,3 +14,4 @@ afterAll(async () => {
 })
 
 webLocksCases('zaris/web-locks over Redis', zarisContexts(() => server.url('web-locks')))
+historyCases('Redis', () => server.url('web-locks-history'))

@@ -14,17 +14,17 @@
  */
 import type { Adapter, Check, CommitOptions, CommitResult, Entry, ListOptions, ListPage, Op, Unsubscribe, WatchSink } from '../../core/contract/adapter'
 import type { Clock, TimerHandle } from '../../core/time/clock'
-import { ClosedError, InvalidArgumentError, UnavailableError, UnsupportedError } from '../../core/contract/errors'
-import { once } from '../../core/contract/once'
+import { ClosedError, InvalidArgumentError, UnsupportedError } from '../../core/contract/errors'
 import { checkCommitArgs, checkKey, checkListOptions, checkPrefix, checkWatchArgs } from '../../core/contract/validate'
 import { answerOf, keepAnswer, type Answers } from '../kit/answers'
 import { AdapterLife } from '../kit/life'
-import type { Liveness } from './liveness'
-import type { Reaper } from './reaper'
+import { Liveness } from './liveness'
+import { Reaper } from './reaper'
 import type { Database } from './schema'
 import { SharedStore } from './page-store'
 import { copyValue as copy, expired, toEntry } from '../kit/write'
-import { readEntry, readPrefix } from './transactions'
+import { readEntry, readPrefix, type ThroughGate } from './transactions'
+import { WebLockGate } from './gate'
 
 /**
  * Options of {@link indexedDbAdapter}.
@@ -43,7 +43,12 @@ export interface IndexedDbAdapterOptions {
    * time (`Date.now()` with the page's timers).
    */
   clock?: Clock
-  /** Use the Web Locks API to learn at once when a holder's tab is gone. Default true where `navigator.locks` exists. */
+  /**
+   * Use the Web Locks API: for gates (the browser's lock manager orders and
+   * excludes the tabs' locks, leases and campaigns before they commit) and to
+   * learn at once when a holder's tab is gone. Default true where
+   * `navigator.locks` exists; without it, the store's commits and TTLs alone.
+   */
   liveness?: boolean
 }
 
@@ -59,9 +64,6 @@ function webLocks(): LockManager | undefined {
   const nav = (globalThis as { navigator?: { locks?: LockManager } }).navigator
   return nav?.locks && typeof nav.locks.request === 'function' ? nav.locks : undefined
 }
-
-/** Liveness and the reaper (./alive): a chunk of their own, which every store of the page loads when it is made. */
-const aliveParts = once(() => import('./alive'))
 
 /** What the browser must offer for this adapter. */
 function assertSupported(): void {
@@ -90,9 +92,9 @@ export function indexedDbAdapter(options: IndexedDbAdapterOptions = {}): Adapter
 }
 
 /**
- * Like {@link indexedDbAdapter}, but resolves once the database is open and
- * the store follows which tabs are alive, so a store that cannot open fails
- * here (`connect('zaris://idb/…')` opens stores this way).
+ * Like {@link indexedDbAdapter}, but resolves once the database is open, so
+ * a store that cannot open fails here (`connect('zaris://idb/…')` opens
+ * stores this way).
  *
  * @example
  * const adapter = await openIndexedDb({ namespace: 'app' })
@@ -100,7 +102,7 @@ export function indexedDbAdapter(options: IndexedDbAdapterOptions = {}): Adapter
 export async function openIndexedDb(options: IndexedDbAdapterOptions = {}): Promise<Adapter> {
   const store = new IndexedDbStore(options)
   try {
-    await Promise.all([store.db(), store.following()])
+    await store.db()
   } catch (err) {
     await store.adapter.close()
     throw err
@@ -109,19 +111,10 @@ export async function openIndexedDb(options: IndexedDbAdapterOptions = {}): Prom
 }
 
 /**
- * One adapter's store. Liveness and the reaper come in a chunk of their own
- * (./alive), whose load starts when the store is made, beside the database's
- * open, and is needed by then: the reaper must follow owners from the store's
- * first read (a page that only reads still ends a closed tab's entries for
- * everyone), and no hold may be written before its client is registered (the
- * core awaits `registerOwner` before its first write). `openIndexedDb` (and so
- * `connect`) resolves once both run, as they did from the constructor before;
- * a store made with `indexedDbAdapter` misses another tab's closing
- * announcement made before the chunk arrived, and learns of that tab's end
- * from its Web Lock instead (later, never wrongly). A failed load fails
- * `openIndexedDb`, or the registration — the client's holds then fail with an
- * `UnavailableError` saying so — and is tried again by the next registration
- * or use of the store.
+ * One adapter's store. Liveness and the reaper start with it: the reaper
+ * follows owners from the store's first read (a page that only reads still
+ * ends a closed tab's entries for everyone), and a client registers before
+ * its first write (the core awaits `registerOwner`).
  */
 /** The answers of each page store's commits by request id. */
 const answered = new WeakMap<SharedStore, Answers>()
@@ -130,10 +123,12 @@ class IndexedDbStore {
   readonly adapter: Adapter
   readonly #shared: SharedStore
   readonly #locks: LockManager | undefined
-  #liveness: Liveness | undefined
+  readonly #liveness: Liveness | undefined
   /** Ends the entries of clients that are gone (closed or crashed tabs), for every tab. */
-  #reaper: Reaper | undefined
+  readonly #reaper: Reaper | undefined
   readonly #life = new AdapterLife('indexeddb')
+  /** The gates this adapter made that are not let go: its clients' holds and requests, which end with it. */
+  readonly #gates = new Set<WebLockGate>()
 
   constructor(options: IndexedDbAdapterOptions) {
     assertSupported()
@@ -145,57 +140,33 @@ class IndexedDbStore {
     }
     this.#locks = options.liveness === false ? undefined : webLocks()
     this.#shared = SharedStore.acquire(namespace, historySize, options.clock ?? wallClock)
+    if (this.#locks) {
+      this.#liveness = new Liveness(this.#locks, namespace)
+      this.#reaper = Reaper.acquire(this.#shared, this.#locks)
+    }
     this.adapter = this.#makeAdapter()
-    this.#follow()
   }
 
   /** The open database. */
   db(): Promise<Database> {
     if (this.#life.closed) return Promise.reject(new ClosedError('the indexeddb adapter is closed'))
-    this.#follow()
     return this.#shared.db()
   }
 
-  /**
-   * Resolves once liveness and the reaper run (at once for a store without
-   * them): from then on this page hears another tab say it is closing.
-   */
-  async following(): Promise<void> {
-    if (this.#locks) await this.#alive()
-  }
-
-  /** Starts liveness and the reaper (their chunk) unless they run, or this store has none. */
-  #follow(): void {
-    if (this.#locks && !this.#liveness && !this.#life.closed) this.#alive().catch(() => {})
-  }
-
-  /** This store's liveness, once its chunk is loaded; the reaper starts with it. */
-  async #alive(): Promise<Liveness> {
-    let parts: Awaited<ReturnType<typeof aliveParts>>
-    try {
-      parts = await aliveParts()
-    } catch (err) {
-      throw new UnavailableError(
-        `zaris://idb could not load its liveness part (what tells other tabs that this one closed, so that they can take over its holds): ${(err as Error)?.message ?? String(err)}; the next hold loads it again`,
-        { cause: err },
-      )
-    }
-    this.#life.assertOpen()
-    if (!this.#liveness) {
-      this.#liveness = new parts.Liveness(this.#locks!, this.#shared.namespace)
-      this.#reaper = parts.Reaper.acquire(this.#shared, this.#locks!)
-    }
-    return this.#liveness
+  /** Runs a read on the open database, once the page runs (see `SharedStore.run`). */
+  #run<T>(fn: (db: Database) => Promise<T>): Promise<T> {
+    if (this.#life.closed) return Promise.reject(new ClosedError('the indexeddb adapter is closed'))
+    return this.#shared.run(fn)
   }
 
   #makeAdapter(): Adapter {
     const clock = this.#shared.clock
     const adapter: Adapter = {
       name: 'indexeddb',
-      capabilities: { ownerGone: this.#locks !== undefined },
+      capabilities: { ownerGone: this.#locks !== undefined, gates: this.#locks !== undefined },
       get: async (key) => {
         checkKey(key)
-        const e = await readEntry(await this.db(), key)
+        const e = await this.#run((db) => readEntry(db, key))
         const now = clock.now()
         if (!e) return undefined
         if (expired(e, now)) {
@@ -209,9 +180,21 @@ class IndexedDbStore {
       watch: (prefix, sink, fromRevision) => this.#watch(prefix, sink, fromRevision),
       close: () => this.#close(),
     }
-    if (this.#locks) {
-      adapter.ownerGone = async (owner, signal) => (await this.#alive()).gone(owner, signal)
-      adapter.registerOwner = async (owner) => (await this.#alive()).register(owner)
+    const locks = this.#locks
+    const liveness = this.#liveness
+    if (locks && liveness) {
+      adapter.ownerGone = async (owner, signal) => liveness.gone(owner, signal)
+      adapter.registerOwner = async (owner) => {
+        this.#life.assertOpen()
+        await liveness.register(owner)
+      }
+      adapter.gate = (key, options = {}) => {
+        this.#life.assertOpen()
+        checkKey(key)
+        const gate = new WebLockGate(locks, this.#shared.namespace, key, options, (g) => this.#gates.delete(g))
+        this.#gates.add(gate)
+        return gate
+      }
     }
     return adapter
   }
@@ -220,12 +203,11 @@ class IndexedDbStore {
   async #list(prefix: string, options: ListOptions | undefined): Promise<ListPage> {
     checkPrefix(prefix)
     const { after, limit } = checkListOptions(options)
-    const db = await this.db()
     const entries: Entry[] = []
     let from = after
     for (;;) {
       const want = limit === undefined ? undefined : limit - entries.length + 1
-      const records = await readPrefix(db, prefix, from, want)
+      const records = await this.#run((db) => readPrefix(db, prefix, from, want))
       const now = this.#shared.clock.now()
       for (const e of records) {
         if (expired(e, now)) {
@@ -243,7 +225,6 @@ class IndexedDbStore {
 
   async #commit(checks: Check[], ops: Op[], options: CommitOptions | undefined): Promise<CommitResult> {
     this.#life.assertOpen()
-    this.#follow()
     checkCommitArgs(checks, ops)
     // A commit sent again with its request id is answered as the first time, by this page's store of the namespace.
     const id = options?.requestId
@@ -253,7 +234,7 @@ class IndexedDbStore {
     if (kept) return kept
     // Values are copied now: the transaction, the result and the events must not see later mutations.
     const copied = ops.map((op) => (op.type === 'set' ? { ...op, value: copy(op.value) } : op))
-    const result = await this.#shared.commit(checks, copied)
+    const result = await this.#shared.commit(checks, copied, WebLockGate.through(options?.gate, this.#shared.namespace))
     keepAnswer(answers, id, result)
     // Results share nothing with the store's records or with other commits of the batch.
     if (result.ok) for (const e of result.entries) e.value = copy(e.value)
@@ -269,6 +250,8 @@ class IndexedDbStore {
 
   async #close(): Promise<void> {
     if (!this.#life.close()) return
+    // Its clients are gone: the next in line of each of their gates takes the key over (a closed tab does the same).
+    for (const gate of [...this.#gates]) gate.release()
     this.#liveness?.close()
     this.#reaper?.release()
     await this.#shared.release()

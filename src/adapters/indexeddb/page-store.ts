@@ -8,14 +8,19 @@
  * and result. Many clients of a page contending for one lock thus cost one
  * transaction per wave instead of one each.
  *
+ * Every transaction begins through {@link SharedStore.run}, which holds it
+ * back while the page is frozen and begins it again when a freeze aborted it
+ * (./connection says why).
+ *
  * @module
  */
 import type { Check, CommitResult, Op } from '../../core/contract/adapter'
 import type { Clock, TimerHandle } from '../../core/time/clock'
 import { ClosedError, isZarisError, UnavailableError } from '../../core/contract/errors'
 import { Feed } from './feed'
+import { Connection } from './connection'
 import { openStore, type Database } from './schema'
-import { commitBatch, earliestExpiry, readLog, sweepTx, type CommitRequest, type Outcome } from './transactions'
+import { commitBatch, earliestExpiry, readLog, sweepTx, type CommitRequest, type Outcome, type ThroughGate } from './transactions'
 
 interface Queued {
   request: CommitRequest
@@ -36,7 +41,13 @@ export class SharedStore {
   readonly #key: string
   readonly #channel: BroadcastChannel
   #refs = 0
-  #db: Promise<Database> | undefined
+  #db: Promise<Connection> | undefined
+  /** The open connection, once `#db` resolved: what a freeze aborts the transactions of, at once. */
+  #connection: Connection | undefined
+  /** Set from the page's `freeze` event to its `resume`: no transaction begins meanwhile. */
+  #frozen: { resumed: Promise<void>; resume(): void } | undefined
+  /** How many times the page froze: a transaction that failed across a freeze was aborted by it. */
+  #freezes = 0
   #gone = false
   #closed = false
   #queue: Queued[] = []
@@ -47,7 +58,21 @@ export class SharedStore {
   #sweepAgain = false
   /** The highest revision this page has seen the store reach (a hint for the next commit's read). */
   #revision = 0
-  readonly #onWake = () => this.#wake()
+  readonly #onWake = () => {
+    const frozen = this.#frozen
+    this.#frozen = undefined
+    frozen?.resume()
+    this.#wake()
+  }
+  readonly #onFreeze = () => {
+    this.#freezes++
+    if (!this.#frozen) {
+      let resume!: () => void
+      const resumed = new Promise<void>((r) => (resume = r))
+      this.#frozen = { resumed, resume }
+    }
+    this.#connection?.abortOpen()
+  }
   /**
    * Going hidden is no wake, and may be a tab closing: a transaction begun
    * then is never finished, and IndexedDB holds every other tab's writes
@@ -73,12 +98,13 @@ export class SharedStore {
     this.historySize = historySize
     this.clock = clock
     this.#key = key
-    this.feed = new Feed({ historySize, log: async (after) => readLog(await this.db(), after) })
+    this.feed = new Feed({ historySize, log: (after) => this.run((db) => readLog(db, after)) })
     this.#channel = new BroadcastChannel(`zaris:idb:${namespace}`)
     this.#channel.onmessage = (ev: MessageEvent<Outcome>) => this.#received(ev.data)
     const doc = (globalThis as { document?: Document }).document
     doc?.addEventListener('visibilitychange', this.#onShown)
     doc?.addEventListener('resume', this.#onWake)
+    doc?.addEventListener('freeze', this.#onFreeze)
   }
 
   /** The open database, opened on first use. */
@@ -88,12 +114,13 @@ export class SharedStore {
       return Promise.reject(new UnavailableError(`the IndexedDB database of ${JSON.stringify(this.namespace)} was deleted or upgraded by another tab`))
     }
     if (!this.#db) {
-      const opening = openStore(this.namespace, () => this.#onGone())
+      const opening = openStore(this.namespace, () => this.#onGone()).then((db) => (this.#connection = new Connection(db)))
       this.#db = opening
       opening.then(
-        async (db) => {
+        () => {
           void this.feed.start().catch(() => {})
-          this.#armExpiry(await earliestExpiry(db))
+          // Closed or gone before it was read: nothing to expire here.
+          this.run(earliestExpiry).then((at) => this.#armExpiry(at), () => {})
         },
         () => {
           if (this.#db === opening) this.#db = undefined // a failed open is retried by the next call
@@ -103,10 +130,31 @@ export class SharedStore {
     return this.#db
   }
 
+  /**
+   * Runs `fn`, which begins its transaction at once on the database it is
+   * given, once the page runs (not frozen) and the database is open; again
+   * when a freeze aborted it meanwhile (it wrote nothing). Every transaction
+   * of the store begins here.
+   */
+  async run<T>(fn: (db: Database) => Promise<T>): Promise<T> {
+    for (;;) {
+      if (this.#frozen) await this.#frozen.resumed
+      const db = await this.db()
+      // Frozen while the database opened (a message runs in a frozen page): wait again.
+      if (this.#frozen) continue
+      const freezes = this.#freezes
+      try {
+        return await fn(db)
+      } catch (err) {
+        if (this.#freezes === freezes || this.#closed) throw err
+      }
+    }
+  }
+
   /** Queues a commit for the next transaction. */
-  commit(checks: Check[], ops: Op[]): Promise<CommitResult> {
+  commit(checks: Check[], ops: Op[], gate?: ThroughGate): Promise<CommitResult> {
     return new Promise<CommitResult>((resolve, reject) => {
-      this.#queue.push({ request: { checks, ops }, resolve, reject })
+      this.#queue.push({ request: gate ? { checks, ops, gate } : { checks, ops }, resolve, reject })
       if (!this.#committing) void this.#flush()
     })
   }
@@ -117,8 +165,8 @@ export class SharedStore {
       while (this.#queue.length > 0) {
         const batch = this.#queue.splice(0, BATCH)
         try {
-          const db = await this.db()
-          const { results, outcome } = await commitBatch(db, batch.map((q) => q.request), () => this.clock.now(), this.historySize, this.#revision)
+          const requests = batch.map((q) => q.request)
+          const { results, outcome } = await this.run((db) => commitBatch(db, requests, () => this.clock.now(), this.historySize, this.#revision))
           this.#announce(outcome)
           batch.forEach((q, i) => {
             const r = results[i]!
@@ -139,8 +187,8 @@ export class SharedStore {
    * Runs a readwrite transaction made elsewhere (the reaper's) on the open
    * database and announces what it did, as a commit's outcome is.
    */
-  async write(run: (db: Database, now: number) => Promise<Outcome>): Promise<Outcome> {
-    const outcome = await run(await this.db(), this.clock.now())
+  async write(tx: (db: Database, now: number) => Promise<Outcome>): Promise<Outcome> {
+    const outcome = await this.run((db) => tx(db, this.clock.now()))
     this.#announce(outcome)
     return outcome
   }
@@ -191,7 +239,7 @@ export class SharedStore {
     try {
       do {
         this.#sweepAgain = false
-        this.#announce(await sweepTx(await this.db(), this.clock.now(), this.historySize))
+        this.#announce(await this.run((db) => sweepTx(db, this.clock.now(), this.historySize)))
       } while (this.#sweepAgain && !this.#closed)
     } catch {
       // Closed or deleted under us; another tab sweeps.
@@ -209,7 +257,7 @@ export class SharedStore {
 
   #onGone(): void {
     this.#gone = true
-    void this.#db?.then((db) => db.close(), () => {})
+    this.#connection?.close()
   }
 
   /** Drops one reference; the last one closes the connection, channel and timer. */
@@ -221,10 +269,12 @@ export class SharedStore {
     const doc = (globalThis as { document?: Document }).document
     doc?.removeEventListener('visibilitychange', this.#onShown)
     doc?.removeEventListener('resume', this.#onWake)
+    doc?.removeEventListener('freeze', this.#onFreeze)
     this.feed.clear()
     this.#channel.close()
     const db = this.#db
     this.#db = undefined
+    this.#frozen?.resume()
     if (db) await db.then((d) => d.close(), () => {})
   }
 }

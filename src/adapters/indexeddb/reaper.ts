@@ -37,6 +37,7 @@
  * @module
  */
 import type { WatchEvent } from '../../core/contract/adapter'
+import { asked } from './gate'
 import { Liveness } from './liveness'
 import type { Database, LogRecord } from './schema'
 import type { SharedStore } from './page-store'
@@ -115,7 +116,7 @@ export class Reaper {
   /** Reads every owned entry and the revision together, then follows every change after it. */
   async #load(): Promise<void> {
     try {
-      const { revision, entries } = await readOwned(await this.#store.db(), this.#store.clock.now())
+      const { revision, entries } = await this.#store.run((db) => readOwned(db, this.#store.clock.now()))
       if (this.#closed) return
       const live = new Set(entries.map((e) => e.key))
       for (const key of [...this.#lives.keys()]) if (!live.has(key)) this.#forget(key)
@@ -222,7 +223,8 @@ export class Reaper {
   }
 
   async #reap(owner: string, o: Owner, start: number): Promise<void> {
-    const lives = [...o.lives].filter((l) => l.seen <= start)
+    // A key a client of this page asks the gate of is taken over by that client's take: no reap in front of it.
+    const lives = [...o.lives].filter((l) => l.seen <= start && !asked(this.#store.namespace, l.key))
     if (lives.length === 0) return
     // The expire events come back through the feed, and forget the lives.
     await this.#store.write((db) => reapTx(db, lives, this.#store.historySize))

@@ -24,8 +24,10 @@ export interface LogRecord {
   events: WatchEvent[]
 }
 
-/** An open connection to a namespace's database. */
-export type Database = IDBDatabase
+/** An open connection to a namespace's database: what the store's transactions begin on (see ./connection). */
+export interface Database {
+  transaction(stores: string | string[], mode?: IDBTransactionMode): IDBTransaction
+}
 
 /** The IndexedDB database name of a namespace. */
 export function databaseName(namespace: string): string {
@@ -39,7 +41,7 @@ const VERSION = 2
 export const TRIM_EVERY = 64
 
 /** Opens (creating or upgrading on first use) the database of a namespace. */
-export function openStore(namespace: string, onGone: () => void): Promise<Database> {
+export function openStore(namespace: string, onGone: () => void): Promise<IDBDatabase> {
   return openDatabase(databaseName(namespace), VERSION, upgrade, onGone)
 }
 

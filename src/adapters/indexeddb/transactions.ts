@@ -108,6 +108,30 @@ export function finish(tx: IDBTransaction, revision: number, records: LogRecord[
 export interface CommitRequest {
   checks: Check[]
   ops: Op[]
+  /** Made through a gate (./gate): the store marks what it writes at the gate's key, and lets a held gate take over marks. */
+  gate?: ThroughGate
+}
+
+/** A gate a commit is made through: its key, its mode, and whether it is held when the transaction applies the commit. */
+export interface ThroughGate {
+  key: string
+  mode: GateMode
+  held(): boolean
+}
+
+/** The mark of an entry written through a gate: `x` exclusive, `s` shared. */
+export type GateMode = 'x' | 's'
+
+/** An entry as IndexedDB keeps it: with the mark of the gate it was written through, while that life lasts. */
+type Record = Stored & { gate?: GateMode }
+
+/**
+ * Whether a held gate of `mode` may take its key over `e`: an entry written
+ * through the key's gate whose writer cannot hold the gate beside it (any
+ * mark, for an exclusive gate; an exclusive one, for a shared gate).
+ */
+function overridable(e: Record, gate: ThroughGate): boolean {
+  return e.gate !== undefined && (gate.mode === 'x' || e.gate === 'x') && gate.held()
 }
 
 /**
@@ -181,14 +205,18 @@ function apply(
   })
 
   let nextExpiry: number | undefined
-  const results = requests.map(({ checks, ops }): CommitResult | Error => {
+  const results = requests.map(({ checks, ops, gate }): CommitResult | Error => {
     const failed: Array<{ key: string; entry: Entry | undefined }> = []
+    /** The gate's key, when a check found it free only because the held gate takes over the entry there. */
+    let over: string | undefined
     for (const check of checks) {
-      const e = state.get(check.key)
-      const holds =
-        'revision' in check
-          ? check.revision === null ? e === undefined : e?.revision === check.revision
-          : check.created === null ? e === undefined : e?.created === check.created
+      const e = state.get(check.key) as Record | undefined
+      const absent = 'revision' in check ? check.revision === null : check.created === null
+      let holds = absent ? e === undefined : 'revision' in check ? e?.revision === check.revision : e?.created === check.created
+      if (!holds && absent && gate && check.key === gate.key && overridable(e!, gate)) {
+        holds = true
+        over = check.key
+      }
       if (!holds) failed.push({ key: check.key, entry: e && toEntry(e, now) })
     }
     if (failed.length > 0) return { ok: false as const, failed }
@@ -201,9 +229,16 @@ function apply(
     try {
       at = nextRevision(revision)
       for (const op of ops) {
-        const existing = state.get(op.key)
-        if (op.type !== 'delete') writes.push(written(op, existing, at, now))
-        else if (existing) writes.push(op.key)
+        const existing = state.get(op.key) as Record | undefined
+        if (op.type === 'delete') {
+          if (existing) writes.push(op.key)
+          continue
+        }
+        // A take over an entry the gate takes over is a new life, even by the same owner (its token must die).
+        const w: Record = written(op.key === over && op.type === 'set' ? { ...op, fresh: true } : op, existing, at, now)
+        if (gate && op.key === gate.key && op.type === 'set') w.gate = gate.mode
+        else if (existing?.gate && w.created === existing.created) w.gate = existing.gate
+        writes.push(w)
       }
     } catch (err) {
       return err as Error

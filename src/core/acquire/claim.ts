@@ -14,7 +14,7 @@
  *
  * @module
  */
-import type { Check, Entry, Op, Value, WatchEvent } from '../contract/adapter'
+import type { Check, CommitOptions, Entry, Gate, Op, Value, WatchEvent } from '../contract/adapter'
 import type { Context } from '../context'
 import type { HoldInit } from '../hold/hold'
 import { watches as at, type Sight, type Watched } from './wait'
@@ -37,6 +37,8 @@ export interface TryHow {
    * answers with its try then. Only the first round of a try waits.
    */
   waitChange?: number
+  /** Commit with the adapter's own `commit`, not through the claim's gate (a plain try that takes a free key while another client holds the gate). */
+  ungated?: boolean
 }
 
 /** What one try came to: the hold, or what stands in the way (`undefined`: nothing now — try again). */
@@ -46,6 +48,8 @@ export type TryResult<H> = { hold: H } | { sight: Sight | undefined; lostPlace: 
 export interface Claim<H> {
   /** The key whose wait line the claim's waiters stand in; `undefined` for none. */
   readonly lineKey: string | undefined
+  /** The gate every try commits through (capability `gates`), once the acquire asked for one. */
+  through?: Gate
   /** What a waiter's place in line says it wants (for `locks.query()`). */
   readonly lineValue?: Value
   /** One try (one commit, or a few when what it sees lets it try again at once). */
@@ -104,7 +108,7 @@ const ROUNDS = 4
 /** The claim of `parts`, taken in one commit; `combine` makes the hold of the whole from the parts' holds. */
 export function claimOf<P, H>(ctx: Context, parts: Array<Part<P>>, line: { key: string; value: Value } | undefined, combine: (holds: P[]) => H): Claim<H> {
   const blocked = () => mergeSights(parts.map((p) => p.blocked()))
-  return {
+  const claim: Claim<H> = {
     lineKey: line?.key,
     lineValue: line?.value,
     async attempt(_sight, how) {
@@ -126,7 +130,11 @@ export function claimOf<P, H>(ctx: Context, parts: Array<Part<P>>, line: { key: 
         }
         // A try that waits at the store counts its hold's TTL from here, before the wait: conservative.
         const sentAt = ctx.clock.now()
-        const r = await ctx.adapter.commit(checks, ops, how.waitChange ? { waitChange: how.waitChange } : undefined)
+        const gate = how.ungated ? undefined : claim.through
+        let options: CommitOptions | undefined
+        if (how.waitChange) options = { waitChange: how.waitChange }
+        if (gate) options = { ...options, gate }
+        const r = await ctx.adapter.commit(checks, ops, options)
         if (r.ok) {
           const written = new Map<string, Entry>()
           for (const e of r.entries) written.set(e.key, e)
@@ -163,6 +171,7 @@ export function claimOf<P, H>(ctx: Context, parts: Array<Part<P>>, line: { key: 
       for (const p of parts) p.leave()
     },
   }
+  return claim
 }
 
 /** The sights of several parts as one (`undefined` when none blocks). */

@@ -14,26 +14,32 @@
  *    carrying the token the store gave it.
  *
  * A plain try (`wait: 0`) does not queue and may take a free key before the
- * line does, unless the acquire asks to respect the line (`IN_LINE`). The
+ * line does, unless the acquire asks to respect the line (`IN_LINE`). On a
+ * store with gates (capability `gates`), one key held alone or shared goes
+ * through its gate instead (gated.ts), which keeps the line itself. The
  * options were checked at the call (checks.ts), before this module loaded:
- * it is a chunk of its own, loaded on a client's first acquire.
+ * it is a chunk of its own with the whole lock family (shared locks,
+ * permits, several keys) and an election's campaign, loaded on a client's
+ * first acquire or campaign (../taking.ts): one request, not one per part.
  *
  * @module
  */
 import type { Value } from '../contract/adapter'
 import { InvalidArgumentError } from '../contract/errors'
-import { once } from '../contract/once'
 import { PERMIT_PREFIX, slotPrefix } from '../contract/reserved'
 import { MAX_KEY_LENGTH } from '../contract/validate'
 import type { Context } from '../context'
 import type { HoldInit, LockMode } from '../hold/hold'
 import { Lease } from '../hold/lease'
 import { Lock } from '../hold/lock'
-import type { LockSet } from '../hold/lock-set'
+import { LockSet } from '../hold/lock-set'
 import { Permit } from '../hold/permit'
 import type { Checked } from './checks'
 import { claimOf, type Claim, type HoldSpec, type Part } from './claim'
 import { ExclusivePart } from './exclusive-part'
+import { PermitPart } from './permit-part'
+import { SharedPart } from './shared-part'
+import { acquireGated } from './gated'
 import { AcquireMachine } from './machine'
 
 /** What one acquire wants. */
@@ -47,10 +53,6 @@ export type Want<V extends Value = Value> =
   /** One permit of a semaphore of `limit`. */
   | { kind: 'permit'; key: string; limit: number }
 
-// The lock family's rarer parts load when first wanted, each once.
-const sharedPart = once(() => import('./shared-part'), 'shared-lock')
-const permitPart = once(() => import('./permit-part'), 'semaphore permit')
-const lockSet = once(() => import('../hold/lock-set'), 'lock set')
 
 /** Takes what `want` names: the handle, or `null` when it is held elsewhere and the wait ran out. */
 export function acquire(ctx: Context, want: Want & { kind: 'lock' }, o: Checked): Promise<Lock | null>
@@ -62,6 +64,10 @@ export async function acquire(ctx: Context, want: Want, o: Checked): Promise<unk
   o.signal?.throwIfAborted()
   const claim = await plan(ctx, want, o)
   await ctx.ready
+  // One key held alone or shared, on a store whose clients share a lock manager: through the key's gate.
+  if ((want.kind === 'lock' || want.kind === 'lease') && ctx.adapter.capabilities?.gates && ctx.adapter.gate) {
+    return acquireGated(ctx, claim, want.key, want.kind === 'lock' ? want.mode : 'exclusive', o)
+  }
   const machine = new AcquireMachine(ctx, claim, { wait: o.wait, signal: o.signal, steal: o.steal, inLine: o.inLine })
   return machine.run()
 }
@@ -77,7 +83,6 @@ async function plan(ctx: Context, want: Want, o: Checked): Promise<Claim<unknown
       // Sorted, so that two multi-key commits of overlapping sets name their keys in one order.
       const order = [...want.keys].sort()
       const parts = await Promise.all(order.map((k) => lockPart(ctx, k, want.mode, lockSpec)))
-      const { LockSet } = await lockSet()
       return claimOf(ctx, parts, undefined, (holds) => new LockSet(want.keys.map((k) => holds[order.indexOf(k)]!)))
     }
     case 'lease': {
@@ -95,7 +100,6 @@ async function plan(ctx: Context, want: Want, o: Checked): Promise<Claim<unknown
         const room = MAX_KEY_LENGTH - slotPrefix('').length - String(limit - 1).length
         throw new InvalidArgumentError(`a semaphore's key must leave room for its slots under it: at most ${room} UTF-16 code units with limit ${limit}, got ${key.length}`)
       }
-      const { PermitPart } = await permitPart()
       const part = new PermitPart(ctx, key, limit, spec(null, (init) => new Permit(ctx, init, limit)))
       return claimOf(ctx, [part], { key: PERMIT_PREFIX + key, value: 'permit' }, ([p]) => p)
     }
@@ -105,7 +109,6 @@ async function plan(ctx: Context, want: Want, o: Checked): Promise<Claim<unknown
 /** The part that takes lock `key` in `mode`. */
 async function lockPart<P>(ctx: Context, key: string, mode: LockMode, spec: HoldSpec<null, P>): Promise<Part<P>> {
   if (mode === 'exclusive') return new ExclusivePart(ctx, key, spec, { lock: true })
-  const { SharedPart } = await sharedPart()
   if (SharedPart.keyLength(ctx, key) > MAX_KEY_LENGTH) {
     const room = MAX_KEY_LENGTH - (SharedPart.keyLength(ctx, key) - key.length)
     throw new InvalidArgumentError(`a shared lock's key must be at most ${room} UTF-16 code units with this client's id (its shared holds are kept under it), got ${key.length}`)

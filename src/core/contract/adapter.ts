@@ -228,6 +228,15 @@ export interface CommitOptions {
    * sends its take this way when it stands first in line behind a plain holder.
    */
   waitChange?: number
+  /**
+   * Capability `gates`: the commit is made through this gate (one this
+   * adapter made): while the gate is held, a check that the gate's key has no
+   * live entry (`revision: null` or `created: null`) also holds over a marked
+   * entry the gate may take over (see {@link Gate}), and the take is a new
+   * life; the entries written at the gate's key are marked with the gate's
+   * mode. A store without gates ignores it.
+   */
+  gate?: Gate
 }
 
 /**
@@ -332,6 +341,16 @@ export interface Adapter {
   /** Capability `ownerGone`: registers `owner` as alive for as long as this adapter is open. */
   registerOwner?(owner: string): Promise<void>
   /**
+   * Capability `gates`: the gate of `key` — a place in the queue of a lock
+   * manager that this store's clients on one machine share (for
+   * `zaris://idb`, the browser's Web Locks API, shared by the tabs of an
+   * origin), which orders and excludes them before they commit and frees a
+   * dead client's gates at once. The core asks for a hold's gate before its
+   * take and keeps it while the hold lives; the store's commits still decide
+   * every hold and token. The request starts at once; see {@link Gate}.
+   */
+  gate?(key: string, options?: GateOptions): Gate
+  /**
    * Capability `history`: one page of the events after revision `after` for
    * keys under `prefix`, read from the store's history without subscribing
    * (a node streams an old watch from it as its client reads). Rejects with
@@ -341,12 +360,76 @@ export interface Adapter {
   history?(prefix: string, after: number, limits: HistoryLimits): Promise<HistoryPage>
 }
 
+/**
+ * How a gate is asked for (capability `gates`).
+ *
+ * @example
+ * const gate = adapter.gate!('lock:a', { ifAvailable: true })
+ */
+export interface GateOptions {
+  /** `exclusive` (default): held alone. `shared`: beside other shared holders, never beside an exclusive one. */
+  mode?: 'exclusive' | 'shared'
+  /** Only if nobody holds or waits for it now: else `granted` resolves false at once. */
+  ifAvailable?: boolean
+  /** Take it from whoever holds it now (they are told: `onLost`). */
+  steal?: boolean
+}
+
+/**
+ * One client's request for the gate of a key (capability `gates`), from the
+ * queue to its release. A gate excludes as a read-write lock does: one
+ * exclusive holder, or any number of shared ones; the lock manager grants
+ * waiters in the order they asked, and a client that dies (a closed or
+ * crashed tab) loses its gates at once.
+ *
+ * What the store keeps with it: every entry written through the gate
+ * (`commit(checks, ops, { gate })`) at the gate's key is marked with its mode,
+ * and keeps the mark while its life lasts. A client that holds the gate may
+ * take the key over a marked entry whose writer cannot hold the gate beside
+ * it — any, when held exclusive; an exclusive one, when held shared — since
+ * that writer has released, died or lost it; never over an entry written
+ * without the gate (a plain put, a client without gates): to those it waits,
+ * as it would without gates.
+ *
+ * @example
+ * const gate = adapter.gate!('lock:a')
+ * if (await gate.granted) await adapter.commit([{ key: 'lock:a', revision: null }], [{ type: 'set', key: 'lock:a', value: null, owner: 'me', ttl: 30_000 }], { gate })
+ */
+export interface Gate {
+  /** The key this is the gate of. */
+  readonly key: string
+  /** How it is asked for and held. */
+  readonly mode: 'exclusive' | 'shared'
+  /** Resolves true once this client holds the gate; false when `ifAvailable` found it taken, or the request was withdrawn first. */
+  readonly granted: Promise<boolean>
+  /** True while this client holds the gate. */
+  readonly held: boolean
+  /**
+   * Takes the gate from whoever holds it (a holder that is frozen or hung
+   * past its TTL keeps its gate until then): resolves once held. Only after
+   * this client's take committed, so that of many waiters one steals.
+   */
+  steal(): Promise<void>
+  /** Calls `fn` once if the gate is taken from this client after it held it (another client stole it). */
+  onLost(fn: () => void): void
+  /**
+   * Whether another client holds or waits for this gate now (resolves false
+   * when the lock manager cannot say). A release asks it to leave the key to
+   * the next holder, who takes it over in its own take.
+   */
+  taken(): Promise<boolean>
+  /** Gives the gate up, or withdraws the request; harmless twice. */
+  release(): void
+}
+
 /** Capabilities an adapter declares instead of leaving them to be guessed. */
 export interface Capabilities {
   /** The adapter implements `ownerGone` and `registerOwner`. */
   ownerGone?: boolean
   /** The adapter implements `history`. */
   history?: boolean
+  /** The adapter implements `gate`. */
+  gates?: boolean
   /** The adapter's `commit` honours {@link CommitOptions.waitChange}. */
   commitOnChange?: boolean
   /**

@@ -282,7 +282,13 @@ export function checkWatchArgs(prefix: unknown, sink: unknown, fromRevision: unk
   }
 }
 
-/** Checks a commit's request id, as a store given one directly takes it: a string of 1 to {@link MAX_REQUEST_ID_LENGTH} characters. */
+/**
+ * Checks a commit's request id, as a store given one directly takes it: a
+ * string of 1 to {@link MAX_REQUEST_ID_LENGTH} characters.
+ *
+ * @example
+ * const requestId = checkRequestId(options?.requestId) // undefined when none was given
+ */
 export function checkRequestId(requestId: unknown): string | undefined {
   if (requestId !== undefined && (typeof requestId !== 'string' || requestId.length === 0 || requestId.length > MAX_REQUEST_ID_LENGTH)) {
     throw new InvalidArgumentError(`requestId must be a non-empty string of at most ${MAX_REQUEST_ID_LENGTH} characters`)

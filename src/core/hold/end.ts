@@ -58,3 +58,8 @@ export function endAtDeadline(what: string): HoldEndedError {
 export function endByHolder(what: string, reason: 'RELEASED' | 'CLOSED'): HoldEndedError {
   return new HoldEndedError(reason, `${what} was ${reason === 'CLOSED' ? 'ended by client.close()' : 'released'}`)
 }
+
+/** The end of hold `what` whose gate another client took (capability `gates`): a steal, or a waiter's takeover of a holder frozen past its TTL. */
+export function endByGate(what: string): HoldEndedError {
+  return new HoldEndedError('STOLEN', `${what} was taken over: another client took its gate`)
+}

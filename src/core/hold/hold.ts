@@ -28,11 +28,12 @@
  *
  * @module
  */
-import type { Check, CommitResult, Entry, Unsubscribe, Value, WatchEvent } from '../contract/adapter'
+import type { Check, CommitResult, Entry, Gate, Unsubscribe, Value, WatchEvent } from '../contract/adapter'
 import type { TimerHandle } from '../time/clock'
 import { driftMargin, type Context } from '../context'
 import type { HoldEndedError } from '../contract/errors'
-import { endAtDeadline, endByHolder, endFromEntry, endFromEvent, holdName } from './end'
+import { endAtDeadline, endByGate, endByHolder, endFromEntry, endFromEvent, holdName } from './end'
+import { handOn } from './hand-on'
 import { Life, type Failed, type Fence, type HoldLife } from './life'
 import { keepAlive } from '../time/keep-alive'
 import { checkTtl } from '../contract/validate'
@@ -69,6 +70,14 @@ export type LockMode = 'exclusive' | 'shared'
  * static block, since a hold's life is private to it.
  */
 let fencing: { checks(fence: Fence): Check[]; refused(fence: Fence, failed: Failed): boolean }
+
+/** Gives `hold` the gate its take was made through (capability `gates`): kept while it lives, let go when it ends. Set by `Hold`'s static block. */
+let gating: (hold: Hold, gate: Gate) => void
+
+/** Keeps `gate` with `hold` until the hold ends. @internal */
+export function keepGate(hold: Hold, gate: Gate): void {
+  gating(hold, gate)
+}
 
 /** The checks a write fenced by `fence` sends. @internal */
 export function fenceChecks(fence: Fence): Check[] {
@@ -119,6 +128,8 @@ export abstract class Hold<V extends Value = Value> implements AsyncDisposable, 
   #watching = false
   #unwatch: Unsubscribe | undefined
   #finishing: Promise<boolean> | undefined
+  /** The gate the take was made through (capability `gates`), held while the hold lives. */
+  #gate: Gate | undefined
   readonly #letGo = keepAlive()
 
   /** @internal Created by `locks.acquire` and `leases.grant`. */
@@ -229,10 +240,18 @@ export abstract class Hold<V extends Value = Value> implements AsyncDisposable, 
     // that was not held has ended: the end it had stays, and its timers are stopped.)
     this.#releasing = true
     this.#stopTimers()
-    this.#finishing = this.#free().then(
+    // Taken through a gate: the next in line takes the key over this entry (./hand-on). A delete
+    // that finds such a successor's life there released the hold all the same.
+    const gate = this.#gate
+    // Only a hold alone at the gate's key is taken over so (shared holds leave their group in their own commit).
+    const handing = gate && wasHeld && gate.mode === 'exclusive' && this.#life.entryKey === gate.key
+    if (gate && !handing) gate.release()
+    const freeing = handing ? handOn(this.#ctx.adapter, this.#ctx.clock, gate, this.#life, this.#revision, () => this.#free()) : this.#free()
+    this.#finishing = freeing.then(
       (r) => {
-        this.#end(r.ok ? released : this.#reasonFrom(r.failed))
-        return wasHeld && r.ok
+        const ok = r === undefined || r.ok || (gate !== undefined && wasHeld && this.#handedOn(r.failed))
+        this.#end(ok ? released : this.#reasonFrom(r!.failed))
+        return wasHeld && ok
       },
       (err) => {
         if (!wasHeld) return false
@@ -270,6 +289,12 @@ export abstract class Hold<V extends Value = Value> implements AsyncDisposable, 
     return holdName(this.key, this.token)
   }
 
+  /** Whether a release's delete failed only because the next holder of the gate took the key over already: an owned, later life. */
+  #handedOn(failed: Failed): boolean {
+    const e = this.#life.gone(failed)?.entry
+    return e?.owner !== undefined && e.created > this.token
+  }
+
   /** Why the hold is over, from what the store has instead at the first of its failed checks. */
   #reasonFrom(failed: Failed): HoldEndedError {
     // An expiry comes at the holder's deadline or after it, since the holder counts from before its request.
@@ -285,6 +310,13 @@ export abstract class Hold<V extends Value = Value> implements AsyncDisposable, 
   }
 
   static {
+    gating = (hold, gate) => {
+      if (hold.#ended || hold.#releasing) return gate.release()
+      hold.#gate = gate
+      gate.onLost(() => {
+        if (!hold.#ended && !hold.#releasing) hold.#end(endByGate(hold.#what()))
+      })
+    }
     fencing = {
       refused: (fence, failed) => (fence instanceof Hold ? fence.#fenceRefused(failed) : failed.some((f) => f.key === fence.key)),
       checks: (fence) => (fence instanceof Hold ? fence.#life.checks : [{ key: fence.key, created: fence.token }]),
@@ -388,6 +420,7 @@ export abstract class Hold<V extends Value = Value> implements AsyncDisposable, 
   #end(reason: HoldEndedError | (() => HoldEndedError)): void {
     if (this.#ended) return
     this.#ended = true
+    this.#gate?.release()
     this.#stopTimers()
     this.#unwatch?.()
     this.#ctx.open.delete(this)

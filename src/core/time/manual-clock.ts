@@ -5,7 +5,6 @@
  * @module
  */
 import type { Clock, TimerHandle } from './clock'
-import { loadsUnderWay } from '../contract/once'
 
 interface Timer {
   at: number
@@ -79,14 +78,7 @@ export class ManualClock implements Clock {
   }
 }
 
-/**
- * Lets pending promise chains run: a few macrotask turns of the real event
- * loop, each after the parts of the library being loaded on first use (an
- * acquire's machinery, an election's body) have arrived.
- */
+/** Lets pending promise chains run: a few macrotask turns of the real event loop. */
 async function settle(): Promise<void> {
-  for (let i = 0; i < 5; i++) {
-    await new Promise<void>((resolve) => globalThis.setTimeout(resolve, 0))
-    for (let under = loadsUnderWay(); under.length > 0; under = loadsUnderWay()) await Promise.allSettled(under)
-  }
+  for (let i = 0; i < 5; i++) await new Promise<void>((resolve) => globalThis.setTimeout(resolve, 0))
 }
