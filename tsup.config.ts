@@ -35,6 +35,7 @@ export default defineConfig([
       redis: 'src/adapters/redis/index.ts',
       etcd: 'src/adapters/etcd/index.ts',
       postgres: 'src/adapters/postgres/index.ts',
+      file: 'src/adapters/file/index.ts',
       testing: 'src/testing.ts',
       'web-locks': 'src/web-locks/index.ts',
       otel: 'src/otel/index.ts',

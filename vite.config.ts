@@ -14,6 +14,7 @@ const alias = {
   'zaris/redis': src('adapters/redis/index.ts'),
   'zaris/etcd': src('adapters/etcd/index.ts'),
   'zaris/postgres': src('adapters/postgres/index.ts'),
+  'zaris/file': src('adapters/file/index.ts'),
   'zaris/testing': src('testing.ts'),
   'zaris/web-locks': src('web-locks/index.ts'),
   'zaris/otel': src('otel/index.ts'),

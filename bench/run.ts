@@ -35,6 +35,7 @@ const groups: Record<string, () => Promise<Group>> = {
   scale: async () => (await import('./scenarios/scale')).scaleScenarios,
   bundle: async () => (await import('./scenarios/bundle')).bundleScenario,
   handover: async () => (await import('./scenarios/handover')).handoverScenarios,
+  file: async () => (await import('./scenarios/file')).fileScenarios,
 }
 
 async function main(): Promise<void> {

@@ -28,7 +28,7 @@ export type AdapterFactory = (url: string, options: ConnectOptions) => Adapter |
 export interface Target {
   /** The URL's scheme, lowercased. */
   scheme: string
-  /** The store: `memory`, `indexeddb`, `http`, `redis`, `etcd` (built in), or `custom` (a scheme given to `registerScheme`). */
+  /** The store: `memory`, `indexeddb`, `http`, `redis`, `etcd`, `file` (built in), or `custom` (a scheme given to `registerScheme`). */
   kind: string
   /** The URL as given. */
   url: string

@@ -51,6 +51,7 @@ export const elsewhere: Readonly<Record<string, string>> = {
   rediss: 'Node',
   etcd: 'Node',
   etcds: 'Node',
+  file: 'Node',
 }
 
 export { DEFAULT_PORT }

@@ -1,7 +1,7 @@
 /**
  * The built-in schemes `connect` knows: a page's (memory, IndexedDB, zaris
  * nodes; `./schemes.browser`) and the stores reached from Node (Redis,
- * etcd, Postgres). A build with the `browser` export condition uses `./schemes.browser`
+ * etcd, Postgres, a file shared by the processes of one machine). A build with the `browser` export condition uses `./schemes.browser`
  * instead of this file (see tsup.config.ts), so neither is even a chunk of a
  * web app. Each adapter is loaded by a dynamic `import()` when a URL of it is
  * opened; a new adapter adds its scheme here, and the core does not change.
@@ -12,6 +12,7 @@ import { parseNamespace } from './core/contract/url'
 import { InvalidUrlError } from './core/contract/errors'
 import { parseEtcdUrl } from './adapters/etcd/url'
 import { parsePostgresUrl, redactPostgresUrl } from './adapters/postgres/url'
+import { parseFileUrl } from './adapters/file/url'
 import type { BuiltInScheme, SchemeTable } from './scheme-types'
 import { builtInSchemes as pageSchemes } from './schemes.browser'
 
@@ -58,6 +59,17 @@ const postgres: BuiltInScheme = {
   },
 }
 
+/** `file:///path/to/store.db?ns=<ns>[&sync=full]`: the processes of one machine, through one SQLite file. */
+const file: BuiltInScheme = {
+  parse(url, scheme) {
+    const { namespace } = parseFileUrl(url)
+    return {
+      target: { scheme, kind: 'file', url, namespace },
+      open: async () => (await import('./adapters/file')).fromUrl(url),
+    }
+  },
+}
+
 /** Every built-in scheme. */
 export const builtInSchemes: SchemeTable = {
   ...pageSchemes,
@@ -67,6 +79,7 @@ export const builtInSchemes: SchemeTable = {
   etcds: etcd,
   postgres,
   postgresql: postgres,
+  file,
 }
 
 /** Built-in schemes of other runtimes: none, here. */

@@ -41,6 +41,8 @@ const specs: Spec[] = [
   { text: 'Redis adapter over node-redis: acquire+release >= 0.9x over ioredis (issue 36)', scenario: 'redis-1', zaris: 'zaris redis adapter (node-redis)', peer: 'zaris redis adapter', kind: 'ops', limit: 0.9, chart: 'Redis adapter: node-redis vs ioredis' },
   { text: 'counters through the Redis adapter >= 0.5x ioredis INCR round trips (issue 16)', scenario: 'counters-1', zaris: 'zaris redis adapter', peer: 'ioredis INCR', kind: 'ops', limit: 0.5, chart: 'Redis counters vs INCR' },
   { text: 'flat per-op cost up to 100k keys, memory (<= 1.2x the 10-key figure)', scenario: 'scale-memory', zaris: '100k other keys', peer: '10 other keys', kind: 'cost', limit: 1.2, chart: 'memory: 100k keys vs 10' },
+  { text: 'file:// store: acquire+release >= 2x proper-lockfile (issue 34)', scenario: 'file-1', zaris: 'zaris file://', peer: 'proper-lockfile', kind: 'ops', limit: 2, chart: 'file:// vs proper-lockfile' },
+  { text: 'file:// store: killed holder -> next holder >= 20x faster than proper-lockfile\'s default (issue 34)', scenario: 'file-killed', zaris: 'zaris file://', peer: 'proper-lockfile (stale 10 s)', kind: 'latency', limit: 0.05, chart: 'killed holder: file:// vs proper-lockfile' },
   { text: 'flat per-op cost up to 100k keys, --data node (<= 1.2x the 10-key figure)', scenario: 'scale-data', zaris: '100k other keys', peer: '10 other keys', kind: 'cost', limit: 1.2, chart: '--data node: 100k keys vs 10' },
 ]
 

@@ -1,8 +1,10 @@
 /**
- * Parsing the inspect commands' arguments (`zaris get|put|del|ls|watch|locks|
- * release|counter`) with `node:util` `parseArgs`: one option table for every
- * verb, then a check that each option given belongs to the verb. A number
- * like `-3` is an argument (`zaris counter jobs -3`), not an option.
+ * Parsing the command line of every verb but `serve` (`zaris get|put|del|ls|
+ * watch|locks|release|counter`, and `lock|elect|semaphore NAME -- cmd`) with
+ * `node:util` `parseArgs`: one option table for every verb, then a check
+ * that each option given belongs to the verb. A number like `-3` is an
+ * argument (`zaris counter jobs -3`), not an option. For the verbs that run
+ * a command, everything after the first `--` is that command, untouched.
  *
  * @module
  */
@@ -25,10 +27,22 @@ const OPTIONS = {
   string: { type: 'boolean' },
   force: { type: 'boolean' },
   from: { type: 'string' },
+  wait: { type: 'string' },
+  limit: { type: 'string' },
+  grace: { type: 'string' },
+  candidate: { type: 'string' },
+  'fence-token': { type: 'string' },
+  'fence-key': { type: 'string' },
 } as const
 
 /** Options only some verbs take. */
-export type VerbOption = 'ttl' | 'string' | 'force' | 'from'
+export type VerbOption = 'ttl' | 'string' | 'force' | 'from' | 'wait' | 'limit' | 'grace' | 'candidate' | 'fence-token' | 'fence-key'
+const VERB_OPTIONS: VerbOption[] = ['ttl', 'string', 'force', 'from', 'wait', 'limit', 'grace', 'candidate', 'fence-token', 'fence-key']
+/** Options whose value may look like a negative number. */
+const VALUED = /^--(url|token|ttl|from|wait|limit|grace|candidate|fence-token|fence-key)$/
+
+/** The verbs that run a command under a hold: what follows `--` is the command. */
+export const RUN_VERBS = new Set(['lock', 'elect', 'semaphore'])
 
 /** What every inspect command is given. */
 export interface Parsed {
@@ -40,6 +54,10 @@ export interface Parsed {
   help: boolean
   /** Verb options given, by name: their raw values. */
   options: Partial<Record<VerbOption, string | boolean>>
+  /** The command after `--`, for the verbs that run one (else undefined). */
+  command: string[] | undefined
+  /** The environment it was parsed in (`ZARIS_LOCK_KEY` for a fenced write). */
+  env: Record<string, string | undefined>
 }
 
 /**
@@ -49,10 +67,15 @@ export interface Parsed {
  * parseCommandLine(['put', 'k', '1', '--ttl', '5000'], process.env)
  */
 export function parseCommandLine(argv: string[], env: Record<string, string | undefined>): Parsed {
+  const dashes = argv.indexOf('--')
+  if (dashes >= 0) {
+    const before = parseCommandLine(argv.slice(0, dashes), env)
+    if (before.verb !== undefined && RUN_VERBS.has(before.verb)) return { ...before, command: argv.slice(dashes + 1) }
+  }
   // Hide negative numbers from parseArgs, which would read `-3` as short options.
   const numbers = new Map<string, string>()
   const args = argv.map((arg, i) => {
-    if (!/^-\d+$/.test(arg) || /^--(url|token|ttl|from)$/.test(argv[i - 1] ?? '')) return arg
+    if (!/^-\d+$/.test(arg) || VALUED.test(argv[i - 1] ?? '')) return arg
     const slot = `\u0000${i}`
     numbers.set(slot, arg)
     return slot
@@ -66,7 +89,7 @@ export function parseCommandLine(argv: string[], env: Record<string, string | un
   const positionals = parsed.positionals.map((p) => numbers.get(p) ?? p)
   const v = parsed.values
   const options: Parsed['options'] = {}
-  for (const name of ['ttl', 'string', 'force', 'from'] as const) if (v[name] !== undefined) options[name] = v[name]
+  for (const name of VERB_OPTIONS) if (v[name] !== undefined) options[name] = v[name]
   return {
     verb: positionals[0],
     args: positionals.slice(1),
@@ -75,6 +98,8 @@ export function parseCommandLine(argv: string[], env: Record<string, string | un
     json: v.json ?? false,
     help: v.help ?? false,
     options,
+    command: undefined,
+    env,
   }
 }
 

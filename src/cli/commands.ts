@@ -1,9 +1,10 @@
 /**
- * The inspect commands, each on a connected client: `get`, `put`, `del`,
- * `ls`, `locks`, `release --force` and `counter` print one result (a table,
- * or one JSON value with `--json`); `watch` (watch.ts) streams. Each resolves
- * its exit code: 0 done, 1 not found or refused. Usage mistakes throw
- * `UsageError` before anything connects.
+ * The commands, each on a connected client: `get`, `put`, `del`, `ls`,
+ * `locks`, `release --force` and `counter` print one result (a table, or one
+ * JSON value with `--json`); `watch` (watch.ts) streams; `lock`, `elect` and
+ * `semaphore` run a command under a hold (run-under.ts). Each resolves its
+ * exit code: 0 done, 1 not found or refused (or the command's own). Usage
+ * mistakes throw `UsageError` before anything connects.
  *
  * @module
  */
@@ -14,19 +15,39 @@ import { integerArg, keyArg, UsageError, type Parsed } from './args'
 import { ENTRY_HEADER, entryRow, showKey, showTtl, table } from './format'
 import { readLocks } from './lock-table'
 import type { Run } from './run'
+import { prepareElect, prepareLock, prepareSemaphore } from './run-under'
 import { prepareWatch } from './watch'
 
 
 /** Each verb's argument count and option check, resolving what to run. */
 export const VERBS: Record<string, { args: [number, number]; options: string[]; prepare(p: Parsed): Run }> = {
   get: { args: [1, 1], options: [], prepare: (p) => get(keyArg(p.args[0]!), p.json) },
-  put: { args: [2, 2], options: ['ttl', 'string'], prepare: preparePut },
-  del: { args: [1, 1], options: [], prepare: (p) => del(keyArg(p.args[0]!), p.json) },
+  put: { args: [2, 2], options: ['ttl', 'string', 'fence-token', 'fence-key'], prepare: preparePut },
+  del: { args: [1, 1], options: ['fence-token', 'fence-key'], prepare: (p) => del(keyArg(p.args[0]!), fenceOf(p), p.json) },
   ls: { args: [0, 1], options: [], prepare: (p) => ls(p.args[0] ?? '', p.json) },
   watch: { args: [0, 1], options: ['from'], prepare: prepareWatch },
   locks: { args: [0, 1], options: [], prepare: (p) => locks(p.args[0] ?? '', p.json) },
   release: { args: [1, 1], options: ['force'], prepare: prepareRelease },
   counter: { args: [1, 2], options: [], prepare: prepareCounter },
+  lock: { args: [1, 1], options: ['ttl', 'wait', 'grace'], prepare: prepareLock },
+  elect: { args: [1, 1], options: ['ttl', 'wait', 'grace', 'candidate'], prepare: prepareElect },
+  semaphore: { args: [1, 1], options: ['ttl', 'wait', 'grace', 'limit'], prepare: prepareSemaphore },
+}
+
+/**
+ * The fence of a write under a hold: `--fence-token T` and the lock's key,
+ * `--fence-key K` or the `ZARIS_LOCK_KEY` that `zaris lock` gives its command.
+ */
+function fenceOf(p: Parsed): { key: string; token: number } | undefined {
+  const raw = p.options['fence-token']
+  if (raw === undefined) {
+    if (p.options['fence-key'] !== undefined) throw new UsageError('--fence-key goes with --fence-token T: the token the key must still be held with')
+    return undefined
+  }
+  const token = integerArg(String(raw), '--fence-token', { min: 1, max: Number.MAX_SAFE_INTEGER })
+  const key = p.options['fence-key'] ?? p.env.ZARIS_LOCK_KEY
+  if (key === undefined || key === '') throw new UsageError('--fence-token needs the lock\'s key: --fence-key KEY, or ZARIS_LOCK_KEY (zaris lock gives it to its command)')
+  return { key: keyArg(String(key), '--fence-key'), token }
 }
 
 const json = (value: unknown) => JSON.stringify(value)
@@ -56,16 +77,17 @@ function preparePut(p: Parsed): Run {
     }
   }
   const ttl = p.options.ttl === undefined ? undefined : integerArg(String(p.options.ttl), '--ttl', { min: 1, max: MAX_TTL })
+  const fence = fenceOf(p)
   return async (client, io) => {
-    const entry = await client.put(key, value, ttl === undefined ? undefined : { ttl })
+    const entry = await client.put(key, value, { ...(ttl === undefined ? {} : { ttl }), ...(fence ? { fence } : {}) })
     io.out(p.json ? json(entry) : `put ${showKey(key)} at revision ${entry.revision}${ttl === undefined ? '' : `, expires in ${showTtl(ttl)}`}`)
     return 0
   }
 }
 
-function del(key: string, asJson: boolean): Run {
+function del(key: string, fence: { key: string; token: number } | undefined, asJson: boolean): Run {
   return async (client, io) => {
-    const deleted = await client.delete(key)
+    const deleted = await client.delete(key, fence ? { fence } : undefined)
     if (asJson) io.out(json({ deleted }))
     else if (deleted) io.out(`deleted ${showKey(key)}`)
     if (!deleted) io.err(`zaris: no entry at ${showKey(key)}`)

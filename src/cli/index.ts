@@ -1,14 +1,18 @@
 /**
- * The inspect commands of `zaris` (everything but `serve`): parse, check,
- * connect to `--url`, run one verb, close. Resolves the exit code: 0 done,
- * 1 not found or refused (errors of the store included), 2 usage mistake.
+ * The commands of `zaris` but `serve`: parse, check, connect to `--url`,
+ * run one verb, close. Resolves the exit code: 0 done, 1 not found or
+ * refused (errors of the store included), 2 usage mistake; the verbs that
+ * run a command under a hold exit with the command's code, 75 when the hold
+ * could not be had, 70 when it was lost while the command ran.
  *
  * @module
  */
+import { hostname } from 'node:os'
 import { connect } from '../connect'
 import type { Client } from '../core/client'
+import { randomHex } from '../core/contract/ids'
 import { isZarisError } from '../core/contract/errors'
-import { parseCommandLine, UsageError, type Parsed, type VerbOption } from './args'
+import { parseCommandLine, RUN_VERBS, UsageError, type Parsed, type VerbOption } from './args'
 import { VERBS } from './commands'
 import type { Io, Run } from './run'
 import { commandHelp, COMMANDS, mainHelp } from './help'
@@ -58,7 +62,9 @@ export async function runInspect(argv: string[], env: Record<string, string | un
   }
   let client: Client | undefined
   try {
-    client = await connect(parsed.url, parsed.token === undefined ? {} : { token: parsed.token })
+    // A command run under a hold is shown as host:pid in `zaris locks` (and a few random characters: ids must not repeat).
+    const id = RUN_VERBS.has(parsed.verb) ? `${hostname()}:${process.pid}:${randomHex(2)}` : undefined
+    client = await connect(parsed.url, { ...(parsed.token === undefined ? {} : { token: parsed.token }), ...(id === undefined ? {} : { id }) })
     return await run(client, io)
   } catch (err) {
     // A connection string that does not parse is a usage mistake; anything the store says is a refusal.
@@ -81,7 +87,8 @@ function prepare(p: Parsed): Run {
     if (!spec.options.includes(name)) throw new UsageError(`--${name} is not an option of ${verb}`)
   }
   const [min, max] = spec.args
-  if (p.args.length < min) throw new UsageError(`${verb} needs ${min === 1 ? 'a KEY' : 'KEY and VALUE'}: zaris ${COMMANDS[verb]!.synopsis}`)
+  if (p.args.length < min) throw new UsageError(`${verb} needs ${RUN_VERBS.has(verb) ? 'a NAME' : min === 1 ? 'a KEY' : 'KEY and VALUE'}: zaris ${COMMANDS[verb]!.synopsis}`)
+  if (p.command !== undefined && !RUN_VERBS.has(verb)) throw new UsageError(`${verb} runs no command: nothing may follow --`)
   if (p.args.length > max) throw new UsageError(`${verb} takes at most ${max} argument${max === 1 ? '' : 's'}, got ${p.args.length}: ${p.args.map((a) => JSON.stringify(a)).join(' ')}`)
   return spec.prepare(p)
 }

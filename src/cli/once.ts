@@ -30,7 +30,7 @@ import { MAX_TTL } from '../core/contract/limits'
 import type { JobResult } from '../core/jobs'
 import { DEFAULT_URL, integerArg, keyArg, UsageError } from './args'
 import { showKey } from './format'
-import { EXIT_LOST, runUnder } from './once-runner'
+import { EXIT_LOST, runUnder } from './child'
 import type { Io } from './run'
 
 const OPTIONS = {

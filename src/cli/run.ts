@@ -1,6 +1,7 @@
 /**
- * What an inspect command is, once its arguments are checked: a run on a
- * connected client that prints through an {@link Io} and resolves its exit code.
+ * What a command is, once its arguments are checked: a run on a connected
+ * client that prints through an {@link Io} and resolves its exit code (0 or
+ * 1 for the inspect commands; a command run under a hold exits with its own).
  *
  * @module
  */
@@ -13,4 +14,4 @@ export interface Io {
 }
 
 /** A command's run, once its arguments are checked. */
-export type Run = (client: Client, io: Io) => Promise<0 | 1>
+export type Run = (client: Client, io: Io) => Promise<number>

@@ -41,6 +41,10 @@ const SCENES: Record<string, { before?(s: Stage): Promise<void>; during?(s: Stag
     // Once freed, the key is the first waiter's as soon as it has taken it.
     after: async (s) => void (await s.firstWaiter),
   },
+  'Running a command under a lock': {
+    // Someone else holds deploy, so the second command exits 75.
+    before: async (s) => void (await (await s.client('ci-runner-2')).locks.acquire('deploy', { ttl: 60_000 })),
+  },
   Watching: {
     async during(s) {
       const worker = await s.client('worker-2')

@@ -79,7 +79,7 @@ describe('each check catches a planted violation', () => {
   write('core/hold/inner.ts', `export const inner = 1\n`)
   write('outside.ts', `export { inner } from './core/hold/inner'\nexport const later = () => import('./core/hold/inner')\n`)
   write('core/imports-adapter.ts', `export { memoryAdapter } from '../adapters/memory'\n`)
-  write('core/imports-builtin.ts', `import { readFileSync } from 'node:fs'\nexport const read = readFileSync\n`)
+  write('core/imports-builtin.ts', `import { cpus } from 'node:os'\nexport const count = cpus\n`)
   write('core/names-store.ts', `// A comment may say redis.\nexport const kind = 'redis'\nexport function viaIndexedDb(): void {}\n`)
 
   test('a file of 451 lines', () => {
@@ -105,7 +105,7 @@ describe('each check catches a planted violation', () => {
     expect(coreViolations(root, NAMES)).toEqual([
       'core/imports-adapter.ts:1: imports "../adapters/memory", outside the core',
       'core/imports-adapter.ts:1: names "memory"',
-      'core/imports-builtin.ts:1: imports the package or built-in "node:fs"',
+      'core/imports-builtin.ts:1: imports the package or built-in "node:os"',
       'core/names-store.ts:2: names "redis"',
       'core/names-store.ts:3: names "indexeddb"',
     ])

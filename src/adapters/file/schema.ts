@@ -1,0 +1,188 @@
+/**
+ * The `file://` store's tables, and the statements a process runs on them.
+ * Every process of the machine reads and writes these same rows; nothing of
+ * the store's state lives only in one process's memory.
+ *
+ * - `zaris_file_meta`: the schema, and the boot of the machine that last
+ *   opened the file (a new boot restarts TTLs and ends the old boot's owners).
+ * - `zaris_file_spaces`: one row per namespace: its revision, the revision
+ *   reserved on disk (tokens never repeat, even after a power cut: see
+ *   commit.ts), how far its history is pruned, the latest clock reading.
+ * - `zaris_file_entries`: the live entries (and expired ones not yet
+ *   reported), keyed by the key's UTF-16BE bytes so that SQLite's byte order
+ *   is JavaScript's UTF-16 code unit order; `expires` on the machine clock.
+ * - `zaris_file_events`: the change log every watch tails, a commit's
+ *   request id on its first row.
+ * - `zaris_file_owners`: who is alive: one row per client id per adapter
+ *   that registered it, with the process (pid and start time) it lives in.
+ *
+ * @module
+ */
+import type BetterSqlite3 from 'better-sqlite3'
+import { UnsupportedError } from '../../core/contract/errors'
+import type { EventRow } from '../kit/rows'
+
+/** The schema this code writes; a file of a newer one is refused. */
+export const SCHEMA = 1
+
+/** An entry row as the statements read it: the key still as bytes. */
+export interface EntryRow {
+  k: Buffer
+  value: string
+  revision: number
+  created: number
+  owner: string | null
+  ttl: number | null
+  expires: number | null
+}
+
+/** A namespace's row. */
+export interface SpaceRow {
+  revision: number
+  reserved: number
+  compacted: number
+}
+
+/** A registration: client `owner`, registered by the adapter `nonce`, in process `pid` (started at `start`) of `host`. */
+export interface OwnerRow {
+  owner: string
+  nonce: string
+  pid: number
+  start: string
+  host: string
+}
+
+/** The key's UTF-16BE bytes: SQLite compares BLOBs bytewise, which is then UTF-16 code unit order. */
+export function keyBytes(key: string): Buffer {
+  return Buffer.from(key, 'utf16le').swap16()
+}
+
+/** The key whose {@link keyBytes} these are. */
+export function keyOf(bytes: Buffer | Uint8Array): string {
+  return Buffer.from(bytes).swap16().toString('utf16le')
+}
+
+/** The smallest byte string above every string that starts with `prefix`, or null when there is none. */
+export function pastPrefix(prefix: Buffer): Buffer | null {
+  // The prefix without its trailing 0xFF bytes, its last byte raised by one.
+  let end = prefix.length
+  while (end > 0 && prefix[end - 1] === 0xff) end--
+  if (end === 0) return null
+  const out = Buffer.from(prefix.subarray(0, end))
+  out[end - 1]!++
+  return out
+}
+
+/**
+ * Creates the tables (in one transaction, so processes opening a new file
+ * at once make them once), or checks that the file's are ours.
+ */
+export function migrate(db: BetterSqlite3.Database, file: string): void {
+  db.transaction(() => {
+    const tables = new Set((db.prepare(`SELECT name FROM sqlite_master WHERE type = 'table'`).all() as Array<{ name: string }>).map((t) => t.name))
+    if (tables.has('zaris_stores')) {
+      throw new UnsupportedError(`${file} is the data file of a zaris node (zaris serve --data); a file:// store keeps a file of its own`)
+    }
+    if (tables.has('zaris_file_meta')) {
+      const row = db.prepare(`SELECT value FROM zaris_file_meta WHERE name = 'schema'`).get() as { value: string } | undefined
+      const version = Number(row?.value)
+      if (version > SCHEMA) throw new UnsupportedError(`${file} was written by a newer zaris (file store schema ${version}; this one reads ${SCHEMA})`)
+      return
+    }
+    db.exec(`
+      CREATE TABLE zaris_file_meta (name TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+      CREATE TABLE zaris_file_spaces (
+        ns TEXT PRIMARY KEY, revision INTEGER NOT NULL, reserved INTEGER NOT NULL,
+        compacted INTEGER NOT NULL, clock REAL NOT NULL
+      ) WITHOUT ROWID;
+      CREATE TABLE zaris_file_entries (
+        ns TEXT NOT NULL, k BLOB NOT NULL, value TEXT NOT NULL, revision INTEGER NOT NULL,
+        created INTEGER NOT NULL, owner TEXT, ttl REAL, expires REAL,
+        PRIMARY KEY (ns, k)
+      ) WITHOUT ROWID;
+      CREATE INDEX zaris_file_expiry ON zaris_file_entries (ns, expires) WHERE expires IS NOT NULL;
+      CREATE INDEX zaris_file_owned ON zaris_file_entries (ns, owner) WHERE owner IS NOT NULL;
+      CREATE TABLE zaris_file_events (
+        ns TEXT NOT NULL, revision INTEGER NOT NULL, seq INTEGER NOT NULL, type TEXT NOT NULL, key TEXT NOT NULL,
+        value TEXT, created INTEGER, owner TEXT, ttl REAL, request_id TEXT,
+        PRIMARY KEY (ns, revision, seq)
+      ) WITHOUT ROWID;
+      CREATE UNIQUE INDEX zaris_file_requests ON zaris_file_events (ns, request_id) WHERE request_id IS NOT NULL;
+      CREATE TABLE zaris_file_owners (
+        ns TEXT NOT NULL, owner TEXT NOT NULL, nonce TEXT NOT NULL, pid INTEGER NOT NULL, start TEXT NOT NULL, host TEXT NOT NULL,
+        PRIMARY KEY (ns, owner, nonce)
+      ) WITHOUT ROWID;
+    `)
+    db.prepare(`INSERT INTO zaris_file_meta (name, value) VALUES ('schema', ?)`).run(String(SCHEMA))
+  }).immediate()
+}
+
+/** A statement that takes `P` and answers rows of `R`. */
+type Query<P extends unknown[], R = unknown> = BetterSqlite3.Statement<P, R>
+
+const ENTRY = 'k, value, revision, created, owner, ttl, expires'
+const EVENT = 'revision, type, key, value, created, owner, ttl'
+
+/** The statements of one connection, prepared once. */
+export interface Statements {
+  space: Query<[string], SpaceRow>
+  createSpace: Query<[string]>
+  setSpace: Query<[number, number, number, number, string]>
+  entry: Query<[string, Buffer], EntryRow>
+  /** Live entries from `from` (inclusive) below `below` (exclusive; null: no bound) after `after` (exclusive). */
+  page: Query<[{ ns: string; from: Buffer; below: Buffer | null; after: Buffer; now: number; limit: number }], EntryRow>
+  due: Query<[string, number], EntryRow>
+  nextExpiry: Query<[string], { at: number | null }>
+  owned: Query<[string, string], EntryRow>
+  put: Query<[string, Buffer, string, number, number, string | null, number | null, number | null]>
+  del: Query<[string, Buffer]>
+  event: Query<[string, number, number, string, string, string | null, number | null, string | null, number | null, string | null]>
+  /** The next page of the log, after the event (`revision`, `seq`). */
+  events: Query<[{ ns: string; revision: number; seq: number; limit: number }], EventRow & { seq: number }>
+  commitEvents: Query<[string, number], EventRow>
+  request: Query<[string, string], { revision: number }>
+  prune: Query<[string, number]>
+  owners: Query<[string], OwnerRow>
+  ownersOf: Query<[string, string], OwnerRow>
+  register: Query<[string, string, string, number, string, string]>
+  unregister: Query<[string, string, string]>
+  registrationsOf: Query<[string, string], { n: number }>
+  dataVersion: Query<[], { data_version: number }>
+}
+
+export function prepare(db: BetterSqlite3.Database): Statements {
+  return {
+    space: db.prepare('SELECT revision, reserved, compacted FROM zaris_file_spaces WHERE ns = ?'),
+    createSpace: db.prepare('INSERT OR IGNORE INTO zaris_file_spaces (ns, revision, reserved, compacted, clock) VALUES (?, 0, 0, 0, 0)'),
+    setSpace: db.prepare('UPDATE zaris_file_spaces SET revision = ?, reserved = ?, compacted = ?, clock = max(clock, ?) WHERE ns = ?'),
+    entry: db.prepare(`SELECT ${ENTRY} FROM zaris_file_entries WHERE ns = ? AND k = ?`),
+    page: db.prepare(
+      `SELECT ${ENTRY} FROM zaris_file_entries
+       WHERE ns = @ns AND k >= @from AND (@below IS NULL OR k < @below) AND k > @after AND (expires IS NULL OR expires > @now)
+       ORDER BY k LIMIT @limit`,
+    ),
+    due: db.prepare(`SELECT ${ENTRY} FROM zaris_file_entries WHERE ns = ? AND expires <= ? ORDER BY expires, k`),
+    // (IS NOT NULL: so that SQLite reads the partial index of deadlines, not the namespace.)
+    nextExpiry: db.prepare('SELECT min(expires) AS at FROM zaris_file_entries WHERE ns = ? AND expires IS NOT NULL'),
+    owned: db.prepare(`SELECT ${ENTRY} FROM zaris_file_entries WHERE ns = ? AND owner = ? ORDER BY k`),
+    put: db.prepare(
+      `INSERT INTO zaris_file_entries (ns, k, value, revision, created, owner, ttl, expires) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+       ON CONFLICT (ns, k) DO UPDATE SET value = excluded.value, revision = excluded.revision, created = excluded.created,
+         owner = excluded.owner, ttl = excluded.ttl, expires = excluded.expires`,
+    ),
+    del: db.prepare('DELETE FROM zaris_file_entries WHERE ns = ? AND k = ?'),
+    event: db.prepare('INSERT INTO zaris_file_events (ns, revision, seq, type, key, value, created, owner, ttl, request_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)'),
+    events: db.prepare(
+      `SELECT ${EVENT}, seq FROM zaris_file_events WHERE ns = @ns AND (revision, seq) > (@revision, @seq) AND type <> 'none' ORDER BY revision, seq LIMIT @limit`,
+    ),
+    commitEvents: db.prepare(`SELECT ${EVENT} FROM zaris_file_events WHERE ns = ? AND revision = ? ORDER BY seq`),
+    request: db.prepare('SELECT revision FROM zaris_file_events WHERE ns = ? AND request_id = ?'),
+    prune: db.prepare('DELETE FROM zaris_file_events WHERE ns = ? AND revision <= ?'),
+    owners: db.prepare('SELECT owner, nonce, pid, start, host FROM zaris_file_owners WHERE ns = ?'),
+    ownersOf: db.prepare('SELECT owner, nonce, pid, start, host FROM zaris_file_owners WHERE ns = ? AND owner = ?'),
+    register: db.prepare('INSERT OR IGNORE INTO zaris_file_owners (ns, owner, nonce, pid, start, host) VALUES (?, ?, ?, ?, ?, ?)'),
+    unregister: db.prepare('DELETE FROM zaris_file_owners WHERE ns = ? AND owner = ? AND nonce = ?'),
+    registrationsOf: db.prepare('SELECT count(*) AS n FROM zaris_file_owners WHERE ns = ? AND owner = ?'),
+    dataVersion: db.prepare('PRAGMA data_version'),
+  }
+}

@@ -1,0 +1,18 @@
+/**
+ * The conformance suite, unchanged, on the `file://` store: every adapter a
+ * connection of its own to one SQLite file (as each process of the machine
+ * has), a namespace per test. The same suite's promises across real
+ * processes are checked in test/faults/file.test.ts (histories of real
+ * processes, kill -9 and SIGSTOP) and test/model/file.test.ts.
+ */
+import { rmSync } from 'node:fs'
+import { join } from 'node:path'
+import { afterAll } from 'vitest'
+import { fileAdapter } from 'zaris/file'
+import { testAdapter } from '../conformance'
+import { storeDir } from '../setup/store-dir'
+
+const dir = storeDir('zaris-file-conformance-')
+afterAll(() => rmSync(dir, { recursive: true, force: true }))
+
+testAdapter('file', (namespace) => fileAdapter({ path: join(dir, 'store.db'), namespace }))
