@@ -6,6 +6,7 @@
  * @module
  */
 import { InvalidUrlError } from '../../core/contract/errors'
+import { redactUrl } from '../../core/contract/url'
 
 /** What a Postgres URL names. */
 export interface PostgresUrl {
@@ -16,15 +17,7 @@ export interface PostgresUrl {
 }
 
 /** A URL without its password, for messages and `zaris serve`. */
-export function redactPostgresUrl(url: string): string {
-  try {
-    const u = new URL(url)
-    if (u.password) u.password = '***'
-    return u.toString()
-  } catch {
-    return '(an invalid URL)'
-  }
-}
+export const redactPostgresUrl = redactUrl
 
 /**
  * Parses a Postgres URL; throws `InvalidUrlError` naming what is wrong.

@@ -13,6 +13,7 @@
  * @module
  */
 import { InvalidArgumentError, InvalidUrlError, UnauthorizedError, UnavailableError } from '../../core/contract/errors'
+import { redactUrl } from '../../core/contract/url'
 import { LIBRARIES, linkClient, openLink, type LibraryOptions, type RedisLibrary } from './client'
 import type { RedisLink } from './link'
 import { describeError, loadLibrary } from './load'
@@ -21,15 +22,7 @@ import { ScriptRunner } from './functions'
 export type { RedisClient } from './client'
 
 /** A URL without its password, for messages. */
-export function redact(url: string): string {
-  try {
-    const u = new URL(url)
-    if (u.password) u.password = '***'
-    return u.toString()
-  } catch {
-    return '(an invalid URL)'
-  }
-}
+export const redact = redactUrl
 
 /** A parsed Redis URL: what the library gets (without `ns` and `client`), the namespace and the library, where the URL names them. */
 export interface RedisUrl {

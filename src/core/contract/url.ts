@@ -61,3 +61,14 @@ export function parseHosts(url: string, authority: string, protocol: string, def
     return `${protocol}://${h[1]!.toLowerCase()}:${port}`
   })
 }
+
+/** A URL without its password, for messages and logs. */
+export function redactUrl(url: string): string {
+  try {
+    const u = new URL(url)
+    if (u.password) u.password = '***'
+    return u.toString()
+  } catch {
+    return '(an invalid URL)'
+  }
+}
