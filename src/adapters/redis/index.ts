@@ -12,7 +12,7 @@
  * @module
  */
 import type { Adapter, Capabilities, Check, CommitOptions, CommitResult, Entry, ListOptions, ListPage, Op, Unsubscribe, Value, WatchSink } from '../../core/contract/adapter'
-import { InternalError, InvalidArgumentError, RevisionExhaustedError } from '../../core/contract/errors'
+import { InternalError, InvalidArgumentError, RevisionExhaustedError, UnavailableError } from '../../core/contract/errors'
 import { randomId } from '../../core/contract/ids'
 import { checkCommitArgs, checkKey, checkListOptions, checkOptions, checkPrefix, checkRequestId, checkValue, checkWatchArgs, describe } from '../../core/contract/validate'
 import { AdapterLife } from '../kit/life'
@@ -220,7 +220,15 @@ class NamespaceAdapter implements RedisAdapter {
     this.#parkedNow.delete(done)
     if (answer) return this.#fromText(answer.text, answer.now, encoded)
     // Answered meanwhile (the message was lost or crossed), or taken out of park now: what unpark says.
-    return this.#answer((await this.#space.script('commit', 'unpark', request, last)) as Reply, encoded)
+    const after = (await this.#space.script('commit', 'unpark', request, last)) as Reply
+    if (after[0] === 'fail' && (after[3] as unknown[]).length === 0) {
+      // Neither parked nor answered: Redis lost both (restarted without its data), so it was never
+      // applied in the state Redis has now. At the deadline it gets its one last try, as any commit;
+      // an abort or a close must not apply it, and its outcome in the lost state cannot be told.
+      if (last) return this.commit(checks, ops, { ...options, waitChange: undefined, requestId: request })
+      throw new UnavailableError('Redis lost a waiting commit (it restarted without its data); it may have applied before')
+    }
+    return this.#answer(after, encoded)
   }
 
   /** A commit script's reply as the commit's answer. */
