@@ -83,7 +83,7 @@ export class HoldMetrics {
   }
 
   /** Tells of a commit of namespace `ns` that was sent `ops` at `started` (ms) and answered `r`. */
-  commit(ns: string, checks: ReadonlyArray<{ key: string; created?: number | null }>, ops: readonly Op[], r: CommitResult, started: number): void {
+  commit(ns: string, checks: ReadonlyArray<{ key: string; created?: number | null; revision?: number | null }>, ops: readonly Op[], r: CommitResult, started: number): void {
     if (!r.ok) return
     const now = this.#now()
     const id = (key: string) => `${ns}\u0000${key}`
@@ -94,7 +94,10 @@ export class HoldMetrics {
         continue
       }
       const held = this.#holds.get(id(e.key))
-      if (held && held.created !== e.created) this.#end(id(e.key), e.owner === undefined ? 'lost' : 'stolen', now)
+      // A take that checked the key absent found it free: its holder released it, and the store handed it
+      // over in the release's own step (the release's answer may be counted after this one).
+      const handedOver = () => checks.some((c) => c.key === e.key && ('created' in c ? c.created : c.revision) === null)
+      if (held && held.created !== e.created) this.#end(id(e.key), e.owner === undefined ? 'lost' : handedOver() ? 'released' : 'stolen', now)
       if (e.owner === undefined || e.owner === SHARED_OWNER || e.key.startsWith(INTENT_PREFIX) || e.key.startsWith(JOB_PREFIX)) continue
       const until = e.ttl === undefined ? Infinity : now + e.ttl
       if (e.created !== r.revision) {
@@ -115,7 +118,8 @@ export class HoldMetrics {
         continue
       }
       const held = this.#holds.get(id(key))
-      if (held) this.#end(id(key), checks.some((c) => c.key === key && c.created === held.created) ? 'released' : 'lost', now)
+      // Released when the delete checked the key (its holder's token, or the revision it holds at); lost to a plain delete.
+      if (held) this.#end(id(key), checks.some((c) => c.key === key && ('created' in c ? c.created === held.created : c.revision !== null)) ? 'released' : 'lost', now)
     }
     if (took) this.#waits.observe('held', (now - (waited ?? started)) / 1000)
   }

@@ -31,7 +31,11 @@ test("a zaris node, and the node's own /metrics: the same waits and holds, as it
   const text = await (await fetch(`${node.url}/metrics`)).text()
   const value = (series: string) => Number(new RegExp(`^${series.replace(/[{}]/g, '\\$&')} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN)
   // Holds: five released (two locks, the thief's, the lease, the term), the steal, the TTL that ran out (counted at this scrape).
-  expect(value('zaris_hold_seconds_count{reason="released"}')).toBe(5)
+  // Five released; since the node hands a lock over in the release's own step (issue 31), one of them
+  // may be read from the commits as lost (docs/observability.md says so): seven ended in all.
+  const released = value('zaris_hold_seconds_count{reason="released"}')
+  expect(released).toBeGreaterThanOrEqual(4)
+  expect(released + (value('zaris_hold_seconds_count{reason="lost"}') || 0)).toBe(5)
   expect(value('zaris_hold_seconds_count{reason="stolen"}')).toBe(1)
   expect(value('zaris_hold_seconds_count{reason="expired"}')).toBe(1)
   expect(value('zaris_hold_seconds_sum{reason="expired"}')).toBeGreaterThanOrEqual(0.2)
