@@ -51,6 +51,8 @@ export const elsewhere: Readonly<Record<string, string>> = {
   rediss: 'Node',
   etcd: 'Node',
   etcds: 'Node',
+  postgres: 'Node',
+  postgresql: 'Node',
   file: 'Node',
 }
 

@@ -143,7 +143,12 @@ export async function fileAdapter(options: FileAdapterOptions): Promise<Adapter>
   }
 }
 
-/** `connect`'s way in: opens the store a `file://` URL names. */
+/**
+ * `connect`'s way in: opens the store a `file://` URL names.
+ *
+ * @example
+ * const adapter = await fromUrl('file:///var/lib/app/zaris.db?ns=jobs')
+ */
 export async function fromUrl(url: string): Promise<Adapter> {
   const { path, namespace, sync } = parseFileUrl(url)
   return fileAdapter({ path, namespace, sync })

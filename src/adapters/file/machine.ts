@@ -25,9 +25,11 @@
  *
  * @module
  */
-import { readFileSync, readlinkSync } from 'node:fs'
-import { hostname } from 'node:os'
 import { systemClock, type Clock } from '../../core/time/clock'
+import { builtin } from './builtins'
+
+const { readFileSync, readlinkSync } = builtin<typeof import('node:fs')>('node:fs')
+const { hostname } = builtin<typeof import('node:os')>('node:os')
 
 /** A process as the store records it. */
 export interface ProcessId {

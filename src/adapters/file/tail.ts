@@ -21,10 +21,13 @@
  *
  * @module
  */
-import { watch as watchFile, type FSWatcher } from 'node:fs'
+import type { FSWatcher } from 'node:fs'
 import type { Unsubscribe, WatchEvent, WatchSink } from '../../core/contract/adapter'
 import { CompactedError } from '../../core/contract/errors'
 import { toEvent, type EventRow } from '../kit/rows'
+import { builtin } from './builtins'
+
+const { watch: watchFile } = builtin<typeof import('node:fs')>('node:fs')
 
 /** How often the log is looked at when no notification came, in ms. */
 export const POLL_MS = 100

@@ -12,6 +12,7 @@ import { parseNamespace } from '../../core/contract/url'
 export interface FileTarget {
   /** The SQLite file, an absolute path. */
   path: string
+  /** The zaris namespace in the file (`?ns=`). */
   namespace: string
   /** `full`: every commit is synced to disk before it is answered; `normal` (default): at checkpoints. */
   sync: 'normal' | 'full'

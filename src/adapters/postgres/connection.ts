@@ -28,7 +28,9 @@ const POOL_DEFAULTS = {
 
 /** A pool shared by the adapters opened with the same connection string and options. */
 export interface Connection {
+  /** node-postgres, as loaded. */
   readonly pg: Pg
+  /** The pool every statement goes through (the caller's own, or one opened for the URL). */
   readonly pool: PgPool
   /** Options a LISTEN connection opens with (undefined: the caller's pool does not say). */
   readonly listenOptions: Record<string, unknown> | undefined
@@ -41,7 +43,9 @@ export interface Connection {
    * naming `what` (see `pgError`), its cause the driver's error.
    */
   query<R>(what: string, text: string, values: unknown[], timeoutMs: number): Promise<PgResult<R>>
+  /** How many adapters share it. */
   users: number
+  /** One adapter is done with it; the last one closes a pool it opened. */
   release(): Promise<void>
 }
 

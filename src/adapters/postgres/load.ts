@@ -18,18 +18,23 @@ export interface PgResult<R = Record<string, unknown>> {
 
 /** What runs a query: a `pg.Client`, a pool's client, or a `pg.Pool`. */
 export interface PgQueryable {
+  /** Runs one statement with its parameters (`$1`, `$2` …). */
   query(text: string, values?: unknown[]): Promise<PgResult<any>>
 }
 
 /** A client checked out of a pool. `release(true)` destroys it instead of keeping it. */
 export interface PgPoolClient extends PgQueryable {
+  /** Gives the client back to its pool, or destroys it (`true` or an error). */
   release(destroy?: boolean | Error): void
 }
 
 /** A `pg.Pool` as the adapter uses it. */
 export interface PgPool extends PgQueryable {
+  /** Checks a client out, for a transaction of several statements. */
   connect(): Promise<PgPoolClient>
+  /** Closes every client of the pool. */
   end(): Promise<void>
+  /** Hears a pooled client's error (a server gone) or a new client. */
   on(event: 'error', listener: (err: Error) => void): unknown
   on(event: 'connect', listener: (client: { on(event: 'error', listener: () => void): unknown }) => void): unknown
   /** The options it was made with (node-postgres keeps them): the adapter opens its LISTEN connection with them. */
