@@ -124,15 +124,25 @@ test(`${processes} processes x ${rounds} acquisitions on one file, with random k
     ws.spawn({ url: url(ns), id: `s${slot}g${generation}`, mode: 'rounds', rounds: left, locks: ['lock:a', 'lock:b'], ttl: 30_000, wait: 120_000, writes: 1, workMs: [0, 5], staleProbe: true, seed: seedFor(`file-${slot}-${generation}`) })
   const slots: Slot[] = Array.from({ length: processes }, (_, i) => ({ worker: spawn(i, 0, rounds), left: rounds, generation: 0 }))
   let kills = 0
-  const running = () => slots.filter((s) => s.worker.alive())
-  while (running().length > 0) {
-    await sleep(200 + random() * 600)
-    const live = running()
-    if (live.length === 0) break
+  const acquired = (w: WorkerProcess) => w.history().filter((r) => r.type === 'acquire').length
+  const inRounds = (s: Slot) => s.worker.alive() && s.worker.history().some((r) => r.type === 'note' && r.text === 'started')
+  // Kills follow the work done, not the clock: after every 5-25 acquisitions (and 200 ms at least since the
+  // last), a random process in its rounds (holding, waiting, writing; not still loading). Kills on the clock
+  // (every 200-800 ms) met processes that take 1-5 s to start on a loaded machine: most were killed before or
+  // just after their first round, and 8 x 200 ran past 5 minutes restarting processes (profile in RELIABILITY.md).
+  let doneBefore = 0
+  let nextKillAt = 5 + Math.floor(random() * 21)
+  while (slots.some((s) => s.worker.alive())) {
+    await sleep(200)
+    const done = doneBefore + slots.reduce((n, s) => n + acquired(s.worker), 0)
+    const live = slots.filter(inRounds)
+    if (done < nextKillAt || live.length === 0) continue
     const slot = live[Math.floor(random() * live.length)]!
     gone.push(ownerGone(slot.worker.id, sharedNow()))
     await slot.worker.kill9()
     kills++
+    doneBefore += acquired(slot.worker)
+    nextKillAt = done + 5 + Math.floor(random() * 21)
     slot.left -= slot.worker.history().filter((r) => r.type === 'note' && r.text === 'round').length
     if (slot.left > 0) slot.worker = spawn(slots.indexOf(slot), ++slot.generation, slot.left)
   }
@@ -147,6 +157,7 @@ test(`${processes} processes x ${rounds} acquisitions on one file, with random k
   const acquisitions = records.filter((r) => r.type === 'acquire').length
   expect(acquisitions).toBeGreaterThanOrEqual(processes * rounds)
   expect(stats.refused).toBeGreaterThan(0) // the stale probes after each release
+  expect(kills, 'a kill after every 5-25 acquisitions').toBeGreaterThanOrEqual(Math.floor((processes * rounds) / 30))
   await figure(`file://: ${processes} processes x ${rounds} acquisitions with random kill -9`, {
     seconds: (performance.now() - started) / 1000,
     acquisitions,

@@ -39,6 +39,7 @@ import { InvalidArgumentError, UnavailableError } from '../../core/contract/erro
 import { checkCommitArgs, checkKey, checkListOptions, checkOwner, checkPrefix, checkRequestId, checkWatchArgs, describe } from '../../core/contract/validate'
 import { AdapterLife } from '../kit/life'
 import { loadOptional } from '../kit/load'
+import { boundLog } from './checkpoint'
 import { machineClock, type ProcessId } from './machine'
 import { migrate } from './schema'
 import { FileStore, retry } from './store'
@@ -124,6 +125,7 @@ export async function fileAdapter(options: FileAdapterOptions): Promise<Adapter>
       db.pragma('journal_mode = WAL')
       db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`)
       db.pragma('synchronous = NORMAL')
+      boundLog(db)
       migrate(db, path)
       return new FileStore({
         ...options,

@@ -20,6 +20,7 @@ import { ClosedError, CompactedError, UnavailableError } from '../../core/contra
 import { randomHex } from '../../core/contract/ids'
 import { toEvent } from '../kit/rows'
 import { hasRevisionLeft, toEntry } from '../kit/write'
+import { Checkpointer } from './checkpoint'
 import { bootId, thisProcess, type ProcessId } from './machine'
 import { Ledger, NeedsSyncError, storedOf } from './ledger'
 import { GoneWaiters, SWEEP_MS, Verdicts } from './owners'
@@ -73,6 +74,7 @@ export class FileStore {
   readonly #verdicts: Verdicts
   readonly #waiters: GoneWaiters
   readonly #tail: Tail
+  readonly #checkpoints: Checkpointer
   readonly #tx: BetterSqlite3.Transaction<(fn: () => unknown) => unknown>
   readonly #read: BetterSqlite3.Transaction<(fn: () => unknown) => unknown>
   #synced: boolean | undefined
@@ -92,6 +94,7 @@ export class FileStore {
     this.#self = init.self ?? thisProcess()
     this.#verdicts = new Verdicts(this.#self, init.alive)
     this.#waiters = new GoneWaiters((owner) => this.#lookAt(owner))
+    this.#checkpoints = new Checkpointer(init.db)
     this.#tx = init.db.transaction((fn: () => unknown) => fn())
     this.#read = init.db.transaction((fn: () => unknown) => fn())
     this.#tail = new Tail(
@@ -158,6 +161,7 @@ export class FileStore {
 
   /** After a write: this adapter's watches see it now (a deadline it wrote sets the expiry timer), the process's other connections soon. */
   #afterWrite(): void {
+    this.#checkpoints.wrote()
     this.#tail.pump()
     wakeOthers(this.file, this.#tail)
   }
@@ -304,6 +308,7 @@ export class FileStore {
   /** Ends this adapter's registrations (its clients' holds end, as a gone process's do) and its watches; closes the connection. */
   async close(): Promise<void> {
     this.#waiters.close()
+    this.#checkpoints.close()
     this.#tail.close(new ClosedError('the file adapter was closed'))
     const mine: OwnerRow[] = [...this.#registered].map((owner) => ({ owner, nonce: this.#nonce, ...this.#self }))
     try {
