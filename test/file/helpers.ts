@@ -58,11 +58,14 @@ export async function until(check: () => boolean | Promise<boolean>, ms = 3_000)
   }
 }
 
+/** The namespace's revision in SQL, on a row of `zaris_file_spaces`: its floor or its last event's, the larger (schema.ts). */
+export const REVISION = `max(revision, coalesce((SELECT max(e.revision) FROM zaris_file_events e WHERE e.ns = zaris_file_spaces.ns), 0))`
+
 /** A put of `key` written straight into the file by a connection of its own, as another process's commit would be. */
 export function rawPut(path: string, key: string, ns = 'test'): void {
   const db = raw(path)
   db.transaction(() => {
-    const { revision } = db.prepare('SELECT revision FROM zaris_file_spaces WHERE ns = ?').get(ns) as { revision: number }
+    const { revision } = db.prepare(`SELECT ${REVISION} AS revision FROM zaris_file_spaces WHERE ns = ?`).get(ns) as { revision: number }
     db.prepare('UPDATE zaris_file_spaces SET revision = ?, reserved = max(reserved, ?) WHERE ns = ?').run(revision + 1, revision + 1, ns)
     db.prepare(`INSERT INTO zaris_file_events (ns, revision, seq, type, key, value, created) VALUES (?, ?, 0, 'put', ?, '1', ?)`).run(ns, revision + 1, key, revision + 1)
   }).immediate()

@@ -12,7 +12,7 @@ import { join } from 'node:path'
 import { describe, expect, test, vi } from 'vitest'
 import { ManualClock } from 'zaris/testing'
 import { fileAdapter } from 'zaris/file'
-import { collect, newFile, open, raw, until } from './helpers'
+import { collect, newFile, open, raw, REVISION, until } from './helpers'
 
 const set = (key: string, value: unknown = 1, more: Record<string, unknown> = {}) => ({ type: 'set' as const, key, value: value as null, ...more })
 
@@ -78,7 +78,7 @@ describe('tokens never repeat', () => {
     const pragma = vi.spyOn(Database.prototype, 'pragma')
     try {
       const a = await open({ path })
-      const space = () => raw(path).prepare('SELECT revision, reserved FROM zaris_file_spaces').get() as { revision: number; reserved: number }
+      const space = () => raw(path).prepare(`SELECT ${REVISION} AS revision, reserved FROM zaris_file_spaces`).get() as { revision: number; reserved: number }
       pragma.mockClear()
       await a.commit([], [set('a')])
       expect(space()).toEqual({ revision: 1, reserved: 10_001 })
@@ -87,13 +87,13 @@ describe('tokens never repeat', () => {
       await a.commit([], [set('b')])
       expect(pragma.mock.calls.map((c) => c[0])).not.toContain('synchronous = FULL')
       // A commit that takes the reserved revision itself is not synced either...
-      raw(path).prepare('UPDATE zaris_file_spaces SET reserved = revision + 1').run()
+      raw(path).prepare(`UPDATE zaris_file_spaces SET reserved = ${REVISION} + 1`).run()
       pragma.mockClear()
       await a.commit([], [set('at')])
       expect(pragma.mock.calls.map((c) => c[0])).not.toContain('synchronous = FULL')
       expect(space()).toEqual({ revision: 3, reserved: 3 })
       // ...the one that passes it is.
-      raw(path).prepare('UPDATE zaris_file_spaces SET reserved = revision').run()
+      raw(path).prepare(`UPDATE zaris_file_spaces SET reserved = ${REVISION}`).run()
       pragma.mockClear()
       await a.commit([], [set('c')])
       expect(pragma.mock.calls.map((c) => c[0])).toContain('synchronous = FULL')
@@ -248,10 +248,39 @@ describe('opening', () => {
     const a = await open({ path: newer })
     await a.close()
     raw(newer).prepare(`UPDATE zaris_file_meta SET value = '99' WHERE name = 'schema'`).run()
-    await expect(fileAdapter({ path: newer, namespace: 'x' })).rejects.toMatchObject({ code: 'UNSUPPORTED', message: expect.stringMatching(/newer zaris \(file store schema 99; this one reads 1\)/) })
+    await expect(fileAdapter({ path: newer, namespace: 'x' })).rejects.toMatchObject({ code: 'UNSUPPORTED', message: expect.stringMatching(/newer zaris \(file store schema 99; this one reads 2\)/) })
     const text = newFile()
     writeFileSync(text, 'not a database, just text of some length '.repeat(100))
     await expect(fileAdapter({ path: text, namespace: 'x' })).rejects.toMatchObject({ code: 'UNAVAILABLE' })
+  })
+
+  test('a file of schema 1 (its revision in the namespace row, no `none` rows) opens as schema 2 and goes on above that revision', async () => {
+    const path = newFile()
+    await (await open({ path })).close()
+    const db = raw(path)
+    // As schema 1 left it: a commit that wrote no event, its revision only in the row.
+    db.prepare(`UPDATE zaris_file_meta SET value = '1' WHERE name = 'schema'`).run()
+    db.prepare('UPDATE zaris_file_spaces SET revision = 41, reserved = 10041').run()
+    const a = await open({ path })
+    expect(db.prepare(`SELECT value FROM zaris_file_meta WHERE name = 'schema'`).get()).toEqual({ value: '2' })
+    const r = await a.commit([], [set('k')])
+    expect(r.ok && r.revision).toBe(42)
+  })
+
+  test('a commit writes its events, not the namespace row: the revision is the last event\'s; the row\'s clock is brought up to date once a second', async () => {
+    const path = newFile()
+    const clock = new ManualClock(10_000)
+    const a = await open({ path, clock })
+    const row = () => raw(path).prepare(`SELECT revision, clock, ${REVISION} AS current FROM zaris_file_spaces`).get() as { revision: number; clock: number; current: number }
+    await a.commit([], [set('a')]) // the first raises the reservation: the row is written
+    expect(row()).toMatchObject({ revision: 1, current: 1, clock: 10_000 })
+    await clock.advance(500)
+    await a.commit([], [set('b')])
+    await a.commit([], [{ type: 'delete', key: 'nothing' }])
+    expect(row()).toMatchObject({ revision: 1, current: 3, clock: 10_000 })
+    await clock.advance(500)
+    expect((await a.commit([], [set('c')])).ok).toBe(true)
+    expect(row()).toMatchObject({ revision: 4, current: 4, clock: 11_000 })
   })
 
   test('opening an existing file again finds what was written; namespaces are stores of their own', async () => {

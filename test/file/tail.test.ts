@@ -7,7 +7,7 @@
  */
 import { describe, expect, test } from 'vitest'
 import type { WatchEvent } from 'zaris'
-import { collect, newFile, open, raw, until } from './helpers'
+import { collect, newFile, open, raw, REVISION, until } from './helpers'
 
 const set = (key: string, value: unknown = 1) => ({ type: 'set' as const, key, value: value as null })
 
@@ -87,7 +87,7 @@ describe('watch', () => {
     await a.commit([], [set('x')])
     await until(() => w.events.length === 1)
     // As if 10 000 revisions went by while this process was stopped.
-    raw(path).prepare('UPDATE zaris_file_spaces SET compacted = revision + 5, revision = revision + 10, reserved = revision + 10000').run()
+    raw(path).prepare(`UPDATE zaris_file_spaces SET compacted = ${REVISION} + 5, revision = ${REVISION} + 10, reserved = ${REVISION} + 10000`).run()
     await a.commit([], [set('y')])
     await until(() => w.errors.length === 1)
     expect(w.errors[0]).toMatchObject({ code: 'COMPACTED', message: expect.stringMatching(/fell behind/) })

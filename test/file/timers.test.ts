@@ -10,7 +10,7 @@ import { describe, expect, test } from 'vitest'
 import { Client } from 'zaris'
 import { ManualClock } from 'zaris/testing'
 import { thisProcess } from '../../src/adapters/file/machine'
-import { collect, newFile, open, raw, until } from './helpers'
+import { collect, newFile, open, raw, REVISION, until } from './helpers'
 
 const set = (key: string, ttl?: number) => ({ type: 'set' as const, key, value: 1, ...(ttl === undefined ? {} : { ttl }) })
 
@@ -97,7 +97,7 @@ describe('a reboot', () => {
     await current.locks.acquire('lock:current', { ttl: 60_000 })
     raw(path).prepare('UPDATE zaris_file_spaces SET reserved = 700').run()
     const after = await open({ path, clock: new ManualClock(options.clockAt), boot: options.boot, alive: () => true })
-    return { after, ttl: (await after.get('ttl'))?.ttl, revision: (await after.commit([], [set('x')])).ok ? raw(path).prepare('SELECT revision FROM zaris_file_spaces').get() : undefined, old: await after.get('lock:old'), current: await after.get('lock:current') }
+    return { after, ttl: (await after.get('ttl'))?.ttl, revision: (await after.commit([], [set('x')])).ok ? raw(path).prepare(`SELECT ${REVISION} AS revision FROM zaris_file_spaces`).get() : undefined, old: await after.get('lock:old'), current: await after.get('lock:current') }
   }
 
   test('told by another boot id: revisions jump past the reservation, TTLs start again, the old boot\'s holders are gone, the new boot\'s stay', async () => {

@@ -19,7 +19,7 @@
 import type { Check, CommitResult, Entry, Op } from '../../core/contract/adapter'
 import { fromRow, rowPlace, type EventRow } from '../kit/rows'
 import { hasRevisionLeft, nextRevision, toEntry, written, type Stored } from '../kit/write'
-import { keyBytes, keyOf, type EntryRow, type OwnerRow, type Statements } from './schema'
+import { CLOCK_EVERY_MS, keyBytes, keyOf, type EntryRow, type OwnerRow, type Statements } from './schema'
 
 /** Revisions reserved on disk at a time: one synced transaction per this many. */
 export const RESERVE = 10_000
@@ -39,6 +39,8 @@ export class Ledger {
   revision: number
   reserved: number
   compacted: number
+  /** The namespace row's clock reading. */
+  readonly clock: number
   readonly now: number
   /** Whether this transaction is synced to disk at commit. */
   readonly synced: boolean
@@ -58,6 +60,7 @@ export class Ledger {
     this.revision = row.revision
     this.reserved = row.reserved
     this.compacted = row.compacted
+    this.clock = row.clock
   }
 
   /** The live entry at `key` (call after {@link expireDue}: nothing due is left). */
@@ -123,7 +126,8 @@ export class Ledger {
       sql.put.run(this.#ns, keyBytes(e.key), value, revision, e.created, e.owner ?? null, e.ttl ?? null, e.expiresAt ?? null)
       sql.event.run(this.#ns, revision, seq, 'put', e.key, value, e.created, e.owner ?? null, e.ttl ?? null, id()), seq++
     }
-    if (seq === 0 && requestId !== undefined) sql.event.run(this.#ns, revision, 0, 'none', '', null, null, null, null, requestId)
+    // Every revision has an event (the namespace's revision is the last one's): a `none` row for a commit that changed nothing.
+    if (seq === 0) sql.event.run(this.#ns, revision, 0, 'none', '', null, null, null, null, requestId ?? null)
     this.revision = revision
     return { ok: true, revision, entries: puts.map((e) => toEntry(e, this.now)), deleted: deletes }
   }
@@ -139,23 +143,27 @@ export class Ledger {
   }
 
   /**
-   * Writes the namespace's row: the revision, a new reservation when the
-   * revision passed the last one (only in a synced transaction; else
-   * {@link NeedsSyncError}), the history pruned to its size. Written by
-   * every write transaction, also one that changed nothing (rare: a timer
-   * whose expiry another process wrote first).
+   * Brings the namespace's row up to date where it must be: a new
+   * reservation when the revision passed the last one (only in a synced
+   * transaction; else {@link NeedsSyncError}), the history pruned to its
+   * size, a clock reading older than {@link CLOCK_EVERY_MS}. The revision
+   * itself is the last event's: most commits leave the row alone, one page
+   * fewer to write.
    */
   finish(): void {
+    let changed = this.now - this.clock >= CLOCK_EVERY_MS
     if (this.revision > this.reserved) {
       if (!this.synced) throw new NeedsSyncError('the reservation must be raised in a synced transaction')
       this.reserved = this.revision + RESERVE
+      changed = true
     }
-    // Pruned a thousand revisions at a time, not at every commit.
+    // Pruned a thousand revisions at a time, not at every commit (the last revision's events always stay).
     if (this.revision - this.compacted > this.#history + 1000) {
       this.compacted = this.revision - this.#history
       this.#sql.prune.run(this.#ns, this.compacted)
+      changed = true
     }
-    this.#sql.setSpace.run(this.revision, this.reserved, this.compacted, this.now, this.#ns)
+    if (changed) this.#sql.setSpace.run(this.revision, this.reserved, this.compacted, this.now, this.#ns)
   }
 
   /** Deletes the entry of key bytes `k` as an expiry: a revision and an `expire` event of its own. */

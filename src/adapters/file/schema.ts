@@ -5,9 +5,12 @@
  *
  * - `zaris_file_meta`: the schema, and the boot of the machine that last
  *   opened the file (a new boot restarts TTLs and ends the old boot's owners).
- * - `zaris_file_spaces`: one row per namespace: its revision, the revision
+ * - `zaris_file_spaces`: one row per namespace: a floor for its revision
+ *   (the revision is the larger of it and the last event's: every revision
+ *   writes an event, so a commit does not write this row), the revision
  *   reserved on disk (tokens never repeat, even after a power cut: see
- *   commit.ts), how far its history is pruned, the latest clock reading.
+ *   ledger.ts), how far its history is pruned, a recent clock reading
+ *   (written at most every {@link CLOCK_EVERY_MS}).
  * - `zaris_file_entries`: the live entries (and expired ones not yet
  *   reported), keyed by the key's UTF-16BE bytes so that SQLite's byte order
  *   is JavaScript's UTF-16 code unit order; `expires` on the machine clock.
@@ -23,7 +26,7 @@ import { UnsupportedError } from '../../core/contract/errors'
 import type { EventRow } from '../kit/rows'
 
 /** The schema this code writes; a file of a newer one is refused. */
-export const SCHEMA = 1
+export const SCHEMA = 2
 
 /** An entry row as the statements read it: the key still as bytes. */
 export interface EntryRow {
@@ -36,12 +39,16 @@ export interface EntryRow {
   expires: number | null
 }
 
-/** A namespace's row. */
+/** A namespace's row, with its revision (the row's floor or the last event's, the larger). */
 export interface SpaceRow {
   revision: number
   reserved: number
   compacted: number
+  clock: number
 }
+
+/** How stale the namespace row's clock reading may grow before a write brings it up to date, in ms (it tells a reboot where the system names no boot). */
+export const CLOCK_EVERY_MS = 1000
 
 /** A registration: client `owner`, registered by the adapter `nonce`, in process `pid` (started at `start`) of `host`. */
 export interface OwnerRow {
@@ -87,6 +94,9 @@ export function migrate(db: BetterSqlite3.Database, file: string): void {
       const row = db.prepare(`SELECT value FROM zaris_file_meta WHERE name = 'schema'`).get() as { value: string } | undefined
       const version = Number(row?.value)
       if (version > SCHEMA) throw new UnsupportedError(`${file} was written by a newer zaris (file store schema ${version}; this one reads ${SCHEMA})`)
+      // Schema 1 wrote the revision into the namespace's row at every commit: the same tables, read as a floor
+      // now. Marked 2 so that a process of schema 1 (which reads only the row) no longer opens the file.
+      if (version < SCHEMA) db.prepare(`UPDATE zaris_file_meta SET value = ? WHERE name = 'schema'`).run(String(SCHEMA))
       return
     }
     db.exec(`
@@ -152,7 +162,11 @@ export interface Statements {
 
 export function prepare(db: BetterSqlite3.Database): Statements {
   return {
-    space: db.prepare('SELECT revision, reserved, compacted FROM zaris_file_spaces WHERE ns = ?'),
+    space: db.prepare(
+      `SELECT max(s.revision, coalesce((SELECT e.revision FROM zaris_file_events e WHERE e.ns = s.ns ORDER BY e.revision DESC, e.seq DESC LIMIT 1), 0)) AS revision,
+         s.reserved AS reserved, s.compacted AS compacted, s.clock AS clock
+       FROM zaris_file_spaces s WHERE s.ns = ?`,
+    ),
     createSpace: db.prepare('INSERT OR IGNORE INTO zaris_file_spaces (ns, revision, reserved, compacted, clock) VALUES (?, 0, 0, 0, 0)'),
     setSpace: db.prepare('UPDATE zaris_file_spaces SET revision = ?, reserved = ?, compacted = ?, clock = max(clock, ?) WHERE ns = ?'),
     entry: db.prepare(`SELECT ${ENTRY} FROM zaris_file_entries WHERE ns = ? AND k = ?`),
