@@ -1,8 +1,9 @@
 /**
  * What one write transaction does to a namespace, with one "now" read once
  * at its start: expiries that are due, the end of gone owners, a commit.
- * Every change takes the next revision and writes its events, and the
- * namespace's row is written last (see {@link Ledger.finish}). Runs inside
+ * Every change takes the next revision and writes its events (the
+ * namespace's revision is its last event's), and the namespace's row only
+ * where it must change (see {@link Ledger.finish}). Runs inside
  * SQLite's write lock (BEGIN IMMEDIATE), so the processes of the machine
  * take turns, and whatever one of them decides (a revision, an expiry, a
  * grant) every other sees whole or not at all.

@@ -125,7 +125,7 @@ export class FileStore {
 
   /**
    * Runs `fn` in a write transaction: expiries due first, gone owners ended,
-   * then `fn`, then the namespace's row (ledger.ts). Synced when the store
+   * then `fn`, then the namespace's row where it must change (ledger.ts). Synced when the store
    * says so, or when the transaction raises the reservation (it is run
    * again, synced, if it was not going to be). Throws SQLITE_BUSY as it
    * comes: {@link retry} waits for it.
