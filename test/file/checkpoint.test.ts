@@ -14,9 +14,10 @@ const digest = (path: string) => createHash('sha1').update(readFileSync(path)).d
 test('a commit is answered from the log alone; the background checkpoint copies it into the file within CHECKPOINT_MS', async () => {
   const path = newFile()
   const a = await open({ path })
+  const opened = digest(path)
   await a.commit([], [{ type: 'set', key: 'k', value: 'before' }])
-  // Whatever the opening and that commit wrote is in the file by now (the first commit's timer).
-  await new Promise((r) => setTimeout(r, CHECKPOINT_MS + 300))
+  // The first commit's timer copies what the opening and that commit wrote.
+  await until(() => digest(path) !== opened, CHECKPOINT_MS + 5_000)
   const before = digest(path)
   const at = performance.now()
   const r = await a.commit([], [{ type: 'set', key: 'k', value: 'x'.repeat(500) }])
