@@ -292,3 +292,24 @@ describe('opening', () => {
     expect(await (await open({ path, namespace: 'two' })).get('k')).toBeUndefined()
   })
 })
+
+describe('a read and a commit of another process between its clock reading and its snapshot', () => {
+  test('the clock is read after the snapshot: an entry another process just wrote never shows more time to live than its TTL', async () => {
+    const path = newFile()
+    let at = 50_000
+    let hook: (() => void) | undefined
+    // The store's clock, with a commit of another process slipped in at the reader's next reading of it.
+    const clock = { now: () => { const t = at; const h = hook; hook = undefined; h?.(); return t }, setTimeout: (fn: () => void, ms: number) => setTimeout(fn, ms), clearTimeout: (h: unknown) => clearTimeout(h as NodeJS.Timeout) }
+    const a = await open({ path, clock: clock as never })
+    await a.commit([], [set('other')])
+    const other = raw(path)
+    const key = Buffer.from('k', 'utf16le').swap16()
+    hook = () => {
+      at += 7
+      // Written at the later reading, with a TTL of 100 ms.
+      other.prepare(`INSERT INTO zaris_file_entries VALUES ('test', ?, '1', 2, 2, NULL, 100, ?)`).run(key, at + 100)
+    }
+    const seen = await a.get('k')
+    expect(seen?.ttl).toBe(100)
+  })
+})
