@@ -181,6 +181,23 @@ describe('commits', () => {
     }
   })
 
+  test("a lock's take and release with a caller's request id (a zaris node's client) are answered again, not applied twice", async () => {
+    const a = await postgresAdapter({ url: server.url(ns()) })
+    try {
+      const take = () => a.commit([{ key: 'k', revision: null }], [{ type: 'set', key: 'k', value: 1, owner: 'o' }], { requestId: 'take-1' })
+      const first = await take()
+      expect(first.ok).toBe(true)
+      expect(await take()).toEqual(first)
+      if (!first.ok) return
+      const release = () => a.commit([{ key: 'k', created: first.revision }], [{ type: 'delete', key: 'k' }], { requestId: 'release-1' })
+      const released = await release()
+      expect(released).toMatchObject({ ok: true, deleted: ['k'] })
+      expect(await release()).toEqual(released)
+    } finally {
+      await a.close()
+    }
+  })
+
   test("a lock's take or release whose answer is lost is sent again and answered, not applied twice", async () => {
     const proxy = await new FaultProxy(server.port).start()
     const name = ns()
