@@ -28,7 +28,7 @@ import type { BenchContext } from './context'
 import { CLIENTS, RETRY, contentionScenario } from './remote'
 
 const TITLE = 'Postgres adapter, one client'
-const OP = 'acquire + release of an uncontended lock on a local Postgres (zaris: one function call per commit, TTL 30 s, token)'
+const OP = 'acquire + release of an uncontended lock on a local Postgres (zaris: a take and a release, one statement each, TTL 30 s, token)'
 
 export async function postgresScenarios(ctx: BenchContext): Promise<Scenario[]> {
   let server: Awaited<ReturnType<typeof startPostgres>>

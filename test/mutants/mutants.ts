@@ -165,6 +165,14 @@ export const MUTANTS: Mutant[] = [
     tests: ['test/model/postgres.test.ts'],
   },
   {
+    name: 'postgres-release-ignores-token',
+    bug: "the Postgres adapter's one-statement release deletes the key whatever its token (a late release ends the next holder's lock)",
+    file: 'src/adapters/postgres/lock-path.ts',
+    from: '${e}.k = $3::bytea AND ${e}.created = $4::bigint AND',
+    to: '${e}.k = $3::bytea AND $4::bigint IS NOT NULL AND',
+    tests: ['test/model/postgres.test.ts'],
+  },
+  {
     name: 'postgres-owner-change-keeps-created',
     bug: "the Postgres adapter keeps created over a write that changes the owner (issue 12's bug, in SQL: an ownerless overwrite of a lock leaves its token alive)",
     file: 'src/adapters/postgres/sql/commit.ts',

@@ -140,6 +140,116 @@ describe('commits', () => {
     }
   })
 
+  test("a lock's take and release run as one statement each, and hand every other case to the full commit with the same answers", async () => {
+    const name = ns()
+    const a = await postgresAdapter({ url: server.url(name) })
+    const events = async (key: string) =>
+      (await admin.query("SELECT type, revision::int AS r, req IS NOT NULL AS req FROM zaris.events WHERE ns = $1 AND k = $2 AND type <> 'n' ORDER BY revision", [name, Buffer.from(key, 'utf16le').swap16()])).rows
+    const take = (key: string, ttl = 30_000) => a.commit([{ key, revision: null }], [{ type: 'set', key, value: { v: key }, ttl, owner: 'me' }])
+    const release = (key: string, created: number) => a.commit([{ key, created }], [{ type: 'delete', key }])
+    try {
+      // A new namespace (no row to lock yet): the full commit makes it.
+      const first = await take('k')
+      expect(first).toMatchObject({ ok: true, entries: [{ key: 'k', value: { v: 'k' }, owner: 'me', ttl: 30_000 }] })
+      if (!first.ok) return
+      expect(first.entries[0]!.created).toBe(first.revision)
+      // Held: refused, showing the holder.
+      expect(await take('k')).toMatchObject({ ok: false, failed: [{ key: 'k', entry: { owner: 'me', created: first.revision } }] })
+      expect(await release('k', first.revision + 1)).toMatchObject({ ok: false, failed: [{ key: 'k', entry: { created: first.revision } }] })
+      const released = await release('k', first.revision)
+      expect(released).toMatchObject({ ok: true, deleted: ['k'], entries: [] })
+      expect(await release('k', first.revision)).toMatchObject({ ok: false, failed: [{ key: 'k' }] })
+      const again = await take('k')
+      expect(again.ok && released.ok && again.revision > released.revision).toBe(true)
+      // Past its deadline: the take expires the old life first (its own revision), then takes.
+      const short = await take('short', 1)
+      await new Promise((r) => setTimeout(r, 20))
+      const over = await take('short')
+      expect(over.ok && short.ok).toBe(true)
+      if (!over.ok || !short.ok || !again.ok) return
+      expect(await events('short')).toEqual([{ type: 'p', r: short.revision, req: true }, { type: 'e', r: expect.any(Number), req: false }, { type: 'p', r: over.revision, req: true }])
+      expect((await events('short'))[1].r).toBeGreaterThan(short.revision)
+      // An expired hold's release is refused after its expiry.
+      const gone = await take('gone', 1)
+      await new Promise((r) => setTimeout(r, 20))
+      expect(gone.ok && (await release('gone', gone.revision))).toMatchObject({ ok: false, failed: [{ key: 'gone' }] })
+      expect((await events('gone')).map((e) => e.type)).toEqual(['p', 'e'])
+      // Every write carries its request id, one log row each.
+      expect(await events('k')).toEqual([{ type: 'p', r: first.revision, req: true }, { type: 'd', r: released.ok ? released.revision : 0, req: true }, { type: 'p', r: again.revision, req: true }])
+    } finally {
+      await a.close()
+    }
+  })
+
+  test("a lock's take and release with a caller's request id (a zaris node's client) are answered again, not applied twice", async () => {
+    const a = await postgresAdapter({ url: server.url(ns()) })
+    try {
+      const take = () => a.commit([{ key: 'k', revision: null }], [{ type: 'set', key: 'k', value: 1, owner: 'o' }], { requestId: 'take-1' })
+      const first = await take()
+      expect(first.ok).toBe(true)
+      expect(await take()).toEqual(first)
+      if (!first.ok) return
+      const release = () => a.commit([{ key: 'k', created: first.revision }], [{ type: 'delete', key: 'k' }], { requestId: 'release-1' })
+      const released = await release()
+      expect(released).toMatchObject({ ok: true, deleted: ['k'] })
+      expect(await release()).toEqual(released)
+    } finally {
+      await a.close()
+    }
+  })
+
+  test("a lock's take or release whose answer is lost is sent again and answered, not applied twice", async () => {
+    const proxy = await new FaultProxy(server.port).start()
+    const name = ns()
+    const a = await postgresAdapter({ url: server.url(name, proxy.port), listen: false })
+    try {
+      await a.commit([], [{ type: 'set', key: 'warm', value: 1 }])
+      for (const key of ['a', 'b']) {
+        // The first take of a key makes the statement known to the connection; the second is held.
+        const t0 = await a.commit([{ key, revision: null }], [{ type: 'set', key, value: 0, owner: 'o' }])
+        expect(t0.ok && (await a.commit([{ key, created: t0.revision }], [{ type: 'delete', key }])).ok).toBe(true)
+        proxy.holdReplies('zaris_')
+        const taking = a.commit([{ key, revision: null }], [{ type: 'set', key, value: 1, owner: 'o' }])
+        await new Promise((r) => setTimeout(r, 300))
+        expect(proxy.dropped).toBeGreaterThan(0)
+        proxy.heal()
+        const taken = await taking
+        expect(taken).toMatchObject({ ok: true, entries: [{ key, owner: 'o' }] })
+        if (!taken.ok) return
+        expect(taken.entries[0]!.created).toBe(taken.revision)
+        expect((await a.get(key))?.created).toBe(taken.revision)
+        proxy.holdReplies('zaris_')
+        const releasing = a.commit([{ key, created: taken.revision }], [{ type: 'delete', key }])
+        await new Promise((r) => setTimeout(r, 300))
+        proxy.heal()
+        expect(await releasing).toMatchObject({ ok: true, deleted: [key] })
+        expect(await a.get(key)).toBeUndefined()
+        const logged = (await admin.query('SELECT type FROM zaris.events WHERE ns = $1 AND k = $2 ORDER BY revision', [name, Buffer.from(key, 'utf16le').swap16()])).rows
+        expect(logged.map((r) => r.type)).toEqual(['p', 'd', 'p', 'd'])
+      }
+    } finally {
+      await a.close()
+      await proxy.stop()
+    }
+  })
+
+  test('lock-shaped commits keep the log within its bound: it is pruned in a call of its own', async () => {
+    const name = ns()
+    const a = await postgresAdapter({ url: server.url(name), historySize: 50 })
+    try {
+      for (let i = 0; i < 400; i++) {
+        const t = await a.commit([{ key: 'l', revision: null }], [{ type: 'set', key: 'l', value: null, owner: 'o' }])
+        expect(t.ok && (await a.commit([{ key: 'l', created: t.revision }], [{ type: 'delete', key: 'l' }])).ok).toBe(true)
+      }
+      const count = async () => (await admin.query('SELECT count(*)::int AS n FROM zaris.events WHERE ns = $1', [name])).rows[0].n as number
+      // historySize + max(100, historySize / 10), and the commits made while a pruning call ran.
+      await until(async () => (await count()) <= 150 + 10)
+      expect(await count()).toBeGreaterThanOrEqual(50)
+    } finally {
+      await a.close()
+    }
+  })
+
   test('fresh starts a new life in a commit of several ops too (the general function, not the one-op one)', async () => {
     const a = await postgresAdapter({ url: server.url(ns()) })
     try {

@@ -186,6 +186,14 @@ describe('fence(tx, lock)', () => {
       await tx.query('COMMIT')
       await expect(fence({} as pg.Client, lock)).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' })
       await expect(fence(tx, {} as Lock)).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' })
+      // Each rule on its own: not a connection, or not a lock, is refused by name and never crashes.
+      const query = (text: string, values?: unknown[]) => tx.query(text, values)
+      for (const bad of [null, undefined, 'tx', Object.assign(() => {}, { query })]) {
+        await expect(fence(bad as unknown as pg.Client, lock)).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', message: expect.stringContaining("transaction's connection") })
+      }
+      for (const bad of [null, undefined, 'lock', { key: lock.key }, { token: lock.token }, { key: 1, token: lock.token }, { key: lock.key, token: String(lock.token) }]) {
+        await expect(fence(tx, bad as unknown as Lock)).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', message: expect.stringContaining('key and token') })
+      }
       await expect(fence(tx, lock, { schema: 'Bad-Schema' })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' })
       const shared = [(await a.locks.acquire('lock:report', { mode: 'shared', autoRenew: false }))!, (await b.locks.acquire('lock:report', { mode: 'shared', autoRenew: false }))!]
       const permit = (await a.semaphores.acquire('sem:uploads', { limit: 2, autoRenew: false }))!

@@ -71,3 +71,24 @@ test('through PgBouncer with two server connections: 8 clients hand one lock rou
     await db.end()
   }
 })
+
+test("through PgBouncer: a lock's take and release, sent as named statements that the pooler does not keep, fall back and are all answered once", async () => {
+  const adapters = await Promise.all([0, 1].map(() => postgresAdapter({ url: bouncer().url('named'), pg: { max: 3 } })))
+  try {
+    const tokens: number[] = []
+    await Promise.all(adapters.map(async (a, i) => {
+      for (let round = 0; round < 15; round++) {
+        const key = `lock:${i}:${round % 2}`
+        const taken = await a.commit([{ key, revision: null }], [{ type: 'set', key, value: round, owner: `o${i}` }])
+        expect(taken.ok).toBe(true)
+        if (!taken.ok) return
+        tokens.push(taken.revision)
+        expect(await a.commit([{ key, created: taken.revision }], [{ type: 'delete', key }])).toMatchObject({ ok: true, deleted: [key] })
+      }
+    }))
+    expect(new Set(tokens).size).toBe(30)
+    expect(await adapters[0]!.list('lock:')).toMatchObject({ entries: [] })
+  } finally {
+    await Promise.all(adapters.map((a) => a.close()))
+  }
+})

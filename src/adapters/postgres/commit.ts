@@ -21,6 +21,7 @@ import { added } from '../kit/write'
 import { hexBytes, keyBytes, parseValue, shownEntry, utf8, type ShownEntry } from './codec'
 import type { Connection } from './connection'
 import { sqlState } from './load'
+import { lockShape, runLockShape } from './lock-path'
 
 /** Where a namespace lives and how its commits are kept. */
 export interface Target {
@@ -66,12 +67,20 @@ export async function runCommit(target: Target, checks: Check[], ops: Op[], requ
   const values = ops.map((op, i) => (op.type === 'set' ? JSON.stringify(checkValue(op.value, `ops[${i}].value`)) : null))
   const ids: Ids = { ext: requestId === undefined ? null : utf8(requestId), mine: BigInt(`0x${randomHex(7)}`).toString(), since: target.known.revision, retry: false }
   const deadline = systemClock.now() + target.timeout
+  // A lock's take or release without a caller's id runs as one statement first (lock-path.ts).
+  const shape = ids.ext === null ? lockShape(checks, ops) : undefined
   for (let attempt = 0; ; attempt++) {
     // A caller's id may be a retry of an attempt another process still runs: never answer it from a snapshot.
     const snapshot = !ids.retry && ids.ext === null && checks.some((c) => 'revision' in c && target.contended.has(c.key))
     let answer: Answer
     try {
-      answer = await call(target, checks, ops, values, ids, snapshot)
+      const fast = shape !== undefined && !snapshot && !ids.retry ? await runLockShape(shape, { ...target, mine: ids.mine }, checks, ops, values[0]!) : undefined
+      if (fast?.done) {
+        answer = [0, fast.now, fast.revision, [shape === 'take' ? fast.revision : 1]]
+        if (fast.prune) pruneSoon(target)
+      } else {
+        answer = await call(target, checks, ops, values, ids, snapshot)
+      }
     } catch (err) {
       const state = sqlState(err)
       if (state === 'ZR002') throw refusedAdd(err, ops)
@@ -93,6 +102,27 @@ export async function runCommit(target: Target, checks: Check[], ops: Op[], requ
     if (result.ok) target.changed()
     return result
   }
+}
+
+/** Namespaces whose log a pruning call is under way for. */
+const pruning = new WeakSet<Target>()
+
+/**
+ * Prunes the namespace's log (the oldest events beyond `history`, request
+ * answers past `retention`) in a call of its own, after a lock-shaped commit
+ * found it due: off the commit's transaction, one call at a time per
+ * namespace and adapter. A failure is left for the next commit that finds
+ * it due, so the log keeps at most `history` + max(100, `history` / 10)
+ * events plus the commits made while one pruning call runs.
+ */
+function pruneSoon(target: Target): void {
+  if (pruning.has(target)) return
+  pruning.add(target)
+  const { connection, schema, namespace, history, retention, callTimeout } = target
+  connection
+    .query('pruning the log', `SELECT ${schema}.prune($1, $2, $3, clock_timestamp()) FROM ${schema}.lock_store($1)`, [namespace, history, retention], callTimeout)
+    .catch(() => {})
+    .finally(() => pruning.delete(target))
 }
 
 /** How many contended keys an adapter remembers. */

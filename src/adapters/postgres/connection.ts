@@ -26,6 +26,12 @@ const POOL_DEFAULTS = {
   application_name: 'zaris',
 }
 
+/** A named statement: prepared on a connection the first time it runs there. */
+export interface Named {
+  name: string
+  text: string
+}
+
 /** A pool shared by the adapters opened with the same connection string and options. */
 export interface Connection {
   /** node-postgres, as loaded. */
@@ -42,7 +48,12 @@ export interface Connection {
    * Runs one statement within `timeoutMs`; a failure becomes a zaris error
    * naming `what` (see `pgError`), its cause the driver's error.
    */
-  query<R>(what: string, text: string, values: unknown[], timeoutMs: number): Promise<PgResult<R>>
+  query<R>(what: string, text: string | Named, values: unknown[], timeoutMs: number): Promise<PgResult<R>>
+  /**
+   * Whether statements may be named (prepared once per server connection);
+   * false once a transaction pooler showed it does not keep them.
+   */
+  named: boolean
   /** How many adapters share it. */
   users: number
   /** One adapter is done with it; the last one closes a pool it opened. */
@@ -123,6 +134,7 @@ function wrap(pg: Pg, pool: PgPool, settings: Record<string, unknown> | undefine
     listenOptions: settings,
     spaces: new Map(),
     users: 0,
+    named: true,
     ready(schema, create) {
       let done = schemas.get(schema)
       if (!done) {
@@ -157,7 +169,7 @@ function wrap(pg: Pg, pool: PgPool, settings: Record<string, unknown> | undefine
 /** The ear of every client the adapter checks out (see run). */
 const unheard = () => {}
 
-async function run<R>(pool: PgPool, what: string, text: string, values: unknown[], timeoutMs: number): Promise<PgResult<R>> {
+async function run<R>(pool: PgPool, what: string, text: string | Named, values: unknown[], timeoutMs: number): Promise<PgResult<R>> {
   let client: PgPoolClient
   try {
     client = await pool.connect()
@@ -178,7 +190,8 @@ async function run<R>(pool: PgPool, what: string, text: string, values: unknown[
     stream?.destroy()
   }, timeoutMs)
   try {
-    return (await (values.length === 0 ? client.query(text) : client.query(text, values))) as PgResult<R>
+    const q = typeof text === 'string' ? (values.length === 0 ? client.query(text) : client.query(text, values)) : client.query({ ...text, values })
+    return (await q) as PgResult<R>
   } catch (err) {
     broken = err
     if (timedOut) throw new UnavailableError(`Postgres ${what} did not answer within ${timeoutMs} ms (it may or may not have been applied)`, { cause: err })
