@@ -202,6 +202,7 @@ class HttpAdapter implements Adapter {
         sink.event(ev)
       },
       error: (err: Error) => sink.error(err),
+      reconnecting: () => sink.reconnecting?.(),
     }
     return this.#hub.watch(prefix, counted, fromRevision)
   }

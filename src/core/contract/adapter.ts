@@ -135,6 +135,13 @@ export interface WatchSink {
   event(event: WatchEvent): void
   /** The watch failed and is over. */
   error(error: Error): void
+  /**
+   * Optional, for telemetry: the adapter's stream to the store broke and it
+   * is reconnecting, to resume where it was (nothing lost or doubled). An
+   * adapter whose watches ride a connection calls it, if present, on each
+   * watch once per break.
+   */
+  reconnecting?(): void
 }
 
 /**
