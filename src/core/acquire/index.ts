@@ -60,8 +60,8 @@ export function acquire(ctx: Context, want: Want & { kind: 'locks' }, o: Checked
 export function acquire<V extends Value>(ctx: Context, want: Want<V> & { kind: 'lease' }, o: Checked): Promise<Lease<V> | null>
 export function acquire(ctx: Context, want: Want & { kind: 'permit' }, o: Checked): Promise<Permit | null>
 export function acquire(ctx: Context, want: Want, o: Checked): Promise<unknown> {
-  const run = () => take(ctx, want, o)
-  return ctx.telemetry?.acquire?.(want, o, run) ?? run()
+  const traced = ctx.telemetry?.acquire
+  return traced ? traced(want, o, () => take(ctx, want, o)) : take(ctx, want, o)
 }
 
 async function take(ctx: Context, want: Want, o: Checked): Promise<unknown> {

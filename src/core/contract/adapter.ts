@@ -128,7 +128,9 @@ export interface WatchEvent {
 /**
  * Where an adapter delivers a watch. `event` is called in revision order;
  * `error` at most once, and ends the watch (for example a `CompactedError`
- * when `fromRevision` is older than the history the store keeps).
+ * when `fromRevision` is older than the history the store keeps). Its
+ * members are plain functions (no `this`): an adapter may copy them into a
+ * sink of its own (`{ ...sink, event }`).
  */
 export interface WatchSink {
   /** One event, in revision order. */
