@@ -259,13 +259,19 @@ function timedAdapter(adapter: Adapter, sets: AttributeSets, m: Instruments | un
     )
   }
   // A watch's sink, with `reconnecting` counted (the adapter calls it when its stream to the store breaks).
+  // An adapter tells every watch on the connection in one go: one break counts once, however many watch.
+  let told = false
   const watch = (prefix: string, sink: WatchSink, fromRevision?: number) => {
     if (!m) return adapter.watch(prefix, sink, fromRevision)
     const counted: WatchSink = {
       event: (e) => sink.event(e),
       error: (e) => sink.error(e),
       reconnecting: () => {
-        m.reconnects.add(1, sets.of(undefined))
+        if (!told) {
+          told = true
+          queueMicrotask(() => (told = false))
+          m.reconnects.add(1, sets.of(undefined))
+        }
         sink.reconnecting?.()
       },
     }

@@ -2,8 +2,8 @@
  * A watch's metrics through zaris/otel, for any store (Node and a page):
  * `zaris.watch.lag` — how many events a watch had received that its reader
  * had not taken, as each came — and, where the test can break the store's
- * connection (`cut`), `zaris.watch.reconnects`, with the watch going on
- * after the break without a gap.
+ * connection (`cut`), `zaris.watch.reconnects` — one for the break, with
+ * two watches on the connection — and the watch going on after it.
  */
 import type { Histogram } from '@opentelemetry/sdk-metrics'
 import { expect } from 'vitest'
@@ -35,6 +35,9 @@ export async function watchScenario(make: (telemetry: Telemetry) => Promise<Clie
 
     if (cut) {
       expect(await otelSdk.points('zaris.watch.reconnects')).toEqual([])
+      // A second watch on the same connection: one break still counts once.
+      const other = client.watch('x:', { prefix: true })
+      await other.ready
       await cut()
       // The watch goes on after the break, and the change after it comes (the put retries through the break).
       const after = watch.next()
@@ -42,6 +45,7 @@ export async function watchScenario(make: (telemetry: Telemetry) => Promise<Clie
       expect((await after).value).toMatchObject({ key: 'w:6' })
       const reconnects = await otelSdk.points('zaris.watch.reconnects')
       expect(reconnects.map((p) => [p.attributes['zaris.store'], p.value])).toEqual([[store, 1]])
+      other.close()
     }
     watch.close()
   } finally {
