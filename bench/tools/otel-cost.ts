@@ -8,6 +8,7 @@
  * the µs each adds per acquire + release.
  *
  *   npx tsx bench/tools/otel-cost.ts [trials=7] [ms per trial=400]
+ *   node --cpu-prof --import tsx bench/tools/otel-cost.ts --loop metrics 5   # one client's cycle, for a profile
  *
  * @module
  */
@@ -34,6 +35,12 @@ const cycle = (client: Client) => async () => {
   const lock = await client.locks.acquire('lock:bench', { ttl: 30_000 })
   if (!lock) throw new Error('the bench lock was not free')
   await lock.release()
+}
+if (process.argv[2] === '--loop') {
+  const name = process.argv[3] ?? 'metrics'
+  const t = await loop(cycle(clients[name]!), Number(process.argv[4] ?? 5) * 1000)
+  console.log(JSON.stringify({ [name]: Math.round((t.ops / t.ms) * 1000) }))
+  process.exit(0)
 }
 const trials = Number(process.argv[2] ?? 7)
 const dur = Number(process.argv[3] ?? 400)

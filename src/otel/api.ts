@@ -30,14 +30,28 @@ export interface InstrumentOptions {
   advice?: { explicitBucketBoundaries?: number[] }
 }
 
+/** What an observable instrument's callback reports to. */
+export interface ObservableResult {
+  /** Reports `value` for the series of `attributes`. */
+  observe(value: number, attributes?: Attributes): void
+}
+
+/** An observable counter (or up-down counter): read by its callbacks when the SDK collects. */
+export interface Observable {
+  /** Adds a callback the SDK calls at each collection. */
+  addCallback(callback: (result: ObservableResult) => void): void
+}
+
 /** A meter: makes instruments. */
 export interface Meter {
   /** Makes a histogram. */
   createHistogram(name: string, options?: InstrumentOptions): Histogram
   /** Makes a counter. */
   createCounter(name: string, options?: InstrumentOptions): Counter
-  /** Makes an up-down counter. */
-  createUpDownCounter(name: string, options?: InstrumentOptions): Counter
+  /** Makes a counter whose totals its callbacks report. */
+  createObservableCounter(name: string, options?: InstrumentOptions): Observable
+  /** Makes an up-down counter whose values its callbacks report. */
+  createObservableUpDownCounter(name: string, options?: InstrumentOptions): Observable
 }
 
 /**

@@ -19,14 +19,14 @@
  *
  * @module
  */
-import type { Adapter, Check, CommitOptions, Op } from '../core/contract/adapter'
+import type { Adapter, Check, CommitOptions, Op, WatchSink } from '../core/contract/adapter'
 import type { Fence } from '../core/locks'
-import type { AcquireInfo, HoldEndCode, HoldKind, Telemetry } from '../core/telemetry'
+import type { AcquireInfo, AcquireWait, HoldEndCode, HoldKind, Telemetry } from '../core/telemetry'
 import { SPAN_KIND, STATUS_ERROR, type Attributes, type MeterProvider, type Span, type Tracer, type TracerProvider } from './api'
 import { instrumentsOf, type Instruments } from './instruments'
 
-export type { Attributes, Counter, Histogram, Meter, MeterProvider, Span, Tracer, TracerProvider } from './api'
-export type { AcquireInfo, HoldEndCode, HoldKind, Telemetry } from '../core/telemetry'
+export type { Attributes, Counter, Histogram, Meter, MeterProvider, Observable, ObservableResult, Span, Tracer, TracerProvider } from './api'
+export type { AcquireInfo, AcquireWait, HoldEndCode, HoldKind, Telemetry } from '../core/telemetry'
 
 /** The version zaris reports as its meter's and tracer's. */
 const VERSION = '0.1.0'
@@ -45,9 +45,10 @@ export interface OtelOptions {
   keyGroup?: (key: string) => string
 }
 
-/** What a hold was, from its acquire: its kind and when it began (ms, `performance.now()`). */
+/** What a hold was, from its acquire: its kind, its attribute set, and when it began (ms, `performance.now()`). */
 interface Tracked {
   kind: HoldKind
+  attrs: Attributes
   since: number
 }
 
@@ -55,6 +56,59 @@ interface Tracked {
 const STORE_NAMES: Record<string, string> = { http: 'node' }
 /** `db.system.name` of OpenTelemetry's semantic conventions, for stores that are databases. */
 const DB_SYSTEMS: Record<string, string> = { redis: 'redis', etcd: 'etcd', postgres: 'postgresql', sqlite: 'sqlite' }
+
+/**
+ * The attribute sets of one telemetry's metrics, each made once and handed
+ * to the SDK as the same object every time: no object built per recording.
+ */
+class AttributeSets {
+  readonly #sets: Map<string, Attributes>
+  store: string
+  constructor(sets: Map<string, Attributes>, store: string) {
+    this.#sets = sets
+    this.store = store
+  }
+
+  /** `{ zaris.store }` with one more attribute (`name` = `value`), or none. */
+  of(name: string | undefined, value?: string): Attributes {
+    const id = `${this.store}\u0001${name}\u0001${value}`
+    let a = this.#sets.get(id)
+    if (!a) {
+      a = name === undefined ? { 'zaris.store': this.store } : { 'zaris.store': this.store, [name]: value }
+      this.#sets.set(id, a)
+    }
+    return a
+  }
+
+  /** A hold's set (store, kind, key group) with `name` = `value` added when given. */
+  hold(base: Attributes, name?: string, value?: string): Attributes {
+    if (name === undefined) return base
+    const id = `${base['zaris.store']}\u0001${base['zaris.hold.kind']}\u0001${base['zaris.key.group']}\u0001${name}\u0001${value}`
+    let a = this.#sets.get(id)
+    if (!a) this.#sets.set(id, (a = { ...base, [name]: value }))
+    return a
+  }
+
+  /** The base set of a hold of `kind`, in key group `group`. */
+  base(kind: HoldKind, group: string | undefined): Attributes {
+    const id = `${this.store}\u0001${kind}\u0001${group}`
+    let a = this.#sets.get(id)
+    if (!a) {
+      a = { 'zaris.store': this.store, 'zaris.hold.kind': kind }
+      if (group !== undefined) a['zaris.key.group'] = group
+      this.#sets.set(id, a)
+    }
+    return a
+  }
+
+  /** An acquire's set: its hold's, with mode and outcome. */
+  acquire(base: Attributes, mode: string, outcome: string): Attributes {
+    const id = `${base['zaris.store']}\u0001${base['zaris.hold.kind']}\u0001${base['zaris.key.group']}\u0001${mode}\u0001${outcome}`
+    let a = this.#sets.get(id)
+    if (!a) this.#sets.set(id, (a = { ...base, 'zaris.lock.mode': mode, 'zaris.acquire.outcome': outcome }))
+    return a
+  }
+}
 
 /**
  * The telemetry of one client: metrics to `meterProvider`, spans to `tracerProvider`.
@@ -68,7 +122,7 @@ export function otel(options: OtelOptions = {}): Telemetry {
   const tracer = options.tracerProvider?.getTracer('zaris', VERSION)
   const keys = options.keys ?? 'plain'
   const group = options.keyGroup
-  let store = options.store ?? 'unknown'
+  const sets = new AttributeSets(m?.sets ?? new Map(), options.store ?? 'unknown')
   const holds = new WeakMap<object, Tracked>()
 
   /** Span attributes of a key. */
@@ -77,59 +131,63 @@ export function otel(options: OtelOptions = {}): Telemetry {
     else if (keys === 'hash') a['zaris.key.hash'] = hashKey(key)
     return a
   }
-  const metricAttrs = (kind: HoldKind, key: string): Attributes => {
-    const a: Attributes = { 'zaris.store': store, 'zaris.hold.kind': kind }
-    if (group) a['zaris.key.group'] = group(key)
-    return a
-  }
-  const track = (hold: object, kind: HoldKind, key: string) => {
+  const baseOf = (kind: HoldKind, key: string) => sets.base(kind, group?.(key))
+  const track = (hold: object, kind: HoldKind, attrs: Attributes, now: number) => {
     if ((hold as { held?: boolean }).held === false) return // it ended before its acquire resolved
-    holds.set(hold, { kind, since: performance.now() })
-    m?.active.add(1, metricAttrs(kind, key))
+    holds.set(hold, { kind, attrs, since: now })
+    m?.active.add(attrs)
   }
 
   return {
     adapter(adapter: Adapter): Adapter {
-      if (options.store === undefined) store = STORE_NAMES[adapter.name] ?? adapter.name
-      return m || tracer ? timedAdapter(adapter, store, m, tracer) : adapter
+      if (options.store === undefined) sets.store = STORE_NAMES[adapter.name] ?? adapter.name
+      return m || tracer ? timedAdapter(adapter, sets, m, tracer) : adapter
     },
 
-    acquire<T>(info: AcquireInfo, run: () => Promise<T>): Promise<T> {
-      const start = performance.now()
-      const base = metricAttrs(info.kind, info.key)
-      const done = (outcome: string, span: Span | undefined, err?: unknown) => {
-        if (m) m.acquire.record((performance.now() - start) / 1000, { ...base, 'zaris.lock.mode': info.mode, 'zaris.acquire.outcome': outcome })
-        span?.setAttribute('zaris.acquire.outcome', outcome)
-        if (span && err !== undefined) failed(span, err)
-        span?.end()
+    acquire<T>(info: AcquireInfo, o: AcquireWait, run: () => Promise<T>): Promise<T> {
+      const start = m ? performance.now() : 0
+      const kind: HoldKind = info.kind === 'lease' && info.won ? 'term' : info.kind
+      const key = info.keys ? info.keys.join(' ') : info.key!
+      const mode = info.mode ?? 'exclusive'
+      const done = (outcome: string, span: Span | undefined, hold?: unknown) => {
+        const now = m ? performance.now() : 0
+        const base = baseOf(kind, key)
+        m?.acquire.record((now - start) / 1000, sets.acquire(base, mode, outcome))
+        if (hold) {
+          const locks = (hold as { locks?: readonly Fence[] }).locks
+          if (locks) for (const l of locks) track(l, 'lock', l.key === key ? base : baseOf('lock', l.key), now)
+          else track(hold as object, kind, base, now)
+          if (kind === 'term') m?.terms.add(sets.of(undefined))
+        }
+        if (span) {
+          span.setAttribute('zaris.acquire.outcome', outcome)
+          span.end()
+        }
       }
       const go = (span?: Span): Promise<T> =>
         run().then(
           (hold) => {
-            if (hold === null) return done(info.wait > 0 ? 'timeout' : 'null', span), hold
-            const locks = (hold as { locks?: readonly Fence[] }).locks
-            if (locks) for (const l of locks) track(l, 'lock', l.key)
-            else track(hold as object, info.kind, info.key)
-            if (info.kind === 'term') m?.terms.add(1, { 'zaris.store': store })
+            if (hold === null) return done(o.wait > 0 ? 'timeout' : 'null', span), hold
             const token = (hold as Partial<Fence>).token
             if (span && token !== undefined) span.setAttribute('zaris.token', token)
-            done('held', span)
+            done('held', span, hold)
             return hold
           },
           (err: unknown) => {
-            done(info.signal?.aborted ? 'aborted' : 'error', span, err)
+            if (span) failed(span, err)
+            done(o.signal?.aborted ? 'aborted' : 'error', span)
             throw err
           },
         )
       if (!tracer) return go()
-      const attributes = keyAttrs({ 'zaris.store': store, 'zaris.hold.kind': info.kind, 'zaris.lock.mode': info.mode, 'zaris.acquire.wait_ms': info.wait }, info.key)
+      const attributes = keyAttrs({ 'zaris.store': sets.store, 'zaris.hold.kind': kind, 'zaris.lock.mode': mode, 'zaris.acquire.wait_ms': o.wait }, key)
       return tracer.startActiveSpan('zaris.acquire', { kind: SPAN_KIND.internal, attributes }, go)
     },
 
     release<T>(hold: Fence, run: () => Promise<T>): Promise<T> {
       if (!tracer) return run()
       const kind = holds.get(hold)?.kind ?? 'lock'
-      const attributes = keyAttrs({ 'zaris.store': store, 'zaris.hold.kind': kind, 'zaris.token': hold.token }, hold.key)
+      const attributes = keyAttrs({ 'zaris.store': sets.store, 'zaris.hold.kind': kind, 'zaris.token': hold.token }, hold.key)
       return tracer.startActiveSpan('zaris.release', { kind: SPAN_KIND.internal, attributes }, (span: Span) =>
         run().then(
           (r) => {
@@ -149,32 +207,43 @@ export function otel(options: OtelOptions = {}): Telemetry {
     holdEnded(hold: Fence, code: HoldEndCode): void {
       if (!m) return
       const t = holds.get(hold)
-      holds.delete(hold)
-      const attrs = metricAttrs(t?.kind ?? 'lock', hold.key)
-      const reason = { ...attrs, 'zaris.hold.end_reason': code.toLowerCase() }
-      m.ended.add(1, reason)
+      const base = t?.attrs ?? baseOf('lock', hold.key)
+      const reason = sets.hold(base, 'zaris.hold.end_reason', code.toLowerCase())
+      m.ended.add(reason)
       if (!t) return
-      m.active.add(-1, attrs)
+      holds.delete(hold)
+      m.active.add(base, -1)
       m.held.record((performance.now() - t.since) / 1000, reason)
     },
 
     renewed(hold: Fence, ok: boolean): void {
-      m?.renewals.add(1, { ...metricAttrs(holds.get(hold)?.kind ?? 'lock', hold.key), 'zaris.renewal.outcome': ok ? 'ok' : 'failed' })
+      if (m) m.renewals.add(sets.hold(holds.get(hold)?.attrs ?? baseOf('lock', hold.key), 'zaris.renewal.outcome', ok ? 'ok' : 'failed'))
+    },
+
+    watched(backlog: number): void {
+      m?.lag.record(backlog, sets.of(undefined))
     },
   }
 }
 
-/** The adapter, its commits timed (`zaris.commit.duration`) and traced (`zaris.commit` spans); every other member as it is. */
-function timedAdapter(adapter: Adapter, store: string, m: Instruments | undefined, tracer: Tracer | undefined): Adapter {
-  const db = DB_SYSTEMS[store]
+/**
+ * The adapter, its commits timed (`zaris.commit.duration`) and traced
+ * (`zaris.commit` spans), its watches' reconnects counted
+ * (`zaris.watch.reconnects`); every other member as it is.
+ */
+function timedAdapter(adapter: Adapter, sets: AttributeSets, m: Instruments | undefined, tracer: Tracer | undefined): Adapter {
+  const db = DB_SYSTEMS[sets.store]
   const commit = (checks: Check[], ops: Op[], options?: CommitOptions) => {
-    const start = performance.now()
+    const start = m ? performance.now() : 0
     const span = tracer?.startSpan('zaris.commit', {
       kind: SPAN_KIND.client,
-      attributes: { 'zaris.store': store, 'db.operation.name': 'commit', 'db.operation.batch.size': ops.length, ...(db ? { 'db.system.name': db } : {}) },
+      attributes: { 'zaris.store': sets.store, 'db.operation.name': 'commit', 'db.operation.batch.size': ops.length, ...(db ? { 'db.system.name': db } : {}) },
     })
     const done = (outcome: string, err?: unknown) => {
-      m?.commit.record((performance.now() - start) / 1000, { 'zaris.store': store, 'zaris.commit.outcome': outcome, ...(err === undefined ? {} : { 'error.type': errorType(err) }) })
+      if (m) {
+        const attrs = err === undefined ? sets.of('zaris.commit.outcome', outcome) : { ...sets.of('zaris.commit.outcome', outcome), 'error.type': errorType(err) }
+        m.commit.record((performance.now() - start) / 1000, attrs)
+      }
       if (span) {
         span.setAttribute('zaris.commit.outcome', outcome)
         if (err !== undefined) failed(span, err)
@@ -189,16 +258,39 @@ function timedAdapter(adapter: Adapter, store: string, m: Instruments | undefine
       },
     )
   }
+  // A watch's sink, with `reconnecting` counted (the adapter calls it when its stream to the store breaks).
+  // An adapter tells every watch on the connection in one go: one break counts once, however many watch.
+  let told = false
+  const watch = (prefix: string, sink: WatchSink, fromRevision?: number) => {
+    if (!m) return adapter.watch(prefix, sink, fromRevision)
+    const counted: WatchSink = {
+      event: (e) => sink.event(e),
+      error: (e) => sink.error(e),
+      reconnecting: () => {
+        if (!told) {
+          told = true
+          queueMicrotask(() => (told = false))
+          m.reconnects.add(1, sets.of(undefined))
+        }
+        sink.reconnecting?.()
+      },
+    }
+    return adapter.watch(prefix, counted, fromRevision)
+  }
   // Every other member read from the adapter itself, methods bound to it (adapters keep private fields).
-  const bound = new Map<PropertyKey, unknown>()
+  const bound = new Map<PropertyKey, unknown>([
+    ['commit', commit],
+    ['watch', watch],
+  ])
   return new Proxy(adapter, {
     get(target, prop) {
-      if (prop === 'commit') return commit
+      const b = bound.get(prop)
+      if (b) return b
       const v = Reflect.get(target, prop, target)
       if (typeof v !== 'function') return v
-      let b = bound.get(prop)
-      if (!b) bound.set(prop, (b = (v as (...a: unknown[]) => unknown).bind(target)))
-      return b
+      const f = (v as (...a: unknown[]) => unknown).bind(target)
+      bound.set(prop, f)
+      return f
     },
   })
 }

@@ -2,13 +2,17 @@
  * zaris/otel on memory, a zaris node (a real process, over HTTP) and Redis
  * (a real redis-server): the wait histogram, holds ended by reason (a steal
  * and a TTL expiry among them) and the acquire span, read from
- * OpenTelemetry's SDK with its in-memory exporters (./scenario.ts).
+ * OpenTelemetry's SDK with its in-memory exporters (./scenario.ts); and a
+ * watch's lag, and its reconnects when the connection to the node or Redis
+ * is cut (./watch.ts).
  */
 import { afterAll, beforeAll, expect, test } from 'vitest'
 import { connect } from 'zaris'
 import { startRedis, type RedisServer } from '../redis/server'
+import { TcpProxy } from '../redis/proxy'
 import { startNode, type NodeProcess } from '../server/node-process'
 import { otelScenario } from './scenario'
+import { watchScenario } from './watch'
 
 const ns = () => `otel-${Math.random().toString(36).slice(2, 8)}`
 let redis: RedisServer
@@ -48,4 +52,29 @@ test("a zaris node, and the node's own /metrics: the same waits and holds, as it
 test('Redis', async () => {
   const name = ns()
   await otelScenario((id, telemetry) => connect(redis.url(name), { id, telemetry }), 'redis')
+})
+
+test('watch lag on memory (no connection to break)', async () => {
+  const name = ns()
+  await watchScenario((telemetry) => connect(`zaris://inproc/${name}`, { telemetry }), 'memory')
+})
+
+test('watch lag and a reconnect, through a zaris node whose connections are cut', async () => {
+  const proxy = await new TcpProxy(node.port).start()
+  try {
+    const name = ns()
+    await watchScenario((telemetry) => connect(`zaris://127.0.0.1:${proxy.port}/${name}`, { telemetry }), 'node', () => proxy.cut())
+  } finally {
+    await proxy.stop()
+  }
+})
+
+test('watch lag and a reconnect on Redis, its connections cut', async () => {
+  const proxy = await new TcpProxy(redis.port).start()
+  try {
+    const name = ns()
+    await watchScenario((telemetry) => connect(proxy.url(name), { telemetry }), 'redis', () => proxy.cut())
+  } finally {
+    await proxy.stop()
+  }
 })

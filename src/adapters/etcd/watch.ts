@@ -149,6 +149,7 @@ export class WatchHub {
   #lost(stream: WatchStream): void {
     if (this.#stream !== stream) return
     this.#stream = undefined
+    for (const sub of this.#subs.values()) sub.sink.reconnecting?.()
     try {
       stream.cancel()
     } catch {

@@ -196,12 +196,13 @@ class HttpAdapter implements Adapter {
     checkWatchArgs(prefix, sink, fromRevision)
     this.#hub ??= new WatchHub(this.#hubContext())
     // Revisions seen in events count too: a token read from a watch must not come back either.
+    // The sink's other members as they are (`error`, `reconnecting`): a sink's members are plain functions.
     const counted = {
+      ...sink,
       event: (ev: WatchEvent) => {
         this.#saw(ev.revision)
         sink.event(ev)
       },
-      error: (err: Error) => sink.error(err),
     }
     return this.#hub.watch(prefix, counted, fromRevision)
   }

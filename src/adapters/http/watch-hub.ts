@@ -183,6 +183,7 @@ export class WatchHub {
           if (this.#stream !== stream) return
           this.#live = false
           this.#filtered = undefined
+          for (const sub of this.#subscribers) sub.sink.reconnecting?.()
         },
         ended: (error) => {
           if (this.#stream === stream) this.#ended(stream, error)

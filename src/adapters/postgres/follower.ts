@@ -144,7 +144,7 @@ export class Follower {
         failures = 0
       } catch {
         // Postgres is unreachable: read again later from the same cursors, nothing is lost.
-        failures++
+        if (failures++ === 0) for (const s of this.#subscribers) s.sink.reconnecting?.()
         await this.#pause(Math.min(2_000, 50 * 2 ** failures))
         continue
       }

@@ -24,7 +24,7 @@
  * @module
  */
 import { InvalidArgumentError, UnsupportedError } from '../../core/contract/errors'
-import { evalScript, KeepAlive, RESEND_WINDOW_MS, streamEntries, type LuaScript, type RedisLink } from './link'
+import { evalScript, KeepAlive, onBreak, RESEND_WINDOW_MS, streamEntries, type LuaScript, type RedisLink } from './link'
 
 /** The client libraries a `redis://` URL can open, in the order one is picked when the URL names none. */
 export const LIBRARIES = ['ioredis', 'redis', 'iovalkey'] as const
@@ -189,6 +189,10 @@ class IoredisLink implements RedisLink {
     // ioredis subscribes again after a reconnect by itself.
     this.#client.on('message', (ch, message) => ch === channel && onMessage(message as string))
     await this.#client.subscribe(channel)
+  }
+
+  onBreak(fn: () => void): void {
+    onBreak(this.#client, fn)
   }
 
   keepAlive(on: boolean): void {
@@ -391,6 +395,10 @@ class NodeRedisLink implements RedisLink {
     // node-redis subscribes again after a reconnect by itself.
     await this.#connecting
     await this.#client.subscribe(channel, onMessage)
+  }
+
+  onBreak(fn: () => void): void {
+    onBreak(this.#client, fn)
   }
 
   keepAlive(on: boolean): void {

@@ -114,6 +114,11 @@ export class Follower {
   }
 
   /** Ends every subscription without a word (the adapter is closing). */
+  /** The reader's connection dropped: each watch is told (`WatchSink.reconnecting`); its reads resume from their cursors. */
+  reconnecting(): void {
+    for (const s of this.#subscribers) s.sink.reconnecting?.()
+  }
+
   close(): void {
     this.#closed = true
     for (const sub of this.#subscribers) sub.done = true

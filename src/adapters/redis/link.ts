@@ -33,6 +33,8 @@ export interface RedisLink {
    * message published on it goes to `onMessage`. Resolves once subscribed.
    */
   subscribe(channel: string, onMessage: (message: string) => void): Promise<void>
+  /** Calls `fn` once each time the connection drops, before the library reconnects it (for telemetry). */
+  onBreak(fn: () => void): void
   /** Whether the socket keeps Node running (for connections zaris opened; kept across reconnects). */
   keepAlive(on: boolean): void
   /** Closes it after its pending commands (QUIT), or at once if that fails. */
@@ -99,4 +101,14 @@ export function streamEntries(reply: unknown): Array<[string, string[]]> | null 
   }
   const values = reply instanceof Map ? [...reply.values()] : Object.values(reply as object)
   return (values[0] as Array<[string, string[]]> | undefined) ?? null
+}
+
+/** Calls `fn` on `client`'s first `reconnecting` after each `ready` (ioredis and node-redis emit both): once per break. */
+export function onBreak(client: { on(event: string, listener: (...args: unknown[]) => void): unknown }, fn: () => void): void {
+  let up = true
+  client.on('ready', () => (up = true))
+  client.on('reconnecting', () => {
+    if (up) fn()
+    up = false
+  })
 }

@@ -130,6 +130,7 @@ export class Space {
       // It waits through outages rather than failing, since its reads resume from a cursor.
       const reader = this.#connection.link.duplicate()
       this.#reader = reader
+      reader.onBreak(() => this.#follower.reconnecting())
       if (this.#connection.owned) {
         this.#readerHold = new SocketHold(reader)
         if (this.#follower.size > 0) this.#readerHold.hold()

@@ -34,7 +34,6 @@ import { Lease } from '../hold/lease'
 import { Lock } from '../hold/lock'
 import { LockSet } from '../hold/lock-set'
 import { Permit } from '../hold/permit'
-import type { AcquireInfo } from '../telemetry'
 import type { Checked } from './checks'
 import { claimOf, type Claim, type HoldSpec, type Part } from './claim'
 import { ExclusivePart } from './exclusive-part'
@@ -62,14 +61,7 @@ export function acquire<V extends Value>(ctx: Context, want: Want<V> & { kind: '
 export function acquire(ctx: Context, want: Want & { kind: 'permit' }, o: Checked): Promise<Permit | null>
 export function acquire(ctx: Context, want: Want, o: Checked): Promise<unknown> {
   const traced = ctx.telemetry?.acquire
-  return traced ? traced(infoOf(want, o), () => take(ctx, want, o)) : take(ctx, want, o)
-}
-
-/** What telemetry is told of an acquire. An election's campaign is the one lease acquire told of its win (`won`): a term. */
-function infoOf(want: Want, o: Checked): AcquireInfo {
-  const kind = want.kind === 'lease' && want.won ? 'term' : want.kind
-  const key = want.kind === 'locks' ? want.keys.join(' ') : want.key
-  return { kind, key, mode: 'mode' in want ? want.mode : 'exclusive', wait: o.wait, signal: o.signal }
+  return traced ? traced(want, o, () => take(ctx, want, o)) : take(ctx, want, o)
 }
 
 async function take(ctx: Context, want: Want, o: Checked): Promise<unknown> {

@@ -128,13 +128,22 @@ export interface WatchEvent {
 /**
  * Where an adapter delivers a watch. `event` is called in revision order;
  * `error` at most once, and ends the watch (for example a `CompactedError`
- * when `fromRevision` is older than the history the store keeps).
+ * when `fromRevision` is older than the history the store keeps). Its
+ * members are plain functions (no `this`): an adapter may copy them into a
+ * sink of its own (`{ ...sink, event }`).
  */
 export interface WatchSink {
   /** One event, in revision order. */
   event(event: WatchEvent): void
   /** The watch failed and is over. */
   error(error: Error): void
+  /**
+   * Optional, for telemetry: the adapter's stream to the store broke and it
+   * is reconnecting, to resume where it was (nothing lost or doubled). An
+   * adapter whose watches ride a connection calls it, if present, on each
+   * watch once per break.
+   */
+  reconnecting?(): void
 }
 
 /**

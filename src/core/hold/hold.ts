@@ -249,8 +249,7 @@ export abstract class Hold<V extends Value = Value> implements AsyncDisposable, 
     const handing = gate && wasHeld && gate.mode === 'exclusive' && this.#life.entryKey === gate.key
     if (gate && !handing) gate.release()
     const free = () => (handing ? handOn(this.#ctx.adapter, this.#ctx.clock, gate, this.#life, this.#revision, () => this.#free()) : this.#free())
-    const traced = this.#ctx.telemetry?.release
-    this.#finishing = (traced ? traced(this, free) : free()).then(
+    this.#finishing = (this.#ctx.telemetry?.release?.(this, free) ?? free()).then(
       (r) => {
         const ok = r === undefined || r.ok || (gate !== undefined && wasHeld && this.#handedOn(r.failed))
         if (ok) this.#end(released, reason)
