@@ -11,9 +11,10 @@
  */
 import { createLeaderElection, BroadcastChannel as LibChannel } from 'broadcast-channel'
 import { connect, type Client, type Lock } from 'zaris'
+import { election } from 'zaris/elect'
 import { absNow, loop, sleep, type Trial } from '../lib/measure'
 
-type Kind = 'zaris' | 'weblocks' | 'raw' | 'zaris-election' | 'bc-election'
+type Kind = 'zaris' | 'weblocks' | 'raw' | 'zaris-election' | 'elect-election' | 'bc-election'
 
 interface Held {
   /** Lets go; resolves the time just before letting go. */
@@ -131,6 +132,22 @@ async function take(kind: Kind, ns: string, key: string, first: boolean): Promis
           async release() {
             const t0 = absNow()
             await term.revoke()
+            return t0
+          },
+        },
+      }
+    }
+    case 'elect-election': {
+      // zaris/elect, on a namespace of its own: no full client of this tab shares its store.
+      const e = election(key, { namespace: `${ns}-elect`, ttl: 30_000 })
+      await e.campaign()
+      const at = absNow()
+      return {
+        at,
+        held: {
+          async release() {
+            const t0 = absNow()
+            await e.resign()
             return t0
           },
         },
