@@ -19,7 +19,7 @@
  * @module
  */
 import type { Value } from '../core/contract/adapter'
-import { FencedError, InvalidArgumentError } from '../core/contract/errors'
+import { FencedError, InvalidArgumentError, UnsupportedError } from '../core/contract/errors'
 import { randomId } from '../core/contract/ids'
 import { checkKey, checkOptions, checkSignal, checkTtl, checkUserKey, checkValue } from '../core/contract/validate'
 import { expired } from '../adapters/kit/write'
@@ -88,6 +88,10 @@ export class TabElection extends EventTarget implements AsyncDisposable {
 
   constructor(name: string, rawOptions?: TabElectionOptions) {
     super()
+    const g = globalThis as { indexedDB?: unknown; BroadcastChannel?: unknown }
+    if (!g.indexedDB || !g.BroadcastChannel) {
+      throw new UnsupportedError('zaris/elect elects among the tabs of an origin and needs IndexedDB and BroadcastChannel, which this environment does not have: use client.election() from zaris')
+    }
     const options = checkOptions<TabElectionOptions>(rawOptions)
     this.name = checkUserKey(name, 'name')
     this.namespace = checkKey(options.namespace ?? 'default', 'namespace')
