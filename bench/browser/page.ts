@@ -54,6 +54,20 @@ async function rawTx(key: string, put: boolean): Promise<void> {
   })
 }
 
+/** Held from now on, let go by `letGo`. */
+function heldNow(letGo: () => Promise<unknown>): { at: number; held: Held } {
+  return {
+    at: absNow(),
+    held: {
+      async release() {
+        const t0 = absNow()
+        await letGo()
+        return t0
+      },
+    },
+  }
+}
+
 let held: Held | undefined
 let waiting: Promise<number> | undefined
 
@@ -141,33 +155,12 @@ async function take(kind: Kind, ns: string, key: string, first: boolean): Promis
       // zaris/elect, on a namespace of its own: no full client of this tab shares its store.
       const e = election(key, { namespace: `${ns}-elect`, ttl: 30_000 })
       await e.campaign()
-      const at = absNow()
-      return {
-        at,
-        held: {
-          async release() {
-            const t0 = absNow()
-            await e.resign()
-            return t0
-          },
-        },
-      }
+      return heldNow(() => e.resign())
     }
     case 'bc-election': {
-      const channel = new LibChannel(`bench-leader:${ns}:${key}`)
-      const elector = createLeaderElection(channel)
+      const elector = createLeaderElection(new LibChannel(`bench-leader:${ns}:${key}`))
       await elector.awaitLeadership()
-      const at = absNow()
-      return {
-        at,
-        held: {
-          async release() {
-            const t0 = absNow()
-            await elector.die()
-            return t0
-          },
-        },
-      }
+      return heldNow(() => elector.die())
     }
   }
 }
