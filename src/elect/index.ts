@@ -75,6 +75,7 @@ export class TabElection extends EventTarget implements AsyncDisposable {
   readonly candidate: string
   /** The owner id this candidate's terms are written with. */
   readonly id: string
+  /** The store: `zaris://idb/<namespace>`'s IndexedDB database. */
   readonly namespace: string
   readonly #ttl: number
   #store: TermStore | undefined
