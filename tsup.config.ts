@@ -38,6 +38,7 @@ export default defineConfig([
       file: 'src/adapters/file/index.ts',
       testing: 'src/testing.ts',
       'web-locks': 'src/web-locks/index.ts',
+      elect: 'src/elect/index.ts',
       otel: 'src/otel/index.ts',
       http: 'src/adapters/http/index.ts',
       server: 'src/server/index.ts',

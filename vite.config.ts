@@ -18,6 +18,7 @@ const alias = {
   'zaris/testing': src('testing.ts'),
   'zaris/web-locks': src('web-locks/index.ts'),
   'zaris/otel': src('otel/index.ts'),
+  'zaris/elect': src('elect/index.ts'),
   'zaris/conformance': fileURLToPath(new URL('./test/conformance/index.ts', import.meta.url)),
   zaris: src('index.ts'),
 }

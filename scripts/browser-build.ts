@@ -34,7 +34,7 @@ const src = join(root, 'src') + sep
 const out = join(root, 'dist/browser')
 
 /** The public browser entries (package.json's `browser` conditions point at their files). */
-export const BROWSER_ENTRIES = ['index.ts', 'adapters/memory.ts', 'adapters/indexeddb/index.ts', 'adapters/http/index.ts', 'testing.ts', 'web-locks/index.ts', 'otel/index.ts']
+export const BROWSER_ENTRIES = ['index.ts', 'adapters/memory.ts', 'adapters/indexeddb/index.ts', 'adapters/http/index.ts', 'testing.ts', 'web-locks/index.ts', 'otel/index.ts', 'elect/index.ts']
 
 /**
  * The adapters built as one file each, with their own modules inside; the
@@ -44,6 +44,8 @@ export const BROWSER_ENTRIES = ['index.ts', 'adapters/memory.ts', 'adapters/inde
 const BUNDLED: Array<{ entry: string; has: (file: string) => boolean }> = [
   { entry: 'adapters/indexeddb/index.ts', has: (f) => f.startsWith('adapters/indexeddb/') },
   { entry: 'adapters/memory.ts', has: (f) => f === 'adapters/memory.ts' },
+  // The election-only entry: one file, with the few IndexedDB modules it uses copied in (see `inlined`).
+  { entry: 'elect/index.ts', has: (f) => f.startsWith('elect/') },
   // Its address parsing is a page's `connect` (every app loads it at start): a file of its own.
   { entry: 'adapters/http/index.ts', has: (f) => f.startsWith('adapters/http/') && f !== 'adapters/http/address.ts' },
 ]
@@ -59,6 +61,9 @@ function inlined(importer: string, target: string): boolean {
   const to = groupOf(target)
   if (to === undefined) return false
   const from = groupOf(importer)
+  // The election-only entry carries its own copy of the IndexedDB modules it uses (the format's one
+  // definition, in the store's transactions), not the whole adapter file a page that elects never needs.
+  if (from === 'elect/index.ts' && to === 'adapters/indexeddb/index.ts') return true
   // The kit goes into whichever adapter imports it; an adapter's own modules into that adapter.
   return to === 'kit' ? from !== undefined : to === from
 }

@@ -45,6 +45,7 @@ async function buildPage(minify: boolean, source: PageSource): Promise<Map<strin
       alias: {
         ...source.alias,
         'zaris/indexeddb': here('../../src/adapters/indexeddb/index.ts'),
+        'zaris/elect': here('../../src/elect/index.ts'),
         zaris: here('../../src/index.ts'),
       },
     },

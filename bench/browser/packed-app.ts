@@ -155,6 +155,14 @@ async function main() {
 }
 window.app = main()
 `,
+  /** The election-only entry (zaris/elect): the same election, on the same store, without the client. */
+  'election-only': `import { election } from 'zaris/elect'
+async function main() {
+  const e = election('leader:app', { namespace: 'app', ttl: 10_000 })
+  window.led = e.campaign()
+}
+window.app = main()
+`,
   family: `import { connect } from 'zaris'
 async function main() {
   const client = await connect('zaris://idb/app')

@@ -11,9 +11,10 @@
  */
 import { createLeaderElection, BroadcastChannel as LibChannel } from 'broadcast-channel'
 import { connect, type Client, type Lock } from 'zaris'
+import { election } from 'zaris/elect'
 import { absNow, loop, sleep, type Trial } from '../lib/measure'
 
-type Kind = 'zaris' | 'weblocks' | 'raw' | 'zaris-election' | 'bc-election'
+type Kind = 'zaris' | 'weblocks' | 'raw' | 'zaris-election' | 'elect-election' | 'bc-election'
 
 interface Held {
   /** Lets go; resolves the time just before letting go. */
@@ -51,6 +52,20 @@ async function rawTx(key: string, put: boolean): Promise<void> {
     tx.oncomplete = () => resolve()
     tx.onerror = tx.onabort = () => reject(tx.error)
   })
+}
+
+/** Held from now on, let go by `letGo`. */
+function heldNow(letGo: () => Promise<unknown>): { at: number; held: Held } {
+  return {
+    at: absNow(),
+    held: {
+      async release() {
+        const t0 = absNow()
+        await letGo()
+        return t0
+      },
+    },
+  }
 }
 
 let held: Held | undefined
@@ -136,21 +151,16 @@ async function take(kind: Kind, ns: string, key: string, first: boolean): Promis
         },
       }
     }
+    case 'elect-election': {
+      // zaris/elect, on a namespace of its own: no full client of this tab shares its store.
+      const e = election(key, { namespace: `${ns}-elect`, ttl: 30_000 })
+      await e.campaign()
+      return heldNow(() => e.resign())
+    }
     case 'bc-election': {
-      const channel = new LibChannel(`bench-leader:${ns}:${key}`)
-      const elector = createLeaderElection(channel)
+      const elector = createLeaderElection(new LibChannel(`bench-leader:${ns}:${key}`))
       await elector.awaitLeadership()
-      const at = absNow()
-      return {
-        at,
-        held: {
-          async release() {
-            const t0 = absNow()
-            await elector.die()
-            return t0
-          },
-        },
-      }
+      return heldNow(() => elector.die())
     }
   }
 }

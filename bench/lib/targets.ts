@@ -22,6 +22,8 @@ interface Spec {
 /** The bundle scenario's rows of what a Vite app's tabs load (bench/scenarios/bundle.ts), which issue 30's targets read. */
 export const PAGE_ELECTION = 'Vite app: election over zaris://idb'
 export const PAGE_FAMILY = 'Vite app: locks + election + watch over zaris://idb'
+/** The same election through the election-only entry, zaris/elect (no client). */
+export const PAGE_ELECTION_ONLY = 'Vite app: election over zaris://idb, zaris/elect'
 
 const specs: Spec[] = [
   { text: 'handover with 8 waiters, node (memory): p50 ahead of etcd3 lock() waiting on etcd', scenario: 'handover-8', zaris: 'zaris node (memory)', peer: 'etcd3 lock(), waiting on a watch', kind: 'latency', limit: 1, chart: 'handover: node vs etcd3 lock()' },
@@ -32,6 +34,7 @@ const specs: Spec[] = [
   { text: 'cross-tab watch latency <= 2x a BroadcastChannel message (issue 30)', scenario: 'watch', zaris: 'zaris idb watch', peer: 'BroadcastChannel message', kind: 'latency', limit: 2, chart: 'watch vs a message' },
   { text: 'holder tab closed -> next holder no slower than navigator.locks', scenario: 'holder-closed', zaris: 'zaris idb lock', peer: 'navigator.locks', kind: 'latency', limit: 1, chart: 'holder tab closed vs Web Locks' },
   { text: 'leader tab closed -> new leader no slower than broadcast-channel', scenario: 'leader-closed', zaris: 'zaris idb election', peer: 'broadcast-channel LeaderElection', kind: 'latency', limit: 1, chart: 'leader tab closed vs broadcast-channel' },
+  { text: 'leader tab closed -> new leader no slower than broadcast-channel (zaris/elect)', scenario: 'leader-closed', zaris: 'zaris/elect election', peer: 'broadcast-channel LeaderElection', kind: 'latency', limit: 1, chart: 'leader tab closed (zaris/elect) vs broadcast-channel' },
   { text: 'through a node (memory): acquire+release >= 1.0x redlock', scenario: 'remote-1', zaris: 'zaris node (memory)', peer: 'redlock', kind: 'ops', limit: 1, chart: 'node (memory) vs redlock' },
   { text: '16 clients with wait, node (memory): >= 2x the successes/s of Redis try-acquire polling', scenario: 'remote-16', zaris: 'zaris node (memory), wait', peer: 'Redis SET NX polling', kind: 'ops', limit: 2, chart: '16 clients: node vs Redis polling' },
   { text: 'durable node (--data): acquire+release >= 2x etcd\'s raw transaction cycle', scenario: 'durable', zaris: 'zaris node (--data)', peer: 'etcd txn (lease, put-if-absent)', kind: 'ops', limit: 2, chart: '--data node vs etcd txn' },
@@ -110,7 +113,7 @@ export function evaluateTargets(scenarios: Scenario[]): Target[] {
   }
   out.push(...contentionTargets(scenarios))
   // Issue 30: what the tabs of a Vite app load, every file, gzipped; and how many files.
-  for (const [label, kb, files] of [[PAGE_ELECTION, 8_000, 3], [PAGE_FAMILY, 14_000, 4]] as const) {
+  for (const [label, kb, files] of [[PAGE_ELECTION, 8_000, 3], [PAGE_ELECTION_ONLY, 8_000, 3], [PAGE_FAMILY, 14_000, 4]] as const) {
     const page = find(scenarios, 'bundle', label)
     if (!page.s || !page.r) continue
     const gz = page.r.extra.gzip ?? NaN

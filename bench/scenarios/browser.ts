@@ -13,7 +13,7 @@ import { absNow, type Trial } from '../lib/measure'
 import type { Scenario } from '../lib/report'
 import type { BenchContext } from './context'
 
-type Kind = 'zaris' | 'weblocks' | 'raw' | 'zaris-election' | 'bc-election'
+type Kind = 'zaris' | 'weblocks' | 'raw' | 'zaris-election' | 'elect-election' | 'bc-election'
 
 export async function browserScenarios(ctx: BenchContext): Promise<Scenario[]> {
   let b: BenchBrowser
@@ -169,7 +169,11 @@ async function tabClosed(ctx: BenchContext, b: BenchBrowser, what: 'holder' | 'l
   const contenders =
     what === 'holder'
       ? [contender('zaris idb lock', 'zaris', true), contender('navigator.locks', 'weblocks', false)]
-      : [contender('zaris idb election', 'zaris-election', true), contender('broadcast-channel LeaderElection', 'bc-election', false)]
+      : [
+          contender('zaris idb election', 'zaris-election', true),
+          contender('zaris/elect election', 'elect-election', true),
+          contender('broadcast-channel LeaderElection', 'bc-election', false),
+        ]
   const rows = await alternate(contenders, trials, { throughput: false })
   await waiter.close()
   return {

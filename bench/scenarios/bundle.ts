@@ -1,6 +1,7 @@
 /**
  * Bundle size: what a page loads (issue 30) — the package as `npm pack`
- * ships it, in a Vite app electing a leader over `zaris://idb`, one that
+ * ships it, in a Vite app electing a leader over `zaris://idb` (with the
+ * client, and with the election-only entry `zaris/elect`), one that
  * also locks and watches, and broadcast-channel's LeaderElection in the same
  * kind of app, each in three Chromium tabs (bench/browser/packed-app.ts):
  * every JS file the tabs fetch, gzip -9, and how many; and the HTTP client
@@ -16,7 +17,7 @@ import { gzipSync } from 'node:zlib'
 import { build, type Rollup } from 'vite'
 import { viteBrowserVariants } from '../../scripts/browser-variants'
 import { appFolder, launch, loadApp, type PageLoad } from '../browser/packed-app'
-import { PAGE_ELECTION, PAGE_FAMILY } from '../lib/targets'
+import { PAGE_ELECTION, PAGE_ELECTION_ONLY, PAGE_FAMILY } from '../lib/targets'
 import type { Row } from '../lib/compare'
 import { fmtBytes, type Scenario } from '../lib/report'
 import type { BenchContext } from './context'
@@ -68,6 +69,7 @@ async function pageRows(ctx: BenchContext): Promise<Row[]> {
   try {
     return [
       pageRow(PAGE_ELECTION, true, await loadApp(folder, browser, 'election')),
+      pageRow(PAGE_ELECTION_ONLY, true, await loadApp(folder, browser, 'election-only')),
       pageRow(PAGE_FAMILY, true, await loadApp(folder, browser, 'family')),
       pageRow('Vite app: election, entry with top-level await', true, await loadApp(folder, browser, 'election, top-level await')),
       pageRow(PAGE_PEER, false, await loadApp(folder, browser, 'broadcast-channel')),

@@ -3,7 +3,8 @@
  * (Vite, minified), largest first, with each one's minified bytes and the
  * gzip size of the bundle without it (its marginal gzip cost).
  *
- *   npx tsx bench/tools/bundle-breakdown.ts
+ *   npx tsx bench/tools/bundle-breakdown.ts          the client and the IndexedDB adapter
+ *   npx tsx bench/tools/bundle-breakdown.ts elect    the election-only entry (zaris/elect)
  *
  * @module
  */
@@ -18,12 +19,16 @@ mkdirSync(join(root, 'bench/.partial'), { recursive: true })
 const dir = mkdtempSync(join(root, 'bench/.partial/bundle-'))
 try {
   const entry = join(dir, 'app.ts')
-  writeFileSync(entry, "import { connect } from 'zaris'\nimport { indexedDbAdapter } from 'zaris/indexeddb'\nObject.assign(globalThis, { app: { connect, indexedDbAdapter } })\n")
+  const app =
+    process.argv[2] === 'elect'
+      ? "import { election } from 'zaris/elect'\nObject.assign(globalThis, { app: { election } })\n"
+      : "import { connect } from 'zaris'\nimport { indexedDbAdapter } from 'zaris/indexeddb'\nObject.assign(globalThis, { app: { connect, indexedDbAdapter } })\n"
+  writeFileSync(entry, app)
   const out = (await build({
     configFile: false,
     logLevel: 'silent',
     root: dir,
-    resolve: { alias: { 'zaris/indexeddb': join(root, 'src/adapters/indexeddb/index.ts'), zaris: join(root, 'src/index.ts') } },
+    resolve: { alias: { 'zaris/elect': join(root, 'src/elect/index.ts'), 'zaris/indexeddb': join(root, 'src/adapters/indexeddb/index.ts'), zaris: join(root, 'src/index.ts') } },
     build: { write: false, minify: true, target: 'es2022', modulePreload: false, rollupOptions: { input: entry } },
   })) as Rollup.RollupOutput
   const chunk = out.output.find((o): o is Rollup.OutputChunk => o.type === 'chunk' && o.isEntry)!

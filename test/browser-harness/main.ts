@@ -5,6 +5,8 @@
  */
 import * as zaris from 'zaris'
 import * as indexeddb from 'zaris/indexeddb'
+import * as elect from 'zaris/elect'
+import { recordElections } from '../elect/record'
 import type { HistoryEvent } from '../lincheck/history'
 import { recordingAdapter, streamSink } from '../lincheck/recorder'
 
@@ -12,6 +14,9 @@ declare global {
   interface Window {
     zaris: typeof zaris
     zarisIndexedDb: typeof indexeddb
+    zarisElect: typeof elect
+    /** Makes this page's zaris/elect commits recorded as client `id` through the `zarisOp` binding (test/elect/record.ts). */
+    zarisRecordElect(id: string): void
     /** Whatever a test keeps between evaluate calls. */
     kept: Record<string, unknown>
     harnessReady: boolean
@@ -27,6 +32,8 @@ declare global {
 
 window.zaris = zaris
 window.zarisIndexedDb = indexeddb
+window.zarisElect = elect
+window.zarisRecordElect = (id) => recordElections(id, (e) => window.zarisOp?.(e).catch(() => {}) ?? Promise.resolve())
 window.kept = {}
 window.zarisRecorded = async (namespace, id) => {
   const now = () => performance.timeOrigin + performance.now()

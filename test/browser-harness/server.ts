@@ -43,6 +43,7 @@ export async function startHarness(launch: LaunchOptions | BrowserLauncher = chr
         'zaris/indexeddb': here('../../src/adapters/indexeddb/index.ts'),
         'zaris/memory': here('../../src/adapters/memory.ts'),
         'zaris/web-locks': here('../../src/web-locks/index.ts'),
+        'zaris/elect': here('../../src/elect/index.ts'),
         zaris: here('../../src/index.ts'),
       },
     },

@@ -23,6 +23,7 @@ const alias = {
   'zaris/http': src('adapters/http/index.ts'),
   'zaris/memory': src('adapters/memory.ts'),
   'zaris/web-locks': src('web-locks/index.ts'),
+  'zaris/elect': src('elect/index.ts'),
   zaris: src('index.ts'),
 }
 

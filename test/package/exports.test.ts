@@ -65,6 +65,29 @@ test('zaris/web-locks loads by import and by require, over the client zaris make
   for (const { stdout } of [esm, cjs]) expect(JSON.parse(stdout)).toEqual(['job', 'exclusive', 1])
 })
 
+test('zaris/elect loads by import and by require, and refuses plainly where there are no tabs (Node)', async () => {
+  const code = `try { el.election('leader:x') } catch (err) { console.log(JSON.stringify([typeof el.election, err.code])) }`
+  const esm = await run('node', ['--input-type=module', '-e', `import * as el from 'zaris/elect'; ${code}`], { cwd: app })
+  const cjs = await run('node', ['-e', `const el = require('zaris/elect'); ${code}`], { cwd: app })
+  for (const { stdout } of [esm, cjs]) expect(JSON.parse(stdout)).toEqual(['function', 'UNSUPPORTED'])
+})
+
+test("a web app's Vite build of zaris/elect (browser condition) is one file from dist/browser, without the client", async () => {
+  writeFileSync(join(app, 'elect.js'), "import { election } from 'zaris/elect'\nglobalThis.e = election('leader:app')\n")
+  const result = (await build({
+    configFile: false,
+    logLevel: 'silent',
+    root: app,
+    build: { write: false, minify: false, modulePreload: false, rollupOptions: { input: join(app, 'elect.js') } },
+  })) as Rollup.RollupOutput
+  const chunks = result.output.filter((o): o is Rollup.OutputChunk => o.type === 'chunk')
+  expect(chunks).toHaveLength(1)
+  const modules = Object.keys(chunks[0]!.modules).filter((m) => m.startsWith(join(root, 'dist')))
+  expect(modules.filter((m) => !m.startsWith(join(root, 'dist/browser/')))).toEqual([])
+  expect(modules.some((m) => m.endsWith('dist/browser/elect/index.js'))).toBe(true)
+  expect(modules.filter((m) => /core\/(client|acquire|hold)/.test(m))).toEqual([])
+})
+
 test('npm pack publishes only what a user needs: package.json, README, LICENSE and built files', async () => {
   const { stdout } = await run('npm', ['pack', '--dry-run', '--json'], { cwd: root })
   const files = (JSON.parse(stdout) as Array<{ files: Array<{ path: string }> }>)[0]!.files.map((f) => f.path)

@@ -1,0 +1,143 @@
+/**
+ * A campaign of the election-only entry: the same steps as a full client's
+ * gated acquire of a term (core/acquire/gated.ts), on the same Web Lock and
+ * the same entry, so that both kinds of tab take turns.
+ *
+ * 1. Ask for the key's gate (the Web Lock a full client's campaign asks
+ *    for): the browser's lock manager keeps the line and frees a closed or
+ *    crashed tab's gate at once.
+ * 2. Granted, take the key in one commit made through the gate: the store
+ *    lets a held gate take the key over an entry written through the gate
+ *    (its writer let the gate go: resigned, closed, crashed), as a new life,
+ *    so the token rises.
+ * 3. A holder that is frozen or hung keeps its gate: while waiting, watch
+ *    the key. When the holder's entry has passed its TTL (it expired: the
+ *    holder's fenced writes fail from then on), or the key stays free with
+ *    no entry while someone holds the gate (a grantee that does not take
+ *    it), take the key without the gate (the store picks one taker) and
+ *    then steal the gate.
+ *
+ * Without `navigator.locks` (an insecure page, an old browser) there is no
+ * gate: the campaign waits for the key to be free (deleted, or past its
+ * TTL) and takes it in one commit, as a full client without Web Locks does;
+ * a closed leader's term then ends at its TTL.
+ *
+ * @module
+ */
+import type { Value } from '../core/contract/adapter'
+import { UnavailableError } from '../core/contract/errors'
+import { WebLockGate } from '../adapters/indexeddb/gate'
+import type { ThroughGate } from '../adapters/indexeddb/transactions'
+import { expired } from '../adapters/kit/write'
+import type { TermStore } from './store'
+
+/** How long the key may stay free with no entry while another tab holds its gate, in ms (core/acquire/gated.ts's FREE_GRACE). */
+export const FREE_GRACE = 2_000
+/** How long after a holder's entry expired a waiter takes the key and steals the gate, in ms (gated.ts's EXPIRED_GRACE). */
+export const EXPIRED_GRACE = 100
+/** Past a live entry's deadline before looking again, in ms. */
+const EXPIRY_GRACE = 5
+
+/** What a campaign needs. */
+export interface Run {
+  store: TermStore
+  name: string
+  owner: string
+  value: Value
+  ttl: number
+  signal: AbortSignal
+}
+
+/** A won term: the token, the revision of the take, when its request was sent (`performance.now()`), and the gate it keeps (none without Web Locks). */
+export interface Won {
+  token: number
+  revision: number
+  sentAt: number
+  gate: WebLockGate | undefined
+}
+
+/** Campaigns until this tab leads; rejects with the signal's reason when it aborts. */
+export async function win(run: Run): Promise<Won> {
+  const { store, name } = run
+  const locks = store.locks
+  const registered = locks && store.register(run.owner)
+  const gate = locks && new WebLockGate(locks, store.namespace, name, {})
+  const through = gate && WebLockGate.through(gate, store.namespace)
+  try {
+    await registered
+    for (;;) {
+      await turn(run, gate)
+      const won = await take(run, through)
+      if (won) {
+        if (gate && !gate.held) await gate.steal()
+        return { ...won, gate }
+      }
+      // Held, yet something the gate cannot take over is there (a plain write): wait for it to go.
+      if (gate?.held) await changed(run, true)
+    }
+  } catch (err) {
+    gate?.release()
+    throw err
+  }
+}
+
+/** The take: one commit of the term (through the gate, held or not: the entry is marked as the gate's). */
+async function take(run: Run, through: ThroughGate | undefined): Promise<Omit<Won, 'gate'> | undefined> {
+  const sentAt = performance.now()
+  const r = await run.store.commit([{ key: run.name, revision: null }], [{ type: 'set', key: run.name, value: run.value, ttl: run.ttl, owner: run.owner }], through)
+  return r.ok ? { token: r.entries[0]!.created, revision: r.revision, sentAt } : undefined
+}
+
+/** Resolves when the gate is granted, or when the key may be taken without it (see the module doc). */
+async function turn(run: Run, gate: WebLockGate | undefined): Promise<void> {
+  let sawEnd = false
+  for (;;) {
+    if (gate?.held) return
+    const e = await run.store.read(run.name)
+    const now = Date.now()
+    const live = e !== undefined && !expired(e, now)
+    if (e && !live) sawEnd = true
+    // Without a gate, a free key is taken at once.
+    if (!live && !gate) return
+    const grace = live ? (e.expiresAt === undefined ? Infinity : e.expiresAt - now + EXPIRY_GRACE) : sawEnd ? EXPIRED_GRACE : FREE_GRACE
+    const woke = await changed(run, false, grace, gate?.granted)
+    if (woke === 'granted') return
+    if (woke === 'denied') throw new UnavailableError(`the gate of ${JSON.stringify(run.name)} was not granted: the browser's lock manager refused the request`)
+    if (woke === 'end') sawEnd = true
+    if (woke !== 'grace') continue
+    if (live) {
+      sawEnd = true // its TTL passed: look again (it is absent to every read now)
+      continue
+    }
+    return
+  }
+}
+
+/**
+ * Resolves when the key changes (`event`, or `end` for a delete or expiry;
+ * a wake of the page counts as a change), after `ms` (`grace`), or when
+ * `granted` settles (`granted` or `denied`); rejects with the signal's reason.
+ */
+function changed(run: Run, anyChange: boolean, ms = Infinity, granted?: Promise<boolean>): Promise<'event' | 'end' | 'grace' | 'granted' | 'denied'> {
+  const { signal, store, name } = run
+  return new Promise((resolve, reject) => {
+    let over = false
+    const timer = Number.isFinite(ms) ? setTimeout(() => done(() => resolve('grace')), Math.max(0, ms)) : undefined
+    const onAbort = () => done(() => reject(signal.reason))
+    void granted?.then((g) => done(() => resolve(g ? 'granted' : 'denied')))
+    const unlisten = store.listen((records) => {
+      if (records.length === 0) return done(() => resolve('event'))
+      for (const r of records) for (const ev of r.events) if (ev.key === name) return done(() => resolve(ev.type === 'put' || anyChange ? 'event' : 'end'))
+    })
+    function done(f: () => void) {
+      if (over) return
+      over = true
+      clearTimeout(timer)
+      unlisten()
+      signal.removeEventListener('abort', onAbort)
+      f()
+    }
+    if (signal.aborted) return onAbort()
+    signal.addEventListener('abort', onAbort)
+  })
+}

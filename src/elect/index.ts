@@ -1,0 +1,320 @@
+/**
+ * zaris/elect: leader election among the tabs of an origin, and nothing
+ * else — for a page that only elects. No `Client`, no acquire machine, wait
+ * line, reaper or change feed: the browser's Web Locks (`navigator.locks`)
+ * keep the line and free a closed tab's place at once, one IndexedDB commit
+ * per term keeps the fencing token (it rises with every term), the TTL and
+ * the new-life rule, and BroadcastChannel carries the news.
+ *
+ * It writes the records `client.election(name)` writes over
+ * `zaris://idb/<namespace>`, through the IndexedDB adapter's own code, and
+ * asks for the same Web Lock: tabs using the full client and tabs using this
+ * entry on the same namespace and name take turns in one election.
+ *
+ * Where `navigator.locks` is missing (an insecure page, an old browser), a
+ * campaign waits for the key to be free and takes it in one commit, as the
+ * full client does without Web Locks: a closed leader's term then ends at
+ * its TTL rather than at once.
+ *
+ * @module
+ */
+import type { Value } from '../core/contract/adapter'
+import { FencedError, InvalidArgumentError, UnsupportedError } from '../core/contract/errors'
+import { randomId } from '../core/contract/ids'
+import { checkKey, checkOptions, checkSignal, checkTtl, checkUserKey, checkValue } from '../core/contract/validate'
+import { expired } from '../adapters/kit/write'
+import type { LogRecord } from '../adapters/indexeddb/schema'
+import { win } from './campaign'
+import { TermStore } from './store'
+import { Running, type Leader, type Term } from './term'
+
+export type { Term, EndCode, Leader } from './term'
+
+/** Options of {@link election}. */
+export interface TabElectionOptions {
+  /** The store: the `zaris://idb/<namespace>` a full client would connect to. Default `default`. */
+  namespace?: string
+  /** The term's TTL in ms: how long a frozen or hung leader can keep leading. Default 30 000. */
+  ttl?: number
+  /** How this candidate is shown to others. Default: its id. */
+  candidate?: string
+  /** The owner id its term is written with (a full client's `id`). Default: random. */
+  id?: string
+}
+
+/** One store per namespace per page, shared by its elections. */
+const stores = new Map<string, { store: TermStore; refs: number }>()
+
+/**
+ * An election among the tabs of an origin over `zaris://idb/<namespace>`.
+ *
+ * @example
+ * import { election } from 'zaris/elect'
+ * const leader = election('leader:sync', { namespace: 'app', ttl: 10_000 })
+ * const term = await leader.campaign()
+ * await leader.put('sync:cursor', 42, { fence: term! }) // refused once a later term began
+ */
+export function election(name: string, options?: TabElectionOptions): TabElection {
+  return new TabElection(name, options)
+}
+
+/**
+ * One election, seen from one candidate: `campaign`, `resign`, `observe`,
+ * and events `elected`, `deposed` and `leader` (a `CustomEvent` whose
+ * `detail` is the {@link Leader}, or `undefined` while nobody leads).
+ *
+ * @example
+ * const e = election('leader:sync', { namespace: 'app' })
+ * e.addEventListener('elected', () => startSync())
+ * void e.campaign()
+ */
+export class TabElection extends EventTarget implements AsyncDisposable {
+  /** The key of the term's entry. */
+  readonly name: string
+  /** This candidate's name. */
+  readonly candidate: string
+  /** The owner id this candidate's terms are written with. */
+  readonly id: string
+  /** The store: `zaris://idb/<namespace>`'s IndexedDB database. */
+  readonly namespace: string
+  readonly #ttl: number
+  #store: TermStore | undefined
+  #term: Running | undefined
+  #campaign: Promise<Term | null> | undefined
+  #closer = new AbortController()
+  #leader: Leader | undefined
+  #seen = 0
+  #unlisten: (() => void) | undefined
+  #expiry: ReturnType<typeof setTimeout> | undefined
+
+  constructor(name: string, rawOptions?: TabElectionOptions) {
+    super()
+    const g = globalThis as { indexedDB?: unknown; BroadcastChannel?: unknown }
+    if (!g.indexedDB || !g.BroadcastChannel) {
+      throw new UnsupportedError('zaris/elect elects among the tabs of an origin and needs IndexedDB and BroadcastChannel, which this environment does not have: use client.election() from zaris')
+    }
+    const options = checkOptions<TabElectionOptions>(rawOptions)
+    this.name = checkUserKey(name, 'name')
+    this.namespace = checkKey(options.namespace ?? 'default', 'namespace')
+    this.#ttl = options.ttl === undefined ? 30_000 : checkTtl(options.ttl)
+    this.id = options.id === undefined ? randomId() : checkKey(options.id, 'id')
+    if (options.candidate !== undefined && (typeof options.candidate !== 'string' || options.candidate === '')) {
+      throw new InvalidArgumentError('candidate must be a non-empty string')
+    }
+    this.candidate = options.candidate ?? this.id
+  }
+
+  /** True while this candidate leads (its term has not reached its own deadline). */
+  get isLeader(): boolean {
+    return this.#term?.held ?? false
+  }
+
+  /** The leader as last seen, or `undefined`; kept current once `campaign` or `observe` ran. */
+  get leader(): Leader | undefined {
+    return this.#leader
+  }
+
+  /** The current term while this candidate leads. */
+  get term(): Term | undefined {
+    return this.#term?.held ? this.#term : undefined
+  }
+
+  /**
+   * Resolves with the term once this candidate leads (at once while it
+   * leads); `null` if the election is closed first; rejects with
+   * `signal.reason` when `signal` aborts.
+   *
+   * @example
+   * const term = await e.campaign({ signal: AbortSignal.timeout(60_000) })
+   * term?.signal.addEventListener('abort', stopSync)
+   */
+  async campaign(options?: { signal?: AbortSignal }): Promise<Term | null> {
+    const signal = checkSignal(checkOptions<{ signal: AbortSignal }>(options).signal)
+    if (this.#closer.signal.aborted) return null
+    if (this.#term?.held) return this.#term
+    return (this.#campaign ??= this.#run(signal).finally(() => (this.#campaign = undefined)))
+  }
+
+  async #run(signal: AbortSignal | undefined): Promise<Term | null> {
+    const store = this.#open()
+    this.#observe()
+    const value = { candidate: this.candidate }
+    const stop = signal ? AbortSignal.any([signal, this.#closer.signal]) : this.#closer.signal
+    let won
+    try {
+      won = await win({ store, name: this.name, owner: this.id, value, ttl: this.#ttl, signal: stop })
+    } catch (err) {
+      if (this.#closer.signal.aborted && !signal?.aborted) return null
+      throw err
+    }
+    const term = new Running(store, this.name, this.id, value, this.#ttl, won, (t) => this.#ended(t))
+    this.#term = term
+    this.#setLeader({ candidate: this.candidate, token: term.token }, term.revision)
+    this.dispatchEvent(new Event('elected'))
+    return term
+  }
+
+  /**
+   * Gives up leadership (if held), so the next candidate takes over at once;
+   * true if this candidate was leading.
+   *
+   * @example
+   * await e.resign()
+   */
+  async resign(): Promise<boolean> {
+    const term = this.#term
+    return term ? term.resign() : false
+  }
+
+  /**
+   * Writes `value` at `key` only if `fence` (a term of this election, or a
+   * full client's lock or lease) still holds its token; rejects with
+   * `FencedError` otherwise, and nothing is written.
+   *
+   * @example
+   * await e.put('sync:cursor', 42, { fence: e.term! })
+   */
+  async put(key: string, value: Value, options: { fence: { key: string; token: number } }): Promise<void> {
+    checkUserKey(key)
+    const fence = checkOptions<{ fence: { key: string; token: number } }>(options).fence
+    if (typeof fence !== 'object' || fence === null || typeof fence.token !== 'number') throw new InvalidArgumentError('fence must be a term (an object with key and token)')
+    const v = checkValue(value)
+    const r = await this.#open().commit([{ key: checkUserKey(fence.key, 'fence.key'), created: fence.token }], [{ type: 'set', key, value: structuredClone(v) }])
+    if (!r.ok) throw new FencedError(`put ${JSON.stringify(key)} refused: ${JSON.stringify(fence.key)} is no longer held with token ${fence.token}`)
+  }
+
+  /**
+   * Every change of leader, starting with the current one; ends when
+   * `signal` aborts or the election closes.
+   *
+   * @example
+   * for await (const leader of e.observe()) console.log('leader:', leader?.candidate)
+   */
+  async *observe(options?: { signal?: AbortSignal }): AsyncGenerator<Leader | undefined> {
+    const signal = checkSignal(checkOptions<{ signal: AbortSignal }>(options).signal)
+    this.#observe()
+    const queue: Array<Leader | undefined> = []
+    let wake = () => {}
+    const onLeader = (ev: Event) => {
+      queue.push((ev as CustomEvent<Leader | undefined>).detail)
+      wake()
+    }
+    const stop = () => wake()
+    this.addEventListener('leader', onLeader)
+    signal?.addEventListener('abort', stop)
+    this.#closer.signal.addEventListener('abort', stop)
+    try {
+      await this.#read()
+      yield this.#leader
+      for (;;) {
+        if (signal?.aborted || this.#closer.signal.aborted) return
+        if (queue.length > 0) yield queue.shift()
+        else await new Promise<void>((r) => (wake = r))
+      }
+    } finally {
+      this.removeEventListener('leader', onLeader)
+      signal?.removeEventListener('abort', stop)
+      this.#closer.signal.removeEventListener('abort', stop)
+    }
+  }
+
+  /** Ends a campaign under way (it resolves `null`), resigns and stops observing. */
+  async close(): Promise<void> {
+    if (this.#closer.signal.aborted) return
+    this.#closer.abort()
+    await this.#campaign?.catch(() => {})
+    await this.resign()
+    this.#unlisten?.()
+    clearTimeout(this.#expiry)
+    const store = this.#store
+    if (!store) return
+    const shared = stores.get(this.namespace)
+    if (shared && --shared.refs === 0) {
+      stores.delete(this.namespace)
+      store.close()
+    }
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.close()
+  }
+
+  #open(): TermStore {
+    if (this.#store) return this.#store
+    let shared = stores.get(this.namespace)
+    if (!shared) stores.set(this.namespace, (shared = { store: new TermStore(this.namespace, locks()), refs: 0 }))
+    shared.refs++
+    return (this.#store = shared.store)
+  }
+
+  /** Keeps `leader` current from the store's news, once. */
+  #observe(): void {
+    if (this.#unlisten) return
+    this.#unlisten = this.#open().listen((records) => (records.length === 0 ? void this.#read() : this.#heard(records)))
+    void this.#read()
+  }
+
+  /** Reads the entry: the leader now (an expired entry names nobody). */
+  async #read(): Promise<void> {
+    try {
+      const seen = this.#seen
+      const e = await this.#open().read(this.name)
+      // Something newer was heard while the read was under way: it stands.
+      if (this.#seen > seen) return
+      if (!e || expired(e, Date.now())) return this.#setLeader(undefined, this.#seen)
+      this.#setLeader(this.#vouch(leaderOf(e.value, e.created), e.owner), e.revision, e.expiresAt)
+    } catch {
+      // Closed, or the store failed: `leader` stays as it was.
+    }
+  }
+
+  #heard(records: LogRecord[]): void {
+    for (const r of records) {
+      for (const ev of r.events) {
+        if (ev.key !== this.name || r.revision <= this.#seen) continue
+        // This candidate's own win is told by its campaign, which sets the term first.
+        if (ev.type === 'put' && ev.owner === this.id && this.#campaign && this.#term?.token !== ev.created) continue
+        const leader = ev.type === 'put' ? this.#vouch(leaderOf(ev.value, ev.created!), ev.owner) : undefined
+        this.#setLeader(leader, r.revision, ev.type === 'put' && ev.ttl !== undefined ? Date.now() + ev.ttl : undefined)
+      }
+    }
+  }
+
+  /** An entry this candidate wrote names it only while that term lasts here. */
+  #vouch(leader: Leader | undefined, owner: string | undefined): Leader | undefined {
+    if (!leader || owner !== this.id) return leader
+    return this.#term?.held && this.#term.token === leader.token ? leader : undefined
+  }
+
+  #setLeader(leader: Leader | undefined, revision: number, expiresAt?: number): void {
+    if (revision < this.#seen) return
+    this.#seen = revision
+    clearTimeout(this.#expiry)
+    // Nobody writes an expiry here: look again when the leader's entry would have expired.
+    if (leader && expiresAt !== undefined) this.#expiry = setTimeout(() => void this.#read(), Math.max(0, expiresAt - Date.now()) + 5)
+    const before = this.#leader
+    if (before?.token === leader?.token && before?.candidate === leader?.candidate) return
+    this.#leader = leader
+    this.dispatchEvent(new CustomEvent('leader', { detail: leader }))
+  }
+
+  #ended(term: Running): void {
+    if (this.#term === term) this.#term = undefined
+    if (this.#leader?.token === term.token && this.#leader.candidate === this.candidate) {
+      this.#leader = undefined
+      this.dispatchEvent(new CustomEvent('leader', { detail: undefined }))
+    }
+    this.dispatchEvent(new Event('deposed'))
+  }
+}
+
+/** The Web Locks API, where the platform has it. */
+function locks(): LockManager | undefined {
+  const l = (globalThis as { navigator?: { locks?: LockManager } }).navigator?.locks
+  return l && typeof l.request === 'function' ? l : undefined
+}
+
+function leaderOf(value: Value | undefined, created: number): Leader | undefined {
+  const candidate = typeof value === 'object' && value !== null && !Array.isArray(value) ? value.candidate : undefined
+  return typeof candidate === 'string' ? { candidate, token: created } : undefined
+}

@@ -1,0 +1,188 @@
+/**
+ * zaris/elect across real tabs (Chromium, the harness page): election-only
+ * tabs and full-client tabs (`client.election` over `zaris://idb`) on one
+ * namespace and name take turns in one election. Every commit of both kinds
+ * is recorded (test/elect/record.ts, test/lincheck/recorder.ts) and the
+ * history judged by the checker (test/faults/checker.ts → test/lincheck);
+ * the terms are checked besides: tokens strictly rise, no two terms overlap,
+ * and a write fenced by a term that ended is refused.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { BrowserContext, Page } from 'playwright'
+import { startHarness, type Harness } from '../browser-harness/server'
+import type { HistoryEvent } from '../lincheck/history'
+import { assertHistory, type HistoryRecord } from '../faults/checker'
+
+let harness: Harness
+
+beforeAll(async () => {
+  harness = await startHarness()
+}, 60_000)
+
+afterAll(async () => {
+  await harness?.close()
+})
+
+const ns = () => `elect-${Math.random().toString(36).slice(2, 10)}`
+
+async function withContext(fn: (open: () => Promise<Page>, records: HistoryRecord[], operations: HistoryEvent[]) => Promise<void>): Promise<void> {
+  const ctx: BrowserContext = await harness.browser.newContext()
+  const records: HistoryRecord[] = []
+  const operations: HistoryEvent[] = []
+  await ctx.exposeBinding('zarisRecord', (_s, r: HistoryRecord) => void records.push(r))
+  await ctx.exposeBinding('zarisOp', (_s, e: HistoryEvent) => void operations.push(e))
+  const open = async () => {
+    const page = await ctx.newPage()
+    page.on('pageerror', (err) => console.error('page error:', err))
+    await page.goto(harness.url)
+    await page.waitForFunction(() => window.harnessReady === true, undefined, { polling: 50 })
+    return page
+  }
+  try {
+    await fn(open, records, operations)
+  } finally {
+    await ctx.close()
+  }
+}
+
+/** A tab's candidate: `elect` (zaris/elect) or `full` (a recorded full client's `client.election`). */
+type Kind = 'elect' | 'full'
+
+/**
+ * In `tab`, candidate `id` of kind `kind`: `rounds` times, campaign, write
+ * fenced by the term, resign, then write fenced by the ended term (it must
+ * be refused); records each step.
+ */
+function rounds(tab: Page, args: { store: string; id: string; kind: Kind; rounds: number }): Promise<{ tokens: number[]; refused: number }> {
+  return tab.evaluate(async ({ store, id, kind, rounds }) => {
+    const now = () => performance.timeOrigin + performance.now()
+    const record = (r: HistoryRecord) => void window.zarisRecord(r).catch(() => {})
+    type Fence = { key: string; token: number }
+    let campaign: () => Promise<Fence>
+    let put: (value: unknown, fence: Fence) => Promise<number | undefined>
+    let resign: () => Promise<boolean>
+    if (kind === 'elect') {
+      window.zarisRecordElect(id)
+      const e = window.zarisElect.election('leader:turns', { namespace: store, id, ttl: 10_000 })
+      campaign = async () => (await e.campaign())!
+      put = async (value, fence) => void (await e.put('res:turns', value as never, { fence }))
+      resign = () => e.resign()
+    } else {
+      const c = await window.zarisRecorded(store, id)
+      const e = c.election('leader:turns', { ttl: 10_000 })
+      campaign = async () => (await e.campaign())!
+      put = async (value, fence) => (await c.put('res:turns', value as never, { fence })).revision
+      resign = () => e.resign()
+    }
+    const tokens: number[] = []
+    let refused = 0
+    const write = async (fence: Fence, seq: number) => {
+      const invokedAt = now()
+      try {
+        const revision = await put({ token: fence.token, by: id, seq }, fence)
+        record({ type: 'write', client: id, resource: 'res:turns', lock: 'leader:turns', token: fence.token, outcome: 'accepted', ...(revision === undefined ? {} : { revision }), invokedAt, at: now() })
+        return true
+      } catch (err) {
+        const code = (err as { code?: string }).code
+        record({ type: 'write', client: id, resource: 'res:turns', lock: 'leader:turns', token: fence.token, outcome: code === 'FENCED' ? 'refused' : 'unknown', invokedAt, at: now() })
+        return false
+      }
+    }
+    for (let r = 0; r < rounds; r++) {
+      const invokedAt = now()
+      const term = await campaign()
+      record({ type: 'acquire', client: id, lock: 'leader:turns', token: term.token, invokedAt, at: now() })
+      tokens.push(term.token)
+      if (!(await write(term, r))) throw new Error(`${id}: a write fenced by its live term ${term.token} was refused`)
+      const releasedAt = now()
+      await resign()
+      record({ type: 'release', client: id, lock: 'leader:turns', token: term.token, invokedAt: releasedAt, at: now(), released: true })
+      if (!(await write(term, -1))) refused++
+      // Let another tab take a turn now and then.
+      await new Promise((res) => setTimeout(res, Math.random() * 10))
+    }
+    return { tokens, refused }
+  }, args)
+}
+
+describe('zaris/elect and client.election take turns in one election', () => {
+  it('two election-only tabs and two full-client tabs x 12 terms: tokens rise, no two terms overlap, every stale fenced write is refused; the checker passes the history', async () => {
+    await withContext(async (open, records, operations) => {
+      const store = ns()
+      const tabs = [await open(), await open(), await open(), await open()]
+      const kinds: Kind[] = ['elect', 'full', 'elect', 'full']
+      const n = 12
+      const results = await Promise.all(tabs.map((tab, i) => rounds(tab, { store, id: `${kinds[i]}-${i}`, kind: kinds[i]!, rounds: n })))
+      for (const r of results) {
+        expect(r.tokens).toHaveLength(n)
+        expect(r.refused).toBe(n)
+      }
+      const acquired = records.filter((r): r is Extract<HistoryRecord, { type: 'acquire' }> => r.type === 'acquire').sort((a, b) => a.at - b.at)
+      const released = new Map(records.filter((r) => r.type === 'release').map((r) => [(r as { token: number }).token, r as { invokedAt: number }]))
+      expect(acquired).toHaveLength(4 * n)
+      // Tokens rise with every term, and each term began after the one before it was let go.
+      for (let k = 1; k < acquired.length; k++) {
+        expect(acquired[k]!.token).toBeGreaterThan(acquired[k - 1]!.token)
+        expect(acquired[k]!.at).toBeGreaterThan(released.get(acquired[k - 1]!.token)!.invokedAt)
+      }
+      // Both kinds took turns after each other.
+      const switches = acquired.filter((a, k) => k > 0 && a.client.split('-')[0] !== acquired[k - 1]!.client.split('-')[0]).length
+      console.log(`${acquired.length} terms, ${switches} changes of kind, ${operations.length / 2} recorded commits`)
+      expect(switches).toBeGreaterThan(0)
+      const stats = assertHistory(records, operations, { clockMargin: 5 })
+      expect(stats.operations).toBeGreaterThan(8 * n)
+    })
+  }, 120_000)
+
+  it('leader tab closed: the next leads at once (well under the TTL) with a larger token, from either kind to the other', async () => {
+    await withContext(async (open) => {
+      const store = ns()
+      const start = (tab: Page, kind: Kind, id: string) =>
+        tab.evaluate(
+          async ({ store, kind, id }) => {
+            const e =
+              kind === 'elect'
+                ? window.zarisElect.election('leader:closed', { namespace: store, id, ttl: 30_000 })
+                : (await window.zaris.connect(`zaris://idb/${store}`, { id })).election('leader:closed', { ttl: 30_000 })
+            window.kept.election = e
+            window.kept.led = e.campaign().then((t) => ({ token: t!.token, at: Date.now() }))
+          },
+          { store, kind, id },
+        )
+      const leads = (tab: Page) =>
+        tab.evaluate(() => Promise.race([window.kept.led as Promise<{ token: number; at: number }>, new Promise<null>((r) => setTimeout(() => r(null), 50))]))
+      const tabs = [await open(), await open(), await open()]
+      const kinds: Kind[] = ['elect', 'full', 'elect']
+      await start(tabs[0]!, 'elect', 'elect-0')
+      expect(await tabs[0]!.evaluate(() => window.kept.led)).toBeTruthy()
+      await start(tabs[1]!, 'full', 'full-1')
+      await new Promise((r) => setTimeout(r, 200))
+      await start(tabs[2]!, 'elect', 'elect-2')
+      await new Promise((r) => setTimeout(r, 200))
+      let leader = 0
+      let token = (await leads(tabs[0]!))!.token
+      const took: string[] = []
+      for (const round of [0, 1]) {
+        const closedAt = Date.now()
+        await tabs[leader]!.close()
+        const rest = tabs.map((t, i) => i).filter((i) => i !== leader && !tabs[i]!.isClosed())
+        let next: { i: number; token: number; at: number } | undefined
+        for (let k = 0; k < 100 && !next; k++) {
+          for (const i of rest) {
+            const got = await leads(tabs[i]!)
+            if (got && !next) next = { i, ...got }
+          }
+        }
+        expect(next, `round ${round}: someone leads`).toBeDefined()
+        // Nobody else leads beside it.
+        for (const i of rest) if (i !== next!.i) expect(await tabs[i]!.evaluate(() => (window.kept.election as { isLeader: boolean }).isLeader)).toBe(false)
+        took.push(`${kinds[leader]} -> ${kinds[next!.i]} in ${next!.at - closedAt} ms (token ${token} -> ${next!.token})`)
+        expect(next!.token).toBeGreaterThan(token)
+        expect(next!.at - closedAt).toBeLessThan(5_000)
+        leader = next!.i
+        token = next!.token
+      }
+      console.log(`leader tab closed: ${took.join('; ')}`)
+    })
+  }, 60_000)
+})
