@@ -24,20 +24,14 @@ interface Request {
 /** A fake lock manager of one process: one line per name, granted in order, shared holders together. */
 export class FakeLockManager {
   readonly #lines = new Map<string, Request[]>()
-  /** Answers an `ifAvailable` request on the next macrotask rather than at once (a browser's answer comes back later). */
-  lateIfAvailable = false
 
   /** Asks for `name`; the request's `grant` is called once, with whether it is held. */
-  ask(name: string, request: Request, options: { ifAvailable?: boolean; steal?: boolean }, now = false): void {
+  ask(name: string, request: Request, options: { ifAvailable?: boolean; steal?: boolean }): void {
     if (options.steal) {
       for (const r of this.#line(name).filter((r) => r.held)) this.#drop(name, r, true)
       this.#line(name).unshift(request)
       request.held = true
       request.grant(true)
-      return
-    }
-    if (options.ifAvailable && this.lateIfAvailable && !now) {
-      setTimeout(() => this.ask(name, request, { ifAvailable: true }, true), 0)
       return
     }
     const line = this.#line(name)
@@ -107,29 +101,17 @@ class FakeGate implements Gate {
   readonly granted: Promise<boolean>
   readonly #manager: FakeLockManager
   #request: Request
-  /** Asked `ifAvailable`: a take through it marks its entry only while held, and gives up a request not granted yet (as IndexedDB's). */
-  readonly ifAvailable: boolean
   #done = false
-  #forfeit = false
   #lost = false
   #onLost: (() => void) | undefined
 
   constructor(manager: FakeLockManager, key: string, options: GateOptions) {
     this.key = key
     this.mode = options.mode ?? 'exclusive'
-    this.ifAvailable = options.ifAvailable === true
     this.#manager = manager
     let grant!: (ok: boolean) => void
     this.granted = new Promise((r) => (grant = r))
-    const granted = (ok: boolean) => {
-      // Granted after a take through it went without it: let go at once.
-      if (ok && this.#forfeit) {
-        this.#manager.release(this.key, this.#request)
-        return grant(false)
-      }
-      grant(ok)
-    }
-    this.#request = { mode: this.mode, held: false, grant: granted, lost: () => this.#lose() }
+    this.#request = { mode: this.mode, held: false, grant, lost: () => this.#lose() }
     manager.ask(key, this.#request, options)
   }
 
@@ -154,12 +136,6 @@ class FakeGate implements Gate {
 
   async taken(): Promise<boolean> {
     return this.#manager.taken(this.key)
-  }
-
-  /** Whether a take through this gate marks its entry now (see {@link ifAvailable}). */
-  mark(): boolean {
-    if (this.ifAvailable && !this.held) this.#forfeit = true
-    return !this.ifAvailable || this.held
   }
 
   release(): void {
@@ -211,10 +187,7 @@ export function gatedStore(raw: () => Adapter, manager: FakeLockManager) {
       if (!r.ok) return r
       for (const e of r.entries) {
         const mark = marks.get(e.key)
-        if (gate && e.key === gate.key && writes.some((o) => o.key === e.key && o.type === 'set')) {
-          if (gate.mark()) marks.set(e.key, { created: e.created, mode: gate.mode })
-          else marks.delete(e.key)
-        }
+        if (gate && e.key === gate.key && writes.some((o) => o.key === e.key && o.type === 'set')) marks.set(e.key, { created: e.created, mode: gate.mode })
         else if (mark && mark.created !== e.created) marks.delete(e.key)
       }
       for (const k of r.deleted) marks.delete(k)

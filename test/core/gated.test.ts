@@ -84,62 +84,6 @@ describe('plain tries', () => {
   })
 })
 
-describe("a plain try's take beside its request for the gate", () => {
-  test('granted after the take went through: the take holds without the gate (unmarked), the grant is let go, a waiter waits for the hold', async () => {
-    const { client, marked, manager, queued } = setup()
-    manager.lateIfAvailable = true
-    const [a, b] = [client('a'), client('b')]
-    const lock = (await a.locks.acquire('k', { autoRenew: false }))!
-    expect(lock).not.toBeNull()
-    expect(marked('k')).toBe(false)
-    await tick()
-    expect(manager.taken('k')).toBe(false) // the late grant was let go
-    const waiting = b.locks.acquire('k', { wait: 60_000, autoRenew: false })
-    await queued()
-    // b holds the gate, and cannot take the key over an entry written without it.
-    expect(manager.taken('k')).toBe(true)
-    expect(await lock.release()).toBe(true)
-    const next = (await waiting)!
-    expect(next.owner).toBe('b')
-    expect(next.token).toBeGreaterThan(lock.token)
-    expect(marked('k')).toBe(true)
-    await next.release()
-  })
-
-  test('granted first: the take is marked and keeps the gate, so the next in line takes the key over it', async () => {
-    const { client, marked, manager, queued, events } = setup()
-    const [a, b] = [client('a'), client('b')]
-    const lock = (await a.locks.acquire('k', { autoRenew: false }))!
-    expect(marked('k')).toBe(true)
-    expect(manager.taken('k')).toBe(true)
-    const waiting = b.locks.acquire('k', { wait: 60_000, autoRenew: false })
-    await queued()
-    expect(await lock.release()).toBe(true)
-    const next = (await waiting)!
-    expect(next.token).toBeGreaterThan(lock.token)
-    // Taken over in b's own take: no delete in between.
-    expect(events.filter((e) => e.key === 'k').map((e) => e.type)).toEqual(['put', 'put'])
-    await next.release()
-  })
-
-  test('a take that failed tries again through a gate granted first: it takes the key over an entry whose holder let its gate go', async () => {
-    const { client, adapter, manager, marked } = setup()
-    const gone = adapter.gate!('k')
-    expect(await gone.granted).toBe(true)
-    const first = await adapter.commit([{ key: 'k', revision: null }], [{ type: 'set', key: 'k', value: null, ttl: 60_000, owner: 'gone' }], { gate: gone })
-    expect(first.ok).toBe(true)
-    gone.release() // its tab closed: the gate is free, the entry still there
-    manager.lateIfAvailable = true
-    const lock = (await client('b').locks.acquire('k', { autoRenew: false }))!
-    expect(lock).not.toBeNull()
-    expect(lock.owner).toBe('b')
-    expect(lock.token).toBeGreaterThan(first.ok ? first.revision : Infinity)
-    expect(marked('k')).toBe(true)
-    expect(manager.taken('k')).toBe(true) // the hold keeps the gate it took the key through
-    await lock.release()
-  })
-})
-
 describe('waiting in line', () => {
   test('the next in line takes the key over in its own take: the release writes no delete, and says it released', async () => {
     const { client, events, adapter, queued } = setup()

@@ -14,17 +14,6 @@
  * frozen page at once, and that page learns it (the request's promise
  * rejects) when it resumes.
  *
- * A plain try asks `ifAvailable` and sends its take beside the request,
- * not after the grant (one tab's acquire then waits for the slower of the
- * two, not for both). The take's transaction, once its reads are in, waits
- * for the request's answer with a few more reads (transactions.ts,
- * `ANSWER_READS`) and is then applied as one made after it: marked and
- * able to take the key over, if granted; unmarked, if refused. Should the
- * answer still not be in, the take goes through unmarked and a grant that
- * comes after it is let go at once (`granted` resolves false): the take
- * went through without the gate, as a plain try that finds the gate taken
- * and the key free does.
- *
  * A page being discarded (`pagehide`, not kept in the back/forward cache)
  * lets go of every gate it holds at once: the next client in line is
  * granted it within a few milliseconds and takes the key over, instead of
@@ -81,10 +70,6 @@ export class WebLockGate implements Gate {
   #letGo: (() => void) | undefined
   #onLost: (() => void) | undefined
   #lost = false
-  /** A take through this `ifAvailable` gate went through before it was granted: a grant that comes now is let go at once. */
-  #forfeit = false
-  /** The request (the first one) has had its answer: granted, refused or withdrawn. */
-  #answered = false
 
   /** `released` is told once, when the gate is let go (its store closes it with the store). */
   constructor(locks: LockManager, namespace: string, key: string, options: GateOptions, released?: (gate: WebLockGate) => void) {
@@ -96,14 +81,6 @@ export class WebLockGate implements Gate {
     this.key = key
     this.mode = mode
     this.#through = { key, mode: mode === 'shared' ? 's' : 'x', held: () => this.#held }
-    // A plain try's take goes out beside its request: it carries the mark only if the gate came first.
-    if (options.ifAvailable === true) {
-      this.#through.mark = () => {
-        if (!this.#held) this.#forfeit = true
-        return this.#held
-      }
-      this.#through.answered = () => this.#answered
-    }
     if (!listening && typeof addEventListener === 'function' && (globalThis as { document?: unknown }).document) {
       listening = true
       addEventListener('pagehide', onPageHide)
@@ -170,9 +147,8 @@ export class WebLockGate implements Gate {
       let mine = false
       const request = this.#locks
         .request(this.#name, options, (lock) => {
-          this.#answered = true
           // Denied (`ifAvailable`), or released before it was granted: let go at once.
-          if (!lock || this.#done || this.#forfeit) return resolve(false)
+          if (!lock || this.#done) return resolve(false)
           mine = true
           this.#held = true
           holding.add(this)
@@ -180,7 +156,6 @@ export class WebLockGate implements Gate {
           return new Promise<void>((r) => (this.#letGo = r))
         })
         .catch(() => {
-          this.#answered = true
           // Withdrawn while it waited, or, once held, stolen by another client.
           if (mine && this.#held) this.#lose()
           resolve(false)

@@ -146,27 +146,7 @@ export interface ThroughGate {
   key: string
   mode: GateMode
   held(): boolean
-  /**
-   * Whether the entry the commit sets at the gate's key carries the gate's
-   * mark; asked once per such entry, as the transaction applies the commit.
-   * Absent: always (a waiter's takeover marks its entry before it steals
-   * the gate). A gate asked `ifAvailable`, whose take goes out beside its
-   * request (./gate), marks only while held, and gives up a request that
-   * was not granted yet: that take went through without the gate.
-   */
-  mark?(): boolean
-  /**
-   * Whether the gate's request has had its answer (granted or refused). A
-   * transaction whose commit goes through a gate not answered yet keeps
-   * itself alive with a read, a few times at most ({@link ANSWER_READS}),
-   * so that the answer can come first and the commit be applied as one
-   * made after it. Absent: always answered.
-   */
-  answered?(): boolean
 }
-
-/** How many reads a transaction makes, one after the other, waiting for a gate's answer before it applies its commits anyway. */
-export const ANSWER_READS = 8
 
 /** The mark of an entry written through a gate: `x` exclusive, `s` shared. */
 export type GateMode = 'x' | 's'
@@ -208,17 +188,8 @@ export function commitBatch(
     // The batch's store time is read here, inside the running transaction: one taken before it
     // would be as old as the wait behind other tabs' transactions, and a reader queued behind a
     // writer would see the writer's entry with more time to live than its TTL.
-    let reads = 0
     const arrived = () => {
-      if (--pending > 0) return
-      // A gate whose answer is on its way: one more read lets its callback run first.
-      if (reads < ANSWER_READS && requests.some((r) => r.gate?.answered?.() === false)) {
-        reads++
-        pending = 1
-        entries.count(keys[0]).onsuccess = guard(arrived)
-        return
-      }
-      done(apply(entries, keys, found, stored, requests, now(), historySize))
+      if (--pending === 0) done(apply(entries, keys, found, stored, requests, now(), historySize))
     }
     keys.forEach((k, i) => {
       const get = entries.get(k)
@@ -294,9 +265,8 @@ function apply(
         }
         // A take over an entry the gate takes over is a new life, even by the same owner (its token must die).
         const w: Record = written(op.key === over && op.type === 'set' ? { ...op, fresh: true } : op, existing, at, now)
-        if (gate && op.key === gate.key && op.type === 'set') {
-          if (gate.mark?.() ?? true) w.gate = gate.mode
-        } else if (existing?.gate && w.created === existing.created) w.gate = existing.gate
+        if (gate && op.key === gate.key && op.type === 'set') w.gate = gate.mode
+        else if (existing?.gate && w.created === existing.created) w.gate = existing.gate
         writes.push(w)
       }
     } catch (err) {

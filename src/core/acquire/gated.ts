@@ -51,12 +51,6 @@ const EXPIRY_GRACE = 5
 export async function acquireGated<H>(ctx: Context, claim: Claim<H>, key: string, mode: LockMode, o: Checked): Promise<H | null> {
   const until = ctx.clock.now() + o.wait
   try {
-    // A plain exclusive try sends its take beside its request for the gate; if that take fails, it tries as below.
-    // (Not one that stands in the gate's line, `inLine`: it never goes before the line, as this take may.)
-    if (o.wait <= 0 && !o.steal && !o.inLine && mode === 'exclusive') {
-      const r = await besideGate(ctx, claim, key)
-      if (r !== LOST) return r
-    }
     for (;;) {
       const r = await throughGate(ctx, claim, key, mode, o, until)
       // The gate was taken from us before our take (granted while this page was frozen, say): ask again.
@@ -69,31 +63,6 @@ export async function acquireGated<H>(ctx: Context, claim: Claim<H>, key: string
 
 /** What {@link throughGate} answers when the gate was taken from us before the take: ask for it again. */
 const LOST: unique symbol = Symbol('lost')
-
-/**
- * A plain exclusive try whose take goes out beside its `ifAvailable`
- * request for the gate, rather than after the grant: one tab's acquire then
- * costs the slower of the two, not both. The store marks the take's entry
- * as the gate's only if the grant came first; a take that went through
- * before the grant holds without the gate, whose grant is let go (as a
- * plain try that finds the gate taken and the key free holds). Resolves
- * the hold, or {@link LOST} when the take failed: the caller then tries
- * again through a gate granted first (which may take the key over an entry
- * whose holder let its gate go; this take could not, unheld).
- */
-async function besideGate<H>(ctx: Context, claim: Claim<H>, key: string): Promise<H | typeof LOST> {
-  const gate = ctx.adapter.gate!(key, { mode: 'exclusive', ifAvailable: true })
-  claim.through = gate
-  try {
-    const [r] = await Promise.all([claim.attempt(undefined, {}), gate.granted])
-    if ('hold' in r) return kept(r.hold, gate, undefined, undefined)
-  } catch (err) {
-    gate.release()
-    throw err
-  }
-  gate.release()
-  return LOST
-}
 
 /** One request for the gate, until the hold, the end of the wait, or the gate lost before the take. */
 async function throughGate<H>(ctx: Context, claim: Claim<H>, key: string, mode: LockMode, o: Checked, until: number): Promise<H | null | typeof LOST> {
