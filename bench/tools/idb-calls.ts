@@ -24,7 +24,7 @@ function instrument(tab: Tab): Promise<void> {
     g.marks = []
     const count = (name: string) => {
       calls[name] = (calls[name] ?? 0) + 1
-      g.marks.push([name, performance.now()])
+      g.marks.push([name, performance.timeOrigin + performance.now()])
     }
     const wrap = <T extends object>(proto: T, method: string, name: (self: never, args: unknown[]) => string) => {
       const original = (proto as Record<string, Function>)[method]!
@@ -37,7 +37,7 @@ function instrument(tab: Tab): Promise<void> {
     IDBDatabase.prototype.transaction = function (this: IDBDatabase, ...args: Parameters<typeof tx>) {
       const t = tx.apply(this, args)
       count(`idb tx ${t.mode}`)
-      t.addEventListener('complete', () => g.marks.push([`idb tx ${t.mode} complete`, performance.now()]))
+      t.addEventListener('complete', () => g.marks.push([`idb tx ${t.mode} complete`, performance.timeOrigin + performance.now()]))
       return t
     } as typeof tx
     for (const m of ['get', 'getAll', 'getAllKeys', 'put', 'add', 'delete', 'openCursor', 'openKeyCursor', 'count']) wrap(IDBObjectStore.prototype, m, () => 'idb request')
@@ -79,12 +79,13 @@ try {
     const at = new Map<string, number[]>()
     for (let i = 0; i < n; i++) {
       g.marks = []
-      const t0 = performance.now()
+      const now = () => performance.timeOrigin + performance.now()
+      const t0 = now()
       const lock = (await c.locks.acquire('lock:one-tab', { ttl: 30_000 }))!
-      g.marks.push(['acquire resolved', performance.now()])
-      g.marks.push(['release called', performance.now()])
+      g.marks.push(['acquire resolved', now()])
+      g.marks.push(['release called', now()])
       await lock.release()
-      g.marks.push(['release resolved', performance.now()])
+      g.marks.push(['release resolved', now()])
       const seen = new Map<string, number>()
       for (const [name, t] of g.marks) {
         const k = seen.get(name) ?? 0
@@ -98,18 +99,34 @@ try {
   console.log('one tab, mean time of each call from the acquire call (ms):')
   for (const [k, t, n] of timeline) console.log(`  ${t.toFixed(2).padStart(6)}  ${k}${n < cycles ? ` (${n} of ${cycles})` : ''}`)
   // Handoff: a holds, w waits, a releases, w holds; counted in both tabs, per handoff.
-  let sum: Record<string, number> = {}
+  const sum: Record<string, number> = {}
+  const at = new Map<string, number[]>()
+  const marks = (t: Tab) => t.page.evaluate(() => (window as unknown as { marks: Array<[string, number]> }).marks)
   for (let i = 0; i < cycles; i++) {
     const key = `calls-${i}`
     await a.page.evaluate((key) => window.bench.hold('zaris', 'calls', key), key)
     await w.page.evaluate((key) => window.bench.wait('zaris', 'calls', key, 15), key)
-    for (const t of [a, w]) await reset(t)
-    await a.page.evaluate(() => window.bench.release())
-    await w.page.evaluate(() => window.bench.waited())
+    for (const t of [a, w]) {
+      await reset(t)
+      await t.page.evaluate(() => ((window as unknown as { marks: unknown[] }).marks = []))
+    }
+    const t0 = (await a.page.evaluate(() => window.bench.release())) - a.offset
+    const t1 = (await w.page.evaluate(() => window.bench.waited())) - w.offset
     for (const t of [a, w]) for (const [k, v] of Object.entries(await take(t))) sum[k] = (sum[k] ?? 0) + v
+    const seen = new Map<string, number>()
+    const all = [...(await marks(a)).map(([n, x]) => [`holder: ${n}`, x - a.offset] as const), ...(await marks(w)).map(([n, x]) => [`waiter: ${n}`, x - w.offset] as const), ['waiter holds', t1] as const]
+    for (const [name, x] of all) {
+      const k = seen.get(name) ?? 0
+      seen.set(name, k + 1)
+      const label = `${name}${k > 0 ? ` #${k + 1}` : ''}`
+      at.set(label, [...(at.get(label) ?? []), x - t0])
+    }
     await w.page.evaluate(() => window.bench.release())
   }
   show('handoff, per handoff (both tabs, from the release call to the grant):', sum, cycles)
+  console.log('handoff, median time of each call from the release call (ms; both tabs on one clock):')
+  const med = (v: number[]) => [...v].sort((x, y) => x - y)[Math.floor(v.length / 2)]!
+  for (const [k, v] of [...at].sort((x, y) => med(x[1]) - med(y[1]))) console.log(`  ${med(v).toFixed(2).padStart(6)}  ${k}${v.length < cycles ? ` (${v.length} of ${cycles})` : ''}`)
 } finally {
   await b.close()
 }
