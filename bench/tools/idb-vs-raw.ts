@@ -8,6 +8,10 @@
  *
  *   npx tsx bench/tools/idb-vs-raw.ts <git ref of the raw version> [trials]
  *
+ * With `INTERLEAVED=1`, only one tab's acquire + release, the two versions
+ * cycle by cycle in turn (`trials` seconds of it): the A/B to trust on a
+ * loaded machine.
+ *
  * @module
  */
 import { execFileSync } from 'node:child_process'
@@ -48,6 +52,7 @@ declare global {
   interface Window {
     cmp: {
       oneTab(v: Variant, ms: number): Promise<{ ops: number; ms: number; lat: number[] }>
+      interleaved(ms: number): Promise<Record<Variant, number[]>>
       commits(v: Variant, ms: number): Promise<{ ops: number; ms: number; lat: number[] }>
       hold(v: Variant, key: string): Promise<void>
       wait(v: Variant, key: string): Promise<void>
@@ -81,6 +86,19 @@ window.cmp = {
   async oneTab(v, ms) {
     const c = await client(v)
     return loop(async () => (await c.locks.acquire('lock:one', { ttl: 30_000 })).release(), ms)
+  },
+  // One tab's acquire + release, the two builds cycle by cycle in turn: load falls on both alike.
+  async interleaved(ms) {
+    const c = { idb: await client('idb'), raw: await client('raw') }
+    const lat = { idb: [], raw: [] }
+    const start = performance.now()
+    for (let i = 0; performance.now() - start < ms; i++) {
+      const v = i % 2 === 0 ? 'idb' : 'raw'
+      const t = performance.now()
+      await (await c[v].locks.acquire('lock:one', { ttl: 30_000 })).release()
+      lat[v].push(performance.now() - t)
+    }
+    return lat
   },
   async commits(v, ms) {
     const a = (await client(v)).adapter
@@ -126,6 +144,18 @@ async function main(): Promise<void> {
       const rows: Array<[string, Row[]]> = []
       const each = (name: string, make: (variant: Variant) => Contender) => async () => {
         rows.push([name, await alternate([make('idb'), make('raw')], trials, { throughput: name !== 'handoff' })])
+      }
+      if (process.env.INTERLEAVED) {
+        const lat = { idb: [] as number[], raw: [] as number[] }
+        for (let t = 0; t < trials; t++) {
+          const r = await tabs[0].page.evaluate(() => window.cmp.interleaved(1_000))
+          lat.idb.push(...r.idb)
+          lat.raw.push(...r.raw)
+        }
+        const q = (a: number[], p: number) => [...a].sort((x, y) => x - y)[Math.floor(p * (a.length - 1))]!
+        console.log(`one tab, acquire + release, cycle by cycle in turn (${lat.idb.length} + ${lat.raw.length} cycles):`)
+        for (const v of ['idb', 'raw'] as const) console.log(`  ${LABEL[v].padEnd(26)} p25 ${fmtMs(q(lat[v], 0.25))}  p50 ${fmtMs(q(lat[v], 0.5))}  p75 ${fmtMs(q(lat[v], 0.75))}  mean ${fmtMs(lat[v].reduce((x, y) => x + y, 0) / lat[v].length)}`)
+        return
       }
       await each('one tab: acquire + release', (v) => ({ label: LABEL[v], zaris: true, trial: () => tabs[0].page.evaluate(([v]) => window.cmp.oneTab(v, 500), [v] as const) }))()
       await each('adapter.commit: acquire + release commits', (v) => ({ label: LABEL[v], zaris: true, trial: () => tabs[0].page.evaluate(([v]) => window.cmp.commits(v, 500), [v] as const) }))()

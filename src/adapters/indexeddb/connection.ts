@@ -33,8 +33,8 @@ export class Connection implements Database {
     this.#db = db
   }
 
-  transaction(stores: string | string[], mode?: IDBTransactionMode): IDBTransaction {
-    const tx = this.#db.transaction(stores, mode)
+  transaction(stores: string | string[], mode?: IDBTransactionMode, options?: IDBTransactionOptions): IDBTransaction {
+    const tx = this.#db.transaction(stores, mode, options)
     const open = this.#open
     open.add(tx)
     const done = () => open.delete(tx)

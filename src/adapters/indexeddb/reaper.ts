@@ -286,5 +286,6 @@ export function reapTx(db: Database, lives: Array<Pick<Life, 'key' | 'owner' | '
         arrived()
       })(),
     )
-  })
+    // Deletes only: relaxed, as a release (see durabilityOf in ./transactions).
+  }, 'relaxed')
 }

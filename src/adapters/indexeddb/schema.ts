@@ -26,7 +26,7 @@ export interface LogRecord {
 
 /** An open connection to a namespace's database: what the store's transactions begin on (see ./connection). */
 export interface Database {
-  transaction(stores: string | string[], mode?: IDBTransactionMode): IDBTransaction
+  transaction(stores: string | string[], mode?: IDBTransactionMode, options?: IDBTransactionOptions): IDBTransaction
 }
 
 /** The IndexedDB database name of a namespace. */

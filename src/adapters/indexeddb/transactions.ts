@@ -44,17 +44,46 @@ export function lastRevision(log: IDBObjectStore, hint: number, then: (revision:
 }
 
 /**
- * Runs `body` in a readwrite transaction of both stores and resolves what it
- * hands to `done` once the transaction has committed. `body` issues its
+ * How durable a readwrite transaction must be before it completes, by what
+ * it writes (docs/browser.md, "Durability"). A fencing token must never go
+ * back, across a browser crash or an OS crash or power loss: a transaction
+ * that may start an owned life — a take, whose revision is the new holder's
+ * token, or any other `set` with an owner — is `strict` (flushed to disk
+ * before it completes; the flush also covers every transaction before it).
+ * One that only deletes (a release, a place in line left, an expiry, a dead
+ * tab's end) is `relaxed`: lost to an OS crash, it comes back as an entry
+ * whose owner died with the browser, which the reaper and the TTL end, and
+ * its revision, never a token, may be used again. Anything else (the user's
+ * data, counters) keeps the browser's `default` (Chromium 156: as relaxed).
+ */
+export function durabilityOf(requests: Array<Pick<CommitRequest, 'ops'>>): IDBTransactionDurability {
+  let deletesOnly = true
+  for (const { ops } of requests) {
+    for (const op of ops) {
+      if (op.type === 'set' && op.owner !== undefined) return 'strict'
+      if (op.type !== 'delete') deletesOnly = false
+    }
+  }
+  return deletesOnly ? 'relaxed' : 'default'
+}
+
+/**
+ * Runs `body` in a readwrite transaction of both stores (`durability`, see
+ * {@link durabilityOf}: the browser's default unless given) and resolves
+ * what it hands to `done` once the transaction has committed. `body` issues its
  * requests and does its writes from their callbacks, through `guard`, so the
  * transaction stays alive from the first request to the last write. An
  * exception in `body` or a callback aborts the transaction and rejects with
  * that exception; a failed request or an abort rejects with the transaction's
  * error.
  */
-export function writeTx<T>(db: Database, body: (tx: IDBTransaction, guard: Guard, done: (value: T) => void) => void): Promise<T> {
+export function writeTx<T>(
+  db: Database,
+  body: (tx: IDBTransaction, guard: Guard, done: (value: T) => void) => void,
+  durability: IDBTransactionDurability = 'default',
+): Promise<T> {
   return new Promise<T>((resolve, reject) => {
-    const tx = db.transaction(['entries', 'log'], 'readwrite')
+    const tx = db.transaction(['entries', 'log'], 'readwrite', { durability })
     let value: T
     let failed = false
     tx.oncomplete = () => resolve(value)
@@ -175,7 +204,7 @@ export function commitBatch(
         arrived()
       })(),
     )
-  })
+  }, durabilityOf(requests))
 }
 
 /** The writes of a batch, once its reads are in: see {@link commitBatch}. */
@@ -314,7 +343,7 @@ export function sweepTx(db: Database, now: number, historySize: number): Promise
       dueRead = true
       expire()
     })
-  })
+  }, 'relaxed')
 }
 
 /** The earliest deadline of any entry, or undefined. */
