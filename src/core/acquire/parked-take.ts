@@ -14,25 +14,28 @@ import type { Sight } from './wait'
 
 /** What the waiting take does to the line: leave it (stopped), or leave it to a take that deleted its place (won). */
 export interface ParkedLine {
-  leave(): void
+  /** `closing`: the client closes (its store ends the parked take itself, see WaitQueue.leave). */
+  leave(closing?: boolean): void
   taken(): void
+  /** The take is answered (after a leave): what the leave wrote meanwhile may go. */
+  answered(): void
 }
 
 /** Awaits `trying`; throws the reason of an abort or close that came meanwhile, having let go of what it won. */
 export async function awaitParked<H>(ctx: Context, signal: AbortSignal | undefined, line: ParkedLine, trying: Promise<TryResult<H>>): Promise<TryResult<H>> {
   let stopped: { reason: unknown } | undefined
   const off: Array<() => void> = []
-  const stop = (reason: unknown) => {
+  const stop = (reason: unknown, closing = false) => {
     if (stopped) return
     stopped = { reason }
-    line.leave()
+    line.leave(closing)
   }
   if (signal) {
     const onAbort = () => stop(signal.reason)
     signal.addEventListener('abort', onAbort, { once: true })
     off.push(() => signal.removeEventListener('abort', onAbort))
   }
-  off.push(ctx.onClose(stop))
+  off.push(ctx.onClose((reason) => stop(reason, true)))
   let r: TryResult<H>
   try {
     r = await trying
@@ -41,6 +44,7 @@ export async function awaitParked<H>(ctx: Context, signal: AbortSignal | undefin
     throw err
   } finally {
     for (const f of off) f()
+    if (stopped) line.answered()
   }
   if (stopped) {
     if ('hold' in r) {
