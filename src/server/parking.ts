@@ -144,7 +144,7 @@ export class Parking {
       // Each of the three commits as its own call here: the plain try and the place go straight through, the take parks.
       const each = (c: Check[], o: Op[], opts: CommitOptions | undefined) =>
         this.commit(adapter, c, o, opts, { ...rest, ms: opts?.waitChange ?? 0, order: opts?.parkOrder, bytes: opts?.waitChange ? rest.bytes : undefined }, connOf)
-      return joinThenPark(each, checks, ops, { ...options, waitChange: wait.ms, keepParked: true, place })
+      return joinThenPark(each, (k) => adapter.get(k), checks, ops, { ...options, waitChange: wait.ms, keepParked: true, place })
     }
     const ms = Math.min(wait.ms, this.#limits.maxWaitMs)
     const keep = wait.keep === true
@@ -188,7 +188,9 @@ export class Parking {
       parked()
     }
     conn?.closeWith(this.#node)
-    const signal = (conn ?? this.#node).signal
+    const connSignal = (conn ?? this.#node).signal
+    // A join-park's own signal (adapters/kit/join-park.ts) ends it too.
+    const signal = options.signal ? AbortSignal.any([options.signal, connSignal]) : connSignal
     const r = await adapter.commit(checks, ops, { ...options, signal, onParked })
     // Answered by a later try that went through.
     if (waited && r.ok) this.counts.retried++

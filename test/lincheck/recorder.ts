@@ -103,7 +103,7 @@ export function recordingAdapter(inner: Adapter, sink: HistorySink, client: stri
     list: (prefix, options) => inner.list(prefix, options),
     // A take that writes its place as it parks (`place`) is three commits at the store, which the model must each see:
     // the recorder makes them itself, as the store would (kit/join-park.ts), and records each.
-    commit: (checks, ops, options) => (options?.place && options.waitChange ? joinThenPark(commit, checks, ops, { ...options, place: options.place }) : commit(checks, ops, options)),
+    commit: (checks, ops, options) => (options?.place && options.waitChange ? joinThenPark(commit, wrapped.get, checks, ops, { ...options, place: options.place }) : commit(checks, ops, options)),
     watch: (prefix, sinkOfEvents, fromRevision) => inner.watch(prefix, sinkOfEvents, fromRevision),
     close: () => inner.close(),
   }

@@ -16,13 +16,13 @@
  *
  * @module
  */
-import type { Check, CommitOptions, CommitResult, Op } from '../../core/contract/adapter'
+import type { Check, CommitOptions, CommitResult, Entry, Op } from '../../core/contract/adapter'
 
 /** A store's commit (an adapter's, or a node's parking of it). */
 export type CommitFn = (checks: Check[], ops: Op[], options: CommitOptions | undefined) => Promise<CommitResult>
 
 /** Commits `checks`/`ops` with `options.place` (see the module doc): `commit` does the rest of the options. */
-export async function joinThenPark(commit: CommitFn, checks: Check[], ops: Op[], options: CommitOptions & { place: NonNullable<CommitOptions['place']> }): Promise<CommitResult> {
+export async function joinThenPark(commit: CommitFn, get: GetFn, checks: Check[], ops: Op[], options: CommitOptions & { place: NonNullable<CommitOptions['place']> }): Promise<CommitResult> {
   const { place, waitChange: _w, keepParked: _k, parkOrder: _o, wakeOwner: _v, onParked: _p, signal, ...plain } = options
   // The plain try carries the request's id and `seen`: if it goes through, a retry is answered with it.
   const first = await commit(checks, ops, plain)
@@ -32,5 +32,22 @@ export async function joinThenPark(commit: CommitFn, checks: Check[], ops: Op[],
   const placed = await commit([{ key, revision: null }], [{ type: 'set', key, value, ttl, owner }], seen)
   if (!placed.ok) return { ok: false, failed: [...first.failed, ...placed.failed] }
   const created = placed.entries[0]!.created
-  return commit([...checks, { key, created }], [...ops, { type: 'delete', key }], { ...options, place: undefined, keepParked: true, parkOrder: created })
+  // The waiter may leave between the place and the park: its take would then park on a check failing from the start,
+  // never answered before its wait ends. So once parked, look: a place gone meanwhile ends the wait (a store that honours `signal`).
+  const end = new AbortController()
+  const parking = commit([...checks, { key, created }], [...ops, { type: 'delete', key }], { ...options, place: undefined, keepParked: true, parkOrder: created, signal: signal ? AbortSignal.any([signal, end.signal]) : end.signal })
+  let answered = false
+  void parking.then(
+    () => (answered = true),
+    () => (answered = true),
+  )
+  const now = await get(key).catch(() => undefined)
+  if (!answered && now?.created !== created) end.abort(LEFT)
+  return parking
 }
+
+/** A store's get. */
+export type GetFn = (key: string) => Promise<Entry | undefined>
+
+/** Why a take whose place went before it parked is ended (made once: nobody reads it). */
+const LEFT = new Error('the place went before the take parked')

@@ -90,7 +90,7 @@ export function localAdapter(name: string, store: LocalBackend, onClose?: () => 
     async commit(checks, ops, options) {
       open()
       const ms = waitOf(options?.waitChange)
-      if (ms > 0 && options!.place) return joinThenPark(adapter.commit, checks, ops, { ...options!, place: options!.place })
+      if (ms > 0 && options!.place) return joinThenPark(adapter.commit, adapter.get, checks, ops, { ...options!, place: options!.place })
       if (ms > 0) return parked(store, life, checks, ops, options!, ms)
       const granted = store.granted
       const r = await store.commit(checks, ops, options?.seen, options?.requestId, undefined)
