@@ -15,6 +15,7 @@ import { LocalStore } from '../../src/adapters/kit/local-store'
 import { localAdapter } from '../../src/adapters/kit/local-adapter'
 import { systemClock } from '../../src/core/time/clock'
 import { QUEUE_PREFIX } from '../../src/core/contract/reserved'
+import { joinThenPark } from '../../src/adapters/kit/join-park'
 
 const set = (key: string, owner: string) => ({ type: 'set' as const, key, value: null, owner })
 const del = (key: string): Op => ({ type: 'delete', key })
@@ -103,6 +104,49 @@ describe('the store writes the place as it parks the take', () => {
     expect(r.ok).toBe(false)
     expect((r as Extract<CommitResult, { ok: false }>).failed.map((f) => f.key)).toEqual(['lock'])
     expect(places(store).map((p) => p.owner)).toEqual(['w'])
+  })
+
+  test('the key freed between the plain try and the place: the take goes through at its own first try, deleting the place', async () => {
+    const { store, a } = memory()
+    await a.commit([], [set('lock', 'h')])
+    let writes = 0
+    // The store's own commits, with the holder's release slipped in right after the place is written.
+    const step = async (c: Check[], o: Op[], opts: CommitOptions | undefined) => {
+      const r = await a.commit(c, o, opts)
+      if (++writes === 2) store.commit([], [del('lock')])
+      return r
+    }
+    const r = await joinThenPark(step, (k) => a.get(k), [absent('lock')], [set('lock', 'w')], { waitChange: 10_000, keepParked: true, place: place('w') })
+    expect(r.ok).toBe(true)
+    expect(store.get('lock')?.owner).toBe('w')
+    expect(places(store)).toEqual([])
+    expect(store.parked).toBe(0)
+  })
+
+  test("a caller's own signal still ends the parked take, along with the look's", async () => {
+    const { store, a } = memory()
+    await a.commit([], [set('lock', 'h')])
+    const stop = new AbortController()
+    const answer = joinThenPark((c, o, opts) => a.commit(c, o, opts), (k) => a.get(k), [absent('lock')], [set('lock', 'w')], { waitChange: 10_000, keepParked: true, place: place('w'), signal: stop.signal })
+    await tick()
+    expect(store.parked).toBe(1)
+    stop.abort()
+    const r = await answer
+    expect(r.ok).toBe(false)
+    expect(store.parked).toBe(0)
+    store.commit([], [del('lock')])
+    expect(store.get('lock')).toBeUndefined()
+  })
+
+  test('a look that fails (the store unreachable): the take is answered with its failure, its place kept for the waiter', async () => {
+    const { store, a } = memory()
+    await a.commit([], [set('lock', 'h')])
+    const r = await joinThenPark((c, o, opts) => a.commit(c, o, opts), () => Promise.reject(new Error('unreachable')), [absent('lock')], [set('lock', 'w')], { waitChange: 10_000, keepParked: true, place: place('w') })
+    expect(r.ok).toBe(false)
+    expect(store.parked).toBe(0)
+    expect(places(store).map((p) => p.owner)).toEqual(['w'])
+    store.commit([], [del('lock')])
+    expect(store.get('lock')).toBeUndefined()
   })
 
   test('without waitChange the place is not used: a plain commit', async () => {

@@ -28,21 +28,17 @@ export async function joinThenPark(commit: CommitFn, get: GetFn, checks: Check[]
   const first = await commit(checks, ops, plain)
   if (first.ok || signal?.aborted) return first
   const { key, value, ttl, owner } = place
-  const seen = plain.seen === undefined ? undefined : { seen: plain.seen }
-  const placed = await commit([{ key, revision: null }], [{ type: 'set', key, value, ttl, owner }], seen)
+  // No `seen` here: the plain try has already moved the store up to it.
+  const placed = await commit([{ key, revision: null }], [{ type: 'set', key, value, ttl, owner }], undefined)
   if (!placed.ok) return { ok: false, failed: [...first.failed, ...placed.failed] }
   const created = placed.entries[0]!.created
   // The waiter may leave between the place and the park: its take would then park on a check failing from the start,
   // never answered before its wait ends. So once parked, look: a place gone meanwhile ends the wait (a store that honours `signal`).
   const end = new AbortController()
   const parking = commit([...checks, { key, created }], [...ops, { type: 'delete', key }], { ...options, place: undefined, keepParked: true, parkOrder: created, signal: signal ? AbortSignal.any([signal, end.signal]) : end.signal })
-  let answered = false
-  void parking.then(
-    () => (answered = true),
-    () => (answered = true),
-  )
+  // (An abort after the take was answered does nothing: one that went through stands.)
   const now = await get(key).catch(() => undefined)
-  if (!answered && now?.created !== created) end.abort(LEFT)
+  if (now?.created !== created) end.abort(LEFT)
   return parking
 }
 
