@@ -160,8 +160,8 @@ export const MUTANTS: Mutant[] = [
     name: 'join-park-no-look-after-park',
     bug: 'a take whose place went between the place and the park stays parked for its whole wait (a leave that lingers, a parked commit held)',
     file: 'src/adapters/kit/join-park.ts',
-    from: 'if (!answered && now?.created !== created) end.abort(LEFT)',
-    to: 'if (!answered && now?.created !== created && false) end.abort(LEFT)',
+    from: 'if (now?.created !== created) end.abort(LEFT)',
+    to: 'if (now?.created !== created && false) end.abort(LEFT)',
     tests: ['test/memory/join-park.test.ts'],
   },
   {
