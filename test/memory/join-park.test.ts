@@ -131,9 +131,10 @@ describe('the store writes the place as it parks the take', () => {
     await tick()
     expect(store.parked).toBe(1)
     stop.abort()
+    // At once, not at the end of its wait.
+    expect(store.parked).toBe(0)
     const r = await answer
     expect(r.ok).toBe(false)
-    expect(store.parked).toBe(0)
     store.commit([], [del('lock')])
     expect(store.get('lock')).toBeUndefined()
   })
