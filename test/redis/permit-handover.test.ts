@@ -8,48 +8,18 @@
  * permit goes to the first waiter in line, in the release's script, and a
  * waiter that gave up never holds.
  */
-import Redis from 'ioredis'
-import { afterAll, beforeAll, describe, expect, test } from 'vitest'
-import { Client, type Check, type CommitOptions, type CommitResult, type Op } from 'zaris'
-import { redisAdapter, type RedisAdapter } from 'zaris/redis'
+import { describe, expect, test } from 'vitest'
+import { Client, type CommitOptions, type CommitResult } from 'zaris'
+import type { RedisAdapter } from 'zaris/redis'
 import { namespaceKeys } from '../../src/adapters/redis/codec'
 import { until } from '../conformance/util'
 import { MemoryHistory, recordingAdapter } from '../lincheck/recorder'
 import { verifyHistory } from '../lincheck/verify'
-import { startRedis, type RedisServer } from './server'
+import { absent, del, life, ok, parkedFixture, set } from './parked-fixture'
 
-let server: RedisServer
-let raw: Redis
-const opened: Redis[] = []
-beforeAll(async () => {
-  server = await startRedis()
-  raw = new Redis(server.port, '127.0.0.1')
-})
-afterAll(async () => {
-  raw?.disconnect()
-  for (const c of opened) c.disconnect()
-  await server?.dispose()
-})
-
-let n = 0
-const fresh = () => `ph${++n}-${Math.random().toString(36).slice(2, 8)}`
-const set = (key: string, owner: string, ttl = 60_000): Op => ({ type: 'set', key, value: null, owner, ttl })
-const del = (key: string): Op => ({ type: 'delete', key })
-const absent = (key: string): Check => ({ key, revision: null })
-const life = (key: string, created: number): Check => ({ key, created })
-const ok = (r: CommitResult) => r as Extract<CommitResult, { ok: true }>
+const fx = parkedFixture('ph')
+const { adapters, fresh } = fx
 const SLOTS = ['s0', 's1', 's2']
-
-async function adapters(count: number): Promise<{ ns: string; all: RedisAdapter[] }> {
-  const ns = fresh()
-  const client = () => {
-    const c = new Redis(server.port, '127.0.0.1')
-    c.on('error', () => {})
-    opened.push(c)
-    return c
-  }
-  return { ns, all: await Promise.all(Array.from({ length: count }, () => redisAdapter({ client: client(), namespace: ns }))) }
-}
 
 /** A waiter's place and its parked take of any slot, as the core sends them. */
 async function waiter(a: RedisAdapter, id: string, extra: Partial<CommitOptions> = {}) {
@@ -68,6 +38,15 @@ async function full(a: RedisAdapter): Promise<number[]> {
   return created
 }
 
+/** Every slot held by `h`, then waiters a (on x) and b (on y) parked, in that order. */
+async function twoParked(h: RedisAdapter, x: RedisAdapter, y: RedisAdapter) {
+  const tokens = await full(h)
+  const a = await waiter(x, 'a')
+  const b = await waiter(y, 'b')
+  await until(() => a.out.parked && b.out.parked)
+  return { tokens, a, b }
+}
+
 describe('a parked commit with other ways, in Redis', () => {
   test('its first try goes another way when its own fails (no park), and the answer names the entries of that way', async () => {
     const { ns, all } = await adapters(1)
@@ -77,7 +56,7 @@ describe('a parked commit with other ways, in Redis', () => {
       const { out, take } = await waiter(a, 'w')
       expect(await take).toMatchObject({ ok: true, entries: [{ key: 's1', owner: 'w' }], deleted: ['q.w'] })
       expect(out.parked).toBe(false)
-      expect(await raw.hlen(namespaceKeys(ns)[7]!)).toBe(0)
+      expect(await fx.raw.hlen(namespaceKeys(ns)[7]!)).toBe(0)
     } finally {
       await a.close()
     }
@@ -87,10 +66,7 @@ describe('a parked commit with other ways, in Redis', () => {
     const { ns, all } = await adapters(3)
     const [h, x, y] = all as [RedisAdapter, RedisAdapter, RedisAdapter]
     try {
-      const tokens = await full(h)
-      const a = await waiter(x, 'a')
-      const b = await waiter(y, 'b')
-      await until(() => a.out.parked && b.out.parked)
+      const { tokens, a, b } = await twoParked(h, x, y)
       const r = ok(await h.commit([life('s2', tokens[2]!)], [del('s2')]))
       // Before the release's answer came, s2 was a's: nobody could take it between.
       expect(await h.get('s2')).toMatchObject({ owner: 'a', created: r.revision + 1 })
@@ -100,7 +76,7 @@ describe('a parked commit with other ways, in Redis', () => {
       await h.commit([life('s0', tokens[0]!)], [del('s0')])
       expect(await b.take).toMatchObject({ ok: true, entries: [{ key: 's0', owner: 'b' }] })
       expect((await h.list('s')).entries.map((e) => e.owner)).toEqual(['b', 'h.s1', 'a'])
-      expect(await raw.hlen(namespaceKeys(ns)[8]!)).toBe(0)
+      expect(await fx.raw.hlen(namespaceKeys(ns)[8]!)).toBe(0)
     } finally {
       await Promise.all(all.map((c) => c.close()))
     }
@@ -110,10 +86,7 @@ describe('a parked commit with other ways, in Redis', () => {
     const { all } = await adapters(3)
     const [h, x, y] = all as [RedisAdapter, RedisAdapter, RedisAdapter]
     try {
-      const tokens = await full(h)
-      const a = await waiter(x, 'a')
-      const b = await waiter(y, 'b')
-      await until(() => a.out.parked && b.out.parked)
+      const { tokens, a, b } = await twoParked(h, x, y)
       const gone = h.commit([life('q.a', a.out.place)], [del('q.a')])
       const release = h.commit([life('s1', tokens[1]!)], [del('s1')])
       await Promise.all([gone, release])
@@ -183,7 +156,7 @@ describe('semaphores on Redis hand permits over', () => {
   test('a waiter aborted while parked never holds a permit, and the permit goes to the next in line', async () => {
     const { ns, all } = await adapters(3)
     const [h, x, y] = all.map((a) => new Client(a)) as [Client, Client, Client]
-    const parked = async () => (await raw.hlen(namespaceKeys(ns)[7]!)) / 2
+    const parked = async () => (await fx.raw.hlen(namespaceKeys(ns)[7]!)) / 2
     const key = `sem-${fresh()}`
     try {
       const held = await Promise.all([0, 1].map(() => h.semaphores.acquire(key, { limit: 2, ttl: 10_000 })))
