@@ -91,6 +91,9 @@ async function runOnce<T>(call: Call, fn: (lock: Lock) => T | PromiseLike<T>): P
         lock = await locks.acquire(keys.lock, { ttl: o.ttl, autoRenew: true, wait: Math.max(0, deadline - ctx.clock.now()), signal: o.signal })
         if (!lock) {
           const holder = await locks.holder(keys.lock)
+          // The holder may be a caller that looked before the run ended and is letting go: read after it, the record decides.
+          const settled = holder && spentBy(recordOf(await ctx.adapter.get(keys.record)), o.retries)
+          if (settled) return settled
           if (holder) return { status: 'skipped', state: 'running', by: holder.owner, token: holder.token }
           continue // freed since: look again
         }
