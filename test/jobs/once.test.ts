@@ -79,6 +79,67 @@ describe('one call per slot', () => {
   })
 })
 
+/** An adapter whose first `get` is answered only when `gets` lets it go, and whose first granted commit waits for `afterTake` (both once). */
+function staged(inner: Adapter) {
+  const stage: { gets?: Promise<void>; afterTake?: () => Promise<void> } = {}
+  const get: Adapter['get'] = async (key) => {
+    const entry = await inner.get(key)
+    const held = stage.gets
+    stage.gets = undefined
+    if (held) await held
+    return entry
+  }
+  const commit: Adapter['commit'] = async (checks, ops, options) => {
+    const r = await inner.commit(checks, ops, options)
+    const after = r.ok ? stage.afterTake : undefined
+    if (after) {
+      stage.afterTake = undefined
+      await after()
+    }
+    return r
+  }
+  const adapter = new Proxy(inner, {
+    get(target, prop) {
+      if (prop === 'get') return get
+      if (prop === 'commit') return commit
+      const v = Reflect.get(target, prop) as unknown
+      return typeof v === 'function' ? (v as (...args: unknown[]) => unknown).bind(target) : v
+    },
+  })
+  return { adapter, stage }
+}
+
+describe('a late look', () => {
+  test('a call that looked before the run ended and finds the lock held by another late caller letting it go reports the run, not that caller', async () => {
+    const store = new ManualClock()
+    const namespace = `jobs-${++n}`
+    const client = (id: string, adapter: Adapter = memoryAdapter({ namespace, clock: store })) => new Client(adapter, { id, clock: store })
+    const y = staged(memoryAdapter({ namespace, clock: store }))
+    const z = staged(memoryAdapter({ namespace, clock: store }))
+    let letY!: () => void
+    let letZ!: () => void
+    y.stage.gets = new Promise<void>((resolve) => (letY = resolve))
+    z.stage.gets = new Promise<void>((resolve) => (letZ = resolve))
+    const [a, cy, cz] = [client('a'), client('y', y.adapter), client('z', z.adapter)]
+    // y and z both look while nothing is recorded; a runs the slot to its end meanwhile.
+    const yCall = cy.jobs.once('job', 'x', () => 'y')
+    const zCall = cz.jobs.once('job', 'x', () => 'z')
+    await new Promise((resolve) => setTimeout(resolve, 10))
+    const ran = await a.jobs.once('job', 'x', () => 'a')
+    expect(ran).toMatchObject({ status: 'ran', value: 'a' })
+    // y takes the freed lock on its stale look; while it holds it (about to find the slot done), z tries.
+    let zResult: unknown
+    y.stage.afterTake = async () => {
+      letZ()
+      zResult = await zCall
+    }
+    letY()
+    expect(await yCall).toEqual({ status: 'skipped', state: 'done', by: 'a', token: ran.token })
+    expect(zResult).toEqual({ status: 'skipped', state: 'done', by: 'a', token: ran.token })
+    await Promise.all([a.close(), cy.close(), cz.close()])
+  })
+})
+
 describe('failures and retries', () => {
   test('a run that throws is failed with its error and recorded; the next call retries it once; then the slot is done', async () => {
     const { client } = setup()

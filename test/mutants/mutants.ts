@@ -286,6 +286,14 @@ export const MUTANTS: Mutant[] = [
     filter: 'random scenarios|kill -9 of a holder',
   },
   {
+    name: 'jobs-late-look-names-holder',
+    bug: 'a call that finds the lock held names the holder as running without reading the record after it: a late caller letting go of a done slot is reported as its runner',
+    file: 'src/core/jobs/body.ts',
+    from: 'if (settled) return settled',
+    to: 'if (settled && false) return settled',
+    tests: ['test/jobs/once.test.ts'],
+  },
+  {
     name: 'jobs-done-slot-runs-again',
     bug: 'a call that finds the slot done runs it again (the record does not make a late instance skip)',
     file: JOB_BODY,
