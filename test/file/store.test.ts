@@ -267,6 +267,26 @@ describe('opening', () => {
     expect(r.ok && r.revision).toBe(42)
   })
 
+  test('a file made with the index of owned entries (before it was dropped) opens without it, and a gone owner\'s entries still end', async () => {
+    const path = newFile()
+    await (await open({ path })).close()
+    const db = raw(path)
+    db.exec('CREATE INDEX zaris_file_owned ON zaris_file_entries (ns, owner) WHERE owner IS NOT NULL')
+    const a = await open({ path })
+    const indexes = () => (db.prepare(`SELECT name FROM sqlite_master WHERE type = 'index' AND name NOT LIKE 'sqlite_%' ORDER BY name`).all() as Array<{ name: string }>).map((r) => r.name)
+    expect(indexes()).toEqual(['zaris_file_expiry', 'zaris_file_requests'])
+    expect(db.prepare(`SELECT value FROM zaris_file_meta WHERE name = 'schema'`).get()).toEqual({ value: '2' })
+    await a.registerOwner!('mine')
+    await a.registerOwner!('theirs')
+    await a.commit([], [set('k:1', 1, { owner: 'mine' }), set('k:2', 1, { owner: 'theirs' }), set('k:3', 1, { owner: 'mine' }), set('k:4')])
+    await a.close()
+    // The close ended its clients' registrations: their entries found by scanning the namespace.
+    expect(db.prepare(`SELECT type, key FROM zaris_file_events WHERE type = 'expire' ORDER BY revision`).all()).toEqual([
+      { type: 'expire', key: 'k:1' }, { type: 'expire', key: 'k:3' }, { type: 'expire', key: 'k:2' },
+    ])
+    expect(db.prepare('SELECT count(*) AS n FROM zaris_file_entries').get()).toEqual({ n: 1 })
+  })
+
   test('a commit writes its events, not the namespace row: the revision is the last event\'s; the row\'s clock is brought up to date once a second', async () => {
     const path = newFile()
     const clock = new ManualClock(10_000)

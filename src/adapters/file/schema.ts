@@ -97,6 +97,9 @@ export function migrate(db: BetterSqlite3.Database, file: string): void {
       // Schema 1 wrote the revision into the namespace's row at every commit: the same tables, read as a floor
       // now. Marked 2 so that a process of schema 1 (which reads only the row) no longer opens the file.
       if (version < SCHEMA) db.prepare(`UPDATE zaris_file_meta SET value = ? WHERE name = 'schema'`).run(String(SCHEMA))
+      // Files made before it was dropped have an index of owned entries (one page more in every commit that
+      // takes or lets go of a hold). Dropped: both versions read the same rows, with or without it.
+      db.exec('DROP INDEX IF EXISTS zaris_file_owned')
       return
     }
     db.exec(`
@@ -111,7 +114,6 @@ export function migrate(db: BetterSqlite3.Database, file: string): void {
         PRIMARY KEY (ns, k)
       ) WITHOUT ROWID;
       CREATE INDEX zaris_file_expiry ON zaris_file_entries (ns, expires) WHERE expires IS NOT NULL;
-      CREATE INDEX zaris_file_owned ON zaris_file_entries (ns, owner) WHERE owner IS NOT NULL;
       CREATE TABLE zaris_file_events (
         ns TEXT NOT NULL, revision INTEGER NOT NULL, seq INTEGER NOT NULL, type TEXT NOT NULL, key TEXT NOT NULL,
         value TEXT, created INTEGER, owner TEXT, ttl REAL, request_id TEXT,
@@ -178,6 +180,9 @@ export function prepare(db: BetterSqlite3.Database): Statements {
     due: db.prepare(`SELECT ${ENTRY} FROM zaris_file_entries WHERE ns = ? AND expires <= ? ORDER BY expires, k`),
     // (IS NOT NULL: so that SQLite reads the partial index of deadlines, not the namespace.)
     nextExpiry: db.prepare('SELECT min(expires) AS at FROM zaris_file_entries WHERE ns = ? AND expires IS NOT NULL'),
+    // No index of owners (it cost a page in every commit that takes or lets go of a hold): the namespace is
+    // scanned, only when a client's last registration ends (its process found dead, or its adapter closed):
+    // about 1 ms per 10 000 entries of the namespace.
     owned: db.prepare(`SELECT ${ENTRY} FROM zaris_file_entries WHERE ns = ? AND owner = ? ORDER BY k`),
     put: db.prepare(
       `INSERT INTO zaris_file_entries (ns, k, value, revision, created, owner, ttl, expires) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
