@@ -149,14 +149,6 @@ export const MUTANTS: Mutant[] = [
     tests: ['test/memory/join-park.test.ts'],
   },
   {
-    name: 'join-park-ways-skip-place',
-    bug: "a join-park's parked take keeps its other ways (orElse) without its place among their checks: a permit waiter that gave up is handed a permit",
-    file: 'src/adapters/kit/join-park.ts',
-    from: '{ ...options, orElse, place: undefined,',
-    to: '{ ...options, place: undefined,',
-    tests: ['test/memory/permit-race.test.ts'],
-  },
-  {
     name: 'join-park-leave-without-fresh',
     bug: 'a waiter that gives up before it knows whether its planned place was written leaves nothing there: its place is written after and its take parks and is granted',
     file: 'src/core/acquire/line.ts',
