@@ -10,8 +10,6 @@
  *
  *   npx tsx bench/tools/contention-breakdown.ts [memory|node|data|redis|etcd] [clients=16] [seconds=3] [profile]
  *
- * With `PERMITS=3` in the environment: a semaphore of that limit instead of a lock.
- *
  * (redis and etcd: the zaris adapter on a server of the tool's own; the
  * server's CPU is not counted.)
  *
@@ -33,7 +31,6 @@ import { summarise } from './cpuprofile'
 
 const [where = 'node', n = '16', secs = '3', profile] = process.argv.slice(2)
 const clients = Number(n)
-const permits = Number(process.env.PERMITS ?? 0)
 const seconds = Number(secs)
 
 /** The calls a client's adapter made, by kind (a commit that waits at the store counts as `park`). */
@@ -57,7 +54,7 @@ function peerOf(adapter: Adapter): LockPeer {
   const client = new Client(counted(adapter))
   return {
     async acquire(key, waitMs) {
-      const lock = permits > 0 ? await client.semaphores.acquire(key, { limit: permits, ttl: 30_000, wait: waitMs }) : await client.locks.acquire(key, { ttl: 30_000, wait: waitMs })
+      const lock = await client.locks.acquire(key, { ttl: 30_000, wait: waitMs })
       return lock && (() => lock.release())
     },
     attempts: async () => 0,

@@ -61,14 +61,6 @@ const refusedBeforeApplying = (err: unknown) => (err as { code?: string } | null
 
 const errorOf = (err: unknown) => ({ code: (err as { code?: string } | null)?.code ?? null, message: err instanceof Error ? err.message : String(err) })
 
-/** A commit as the model reads it: through a gate (capability `gates`), with other ways (capability `orElse`, sent with keepParked). */
-function inputOf(checks: Check[], ops: Op[], options: CommitOptions | undefined): Record<string, unknown> {
-  const input: Record<string, unknown> = { checks, ops }
-  if (options?.gate) input.gate = { key: options.gate.key, mode: options.gate.mode }
-  if (options?.orElse?.length && options.keepParked && options.waitChange) input.orElse = options.orElse
-  return input
-}
-
 /**
  * Wraps `inner` so that `client`'s gets and commits are recorded into `sink`.
  * Operations in flight at once get distinct processes (a process does one
@@ -101,7 +93,7 @@ export function recordingAdapter(inner: Adapter, sink: HistorySink, client: stri
   }
   const commit = (checks: Check[], ops: Op[], options: CommitOptions | undefined) =>
     // A commit through a gate (capability `gates`) may take its key over a marked entry: the model must know.
-    run('commit', inputOf(checks, ops, options), () => inner.commit(checks, ops, options), (r) =>
+    run('commit', options?.gate ? { checks, ops, gate: { key: options.gate.key, mode: options.gate.mode } } : { checks, ops }, () => inner.commit(checks, ops, options), (r) =>
       r.ok ? { type: 'ok', value: { revision: r.revision, entries: r.entries, deleted: r.deleted } } : { type: 'fail', value: { failed: r.failed.map((f) => ({ key: f.key, entry: f.entry ?? null })) } },
     )
   const wrapped: Adapter = {

@@ -35,9 +35,7 @@ export async function joinThenPark(commit: CommitFn, get: GetFn, checks: Check[]
   // The waiter may leave between the place and the park: its take would then park on a check failing from the start,
   // never answered before its wait ends. So once parked, look: a place gone meanwhile ends the wait (a store that honours `signal`).
   const end = new AbortController()
-  // Every other way (capability `orElse`) leaves the line as the take does: a waiter that left cannot be granted by one.
-  const orElse = options.orElse?.map((way) => ({ checks: [...way.checks, { key, created }], ops: [...way.ops, { type: 'delete' as const, key }] }))
-  const parking = commit([...checks, { key, created }], [...ops, { type: 'delete', key }], { ...options, orElse, place: undefined, keepParked: true, parkOrder: created, signal: signal ? AbortSignal.any([signal, end.signal]) : end.signal })
+  const parking = commit([...checks, { key, created }], [...ops, { type: 'delete', key }], { ...options, place: undefined, keepParked: true, parkOrder: created, signal: signal ? AbortSignal.any([signal, end.signal]) : end.signal })
   // (An abort after the take was answered does nothing: one that went through stands.)
   const now = await get(key).catch(() => undefined)
   if (now?.created !== created) end.abort(LEFT)

@@ -26,16 +26,9 @@
  *   (held to failing or back), as the node's watch-based parking does: a
  *   shared waiter learns that a group it may join was made.
  *
- * A parked commit may bring other ways to go through (`orElse`, each a
- * whole commit): each try applies the first of the commit and these whose
- * checks all hold, and a change at a key any of them checks tries it. What
- * is answered, and when, is judged on the commit's own checks. A semaphore's
- * waiter parks one take that may fill any free slot: the first in line gets
- * the permit a release frees, in the release's step.
- *
  * The cost of a change is one judgement per parked commit that checks a
  * changed key (its checks against the store's map): O(waiters) per release
- * of a lock they all wait on (times its other ways, for a semaphore's).
+ * of a lock they all wait on.
  *
  * @module
  */
@@ -70,14 +63,6 @@ export interface ParkOptions {
   onParked?: () => void
   /** Handed to the store's persistence with the writes of a later try that goes through. */
   tag?: unknown
-  /** `CommitOptions.orElse`: other commits that may go through instead, in order. */
-  orElse?: ReadonlyArray<Plan>
-}
-
-/** A commit's checks and ops. */
-export interface Plan {
-  readonly checks: Check[]
-  readonly ops: Op[]
 }
 
 /** What a store lends its parked commits. */
@@ -160,14 +145,14 @@ export class ParkedCommits {
   park(checks: Check[], ops: Op[], first: Failure, options: ParkOptions): Promise<CommitResult> {
     const wake = options.wakeOwner
     if (wake !== undefined && first.failed.some((f) => f.entry?.owner === wake)) return Promise.resolve(first)
-    // Another way that goes through now is this commit's first try (same step: nothing fell between).
-    const other = this.#otherWay(options)
-    if (other) return this.#applyNow(other.ops, options.tag)
     return new Promise<CommitResult>((resolve, reject) => {
       const held = checks.map((c) => this.#host.holds(c))
       const p = new Parked(++this.#seq, checks, ops, first, options, held, resolve, reject)
-      for (const c of checks) this.#watchKey(c.key, p)
-      for (const alt of options.orElse ?? []) for (const c of alt.checks) this.#watchKey(c.key, p)
+      for (const c of checks) {
+        let set = this.#byKey.get(c.key)
+        if (!set) this.#byKey.set(c.key, (set = new Set()))
+        set.add(p)
+      }
       this.#count++
       p.timer = this.#host.clock.setTimeout(() => this.#timeout(p), options.ms)
       options.onParked?.()
@@ -213,30 +198,6 @@ export class ParkedCommits {
     for (const set of [...this.#byKey.values()]) for (const p of set) this.#settle(p, p.first)
   }
 
-  /** Files `p` under `key`, one of the keys it checks. */
-  #watchKey(key: string, p: Parked): void {
-    let set = this.#byKey.get(key)
-    if (!set) this.#byKey.set(key, (set = new Set()))
-    set.add(p)
-  }
-
-  /** The first of `options.orElse` whose checks all hold now. */
-  #otherWay(options: ParkOptions): Plan | undefined {
-    return options.orElse?.find((alt) => alt.checks.every((c) => this.#host.holds(c)))
-  }
-
-  /** A first try that went through another way: applied and answered now, and the keys it changed judged. */
-  #applyNow(ops: Op[], tag: unknown): Promise<CommitResult> {
-    let r: Success
-    try {
-      r = this.#host.apply(ops, tag)
-    } catch (err) {
-      return Promise.reject(err)
-    }
-    this.committed(r)
-    return Promise.resolve(r)
-  }
-
   /** Marks `p` woken if a change at `key` turned one of its checks there. */
   #judgeAt(p: Parked, key: string): void {
     p.checks.forEach((c, i) => {
@@ -251,9 +212,7 @@ export class ParkedCommits {
   #retry(p: Parked): void {
     if (p.settled) return
     const outcomes = p.checks.map((c) => this.#host.holds(c))
-    if (outcomes.every(Boolean)) return this.#apply(p, p.ops)
-    const other = this.#otherWay(p.options)
-    if (other) return this.#apply(p, other.ops)
+    if (outcomes.every(Boolean)) return this.#apply(p)
     const answer = p.options.keep ? outcomes.some((h, i) => !h && (p.firstHeld[i] || this.#wakes(p, p.checks[i]!))) : p.woken
     p.held = outcomes
     if (answer) this.#settle(p, this.#host.failure(p.checks))
@@ -269,16 +228,15 @@ export class ParkedCommits {
     p.timer = undefined
     this.#host.expire()
     if (p.settled) return
-    // No other way to look at: every change at a key they check tried them, the expiry just now too.
-    if (p.checks.every((c) => this.#host.holds(c))) return this.#apply(p, p.ops)
+    if (p.checks.every((c) => this.#host.holds(c))) return this.#apply(p)
     this.#settle(p, this.#host.failure(p.checks))
   }
 
-  /** Applies `ops` of `p` (their checks hold now), answers it, and judges the keys it changed. */
-  #apply(p: Parked, ops: Op[]): void {
+  /** Applies `p` (its checks hold now), answers it, and judges the keys it changed. */
+  #apply(p: Parked): void {
     let r: Success
     try {
-      r = this.#host.apply(ops, p.options.tag)
+      r = this.#host.apply(p.ops, p.options.tag)
     } catch (err) {
       this.#settle(p, undefined, err)
       return
@@ -288,17 +246,14 @@ export class ParkedCommits {
     this.committed(r)
   }
 
-  #unwatchKey(key: string, p: Parked): void {
-    const set = this.#byKey.get(key)
-    if (set?.delete(p) && set.size === 0) this.#byKey.delete(key)
-  }
-
   #settle(p: Parked, answer: CommitResult | undefined, error?: unknown): void {
     if (p.settled) return
     p.settled = true
     this.#count--
-    for (const c of p.checks) this.#unwatchKey(c.key, p)
-    for (const alt of p.options.orElse ?? []) for (const c of alt.checks) this.#unwatchKey(c.key, p)
+    for (const c of p.checks) {
+      const set = this.#byKey.get(c.key)
+      if (set?.delete(p) && set.size === 0) this.#byKey.delete(c.key)
+    }
     this.#due.remove(p)
     if (p.timer !== undefined) this.#host.clock.clearTimeout(p.timer)
     p.unlisten?.()
