@@ -63,7 +63,7 @@ export class Calls {
         return jsonText(200, await this.#pages.page(adapter, prefix, after, limit))
       }
       default: {
-        const { checks, ops, requestId, seen, waitChange, keepParked, parkOrder, wakeOwner, place } = parseWith(commitRequest, body, 'body')
+        const { checks, ops, requestId, seen, waitChange, keepParked, parkOrder, wakeOwner } = parseWith(commitRequest, body, 'body')
         const metrics = this.#metrics
         const parking = this.parking
         // The request's text: what a retry must match, and what a parked commit counts against the node's bound.
@@ -72,7 +72,7 @@ export class Calls {
           // `seen` moves a store that lost its state above what the client saw (bounded: see CommitOptions.seen).
           const options = requestId === undefined && seen === undefined ? undefined : { requestId, seen }
           const started = performance.now()
-          const r = waitChange === undefined ? await adapter.commit(checks, ops, options) : await parking.commit(adapter, checks, ops, options, { ms: waitChange, keep: keepParked, order: parkOrder, wakeOwner, place, bytes: 2 * text.length }, connOf)
+          const r = waitChange === undefined ? await adapter.commit(checks, ops, options) : await parking.commit(adapter, checks, ops, options, { ms: waitChange, keep: keepParked, order: parkOrder, wakeOwner, bytes: 2 * text.length }, connOf)
           if (r.ok) metrics.commits++
           else metrics.conflicts++
           metrics.holds.commit(ns, checks, ops, r, started)

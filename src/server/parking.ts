@@ -31,7 +31,6 @@
  * @module
  */
 import type { Adapter, Check, CommitOptions, CommitResult, Op, Unsubscribe, WatchEvent } from '../core/contract/adapter'
-import { joinThenPark } from '../adapters/kit/join-park'
 
 /** Bounds of a node's parked commits. */
 export interface ParkLimits {
@@ -93,14 +92,12 @@ export class ParkConnection {
 /** The reason a connection's signal aborts with (made once: nobody reads it). */
 const CLOSED = new Error('the connection closed')
 
-/** How a commit waits: `CommitOptions.waitChange` (ms), `keepParked`, `parkOrder` and `place`. */
+/** How a commit waits: `CommitOptions.waitChange` (ms), `keepParked` and `parkOrder`. */
 export interface ParkWait {
   ms: number
   keep?: boolean
   order?: number
   wakeOwner?: string
-  /** `CommitOptions.place`, with `keep`: the waiter's place, written if the commit parks (adapters/kit/join-park.ts, on any store). */
-  place?: CommitOptions['place']
   /** What the request counts against the bound of parked bytes (its JSON, twice for UTF-16), if the caller has it. */
   bytes?: number
 }
@@ -139,13 +136,6 @@ export class Parking {
    * commit may wait.
    */
   async commit(adapter: Adapter, checks: Check[], ops: Op[], options: CommitOptions | undefined, wait: ParkWait, connOf?: () => ParkConnection | undefined): Promise<CommitResult> {
-    if (wait.place && wait.keep && wait.ms > 0) {
-      const { place, ...rest } = wait
-      // Each of the three commits as its own call here: the plain try and the place go straight through, the take parks.
-      const each = (c: Check[], o: Op[], opts: CommitOptions | undefined) =>
-        this.commit(adapter, c, o, opts, { ...rest, ms: opts?.waitChange ?? 0, order: opts?.parkOrder, bytes: opts?.waitChange ? rest.bytes : undefined }, connOf)
-      return joinThenPark(each, (k) => adapter.get(k), checks, ops, { ...options, waitChange: wait.ms, keepParked: true, place })
-    }
     const ms = Math.min(wait.ms, this.#limits.maxWaitMs)
     const keep = wait.keep === true
     const bytes = ms > 0 && checks.length > 0 ? (wait.bytes ?? 2 * JSON.stringify([checks, ops]).length) : 0
@@ -188,9 +178,7 @@ export class Parking {
       parked()
     }
     conn?.closeWith(this.#node)
-    const connSignal = (conn ?? this.#node).signal
-    // A join-park's own signal (adapters/kit/join-park.ts) ends it too.
-    const signal = options.signal ? AbortSignal.any([options.signal, connSignal]) : connSignal
+    const signal = (conn ?? this.#node).signal
     const r = await adapter.commit(checks, ops, { ...options, signal, onParked })
     // Answered by a later try that went through.
     if (waited && r.ok) this.counts.retried++

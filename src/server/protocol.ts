@@ -13,7 +13,7 @@
  *      (waitChange: ms; a commit whose check fails is tried once more when a checked key
  *       changes, and answered with that try; with no change in time, with the first;
  *       keepParked: answered only by a try that goes through or fails where the first held;
- *       parkOrder: parked commits are tried in its order; place: the waiter's place, written if it parks; wakeOwner: also answered
+ *       parkOrder: parked commits are tried in its order; wakeOwner: also answered
  *       by a try that fails at a key this owner holds)
  * GET  /v1/<ns>/watch?prefix=P[&from=R][&epoch=E]     -> text/event-stream
  *      (Last-Event-ID: R resumes after revision R; each change event's id is its revision;
@@ -176,8 +176,6 @@ export const commitRequest = z.strictObject({
   parkOrder: revision.optional(),
   /** With keepParked: answer also a try that fails at a key now owned by this owner (CommitOptions.wakeOwner). */
   wakeOwner: owner.optional(),
-  /** With keepParked: the waiter's place in line, written only if the commit parks (CommitOptions.place). */
-  place: z.strictObject({ key, value, ttl, owner }).optional(),
 })
 /** Names one life of a store: a store that was reset (a memory node restarted) gets a new epoch. */
 const epochSchema = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'must be 1-64 letters, digits, _ or -')

@@ -6,13 +6,11 @@
  * the history exactly the store's, so the model needs to know nothing of
  * how the core uses it.
  *
- * Runs in Node and in the browser (no imports beyond types and the kit's
- * join-park.ts, which has none).
+ * Runs in Node and in the browser (no imports beyond types).
  *
  * @module
  */
-import type { Adapter, Check, CommitOptions, Op } from 'zaris'
-import { joinThenPark } from '../../src/adapters/kit/join-park'
+import type { Adapter, Check, Op } from 'zaris'
 import type { HistoryEvent } from './history'
 
 /** Where events go, and the clock they are stamped with. */
@@ -91,19 +89,16 @@ export function recordingAdapter(inner: Adapter, sink: HistorySink, client: stri
     idle.push(process)
     return result
   }
-  const commit = (checks: Check[], ops: Op[], options: CommitOptions | undefined) =>
-    // A commit through a gate (capability `gates`) may take its key over a marked entry: the model must know.
-    run('commit', options?.gate ? { checks, ops, gate: { key: options.gate.key, mode: options.gate.mode } } : { checks, ops }, () => inner.commit(checks, ops, options), (r) =>
-      r.ok ? { type: 'ok', value: { revision: r.revision, entries: r.entries, deleted: r.deleted } } : { type: 'fail', value: { failed: r.failed.map((f) => ({ key: f.key, entry: f.entry ?? null })) } },
-    )
   const wrapped: Adapter = {
     name: inner.name,
     capabilities: inner.capabilities,
     get: (key) => run('get', { key }, () => inner.get(key), (entry) => ({ type: 'ok', value: { entry: entry ?? null } })),
     list: (prefix, options) => inner.list(prefix, options),
-    // A take that writes its place as it parks (`place`) is three commits at the store, which the model must each see:
-    // the recorder makes them itself, as the store would (kit/join-park.ts), and records each.
-    commit: (checks, ops, options) => (options?.place && options.waitChange ? joinThenPark(commit, wrapped.get, checks, ops, { ...options, place: options.place }) : commit(checks, ops, options)),
+    commit: (checks: Check[], ops: Op[], options) =>
+      // A commit through a gate (capability `gates`) may take its key over a marked entry: the model must know.
+      run('commit', options?.gate ? { checks, ops, gate: { key: options.gate.key, mode: options.gate.mode } } : { checks, ops }, () => inner.commit(checks, ops, options), (r) =>
+        r.ok ? { type: 'ok', value: { revision: r.revision, entries: r.entries, deleted: r.deleted } } : { type: 'fail', value: { failed: r.failed.map((f) => ({ key: f.key, entry: f.entry ?? null })) } },
+      ),
     watch: (prefix, sinkOfEvents, fromRevision) => inner.watch(prefix, sinkOfEvents, fromRevision),
     close: () => inner.close(),
   }

@@ -27,7 +27,7 @@ import { API_PREFIX, NAMESPACE_PATTERN } from './wire'
 import { pageExit, type PageExit } from './page-exit'
 import { fetchTransport, hasNodeHttp, type Transport } from './transport'
 import { WatchHub, type HistoryPage, type HubContext } from './watch-hub'
-import { NONE, ON_CHANGE, ON_CHANGE_KEEP, ON_CHANGE_PLACE, waitOf, type CommitBody } from './waiting'
+import { NONE, ON_CHANGE, ON_CHANGE_KEEP, waitOf, type CommitBody } from './waiting'
 
 /** Options of {@link httpAdapter}. */
 export interface HttpAdapterOptions {
@@ -77,8 +77,6 @@ class HttpAdapter implements Adapter {
   #onChange = true
   /** Whether the node is taken to understand `keepParked` (until it refuses the field). */
   #keep = true
-  /** Whether the node is taken to understand `place` (until it refuses the field). */
-  #place = true
   readonly #endpoints: string[]
   readonly #namespace: string
   readonly #headers: Record<string, string>
@@ -134,7 +132,7 @@ class HttpAdapter implements Adapter {
   }
 
   get capabilities(): Capabilities {
-    return this.#onChange ? (this.#keep ? (this.#place ? ON_CHANGE_PLACE : ON_CHANGE_KEEP) : ON_CHANGE) : NONE
+    return this.#onChange ? (this.#keep ? ON_CHANGE_KEEP : ON_CHANGE) : NONE
   }
 
   async get(key: string): Promise<Entry | undefined> {
@@ -165,7 +163,6 @@ class HttpAdapter implements Adapter {
     if (wait > 0) {
       body.waitChange = wait
       if (options!.keepParked && this.#keep) Object.assign(body, { keepParked: true, parkOrder: options!.parkOrder, wakeOwner: options!.wakeOwner })
-      if (body.keepParked && options!.place && this.#place) body.place = options!.place
       r = await this.#waiting(body, wait)
     } else r = await this.#call('commit', body, readCommit)
     this.#exit?.saw(ops, r)
@@ -185,13 +182,6 @@ class HttpAdapter implements Adapter {
         return await this.#call('commit', body, readCommit, 'POST', undefined, body.waitChange ? wait : undefined)
       } catch (err) {
         const refused = err instanceof ZarisError && err.code === 'INVALID_ARGUMENT' ? err.message : ''
-        if (body.place && /\bplace\b/.test(refused)) {
-          // A node that cannot write the place: this try goes as a plain one (a take parked without its
-          // place could not be called off), and later waiters join the line first.
-          this.#place = false
-          body.place = body.waitChange = body.keepParked = body.parkOrder = body.wakeOwner = undefined
-          continue
-        }
         const keep = body.keepParked && /keepParked|parkOrder|wakeOwner/.test(refused)
         if (!keep && !(body.waitChange && refused.includes('waitChange'))) throw err
         if (!keep) [this.#onChange, body.waitChange] = [false, undefined]

@@ -66,8 +66,7 @@ const CHECK_KEYS = { key: 1, revision: 1, created: 1 } as const
 const SET_KEYS = { type: 1, key: 1, value: 1, ttl: 1, owner: 1, fresh: 1 } as const
 const DELETE_KEYS = { type: 1, key: 1 } as const
 const ADD_KEYS = { type: 1, key: 1, delta: 1 } as const
-const COMMIT_KEYS = { checks: 1, ops: 1, requestId: 1, seen: 1, waitChange: 1, keepParked: 1, parkOrder: 1, wakeOwner: 1, place: 1 } as const
-const PLACE_KEYS = { key: 1, value: 1, ttl: 1, owner: 1 } as const
+const COMMIT_KEYS = { checks: 1, ops: 1, requestId: 1, seen: 1, waitChange: 1, keepParked: 1, parkOrder: 1, wakeOwner: 1 } as const
 /** The longest `waitChange` the wire carries (a day); a node cuts it to its own bound. */
 export const WAIT_CHANGE_MAX = 86_400_000
 
@@ -89,15 +88,9 @@ function fastOp(o: unknown): boolean {
   return o.fresh === undefined || typeof o.fresh === 'boolean'
 }
 
-/** A commit's `place`: a set's key, value, ttl and owner, all four. */
-function fastPlace(p: unknown): boolean {
-  return isObject(p) && keysWithin(p, PLACE_KEYS, 4) && fastOp({ type: 'set', ...p })
-}
-
 export function fastCommitRequest(b: unknown): Obj | undefined {
   if (!isObject(b) || !keysWithin(b, COMMIT_KEYS, 2)) return undefined
-  const { checks, ops, requestId, seen, waitChange, keepParked, parkOrder, wakeOwner, place } = b
-  if (place !== undefined && !fastPlace(place)) return undefined
+  const { checks, ops, requestId, seen, waitChange, keepParked, parkOrder, wakeOwner } = b
   if (!Array.isArray(checks) || !Array.isArray(ops) || checks.length > MAX_OPS || ops.length > MAX_OPS) return undefined
   if (seen !== undefined && !isRevision(seen)) return undefined
   if (waitChange !== undefined && !(Number.isSafeInteger(waitChange) && (waitChange as number) >= 0 && (waitChange as number) <= WAIT_CHANGE_MAX)) return undefined

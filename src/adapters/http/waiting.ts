@@ -6,7 +6,7 @@
  *
  * @module
  */
-import type { Capabilities, Check, CommitOptions, Op } from '../../core/contract/adapter'
+import type { Capabilities, Check, Op } from '../../core/contract/adapter'
 
 /** A commit's body on the wire (protocol.ts has its schema; this chunk carries no zod). */
 export interface CommitBody {
@@ -19,13 +19,10 @@ export interface CommitBody {
   keepParked?: boolean
   parkOrder?: number
   wakeOwner?: string
-  /** With `keepParked` (CommitOptions.place): a node that does not know it refuses it, and it is not sent again. */
-  place?: CommitOptions['place']
 }
 
 export const ON_CHANGE: Capabilities = Object.freeze({ commitOnChange: true })
 export const ON_CHANGE_KEEP: Capabilities = Object.freeze({ commitOnChange: true, keepParked: true })
-export const ON_CHANGE_PLACE: Capabilities = Object.freeze({ commitOnChange: true, keepParked: true, parkPlace: true })
 export const NONE: Capabilities = Object.freeze({})
 
 /** The most ms a commit asks a node to wait (nodes cut it to their own bound, 30 s by default). */

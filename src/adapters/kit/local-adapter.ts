@@ -11,7 +11,6 @@ import type { Adapter, Capabilities, Check, CommitOptions, CommitResult, Entry, 
 import { checkListOptions, checkPrefix, checkWatchArgs } from '../../core/contract/validate'
 import { AdapterLife } from './life'
 import type { ParkOptions } from './parked'
-import { joinThenPark } from './join-park'
 
 /** What {@link localAdapter} runs on: a `LocalStore`, or a store built on one (the SQLite file's). */
 export interface LocalBackend {
@@ -29,7 +28,7 @@ export interface LocalBackend {
   readonly granted?: number
 }
 
-const CAPABILITIES: Capabilities = Object.freeze({ history: true, commitOnChange: true, keepParked: true, parkPlace: true, handover: true })
+const CAPABILITIES: Capabilities = Object.freeze({ history: true, commitOnChange: true, keepParked: true, handover: true })
 
 /**
  * An adapter's life that also ends its parked commits' waits when it closes
@@ -71,7 +70,7 @@ export const MAX_PARK_MS = 24 * 60 * 60_000
 export function localAdapter(name: string, store: LocalBackend, onClose?: () => void): Adapter {
   const life = new ParkingLife(name)
   const open = () => life.assertOpen()
-  const adapter: Adapter = {
+  return {
     name,
     capabilities: CAPABILITIES,
     async history(prefix, after, limits) {
@@ -90,7 +89,6 @@ export function localAdapter(name: string, store: LocalBackend, onClose?: () => 
     async commit(checks, ops, options) {
       open()
       const ms = waitOf(options?.waitChange)
-      if (ms > 0 && options!.place) return joinThenPark(adapter.commit, adapter.get, checks, ops, { ...options!, place: options!.place })
       if (ms > 0) return parked(store, life, checks, ops, options!, ms)
       const granted = store.granted
       const r = await store.commit(checks, ops, options?.seen, options?.requestId, undefined)
@@ -107,7 +105,6 @@ export function localAdapter(name: string, store: LocalBackend, onClose?: () => 
       if (life.close()) onClose?.()
     },
   }
-  return adapter
 }
 
 /** A commit that may park: its wait ends with the caller's signal or the adapter's close. */

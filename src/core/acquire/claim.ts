@@ -39,11 +39,6 @@ export interface TryHow {
   waitChange?: number
   /** With `waitChange`: wait for the try to go through (`keepParked`; see {@link Claim.keepParked}). */
   keepParked?: boolean
-  /**
-   * With `keepParked`, instead of `place`: our place in line, written by the
-   * store only if the try parks (`CommitOptions.place`, capability `parkPlace`).
-   */
-  join?: NonNullable<CommitOptions['place']>
   /** Commit with the adapter's own `commit`, not through the claim's gate (a plain try that takes a free key while another client holds the gate). */
   ungated?: boolean
 }
@@ -156,7 +151,7 @@ export function claimOf<P, H>(ctx: Context, parts: Array<Part<P>>, line: { key: 
         const gate = how.ungated ? undefined : claim.through
         let options: CommitOptions | undefined
         // A parked take keeps its place's turn at the store, however often it parks again.
-        if (how.waitChange) options = { waitChange: how.waitChange, keepParked: how.keepParked, parkOrder: how.place?.created, wakeOwner: how.keepParked ? wakeOwner : undefined, place: how.join }
+        if (how.waitChange) options = { waitChange: how.waitChange, keepParked: how.keepParked, parkOrder: how.place?.created, wakeOwner: how.keepParked ? wakeOwner : undefined }
         if (gate) options = { ...options, gate }
         const r = await ctx.adapter.commit(checks, ops, options)
         if (r.ok) {
@@ -165,11 +160,9 @@ export function claimOf<P, H>(ctx: Context, parts: Array<Part<P>>, line: { key: 
           return { hold: combine(parts.map((p) => p.won(written, sentAt))) }
         }
         const failed = new Map(r.failed.map((f) => [f.key, f.entry]))
-        const placeKey = how.place?.key ?? how.join?.key
-        const lostPlace = placeKey !== undefined && failed.has(placeKey)
+        const lostPlace = how.place !== undefined && failed.has(how.place.key)
         const sights = await Promise.all(parts.map((p) => p.learn(failed, how)))
-        // A take that sent a place (`join`) may have left it in the store: the machine learns that before any other try.
-        if (lostPlace || how.join || round === ROUNDS || sights.some((s) => s !== undefined)) return { sight: blocked(), lostPlace }
+        if (lostPlace || round === ROUNDS || sights.some((s) => s !== undefined)) return { sight: blocked(), lostPlace }
         // Nothing blocks any part any more (it vanished, or a group may be joined): plan again.
         // A steal or takeover is over the very entries seen, and they changed: the next round is a plain try
         // (kept, it would check their old revisions again and fail every round: bench/FINDINGS.md §18).

@@ -38,23 +38,12 @@ export class KeptEntry {
    */
   async take(): Promise<{ entry: Entry } | { entry: undefined; other: Entry | undefined }> {
     const sentAt = this.#ctx.clock.now()
-    const r = await this.#ctx.adapter.commit([{ key: this.#key, revision: null }], [this.set()])
+    const r = await this.#ctx.adapter.commit([{ key: this.#key, revision: null }], [this.#set()])
     if (!r.ok) return { entry: undefined, other: r.failed[0]?.entry }
     this.#entry = r.entries[0]!
     if (this.#left) this.leave()
     else this.#scheduleRenewal(sentAt)
     return { entry: this.#entry }
-  }
-
-  /**
-   * Keeps `entry`, which the store wrote for us (a place written by the
-   * commit that parked our take, capability `parkPlace`), as if {@link take}
-   * had written it at `sentAt`.
-   */
-  adopt(entry: Entry, sentAt: number): void {
-    this.#entry = entry
-    if (this.#left) this.leave()
-    else this.#scheduleRenewal(sentAt)
   }
 
   /** Forget the entry (the store says it is gone). */
@@ -71,9 +60,8 @@ export class KeptEntry {
     if (entry) this.#ctx.adapter.commit([{ key: entry.key, created: entry.created }], [{ type: 'delete', key: entry.key }]).catch(() => {})
   }
 
-  /** The write of the entry, with `ttl` (default: its own). */
-  set(ttl = this.#ttl) {
-    return { type: 'set' as const, key: this.#key, value: this.#value, ttl, owner: this.#ctx.id }
+  #set() {
+    return { type: 'set' as const, key: this.#key, value: this.#value, ttl: this.#ttl, owner: this.#ctx.id }
   }
 
   /** The next renewal, a third of the TTL after `sentAt` (when the last write was sent: its round trip does not stretch the period). */
@@ -85,7 +73,7 @@ export class KeptEntry {
       const entry = this.#entry
       if (!entry || this.#left) return
       const sent = clock.now()
-      this.#ctx.adapter.commit([{ key: entry.key, created: entry.created }], [this.set()]).then(
+      this.#ctx.adapter.commit([{ key: entry.key, created: entry.created }], [this.#set()]).then(
         (r) => {
           if (this.#entry !== entry) return
           this.#entry = r.ok ? r.entries[0]! : undefined

@@ -13,7 +13,7 @@
  *
  * @module
  */
-import type { CommitOptions, Entry, Value } from '../contract/adapter'
+import type { Entry, Value } from '../contract/adapter'
 import type { Context } from '../context'
 import { ConflictError } from '../contract/errors'
 import { KeptEntry } from './kept-entry'
@@ -47,10 +47,6 @@ export class WaitQueue {
   #place: KeptEntry | undefined
   #left = false
   #joining: Promise<void> | undefined
-  /** Our place's key, sent with a take that writes it if it parks (see {@link plan}); whether it was written is not known yet. */
-  #planned: string | undefined
-  /** The entry a waiter that gave up set at its planned place (see {@link leave}), deleted once the take is answered. */
-  #marker: Promise<Entry | undefined> | undefined
 
   /**
    * The queue of `lockKey`, or `undefined` when the key is too long to have
@@ -89,7 +85,7 @@ export class WaitQueue {
 
   /** Whether we stand in line or are joining it. */
   get placed(): boolean {
-    return this.#place?.entry !== undefined || this.#joining !== undefined || this.#planned !== undefined
+    return this.#place?.entry !== undefined || this.#joining !== undefined
   }
 
   /** Our entry while we stand in line (to be deleted in the same commit that takes the lock). */
@@ -142,37 +138,6 @@ export class WaitQueue {
   }
 
   /**
-   * A new place for a take that writes it only if it parks, in one call
-   * (`CommitOptions.place`, capability `parkPlace`): the place's write, its
-   * TTL long enough to last through the park (`ms`) with nobody renewing it.
-   * Until the take is answered we do not know whether it was written: a
-   * {@link leave} meanwhile sets the key itself (see there).
-   */
-  plan(ms: number): NonNullable<CommitOptions['place']> {
-    const key = `${this.#prefix}${this.#ctx.id}.${(++joins).toString(36)}`
-    this.#place = new KeptEntry(this.#ctx, key, this.#value, QUEUE_TTL)
-    this.#planned = key
-    const { value, owner } = this.#place.set()
-    return { key, value, ttl: QUEUE_TTL + ms, owner }
-  }
-
-  /**
-   * After a planned take was answered with a failure that keeps our place
-   * (its wait ran out): reads the place and keeps it (renewed from now on).
-   * `undefined` when it is not there, or not ours.
-   */
-  async adopt(): Promise<Entry | undefined> {
-    const key = this.#planned
-    const place = this.#place
-    this.#planned = undefined
-    if (key === undefined || !place) return undefined
-    const e = await this.#ctx.adapter.get(key)
-    if (!e || e.owner !== this.#ctx.id || this.#place !== place) return undefined
-    place.adopt(e, this.#ctx.clock.now())
-    return place.entry
-  }
-
-  /**
    * Whether anyone else stands in the line now: a line-respecting try (the
    * Web Locks API's grant order) does not go ahead of them.
    */
@@ -186,23 +151,14 @@ export class WaitQueue {
 
   /** Forget our place (the store says it is gone); the next {@link ahead} joins again. */
   lost(): void {
-    this.#planned = undefined
     this.#place?.lost()
     this.#place = undefined
   }
 
   /** Leaves the line whose place the commit that took the lock already deleted: nothing more is written. */
   taken(): void {
-    this.#planned = undefined
     this.#place?.lost()
     this.leave()
-  }
-
-  /** The take sent while we left is answered: the entry {@link leave} set at our planned place goes. */
-  answered(): void {
-    const marker = this.#marker
-    this.#marker = undefined
-    void marker?.then((e) => e && this.#ctx.adapter.commit([{ key: e.key, created: e.created }], [{ type: 'delete', key: e.key }]).catch(() => {}))
   }
 
   /** Removes a dead waiter's entry (its owner is gone), if it is still the one we saw. */
@@ -210,28 +166,9 @@ export class WaitQueue {
     await this.#ctx.adapter.commit([{ key: dead.key, created: dead.created }], [{ type: 'delete', key: dead.key }]).catch(() => {})
   }
 
-  /**
-   * Leaves the line (best effort: an entry that cannot be deleted expires).
-   * A planned place that may or may not be written yet (the take is on its
-   * way) is set anew with `fresh`, whatever is there: a new life, so the
-   * take parked on the old one fails, and a place not yet written never is
-   * (its write needs the key free). That entry goes once the take is
-   * answered ({@link answered}), or expires. When the client closes
-   * (`closing`), a plain delete instead: its adapter ends the parked take
-   * with it (a node, with the connection), so no take can go through, and
-   * the closed adapter could not delete that entry afterwards.
-   */
-  leave(closing = false): void {
+  /** Leaves the line (best effort: an entry that cannot be deleted expires). */
+  leave(): void {
     this.#left = true
-    const key = this.#planned
-    this.#planned = undefined
-    if (key !== undefined && closing) this.#ctx.adapter.commit([], [{ type: 'delete', key }]).catch(() => {})
-    else if (key !== undefined && this.#place) {
-      this.#marker = this.#ctx.adapter.commit([], [{ ...this.#place.set(), fresh: true }]).then(
-        (r) => (r.ok ? r.entries[0] : undefined),
-        () => undefined,
-      )
-    }
     this.#place?.leave()
   }
 

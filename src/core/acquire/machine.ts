@@ -291,11 +291,6 @@ export class AcquireMachine<H> {
   async #enqueue(sight: Sight): Promise<State<H>> {
     this.#dropEarly()
     WaitQueue.waited(this.#ctx, this.#claim.lineKey!, sight)
-    // The store writes our place as it parks the take (capability `parkPlace`): one call, not two.
-    if (this.#joinsParked() && !this.#line!.entry) {
-      const ms = this.#parkMs(sight)
-      if (ms > 0) return { name: 'park', sight, ms }
-    }
     if (!(await this.#line!.place())) return { name: 'look' }
     this.#queued()
     const ms = this.#parkMs(sight)
@@ -370,24 +365,14 @@ export class AcquireMachine<H> {
     return ms >= PARK_MIN ? Math.floor(ms) : 0
   }
 
-  /** Whether a take that parks in line has the store write its place (capability `parkPlace`; not for `inLine`, which is told when its place is written). */
-  #joinsParked(): boolean {
-    return this.#ctx.adapter.capabilities?.parkPlace === true && !this.#inLine && this.#claim.keepParked === true
-  }
-
   async #park(sight: Sight, ms: number): Promise<State<H>> {
-    const line = this.#line!
-    const place = line.entry
+    const place = this.#line!.entry!
     const inLine = this.#parksInLine(sight)
     const keep = inLine && this.#claim.keepParked === true
-    const join = place === undefined ? line.plan(ms) : undefined
     const sentAt = this.#ctx.clock.now()
-    const trying = this.#claim.attempt(undefined, { place, join, first: this.#first || !inLine, waitChange: ms, keepParked: keep })
-    const r = await awaitParked(this.#ctx, this.#signal, line, trying)
-    // Failed, the place not said lost: it stands in the store if the take parked (its wait ran out): keep it.
-    // Not there: the store did not park it (a node that ignores the wait), and the rules below apply as without a place.
-    if (join && !('hold' in r) && !r.lostPlace) await line.adopt()
-    if ('hold' in r || r.lostPlace || !r.sight || !sameBlockers(r.sight, sight)) return this.#tried(r, place ?? line.entry ?? join)
+    const trying = this.#claim.attempt(undefined, { place, first: this.#first || !inLine, waitChange: ms, keepParked: keep })
+    const r = await awaitParked(this.#ctx, this.#signal, this.#line!, trying)
+    if ('hold' in r || r.lostPlace || !r.sight || !sameBlockers(r.sight, sight)) return this.#tried(r, place)
     // A wait for success that ran out at the store: park again (the deadline check ends it when ours runs out).
     if (inLine && this.#ctx.clock.now() - sentAt >= ms * PARK_FULL) return this.#route(r.sight)
     // Nothing changed: the store's wait ran out, or it did not wait. Watch this round as without the capability.
@@ -408,7 +393,7 @@ export class AcquireMachine<H> {
   }
 
   /** After a try that may have left the line (`place`: it deleted our place if it won): the hold, or on with what blocks now. */
-  #tried(r: Awaited<ReturnType<Claim<H>['attempt']>>, place: { key: string } | undefined): State<H> {
+  #tried(r: Awaited<ReturnType<Claim<H>['attempt']>>, place: Entry | undefined): State<H> {
     if ('hold' in r) {
       // The winning commit deleted our place: leaving must not send a second delete before the hold is handed over.
       if (place) this.#line!.taken()

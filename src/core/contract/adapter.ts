@@ -269,23 +269,6 @@ export interface CommitOptions {
    */
   parkOrder?: number
   /**
-   * Capability `parkPlace`, with `keepParked`: the caller's place in line,
-   * written only if the commit must wait — one call joins the line and parks
-   * the take. If the commit's first try fails, the store writes this entry
-   * (a `set` where no live entry has the key) as a commit of its own, then
-   * parks the commit as if it had been sent with `{ key, created }` of that
-   * entry among its checks, a delete of the key among its ops, and the
-   * entry's `created` as its `parkOrder`. If a live entry has the key
-   * already, nothing is written or parked: the answer is the failure, with
-   * that key among the failed checks. A failure answered later without the
-   * key among its failed checks (the wait ran out, a signal) leaves the
-   * place in the store with its TTL, for the caller to keep or delete; a
-   * waiter that gives up before it knows whether its place was written
-   * sets the key itself with `fresh` (a new life: a parked take checking
-   * the old one fails, and a place not yet written cannot be).
-   */
-  place?: { key: string; value: Value; ttl: number; owner: string }
-  /**
    * Capability `handover`: ends a parked commit's wait. It is answered with
    * its first try's failure and never applied afterwards (a try that went
    * through before the abort stands, and is answered).

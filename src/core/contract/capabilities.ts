@@ -81,11 +81,6 @@ export interface Capabilities {
   /** The adapter's `commit` honours `CommitOptions.keepParked` (with `commitOnChange`). */
   keepParked?: boolean
   /**
-   * The adapter's `commit` honours `CommitOptions.place` (with `keepParked`):
-   * a waiter joins the line and parks its take in one call.
-   */
-  parkPlace?: boolean
-  /**
    * The store hands over: a parked commit (`waitChange`, see `keepParked`)
    * is tried again *inside the step* of the commit or expiry that changed
    * one of its checked keys — after that step's own writes, before its
