@@ -57,7 +57,7 @@ async function measure(label: string, op: () => Promise<unknown>): Promise<void>
   )
   const top = stats.rows.filter((r) => r.toplevel)
   const calls = stats.rows.reduce((s, r) => s + Number(r.calls), 0)
-  console.log(`\n## ${label}: ${Math.round((n / wall) * 1000)} ops/s, ${((wall / n) * 1000).toFixed(0)} µs/op, node CPU ${(((used.user + used.system) / n) | 0)} µs/op, backend CPU ${(backend / n) | 0} µs/op, top-level statements/op ${(top.reduce((s, r) => s + Number(r.calls), 0) / n).toFixed(2)}, statements/op ${(calls / n).toFixed(1)}`)
+  console.log(`\n## ${label}: ${Math.round((n / wall) * 1000)} ops/s, ${((wall / n) * 1000).toFixed(0)} µs/op, node CPU ${(((used.user + used.system) / n) | 0)} µs/op (user ${(used.user / n) | 0}), backend CPU ${(backend / n) | 0} µs/op, top-level statements/op ${(top.reduce((s, r) => s + Number(r.calls), 0) / n).toFixed(2)}, statements/op ${(calls / n).toFixed(1)}`)
   for (const r of stats.rows) console.log(`  ${String((Number(r.calls) / n).toFixed(2)).padStart(5)}/op ${String(r.us).padStart(7)} µs ${r.toplevel ? 'T' : ' '} ${r.q}`)
 }
 
@@ -84,8 +84,8 @@ const pair = (a: typeof adapter) => async () => {
   if (!r.ok) throw new Error('not taken')
   await a.commit([{ key: 'lock:c', created: r.entries[0]!.created }], [{ type: 'delete', key: 'lock:c' }])
 }
-// The adapter as on main (BASE=/path/to/checkout: its src/adapters/postgres), side by side, taking turns.
-const base = process.env.BASE ? await (await import(`${process.env.BASE}/src/adapters/postgres/index.ts`)).postgresAdapter({ url: server.url('base'), pg: { max: 4 } }) : undefined
+// The adapter as on main (BASE=/path/to/checkout: its src/adapters/postgres, in a schema of its own), side by side, taking turns.
+const base = process.env.BASE ? await (await import(`${process.env.BASE}/src/adapters/postgres/index.ts`)).postgresAdapter({ url: server.url('base'), schema: 'zaris_base', pg: { max: 4 } }) : undefined
 for (let t = 0; t < Number(process.env.TRIALS ?? 1); t++) {
   if (want('commit')) await measure('adapter.commit take + release', pair(adapter))
   if (base && want('commit')) await measure('adapter.commit take + release, BASE', pair(base))

@@ -65,7 +65,7 @@ type Answer =
  */
 export async function runCommit(target: Target, checks: Check[], ops: Op[], requestId: string | undefined): Promise<CommitResult> {
   const values = ops.map((op, i) => (op.type === 'set' ? JSON.stringify(checkValue(op.value, `ops[${i}].value`)) : null))
-  const ids: Ids = { ext: requestId === undefined ? null : utf8(requestId), mine: BigInt(`0x${randomHex(7)}`).toString(), since: target.known.revision, retry: false }
+  const ids: Ids = { ext: requestId === undefined ? null : utf8(requestId), mine: nextRequestId(), since: target.known.revision, retry: false }
   const deadline = systemClock.now() + target.timeout
   // A lock's take or release without a caller's id runs as one statement first (lock-path.ts).
   const shape = ids.ext === null ? lockShape(checks, ops) : undefined
@@ -102,6 +102,19 @@ export async function runCommit(target: Target, checks: Check[], ops: Op[], requ
     if (result.ok) target.changed()
     return result
   }
+}
+
+/**
+ * The adapter's own request ids: a random 56-bit start per process, then one
+ * more per commit (a random draw per commit cost more client CPU than the
+ * rest of a lock's take). As unique as a random id per commit: two
+ * processes' ids meet only where one's start falls within the other's count
+ * while both are in the log, odds of about one in 2^56 per id.
+ */
+let lastRequestId = BigInt(`0x${randomHex(7)}`)
+function nextRequestId(): string {
+  lastRequestId = (lastRequestId + 1n) & 0xff_ffff_ffff_ffffn
+  return lastRequestId.toString()
 }
 
 /** Namespaces whose log a pruning call is under way for. */

@@ -86,6 +86,11 @@ function releaseSql(schema: string): string {
   ${answer(schema, 'EXISTS (SELECT 1 FROM d)')} FROM s`
 }
 
+/** The text of a shape's statement in a schema (bench/tools/postgres-parts.ts runs variants of it). */
+export function lockSql(shape: LockShape, schema: string): string {
+  return shape === 'take' ? takeSql(schema) : releaseSql(schema)
+}
+
 const texts = new Map<string, { name: string; text: string }>()
 
 /**
@@ -97,7 +102,7 @@ function statement(shape: LockShape, schema: string): { name: string; text: stri
   const id = `${shape}\u0000${schema}`
   let s = texts.get(id)
   if (!s) {
-    const text = shape === 'take' ? takeSql(schema) : releaseSql(schema)
+    const text = lockSql(shape, schema)
     texts.set(id, (s = { name: `zaris_${shape}_${fnv(text)}`, text }))
   }
   return s

@@ -31,6 +31,17 @@
  * commit): they are vacuumed every thousand dead rows, whatever their size,
  * and keep room in their pages for updates that need no index change.
  *
+ * They are also never smaller than {@link MIN_PAGES} pages: a table Postgres
+ * sees as a page or two gets a sequential scan where the lock path's
+ * prepared statements (lock-path.ts) look a key up, and that plan stays until
+ * the next vacuum while the table fills with the dead rows every take and
+ * release leave — each statement then reads them all (backend CPU of a take
+ * + release 0.7-0.75x without it, bench/tools/postgres-parts.ts). From 16
+ * pages on the planner takes the primary key's index. So the schema script
+ * makes them that size (rows written and deleted before it commits) and
+ * vacuum keeps their pages (`vacuum_truncate = false`); what they grow to
+ * under load they keep too, as a table without truncation does.
+ *
  * Values are JSON text (not jsonb, which reorders keys and cannot hold U+0000); owners and
  * request ids are UTF-8 bytes. TTLs run on Postgres's clock (`clock_timestamp()`).
  *
@@ -39,6 +50,11 @@
 
 /** The schema this code writes; a store created by a newer zaris is refused. */
 export const SCHEMA_VERSION = 1
+
+/** The fewest pages `stores` and `entries` have (see the module's comment). */
+const MIN_PAGES = 16
+/** Rows of ~1 kB that fill {@link MIN_PAGES} pages of 8 kB (at `fillfactor` 50 for `stores`, 4 rows a page). */
+const FILLER_ROWS = 80
 
 /** The tables, sequence and indexes, created if absent. */
 export const TABLES = `
@@ -53,7 +69,7 @@ CREATE TABLE IF NOT EXISTS @S.stores (
   logged bigint NOT NULL DEFAULT 0,
   pruned_at timestamptz NOT NULL DEFAULT clock_timestamp(),
   watched timestamptz NOT NULL DEFAULT '-infinity'
-) WITH (fillfactor = 50, autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 1000);
+) WITH (fillfactor = 50, vacuum_truncate = false, autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 1000);
 CREATE TABLE IF NOT EXISTS @S.entries (
   ns text NOT NULL,
   k bytea NOT NULL,
@@ -65,7 +81,7 @@ CREATE TABLE IF NOT EXISTS @S.entries (
   expires_at timestamptz,
   PRIMARY KEY (ns, k),
   UNIQUE (k, created)
-) WITH (fillfactor = 70, autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 1000, autovacuum_analyze_scale_factor = 0, autovacuum_analyze_threshold = 1000);
+) WITH (fillfactor = 70, vacuum_truncate = false, autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 1000, autovacuum_analyze_scale_factor = 0, autovacuum_analyze_threshold = 1000);
 CREATE INDEX IF NOT EXISTS entries_due ON @S.entries (ns, expires_at) WHERE expires_at IS NOT NULL;
 CREATE TABLE IF NOT EXISTS @S.events (
   ns text NOT NULL,
@@ -81,6 +97,18 @@ CREATE TABLE IF NOT EXISTS @S.events (
   req bigint,
   PRIMARY KEY (ns, revision, seq)
 );
+-- Sized for index scans (see the module's comment): rows that never commit, in namespaces no zaris
+-- client can name (they have a space), so the two tables start at ${MIN_PAGES} pages.
+DO $$ BEGIN
+  IF pg_relation_size('@S.stores') < ${MIN_PAGES} * current_setting('block_size')::integer THEN
+    INSERT INTO @S.stores (ns, epoch) SELECT 'zaris filler ' || i, repeat(' ', 1000) FROM generate_series(1, ${FILLER_ROWS}) i ON CONFLICT DO NOTHING;
+    DELETE FROM @S.stores WHERE ns LIKE 'zaris filler %';
+  END IF;
+  IF pg_relation_size('@S.entries') < ${MIN_PAGES} * current_setting('block_size')::integer THEN
+    INSERT INTO @S.entries (ns, k, value, revision, created) SELECT 'zaris filler', int4send(i), repeat(' ', 1000), 0, 0 FROM generate_series(1, ${FILLER_ROWS}) i ON CONFLICT DO NOTHING;
+    DELETE FROM @S.entries WHERE ns = 'zaris filler';
+  END IF;
+END $$;
 CREATE UNIQUE INDEX IF NOT EXISTS events_req ON @S.events (ns, req) WHERE req IS NOT NULL;
 CREATE TABLE IF NOT EXISTS @S.requests (
   ns text NOT NULL,
