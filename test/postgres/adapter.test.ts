@@ -8,6 +8,7 @@ import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { connect, parseUrl, type WatchEvent } from 'zaris'
 import { postgresAdapter, schemaSql, SCHEMA_VERSION } from 'zaris/postgres'
+import { lockSql } from '../../src/adapters/postgres/lock-path'
 import { FaultProxy } from '../faults/proxy'
 import { until } from '../conformance/util'
 import { startPostgres, type PostgresServer } from './server'
@@ -111,6 +112,44 @@ describe('tables', () => {
     }
     expect(() => schemaSql('Bad')).toThrow(/schema/)
     expect(schemaSql()).toContain('CREATE TABLE IF NOT EXISTS zaris.entries')
+  })
+})
+
+describe('tables', () => {
+  test('entries and stores keep 16 pages through churn and vacuum, so the lock path plans index scans, never a scan of every dead row', async () => {
+    const name = ns()
+    const a = await postgresAdapter({ url: server.url(name), schema: 'sized' })
+    const pages = async () => (await admin.query("SELECT (pg_relation_size('sized.entries') / 8192)::int AS e, (pg_relation_size('sized.stores') / 8192)::int AS s")).rows[0]
+    try {
+      // Made at that size, with no row left behind (nor one per filler namespace).
+      expect(await pages()).toMatchObject({ e: expect.toSatisfy((n: number) => n >= 16), s: expect.toSatisfy((n: number) => n >= 16) })
+      expect((await admin.query('SELECT (SELECT count(*) FROM sized.entries)::int AS e, (SELECT count(*) FROM sized.stores)::int AS s')).rows[0]).toEqual({ e: 0, s: 0 })
+      for (let i = 0; i < 50; i++) {
+        const r = await a.commit([{ key: 'lock:p', revision: null }], [{ type: 'set', key: 'lock:p', value: null, ttl: 30_000 }])
+        expect(r.ok && (await a.commit([{ key: 'lock:p', created: r.revision }], [{ type: 'delete', key: 'lock:p' }])).ok).toBe(true)
+      }
+      await admin.query('VACUUM sized.entries, sized.stores')
+      expect(await pages()).toMatchObject({ e: expect.toSatisfy((n: number) => n >= 16), s: expect.toSatisfy((n: number) => n >= 16) })
+      // The plan a prepared statement keeps (generic), as the planner makes it after that vacuum.
+      const key = `'\\x${Buffer.from('lock:q', 'utf16le').swap16().toString('hex')}'`
+      const plan = async (shape: 'take' | 'release', args: string) => {
+        await admin.query(`PREPARE sized_${shape} AS ${lockSql(shape, 'sized')}`)
+        try {
+          return (await admin.query(`EXPLAIN (COSTS false) EXECUTE sized_${shape}('${name}', 1, ${key}, ${args})`)).rows.map((r) => r['QUERY PLAN'] as string).join('\n')
+        } finally {
+          await admin.query(`DEALLOCATE sized_${shape}`)
+        }
+      }
+      await admin.query('SET plan_cache_mode = force_generic_plan')
+      const take = await plan('take', "'null', 120000, 10000, 30000, NULL")
+      const release = await plan('release', '5, 120000, 10000')
+      await admin.query('RESET plan_cache_mode')
+      expect(take).toMatch(/Index (Only )?Scan using entries_pkey on entries/)
+      expect(`${take}\n${release}`).toMatch(/Index Scan using stores_pkey on stores/)
+      expect(`${take}\n${release}`).not.toMatch(/Seq Scan/)
+    } finally {
+      await a.close()
+    }
   })
 })
 
