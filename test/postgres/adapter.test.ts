@@ -179,6 +179,39 @@ describe('commits', () => {
     }
   })
 
+  test('a retry on a contended key finds its first attempt applied (never answered from a snapshot); the revision it starts from is the newest the adapter saw', async () => {
+    const proxy = await new FaultProxy(server.port).start()
+    const name = ns()
+    const a = await postgresAdapter({ url: server.url(name, proxy.port), listen: false, historySize: 50 })
+    try {
+      // Past the log's bound: a retry that started from revision 0 could no longer tell.
+      for (let i = 0; i < 200; i++) await a.commit([], [{ type: 'set', key: `p${i % 5}`, value: i }])
+      await until(async () => (await admin.query('SELECT compacted::int AS c FROM zaris.stores WHERE ns = $1', [name])).rows[0].c > 0)
+      const first = await a.commit([{ key: 'c', revision: null }], [{ type: 'set', key: 'c', value: 1 }])
+      // A failed check by revision: the adapter now answers checks on 'c' from a snapshot first.
+      expect(await a.commit([{ key: 'c', revision: null }], [{ type: 'set', key: 'c', value: 2 }])).toMatchObject({ ok: false })
+      if (!first.ok) throw new Error('not set')
+      proxy.holdReplies('commit')
+      const setting = a.commit([{ key: 'c', revision: first.revision }], [{ type: 'set', key: 'c', value: 3 }])
+      await new Promise((r) => setTimeout(r, 300))
+      expect(proxy.dropped).toBeGreaterThan(0)
+      proxy.heal()
+      // Applied the first time: its retry sees 'c' at a newer revision, and must answer ok, not "changed".
+      expect(await setting).toMatchObject({ ok: true, entries: [{ key: 'c', value: 3 }] })
+      // A request lost on its way: the retry looks for it from the newest revision this adapter
+      // committed (the log still reaches there), not from the one it opened at (pruned).
+      proxy.blackhole()
+      const putting = a.commit([], [{ type: 'set', key: 'b', value: 1 }])
+      await new Promise((r) => setTimeout(r, 300))
+      proxy.heal()
+      expect(await putting).toMatchObject({ ok: true, entries: [{ key: 'b', value: 1 }] })
+      expect((await a.get('c'))?.value).toBe(3)
+    } finally {
+      await a.close()
+      await proxy.stop()
+    }
+  })
+
   test("a lock's take and release run as one statement each, and hand every other case to the full commit with the same answers", async () => {
     const name = ns()
     const a = await postgresAdapter({ url: server.url(name) })
