@@ -10,11 +10,11 @@
  * `npx tsx bench/tools/postgres-parts.ts [pairs] [rounds]`
  */
 import { spawn } from 'node:child_process'
-import { readFileSync } from 'node:fs'
 import pg from 'pg'
 import { postgresAdapter } from 'zaris/postgres'
 import { lockSql } from '../../src/adapters/postgres/lock-path'
 import { PostgresServer } from '../../test/postgres/server'
+import { processCpu } from './postgres-cpu'
 
 const N = Number(process.argv[2] ?? 3000)
 const ROUNDS = Number(process.argv[3] ?? 2)
@@ -25,10 +25,7 @@ await db.connect()
 await db.query('CREATE TABLE cache_locks (key text PRIMARY KEY, owner text NOT NULL, expiration bigint NOT NULL)')
 await db.query("INSERT INTO zaris.stores (ns, epoch) VALUES ('bench', 'e')")
 const pid = (await db.query('SELECT pg_backend_pid() AS p')).rows[0].p as number
-const cpu = () => {
-  const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')
-  return (Number(f[11]) + Number(f[12])) * 10_000 // µs
-}
+const cpu = () => processCpu(pid)
 const lsn = async () => (await db.query('SELECT pg_current_wal_lsn()::text AS l')).rows[0].l as string
 
 const key = Buffer.from('lock:p', 'utf16le').swap16()

@@ -7,11 +7,11 @@
  *
  * `npx tsx bench/tools/postgres-profile.ts [ms per contender]`
  */
-import { readFileSync } from 'node:fs'
 import pg from 'pg'
 import { postgresAdapter } from 'zaris/postgres'
 import { Client } from '../../src/core/client'
 import { PostgresServer } from '../../test/postgres/server'
+import { backendCpu } from './postgres-cpu'
 
 const MS = Number(process.argv[2] ?? 3000)
 const server = await new PostgresServer({
@@ -22,25 +22,10 @@ await admin.connect()
 await admin.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements')
 await admin.query('CREATE TABLE cache_locks (key text PRIMARY KEY, owner text NOT NULL, expiration bigint NOT NULL)')
 
-/** CPU (ms) used so far by every client backend but the admin's. */
-async function backendCpu(): Promise<number> {
-  const pids = (await admin.query("SELECT pid FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()")).rows.map((r) => r.pid as number)
-  let ms = 0
-  for (const pid of pids) {
-    try {
-      const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')
-      ms += (Number(f[11]) + Number(f[12])) * (1000 / 100)
-    } catch {
-      // gone
-    }
-  }
-  return ms
-}
-
 async function measure(label: string, op: () => Promise<unknown>): Promise<void> {
   for (let i = 0; i < 300; i++) await op()
   await admin.query('SELECT pg_stat_statements_reset()')
-  const pgCpu = await backendCpu()
+  const pgCpu = await backendCpu(admin)
   const cpu = process.cpuUsage()
   const t0 = performance.now()
   let n = 0
@@ -50,7 +35,7 @@ async function measure(label: string, op: () => Promise<unknown>): Promise<void>
   }
   const wall = performance.now() - t0
   const used = process.cpuUsage(cpu)
-  const backend = ((await backendCpu()) - pgCpu) * 1000
+  const backend = (await backendCpu(admin)) - pgCpu
   const stats = await admin.query(
     `SELECT calls, round(total_exec_time::numeric, 1) AS ms, round((total_exec_time / calls * 1000)::numeric, 1) AS us, toplevel, left(regexp_replace(query, '\\s+', ' ', 'g'), 110) AS q
        FROM pg_stat_statements WHERE query NOT LIKE '%pg_stat_statements%' ORDER BY total_exec_time DESC LIMIT 14`,

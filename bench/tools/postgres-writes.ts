@@ -12,10 +12,10 @@
  * counts that checkout's adapter, in a schema of its own, taking turns
  * TRIALS times).
  */
-import { readFileSync } from 'node:fs'
 import pg from 'pg'
 import { postgresAdapter } from 'zaris/postgres'
 import { PostgresServer } from '../../test/postgres/server'
+import { backendCpu } from './postgres-cpu'
 
 const N = Number(process.argv[2] ?? 2000)
 const server = await new PostgresServer({
@@ -29,21 +29,6 @@ await admin.query('CREATE TABLE cache_locks (key text PRIMARY KEY, owner text NO
 const tables = async () =>
   (await admin.query("SELECT relname, n_tup_ins AS i, n_tup_upd AS u, n_tup_hot_upd AS h, n_tup_del AS d FROM pg_stat_user_tables WHERE schemaname IN ('zaris', 'zaris_base', 'public') ORDER BY relname")).rows as Array<{ relname: string; i: string; u: string; h: string; d: string }>
 
-/** CPU (µs) used so far by every client backend but the admin's. */
-async function backendCpu(): Promise<number> {
-  const pids = (await admin.query("SELECT pid FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()")).rows.map((r) => r.pid as number)
-  let us = 0
-  for (const pid of pids) {
-    try {
-      const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')
-      us += (Number(f[11]) + Number(f[12])) * 10_000
-    } catch {
-      // gone
-    }
-  }
-  return us
-}
-
 async function count(label: string, pair: () => Promise<void>): Promise<void> {
   for (let i = 0; i < 200; i++) await pair()
   // As autovacuum does every minute in a long-lived store (this server runs without it, so that the
@@ -55,11 +40,11 @@ async function count(label: string, pair: () => Promise<void>): Promise<void> {
   await admin.query('SELECT pg_stat_clear_snapshot()')
   const t0 = await tables()
   const lsn0 = (await admin.query('SELECT pg_current_wal_lsn() AS l')).rows[0].l
-  const cpu0 = await backendCpu()
+  const cpu0 = await backendCpu(admin)
   const node0 = process.cpuUsage()
   for (let i = 0; i < N; i++) await pair()
   const node = process.cpuUsage(node0)
-  const cpu = (await backendCpu()) - cpu0
+  const cpu = (await backendCpu(admin)) - cpu0
   const lsn1 = (await admin.query('SELECT pg_current_wal_lsn() AS l')).rows[0].l
   const wal = Number((await admin.query('SELECT pg_wal_lsn_diff($1, $2) AS d', [lsn1, lsn0])).rows[0].d)
   await new Promise((r) => setTimeout(r, 700)) // table stats are flushed by the backends at most every 500 ms (idle)
