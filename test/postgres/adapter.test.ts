@@ -373,6 +373,21 @@ describe('watch', () => {
     }
   })
 
+  test("a commit wakes its own process's watches at once: no NOTIFY, no poll due for a minute", async () => {
+    const a = await postgresAdapter({ url: server.url(ns()), listen: false, pollInterval: 60_000 })
+    try {
+      const seen: WatchEvent[] = []
+      await a.watch('own/', { event: (e) => seen.push(e), error() {} })
+      await a.commit([], [{ type: 'set', key: 'own/1', value: 1 }])
+      const t = await a.commit([{ key: 'own/l', revision: null }], [{ type: 'set', key: 'own/l', value: null, ttl: 30_000 }])
+      await until(() => seen.length === 2, 10_000)
+      expect(seen.map((e) => e.key)).toEqual(['own/1', 'own/l'])
+      expect(t.ok).toBe(true)
+    } finally {
+      await a.close()
+    }
+  })
+
   for (const listen of [true, false]) {
     test(`watches are woken ${listen ? 'by NOTIFY' : 'by polling (listen: false)'} and miss nothing`, async () => {
       const url = server.url(ns())

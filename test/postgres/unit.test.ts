@@ -5,6 +5,7 @@
  */
 import { describe, expect, test } from 'vitest'
 import { isZarisError } from 'zaris'
+import { contend, CONTENDED } from '../../src/adapters/postgres/commit'
 import { hexBytes, keyBytes, keyOf, parseValue, prefixEnd, rowEntry, rowEvent, shownEntry, utf8 } from '../../src/adapters/postgres/codec'
 import { isConnectionFailure, loadPg, pgError, sqlState } from '../../src/adapters/postgres/load'
 import { channelOf, checkSchema, schemaSql, SCHEMA_VERSION } from '../../src/adapters/postgres/sql'
@@ -133,5 +134,20 @@ describe('errors', () => {
     await expect(loadPg('zaris-no-such-pg')).rejects.toMatchObject({ code: 'UNSUPPORTED', message: expect.stringContaining('npm install pg') })
     await expect(loadPg('node:path')).rejects.toMatchObject({ code: 'UNSUPPORTED', message: expect.stringContaining("Pool and Client") })
     expect(typeof (await loadPg()).Pool).toBe('function')
+  })
+
+  test('the contended keys an adapter remembers are bounded: the oldest go first; a check that holds forgets its key', () => {
+    const keys = new Set<string>()
+    for (let i = 0; i < CONTENDED + 76; i++) contend(keys, `k${i}`, true)
+    expect(keys.size).toBe(CONTENDED)
+    expect(keys.has('k75')).toBe(false)
+    expect(keys.has('k76') && keys.has(`k${CONTENDED + 75}`)).toBe(true)
+    // Failing again makes a key the newest: it outlives older ones.
+    contend(keys, 'k76', true)
+    contend(keys, 'new', true)
+    expect(keys.has('k76') && !keys.has('k77')).toBe(true)
+    contend(keys, 'k76', false)
+    expect(keys.has('k76')).toBe(false)
+    expect(keys.size).toBe(CONTENDED - 1)
   })
 })

@@ -139,10 +139,10 @@ function pruneSoon(target: Target): void {
 }
 
 /** How many contended keys an adapter remembers. */
-const CONTENDED = 1_024
+export const CONTENDED = 1_024
 
 /** Notes whether a check on `key` failed (oldest forgotten first). */
-function contend(keys: Set<string>, key: string, failed: boolean): void {
+export function contend(keys: Set<string>, key: string, failed: boolean): void {
   keys.delete(key)
   if (!failed) return
   keys.add(key)
