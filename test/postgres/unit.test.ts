@@ -6,6 +6,7 @@
 import { describe, expect, test } from 'vitest'
 import { isZarisError } from 'zaris'
 import { contend, CONTENDED } from '../../src/adapters/postgres/commit'
+import { lockShape } from '../../src/adapters/postgres/lock-path'
 import { hexBytes, keyBytes, keyOf, parseValue, prefixEnd, rowEntry, rowEvent, shownEntry, utf8 } from '../../src/adapters/postgres/codec'
 import { isConnectionFailure, loadPg, pgError, sqlState } from '../../src/adapters/postgres/load'
 import { channelOf, checkSchema, schemaSql, SCHEMA_VERSION } from '../../src/adapters/postgres/sql'
@@ -149,5 +150,23 @@ describe('errors', () => {
     contend(keys, 'k76', false)
     expect(keys.has('k76')).toBe(false)
     expect(keys.size).toBe(CONTENDED - 1)
+  })
+
+  test('only a take (no entry, then a set of that key) and a release (created, then a delete of that key) run as one statement', () => {
+    const set = (key: string) => ({ type: 'set' as const, key, value: 1 })
+    const del = (key: string) => ({ type: 'delete' as const, key })
+    expect(lockShape([{ key: 'k', revision: null }], [set('k')])).toBe('take')
+    expect(lockShape([{ key: 'k', created: 7 }], [del('k')])).toBe('release')
+    // Anything else keeps every check and op: the full commit runs it.
+    expect(lockShape([{ key: 'k', revision: null }], [set('k'), set('k2')])).toBeUndefined()
+    expect(lockShape([{ key: 'k', revision: null }, { key: 'j', revision: null }], [set('k')])).toBeUndefined()
+    expect(lockShape([], [set('k')])).toBeUndefined()
+    expect(lockShape([{ key: 'a', revision: null }], [set('b')])).toBeUndefined()
+    expect(lockShape([{ key: 'k', created: 7 }], [del('j')])).toBeUndefined()
+    expect(lockShape([{ key: 'k', revision: 5 }], [set('k')])).toBeUndefined()
+    expect(lockShape([{ key: 'k', revision: null }], [del('k')])).toBeUndefined()
+    expect(lockShape([{ key: 'k', created: 7 }], [set('k')])).toBeUndefined()
+    expect(lockShape([{ key: 'k', revision: 3 }], [del('k')])).toBeUndefined()
+    expect(lockShape([{ key: 'k', revision: null }], [{ type: 'add', key: 'k', delta: 1 }])).toBeUndefined()
   })
 })
