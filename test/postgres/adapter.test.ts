@@ -253,6 +253,23 @@ describe('commits', () => {
     }
   })
 
+  test('a take and a release are sent as their named statements (seen on the one connection that ran them)', async () => {
+    const pool = new pg.Pool({ connectionString: server.url(), max: 1 })
+    const a = await postgresAdapter({ pool, namespace: ns() })
+    const names = async () => (await pool.query('SELECT name FROM pg_prepared_statements ORDER BY name')).rows.map((r) => (r.name as string).replace(/_[0-9a-f]{8}$/, ''))
+    try {
+      await a.commit([], [{ type: 'set', key: 'x', value: 1 }])
+      expect(await names()).toEqual([])
+      const t = await a.commit([{ key: 'l', revision: null }], [{ type: 'set', key: 'l', value: null, ttl: 30_000 }])
+      expect(await names()).toEqual(['zaris_take'])
+      expect(t.ok && (await a.commit([{ key: 'l', created: t.revision }], [{ type: 'delete', key: 'l' }])).ok).toBe(true)
+      expect(await names()).toEqual(['zaris_release', 'zaris_take'])
+    } finally {
+      await a.close()
+      await pool.end()
+    }
+  })
+
   test("a lock's take and release with a caller's request id (a zaris node's client) are answered again, not applied twice", async () => {
     const a = await postgresAdapter({ url: server.url(ns()) })
     try {
