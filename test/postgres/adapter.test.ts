@@ -264,6 +264,10 @@ describe('commits', () => {
       expect(await names()).toEqual(['zaris_take'])
       expect(t.ok && (await a.commit([{ key: 'l', created: t.revision }], [{ type: 'delete', key: 'l' }])).ok).toBe(true)
       expect(await names()).toEqual(['zaris_release', 'zaris_take'])
+      // Each name carries a hash of its text (one name never stands for two texts behind a shared pooler).
+      const raw = (await pool.query('SELECT name FROM pg_prepared_statements ORDER BY name')).rows.map((r) => r.name as string)
+      expect(raw).toEqual([expect.stringMatching(/^zaris_release_[0-9a-f]{8}$/), expect.stringMatching(/^zaris_take_[0-9a-f]{8}$/)])
+      expect(raw[0]!.slice(-8)).not.toBe(raw[1]!.slice(-8))
     } finally {
       await a.close()
       await pool.end()
