@@ -268,6 +268,13 @@ describe('commits', () => {
       const raw = (await pool.query('SELECT name FROM pg_prepared_statements ORDER BY name')).rows.map((r) => r.name as string)
       expect(raw).toEqual([expect.stringMatching(/^zaris_release_[0-9a-f]{8}$/), expect.stringMatching(/^zaris_take_[0-9a-f]{8}$/)])
       expect(raw[0]!.slice(-8)).not.toBe(raw[1]!.slice(-8))
+      // As behind a pooler that gives the next call a server connection without the statement: Postgres
+      // refuses it (26000, nothing ran), the commit goes through the full commit, and the adapter stops naming.
+      await pool.query('DEALLOCATE ALL')
+      const again = await a.commit([{ key: 'l', revision: null }], [{ type: 'set', key: 'l', value: null, ttl: 30_000 }])
+      expect(again).toMatchObject({ ok: true, entries: [{ key: 'l' }] })
+      expect(again.ok && (await a.commit([{ key: 'l', created: again.revision }], [{ type: 'delete', key: 'l' }])).ok).toBe(true)
+      expect(await names()).toEqual([])
     } finally {
       await a.close()
       await pool.end()
