@@ -10,19 +10,33 @@
  *
  *   BASE=/work/main npx tsx bench/tools/handover-ab.ts [trials=6] [rounds=40] [clients=9]
  *
- * With clients=17 (16 contenders) and `contend`, it runs the contention row
- * instead (every client takes and releases as fast as it can for 3 s a
- * trial): successes/s, p50 / p99 to hold, node CPU per success.
+ * With clients=16 and `contend`, it runs the contention row instead (every
+ * client takes and releases as fast as it can for 3 s a trial):
+ * successes/s, p50 / p99 to hold, node CPU per success.
+ *
+ * Also the floor under a handover with no zaris code, taken in the same
+ * turns: a JSON line to a bare Node TCP echo process and back (Nagle off),
+ * after the same 20 ms of idle (both processes asleep, as in a handover).
  *
  * @module
  */
 import { readFileSync } from 'node:fs'
-import { spawn } from 'node:child_process'
+import { fork, spawn } from 'node:child_process'
+import net from 'node:net'
 import { resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { handovers } from '../lib/handover'
 import { contention, type LockPeer } from '../lib/locks'
 import { median, quantile } from '../lib/measure'
+
+if (process.argv[2] === 'echo') {
+  const server = net.createServer((c) => {
+    c.setNoDelay(true)
+    c.on('data', (d) => c.write(d))
+  })
+  server.listen(0, '127.0.0.1', () => process.send!((server.address() as net.AddressInfo).port))
+  await new Promise(() => {})
+}
 
 const trials = Number(process.argv[2] ?? 6)
 const rounds = Number(process.argv[3] ?? 40)
@@ -80,6 +94,22 @@ function cpuOf(pid: number): number {
 }
 
 const sides = [await side('this tree', here), await side(`BASE ${base}`, base)]
+const echo = fork(fileURLToPath(import.meta.url), ['echo'], { execArgv: ['--import', 'tsx'] })
+const echoPort = await new Promise<number>((ok) => echo.once('message', (m) => ok(m as number)))
+const echoSocket = net.connect(echoPort, '127.0.0.1').setNoDelay(true)
+await new Promise((ok) => echoSocket.once('connect', ok))
+const floor: number[] = []
+/** `n` echo round trips, each after 20 ms of idle, as long as a release frame. */
+async function echoes(n: number): Promise<void> {
+  const line = `${JSON.stringify({ id: 3, path: '/v1/bench/commit', body: { checks: [{ key: 'lock:h0', created: 22 }], ops: [{ type: 'delete', key: 'lock:h0' }], requestId: 'x'.repeat(34), seen: 22 } })}\n`
+  for (let i = 0; i < n; i++) {
+    await new Promise((ok) => setTimeout(ok, 20))
+    const t0 = performance.now()
+    echoSocket.write(line)
+    await new Promise((ok) => echoSocket.once('data', ok))
+    floor.push(performance.now() - t0)
+  }
+}
 // Warm-up, untimed.
 for (const s of sides) await (contend ? contention(s.peers, 'lock:warm', 500) : handovers(s.peers, 'lock:warm', 10, 20))
 for (let t = 0; t < trials; t++) {
@@ -94,6 +124,7 @@ for (let t = 0; t < trials; t++) {
     s.ops += r.ops
     s.ms += r.ms
   }
+  if (!contend) await echoes(rounds)
 }
 const f = (v: number) => v.toFixed(3)
 for (const s of sides) {
@@ -101,6 +132,9 @@ for (const s of sides) {
   const head = contend ? `${((s.ops * 1000) / s.ms).toFixed(0)} successes/s, to hold p50 ${f(median(s.lat))} ms, p99 ${f(quantile(s.lat, 0.99))} ms` : `handover p50 ${f(median(s.lat))} ms, p90 ${f(quantile(s.lat, 0.9))} ms`
   console.log(`${s.name.padEnd(22)} ${head} (n=${s.lat.length}); CPU per ${contend ? 'success' : 'cycle'}: node ${per(s.nodeMs)} µs, clients ${per(s.selfMs)} µs`)
 }
+if (!contend) console.log(`${'floor (echo)'.padEnd(22)} round trip p50 ${f(median(floor))} ms, p90 ${f(quantile(floor, 0.9))} ms (n=${floor.length}), after 20 ms idle`)
 await Promise.allSettled(sides.flatMap((s) => s.peers.map((p) => p.close())))
 for (const s of sides) s.stop()
+echoSocket.destroy()
+echo.kill()
 process.exit(0)
