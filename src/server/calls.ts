@@ -73,8 +73,9 @@ export class Calls {
         const { checks, ops, requestId, seen, waitChange, keepParked, parkOrder, wakeOwner } = parseWith(commitRequest, body, 'body')
         const metrics = this.#metrics
         const parking = this.parking
-        // The request's text: what a retry must match, and what a parked commit counts against the node's bound.
-        const text = requestId === undefined && waitChange === undefined ? '' : JSON.stringify([checks, ops])
+        // The request's text: what a retry must match, and what a parked commit counts against the node's bound
+        // (made before the commit only for a commit that may park; a release's waits until its store step is done).
+        const text = waitChange === undefined ? '' : JSON.stringify([checks, ops])
         // The answer told early (and its JSON, made once).
         let told: { r: CommitResult; json: string } | undefined
         const onAnswer = early && ((r: CommitResult) => early((told = { r, json: JSON.stringify(toCommitResponse(r)) }).json))
@@ -89,7 +90,7 @@ export class Calls {
           return told?.r === r ? told.json : JSON.stringify(toCommitResponse(r))
         }
         if (requestId === undefined) return jsonText(200, await apply())
-        const { body: answer, replayed } = await this.#replays.run(`${ns}\u0000${requestId}`, text, apply)
+        const { body: answer, replayed } = await this.#replays.run(`${ns}\u0000${requestId}`, text || (() => JSON.stringify([checks, ops])), apply)
         if (replayed) metrics.replays++
         return { status: 200, headers: replayed ? { ...JSON_HEADERS, 'x-zaris-replayed': '1' } : { ...JSON_HEADERS }, body: answer }
       }
