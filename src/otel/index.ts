@@ -1,10 +1,19 @@
 /**
  * `zaris/otel`: a client's waits, holds, renewals and commits as
  * OpenTelemetry metrics and spans. `otel({ meterProvider, tracerProvider })`
- * makes the {@link Telemetry} a client takes (`connect(url, { telemetry })`,
- * or `new Client(adapter, { telemetry })`); in Node, `connect` makes one by
+ * makes the {@link Telemetry} that observes a client (`connect(url, {
+ * telemetry })`, or `otel(...)(client)`); in Node, `connect` makes one by
  * itself when `@opentelemetry/api` is installed and a provider is registered
  * or given (docs/observability.md).
+ *
+ * It observes the client from outside, through what the client exposes:
+ * its adapter's commits and watches (./adapter.ts), its acquire methods
+ * (`locks.acquire`, `leases.grant`, `semaphores.acquire`, an election's
+ * `campaign`: wrapped on the client's own objects, so `locks.run`,
+ * `semaphores.run` and `jobs.once` are seen too), the handles they resolve
+ * (each one's `finish`, the way every end its holder asks for goes, and
+ * `renew`), its `watch`, and its `holdend` event for holds that end
+ * otherwise. A client that is not observed runs no code of it.
  *
  * This module does not import `@opentelemetry/api`: it calls the providers it
  * is given (./api.ts), so it costs nothing where they are not.
@@ -19,14 +28,17 @@
  *
  * @module
  */
-import type { Adapter, Check, CommitOptions, Op, WatchSink } from '../core/contract/adapter'
+import type { Client } from '../core/client'
 import type { Fence } from '../core/locks'
-import type { AcquireInfo, AcquireWait, HoldEndCode, HoldKind, Telemetry } from '../core/telemetry'
-import { SPAN_KIND, STATUS_ERROR, type Attributes, type MeterProvider, type Span, type Tracer, type TracerProvider } from './api'
-import { instrumentsOf, type Instruments } from './instruments'
+import { SPAN_KIND, type Attributes, type MeterProvider, type Span, type TracerProvider } from './api'
+import { failed, observeAdapter, Reader } from './adapter'
+import { instrumentsOf } from './instruments'
+import type { Telemetry } from './options'
+import { AttributeSets, type HoldKind } from './sets'
 
 export type { Attributes, Counter, Histogram, Meter, MeterProvider, Observable, ObservableResult, Span, Tracer, TracerProvider } from './api'
-export type { AcquireInfo, AcquireWait, HoldEndCode, HoldKind, Telemetry } from '../core/telemetry'
+export type { Telemetry } from './options'
+export type { HoldKind } from './sets'
 
 /** The version zaris reports as its meter's and tracer's. */
 const VERSION = '0.1.0'
@@ -52,78 +64,46 @@ interface Tracked {
   since: number
 }
 
-/** Store names where the adapter's name is not what an operator calls it. */
-const STORE_NAMES: Record<string, string> = { http: 'node' }
-/** `db.system.name` of OpenTelemetry's semantic conventions, for stores that are databases. */
-const DB_SYSTEMS: Record<string, string> = { redis: 'redis', etcd: 'etcd', postgres: 'postgresql', sqlite: 'sqlite' }
-
-/**
- * The attribute sets of one telemetry's metrics, each made once and handed
- * to the SDK as the same object every time: no object built per recording.
- */
-class AttributeSets {
-  readonly #sets: Map<string, Attributes>
-  store: string
-  constructor(sets: Map<string, Attributes>, store: string) {
-    this.#sets = sets
-    this.store = store
-  }
-
-  /** `{ zaris.store }` with one more attribute (`name` = `value`), or none. */
-  of(name: string | undefined, value?: string): Attributes {
-    const id = `${this.store}\u0001${name}\u0001${value}`
-    let a = this.#sets.get(id)
-    if (!a) {
-      a = name === undefined ? { 'zaris.store': this.store } : { 'zaris.store': this.store, [name]: value }
-      this.#sets.set(id, a)
-    }
-    return a
-  }
-
-  /** A hold's set (store, kind, key group) with `name` = `value` added when given. */
-  hold(base: Attributes, name?: string, value?: string): Attributes {
-    if (name === undefined) return base
-    const id = `${base['zaris.store']}\u0001${base['zaris.hold.kind']}\u0001${base['zaris.key.group']}\u0001${name}\u0001${value}`
-    let a = this.#sets.get(id)
-    if (!a) this.#sets.set(id, (a = { ...base, [name]: value }))
-    return a
-  }
-
-  /** The base set of a hold of `kind`, in key group `group`. */
-  base(kind: HoldKind, group: string | undefined): Attributes {
-    const id = `${this.store}\u0001${kind}\u0001${group}`
-    let a = this.#sets.get(id)
-    if (!a) {
-      a = { 'zaris.store': this.store, 'zaris.hold.kind': kind }
-      if (group !== undefined) a['zaris.key.group'] = group
-      this.#sets.set(id, a)
-    }
-    return a
-  }
-
-  /** An acquire's set: its hold's, with mode and outcome. */
-  acquire(base: Attributes, mode: string, outcome: string): Attributes {
-    const id = `${base['zaris.store']}\u0001${base['zaris.hold.kind']}\u0001${base['zaris.key.group']}\u0001${mode}\u0001${outcome}`
-    let a = this.#sets.get(id)
-    if (!a) this.#sets.set(id, (a = { ...base, 'zaris.lock.mode': mode, 'zaris.acquire.outcome': outcome }))
-    return a
-  }
+/** A handle as the bridge sees it: a hold (its `finish` is protected in the core's types, a method all the same). */
+interface Handle extends Fence {
+  readonly held: boolean
+  finish(reason?: 'RELEASED' | 'CLOSED'): Promise<boolean>
+  renew(ttl?: number): Promise<boolean>
 }
 
+/** Options an acquire method takes, as far as the bridge reads them (the method checks them). */
+type Asked = { mode?: unknown; wait?: unknown; signal?: AbortSignal } | undefined
+
+/** Store names where the adapter's name is not what an operator calls it. */
+const STORE_NAMES: Record<string, string> = { http: 'node' }
+
+/** Clients already observed: a second telemetry on one client is not taken. */
+const clients = new WeakSet<Client>()
+
 /**
- * The telemetry of one client: metrics to `meterProvider`, spans to `tracerProvider`.
+ * The telemetry that sends a client's metrics to `meterProvider` and spans to `tracerProvider`.
  *
  * @example
  * import { otel } from 'zaris/otel'
  * const client = await connect('zaris://idb/app', { telemetry: otel({ meterProvider, tracerProvider }) })
  */
 export function otel(options: OtelOptions = {}): Telemetry {
+  return (client) => observe(client, options)
+}
+
+function observe(client: Client, options: OtelOptions): void {
   const m = options.meterProvider ? instrumentsOf(options.meterProvider, VERSION) : undefined
   const tracer = options.tracerProvider?.getTracer('zaris', VERSION)
+  if ((!m && !tracer) || clients.has(client)) return
+  clients.add(client)
+  const adapter = client.adapter
+  const sets = new AttributeSets(m?.sets ?? new Map(), options.store ?? STORE_NAMES[adapter.name] ?? adapter.name)
+  const nextReader = observeAdapter(adapter, sets, m, tracer)
   const keys = options.keys ?? 'plain'
   const group = options.keyGroup
-  const sets = new AttributeSets(m?.sets ?? new Map(), options.store ?? 'unknown')
-  const holds = new WeakMap<object, Tracked>()
+  /** The holds being held, by key and token (what a `holdend` event names). */
+  const holds = new Map<string, Tracked>()
+  const idOf = (hold: Fence) => `${hold.key}\u0001${hold.token}`
 
   /** Span attributes of a key. */
   const keyAttrs = (a: Attributes, key: string) => {
@@ -132,68 +112,47 @@ export function otel(options: OtelOptions = {}): Telemetry {
     return a
   }
   const baseOf = (kind: HoldKind, key: string) => sets.base(kind, group?.(key))
-  const track = (hold: object, kind: HoldKind, attrs: Attributes, now: number) => {
-    if ((hold as { held?: boolean }).held === false) return // it ended before its acquire resolved
-    holds.set(hold, { kind, attrs, since: now })
-    m?.active.add(attrs)
+
+  /** The hold ended for `code` (`RELEASED`, …); `known`: only if it is being followed (an end its holder asked for). */
+  const ended = (hold: Fence, code: string, known = false) => {
+    const id = idOf(hold)
+    const t = holds.get(id)
+    if (known && !t) return
+    holds.delete(id)
+    if (!m) return
+    const base = t?.attrs ?? baseOf('lock', hold.key)
+    const reason = sets.hold(base, 'zaris.hold.end_reason', code.toLowerCase())
+    m.ended.add(reason)
+    if (!t) return
+    m.active.add(base, -1)
+    m.held.record((performance.now() - t.since) / 1000, reason)
   }
+  client.addEventListener('holdend', (e) => ended(e.detail, e.detail.reason.code))
 
-  return {
-    adapter(adapter: Adapter): Adapter {
-      if (options.store === undefined) sets.store = STORE_NAMES[adapter.name] ?? adapter.name
-      return m || tracer ? timedAdapter(adapter, sets, m, tracer) : adapter
-    },
-
-    acquire<T>(info: AcquireInfo, o: AcquireWait, run: () => Promise<T>): Promise<T> {
-      const start = m ? performance.now() : 0
-      const kind: HoldKind = info.kind === 'lease' && info.won ? 'term' : info.kind
-      const key = info.keys ? info.keys.join(' ') : info.key!
-      const mode = info.mode ?? 'exclusive'
-      const done = (outcome: string, span: Span | undefined, hold?: unknown) => {
-        const now = m ? performance.now() : 0
-        const base = baseOf(kind, key)
-        m?.acquire.record((now - start) / 1000, sets.acquire(base, mode, outcome))
-        if (hold) {
-          const locks = (hold as { locks?: readonly Fence[] }).locks
-          if (locks) for (const l of locks) track(l, 'lock', l.key === key ? base : baseOf('lock', l.key), now)
-          else track(hold as object, kind, base, now)
-          if (kind === 'term') m?.terms.add(sets.of(undefined))
-        }
-        if (span) {
-          span.setAttribute('zaris.acquire.outcome', outcome)
-          span.end()
-        }
-      }
-      const go = (span?: Span): Promise<T> =>
-        run().then(
-          (hold) => {
-            if (hold === null) return done(o.wait > 0 ? 'timeout' : 'null', span), hold
-            const token = (hold as Partial<Fence>).token
-            if (span && token !== undefined) span.setAttribute('zaris.token', token)
-            done('held', span, hold)
-            return hold
-          },
+  /** Follows `hold` from its acquire to its end: its releases traced, its renewals counted. */
+  const track = (hold: Handle, kind: HoldKind, attrs: Attributes, now: number) => {
+    if (hold.held === false) return // it ended before its acquire resolved
+    holds.set(idOf(hold), { kind, attrs, since: now })
+    m?.active.add(attrs)
+    const { finish, renew } = hold
+    hold.finish = (reason = 'RELEASED') => {
+      const run = () =>
+        finish.call(hold, reason).then(
+          (ok) => (ok && ended(hold, reason, true), ok),
           (err: unknown) => {
-            if (span) failed(span, err)
-            done(o.signal?.aborted ? 'aborted' : 'error', span)
+            // Unknown whether the store deleted it: the holder let it go either way.
+            ended(hold, reason, true)
             throw err
           },
         )
-      if (!tracer) return go()
-      const attributes = keyAttrs({ 'zaris.store': sets.store, 'zaris.hold.kind': kind, 'zaris.lock.mode': mode, 'zaris.acquire.wait_ms': o.wait }, key)
-      return tracer.startActiveSpan('zaris.acquire', { kind: SPAN_KIND.internal, attributes }, go)
-    },
-
-    release<T>(hold: Fence, run: () => Promise<T>): Promise<T> {
       if (!tracer) return run()
-      const kind = holds.get(hold)?.kind ?? 'lock'
-      const attributes = keyAttrs({ 'zaris.store': sets.store, 'zaris.hold.kind': kind, 'zaris.token': hold.token }, hold.key)
+      const attributes = keyAttrs({ 'zaris.store': sets.store, 'zaris.hold.kind': holds.get(idOf(hold))?.kind ?? 'lock', 'zaris.token': hold.token }, hold.key)
       return tracer.startActiveSpan('zaris.release', { kind: SPAN_KIND.internal, attributes }, (span: Span) =>
         run().then(
-          (r) => {
-            span.setAttribute('zaris.release.outcome', r === undefined || (r as { ok?: boolean }).ok ? 'released' : 'gone') // undefined: handed on to the next in line
+          (ok) => {
+            span.setAttribute('zaris.release.outcome', ok ? 'released' : 'gone')
             span.end()
-            return r
+            return ok
           },
           (err: unknown) => {
             failed(span, err)
@@ -202,116 +161,95 @@ export function otel(options: OtelOptions = {}): Telemetry {
           },
         ),
       )
-    },
-
-    holdEnded(hold: Fence, code: HoldEndCode): void {
-      if (!m) return
-      const t = holds.get(hold)
-      const base = t?.attrs ?? baseOf('lock', hold.key)
-      const reason = sets.hold(base, 'zaris.hold.end_reason', code.toLowerCase())
-      m.ended.add(reason)
-      if (!t) return
-      holds.delete(hold)
-      m.active.add(base, -1)
-      m.held.record((performance.now() - t.since) / 1000, reason)
-    },
-
-    renewed(hold: Fence, ok: boolean): void {
-      if (m) m.renewals.add(sets.hold(holds.get(hold)?.attrs ?? baseOf('lock', hold.key), 'zaris.renewal.outcome', ok ? 'ok' : 'failed'))
-    },
-
-    watched(backlog: number): void {
-      m?.lag.record(backlog, sets.of(undefined))
-    },
+    }
+    if (!m) return
+    const renewed = (ok: boolean) => m.renewals.add(sets.hold(holds.get(idOf(hold))?.attrs ?? baseOf('lock', hold.key), 'zaris.renewal.outcome', ok ? 'ok' : 'failed'))
+    hold.renew = (ttl) => {
+      // A hold no longer held sends no renewal: it answers false at once.
+      if (!hold.held) return renew.call(hold, ttl)
+      return renew.call(hold, ttl).then(
+        (ok) => (renewed(ok), ok),
+        (err: unknown) => {
+          renewed(false)
+          throw err
+        },
+      )
+    }
   }
-}
 
-/**
- * The adapter, its commits timed (`zaris.commit.duration`) and traced
- * (`zaris.commit` spans), its watches' reconnects counted
- * (`zaris.watch.reconnects`); every other member as it is.
- */
-function timedAdapter(adapter: Adapter, sets: AttributeSets, m: Instruments | undefined, tracer: Tracer | undefined): Adapter {
-  const db = DB_SYSTEMS[sets.store]
-  const commit = (checks: Check[], ops: Op[], options?: CommitOptions) => {
+  /** Runs one acquire (`run`) of `kind` at `key`, timed and traced; resolves what it resolves. */
+  const acquire = <T>(kind: HoldKind, key: string, mode: string, wait: number, signal: AbortSignal | undefined, run: () => Promise<T>): Promise<T> => {
     const start = m ? performance.now() : 0
-    const span = tracer?.startSpan('zaris.commit', {
-      kind: SPAN_KIND.client,
-      attributes: { 'zaris.store': sets.store, 'db.operation.name': 'commit', 'db.operation.batch.size': ops.length, ...(db ? { 'db.system.name': db } : {}) },
-    })
-    const done = (outcome: string, err?: unknown) => {
-      if (m) {
-        const attrs = err === undefined ? sets.of('zaris.commit.outcome', outcome) : { ...sets.of('zaris.commit.outcome', outcome), 'error.type': errorType(err) }
-        m.commit.record((performance.now() - start) / 1000, attrs)
+    const done = (outcome: string, span: Span | undefined, hold?: unknown) => {
+      const now = m ? performance.now() : 0
+      const base = baseOf(kind, key)
+      m?.acquire.record((now - start) / 1000, sets.acquire(base, mode, outcome))
+      if (hold) {
+        const locks = (hold as { locks?: readonly Handle[] }).locks
+        if (locks) for (const l of locks) track(l, 'lock', l.key === key ? base : baseOf('lock', l.key), now)
+        else track(hold as Handle, kind, base, now)
+        if (kind === 'term') m?.terms.add(sets.of(undefined))
       }
       if (span) {
-        span.setAttribute('zaris.commit.outcome', outcome)
-        if (err !== undefined) failed(span, err)
+        span.setAttribute('zaris.acquire.outcome', outcome)
         span.end()
       }
     }
-    return adapter.commit(checks, ops, options).then(
-      (r) => (done(r.ok ? 'ok' : 'conflict'), r),
-      (err: unknown) => {
-        done('error', err)
-        throw err
-      },
-    )
+    const go = (span?: Span): Promise<T> =>
+      run().then(
+        (hold) => {
+          // A campaign resolves null only once its election or client closed: it was given up.
+          if (hold === null) return done(wait === Infinity && kind === 'term' ? 'aborted' : wait > 0 ? 'timeout' : 'null', span), hold
+          const token = (hold as Partial<Fence>).token
+          if (span && token !== undefined) span.setAttribute('zaris.token', token)
+          done('held', span, hold)
+          return hold
+        },
+        (err: unknown) => {
+          if (span) failed(span, err)
+          done(signal?.aborted ? 'aborted' : 'error', span)
+          throw err
+        },
+      )
+    if (!tracer) return go()
+    const attributes = keyAttrs({ 'zaris.store': sets.store, 'zaris.hold.kind': kind, 'zaris.lock.mode': mode, 'zaris.acquire.wait_ms': wait }, key)
+    return tracer.startActiveSpan('zaris.acquire', { kind: SPAN_KIND.internal, attributes }, go)
   }
-  // A watch's sink, with `reconnecting` counted (the adapter calls it when its stream to the store breaks).
-  // An adapter tells every watch on the connection in one go: one break counts once, however many watch.
-  let told = false
-  const watch = (prefix: string, sink: WatchSink, fromRevision?: number) => {
-    if (!m) return adapter.watch(prefix, sink, fromRevision)
-    const counted: WatchSink = {
-      event: (e) => sink.event(e),
-      error: (e) => sink.error(e),
-      reconnecting: () => {
-        if (!told) {
-          told = true
-          queueMicrotask(() => (told = false))
-          m.reconnects.add(1, sets.of(undefined))
-        }
-        sink.reconnecting?.()
-      },
+  /** The wait an acquire's options ask for (the method checks them; 0 is its default). */
+  const waitOf = (o: Asked) => (typeof o?.wait === 'number' ? o.wait : 0)
+
+  const { locks, leases, semaphores } = client
+  const lock = locks.acquire.bind(locks)
+  locks.acquire = ((keyOrKeys: string | readonly string[], o?: Asked) => {
+    const many = Array.isArray(keyOrKeys)
+    const key = many ? keyOrKeys.join(' ') : String(keyOrKeys)
+    return acquire(many ? 'locks' : 'lock', key, o?.mode === 'shared' ? 'shared' : 'exclusive', waitOf(o), o?.signal, () => lock(keyOrKeys as string, o as never))
+  }) as typeof locks.acquire
+  const grant = leases.grant.bind(leases)
+  leases.grant = ((key: string, o?: Asked) => acquire('lease', key, 'exclusive', waitOf(o), o?.signal, () => grant(key, o as never))) as typeof leases.grant
+  const permit = semaphores.acquire.bind(semaphores)
+  semaphores.acquire = ((key: string, o: Asked) => acquire('permit', key, 'exclusive', waitOf(o), o?.signal, () => permit(key, o as never))) as typeof semaphores.acquire
+  const election = client.election.bind(client)
+  client.election = (name, eo) => {
+    const e = election(name, eo)
+    const campaign = e.campaign.bind(e)
+    e.campaign = (co) => acquire('term', name, 'exclusive', Infinity, co?.signal, () => campaign(co))
+    return e
+  }
+  if (!m) return
+  const watch = client.watch.bind(client)
+  client.watch = (key, wo) => {
+    const reader = new Reader(key, wo?.prefix === true)
+    nextReader(reader)
+    try {
+      const w = watch(key, wo)
+      const next = w.next.bind(w)
+      w.next = () => (reader.calls++, next())
+      return w
+    } finally {
+      nextReader(undefined)
     }
-    return adapter.watch(prefix, counted, fromRevision)
   }
-  // Every other member read from the adapter itself, methods bound to it (adapters keep private fields).
-  const bound = new Map<PropertyKey, unknown>([
-    ['commit', commit],
-    ['watch', watch],
-  ])
-  return new Proxy(adapter, {
-    get(target, prop) {
-      const b = bound.get(prop)
-      if (b) return b
-      const v = Reflect.get(target, prop, target)
-      if (typeof v !== 'function') return v
-      const f = (v as (...a: unknown[]) => unknown).bind(target)
-      bound.set(prop, f)
-      return f
-    },
-  })
-}
-
-/** Marks `span` failed with `err`, as the semantic conventions ask (`error.type`, status ERROR, the exception). */
-function failed(span: Span, err: unknown): void {
-  span.setAttribute('error.type', errorType(err))
-  span.setStatus({ code: STATUS_ERROR, message: err instanceof Error ? err.message : String(err) })
-  span.recordException(err instanceof Error ? err : String(err))
-}
-
-/**
- * `error.type`: an error's `code` (a zaris error's, or a system error's), else its name.
- * Read, not imported: this module imports nothing of zaris at run time, so a
- * build of `zaris/otel` shares no chunk with the rest (a shared chunk would
- * cost every page that imports `zaris` one more file).
- */
-function errorType(err: unknown): string {
-  const code = (err as { code?: unknown } | null)?.code
-  if (typeof code === 'string') return code
-  return err instanceof Error ? err.name : typeof err
 }
 
 /**

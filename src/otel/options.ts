@@ -1,15 +1,29 @@
 /**
- * The options of `connect` that choose a client's telemetry.
+ * A client's telemetry, and the options of `connect` that choose it.
  *
  * @module
  */
-import type { Telemetry } from '../core/telemetry'
+import type { Client } from '../core/client'
 import type { MeterProvider, TracerProvider } from './api'
+
+/**
+ * What observes a client from outside: called once with the client, right
+ * after it is made, it wraps what the client already exposes (its adapter,
+ * its acquire methods, the handles they return) and listens to its
+ * `holdend` event. The core calls nothing of it. `otel(...)` from
+ * `zaris/otel` makes one.
+ *
+ * @example
+ * import { otel } from 'zaris/otel'
+ * const client = new Client(memoryAdapter({ namespace: 'demo' }))
+ * otel({ meterProvider })(client)
+ */
+export type Telemetry = (client: Client) => void
 
 /** How `connect` sets up a client's telemetry (docs/observability.md). */
 export interface TelemetryOptions {
   /**
-   * The client's telemetry (`otel(...)` from `zaris/otel`, or hooks of your
+   * The client's telemetry (`otel(...)` from `zaris/otel`, or one of your
    * own); `false` for none, even when OpenTelemetry has providers registered.
    * Default, in Node: a bridge to `meterProvider`/`tracerProvider`, else to
    * those registered with `@opentelemetry/api` when it is installed.
