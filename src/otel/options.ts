@@ -34,3 +34,17 @@ export interface TelemetryOptions {
   /** Send spans here (Node; in a page, use `telemetry: otel({ tracerProvider })`). */
   tracerProvider?: TracerProvider
 }
+
+/** Options of `otel` (`zaris/otel`). */
+export interface OtelOptions {
+  /** Where metrics go (an SDK's `MeterProvider`, or `metrics.getMeterProvider()`). None: no metrics. */
+  meterProvider?: MeterProvider
+  /** Where spans go (an SDK's `TracerProvider`, or `trace.getTracerProvider()`). None: no spans. */
+  tracerProvider?: TracerProvider
+  /** The store's name on every metric and span (`zaris.store`). Default: the adapter's (`memory`, `indexeddb`, `node`, `redis`, `etcd`, …). */
+  store?: string
+  /** What spans say of a key: `plain` (default, `zaris.key`), `hash` (`zaris.key.hash`) or `none`. */
+  keys?: 'plain' | 'hash' | 'none'
+  /** A bounded name for a key, put on metrics as `zaris.key.group` (for example the part before the first `:`). Default: none. */
+  keyGroup?: (key: string) => string
+}
