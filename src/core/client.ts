@@ -118,7 +118,7 @@ export class Client extends EventTarget implements AsyncDisposable {
     const registered = this.#registration(adapter)
     this.#ctx = {
       adapter,
-      lost: (hold, reason) => this.dispatchEvent(new CustomEvent('holdend', { detail: { key: hold.key, token: hold.token, reason } })),
+      lost: (detail) => this.dispatchEvent(new CustomEvent('holdend', { detail })),
       clock: options.clock ?? defaultClock(),
       id: this.id,
       ttl: options.ttl === undefined ? DEFAULT_TTL : checkTtl(options.ttl),

@@ -7,7 +7,6 @@
 import type { Adapter } from './contract/adapter'
 import type { Clock } from './time/clock'
 import type { HoldEndedError } from './contract/errors'
-import type { Fence } from './hold/life'
 
 /** Something a client ends when it closes (a watch, a hold, an election). */
 export interface Closable {
@@ -33,8 +32,8 @@ export interface Context {
   onClose(fn: (reason: Error) => void): () => void
   /** Throws `ClosedError` once the client is closed. */
   assertOpen(): void
-  /** A hold of this client ended other than by its holder, for `reason`: the client's `holdend` event. */
-  lost(hold: Fence, reason: HoldEndedError): void
+  /** A hold of this client ended other than by its holder: the client's `holdend` event, with this detail. */
+  lost(detail: { key: string; token: number; reason: HoldEndedError }): void
 }
 
 /**

@@ -436,6 +436,6 @@ export abstract class Hold<V extends Value = Value> implements AsyncDisposable, 
     this.#reason = () => (made ??= typeof reason === 'function' ? reason() : reason)
     this.#controller?.abort(this.#reason())
     // Ended other than by its holder (whose end is a function, built only if asked for): the client's `holdend` event.
-    if (typeof reason != 'function') this.#ctx.lost(this, reason)
+    if (typeof reason != 'function') this.#ctx.lost({ key: this.key, token: this.token, reason })
   }
 }
