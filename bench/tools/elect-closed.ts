@@ -5,7 +5,9 @@
  * browser freeing the closed tab's Web Lock), from the grant to its commit's
  * start, the commit (one readwrite transaction), and from there to the
  * campaign's answer; and, for comparison, a commit of the new leader's
- * 200 ms later. Prints each trial and the medians.
+ * 200 ms later; and `raw`, no zaris: the Web Lock's grant, then one
+ * readwrite transaction on a database the tab keeps open (the floor of any
+ * design whose term is a commit). Prints each trial and the medians.
  *
  *   npx tsx bench/tools/elect-closed.ts [samples per contender, default 12]
  *
@@ -20,11 +22,12 @@ const samples = Number(process.argv[2] ?? 12)
 const b = await startBrowser({ page: { root: fileURLToPath(new URL('./elect-closed/', import.meta.url)) } })
 type W = { trace: TraceApi }
 try {
-  const lat: Record<string, number[]> = { elect: [], bc: [] }
+  const lat: Record<string, number[]> = { elect: [], bc: [], raw: [] }
+  const rawGrant: number[] = []
   const parts: Record<string, number[]> = { grant: [], 'grant→commit': [], commit: [], 'commit→led': [], 'a commit 200 ms later': [] }
   const waiter = await b.tab()
   for (let i = 0; i < samples; i++) {
-    for (const kind of ['elect', 'bc'] as const) {
+    for (const kind of ['elect', 'bc', 'raw'] as const) {
       const ns = `closed-${kind}`
       const key = `leader-${i}`
       const holder: Tab = await b.tab()
@@ -50,6 +53,10 @@ try {
           parts['a commit 200 ms later']!.push(quiet)
           console.log(`elect ${at(led).toFixed(1)} ms: grant ${at(granted).toFixed(1)}, then commit start +${(start - granted).toFixed(1)}, commit ${(done - start).toFixed(1)}, led +${(led - done).toFixed(1)}; a commit 200 ms later ${quiet.toFixed(1)}`)
         }
+      } else if (kind === 'raw') {
+        const granted = (await waiter.page.evaluate(() => (window as unknown as W).trace.stamps())).find(([s]) => s === 'granted')?.[1]
+        if (granted !== undefined) rawGrant.push(at(granted))
+        console.log(`raw   ${at(led).toFixed(1)} ms: grant ${granted === undefined ? '?' : at(granted).toFixed(1)}, then one readwrite transaction`)
       } else {
         console.log(`bc    ${at(led).toFixed(1)} ms`)
       }
@@ -59,7 +66,7 @@ try {
     }
   }
   const m = (xs: number[]) => +median(xs).toFixed(1)
-  console.log(JSON.stringify({ elect: m(lat.elect!), bc: m(lat.bc!), ratio: +(median(lat.elect!) / median(lat.bc!)).toFixed(2), ...Object.fromEntries(Object.entries(parts).map(([k, v]) => [k, v.length ? m(v) : null])) }))
+  console.log(JSON.stringify({ elect: m(lat.elect!), bc: m(lat.bc!), raw: m(lat.raw!), 'raw grant': rawGrant.length ? m(rawGrant) : null, ratio: +(median(lat.elect!) / median(lat.bc!)).toFixed(2), ...Object.fromEntries(Object.entries(parts).map(([k, v]) => [k, v.length ? m(v) : null])) }))
 } finally {
   await b.close()
 }

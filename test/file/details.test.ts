@@ -141,6 +141,10 @@ describe('what a commit answers and writes', () => {
     expect(empty).toMatchObject({ ok: true, revision: 3 })
     expect(raw(path).prepare('SELECT type FROM zaris_file_events WHERE revision = 3').all()).toEqual([{ type: 'none' }])
     expect((await a.commit([], [set('next')])).ok && 4).toBe(4)
+    // Retried by its request id, an empty commit answers as it did: the `none` row is no delete.
+    const first = await a.commit([], [], { requestId: 'empty' })
+    expect(await a.commit([], [], { requestId: 'empty' })).toStrictEqual(first)
+    expect(first).toStrictEqual({ ok: true, revision: 5, entries: [], deleted: [] })
   })
 
   test('bad input inside a commit is refused as it is (not as a failing file), and writes nothing', async () => {

@@ -32,14 +32,45 @@ TermStore.prototype.commit = async function (this: TermStore, ...args: Parameter
   }
 }
 
+function openRaw(name: string): Promise<IDBDatabase> {
+  return new Promise((resolve, reject) => {
+    const open = indexedDB.open(name, 1)
+    open.onupgradeneeded = () => open.result.createObjectStore('kv')
+    open.onsuccess = () => resolve(open.result)
+    open.onerror = () => reject(open.error)
+  })
+}
+
+function put(db: IDBDatabase, key: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const tx = db.transaction('kv', 'readwrite')
+    tx.objectStore('kv').put(now(), key)
+    tx.oncomplete = () => resolve()
+    tx.onerror = () => reject(tx.error)
+  })
+}
+
 let led: Promise<number> | undefined
 let later: (() => Promise<number>) | undefined
 const api = {
   now,
   /** Campaigns (zaris/elect or broadcast-channel) on `key`; `led()` resolves when it leads. */
-  async campaign(kind: 'elect' | 'bc', ns: string, key: string): Promise<void> {
+  async campaign(kind: 'elect' | 'bc' | 'raw', ns: string, key: string): Promise<void> {
     stamps.length = 0
-    if (kind === 'elect') {
+    if (kind === 'raw') {
+      // No zaris: the floor of any design whose term is an IndexedDB commit — the Web Lock's grant, then one
+      // readwrite transaction on a database every candidate keeps open (and wrote to before).
+      const db = await openRaw(`raw-${ns}`)
+      await put(db, `${key}:hello`)
+      led = new Promise<number>((resolve) => {
+        void locks.request(`raw:${ns}:${key}`, async () => {
+          stamps.push(['granted', now()])
+          await put(db, key)
+          resolve(now())
+          await new Promise(() => {})
+        })
+      })
+    } else if (kind === 'elect') {
       const e = election(key, { namespace: ns, ttl: 30_000 })
       led = e.campaign().then((term) => {
         // A commit of the same shape once things settled: what a commit costs when no tab just closed.
