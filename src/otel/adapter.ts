@@ -66,7 +66,7 @@ export function observeAdapter(adapter: Adapter, sets: AttributeSets, m: Instrum
   observed.add(adapter)
   const db = DB_SYSTEMS[sets.store]
   const commit = adapter.commit.bind(adapter)
-  adapter.commit = (checks: Check[], ops: Op[], options?: CommitOptions) => {
+  replace(adapter, 'commit', (checks: Check[], ops: Op[], options?: CommitOptions) => {
     const start = m ? performance.now() : 0
     const span = tracer?.startSpan('zaris.commit', {
       kind: SPAN_KIND.client,
@@ -90,12 +90,12 @@ export function observeAdapter(adapter: Adapter, sets: AttributeSets, m: Instrum
         throw err
       },
     )
-  }
+  })
   if (!m) return nextReader
   const watch = adapter.watch.bind(adapter)
   // An adapter tells every watch on a connection of its break in one go: one break counts once, however many watch.
   let told = false
-  adapter.watch = (prefix: string, sink: WatchSink, fromRevision?: number) => {
+  replace(adapter, 'watch', (prefix: string, sink: WatchSink, fromRevision?: number) => {
     const r = reader
     reader = undefined
     const lag = sets.of(undefined)
@@ -118,8 +118,21 @@ export function observeAdapter(adapter: Adapter, sets: AttributeSets, m: Instrum
       },
     }
     return watch(prefix, seen, fromRevision)
-  }
+  })
   return nextReader
+}
+
+/**
+ * Sets `adapter[name]` to `fn`. An adapter that cannot take it (a frozen
+ * object of your own) is left as it is: that part goes unobserved, and the
+ * client works as without telemetry.
+ */
+function replace<K extends 'commit' | 'watch'>(adapter: Adapter, name: K, fn: Adapter[K]): void {
+  try {
+    adapter[name] = fn
+  } catch {
+    // Frozen, or the member is read-only.
+  }
 }
 
 /** Marks `span` failed with `err`, as the semantic conventions ask (`error.type`, status ERROR, the exception). */

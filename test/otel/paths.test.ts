@@ -75,3 +75,14 @@ test('run, a permit, a lock set, a job, await using, a renewal and close are eac
   for (const r of releases) expect(commits.some((c) => c.parentSpanContext?.spanId === r.spanContext().spanId)).toBe(true)
   await otelSdk.shutdown()
 })
+
+test('a frozen adapter of your own is left as it is: its commits go untimed, the rest is observed', async () => {
+  const otelSdk = sdk()
+  const client = new Client(Object.freeze(memoryAdapter({ namespace: `otel-frozen-${Math.random().toString(36).slice(2, 8)}` })))
+  otel({ meterProvider: otelSdk.meterProvider })(client)
+  expect(await (await client.locks.acquire('lock:a'))!.release()).toBe(true)
+  await client.close()
+  expect(await otelSdk.points('zaris.commit.duration')).toEqual([])
+  expect((await otelSdk.points<Histogram>('zaris.acquire.duration')).map((p) => p.value.count)).toEqual([1])
+  await otelSdk.shutdown()
+})
