@@ -8,7 +8,7 @@
  * @module
  */
 import type { Adapter } from './core/contract/adapter'
-import { Client, type ClientOptions } from './core/client'
+import { Client } from './core/client'
 import { InvalidArgumentError, InvalidUrlError } from './core/contract/errors'
 import { splitScheme } from './core/contract/url'
 import type { AdapterFactory, ConnectOptions, Parsed, Target } from './scheme-types'
@@ -71,7 +71,7 @@ export async function connect(url: string, options: ConnectOptions = {}): Promis
   if (typeof options !== 'object' || options === null) throw new InvalidArgumentError('options must be an object')
   const adapter: Adapter = await parse(url).open(options)
   try {
-    return new Client(adapter, (await withTelemetry(options)) as ClientOptions)
+    return await withTelemetry(new Client(adapter, options), options)
   } catch (err) {
     await adapter.close()
     throw err

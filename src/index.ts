@@ -9,7 +9,7 @@ export { connect, clients, registerScheme, parseUrl, DEFAULT_PORT } from './conn
 export type { AdapterFactory, Clients, ConnectOptions, Target } from './connect'
 export { Client, DEFAULT_TTL } from './core/client'
 export type { ClientOptions, DeleteOptions, HoldEndDetail, HoldEndEvent, PutOptions } from './core/client'
-export type { AcquireInfo, AcquireWait, HoldEndCode, HoldKind, Telemetry } from './core/telemetry'
+export type { Telemetry } from './otel/options'
 export { Locks, Lock, Hold } from './core/locks'
 export type { Fence, HeldLock, Holder, LockMode, LockOptions, LockQuery, LockSet, PendingLock, RunOptions } from './core/locks'
 export { Semaphores, MAX_PERMITS } from './core/semaphores'

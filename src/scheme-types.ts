@@ -9,7 +9,7 @@ import type { ClientOptions } from './core/client'
 import type { TelemetryOptions } from './otel/options'
 
 /** Options of `connect`: the client's, its telemetry's, plus what adapters read. */
-export interface ConnectOptions extends Omit<ClientOptions, 'telemetry'>, TelemetryOptions {
+export interface ConnectOptions extends ClientOptions, TelemetryOptions {
   /** Bearer token for a zaris node started with `--token`. */
   token?: string
   /** Anything a custom adapter factory wants. */

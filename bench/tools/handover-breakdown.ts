@@ -18,11 +18,12 @@
  * HANDOVER_PROFILE=1 also profiles both processes (V8 sampling profiler, the
  * client's through the inspector, the node's with --cpu-prof) and sums the
  * samples that fall inside the handovers only (release call to grant), so
- * the settling between them does not count.
+ * the settling between them does not count. HANDOVER_PROFILE_OUT=dir keeps both
+ * (cut to the handovers) as client.cpuprofile and node.cpuprofile there.
  *
  * @module
  */
-import { readFileSync, rmSync, existsSync } from 'node:fs'
+import { readFileSync, rmSync, existsSync, writeFileSync } from 'node:fs'
 import { Session } from 'node:inspector/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -283,6 +284,12 @@ try {
     console.log('-- client process (holder and waiters) --')
     console.log(summarise(within(clientProfile as unknown as Profile, windows), 22))
     if (nodeProfile) console.log('-- node process --\n' + summarise(within(nodeProfile, windows), 22))
+    // HANDOVER_PROFILE_OUT=dir: both profiles, cut to the handovers, kept for bench/tools/cpuprofile.ts.
+    const outDir = process.env.HANDOVER_PROFILE_OUT
+    if (outDir) {
+      writeFileSync(join(outDir, 'client.cpuprofile'), JSON.stringify(within(clientProfile as unknown as Profile, windows)))
+      if (nodeProfile) writeFileSync(join(outDir, 'node.cpuprofile'), JSON.stringify(within(nodeProfile, windows)))
+    }
   }
 } finally {
   // A waiter still in line ends with the client's close.

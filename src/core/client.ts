@@ -20,7 +20,6 @@ import { defaultClock } from './time/page-clock'
 import { listAll } from './contract/pages'
 import { isReservedKey, SEP } from './contract/reserved'
 import { Semaphores } from './semaphores'
-import type { Telemetry } from './telemetry'
 import { checkUserKey, checkOptions, checkOwner, checkPrefix, checkRevision, checkTtl, checkValue } from './contract/validate'
 import { Watch, type WatchOptions } from './watch'
 
@@ -36,11 +35,6 @@ export interface ClientOptions {
    * system's monotonic clock.
    */
   clock?: Clock
-  /**
-   * Hooks told of acquires, holds, renewals and commits (metrics, traces).
-   * `connect` sets it up for OpenTelemetry on its own (docs/observability.md).
-   */
-  telemetry?: Telemetry
 }
 
 /** What a `holdend` event tells: which hold ended, and why (`reason.code`: `EXPIRED`, `STOLEN` or `LOST`). */
@@ -122,14 +116,9 @@ export class Client extends EventTarget implements AsyncDisposable {
     if (this.id.includes(SEP)) throw new InvalidArgumentError('id must not contain U+0001: zaris keeps that character for its own keys and owners')
     this.adapter = adapter
     const registered = this.#registration(adapter)
-    const telemetry = options.telemetry
     this.#ctx = {
-      adapter: telemetry?.adapter?.(adapter) ?? adapter,
-      telemetry,
-      holdEnded: (hold, code, reason) => {
-        telemetry?.holdEnded?.(hold, code)
-        if (code !== 'RELEASED' && code !== 'CLOSED') this.dispatchEvent(new CustomEvent('holdend', { detail: { key: hold.key, token: hold.token, reason: reason() } }))
-      },
+      adapter,
+      lost: (detail) => this.dispatchEvent(new CustomEvent('holdend', { detail })),
       clock: options.clock ?? defaultClock(),
       id: this.id,
       ttl: options.ttl === undefined ? DEFAULT_TTL : checkTtl(options.ttl),
@@ -196,7 +185,7 @@ export class Client extends EventTarget implements AsyncDisposable {
     const ttl = o.ttl === undefined ? undefined : checkTtl(o.ttl)
     const checks = this.#conditions(key, o)
     this.#ctx.assertOpen()
-    const r = await this.#ctx.adapter.commit(checks, [ttl === undefined ? { type: 'set', key, value } : { type: 'set', key, value, ttl }])
+    const r = await this.adapter.commit(checks, [ttl === undefined ? { type: 'set', key, value } : { type: 'set', key, value, ttl }])
     if (!r.ok) throw this.#refusal('put', key, r.failed, o.fence)
     return r.entries[0] as Entry<V>
   }
@@ -210,7 +199,7 @@ export class Client extends EventTarget implements AsyncDisposable {
   async get<V extends Value = Value>(key: string): Promise<Entry<V> | undefined> {
     checkUserKey(key)
     this.#ctx.assertOpen()
-    return (await this.#ctx.adapter.get(key)) as Entry<V> | undefined
+    return (await this.adapter.get(key)) as Entry<V> | undefined
   }
 
   /**
@@ -225,7 +214,7 @@ export class Client extends EventTarget implements AsyncDisposable {
     if (o.ifRevision === null) throw new InvalidArgumentError('ifRevision must be a revision for delete (null would mean "only if absent")')
     const checks = this.#conditions(key, o)
     this.#ctx.assertOpen()
-    const r = await this.#ctx.adapter.commit(checks, [{ type: 'delete', key }])
+    const r = await this.adapter.commit(checks, [{ type: 'delete', key }])
     if (!r.ok) throw this.#refusal('delete', key, r.failed, o.fence)
     return r.deleted.includes(key)
   }
@@ -241,7 +230,7 @@ export class Client extends EventTarget implements AsyncDisposable {
   async list(prefix: string): Promise<Entry[]> {
     checkPrefix(prefix)
     this.#ctx.assertOpen()
-    const entries = await listAll(this.#ctx.adapter, prefix)
+    const entries = await listAll(this.adapter, prefix)
     // Reserved entries (wait lines, shared holds, permits) sort first (U+0001) and are ours, not the user's.
     return entries.some((e) => isReservedKey(e.key)) ? entries.filter((e) => !isReservedKey(e.key)) : entries
   }

@@ -7,8 +7,6 @@
 import type { Adapter } from './contract/adapter'
 import type { Clock } from './time/clock'
 import type { HoldEndedError } from './contract/errors'
-import type { Fence } from './hold/life'
-import type { HoldEndCode, Telemetry } from './telemetry'
 
 /** Something a client ends when it closes (a watch, a hold, an election). */
 export interface Closable {
@@ -34,10 +32,8 @@ export interface Context {
   onClose(fn: (reason: Error) => void): () => void
   /** Throws `ClosedError` once the client is closed. */
   assertOpen(): void
-  /** The client's telemetry hooks, if it has any (./telemetry.ts). */
-  readonly telemetry?: Telemetry
-  /** A hold of this client ended with `code`; `reason` builds its signal's reason (the client's `holdend` event). */
-  holdEnded?(hold: Fence, code: HoldEndCode, reason: () => HoldEndedError): void
+  /** A hold of this client ended other than by its holder: the client's `holdend` event, with this detail. */
+  lost(detail: { key: string; token: number; reason: HoldEndedError }): void
 }
 
 /**

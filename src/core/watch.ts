@@ -131,7 +131,6 @@ export class Watch implements AsyncIterableIterator<WatchEvent>, AsyncDisposable
     if (ev.revision !== this.#last) this.#lastKeys.clear()
     this.#last = ev.revision
     this.#lastKeys.add(ev.key)
-    this.#ctx.telemetry?.watched?.(this.#queue.length)
     if (this.#waiting) this.#settle({ value: ev, done: false })
     else this.#queue.push(ev)
   }

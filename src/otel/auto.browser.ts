@@ -1,13 +1,14 @@
 /**
- * What `connect` does for OpenTelemetry in a page's build: nothing but pass
- * on the telemetry it is given (`telemetry: otel(...)` from `zaris/otel`).
- * A page's bundle that does not use OpenTelemetry carries no bridge and no
- * import of it; `meterProvider` and `tracerProvider` alone are Node's
- * (docs/observability.md).
+ * What `connect` does for OpenTelemetry in a page's build: nothing. A page
+ * observes a client itself, `otel({ meterProvider, tracerProvider })(client)`
+ * with `otel` from `zaris/otel`; `connect`'s `telemetry`, `meterProvider` and
+ * `tracerProvider` are Node's (docs/observability.md). So a page's bundle
+ * carries no bridge, no import of it and no code for it, not even the line
+ * that would hand a client to a telemetry given.
  *
  * @module
  */
-import type { TelemetryOptions } from './options'
+import type { Client } from '../core/client'
 
-/** `options` as they are (a `telemetry` of `false` is no telemetry to the client). */
-export const withTelemetry = <O extends TelemetryOptions>(options: O): O => options
+/** `client` as it is. */
+export const withTelemetry = (client: Client): Client => client

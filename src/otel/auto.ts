@@ -3,23 +3,24 @@
  * the one given (`telemetry`; `false` for none), else a bridge to the
  * providers given (`meterProvider`, `tracerProvider`), else — when
  * `@opentelemetry/api` is installed and a provider is registered with it —
- * a bridge to the registered ones. The API is loaded once, on the first
+ * a bridge to the registered ones; it observes the client once made. The API is loaded once, on the first
  * connect, and the bridge (./index.ts) only when it has somewhere to send;
  * nothing is recorded otherwise. A page's build has ./auto.browser.ts instead.
  *
  * @module
  */
-import type { Telemetry } from '../core/telemetry'
+import type { Client } from '../core/client'
 import type { MeterProvider, TracerProvider } from './api'
-import type { TelemetryOptions } from './options'
+import type { Telemetry, TelemetryOptions } from './options'
 
 type Api = typeof import('@opentelemetry/api')
 
 let api: Promise<Api | undefined> | undefined
 
-/** `options` with the telemetry a client made by `connect` gets. */
-export async function withTelemetry<O extends TelemetryOptions>(options: O): Promise<O & { telemetry: Telemetry | undefined }> {
-  return { ...options, telemetry: await telemetryFor(options) }
+/** `client`, observed by the telemetry `options` choose (if any). */
+export async function withTelemetry(client: Client, options: TelemetryOptions): Promise<Client> {
+  ;(await telemetryFor(options))?.(client)
+  return client
 }
 
 async function telemetryFor(options: TelemetryOptions): Promise<Telemetry | undefined> {

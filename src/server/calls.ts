@@ -7,6 +7,7 @@
  * @module
  */
 import { InvalidArgumentError, UnsupportedError } from '../core/contract/errors'
+import type { CommitResult } from '../core/contract/adapter'
 import { commitRequest, getRequest, listRequest, parseWith, toCommitResponse, toGetResponse } from './protocol'
 import type { Metrics } from './metrics'
 import type { Namespaces } from './namespaces'
@@ -48,11 +49,17 @@ export class Calls {
    * Answers `op` on namespace `ns` for a parsed request body. `connOf` gives
    * the connection it came on (its parked commits are bounded and dropped
    * with it); it is asked only by a commit that may wait, since knowing a
-   * socket's end costs listeners on it.
+   * socket's end costs listeners on it. `early`, where the caller can send an
+   * answer before this resolves (a framed connection), is handed the JSON
+   * answer of a parked commit in the very step of the store that answers it
+   * (`CommitOptions.onAnswer`; the returned reply carries the same).
+   *
+   * With its namespace open, a commit reaches its store before the first
+   * await: a release goes from its frame to the handover in one step.
    */
-  async call(ns: string, op: CallOp, body: unknown, connOf?: () => ParkConnection | undefined): Promise<Reply> {
+  async call(ns: string, op: CallOp, body: unknown, connOf?: () => ParkConnection | undefined, early?: (json: string) => void): Promise<Reply> {
     if (op === 'filter') return this.#filter(ns, body)
-    const adapter = await this.#namespaces.adapterOf(ns)
+    const adapter = this.#namespaces.opened(ns) ?? (await this.#namespaces.adapterOf(ns))
     switch (op) {
       case 'get': {
         const { key } = parseWith(getRequest, body, 'body')
@@ -66,20 +73,24 @@ export class Calls {
         const { checks, ops, requestId, seen, waitChange, keepParked, parkOrder, wakeOwner } = parseWith(commitRequest, body, 'body')
         const metrics = this.#metrics
         const parking = this.parking
-        // The request's text: what a retry must match, and what a parked commit counts against the node's bound.
-        const text = requestId === undefined && waitChange === undefined ? '' : JSON.stringify([checks, ops])
+        // The request's text: what a retry must match, and what a parked commit counts against the node's bound
+        // (made before the commit only for a commit that may park; a release's waits until its store step is done).
+        const text = waitChange === undefined ? '' : JSON.stringify([checks, ops])
+        // The answer told early (and its JSON, made once).
+        let told: { r: CommitResult; json: string } | undefined
+        const onAnswer = early && ((r: CommitResult) => early((told = { r, json: JSON.stringify(toCommitResponse(r)) }).json))
         const apply = async () => {
           // `seen` moves a store that lost its state above what the client saw (bounded: see CommitOptions.seen).
           const options = requestId === undefined && seen === undefined ? undefined : { requestId, seen }
           const started = performance.now()
-          const r = waitChange === undefined ? await adapter.commit(checks, ops, options) : await parking.commit(adapter, checks, ops, options, { ms: waitChange, keep: keepParked, order: parkOrder, wakeOwner, bytes: 2 * text.length }, connOf)
+          const r = waitChange === undefined ? await adapter.commit(checks, ops, options) : await parking.commit(adapter, checks, ops, options, { ms: waitChange, keep: keepParked, order: parkOrder, wakeOwner, bytes: 2 * text.length, onAnswer }, connOf)
           if (r.ok) metrics.commits++
           else metrics.conflicts++
           metrics.holds.commit(ns, checks, ops, r, started)
-          return JSON.stringify(toCommitResponse(r))
+          return told?.r === r ? told.json : JSON.stringify(toCommitResponse(r))
         }
         if (requestId === undefined) return jsonText(200, await apply())
-        const { body: answer, replayed } = await this.#replays.run(`${ns}\u0000${requestId}`, text, apply)
+        const { body: answer, replayed } = await this.#replays.run(`${ns}\u0000${requestId}`, text || (() => JSON.stringify([checks, ops])), apply)
         if (replayed) metrics.replays++
         return { status: 200, headers: replayed ? { ...JSON_HEADERS, 'x-zaris-replayed': '1' } : { ...JSON_HEADERS }, body: answer }
       }

@@ -26,8 +26,13 @@ export interface FrameAnswer {
 
 /** A framed connection the node accepted; requests may overlap. */
 export interface FrameSession {
-  /** Answers one request frame (its text, without the newline). Never rejects. */
-  answer(frame: string): Promise<FrameAnswer>
+  /**
+   * Answers one request frame (its text, without the newline). Never rejects.
+   * `early` may be handed the answer frame before the promise settles (a
+   * parked commit answered in another request's step); the promise then
+   * resolves with the same frame, to be counted but not sent again.
+   */
+  answer(frame: string, early?: (frame: string) => void): Promise<FrameAnswer>
   /** The connection closed: its parked commits are dropped. */
   close?(): void
 }
@@ -73,8 +78,8 @@ export class FrameRoutes {
     return outcome
   }
 
-  /** One request frame, answered: the frame's route runs through {@link Calls} like a POST. */
-  async answer(text: string, conn?: ParkConnection): Promise<FrameAnswer> {
+  /** One request frame, answered: the frame's route runs through {@link Calls} like a POST; `early` as in {@link FrameSession.answer}. */
+  async answer(text: string, conn?: ParkConnection, early?: (frame: string) => void): Promise<FrameAnswer> {
     const started = performance.now()
     const { metrics, log } = this.#ctx
     let id: number
@@ -105,7 +110,7 @@ export class FrameRoutes {
         if (op === 'watch' || op === 'events') {
           reply = json(400, { error: { code: 'INVALID_ARGUMENT', message: `${op} is not served over frames; use GET ${path.slice(0, 200)}` } })
         } else {
-          reply = await this.#ctx.calls.call(ns, op as CallOp, body, conn && (() => conn))
+          reply = await this.#ctx.calls.call(ns, op as CallOp, body, conn && (() => conn), early && ((json) => early(answerFrame(id, 200, json))))
         }
       }
     } catch (err) {
@@ -124,6 +129,6 @@ export class FrameRoutes {
     }
     // One session per connection: its parked commits are counted and dropped with it.
     const conn = new ParkConnection()
-    return { session: { answer: (text) => this.answer(text, conn), close: () => conn.close() } }
+    return { session: { answer: (text, early) => this.answer(text, conn, early), close: () => conn.close() } }
   }
 }

@@ -261,7 +261,15 @@ class FramedSocket implements FrameConnection {
     this.#inflight++
     this.#reserved += reserved
     this.#budget?.take(reserved)
-    this.#session.answer(text).then(
+    // A parked commit's answer may come early, in the step of the release that hands over: it is sent
+    // then, ahead of that step's other work and of the release's own answer; the settled answer only counts.
+    let sent = false
+    const early = (frame: string) => {
+      if (sent || this.#done) return
+      sent = true
+      this.#socket.write(frame)
+    }
+    this.#session.answer(text, early).then(
       (a) => {
         this.#inflight--
         this.#reserved -= reserved
@@ -272,7 +280,7 @@ class FramedSocket implements FrameConnection {
           this.#socket.end(a.frame)
           return
         }
-        this.#socket.write(a.frame)
+        if (!sent) this.#socket.write(a.frame)
         if (this.#limits.afterWrite?.(this.#socket)) return
         if (this.#ending && this.#inflight === 0) this.#finish()
         else this.#resumeLater()

@@ -100,6 +100,8 @@ export interface ParkWait {
   wakeOwner?: string
   /** What the request counts against the bound of parked bytes (its JSON, twice for UTF-16), if the caller has it. */
   bytes?: number
+  /** `CommitOptions.onAnswer`, for a store that hands over (others never call it). */
+  onAnswer?: (r: CommitResult) => void
 }
 
 /** Counts for `/metrics` and tests. */
@@ -156,7 +158,7 @@ export class Parking {
       this.counts.now++
     }
     try {
-      if (adapter.capabilities?.handover) return await this.#inStore(adapter, checks, ops, { ...options, waitChange: ms, keepParked: keep, parkOrder: wait.order, wakeOwner: wait.wakeOwner }, conn, parked)
+      if (adapter.capabilities?.handover) return await this.#inStore(adapter, checks, ops, { ...options, waitChange: ms, keepParked: keep, parkOrder: wait.order, wakeOwner: wait.wakeOwner, onAnswer: wait.onAnswer }, conn, parked)
       return await this.#watched(adapter, checks, ops, options, ms, keep ? wait.wakeOwner ?? true : false, conn, parked)
     } finally {
       this.#now--
@@ -169,7 +171,8 @@ export class Parking {
   /**
    * A store that hands over keeps the commit: the node ends it with the
    * connection it came on (the node's shutdown closes the store, which ends
-   * them all).
+   * them all). A store whose answers are final when given tells it through
+   * `options.onAnswer` in the step that answers it.
    */
   async #inStore(adapter: Adapter, checks: Check[], ops: Op[], options: CommitOptions, conn: ParkConnection | undefined, parked: () => void): Promise<CommitResult> {
     let waited = false

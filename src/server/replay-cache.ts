@@ -76,20 +76,22 @@ export class ReplayCache {
    * `replayed` says which. `request` is the request's text: a retry whose
    * request differs is refused with INVALID_ARGUMENT (it is not a retry, and
    * the old answer would be for another commit). A failed `apply` is not
-   * remembered: its retry runs again.
+   * remembered: its retry runs again. `request` may be given as a function:
+   * a fresh id's is then read only after `apply()` started (a release's
+   * store step, and the handover in it, come first).
    */
-  async run(id: string, request: string, apply: () => Promise<string>): Promise<{ body: string; replayed: boolean }> {
+  async run(id: string, request: string | (() => string), apply: () => Promise<string>): Promise<{ body: string; replayed: boolean }> {
     this.#prune()
-    const print = fingerprint(request)
+    const text = typeof request === 'string' ? () => request : request
     const slot = this.#slots.get(id)
     if (slot) {
-      if (slot.print !== print) {
+      if (slot.print !== fingerprint(text())) {
         throw new InvalidArgumentError(`requestId: already used for another commit; a retry must send the same checks and ops (use a new id for a new commit)`)
       }
       return { body: await slot.answer, replayed: true }
     }
     const answer = apply()
-    const fresh: Slot = { id, print, answer, at: this.#now(), bytes: 0 }
+    const fresh: Slot = { id, print: fingerprint(text()), answer, at: this.#now(), bytes: 0 }
     this.#slots.set(id, fresh)
     this.#order.push(fresh)
     try {

@@ -24,6 +24,7 @@ export function contextOf(adapter: Adapter, clock: ManualClock, id: string): Con
     ttl: 30_000,
     ready: Promise.resolve(),
     open: new Set(),
+    lost() {}, // the client's `holdend` event: none here
     onClose(fn) {
       if (closed) {
         fn(new ClosedError())

@@ -46,3 +46,13 @@ test('past maxBytes and past the age limit, ids are forgotten', async () => {
   now = 2_000
   expect((await cache.run('b', 'req', answer('later'))).replayed).toBe(false)
 })
+
+test('a request given as a function: a fresh id reads it after apply started (the commit first), a retry reads it to compare', async () => {
+  const cache = new ReplayCache()
+  const seen: string[] = []
+  const request = (text: string) => () => (seen.push(text), text)
+  expect(await cache.run('a', request('r1'), async () => (seen.push('apply'), 'ok'))).toEqual({ body: 'ok', replayed: false })
+  expect(seen).toEqual(['apply', 'r1'])
+  expect(await cache.run('a', request('r1'), answer('x'))).toEqual({ body: 'ok', replayed: true })
+  await expect(cache.run('a', request('another'), answer('x'))).rejects.toThrow(/already used for another commit/)
+})

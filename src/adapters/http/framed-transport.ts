@@ -46,6 +46,8 @@ const NEWLINE = 10
 const PING_TIMEOUT_MS = 10_000
 /** The signal of a ping: it ends by its deadline, never by abort. */
 const NEVER = new AbortController().signal
+/** "Send this one over HTTP": one settled promise for every such answer. */
+const NONE: Promise<undefined> = Promise.resolve(undefined)
 
 /** The modules the connections are opened with. */
 export interface FrameModules {
@@ -98,26 +100,24 @@ export class Frames {
   /**
    * Sends a POST over the node's framed connection, opening it if need be.
    * Resolves undefined when this request should go over HTTP instead (the
-   * node refused the upgrade, the connection is full, the request is not a
-   * plain JSON POST); rejects on network failure, as a transport does.
+   * node refused the upgrade, the connection is full, not a plain JSON POST);
+   * rejects on network failure. On an open connection: the request's own promise (no hops).
    */
-  async send(r: TransportRequest): Promise<TransportResponse | undefined> {
-    if (this.#closed || r.method !== 'POST' || r.body === undefined || r.body.includes('\n')) return undefined
+  send(r: TransportRequest): Promise<TransportResponse | undefined> {
+    if (this.#closed || r.method !== 'POST' || r.body === undefined || r.body.includes('\n')) return NONE
     const at = r.url.indexOf('/', r.url.indexOf('//') + 2)
-    if (at === -1 || r.url.includes('?', at)) return undefined
+    if (at === -1 || r.url.includes('?', at)) return NONE
     const origin = r.url.slice(0, at)
     const authorization = r.headers.authorization
     const key = authorization === undefined ? origin : `${origin} ${authorization}`
     let link = this.#links.get(key)
     if (!link) this.#links.set(key, (link = { refusedUntil: 0 }))
-    let conn = link.conn
-    if (!conn || conn.closed) {
-      if (link.refusedUntil > Date.now()) return undefined
-      conn = await this.#connect(link, origin, authorization, r.signal, r.deadline)
-      if (!conn) return undefined
-    }
-    if (conn.full) return undefined
-    return conn.request(r.url.slice(at), r.body, r.signal, r.deadline ?? Infinity)
+    const conn = link.conn
+    if (conn && !conn.closed) return conn.full ? NONE : conn.request(r.url.slice(at), r.body, r.signal, r.deadline ?? Infinity)
+    if (link.refusedUntil > Date.now()) return NONE
+    return this.#connect(link, origin, authorization, r.signal, r.deadline).then((opened) =>
+      opened && !opened.full ? opened.request(r.url.slice(at), r.body!, r.signal, r.deadline ?? Infinity) : undefined,
+    )
   }
 
   /** Closes every connection; requests on them fail. */

@@ -15,7 +15,7 @@
 import type * as Http from 'node:http'
 import type * as Https from 'node:https'
 import { Frames } from './framed-transport'
-import type { Transport, TransportResponse } from './transport'
+import type { Transport, TransportRequest, TransportResponse } from './transport'
 
 /** Options of {@link nodeTransport}. */
 export interface NodeTransportOptions {
@@ -42,69 +42,70 @@ export async function nodeTransport(options: NodeTransportOptions = {}): Promise
   return {
     name: frames ? 'node:http+frames' : 'node:http',
     deadlines: true,
-    async send(r) {
-      if (frames) {
-        const framed = await frames.send(r)
-        if (framed) return framed
-      }
-      // Over HTTP the deadline is a signal of its own (AbortSignal.timeout does not keep the process alive).
-      if (r.deadline !== undefined) r = { ...r, signal: AbortSignal.any([r.signal, AbortSignal.timeout(Math.max(0, Math.ceil(r.deadline - performance.now())))]) }
-      const secure = r.url.startsWith('https:')
-      if (secure && !secureAgent) {
-        https ??= (await load('node:https')) as typeof Https
-        secureAgent = new https.Agent({ keepAlive: true, scheduling: 'lifo' })
-      }
-      const headers: Record<string, string> = { ...r.headers }
-      if (r.body !== undefined) headers['content-length'] = String(Buffer.byteLength(r.body))
-      return new Promise<TransportResponse>((resolve, reject) => {
-        const options = { method: r.method, headers, signal: r.signal }
-        const req = secure
-          ? https!.request(r.url, { ...options, agent: secureAgent })
-          : http.request(r.url, { ...options, agent })
-        req.on('error', reject)
-        req.on('response', (res) => {
-          res.on('error', () => {}) // surfaced by the reader
-          resolve({
-            status: res.statusCode ?? 0,
-            text: () =>
-              new Promise<string>((done, fail) => {
-                const chunks: Buffer[] = []
-                res.on('data', (c: Buffer) => chunks.push(c))
-                res.on('end', () => done(Buffer.concat(chunks).toString('utf8')))
-                res.on('error', fail)
-                res.on('aborted', () => fail(new Error('the response was cut off')))
-              }),
-            chunks: () => res as AsyncIterable<Uint8Array>,
-            pipe: (onChunk) =>
-              new Promise<void>((done, fail) => {
-                res.on('data', (c: Buffer) => {
-                  try {
-                    onChunk(c)
-                  } catch (err) {
-                    fail(err)
-                    res.destroy()
-                  }
-                })
-                res.on('end', done)
-                res.on('error', fail)
-                res.on('aborted', () => fail(new Error('the response was cut off')))
-                // After `end` this changes nothing; before it (cancelled, destroyed) the body is over.
-                res.on('close', () => fail(new Error('the response was closed')))
-              }),
-            cancel: () => res.destroy(),
-            ref: (on) => {
-              if (on) res.socket?.ref()
-              else res.socket?.unref()
-            },
-          })
-        })
-        req.end(r.body)
-      })
+    send(r) {
+      // A framed answer in one hop; over HTTP when the frames decline.
+      return frames ? frames.send(r).then((framed) => framed ?? overHttp(r)) : overHttp(r)
     },
     close() {
       frames?.close()
       agent.destroy()
       secureAgent?.destroy()
     },
+  }
+
+  async function overHttp(r: TransportRequest): Promise<TransportResponse> {
+    // Over HTTP the deadline is a signal of its own (AbortSignal.timeout does not keep the process alive).
+    if (r.deadline !== undefined) r = { ...r, signal: AbortSignal.any([r.signal, AbortSignal.timeout(Math.max(0, Math.ceil(r.deadline - performance.now())))]) }
+    const secure = r.url.startsWith('https:')
+    if (secure && !secureAgent) {
+      https ??= (await load('node:https')) as typeof Https
+      secureAgent = new https.Agent({ keepAlive: true, scheduling: 'lifo' })
+    }
+    const headers: Record<string, string> = { ...r.headers }
+    if (r.body !== undefined) headers['content-length'] = String(Buffer.byteLength(r.body))
+    return new Promise<TransportResponse>((resolve, reject) => {
+      const options = { method: r.method, headers, signal: r.signal }
+      const req = secure
+        ? https!.request(r.url, { ...options, agent: secureAgent })
+        : http.request(r.url, { ...options, agent })
+      req.on('error', reject)
+      req.on('response', (res) => {
+        res.on('error', () => {}) // surfaced by the reader
+        resolve({
+          status: res.statusCode ?? 0,
+          text: () =>
+            new Promise<string>((done, fail) => {
+              const chunks: Buffer[] = []
+              res.on('data', (c: Buffer) => chunks.push(c))
+              res.on('end', () => done(Buffer.concat(chunks).toString('utf8')))
+              res.on('error', fail)
+              res.on('aborted', () => fail(new Error('the response was cut off')))
+            }),
+          chunks: () => res as AsyncIterable<Uint8Array>,
+          pipe: (onChunk) =>
+            new Promise<void>((done, fail) => {
+              res.on('data', (c: Buffer) => {
+                try {
+                  onChunk(c)
+                } catch (err) {
+                  fail(err)
+                  res.destroy()
+                }
+              })
+              res.on('end', done)
+              res.on('error', fail)
+              res.on('aborted', () => fail(new Error('the response was cut off')))
+              // After `end` this changes nothing; before it (cancelled, destroyed) the body is over.
+              res.on('close', () => fail(new Error('the response was closed')))
+            }),
+          cancel: () => res.destroy(),
+          ref: (on) => {
+            if (on) res.socket?.ref()
+            else res.socket?.unref()
+          },
+        })
+      })
+      req.end(r.body)
+    })
   }
 }

@@ -26,6 +26,12 @@ export interface LocalBackend {
   watch(prefix: string, sink: WatchSink, fromRevision?: number): Unsubscribe
   /** How many parked commits went through so far (a LocalStore's `granted`). */
   readonly granted?: number
+  /**
+   * True if a parked commit's answer is final the moment the store gives it
+   * (a LocalStore in memory): `CommitOptions.onAnswer` is passed on. A store
+   * that must still make the answer durable (the SQLite file's) leaves it out.
+   */
+  readonly answersAtOnce?: boolean
 }
 
 const CAPABILITIES: Capabilities = Object.freeze({ history: true, commitOnChange: true, keepParked: true, handover: true })
@@ -126,6 +132,7 @@ function parked(store: LocalBackend, life: ParkingLife, checks: Check[], ops: Op
     wakeOwner: options.wakeOwner,
     order: options.parkOrder,
     onParked: options.onParked,
+    onAnswer: store.answersAtOnce ? options.onAnswer : undefined,
     stop,
   })
 }

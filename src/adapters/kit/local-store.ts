@@ -137,6 +137,11 @@ export class LocalStore {
   }
 
   /** How many parked commits went through so far. */
+  /** A parked commit's answer is final when given: nothing is left to make durable (`LocalBackend.answersAtOnce`). */
+  get answersAtOnce(): boolean {
+    return this.#persistence === undefined
+  }
+
   get granted(): number {
     return this.#parked.granted
   }

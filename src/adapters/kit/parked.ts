@@ -61,6 +61,8 @@ export interface ParkOptions {
   stop?: (end: () => void) => () => void
   /** Called once, synchronously, if the commit parks. */
   onParked?: () => void
+  /** `CommitOptions.onAnswer`: told the answer of a commit that parked, in the step that answers it (not a rejection). */
+  onAnswer?: (r: CommitResult) => void
   /** Handed to the store's persistence with the writes of a later try that goes through. */
   tag?: unknown
 }
@@ -257,7 +259,9 @@ export class ParkedCommits {
     this.#due.remove(p)
     if (p.timer !== undefined) this.#host.clock.clearTimeout(p.timer)
     p.unlisten?.()
-    if (answer) p.resolve(answer)
-    else p.reject(error)
+    if (!answer) return p.reject(error)
+    // The early notice first (a node writes the answer from it), then the promise.
+    p.options.onAnswer?.(answer)
+    p.resolve(answer)
   }
 }

@@ -59,12 +59,7 @@ export function acquire(ctx: Context, want: Want & { kind: 'lock' }, o: Checked)
 export function acquire(ctx: Context, want: Want & { kind: 'locks' }, o: Checked): Promise<LockSet | null>
 export function acquire<V extends Value>(ctx: Context, want: Want<V> & { kind: 'lease' }, o: Checked): Promise<Lease<V> | null>
 export function acquire(ctx: Context, want: Want & { kind: 'permit' }, o: Checked): Promise<Permit | null>
-export function acquire(ctx: Context, want: Want, o: Checked): Promise<unknown> {
-  const traced = ctx.telemetry?.acquire
-  return traced ? traced(want, o, () => take(ctx, want, o)) : take(ctx, want, o)
-}
-
-async function take(ctx: Context, want: Want, o: Checked): Promise<unknown> {
+export async function acquire(ctx: Context, want: Want, o: Checked): Promise<unknown> {
   ctx.assertOpen()
   o.signal?.throwIfAborted()
   const claim = await plan(ctx, want, o)

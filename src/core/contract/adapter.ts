@@ -277,6 +277,16 @@ export interface CommitOptions {
   /** Capability `handover`: called once, synchronously, if the commit parks (its first try failed and it waits). */
   onParked?: () => void
   /**
+   * Capability `handover`: an early notice of a parked commit's answer.
+   * A store may call it once, synchronously, inside the step that answers
+   * the commit (a release's, handing it over), with the answer the returned
+   * promise then resolves to, where that answer is final at that moment (a
+   * store that must still make it durable does not call it). A node writes
+   * the new holder's answer from here, before the rest of that step and
+   * before the releaser's own answer.
+   */
+  onAnswer?: (r: CommitResult) => void
+  /**
    * Capability `gates`: the commit is made through this gate (one this
    * adapter made): while the gate is held, a check that the gate's key has no
    * live entry (`revision: null` or `created: null`) also holds over a marked

@@ -96,7 +96,7 @@ export interface Capabilities {
    * applied by another's change, and is answered at once with one last try:
    * its caller counts a hold's TTL from before it sent the commit, so a late
    * grant would be born expired. Honours `keepParked`, `signal` and
-   * `onParked`; implies `commitOnChange` and `keepParked`. Implementations:
+   * `onParked`, and may call `onAnswer`; implies `commitOnChange` and `keepParked`. Implementations:
    * src/adapters/kit/parked.ts (in process), src/adapters/redis/handover.ts
    * (Lua); test/memory/handover.test.ts and the conformance suite say what
    * they must do. A store without it (etcd, IndexedDB) leaves the core to

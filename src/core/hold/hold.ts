@@ -37,7 +37,6 @@ import { handOn } from './hand-on'
 import { Life, type Failed, type Fence, type HoldLife } from './life'
 import { keepAlive } from '../time/keep-alive'
 import { checkTtl } from '../contract/validate'
-import type { HoldEndCode } from '../telemetry'
 
 /** How long a hold whose watch failed waits before it watches its key again. */
 const REWATCH_MS = 1_000
@@ -202,7 +201,6 @@ export abstract class Hold<V extends Value = Value> implements AsyncDisposable, 
     if (!this.held) return false
     const sentAt = this.#ctx.clock.now()
     const result = await this.#ctx.adapter.commit(this.#life.checks, [{ type: 'set', key: this.#life.entryKey, value: this.#value, ttl, owner: this.owner }])
-    this.#ctx.telemetry?.renewed?.(this, result.ok)
     if (!result.ok) {
       // A release under way decides the reason from its own answer.
       if (!this.#releasing) this.#end(this.#reasonFrom(result.failed))
@@ -233,6 +231,12 @@ export abstract class Hold<V extends Value = Value> implements AsyncDisposable, 
    * token: true if it was held until then. The signal aborts with the
    * answer: `RELEASED` (or `CLOSED`) once the store deleted it, or what the
    * store found instead (`STOLEN`, `LOST`, `EXPIRED`), resolving false.
+   *
+   * Every end a holder asks for comes here, by `this.finish` (release,
+   * revoke, `await using`, a LockSet's release, an election's resign,
+   * `client.close()`), as every renewal goes through `this.renew`:
+   * zaris/otel wraps these two on each handle it sees, and the core carries
+   * no hook for it.
    */
   protected finish(reason: 'RELEASED' | 'CLOSED' = 'RELEASED'): Promise<boolean> {
     if (this.#finishing) return this.#finishing.then(() => false, () => false)
@@ -249,17 +253,16 @@ export abstract class Hold<V extends Value = Value> implements AsyncDisposable, 
     const handing = gate && wasHeld && gate.mode === 'exclusive' && this.#life.entryKey === gate.key
     if (gate && !handing) gate.release()
     const free = () => (handing ? handOn(this.#ctx.adapter, this.#ctx.clock, gate, this.#life, this.#revision, () => this.#free()) : this.#free())
-    this.#finishing = (this.#ctx.telemetry?.release?.(this, free) ?? free()).then(
+    this.#finishing = free().then(
       (r) => {
         const ok = r === undefined || r.ok || (gate !== undefined && wasHeld && this.#handedOn(r.failed))
-        if (ok) this.#end(released, reason)
-        else this.#end(this.#reasonFrom(r!.failed))
+        this.#end(ok ? released : this.#reasonFrom(r!.failed))
         return wasHeld && ok
       },
       (err) => {
         if (!wasHeld) return false
         // Unknown whether the store deleted it; the holder let it go either way.
-        this.#end(released, reason)
+        this.#end(released)
         throw err
       },
     )
@@ -366,7 +369,6 @@ export abstract class Hold<V extends Value = Value> implements AsyncDisposable, 
     this.#renewTimer = clock.setTimeout(() => {
       this.#renewTimer = undefined
       this.renew().catch(() => {
-        this.#ctx.telemetry?.renewed?.(this, false)
         // Unreachable store: try again soon, until the deadline decides.
         if (!this.#ended && !this.#releasing) this.#scheduleRenew(Math.min(this.#ttl / 10, 1000))
       })
@@ -421,8 +423,8 @@ export abstract class Hold<V extends Value = Value> implements AsyncDisposable, 
     if (timer !== undefined) this.#ctx.clock.clearTimeout(timer)
   }
 
-  /** Ends the hold for `reason` (built lazily when a function, whose `code` is then given). */
-  #end(reason: HoldEndedError | (() => HoldEndedError), code = (reason as HoldEndedError).code as HoldEndCode): void {
+  /** Ends the hold for `reason`: a function (built lazily) when its holder ended it, else what ended it. */
+  #end(reason: HoldEndedError | (() => HoldEndedError)): void {
     if (this.#ended) return
     this.#ended = true
     this.#gate?.release()
@@ -433,6 +435,7 @@ export abstract class Hold<V extends Value = Value> implements AsyncDisposable, 
     let made: HoldEndedError | undefined
     this.#reason = () => (made ??= typeof reason === 'function' ? reason() : reason)
     this.#controller?.abort(this.#reason())
-    this.#ctx.holdEnded?.(this, code, this.#reason)
+    // Ended other than by its holder (whose end is a function, built only if asked for): the client's `holdend` event.
+    if (typeof reason != 'function') this.#ctx.lost({ key: this.key, token: this.token, reason })
   }
 }
