@@ -37,6 +37,23 @@ describe('the expiry timer', () => {
     expect(clock.pending).toBe(0)
   })
 
+  test('a timer that fires before the deadline by the store clock (as Node\'s can: it counts from its loop\'s cached time) is set again, and the entry expires', async () => {
+    const manual = new ManualClock(0)
+    // Timers of 10 ms or more fire 5 ms early by the clock the store reads.
+    const early = { now: () => manual.now(), setTimeout: (fn: () => void, ms: number) => manual.setTimeout(fn, ms >= 10 ? ms - 5 : ms), clearTimeout: (h: unknown) => manual.clearTimeout(h as never) }
+    const a = await open({ clock: early })
+    const w = collect()
+    await a.watch('', w.sink)
+    await a.commit([], [set('k', 100)])
+    await manual.advance(96) // the timer fires: nothing is due yet
+    await new Promise((r) => setTimeout(r, 20))
+    expect(w.events.map((e) => e.type)).toEqual(['put'])
+    expect(manual.pending).toBe(1) // set again, for the same deadline
+    await manual.advance(10)
+    await until(() => w.events.length === 2)
+    expect(w.events[1]).toMatchObject({ type: 'expire', key: 'k' })
+  })
+
   test('fires at the deadline and not before; a locked file makes it try again a little later', async () => {
     const clock = new ManualClock(0)
     const path = newFile()

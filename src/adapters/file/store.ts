@@ -310,6 +310,9 @@ export class FileStore {
       // Written by this write (the next timer is set when its events are read), or by another process first.
       // The file busy or failing: looked at again a little later (readers hide the entry meanwhile).
       if (!this.#guard(() => this.#write(() => undefined))) this.#expiry = this.#clock.setTimeout(() => this.#guard(() => this.#scheduleExpiry()), RETRY_MS)
+      // A timer can fire before the deadline by this clock (Node counts from its loop's cached time): then the
+      // write expired nothing, no event is read to set the next timer, and the entry would never expire. Set it here.
+      else if (this.#expiry === undefined) this.#guard(() => this.#scheduleExpiry())
     }, at - this.#clock.now() + 1)
   }
 
