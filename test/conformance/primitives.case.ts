@@ -468,6 +468,8 @@ export function primitiveCases(factory: FixtureFactory, t: Named, options: Primi
       const observing = (async () => {
         for await (const leader of eb.observe({ signal: controller.signal })) seen.push(leader?.candidate)
       })()
+      // observe reports from its first read (nobody leads yet): before it, A's whole term could pass unseen.
+      await until(() => seen.length > 0)
       const termA = (await ea.campaign())!
       const deposed = new Promise((resolve) => ea.addEventListener('deposed', resolve, { once: true }))
       const bWins = eb.campaign()
