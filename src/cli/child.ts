@@ -23,7 +23,7 @@
  *
  * @module
  */
-import { spawn } from 'node:child_process'
+import { spawn, type ChildProcess } from 'node:child_process'
 import { constants } from 'node:os'
 import type { Io } from './run'
 
@@ -58,13 +58,16 @@ const FORWARDED = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const
  */
 export function runUnder(command: string[], guard: Guard, io: Io, options: RunnerOptions): Promise<number> {
   return new Promise((resolve) => {
-    const child = spawn(command[0]!, command.slice(1), { stdio: 'inherit', env: { ...process.env, ...guard.env } })
+    // The handlers go in before the child starts: a child that prints at once can be answered with a
+    // signal before the line after spawn() runs, and an unhandled SIGTERM would end zaris with the hold.
+    let started: ChildProcess | undefined
+    const forward = Object.fromEntries(FORWARDED.map((s) => [s, () => void (started && running() && started.kill(s))]))
+    for (const s of FORWARDED) process.on(s, forward[s]!)
+    const child = (started = spawn(command[0]!, command.slice(1), { stdio: 'inherit', env: { ...process.env, ...guard.env } }))
+    const running = () => child.exitCode === null && child.signalCode === null
     let lost = false
     let settled = false
     let killer: ReturnType<typeof setTimeout> | undefined
-    const running = () => child.exitCode === null && child.signalCode === null
-    const forward = Object.fromEntries(FORWARDED.map((s) => [s, () => void (running() && child.kill(s))]))
-    for (const s of FORWARDED) process.on(s, forward[s]!)
     const onLost = () => {
       if (settled) return
       lost = true

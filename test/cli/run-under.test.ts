@@ -98,6 +98,13 @@ describe('zaris lock', () => {
     expect(await client.locks.holder('job')).toBeUndefined()
   })
 
+  test('a SIGTERM that comes as the command starts (the command sends it to zaris first thing) still goes to the command', async () => {
+    const { env, client } = await fresh()
+    const ran = await zaris(['lock', 'job', '--', 'sh', '-c', 'trap "echo got TERM; exit 7" TERM; kill -TERM $PPID; while :; do sleep 0.05; done'], env)
+    expect(ran).toMatchObject({ code: 7, stdout: expect.stringMatching(/got TERM/) })
+    expect(await client.locks.holder('job')).toBeUndefined()
+  })
+
   test('a command that cannot start: 127, and the lock is released', async () => {
     const { env, client } = await fresh()
     const ran = await zaris(['lock', 'job', '--', 'no-such-command-zaris'], env)
