@@ -473,6 +473,9 @@ export function primitiveCases(factory: FixtureFactory, t: Named, options: Primi
       const termA = (await ea.campaign())!
       const deposed = new Promise((resolve) => ea.addEventListener('deposed', resolve, { once: true }))
       const bWins = eb.campaign()
+      // A leads until its adapter closes: observe reports A first (on a busy machine, a close right after the
+      // campaign could end A's term before observe's next read).
+      await until(() => seen.includes('A'))
       // A's process "hangs": its adapter stops answering, so its renewals fail.
       await a!.adapter.close()
       const termB = (await bWins)!

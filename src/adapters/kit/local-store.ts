@@ -210,6 +210,7 @@ export class LocalStore {
     // Before the checks, so that even a refused commit (an old holder's renewal) lifts a store that lost its state.
     this.#revision = floorRevision(this.#revision, seen)
     const now = this.#expireDue()
+    if (park?.order !== undefined) this.#parked.back(park.order)
     let failed: Array<{ key: string; entry: Entry | undefined }> | undefined
     // The slot of the last checked key: a lock's commits check the key they write, so one Map lookup serves both.
     let checkedKey: string | undefined
@@ -221,6 +222,8 @@ export class LocalStore {
       if (!holds(check, e)) (failed ??= []).push({ key: check.key, entry: e && this.#snapshot(e, now) })
     }
     if (failed) return park && park.ms > 0 ? this.#parked.park(checks, ops, { ok: false, failed }, park) : { ok: false, failed }
+    // A waiter ahead in line keeps its turn between two parks (parked.ts): wait behind it, with nothing failed.
+    if (park?.keep && park.order !== undefined && park.ms > 0 && this.#parked.behindTurn(checks, park.order)) return this.#parked.park(checks, ops, { ok: false, failed: [] }, park)
     const r = this.#write(ops, now, checkedKey, checkedSlot, undefined)
     this.#parked.committed(r)
     return r

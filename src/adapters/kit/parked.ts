@@ -26,6 +26,18 @@
  *   (held to failing or back), as the node's watch-based parking does: a
  *   shared waiter learns that a group it may join was made.
  *
+ * A waiter keeps its turn between two parks. A kept, ordered commit whose
+ * wait ran out is answered (its caller counts a hold's TTL from before it
+ * sent it, so it may not wait longer) and parks again at once; for
+ * {@link TURN_KEPT_MS} meanwhile it keeps its turn at its keys: a parked or
+ * arriving commit of a higher `parkOrder` there is not applied, even where
+ * its checks hold (one whose wait ends then is answered with no failed
+ * check: not its turn yet). The turn ends when a commit with its
+ * `parkOrder` comes, when a check that held on its first try fails (the
+ * waiter gave up its place), or after the time (the waiter is gone); the
+ * commits it held back are tried then. Without it, a release that falls
+ * between a waiter's two parks would go to the waiter behind it.
+ *
  * The cost of a change is one judgement per parked commit that checks a
  * changed key (its checks against the store's map): O(waiters) per release
  * of a lock they all wait on.
@@ -35,6 +47,13 @@
 import type { Check, CommitResult, Op } from '../../core/contract/adapter'
 import type { Clock, TimerHandle } from '../../core/time/clock'
 import { MinHeap, type Due } from './heap'
+
+/**
+ * How long, in ms, a waiter whose wait ran out keeps its turn (see the
+ * module doc): its next park comes within a round trip; one that does not
+ * come back within this is skipped.
+ */
+export const TURN_KEPT_MS = 1_000
 
 /** A commit's failure answer. */
 export type Failure = Extract<CommitResult, { ok: false }>
@@ -114,6 +133,16 @@ class Parked implements Due {
   }
 }
 
+/** The turn a kept, ordered commit keeps between its wait's end and its next park. */
+interface Turn {
+  readonly order: number
+  /** Every key its commit checks: where it holds others back. */
+  readonly keys: string[]
+  /** The checks that held on its first try (its place): the turn ends when one fails. */
+  readonly own: Check[]
+  timer: TimerHandle | undefined
+}
+
 /** The parked commits of one store; see the module doc. */
 export class ParkedCommits {
   readonly #host: ParkHost
@@ -125,6 +154,9 @@ export class ParkedCommits {
   #running = false
   #count = 0
   #granted = 0
+  /** Turns kept (see the module doc), by order and by each key they hold. */
+  readonly #turns = new Map<number, Turn>()
+  readonly #turnsByKey = new Map<string, Set<Turn>>()
 
   constructor(host: ParkHost) {
     this.#host = host
@@ -138,6 +170,21 @@ export class ParkedCommits {
   /** How many parked commits went through so far (a caller can tell whether a step handed over). */
   get granted(): number {
     return this.#granted
+  }
+
+  /** A commit that carries `order` has come: the turn kept for that order ends (its waiter is back). */
+  back(order: number): void {
+    const turn = this.#turns.get(order)
+    if (turn) this.#endTurn(turn)
+  }
+
+  /**
+   * Whether a commit with `order` whose checks hold must wait all the same:
+   * an earlier waiter keeps its turn at one of `checks`' keys (then
+   * {@link park} it, with no failed check).
+   */
+  behindTurn(checks: Check[], order: number): boolean {
+    return this.#turns.size > 0 && this.#heldBack(checks, order)
   }
 
   /**
@@ -169,8 +216,10 @@ export class ParkedCommits {
    * to that step.
    */
   changed(keys: Iterable<string>): void {
-    if (this.#count === 0) return
+    if (this.#count === 0 && this.#turns.size === 0) return
     for (const key of keys) {
+      // A turn whose place is gone ends (its waiter gave up); what it held back is tried in this step.
+      for (const t of this.#turnsByKey.get(key) ?? []) if (t.own.some((c) => c.key === key && !this.#host.holds(c))) this.#endTurn(t)
       const set = this.#byKey.get(key)
       if (!set) continue
       for (const p of set) {
@@ -197,6 +246,7 @@ export class ParkedCommits {
 
   /** Answers every parked commit with its first try (the store is closing). */
   closeAll(): void {
+    for (const t of [...this.#turns.values()]) this.#endTurn(t)
     for (const set of [...this.#byKey.values()]) for (const p of set) this.#settle(p, p.first)
   }
 
@@ -214,7 +264,11 @@ export class ParkedCommits {
   #retry(p: Parked): void {
     if (p.settled) return
     const outcomes = p.checks.map((c) => this.#host.holds(c))
-    if (outcomes.every(Boolean)) return this.#apply(p)
+    if (outcomes.every(Boolean)) {
+      if (!this.#behind(p)) return this.#apply(p)
+      p.held = outcomes
+      return
+    }
     const answer = p.options.keep ? outcomes.some((h, i) => !h && (p.firstHeld[i] || this.#wakes(p, p.checks[i]!))) : p.woken
     p.held = outcomes
     if (answer) this.#settle(p, this.#host.failure(p.checks))
@@ -225,13 +279,57 @@ export class ParkedCommits {
     return p.options.wakeOwner !== undefined && this.#host.ownerOf(c.key) === p.options.wakeOwner
   }
 
-  /** Its wait ran out: one last try, answered whatever it comes to. */
+  /** Its wait ran out: one last try, answered whatever it comes to; a waiter in line keeps its turn till it parks again. */
   #timeout(p: Parked): void {
     p.timer = undefined
     this.#host.expire()
     if (p.settled) return
-    if (p.checks.every((c) => this.#host.holds(c))) return this.#apply(p)
-    this.#settle(p, this.#host.failure(p.checks))
+    if (p.checks.every((c) => this.#host.holds(c)) && !this.#behind(p)) return this.#apply(p)
+    const failure = this.#host.failure(p.checks)
+    const order = p.options.order
+    if (p.options.keep && order !== undefined) this.#keepTurn(p, order)
+    this.#settle(p, failure)
+  }
+
+  /** Whether an earlier waiter's kept turn holds `p` back. */
+  #behind(p: Parked): boolean {
+    return p.options.order !== undefined && this.behindTurn(p.checks, p.options.order)
+  }
+
+  #heldBack(checks: Check[], order: number): boolean {
+    for (const c of checks) for (const t of this.#turnsByKey.get(c.key) ?? []) if (t.order < order) return true
+    return false
+  }
+
+  #keepTurn(p: Parked, order: number): void {
+    const old = this.#turns.get(order)
+    if (old) this.#endTurn(old)
+    const keys = [...new Set(p.checks.map((c) => c.key))]
+    const turn: Turn = { order, keys, own: p.checks.filter((_, i) => p.firstHeld[i]), timer: undefined }
+    this.#turns.set(order, turn)
+    for (const k of keys) {
+      let set = this.#turnsByKey.get(k)
+      if (!set) this.#turnsByKey.set(k, (set = new Set()))
+      set.add(turn)
+    }
+    turn.timer = this.#host.clock.setTimeout(() => {
+      turn.timer = undefined
+      this.#host.expire()
+      this.#endTurn(turn)
+      this.changed([])
+    }, TURN_KEPT_MS)
+  }
+
+  /** Ends `turn`: the commits it held back at its keys are due in the step under way (or the next `changed`). */
+  #endTurn(turn: Turn): void {
+    if (this.#turns.get(turn.order) !== turn) return
+    this.#turns.delete(turn.order)
+    if (turn.timer !== undefined) this.#host.clock.clearTimeout(turn.timer)
+    for (const k of turn.keys) {
+      const set = this.#turnsByKey.get(k)
+      if (set?.delete(turn) && set.size === 0) this.#turnsByKey.delete(k)
+      for (const p of this.#byKey.get(k) ?? []) this.#due.update(p)
+    }
   }
 
   /** Applies `p` (its checks hold now), answers it, and judges the keys it changed. */

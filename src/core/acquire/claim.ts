@@ -159,6 +159,12 @@ export function claimOf<P, H>(ctx: Context, parts: Array<Part<P>>, line: { key: 
           for (const e of r.entries) written.set(e.key, e)
           return { hold: combine(parts.map((p) => p.won(written, sentAt))) }
         }
+        // A waiting take answered with no check failed: a waiter ahead in line kept its turn at the store (its
+        // next park was on its way): the way is as we saw it. Park again, never a plain try past the line.
+        if (r.failed.length === 0 && how.waitChange) {
+          const sight = blocked()
+          if (sight) return { sight, lostPlace: false }
+        }
         const failed = new Map(r.failed.map((f) => [f.key, f.entry]))
         const lostPlace = how.place !== undefined && failed.has(how.place.key)
         const sights = await Promise.all(parts.map((p) => p.learn(failed, how)))
