@@ -71,7 +71,9 @@ export async function connect(url: string, options: ConnectOptions = {}): Promis
   if (typeof options !== 'object' || options === null) throw new InvalidArgumentError('options must be an object')
   const adapter: Adapter = await parse(url).open(options)
   try {
-    return await withTelemetry(new Client(adapter, options), options)
+    const client = new Client(adapter, options)
+    // A page's build has no telemetry of connect's (./otel/auto.browser.ts).
+    return withTelemetry ? await withTelemetry(client, options) : client
   } catch (err) {
     await adapter.close()
     throw err

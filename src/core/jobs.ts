@@ -33,18 +33,14 @@
 import type { Context } from './context'
 import { fenceChecks, fenceRefused } from './hold/hold'
 import type { Lock } from './hold/lock'
-import * as body from './jobs/body'
+// The body comes with the client, as the election's does: in a page, each part loaded
+// lazily made the app's bundler split what it shared with the entry into files of
+// their own (docs/browser.md, "What a page loads").
+import { once, readRecord } from './jobs/body'
 import type { Fencing, JobRecord, JobResult, OnceOptions } from './jobs/record'
 import type { Locks } from './locks'
 
 export type { JobRecord, JobResult, OnceOptions }
-
-/**
- * The body comes with the client, as the election's does: in a page, each
- * part loaded lazily made the app's bundler split what it shared with the
- * entry into files of their own (docs/browser.md, "What a page loads").
- */
-const jobsBody = async () => body
 
 /**
  * How the body fences the record's writes, handed to it from here: the body
@@ -87,7 +83,7 @@ export class Jobs {
    * if (result.status === 'skipped') console.log(`already run by ${result.by}`)
    */
   async once<T>(name: string, slot: string | number | Date, fn: (lock: Lock) => T | PromiseLike<T>, options?: OnceOptions): Promise<JobResult<Awaited<T>>> {
-    return (await jobsBody()).once<T>(this.#ctx, this.#locks, fencing, name, slot, fn, options)
+    return once<T>(this.#ctx, this.#locks, fencing, name, slot, fn, options)
   }
 
   /**
@@ -99,6 +95,6 @@ export class Jobs {
    * if (r?.state === 'failed') console.log(`failed after ${r.attempt} attempt(s): ${r.error}`)
    */
   async record(name: string, slot: string | number | Date): Promise<JobRecord | undefined> {
-    return (await jobsBody()).readRecord(this.#ctx, name, slot)
+    return readRecord(this.#ctx, name, slot)
   }
 }

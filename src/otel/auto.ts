@@ -17,8 +17,14 @@ type Api = typeof import('@opentelemetry/api')
 
 let api: Promise<Api | undefined> | undefined
 
-/** `client`, observed by the telemetry `options` choose (if any). */
-export async function withTelemetry(client: Client, options: TelemetryOptions): Promise<Client> {
+/**
+ * `client`, observed by the telemetry `options` choose (if any). Typed as
+ * possibly absent because a page's build has none (./auto.browser.ts), so
+ * that `connect` there carries not even the call.
+ */
+export const withTelemetry: ((client: Client, options: TelemetryOptions) => Promise<Client>) | undefined = observed
+
+async function observed(client: Client, options: TelemetryOptions): Promise<Client> {
   ;(await telemetryFor(options))?.(client)
   return client
 }

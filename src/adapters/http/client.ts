@@ -27,6 +27,7 @@ import { API_PREFIX, NAMESPACE_PATTERN } from './wire'
 import { pageExit, type PageExit } from './page-exit'
 import { fetchTransport, hasNodeHttp, type Transport } from './transport'
 import { WatchHub, type HistoryPage, type HubContext } from './watch-hub'
+import { asError, pause } from './watch-stream'
 import { NONE, ON_CHANGE, ON_CHANGE_KEEP, waitOf, type CommitBody } from './waiting'
 
 /** Options of {@link httpAdapter}. */
@@ -272,7 +273,7 @@ class HttpAdapter implements Adapter {
     for (let round = 0; round < this.#rounds; round++) {
       if (round > 0) {
         if (performance.now() - started >= budget) break
-        await pause(Math.min(100 * 2 ** (round - 1), MAX_BACKOFF_MS) * (0.5 + Math.random() / 2), this.#closer.signal)
+        await pause(Math.min(100 * 2 ** (round - 1), MAX_BACKOFF_MS) * (0.5 + Math.random() / 2), this.#closer.signal, true) // kept alive: the call is work in progress
       }
       const start = only ?? this.#preferred
       for (let i = 0; i < n; i++) {
@@ -398,24 +399,6 @@ function anySignal(closed: AbortSignal, ms: number): { signal: AbortSignal; time
     },
   }
 }
-
-function pause(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const done = () => {
-      clearTimeout(timer)
-      signal.removeEventListener('abort', done)
-      resolve()
-    }
-    // Ref'd: a call waiting to retry is work in progress, and must keep a Node process alive until it settles.
-    const timer = setTimeout(done, ms)
-    signal.addEventListener('abort', done, { once: true })
-  })
-}
-
-function asError(err: unknown): Error {
-  return err instanceof Error ? err : new Error(String(err))
-}
-
 
 /**
  * Rounds after the first, and the longest pause between two: a `--data` node

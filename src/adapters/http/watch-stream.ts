@@ -376,7 +376,8 @@ function unavailable(message: string, cause: Error | undefined): UnavailableErro
   return new UnavailableError(cause ? `${message}: ${cause.message}` : message, { cause })
 }
 
-function asError(err: unknown): Error {
+/** `err` as an `Error` (a thrown non-Error becomes one with its text). */
+export function asError(err: unknown): Error {
   return err instanceof Error ? err : new Error(String(err))
 }
 
@@ -385,8 +386,12 @@ function unref<T>(timer: T): T {
   return timer
 }
 
-/** Waits `ms`, or less if `signal` aborts; never rejects. */
-export function pause(ms: number, signal: AbortSignal): Promise<void> {
+/**
+ * Waits `ms`, or less if `signal` aborts; never rejects. Its timer keeps a
+ * Node process alive only with `keepAlive` (a call waiting to retry is work
+ * in progress, and must keep the process alive until it settles).
+ */
+export function pause(ms: number, signal: AbortSignal, keepAlive = false): Promise<void> {
   return new Promise((resolve) => {
     if (signal.aborted) return resolve()
     const done = () => {
@@ -394,7 +399,8 @@ export function pause(ms: number, signal: AbortSignal): Promise<void> {
       signal.removeEventListener('abort', done)
       resolve()
     }
-    const timer = unref(setTimeout(done, ms))
+    const timer = setTimeout(done, ms)
+    if (!keepAlive) unref(timer)
     signal.addEventListener('abort', done, { once: true })
   })
 }
