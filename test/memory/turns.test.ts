@@ -120,7 +120,10 @@ describe('real clients, the first waiter slow to park again (its answers 40 ms l
   test('12 rounds: each release goes to the first in line, never to the waiter behind it', async () => {
     for (let round = 0; round < 12; round++) {
       const namespace = `turns-${round}-${Math.random().toString(36).slice(2)}`
-      const [a, b, c] = [memoryAdapter({ namespace }), slowAnswers(memoryAdapter({ namespace }), 40), memoryAdapter({ namespace })].map((x, i) => new Client(x, { id: `client-${i}` }))
+      const client = (adapter: Adapter, id: string) => new Client(adapter, { id })
+      const a = client(memoryAdapter({ namespace }), 'holder')
+      const b = client(slowAnswers(memoryAdapter({ namespace }), 40), 'first')
+      const c = client(memoryAdapter({ namespace }), 'second')
       try {
         const held = (await a.locks.acquire('k', { ttl: 5_000 }))!
         const first = b.locks.acquire('k', { wait: 10_000, ttl: 400 })
