@@ -28,6 +28,16 @@
  * of an add it could not make (`{key, value}`); `X` when no revision is left.
  * A message is `<now µs> <length of the request id> <request id><answer>`.
  *
+ * Turns (as src/adapters/kit/parked.ts keeps them): a kept, ordered commit
+ * whose wait ran out keeps its waiter's turn for {@link TURN_US} µs, till its
+ * next park comes (`t:<order>` in `park`: cjson `k` the keys it checks, `c`
+ * the checks that held on its first try, `d` its end, µs; `tk:<key>` -> the
+ * orders kept at key). A commit of a higher order at one of those keys is
+ * not applied meanwhile, even where its checks hold: parked, or answered at
+ * its deadline with nothing failed (`behind`). The turn ends when a commit
+ * of its order comes, when one of its own checks fails (the place is gone)
+ * or at its end (seen by the next script that looks).
+ *
  * A parked commit past its deadline is never applied by another's change
  * (its adapter unparks it at its own deadline; one that died never does):
  * it is answered with its failure when a change finds it failing. A
@@ -37,8 +47,59 @@
  * @module
  */
 
+/** How long a waiter whose wait ran out keeps its turn, in µs (kit/parked.ts's TURN_KEPT_MS). */
+export const TURN_US = 1_000_000
+
 /** The handover's Lua (after PRELUDE, COMMIT_PARTS and CHECKED_PARTS). */
 export const HANDOVER_PARTS = `
+-- The orders whose turns are kept at key.
+local function turn_orders(key)
+  local out = {}
+  local s = redis.call('HGET', K_PARK, 'tk:' .. key)
+  if s then for o in string.gmatch(s, '%d+') do out[#out + 1] = o end end
+  return out
+end
+
+-- Ends the turn of order (t: its record): the commits it held back at its keys are tried in this call.
+local function end_turn(order, t)
+  redis.call('HDEL', K_PARK, 't:' .. order)
+  for _, key in ipairs(t.k) do
+    local rest = {}
+    for _, o in ipairs(turn_orders(key)) do
+      if o ~= order then rest[#rest + 1] = o end
+    end
+    if #rest == 0 then redis.call('HDEL', K_PARK, 'tk:' .. key) else redis.call('HSET', K_PARK, 'tk:' .. key, table.concat(rest, ' ')) end
+    CHANGED[key] = true
+  end
+end
+
+-- The live turn of order (string), or nil; one past its end is ended here.
+local function turn_of(order)
+  local raw = redis.call('HGET', K_PARK, 't:' .. order)
+  if not raw then return nil end
+  local t = cjson.decode(raw)
+  if tonumber(t.d) > NOW then return t end
+  end_turn(order, t)
+  return nil
+end
+
+-- Whether a live turn below order (a number, or nil: none) is kept at a key of checks.
+local function behind_turn(checks, order)
+  if not order or order == math.huge then return false end
+  for _, c in ipairs(checks) do
+    for _, o in ipairs(turn_orders(c[1])) do
+      if tonumber(o) < order and turn_of(o) then return true end
+    end
+  end
+  return false
+end
+
+-- A commit of order (string, '' for none) came: its waiter is back, its turn ends.
+local function turn_back(order)
+  if order == '' then return end
+  local t = turn_of(order)
+  if t then end_turn(order, t) end
+end
 -- The n of the commits parked on key.
 local function park_ids(key)
   local out = {}
@@ -124,6 +185,32 @@ local function grant(p)
   answer(p, table.concat(parts, ' '))
 end
 
+-- A kept, ordered commit p whose wait ran out keeps its waiter's turn till its next park, or till ends (µs).
+local function keep_turn(p, ends)
+  local order = tonumber(p.r)
+  if p.k ~= 1 or not order or order == math.huge or ends <= NOW then return end
+  local key = fmt(order)
+  -- Kept already (a take past its deadline is looked at by every change): only its end may move on.
+  local kept = turn_of(key)
+  if kept then
+    if ends > tonumber(kept.d) then
+      kept.d = fmt(ends)
+      redis.call('HSET', K_PARK, 't:' .. key, cjson.encode(kept))
+    end
+    return
+  end
+  local own = {}
+  for i, c in ipairs(p.c) do
+    if p.h[i] == 1 then own[#own + 1] = c end
+  end
+  local keys = park_keys(p)
+  redis.call('HSET', K_PARK, 't:' .. key, cjson.encode({k = keys, c = own, d = fmt(ends)}))
+  for _, k in ipairs(keys) do
+    local s = redis.call('HGET', K_PARK, 'tk:' .. k)
+    redis.call('HSET', K_PARK, 'tk:' .. k, s and (s .. ' ' .. key) or key)
+  end
+end
+
 -- One more try of parked commit p, in the step of a change at a key it checks.
 -- Past its deadline it is never applied (its adapter unparks it, or died):
 -- answered when it fails (a true failure), left for its adapter otherwise.
@@ -139,8 +226,11 @@ local function retry(p)
     end
   end
   local expired = tonumber(p.d) <= NOW
+  -- Past its deadline, a waiter's take keeps its turn (till its adapter unparks it, and after): counted from
+  -- the deadline, so a take whose adapter died holds nobody back past it however often it is looked at.
+  if expired and not lost then keep_turn(p, tonumber(p.d) + ${TURN_US}) end
   if #failed == 0 then
-    if not expired then grant(p) end
+    if not expired and not behind_turn(p.c, p.r) then grant(p) end
     return
   end
   if lost or p.k ~= 1 or expired then answer(p, 'F' .. cjson.encode(failed)) end
@@ -161,6 +251,18 @@ HOOK.handover = function()
     local changed = CHANGED
     CHANGED = {}
     for key in pairs(changed) do
+      -- A turn whose place is gone ends (its waiter gave up): what it held back is tried in this call.
+      for _, o in ipairs(turn_orders(key)) do
+        local t = turn_of(o)
+        if t then
+          for _, c in ipairs(t.c) do
+            if c[1] == key and not holds(live(key), c[2], c[3]) then
+              end_turn(o, t)
+              break
+            end
+          end
+        end
+      end
       for _, id in ipairs(park_ids(key)) do
         local raw = not queued[id] and redis.call('HGET', K_PARK, id)
         if raw then
@@ -171,11 +273,14 @@ HOOK.handover = function()
         end
       end
     end
-    if #due == 0 then break end
-    table.sort(due, by_turn)
-    local p = table.remove(due, 1)
-    queued[p.id] = nil
-    retry(p)
+    if #due > 0 then
+      table.sort(due, by_turn)
+      local p = table.remove(due, 1)
+      queued[p.id] = nil
+      retry(p)
+    elseif next(CHANGED) == nil then
+      break
+    end
   end
   HANDING = false
 end
@@ -225,10 +330,15 @@ if raw then
   local p = cjson.decode(raw)
   p.id = id
   local failed = failures(p.c)
-  if #failed == 0 and ARGV[5] == 'last' then
+  local last = ARGV[5] == 'last'
+  p.r = tonumber(p.r) or math.huge
+  if last and #failed == 0 and not behind_turn(p.c, p.r) then
     grant(p)
   else
+    -- Its wait ran out: its waiter keeps its turn till it parks again; one held back by an earlier turn is told so.
+    if last then keep_turn(p, NOW + ${TURN_US}) end
     unpark(p)
+    if last and #failed == 0 then return reply('behind', {}) end
     if #failed == 0 then failed = p.f end
     return reply('fail', failed)
   end

@@ -234,6 +234,8 @@ class NamespaceAdapter implements RedisAdapter {
   /** A commit script's reply as the commit's answer. */
   #answer([status, now, , payload]: Reply, encoded: EncodedOp[]): CommitResult {
     if (status === 'fail') return failedOf(payload as unknown[], Number(now))
+    // A waiting take whose checks held, kept behind a waiter's turn (handover.ts): nothing failed.
+    if (status === 'behind') return { ok: false, failed: [] }
     if (status === 'bad') throw refusedAdd(payload as [string, string], encoded)
     if (status === 'exhausted') throw exhausted(String(payload))
     return this.#fromText(String(payload), Number(now), encoded)

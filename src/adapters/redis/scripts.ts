@@ -153,6 +153,8 @@ local failed = {}
 -- A commit that may wait: the park arguments follow its ops.
 local at = 6 + 3 * tonumber(ARGV[6]) + 2 + 6 * tonumber(ARGV[6 + 3 * tonumber(ARGV[6]) + 1])
 local waits = ARGV[at] ~= nil and ARGV[at] ~= '0'
+-- A waiter's take that comes back ends the turn it kept (handover.ts).
+if waits then turn_back(ARGV[at + 2]) end
 local checks = {}
 for _ = 1, tonumber(ARGV[i]) do
   local key, kind, want = ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
@@ -164,7 +166,9 @@ for _ = 1, tonumber(ARGV[i]) do
     failed[#failed + 1] = raw
   end
 end
-if #failed > 0 then
+-- A kept take behind a waiter's kept turn waits though its checks hold, with nothing failed.
+local behind = #failed == 0 and waits and ARGV[at + 1] == '1' and behind_turn(checks, tonumber(ARGV[at + 2]))
+if #failed > 0 or behind then
   if waits then
     local ops = {}
     for o = 1, tonumber(ARGV[i + 1]) do

@@ -1,0 +1,122 @@
+/**
+ * A waiter keeps its turn between two parks on Redis too
+ * (src/adapters/redis/handover.ts, as test/memory/turns.test.ts for the local
+ * store), against a real redis-server: a release that falls between the
+ * first waiter's parks does not go to the waiter behind it. Then with real
+ * clients whose first waiter's answers come late (a slow client, simulated
+ * by a delay in its adapter: the one fake here).
+ */
+import { afterAll, beforeAll, describe, expect, test } from 'vitest'
+import { Client, type Adapter, type Check, type CommitResult, type Op } from 'zaris'
+import { redisAdapter } from 'zaris/redis'
+import { startRedis, type RedisServer } from './server'
+
+let server: RedisServer
+beforeAll(async () => {
+  server = await startRedis()
+})
+afterAll(async () => {
+  await server?.dispose()
+})
+
+let n = 0
+const fresh = () => `t${++n}-${Math.random().toString(36).slice(2, 8)}`
+const set = (key: string, owner: string): Op => ({ type: 'set', key, value: null, owner, ttl: 60_000 })
+const del = (key: string): Op => ({ type: 'delete', key })
+const absent = (key: string): Check => ({ key, revision: null })
+const life = (key: string, created: number): Check => ({ key, created })
+const ok = (r: CommitResult) => r as Extract<CommitResult, { ok: true }>
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+
+/** Four adapters on a fresh namespace; the lock held by the first; two waiters' places, the first's take parked `ms`. */
+async function between(ms: number) {
+  const ns = fresh()
+  const [h, w1, w2] = await Promise.all([0, 1, 2].map(() => redisAdapter({ url: server.url(ns) })))
+  const held = ok(await h!.commit([absent('lock')], [set('lock', 'h')])).entries[0]!.created
+  const place = async (a: Adapter, id: string) => ok(await a.commit([absent(`q.${id}`)], [set(`q.${id}`, id)])).entries[0]!.created
+  const p1 = await place(w1!, 'w1')
+  const p2 = await place(w2!, 'w2')
+  const take = (a: Adapter, id: string, p: number, wait: number) => a.commit([absent('lock'), life(`q.${id}`, p)], [set('lock', id), del(`q.${id}`)], { waitChange: wait, keepParked: true, parkOrder: p })
+  const answers: string[] = []
+  const second = take(w2!, 'w2', p2, 1_500).then((r) => (answers.push(`w2 ${r.ok}`), r))
+  const first = await take(w1!, 'w1', p1, ms)
+  expect(first).toMatchObject({ ok: false, failed: [{ key: 'lock' }] })
+  return {
+    h: h!,
+    w1: w1!,
+    second,
+    answers,
+    release: () => h!.commit([life('lock', held)], [del('lock')]),
+    again: () => take(w1!, 'w1', p1, 10_000),
+    close: () => Promise.all([h, w1, w2].map((a) => a!.close())),
+  }
+}
+
+describe('a waiter keeps its turn between two parks (Redis)', () => {
+  test('a release while the first waiter is between parks goes to nobody; its next take gets the lock, the second stays parked', async () => {
+    const s = await between(100)
+    expect(await s.release()).toMatchObject({ ok: true })
+    await sleep(50)
+    expect(await s.h.get('lock')).toBeUndefined()
+    expect(s.answers).toEqual([])
+    expect(await s.again()).toMatchObject({ ok: true })
+    expect(await s.h.get('lock')).toMatchObject({ owner: 'w1' })
+    expect(await s.second).toMatchObject({ ok: false })
+    await s.close()
+  })
+
+  test('a first waiter that gives up (deletes its place) ends its turn in that script: the second gets the lock', async () => {
+    const s = await between(100)
+    await s.release()
+    await s.w1.commit([], [del('q.w1')])
+    expect(await s.second).toMatchObject({ ok: true })
+    expect(await s.h.get('lock')).toMatchObject({ owner: 'w2' })
+    await s.close()
+  })
+
+  test('a turn not taken up passes: the second gets the lock at its own wait\'s end, answered with nothing failed meanwhile never', async () => {
+    const s = await between(100)
+    const released = performance.now()
+    await s.release()
+    expect(await s.second).toMatchObject({ ok: true })
+    // Its wait (1.5 s) ran out after the turn (1 s) had: its last try went through.
+    expect(performance.now() - released).toBeGreaterThanOrEqual(900)
+    await s.close()
+  })
+})
+
+/** `adapter`, whose answers to waiting commits reach its client `ms` late (a slow client: the fake of this file). */
+function slowAnswers(adapter: Adapter, ms: number): Adapter {
+  const commit = adapter.commit.bind(adapter)
+  adapter.commit = async (checks, ops, options) => {
+    const r = await commit(checks, ops, options)
+    if (options?.waitChange) await sleep(ms)
+    return r
+  }
+  return adapter
+}
+
+describe('real clients on Redis, the first waiter slow to park again (its answers 40 ms late, its park 100 ms)', () => {
+  test('12 rounds: each release goes to the first in line, never to the waiter behind it', async () => {
+    for (let round = 0; round < 12; round++) {
+      const url = server.url(fresh())
+      const a = new Client(await redisAdapter({ url }), { id: 'holder' })
+      const b = new Client(slowAnswers(await redisAdapter({ url }), 40), { id: 'first' })
+      const c = new Client(await redisAdapter({ url }), { id: 'second' })
+      try {
+        const held = (await a.locks.acquire('k', { ttl: 5_000 }))!
+        const first = b.locks.acquire('k', { wait: 10_000, ttl: 400 })
+        await sleep(30)
+        const second = c.locks.acquire('k', { wait: 10_000, ttl: 400 })
+        await sleep(150 + Math.random() * 300)
+        await held.release()
+        const got = await Promise.race([first.then(() => 'first'), second.then(() => 'second')])
+        expect(got, `round ${round}`).toBe('first')
+        await (await first)!.release()
+        await (await second)!.release()
+      } finally {
+        await Promise.all([a, b, c].map((x) => x.close()))
+      }
+    }
+  }, 60_000)
+})
