@@ -267,7 +267,7 @@ export interface CommitOptions {
    * turn. A store that cannot order its parked commits (a node in front of
    * a Redis or an etcd) tries them in the order they parked. A store may
    * keep a kept commit's turn between its wait's end and its next park (the
-   * local store, src/adapters/kit/parked.ts: up to a second): a commit of a
+   * local store, src/adapters/kit/parked.ts, and Redis: up to a second): a commit of a
    * higher `parkOrder` at its keys then waits even where its checks hold,
    * and is answered at its wait's end with no failed check ("not your turn
    * yet": its caller parks again).
