@@ -7,11 +7,14 @@
  * late (a slow tab, simulated by a delay in its adapter: the one fake here).
  */
 import { describe, expect, test } from 'vitest'
-import { Client, type Adapter, type Check, type CommitResult, type Op } from 'zaris'
+import type { Check, CommitResult, Op } from 'zaris'
 import { memoryAdapter } from 'zaris/memory'
 import { ManualClock } from 'zaris/testing'
 import { LocalStore } from '../../src/adapters/kit/local-store'
 import { TURN_KEPT_MS, type ParkOptions } from '../../src/adapters/kit/parked'
+import { firstInLineRounds } from '../setup/first-in-line'
+
+const run = Math.random().toString(36).slice(2)
 
 const set = (key: string, owner?: string): Op => ({ type: 'set', key, value: null, ...(owner ? { owner } : {}) })
 const del = (key: string): Op => ({ type: 'delete', key })
@@ -105,40 +108,8 @@ describe('a waiter keeps its turn between two parks', () => {
   })
 })
 
-/** `adapter`, whose answers to waiting commits reach its client `ms` late (a slow tab: the fake of this file). */
-function slowAnswers(adapter: Adapter, ms: number): Adapter {
-  const commit = adapter.commit.bind(adapter)
-  adapter.commit = async (checks, ops, options) => {
-    const r = await commit(checks, ops, options)
-    if (options?.waitChange) await new Promise((done) => setTimeout(done, ms))
-    return r
-  }
-  return adapter
-}
-
 describe('real clients, the first waiter slow to park again (its answers 40 ms late, its park 100 ms)', () => {
   test('12 rounds: each release goes to the first in line, never to the waiter behind it', async () => {
-    for (let round = 0; round < 12; round++) {
-      const namespace = `turns-${round}-${Math.random().toString(36).slice(2)}`
-      const client = (adapter: Adapter, id: string) => new Client(adapter, { id })
-      const a = client(memoryAdapter({ namespace }), 'holder')
-      const b = client(slowAnswers(memoryAdapter({ namespace }), 40), 'first')
-      const c = client(memoryAdapter({ namespace }), 'second')
-      try {
-        const held = (await a.locks.acquire('k', { ttl: 5_000 }))!
-        const first = b.locks.acquire('k', { wait: 10_000, ttl: 400 })
-        await new Promise((r) => setTimeout(r, 30))
-        const second = c.locks.acquire('k', { wait: 10_000, ttl: 400 })
-        // Released at a moment of no particular relation to the first waiter's parks.
-        await new Promise((r) => setTimeout(r, 150 + Math.random() * 300))
-        await held.release()
-        const got = await Promise.race([first.then(() => 'first'), second.then(() => 'second')])
-        expect(got, `round ${round}`).toBe('first')
-        await (await first)!.release()
-        await (await second)!.release()
-      } finally {
-        await Promise.all([a, b, c].map((x) => x.close()))
-      }
-    }
+    await firstInLineRounds(12, async (round) => memoryAdapter({ namespace: `turns-${round}-${run}` }))
   }, 30_000)
 })

@@ -7,8 +7,9 @@
  * by a delay in its adapter: the one fake here).
  */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
-import { Client, type Adapter, type Check, type CommitResult, type Op } from 'zaris'
+import type { Adapter, Check, CommitResult, Op } from 'zaris'
 import { redisAdapter } from 'zaris/redis'
+import { firstInLineRounds } from '../setup/first-in-line'
 import { startRedis, type RedisServer } from './server'
 
 let server: RedisServer
@@ -85,38 +86,12 @@ describe('a waiter keeps its turn between two parks (Redis)', () => {
   })
 })
 
-/** `adapter`, whose answers to waiting commits reach its client `ms` late (a slow client: the fake of this file). */
-function slowAnswers(adapter: Adapter, ms: number): Adapter {
-  const commit = adapter.commit.bind(adapter)
-  adapter.commit = async (checks, ops, options) => {
-    const r = await commit(checks, ops, options)
-    if (options?.waitChange) await sleep(ms)
-    return r
-  }
-  return adapter
-}
-
 describe('real clients on Redis, the first waiter slow to park again (its answers 40 ms late, its park 100 ms)', () => {
   test('12 rounds: each release goes to the first in line, never to the waiter behind it', async () => {
-    for (let round = 0; round < 12; round++) {
-      const url = server.url(fresh())
-      const a = new Client(await redisAdapter({ url }), { id: 'holder' })
-      const b = new Client(slowAnswers(await redisAdapter({ url }), 40), { id: 'first' })
-      const c = new Client(await redisAdapter({ url }), { id: 'second' })
-      try {
-        const held = (await a.locks.acquire('k', { ttl: 5_000 }))!
-        const first = b.locks.acquire('k', { wait: 10_000, ttl: 400 })
-        await sleep(30)
-        const second = c.locks.acquire('k', { wait: 10_000, ttl: 400 })
-        await sleep(150 + Math.random() * 300)
-        await held.release()
-        const got = await Promise.race([first.then(() => 'first'), second.then(() => 'second')])
-        expect(got, `round ${round}`).toBe('first')
-        await (await first)!.release()
-        await (await second)!.release()
-      } finally {
-        await Promise.all([a, b, c].map((x) => x.close()))
-      }
-    }
+    const namespaces = new Map<number, string>()
+    await firstInLineRounds(12, (round) => {
+      if (!namespaces.has(round)) namespaces.set(round, fresh())
+      return redisAdapter({ url: server.url(namespaces.get(round)!) })
+    })
   }, 60_000)
 })
