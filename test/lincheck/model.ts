@@ -295,7 +295,8 @@ function applyCommit(s: State, op: Operation, slack: number): StepResult {
   if (op.status === 'fail') {
     const failed = op.output?.failed as Array<{ key: string; entry?: EntryJson | null }> | undefined
     if (!failed) return { ok: true, states: [s] } // refused as bad input: not applied
-    if (failed.length === 0) return { ok: false, reason: 'the commit failed with no failed check' }
+    // A kept take in line held back behind an earlier waiter's turn (kit/parked.ts) fails with nothing failed: it wrote nothing.
+    if (failed.length === 0) return op.input.inLine === true ? { ok: true, states: [s] } : { ok: false, reason: 'the commit failed with no failed check' }
     let state = s
     for (const f of failed) {
       const c = checks.find((c) => c.key === f.key)

@@ -10,7 +10,7 @@
  *
  * @module
  */
-import type { Adapter, Check, Op } from 'zaris'
+import type { Adapter, Check, CommitOptions, Op } from 'zaris'
 import type { HistoryEvent } from './history'
 
 /** Where events go, and the clock they are stamped with. */
@@ -54,6 +54,19 @@ export function streamSink(write: (event: HistoryEvent) => void | Promise<void>,
 
 const ns = (ms: number) => Math.round(ms * 1e6)
 
+/**
+ * A commit as the model reads it: through a gate (capability `gates`: it may
+ * take its key over a marked entry), and whether it was a kept take in line
+ * (`keepParked` with `parkOrder`: a store may answer it failed with nothing
+ * failed, held back behind an earlier waiter's turn).
+ */
+function commitInput(checks: Check[], ops: Op[], options: CommitOptions | undefined): Record<string, unknown> {
+  const input: Record<string, unknown> = { checks, ops }
+  if (options?.gate) input.gate = { key: options.gate.key, mode: options.gate.mode }
+  if (options?.waitChange && options.keepParked && options.parkOrder !== undefined) input.inLine = true
+  return input
+}
+
 /** Whether an adapter's error proves the commit was not applied (bad input refused before anything was written). */
 const refusedBeforeApplying = (err: unknown) => (err as { code?: string } | null)?.code === 'INVALID_ARGUMENT'
 
@@ -95,8 +108,7 @@ export function recordingAdapter(inner: Adapter, sink: HistorySink, client: stri
     get: (key) => run('get', { key }, () => inner.get(key), (entry) => ({ type: 'ok', value: { entry: entry ?? null } })),
     list: (prefix, options) => inner.list(prefix, options),
     commit: (checks: Check[], ops: Op[], options) =>
-      // A commit through a gate (capability `gates`) may take its key over a marked entry: the model must know.
-      run('commit', options?.gate ? { checks, ops, gate: { key: options.gate.key, mode: options.gate.mode } } : { checks, ops }, () => inner.commit(checks, ops, options), (r) =>
+      run('commit', commitInput(checks, ops, options), () => inner.commit(checks, ops, options), (r) =>
         r.ok ? { type: 'ok', value: { revision: r.revision, entries: r.entries, deleted: r.deleted } } : { type: 'fail', value: { failed: r.failed.map((f) => ({ key: f.key, entry: f.entry ?? null })) } },
       ),
     watch: (prefix, sinkOfEvents, fromRevision) => inner.watch(prefix, sinkOfEvents, fromRevision),

@@ -238,7 +238,7 @@ export class ParkedCommits {
 
   /** Tries the parked commits that check a key written or deleted by `r`, a commit just applied. */
   committed(r: Success): void {
-    if (this.#count === 0) return
+    if (this.#count === 0 && this.#turns.size === 0) return
     const keys: string[] = r.deleted.slice()
     for (const e of r.entries) keys.push(e.key)
     this.changed(keys)
