@@ -86,6 +86,22 @@ describe('a waiter keeps its turn between two parks', () => {
     expect(store.get('lock')).toMatchObject({ owner: 'second' })
   })
 
+  test('a waiter that gives up with nothing else parked ends its turn: the next take goes through at once (the model found this)', async () => {
+    const clock = new ManualClock()
+    const store = new LocalStore({ clock })
+    const held = (store.commit([absent('lock')], [set('lock', 'h')]) as Extract<CommitResult, { ok: true }>).entries[0]!.created
+    const first = waiter(store, 'first', 100)
+    await clock.advance(100)
+    await tick()
+    expect(first.take.answer).toMatchObject({ ok: false })
+    expect(store.parked).toBe(0)
+    store.commit([life('lock', held)], [del('lock')])
+    store.commit([], [del('q.first')])
+    const next = waiter(store, 'next', 10_000)
+    await tick()
+    expect(next.take.answer).toMatchObject({ ok: true })
+  })
+
   test('a take that comes while an earlier turn is kept waits, though the lock is free; its wait ending meanwhile is answered with no check failed', async () => {
     const { clock, store, release } = await between()
     release()

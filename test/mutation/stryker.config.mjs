@@ -31,6 +31,7 @@ export default {
     'src/core/election/body.ts',
     'src/adapters/kit/local-store.ts',
     'src/adapters/kit/write.ts',
+    'src/adapters/kit/parked.ts',
   ],
   coverageAnalysis: 'perTest',
   concurrency: 2,
