@@ -11,7 +11,7 @@ import type { Check, CommitResult, Op } from 'zaris'
 import { memoryAdapter } from 'zaris/memory'
 import { ManualClock } from 'zaris/testing'
 import { LocalStore } from '../../src/adapters/kit/local-store'
-import { TURN_KEPT_MS, type ParkOptions } from '../../src/adapters/kit/parked'
+import { MAX_TURNS, TURN_KEPT_MS, type ParkOptions } from '../../src/adapters/kit/parked'
 import { firstInLineRounds } from '../setup/first-in-line'
 
 const run = Math.random().toString(36).slice(2)
@@ -100,6 +100,20 @@ describe('a waiter keeps its turn between two parks', () => {
     const next = waiter(store, 'next', 10_000)
     await tick()
     expect(next.take.answer).toMatchObject({ ok: true })
+  })
+
+  test(`a peer that parks short waits fast keeps at most ${MAX_TURNS} turns; they end after ${TURN_KEPT_MS} ms`, async () => {
+    const clock = new ManualClock()
+    const store = new LocalStore({ clock })
+    store.commit([absent('lock')], [set('lock', 'h')])
+    for (let i = 0; i < MAX_TURNS + 100; i++) parked(store, [absent('lock')], [set('lock', `w${i}`)], { order: 1_000 + i, ms: 1 })
+    expect(store.parked).toBe(MAX_TURNS + 100)
+    await clock.advance(1)
+    await tick()
+    expect(store.parked).toBe(0)
+    expect(store.turns).toBe(MAX_TURNS)
+    await clock.advance(TURN_KEPT_MS)
+    expect(store.turns).toBe(0)
   })
 
   test('a take that comes while an earlier turn is kept waits, though the lock is free; its wait ending meanwhile is answered with no check failed', async () => {

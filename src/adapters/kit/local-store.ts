@@ -136,6 +136,11 @@ export class LocalStore {
     return this.#parked.size
   }
 
+  /** How many waiters' turns are kept now (parked.ts: at most `MAX_TURNS`). */
+  get turns(): number {
+    return this.#parked.turns
+  }
+
   /** How many parked commits went through so far. */
   /** A parked commit's answer is final when given: nothing is left to make durable (`LocalBackend.answersAtOnce`). */
   get answersAtOnce(): boolean {

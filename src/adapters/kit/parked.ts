@@ -55,6 +55,15 @@ import { MinHeap, type Due } from './heap'
  */
 export const TURN_KEPT_MS = 1_000
 
+/**
+ * Most turns kept at once. Each needs a kept take whose wait ran out within
+ * the last {@link TURN_KEPT_MS}, so a peer that parks short waits fast could
+ * keep one per wait: past this many, a wait that runs out keeps no turn (its
+ * waiter may then be overtaken once; nothing else changes). Small, as a
+ * parked take's try looks through the turns at its keys.
+ */
+export const MAX_TURNS = 256
+
 /** A commit's failure answer. */
 export type Failure = Extract<CommitResult, { ok: false }>
 /** A commit's success answer. */
@@ -165,6 +174,11 @@ export class ParkedCommits {
   /** How many commits are parked. */
   get size(): number {
     return this.#count
+  }
+
+  /** How many turns are kept now (see {@link MAX_TURNS}). */
+  get turns(): number {
+    return this.#turns.size
   }
 
   /** How many parked commits went through so far (a caller can tell whether a step handed over). */
@@ -304,6 +318,7 @@ export class ParkedCommits {
   #keepTurn(p: Parked, order: number): void {
     const old = this.#turns.get(order)
     if (old) this.#endTurn(old)
+    if (this.#turns.size >= MAX_TURNS) return
     const keys = [...new Set(p.checks.map((c) => c.key))]
     const turn: Turn = { order, keys, own: p.checks.filter((_, i) => p.firstHeld[i]), timer: undefined }
     this.#turns.set(order, turn)
