@@ -268,7 +268,7 @@ for (const store of ['idb', 'node'] as const) {
       expect(slots.map((x) => x.split(' ')[0])).toEqual(['0', '1', '2'])
       expect(slots.map((x) => x.split(' ')[1]).sort()).toEqual([idA, idB, idC].sort())
       await click(b, 'sem-release')
-      await eventually(async () => (await d.getByTestId('sem-mine').getAttribute('data-state')) === 'holds', 5_000, 'the fourth gets the permit given back')
+      await eventually(async () => (await d.getByTestId('sem-mine').getAttribute('data-state')) === 'holds', 5_000, 'the fourth gets the permit given back', 25, () => tabStates([a, b, c, d]))
       await eventually(async () => (await d.getByTestId('sem-holders').locator(`li[data-owner="${idD}"]`).count()) === 1 && (await text(a, 'sem-count')) === '3 of 3', 5_000, 'every tab sees it')
       for (const t of [a, c, d]) await click(t, 'sem-release')
       await eventually(async () => (await text(b, 'sem-count')) === '0 of 3', 5_000, 'all given back')

@@ -74,8 +74,14 @@ export function httpAdapter(options: HttpAdapterOptions): Adapter {
 
 class HttpAdapter implements Adapter {
   readonly name = 'http'
-  /** Whether the node is taken to understand `waitChange` (until it refuses the field). */
-  #onChange = true
+  /**
+   * Whether takes may wait at the node (`waitChange`): until the node refuses the field, and never
+   * outside Node. A browser gives all the pages of an origin together six HTTP/1.1 connections to a
+   * node; each client keeps one for its watch stream, and a parked take would hold another for
+   * seconds: four tabs filled them, and every other request of every tab queued behind them. A page
+   * waits on its stream instead (a round trip more per handover).
+   */
+  #onChange = hasNodeHttp()
   /** Whether the node is taken to understand `keepParked` (until it refuses the field). */
   #keep = true
   readonly #endpoints: string[]
