@@ -6,11 +6,13 @@
  * clients whose first waiter's answers come late (a slow client, simulated
  * by a delay in its adapter: the one fake here).
  */
+import { spawnSync } from 'node:child_process'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import type { Adapter, Check, CommitResult, Op } from 'zaris'
 import { redisAdapter } from 'zaris/redis'
 import { firstInLineRounds } from '../setup/first-in-line'
-import { startRedis, type RedisServer } from './server'
+import { MAX_TURNS } from '../../src/adapters/redis/handover'
+import { REDIS_CLI, startRedis, type RedisServer } from './server'
 
 let server: RedisServer
 beforeAll(async () => {
@@ -84,6 +86,32 @@ describe('a waiter keeps its turn between two parks (Redis)', () => {
     expect(performance.now() - released).toBeGreaterThanOrEqual(900)
     await s.close()
   })
+})
+
+describe('turns are bounded (Redis)', () => {
+  /** The turns kept in namespace ns's park hash now. */
+  const turns = (ns: string) =>
+    spawnSync(REDIS_CLI, ['-p', String(server.port), 'HKEYS', `zaris:{${ns}}:park`], { encoding: 'utf8' })
+      .stdout.split('\n')
+      .filter((f) => f.startsWith('t:')).length
+
+  test(`a peer that parks short waits at ${MAX_TURNS + 100} keys keeps at most ${MAX_TURNS} turns; the next turn, a second later, ends them`, async () => {
+    const ns = fresh()
+    const [h, peer] = await Promise.all([0, 1].map(() => redisAdapter({ url: server.url(ns) })))
+    const n = MAX_TURNS + 100
+    const keys = Array.from({ length: n + 1 }, (_, i) => i)
+    await Promise.all(keys.map((i) => h!.commit([absent(`lock${i}`)], [set(`lock${i}`, 'h')])))
+    const places = await Promise.all(keys.map(async (i) => ok(await peer!.commit([absent(`q${i}`)], [set(`q${i}`, 'peer')])).entries[0]!.created))
+    // Keys no script touches again: nothing but the cap and later turns ends these.
+    const take = (i: number) => peer!.commit([absent(`lock${i}`), life(`q${i}`, places[i]!)], [set(`lock${i}`, 'peer'), del(`q${i}`)], { waitChange: 30, keepParked: true, parkOrder: places[i] })
+    const answers = await Promise.all(keys.slice(0, n).map(take))
+    expect(answers.every((r) => !r.ok)).toBe(true)
+    expect(turns(ns)).toBe(MAX_TURNS)
+    await sleep(1_100)
+    await take(n)
+    expect(turns(ns)).toBe(1)
+    await Promise.all([h, peer].map((a) => a!.close()))
+  }, 30_000)
 })
 
 describe('real clients on Redis, the first waiter slow to park again (its answers 40 ms late, its park 100 ms)', () => {

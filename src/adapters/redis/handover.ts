@@ -36,7 +36,8 @@
  * not applied meanwhile, even where its checks hold: parked, or answered at
  * its deadline with nothing failed (`behind`). The turn ends when a commit
  * of its order comes, when one of its own checks fails (the place is gone)
- * or at its end (seen by the next script that looks).
+ * or at its end (seen by the next script that looks, or by the next turn
+ * kept: `tq` lists the kept orders oldest first, at most {@link MAX_TURNS}).
  *
  * A parked commit past its deadline is never applied by another's change
  * (its adapter unparks it at its own deadline; one that died never does):
@@ -49,6 +50,13 @@
 
 /** How long a waiter whose wait ran out keeps its turn, in µs (kit/parked.ts's TURN_KEPT_MS). */
 export const TURN_US = 1_000_000
+
+/**
+ * The most turns a namespace keeps at once (kit/parked.ts's MAX_TURNS): a
+ * peer that parks short waits at keys nobody touches again would otherwise
+ * leave a turn at each in the park hash for good.
+ */
+export const MAX_TURNS = 256
 
 /** The handover's Lua (after PRELUDE, COMMIT_PARTS and CHECKED_PARTS). */
 export const HANDOVER_PARTS = `
@@ -203,6 +211,25 @@ local function keep_turn(p, ends)
   for i, c in ipairs(p.c) do
     if p.h[i] == 1 then own[#own + 1] = c end
   end
+  -- The kept orders, oldest first ('tq'; some may have ended since): the ended at its front go, and
+  -- past the cap the list is checked whole; a turn past it is not kept.
+  local q = {}
+  local s = redis.call('HGET', K_PARK, 'tq')
+  if s then for o in string.gmatch(s, '%d+') do q[#q + 1] = o end end
+  while q[1] and not turn_of(q[1]) do table.remove(q, 1) end
+  if #q >= ${MAX_TURNS} then
+    local live = {}
+    for _, o in ipairs(q) do
+      if turn_of(o) then live[#live + 1] = o end
+    end
+    q = live
+  end
+  if #q >= ${MAX_TURNS} then
+    redis.call('HSET', K_PARK, 'tq', table.concat(q, ' '))
+    return
+  end
+  q[#q + 1] = key
+  redis.call('HSET', K_PARK, 'tq', table.concat(q, ' '))
   local keys = park_keys(p)
   redis.call('HSET', K_PARK, 't:' .. key, cjson.encode({k = keys, c = own, d = fmt(ends)}))
   for _, k in ipairs(keys) do
