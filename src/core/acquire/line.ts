@@ -106,13 +106,23 @@ export class WaitQueue {
         })
         await this.#joining
       }
-      const own = this.entry!
+      // Two calls may run at once (the machine leaves a raced one running): the other may have
+      // dropped our place while we waited for the join, or joined anew while we listed.
+      const place = this.#place
+      const own = place?.entry
+      if (!own) {
+        if (this.#left || tries >= 2) return undefined
+        continue
+      }
       const line = (await listAll(this.#ctx.adapter, this.#prefix)).filter((e) => !e.key.slice(this.#prefix.length).includes(SEP))
       const mine = line.find((e) => e.key === own.key && e.created === own.created)
       if (!mine) {
-        // Our place expired (renewals failed): join again at the back.
-        this.#place?.lost()
-        this.#place = undefined
+        // Our place expired (renewals failed): join again at the back. Only the place we looked
+        // for is forgotten, never a newer one the other call joined with meanwhile.
+        if (this.#place === place) {
+          place.lost()
+          this.#place = undefined
+        }
         if (tries < 2) continue
         return undefined
       }
