@@ -7,9 +7,9 @@
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { afterAll, beforeAll, describe, expect, test } from 'vitest'
+import { afterAll, beforeAll, describe, expect, test, vi } from 'vitest'
 import { HistoryBuilder } from '../lincheck/builder'
-import { assertHistory, checkHistory, formatViolations, type HistoryRecord } from './checker'
+import { againOnClockStep, assertHistory, checkHistory, CLOCK_STEP_MS, formatViolations, type HistoryRecord } from './checker'
 
 /** A clean run: two holders in turn, each writes once fenced, a watcher sees everything. */
 function clean(): HistoryRecord[] {
@@ -233,5 +233,40 @@ describe('assertHistory: the store operations through the linearizability checke
 
   test('acquisitions with no recorded operations are refused: a client was not recorded', () => {
     expect(() => assertHistory(observed, [])).toThrow(/no store operations/)
+  })
+})
+
+describe('againOnClockStep (the wall clock stepped by a fake Date.now)', () => {
+  let offset = 0
+  const real = Date.now.bind(Date)
+  beforeAll(() => {
+    vi.spyOn(Date, 'now').mockImplementation(() => real() + offset)
+  })
+  afterAll(() => vi.restoreAllMocks())
+
+  test('a failure with no step is thrown at once', async () => {
+    const runs: number[] = []
+    await expect(againOnClockStep(async (attempt) => (runs.push(attempt), Promise.reject(new Error('not linearizable'))))).rejects.toThrow('not linearizable')
+    expect(runs).toEqual([0])
+  })
+
+  test('a failure while the wall clock stepped is void: the run goes again, and its pass is the verdict', async () => {
+    const runs: number[] = []
+    await againOnClockStep(async (attempt) => {
+      runs.push(attempt)
+      if (attempt === 0) {
+        offset += CLOCK_STEP_MS + 25_000
+        throw new Error('not linearizable')
+      }
+    })
+    expect(runs).toEqual([0, 1])
+  })
+
+  test('a second failure is thrown, with the step when there was one again', async () => {
+    const run = againOnClockStep(async () => {
+      offset += CLOCK_STEP_MS * 2
+      throw new Error('not linearizable')
+    })
+    await expect(run).rejects.toThrow(/stepped \d+ ms .* again[\s\S]*not linearizable/)
   })
 })

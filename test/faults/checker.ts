@@ -514,3 +514,31 @@ export function sharedNow(): Time {
   const hrtime = (globalThis as { process?: { hrtime?: { bigint?: () => bigint } } }).process?.hrtime
   return hrtime?.bigint ? Number(hrtime.bigint()) / 1e6 : performance.timeOrigin + performance.now()
 }
+
+/** A step of the wall clock against the monotonic one this large (ms) voids a run whose store keeps TTLs on the wall clock. */
+export const CLOCK_STEP_MS = 200
+
+/**
+ * Runs a fault scenario on a store that judges TTLs by its host's wall
+ * clock (Redis's `TIME`, Postgres's `clock_timestamp()`), while the history
+ * is on the monotonic clock. A step between the two (NTP, a VM resumed:
+ * this VM's wall clock steps by seconds to tens of seconds) ends holds early
+ * by the history's clock, so a run that fails with such a step proves
+ * nothing about the store: it is reported and run once more (`attempt` 1,
+ * on fresh names). A failure without a step, or a second one, is thrown,
+ * with the step beside it.
+ */
+export async function againOnClockStep(run: (attempt: number) => Promise<void>): Promise<void> {
+  for (let attempt = 0; ; attempt++) {
+    const skew = Date.now() - sharedNow()
+    try {
+      await run(attempt)
+      return
+    } catch (err) {
+      const step = Math.round(Date.now() - sharedNow() - skew)
+      if (Math.abs(step) < CLOCK_STEP_MS) throw err
+      if (attempt > 0) throw new Error(`the wall clock stepped ${step} ms against the monotonic one during the run again (the store's TTLs follow it):\n${(err as Error).message}`)
+      console.log(`[faults] the wall clock stepped ${step} ms against the monotonic one during the run; its failure is void, running it again:\n${(err as Error).message.slice(0, 2_000)}`)
+    }
+  }
+}

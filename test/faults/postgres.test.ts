@@ -10,12 +10,15 @@
  *   lost: the adapter sends it again under its request id, and is answered,
  *   not applied twice).
  * Every history is checked with the checker (test/faults/checker.ts) and
- * the store model (test/lincheck). Short in `npm test`; `npm run
+ * the store model (test/lincheck). Postgres judges TTLs by its wall clock,
+ * the history by the monotonic one: a run that fails while this VM's wall
+ * clock steps (a CI run saw ~25 s: two 10 s places expired) is reported
+ * and run again (`againOnClockStep`). Short in `npm test`; `npm run
  * test:faults` runs 16 workers and many more faults.
  */
 import { afterAll, expect, test } from 'vitest'
 import { PostgresServer } from '../postgres/server'
-import { assertHistory, checkHistory } from './checker'
+import { againOnClockStep, assertHistory, checkHistory } from './checker'
 import { finalRecords, memoryHistory, recordedClient, recordedWatch } from './ops'
 import { Workspace, sleep, until } from './procs'
 import { FaultProxy } from './proxy'
@@ -79,7 +82,7 @@ test(`kill -9 and restarts of Postgres under ${workers} contending workers: no s
   const server = new PostgresServer()
   servers.push(server)
   await server.start()
-  await underFaults('restart', server.url('restarts'), async (random) => {
+  await againOnClockStep((attempt) => underFaults(`restart${attempt ? '-again' : ''}`, server.url(`restarts${attempt ? '-again' : ''}`), async (random) => {
     const kinds: string[] = []
     for (let i = 0; i < count(2, 20); i++) {
       await sleep(500 + random() * 1_000)
@@ -91,8 +94,8 @@ test(`kill -9 and restarts of Postgres under ${workers} contending workers: no s
       await server.start()
     }
     return kinds
-  })
-}, timeout(120_000, 900_000))
+  }))
+}, timeout(240_000, 1_800_000))
 
 test(`connections reset and answers lost on the way back, under ${workers} contending workers: every commit applied once`, async () => {
   const server = new PostgresServer()
@@ -100,7 +103,7 @@ test(`connections reset and answers lost on the way back, under ${workers} conte
   await server.start()
   const proxy = await new FaultProxy(server.port).start()
   proxies.push(proxy)
-  await underFaults('network', server.url('network', proxy.port), async (random) => {
+  await againOnClockStep((attempt) => underFaults(`network${attempt ? '-again' : ''}`, server.url(`network${attempt ? '-again' : ''}`, proxy.port), async (random) => {
     const kinds: string[] = []
     for (let i = 0; i < count(4, 40); i++) {
       await sleep(200 + random() * 600)
@@ -119,6 +122,6 @@ test(`connections reset and answers lost on the way back, under ${workers} conte
     }
     expect(proxy.dropped).toBeGreaterThan(0)
     return kinds
-  })
-}, timeout(120_000, 900_000))
+  }))
+}, timeout(240_000, 1_800_000))
 
