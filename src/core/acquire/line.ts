@@ -98,38 +98,23 @@ export class WaitQueue {
    * us (`undefined` when we are first).
    */
   async ahead(): Promise<Entry | undefined> {
-    for (let tries = 0; ; tries++) {
-      if (!this.entry) {
-        // One join at a time: a caller that raced ahead asks again while the first is on its way.
-        this.#joining ??= this.#join().finally(() => {
-          this.#joining = undefined
-        })
-        await this.#joining
-      }
-      // Two calls may run at once (the machine leaves a raced one running): the other may have
-      // dropped our place while we waited for the join, or joined anew while we listed.
+    for (let tries = 0; tries < 3; tries++) {
+      await this.#enter()
+      // Two calls may run at once (the machine leaves a raced one running): each forgets only the
+      // place it looked for, never a newer one the other joined with meanwhile.
       const place = this.#place
       const own = place?.entry
-      if (!own) {
-        if (this.#left || tries >= 2) return undefined
-        continue
+      const line = own ? (await listAll(this.#ctx.adapter, this.#prefix)).filter((e) => !e.key.slice(this.#prefix.length).includes(SEP)) : []
+      const mine = own && line.find((e) => e.key === own.key && e.created === own.created)
+      if (mine) {
+        let ahead: Entry | undefined
+        for (const e of line) if (e.created < mine.created && (!ahead || e.created > ahead.created)) ahead = e
+        return ahead
       }
-      const line = (await listAll(this.#ctx.adapter, this.#prefix)).filter((e) => !e.key.slice(this.#prefix.length).includes(SEP))
-      const mine = line.find((e) => e.key === own.key && e.created === own.created)
-      if (!mine) {
-        // Our place expired (renewals failed): join again at the back. Only the place we looked
-        // for is forgotten, never a newer one the other call joined with meanwhile.
-        if (this.#place === place) {
-          place.lost()
-          this.#place = undefined
-        }
-        if (tries < 2) continue
-        return undefined
-      }
-      let ahead: Entry | undefined
-      for (const e of line) if (e.created < mine.created && (!ahead || e.created > ahead.created)) ahead = e
-      return ahead
+      // Our place expired (renewals failed): join again at the back.
+      if (this.#place === place) this.lost()
     }
+    return undefined
   }
 
   /**
@@ -138,12 +123,7 @@ export class WaitQueue {
    * came (capability `keepParked`). `undefined` when we left meanwhile.
    */
   async place(): Promise<Entry | undefined> {
-    if (!this.entry && !this.#left) {
-      this.#joining ??= this.#join().finally(() => {
-        this.#joining = undefined
-      })
-      await this.#joining
-    }
+    if (!this.#left) await this.#enter()
     return this.entry
   }
 
@@ -180,6 +160,15 @@ export class WaitQueue {
   leave(): void {
     this.#left = true
     this.#place?.leave()
+  }
+
+  /** Joins the line unless we stand in it; one join at a time (a caller that raced ahead waits for the first). */
+  async #enter(): Promise<void> {
+    if (this.entry) return
+    this.#joining ??= this.#join().finally(() => {
+      this.#joining = undefined
+    })
+    await this.#joining
   }
 
   async #join(): Promise<void> {
