@@ -151,8 +151,11 @@ describe('fence(tx, lock)', () => {
       await new Promise((r) => setTimeout(r, 300))
       await tx.query("UPDATE invoices SET status = 'sent' WHERE id = 42")
       order.push('update')
-      await tx.query('COMMIT')
+      // The steal may be answered before the COMMIT is (both come as the transaction ends): what counts is
+      // that it waited for the COMMIT to be sent.
+      const committed = tx.query('COMMIT')
       order.push('commit')
+      await committed
       await steal
       expect(order).toEqual(['update', 'commit', 'steal'])
       expect(await lock.release()).toBe(false)
