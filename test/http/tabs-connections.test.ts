@@ -3,10 +3,12 @@
  * node (Chromium counts them per host for the whole profile, not per page).
  * Each page's client keeps one for its watch stream; a wait must not keep
  * another. Real Chromium tabs on a real node process: four tabs wait for a
- * held lock, and a fifth tab's requests are still answered at once — not
- * after the waits at the node end (a parked take held a connection for a
- * quarter of its TTL: 15 s here, and four of them and four streams filled
- * the six). The waiters are then served in the order they came.
+ * held lock, the first in line with its take parked at the node, and a
+ * fifth tab's requests are still answered at once — not after the waits at
+ * the node end (a parked take held its POST's connection for a quarter of
+ * its TTL, 15 s here, and four of them and four streams filled the six; a
+ * page's parked take is now answered on its stream). The waiters are then
+ * served in the order they came.
  */
 import { afterAll, beforeAll, expect, it } from 'vitest'
 import type { Page } from 'playwright'
@@ -58,6 +60,9 @@ it('four tabs waiting on a node leave a fifth tab its requests: answered at once
       while ((await observer.adapter.list('\u0001q')).entries.length < i + 1) await sleep(10)
     }
     await sleep(500) // every wait under way at the node
+    // The first in line waits at the node, as a Node client's take does; its outcome will come on its stream.
+    const parked = /^zaris_commits_parked (\d+)$/m.exec(await (await fetch(`${node.url}/metrics`)).text())?.[1]
+    expect(Number(parked)).toBeGreaterThanOrEqual(1)
     const fifth = await openHarnessTab(ctx, harness.url)
     const took = await fifth.evaluate(
       async ({ port, store }) => {
