@@ -5,9 +5,11 @@
  * the release's step hands the key over and the outcome comes on the
  * stream; a retry of the request id gets the same outcome; an unknown
  * stream means no wait; a stream that closes drops its parks; the wait's
- * end is told on the stream too.
+ * end is told on the stream too. Also on a node in front of a real Redis,
+ * which parks on its watch of the store, not in the store.
  */
 import { afterAll, beforeAll, expect, test } from 'vitest'
+import { RedisServer } from '../redis/server'
 import { startNode, type NodeProcess } from '../server/node-process'
 
 let node: NodeProcess
@@ -29,9 +31,9 @@ interface Sse {
 }
 
 /** Opens a filtered watch stream of `ns` on `prefixes` and reads it in the background. */
-async function openStream(ns: string, prefixes: string[]): Promise<Sse> {
+async function openStream(ns: string, prefixes: string[], base = node.url): Promise<Sse> {
   const stop = new AbortController()
-  const res = await fetch(`${node.url}/v1/${ns}/watch?prefixes=${encodeURIComponent(JSON.stringify(prefixes))}`, { signal: stop.signal })
+  const res = await fetch(`${base}/v1/${ns}/watch?prefixes=${encodeURIComponent(JSON.stringify(prefixes))}`, { signal: stop.signal })
   expect(res.status).toBe(200)
   const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader()
   const sse: Sse = { id: '', answers: [], close: () => stop.abort() }
@@ -59,16 +61,16 @@ async function openStream(ns: string, prefixes: string[]): Promise<Sse> {
   return sse
 }
 
-async function post(ns: string, body: object): Promise<{ json: any; replayed: boolean; ms: number }> {
+async function post(ns: string, body: object, base = node.url): Promise<{ json: any; replayed: boolean; ms: number }> {
   const t0 = performance.now()
-  const res = await fetch(`${node.url}/v1/${ns}/commit`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })
+  const res = await fetch(`${base}/v1/${ns}/commit`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })
   const json = await res.json()
   expect(res.status, JSON.stringify(json)).toBe(200)
   return { json, replayed: res.headers.get('x-zaris-replayed') === '1', ms: performance.now() - t0 }
 }
 
-async function metric(name: string): Promise<number> {
-  const m = new RegExp(`^zaris_${name} (\\S+)$`, 'm').exec(await (await fetch(`${node.url}/metrics`)).text())
+async function metric(name: string, base = node.url): Promise<number> {
+  const m = new RegExp(`^zaris_${name} (\\S+)$`, 'm').exec(await (await fetch(`${base}/metrics`)).text())
   return m ? Number(m[1]) : NaN
 }
 
@@ -149,3 +151,23 @@ test('a wait that runs out is told on the stream too; a stream that keeps being 
   sse.close()
   await until('the parks ended with the stream', async () => (await metric('commits_parked')) === 0)
 })
+
+test('on a node in front of Redis (it parks on its watch of the store): parked at once, the outcome on the stream after the release', async () => {
+  const redis = await new RedisServer().start()
+  const front = await startNode(['--insecure', '--redis', `redis://127.0.0.1:${redis.port}/0`])
+  try {
+    const ns = `answer-redis-${nsCount++}`
+    const held = await post(ns, { ...take('k'), requestId: 'holder-0001' }, front.url)
+    expect(held.json.ok).toBe(true)
+    const sse = await openStream(ns, ['k'], front.url)
+    expect((await post(ns, { ...take('k'), requestId: 'waiter-0001', waitChange: 10_000, keepParked: true, answerOn: sse.id }, front.url)).json).toEqual({ parked: true })
+    expect(await metric('commits_parked', front.url)).toBe(1)
+    await post(ns, { checks: [{ key: 'k', revision: held.json.revision }], ops: [{ type: 'delete', key: 'k' }], requestId: 'holder-0002' }, front.url)
+    await until('the outcome came on the stream', () => sse.answers.length > 0)
+    expect(sse.answers[0]).toMatchObject({ requestId: 'waiter-0001', result: { ok: true } })
+    sse.close()
+  } finally {
+    await front.stop()
+    await redis.dispose()
+  }
+}, 30_000)
