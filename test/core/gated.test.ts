@@ -6,47 +6,13 @@
  * test/indexeddb), on a ManualClock.
  */
 import { afterEach, describe, expect, test } from 'vitest'
-import { Client, type Adapter, type Gate, type Lock, type WatchEvent } from 'zaris'
+import type { Adapter, Gate, Lock } from 'zaris'
 import { IN_LINE } from '../../src/core/acquire/checks'
-import { EXPIRED_GRACE, FREE_GRACE, LOOK_AFTER } from '../../src/core/acquire/gated'
+import { EXPIRED_GRACE, FREE_GRACE } from '../../src/core/acquire/gated'
 import { HAND_ON_WAIT } from '../../src/core/hold/hand-on'
-import { FakeLockManager, gatedStore } from './gated-store'
-import { freshStore } from './machine-kit'
+import { closeAll, code, setup, tick } from './gated-kit'
 
-const closing: Array<() => unknown> = []
-afterEach(async () => {
-  for (const c of closing.splice(0).reverse()) await c()
-})
-
-function setup() {
-  const { clock, raw } = freshStore()
-  const manager = new FakeLockManager()
-  const store = gatedStore(raw, manager)
-  const adapter = store.adapter()
-  const marked = store.marked
-  const client = (id: string, wrap: (a: Adapter) => Adapter = (a) => a) => {
-    const c = new Client(wrap(store.adapter()), { id, clock })
-    closing.push(() => c.close())
-    return c
-  }
-  const events: WatchEvent[] = []
-  void adapter.watch('k', { event: (ev) => events.push(ev), error: () => {} })
-  closing.push(() => adapter.close())
-  /** Lets a wait that was not granted at once look at the key and stand in line. */
-  const queued = async () => {
-    await tick()
-    await clock.advance(LOOK_AFTER)
-    await tick()
-  }
-  return { clock, adapter, marked, client, events, manager, queued }
-}
-
-const code = (lock: Lock) => (lock.signal.reason as { code?: string } | undefined)?.code
-
-/** Lets pending promise chains run. */
-const tick = async (n = 20) => {
-  for (let i = 0; i < n; i++) await new Promise((r) => setTimeout(r, 0))
-}
+afterEach(closeAll)
 
 describe('plain tries', () => {
   test('take a free key through its gate (the entry is marked); another plain try gets null while it is held', async () => {

@@ -14,7 +14,7 @@ export default defineConfig({
   root: fileURLToPath(new URL('../..', import.meta.url)),
   resolve: base.resolve,
   test: {
-    include: ['test/core/gated.test.ts'],
+    include: ['test/core/gated.test.ts', 'test/core/gated-edges.test.ts', 'test/core/gated-release.test.ts'],
     environment: 'node',
     testTimeout: 20_000,
     hookTimeout: 30_000,

@@ -1,0 +1,342 @@
+/**
+ * The gated acquire (src/core/acquire/gated.ts) and the hand-on release
+ * (src/core/hold/hand-on.ts) at their edges, over the memory store with a
+ * fake lock manager of this process in place of the browser's Web Locks
+ * (./gated-kit); a slow grant, a failing store or watch, and a commit held
+ * back are fakes too, named so where a test stages them. The cases come from
+ * what Stryker's mutants of those files showed unchecked
+ * (test/mutation/gated.stryker.config.mjs).
+ */
+import { getEventListeners } from 'node:events'
+import { afterEach, describe, expect, test } from 'vitest'
+import type { Adapter, Gate, Lock } from 'zaris'
+import { IN_LINE } from '../../src/core/acquire/checks'
+import { EXPIRED_GRACE, FREE_GRACE, LOOK_AFTER } from '../../src/core/acquire/gated'
+import { HAND_ON_WAIT } from '../../src/core/hold/hand-on'
+import { closeAll, code, setup, tick } from './gated-kit'
+import { countedWatches } from './machine-kit'
+
+afterEach(closeAll)
+
+/** Whether `p` has settled, after pending chains ran (no time passes on the ManualClock). */
+async function settled(p: Promise<unknown>): Promise<boolean> {
+  let done = false
+  p.then(
+    () => (done = true),
+    () => (done = true),
+  )
+  await tick()
+  return done
+}
+
+/** An adapter whose commits that match run `before` first, once each time it is set (a fake race, staged by the test). */
+function racing(match: (ops: Parameters<Adapter['commit']>[1]) => boolean) {
+  let before: (() => Promise<unknown>) | undefined
+  const wrap = (inner: Adapter): Adapter => ({
+    ...inner,
+    commit: async (checks, ops, options) => {
+      const run = match(ops) ? before : undefined
+      if (run) before = undefined
+      if (run) await run()
+      return inner.commit(checks, ops, options)
+    },
+  })
+  return { wrap, set: (fn: () => Promise<unknown>) => (before = fn) }
+}
+
+const deletesK = (ops: Parameters<Adapter['commit']>[1]) => ops.some((o) => o.key === 'k' && o.type === 'delete')
+const setsK = (ops: Parameters<Adapter['commit']>[1]) => ops.some((o) => o.key === 'k' && o.type === 'set')
+
+/** The gate of `g`, with its grant answered only once `until` resolves (a slow lock manager: a fake delay). */
+function slowGate(g: Gate, until: Promise<void>): Gate {
+  return {
+    key: g.key,
+    mode: g.mode,
+    granted: g.granted.then(async (ok) => {
+      await until
+      return ok
+    }),
+    get held() {
+      return g.held
+    },
+    steal: () => g.steal(),
+    onLost: (fn) => g.onLost(fn),
+    taken: () => g.taken(),
+    release: () => g.release(),
+  }
+}
+
+describe('a slow lock manager (its grant comes after LOOK_AFTER: a fake delay)', () => {
+  test('a steal still takes the key, and a plain try of a free key holds it and its gate', async () => {
+    const { client, clock, manager } = setup()
+    let answer!: () => void
+    const later = new Promise<void>((r) => (answer = r))
+    const slow = (a: Adapter): Adapter => ({ ...a, gate: (key, o) => slowGate(a.gate!(key, o), later) })
+    const [a, b] = [client('a', slow), client('b', slow)]
+    const trying = a.locks.acquire('k', { autoRenew: false })
+    await tick()
+    await clock.advance(LOOK_AFTER)
+    answer()
+    const plain = (await trying)!
+    expect(plain).not.toBeNull()
+    expect(manager.taken('k')).toBe(true) // taken through its gate, not past it
+    const stealing = b.locks.acquire('k', { steal: true, autoRenew: false })
+    await tick()
+    await clock.advance(LOOK_AFTER)
+    const stolen = (await stealing)!
+    expect(stolen).not.toBeNull()
+    expect(stolen.token).toBeGreaterThan(plain.token)
+    expect(code(plain)).toBe('STOLEN')
+    await stolen.release()
+  })
+})
+
+describe('a frozen grantee holds the gate of a free key', () => {
+  /** The grantee: granted the gate, and never takes the key (a frozen tab's grant). */
+  async function frozen(adapter: Adapter) {
+    const grantee = adapter.gate!('k')
+    expect(await grantee.granted).toBe(true)
+    return grantee
+  }
+
+  test('a waiter whose wait runs out before FREE_GRACE gets null: it does not take the key past the gate', async () => {
+    const { client, adapter, clock, queued } = setup()
+    const grantee = await frozen(adapter)
+    const waiting = client('b').locks.acquire('k', { wait: 500, autoRenew: false })
+    await queued()
+    await clock.advance(500)
+    expect(await waiting).toBeNull()
+    expect(await adapter.get('k')).toBeUndefined()
+    expect(grantee.held).toBe(true)
+    expect((await adapter.list('\u0001q')).entries).toEqual([])
+    grantee.release()
+  })
+
+  test('a wait no longer than LOOK_AFTER gets null as soon as it looks, without taking the key', async () => {
+    const { client, adapter, clock } = setup()
+    const grantee = await frozen(adapter)
+    const waiting = client('b').locks.acquire('k', { wait: LOOK_AFTER, autoRenew: false })
+    await tick()
+    await clock.advance(LOOK_AFTER)
+    expect(await settled(waiting)).toBe(true)
+    expect(await waiting).toBeNull()
+    expect(await adapter.get('k')).toBeUndefined()
+    grantee.release()
+  })
+
+  test('a key never written is taken FREE_GRACE after it was seen free (not EXPIRED_GRACE), in one write', async () => {
+    const { client, adapter, clock, events, queued } = setup()
+    const grantee = await frozen(adapter)
+    let lost = false
+    grantee.onLost(() => (lost = true))
+    const waiting = client('b').locks.acquire('k', { wait: 60_000, autoRenew: false })
+    await queued()
+    await clock.advance(EXPIRED_GRACE + 10)
+    expect(await settled(waiting)).toBe(false)
+    await clock.advance(FREE_GRACE - EXPIRED_GRACE - 10)
+    const next = (await waiting)!
+    expect(next.owner).toBe('b')
+    expect(lost).toBe(true)
+    expect(events.filter((e) => e.key === 'k').map((e) => [e.type, e.owner])).toEqual([['put', 'b']])
+    expect((await adapter.list('\u0001q')).entries).toEqual([]) // its take deleted its place
+    expect(await next.release()).toBe(true)
+    expect(await adapter.get('k')).toBeUndefined()
+  })
+
+  test('a waiter whose takeover commit fails (a plain write came first: a fake race) keeps waiting and steals no gate', async () => {
+    const { client, adapter, clock, queued } = setup()
+    const grantee = await frozen(adapter)
+    const race = racing(setsK)
+    const waiting = client('b', race.wrap).locks.acquire('k', { wait: 60_000, autoRenew: false })
+    await queued()
+    race.set(() => adapter.commit([], [{ type: 'set', key: 'k', value: 'plain' }]))
+    await clock.advance(FREE_GRACE)
+    expect(await settled(waiting)).toBe(false)
+    expect(grantee.held).toBe(true)
+    expect((await adapter.get('k'))?.value).toBe('plain')
+    await adapter.commit([], [{ type: 'delete', key: 'k' }])
+    grantee.release() // b is granted the gate and takes the key
+    const next = (await waiting)!
+    expect(next.owner).toBe('b')
+    await next.release()
+  })
+
+  test('a key too long to have a line: a waiter still takes it over after FREE_GRACE, and an IN_LINE one is told it queued', async () => {
+    const { client, adapter, clock, queued } = setup()
+    const key = 'x'.repeat(1_010) // no room for a place in line under it
+    const grantee = adapter.gate!(key)
+    expect(await grantee.granted).toBe(true)
+    let told = 0
+    const waiting = client('b').locks.acquire(key, { wait: 60_000, autoRenew: false, [IN_LINE]: { onQueued: () => told++ } } as never) as Promise<Lock | null>
+    await queued()
+    expect(told).toBe(1)
+    await clock.advance(FREE_GRACE)
+    const next = (await waiting)!
+    expect(next.key).toBe(key)
+    expect(grantee.held).toBe(false)
+    await next.release()
+  })
+
+  test('a gate taken from a grantee between its grant and its take: the take stands, and the hold lives without the gate', async () => {
+    const { client, adapter, manager, queued } = setup()
+    const grantee = await frozen(adapter)
+    // b's take through its gate is held back until the test lets it go (a fake delay).
+    let arrive!: () => void
+    const arrived = new Promise<void>((r) => (arrive = r))
+    let go!: () => void
+    const going = new Promise<void>((r) => (go = r))
+    const slow = (inner: Adapter): Adapter => ({
+      ...inner,
+      async commit(checks, ops, options) {
+        if (options?.gate && setsK(ops)) {
+          arrive()
+          await going
+        }
+        return inner.commit(checks, ops, options)
+      },
+    })
+    const waiting = client('b', slow).locks.acquire('k', { wait: 60_000, autoRenew: false })
+    await queued()
+    grantee.release()
+    await arrived
+    const thief = adapter.gate!('k', { steal: true })
+    expect(await thief.granted).toBe(true)
+    thief.release()
+    go()
+    const next = (await waiting)!
+    expect(next.held).toBe(true)
+    expect(manager.taken('k')).toBe(false)
+    expect(await next.release()).toBe(true)
+    expect(await adapter.get('k')).toBeUndefined()
+  })
+})
+
+describe('a hold taken without the gate is in the way', () => {
+  /** a's plain try takes the free key past a grantee's gate; the grantee then lets the gate go. */
+  async function barged(s: ReturnType<typeof setup>) {
+    const grantee = s.adapter.gate!('k')
+    expect(await grantee.granted).toBe(true)
+    const held = (await s.client('a').locks.acquire('k', { autoRenew: false }))!
+    expect(s.marked('k')).toBe(false)
+    grantee.release()
+    return held
+  }
+
+  test('a plain try gets the gate, cannot take over the hold, and gets null with the gate let go', async () => {
+    const s = setup()
+    const held = await barged(s)
+    expect(await s.client('c').locks.acquire('k')).toBeNull()
+    expect(s.manager.taken('k')).toBe(false)
+    expect(held.held).toBe(true)
+    await held.release()
+  })
+
+  test('a waiter holding the gate behind it still gives up at its deadline, and lets the gate go', async () => {
+    const s = setup()
+    const held = await barged(s)
+    const waiting = s.client('b').locks.acquire('k', { wait: 500, autoRenew: false })
+    await tick()
+    await s.clock.advance(499)
+    expect(await settled(waiting)).toBe(false)
+    await s.clock.advance(1)
+    expect(await settled(waiting)).toBe(true)
+    expect(await waiting).toBeNull()
+    expect(s.manager.taken('k')).toBe(false)
+    expect(held.held).toBe(true)
+    await held.release()
+  })
+
+  test('its release that finds a steal\'s later life at the key (a fake race) is no release: false, STOLEN', async () => {
+    const s = setup()
+    const race = racing(deletesK)
+    const grantee = s.adapter.gate!('k')
+    expect(await grantee.granted).toBe(true)
+    const held = (await s.client('a', race.wrap).locks.acquire('k', { autoRenew: false }))!
+    let thief: Lock | null = null
+    race.set(async () => (thief = await s.client('b').locks.acquire('k', { steal: true, autoRenew: false })))
+    expect(await held.release()).toBe(false)
+    expect(code(held)).toBe('STOLEN')
+    expect(thief!.token).toBeGreaterThan(held.token)
+    await thief!.release()
+  })
+})
+
+describe('failures and cleanup', () => {
+  test('a store failure during a gated take rejects with the store\'s error and lets the gate go', async () => {
+    const { client, manager } = setup()
+    const failing = (inner: Adapter): Adapter => ({
+      ...inner,
+      commit: async (checks, ops, options) => (setsK(ops) ? Promise.reject(new Error('store down (a fake failure)')) : inner.commit(checks, ops, options)),
+    })
+    await expect(client('a', failing).locks.acquire('k')).rejects.toThrow('store down')
+    expect(manager.taken('k')).toBe(false)
+  })
+
+  test('a wait leaves no timer, no watch and no listener on the caller\'s signal behind', async () => {
+    const { client, clock } = setup()
+    const a = client('a')
+    const watches = countedWatches({ watch: () => Promise.reject(new Error('unused')) })
+    const counted = (inner: Adapter): Adapter => {
+      const w = countedWatches(inner)
+      watches.open = w.open
+      return { ...inner, watch: w.watch }
+    }
+    const b = client('b', counted)
+    const stop = new AbortController()
+    // The clients' own timers, once each has held a lock (none of a hold's or a wait's).
+    for (const c of [a, b]) await (await c.locks.acquire('j', { autoRenew: false }))!.release()
+    const timers = clock.pending
+    // Granted at once: no wait.
+    const first = (await b.locks.acquire('k', { wait: 60_000, signal: stop.signal, autoRenew: false }))!
+    await first.release()
+    expect(clock.pending).toBe(timers)
+    // Granted after a wait in line.
+    const held = (await a.locks.acquire('k', { autoRenew: false }))!
+    const waiting = b.locks.acquire('k', { wait: 60_000, signal: stop.signal, autoRenew: false })
+    await tick()
+    await clock.advance(LOOK_AFTER)
+    await tick()
+    await held.release()
+    const next = (await waiting)!
+    await next.release()
+    await tick()
+    expect(clock.pending).toBe(timers)
+    expect(watches.open()).toBe(0)
+    expect(getEventListeners(stop.signal, 'abort')).toHaveLength(0)
+  })
+
+  test('a signal aborted while the wait reads the key rejects at once', async () => {
+    const { client, queued } = setup()
+    const stop = new AbortController()
+    let armed = false
+    const aborting = (inner: Adapter): Adapter => ({
+      ...inner,
+      get: async (key) => {
+        const e = await inner.get(key)
+        if (armed && key === 'k') {
+          armed = false
+          stop.abort(new Error('enough'))
+        }
+        return e
+      },
+    })
+    const held = (await client('a').locks.acquire('k', { autoRenew: false }))!
+    armed = true
+    const waiting = client('b', aborting).locks.acquire('k', { wait: 60_000, signal: stop.signal }).catch((err: unknown) => err)
+    await queued()
+    expect(await settled(waiting)).toBe(true)
+    expect(await waiting).toMatchObject({ message: 'enough' })
+    await held.release()
+  })
+
+  test('an adapter with no capabilities at all takes locks without gates', async () => {
+    const { client } = setup()
+    const bare = (inner: Adapter): Adapter => {
+      const { capabilities: _, gate: __, ...rest } = inner
+      return rest as Adapter
+    }
+    const lock = (await client('a', bare).locks.acquire('k', { autoRenew: false }))!
+    expect(lock).not.toBeNull()
+    expect(await lock.release()).toBe(true)
+  })
+})

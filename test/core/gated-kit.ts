@@ -1,0 +1,56 @@
+/**
+ * What the gated acquire's tests (test/core/gated*.test.ts) build on: the
+ * memory store with a fake lock manager of this process in place of the
+ * browser's Web Locks (./gated-store), on a ManualClock.
+ */
+import { expect } from 'vitest'
+import { Client, type Adapter, type Lock, type WatchEvent } from 'zaris'
+import { LOOK_AFTER } from '../../src/core/acquire/gated'
+import { FakeLockManager, gatedStore } from './gated-store'
+import { freshStore } from './machine-kit'
+
+const closing: Array<() => unknown> = []
+/** Closes what the last test opened (its `afterEach`). */
+export async function closeAll(): Promise<void> {
+  for (const c of closing.splice(0).reverse()) await c()
+}
+
+/** A gated memory store on a ManualClock: clients of it, a watch of `k` (`events`), the fake lock manager. */
+export function setup() {
+  const { clock, raw } = freshStore()
+  const manager = new FakeLockManager()
+  const store = gatedStore(raw, manager)
+  const adapter = store.adapter()
+  const marked = store.marked
+  const client = (id: string, wrap: (a: Adapter) => Adapter = (a) => a) => {
+    const c = new Client(wrap(store.adapter()), { id, clock })
+    // A client the test closed itself is let be.
+    closing.push(() => c.close().catch((err: unknown) => expect(err).toMatchObject({ code: 'CLOSED' })))
+    return c
+  }
+  /** A client of the same store without gates (a store client that has no lock manager). */
+  const plainClient = (id: string) => {
+    const c = new Client(raw(), { id, clock })
+    closing.push(() => c.close())
+    return c
+  }
+  const events: WatchEvent[] = []
+  void adapter.watch('k', { event: (ev) => events.push(ev), error: () => {} })
+  closing.push(() => adapter.close())
+  /** Lets a wait that was not granted at once look at the key and stand in line. */
+  const queued = async () => {
+    await tick()
+    await clock.advance(LOOK_AFTER)
+    await tick()
+  }
+  return { clock, adapter, marked, client, plainClient, events, manager, queued }
+}
+
+/** The code of the reason a lock ended with. */
+export const code = (lock: Lock) => (lock.signal.reason as { code?: string } | undefined)?.code
+
+/** Lets pending promise chains run. */
+export const tick = async (n = 20) => {
+  for (let i = 0; i < n; i++) await new Promise((r) => setTimeout(r, 0))
+}
+
