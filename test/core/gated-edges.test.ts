@@ -211,6 +211,80 @@ describe('a frozen grantee holds the gate of a free key', () => {
   })
 })
 
+describe('what the wait sees of the key', () => {
+  test('a frozen holder whose expiry is reported late (its reaper is frozen: expire events dropped, a fake): taken EXPIRED_GRACE after its TTL', async () => {
+    const { client, adapter, clock, queued } = setup()
+    const late = (inner: Adapter): Adapter => ({
+      ...inner,
+      watch: (prefix, sink, from) => inner.watch(prefix, { event: (ev) => ev.type !== 'expire' && sink.event(ev), error: (err) => sink.error(err) }, from),
+    })
+    const frozen = adapter.gate!('k')
+    expect(await frozen.granted).toBe(true)
+    const taken = await adapter.commit([{ key: 'k', revision: null }], [{ type: 'set', key: 'k', value: null, ttl: 1_000, owner: 'frozen' }], { gate: frozen })
+    const token = taken.ok ? taken.entries[0]!.created : -1
+    const waiting = client('b', late).locks.acquire('k', { ttl: 30_000, wait: 60_000, autoRenew: false })
+    await queued() // it looked at LOOK_AFTER: 980 ms left
+    await clock.advance(980 + 5 + EXPIRED_GRACE - 1)
+    expect(await settled(waiting)).toBe(false)
+    await clock.advance(1)
+    const next = (await waiting)!
+    expect(next.token).toBeGreaterThan(token)
+    expect(frozen.held).toBe(false)
+    await next.release()
+    frozen.release()
+  })
+
+  test('a change while the wait reads the key (a fake race) is not lost: the key freed then is taken FREE_GRACE later', async () => {
+    const { client, adapter, clock, queued } = setup()
+    const grantee = adapter.gate!('k') // granted, and never takes the key
+    expect(await grantee.granted).toBe(true)
+    await adapter.commit([], [{ type: 'set', key: 'k', value: 'plain' }]) // no TTL: nothing to time
+    let armed = true
+    const racing = (inner: Adapter): Adapter => ({
+      ...inner,
+      get: async (key) => {
+        const e = await inner.get(key)
+        if (armed && key === 'k' && e) {
+          armed = false
+          await adapter.commit([], [{ type: 'delete', key: 'k' }])
+          await tick()
+        }
+        return e
+      },
+    })
+    const waiting = client('b', racing).locks.acquire('k', { wait: 60_000, autoRenew: false })
+    await queued()
+    expect(armed).toBe(false)
+    await clock.advance(FREE_GRACE)
+    const next = (await waiting)!
+    expect(next.owner).toBe('b')
+    expect(grantee.held).toBe(false)
+    await next.release()
+  })
+
+  test('a takeover beaten by shared holds taken without gates (a fake race) leaves an intent that keeps new ones out, withdrawn when the wait ends', async () => {
+    const { client, plainClient, adapter, clock, queued } = setup()
+    const grantee = adapter.gate!('k') // granted, and never takes the key
+    expect(await grantee.granted).toBe(true)
+    const race = racing(setsK)
+    let reader: Lock | null = null
+    race.set(async () => (reader = await plainClient('s').locks.acquire('k', { mode: 'shared', autoRenew: false })))
+    const waiting = client('b', race.wrap).locks.acquire('k', { wait: FREE_GRACE + 1_000, autoRenew: false })
+    await queued()
+    await clock.advance(FREE_GRACE)
+    expect(reader).not.toBeNull()
+    expect(await settled(waiting)).toBe(false)
+    expect(await plainClient('t').locks.acquire('k', { mode: 'shared' })).toBeNull() // b's intent keeps it out
+    await clock.advance(1_000)
+    expect(await waiting).toBeNull()
+    const after = (await plainClient('u').locks.acquire('k', { mode: 'shared', autoRenew: false }))!
+    expect(after).not.toBeNull()
+    await after.release()
+    await reader!.release()
+    grantee.release()
+  })
+})
+
 describe('a hold taken without the gate is in the way', () => {
   /** a's plain try takes the free key past a grantee's gate; the grantee then lets the gate go. */
   async function barged(s: ReturnType<typeof setup>) {

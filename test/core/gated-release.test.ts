@@ -247,18 +247,4 @@ describe('the line under gates', () => {
     await lock.release()
     await (await waiting)!.release()
   })
-
-  test('an exclusive waiter behind shared holds taken without gates withdraws its intent when it gives up', async () => {
-    const { client, plainClient, clock } = setup()
-    const reader = (await plainClient('s').locks.acquire('k', { mode: 'shared', autoRenew: false }))!
-    const waiting = client('b').locks.acquire('k', { wait: 500, autoRenew: false })
-    await tick()
-    await clock.advance(500)
-    expect(await waiting).toBeNull()
-    await tick()
-    const another = await plainClient('t').locks.acquire('k', { mode: 'shared', autoRenew: false })
-    expect(another).not.toBeNull()
-    await another!.release()
-    await reader.release()
-  })
 })
