@@ -168,9 +168,13 @@ describe('a frozen grantee holds the gate of a free key', () => {
     expect(await grantee.granted).toBe(true)
     let told = 0
     const waiting = client('b').locks.acquire(key, { wait: 60_000, autoRenew: false, [IN_LINE]: { onQueued: () => told++ } } as never) as Promise<Lock | null>
+    // Two more waiters, without IN_LINE and with it but no onQueued, give up at their deadline.
+    const others = [client('c').locks.acquire(key, { wait: 2 * LOOK_AFTER }), client('d').locks.acquire(key, { wait: 2 * LOOK_AFTER, [IN_LINE]: {} } as never)]
     await queued()
     expect(told).toBe(1)
-    await clock.advance(FREE_GRACE)
+    await clock.advance(LOOK_AFTER)
+    expect(await Promise.all(others)).toEqual([null, null])
+    await clock.advance(FREE_GRACE - LOOK_AFTER)
     const next = (await waiting)!
     expect(next.key).toBe(key)
     expect(grantee.held).toBe(false)
@@ -212,6 +216,27 @@ describe('a frozen grantee holds the gate of a free key', () => {
 })
 
 describe('what the wait sees of the key', () => {
+  test('a watch that fails while the wait watches (a fake failure) makes it look again: a key freed meanwhile is taken FREE_GRACE later', async () => {
+    const { client, adapter, clock, queued } = setup()
+    const grantee = adapter.gate!('k') // granted, and never takes the key
+    expect(await grantee.granted).toBe(true)
+    await adapter.commit([], [{ type: 'set', key: 'k', value: 'plain' }]) // no TTL: nothing to time
+    const failing = (inner: Adapter): Adapter => ({
+      ...inner,
+      // The delete is not told: the watch fails instead.
+      watch: (prefix, sink, from) => inner.watch(prefix, { event: (ev) => (ev.type === 'delete' ? sink.error(new Error('watch lost (a fake failure)')) : sink.event(ev)), error: (err) => sink.error(err) }, from),
+    })
+    const waiting = client('b', failing).locks.acquire('k', { wait: 60_000, autoRenew: false })
+    await queued()
+    await adapter.commit([], [{ type: 'delete', key: 'k' }])
+    await tick()
+    await clock.advance(FREE_GRACE)
+    const next = (await waiting)!
+    expect(next.owner).toBe('b')
+    await next.release()
+    grantee.release()
+  })
+
   test('a frozen holder whose expiry is reported late (its reaper is frozen: expire events dropped, a fake): taken EXPIRED_GRACE after its TTL', async () => {
     const { client, adapter, clock, queued } = setup()
     const late = (inner: Adapter): Adapter => ({
@@ -285,6 +310,55 @@ describe('what the wait sees of the key', () => {
   })
 })
 
+describe('what a take costs', () => {
+  test('the next in line takes the key in two commits (its place, its take) and leaves nothing to delete', async () => {
+    const { client, adapter, queued } = setup()
+    let commits = 0
+    const counted = (inner: Adapter): Adapter => ({ ...inner, commit: (c, o, x) => (commits++, inner.commit(c, o, x)) })
+    const lock = (await client('a').locks.acquire('k', { autoRenew: false }))!
+    const waiting = client('b', counted).locks.acquire('k', { wait: 60_000, autoRenew: false })
+    await queued()
+    await lock.release()
+    const next = (await waiting)!
+    await tick()
+    expect(commits).toBe(2)
+    expect((await adapter.list('\u0001q')).entries).toEqual([])
+    await next.release()
+  })
+
+  test('a gate lost before the take, at the very end of the wait (a fake delay holds the take): null at once, no new request', async () => {
+    const { client, adapter, clock, queued } = setup()
+    let arrive!: () => void
+    const arrived = new Promise<void>((r) => (arrive = r))
+    let go!: () => void
+    const going = new Promise<void>((r) => (go = r))
+    const slow = (inner: Adapter): Adapter => ({
+      ...inner,
+      async commit(checks, ops, options) {
+        if (options?.gate && setsK(ops)) {
+          arrive()
+          await going
+        }
+        return inner.commit(checks, ops, options)
+      },
+    })
+    const lock = (await client('a').locks.acquire('k', { autoRenew: false }))!
+    const waiting = client('b', slow).locks.acquire('k', { wait: 500, autoRenew: false })
+    await queued()
+    const releasing = lock.release() // left to b, whose take waits
+    await arrived
+    await clock.advance(500 - LOOK_AFTER) // b's deadline, to the ms
+    const thief = adapter.gate!('k', { steal: true })
+    expect(await thief.granted).toBe(true)
+    expect((await adapter.commit([{ key: 'k', revision: null }], [{ type: 'set', key: 'k', value: 'thief', owner: 'thief' }], { gate: thief })).ok).toBe(true)
+    go()
+    expect(await settled(waiting)).toBe(true)
+    expect(await waiting).toBeNull()
+    expect(await releasing).toBe(true)
+    thief.release()
+  })
+})
+
 describe('a hold taken without the gate is in the way', () => {
   /** a's plain try takes the free key past a grantee's gate; the grantee then lets the gate go. */
   async function barged(s: ReturnType<typeof setup>) {
@@ -300,6 +374,14 @@ describe('a hold taken without the gate is in the way', () => {
     const s = setup()
     const held = await barged(s)
     expect(await s.client('c').locks.acquire('k')).toBeNull()
+    // With the gate held elsewhere, a plain try that finds the key held costs one commit.
+    const grantee = s.adapter.gate!('k')
+    expect(await grantee.granted).toBe(true)
+    let commits = 0
+    const counted = (inner: Adapter): Adapter => ({ ...inner, commit: (c, o, x) => (commits++, inner.commit(c, o, x)) })
+    expect(await s.client('d', counted).locks.acquire('k')).toBeNull()
+    expect(commits).toBe(1)
+    grantee.release()
     expect(s.manager.taken('k')).toBe(false)
     expect(held.held).toBe(true)
     await held.release()
