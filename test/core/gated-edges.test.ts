@@ -237,6 +237,35 @@ describe('what the wait sees of the key', () => {
     grantee.release()
   })
 
+  test('a wait longer than a platform timer can hold (30 days) waits: past 2^31-1 ms on the manual clock, and on the system clock, whose timer would fire at once', async () => {
+    const { client, systemClient, adapter, clock, queued } = setup()
+    const days30 = 30 * 86_400_000
+    const key = 'x'.repeat(1_010) // no place in line, whose renewals would tick all those days on the manual clock
+    const grantee = adapter.gate!(key) // holds the gate; the key holds a plain write, with no TTL to time
+    expect(await grantee.granted).toBe(true)
+    await adapter.commit([], [{ type: 'set', key, value: 'plain' }])
+    const waiting = client('b').locks.acquire(key, { wait: days30, autoRenew: false })
+    await queued()
+    await clock.advance(2 ** 31)
+    expect(await settled(waiting)).toBe(false)
+    let looks = 0
+    const counted = (inner: Adapter): Adapter => ({ ...inner, get: (k) => (looks++, inner.get(k)) })
+    const onSystem = systemClient('c', counted).locks.acquire(key, { wait: days30, autoRenew: false })
+    // Real ms: c looks at the key once it was not granted within LOOK_AFTER, and sets its timers.
+    for (let i = 0; i < 500 && looks === 0; i++) await new Promise((r) => setTimeout(r, 10))
+    await new Promise((r) => setTimeout(r, 4 * LOOK_AFTER))
+    expect(await settled(onSystem)).toBe(false)
+    expect(looks).toBe(1) // once, not again at every timer that fired at once
+    await adapter.commit([], [{ type: 'delete', key }])
+    grantee.release()
+    const next = (await waiting)!
+    expect(next.owner).toBe('b')
+    await next.release()
+    const last = (await onSystem)!
+    expect(last.owner).toBe('c')
+    await last.release()
+  })
+
   test('a frozen holder whose expiry is reported late (its reaper is frozen: expire events dropped, a fake): taken EXPIRED_GRACE after its TTL', async () => {
     const { client, adapter, clock, queued } = setup()
     const late = (inner: Adapter): Adapter => ({

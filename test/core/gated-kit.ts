@@ -4,7 +4,7 @@
  * browser's Web Locks (./gated-store), on a ManualClock.
  */
 import { expect } from 'vitest'
-import { Client, type Adapter, type Lock, type WatchEvent } from 'zaris'
+import { Client, systemClock, type Adapter, type Lock, type WatchEvent } from 'zaris'
 import { LOOK_AFTER } from '../../src/core/acquire/gated'
 import { FakeLockManager, gatedStore } from './gated-store'
 import { freshStore } from './machine-kit'
@@ -28,6 +28,12 @@ export function setup() {
     closing.push(() => c.close().catch((err: unknown) => expect(err).toMatchObject({ code: 'CLOSED' })))
     return c
   }
+  /** A client of the gated store that counts its own timers on the system clock (the store's TTLs stay on `clock`). */
+  const systemClient = (id: string, wrap: (a: Adapter) => Adapter = (a) => a) => {
+    const c = new Client(wrap(store.adapter()), { id, clock: systemClock })
+    closing.push(() => c.close())
+    return c
+  }
   /** A client of the same store without gates (a store client that has no lock manager). */
   const plainClient = (id: string) => {
     const c = new Client(raw(), { id, clock })
@@ -43,7 +49,7 @@ export function setup() {
     await clock.advance(LOOK_AFTER)
     await tick()
   }
-  return { clock, adapter, marked, client, plainClient, events, manager, queued }
+  return { clock, adapter, marked, client, systemClient, plainClient, events, manager, queued }
 }
 
 /** The code of the reason a lock ended with. */

@@ -32,6 +32,7 @@ import type { Entry, Gate, WatchEvent } from '../contract/adapter'
 import type { Context } from '../context'
 import type { TimerHandle } from '../time/clock'
 import { UnavailableError } from '../contract/errors'
+import { MAX_TTL } from '../contract/limits'
 import { keepGate, type Hold, type LockMode } from '../hold/hold'
 import type { Checked } from './checks'
 import type { Claim } from './claim'
@@ -46,6 +47,8 @@ export const EXPIRED_GRACE = 100
 export const LOOK_AFTER = 20
 /** Extra ms past a live entry's TTL before looking at the key again, so the store has expired it. */
 const EXPIRY_GRACE = 5
+/** The longest a platform timer waits (2^31-1 ms; a longer one fires at once): a wait or grace past it looks again then. */
+const LONGEST_TIMER = MAX_TTL
 
 /** Takes `claim` (one key: a lock in `mode`, a lease, a term) through the gate of `key`; see the module doc. */
 export async function acquireGated<H>(ctx: Context, claim: Claim<H>, key: string, mode: LockMode, o: Checked): Promise<H | null> {
@@ -182,8 +185,9 @@ async function wait<H>(ctx: Context, claim: Claim<H>, gate: Gate, key: string, u
         wake = () => settle(() => resolve('event'))
         off.push(() => (wake = () => {}))
         const timers: TimerHandle[] = []
-        if (Number.isFinite(left)) timers.push(ctx.clock.setTimeout(() => settle(() => resolve('deadline')), left))
-        if (Number.isFinite(grace)) timers.push(ctx.clock.setTimeout(() => settle(() => resolve('grace')), grace))
+        const after = (ms: number, woke: 'deadline' | 'grace') => timers.push(ctx.clock.setTimeout(() => settle(() => resolve(ms > LONGEST_TIMER ? 'event' : woke)), Math.min(ms, LONGEST_TIMER)))
+        if (Number.isFinite(left)) after(left, 'deadline')
+        if (Number.isFinite(grace)) after(grace, 'grace')
         off.push(() => timers.forEach((t) => ctx.clock.clearTimeout(t)))
         off.push(ctx.onClose((reason) => settle(() => reject(reason))))
         void gate.granted.then((g) =>
