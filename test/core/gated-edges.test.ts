@@ -13,7 +13,7 @@ import type { Adapter, Gate, Lock } from 'zaris'
 import { IN_LINE } from '../../src/core/acquire/checks'
 import { EXPIRED_GRACE, FREE_GRACE, LOOK_AFTER } from '../../src/core/acquire/gated'
 import { HAND_ON_WAIT } from '../../src/core/hold/hand-on'
-import { closeAll, code, setup, tick } from './gated-kit'
+import { closeAll, code, gateWith, setup, tick } from './gated-kit'
 import { countedWatches } from './machine-kit'
 
 afterEach(closeAll)
@@ -48,23 +48,13 @@ const deletesK = (ops: Parameters<Adapter['commit']>[1]) => ops.some((o) => o.ke
 const setsK = (ops: Parameters<Adapter['commit']>[1]) => ops.some((o) => o.key === 'k' && o.type === 'set')
 
 /** The gate of `g`, with its grant answered only once `until` resolves (a slow lock manager: a fake delay). */
-function slowGate(g: Gate, until: Promise<void>): Gate {
-  return {
-    key: g.key,
-    mode: g.mode,
+const slowGate = (g: Gate, until: Promise<void>): Gate =>
+  gateWith(g, {
     granted: g.granted.then(async (ok) => {
       await until
       return ok
     }),
-    get held() {
-      return g.held
-    },
-    steal: () => g.steal(),
-    onLost: (fn) => g.onLost(fn),
-    taken: () => g.taken(),
-    release: () => g.release(),
-  }
-}
+  })
 
 describe('a slow lock manager (its grant comes after LOOK_AFTER: a fake delay)', () => {
   test('a steal still takes the key, and a plain try of a free key holds it and its gate', async () => {

@@ -4,7 +4,7 @@
  * browser's Web Locks (./gated-store), on a ManualClock.
  */
 import { expect } from 'vitest'
-import { Client, systemClock, type Adapter, type Lock, type WatchEvent } from 'zaris'
+import { Client, systemClock, type Adapter, type Gate, type Lock, type WatchEvent } from 'zaris'
 import { LOOK_AFTER } from '../../src/core/acquire/gated'
 import { FakeLockManager, gatedStore } from './gated-store'
 import { freshStore } from './machine-kit'
@@ -60,3 +60,19 @@ export const tick = async (n = 20) => {
   for (let i = 0; i < n; i++) await new Promise((r) => setTimeout(r, 0))
 }
 
+
+/** `g` with some of its members replaced (a slow grant or steal: fakes, named so by the tests that use them). */
+export function gateWith(g: Gate, over: { granted?: Promise<boolean>; steal?: () => Promise<void> }): Gate {
+  return {
+    key: g.key,
+    mode: g.mode,
+    granted: over.granted ?? g.granted,
+    get held() {
+      return g.held
+    },
+    steal: over.steal ?? (() => g.steal()),
+    onLost: (fn) => g.onLost(fn),
+    taken: () => g.taken(),
+    release: () => g.release(),
+  }
+}

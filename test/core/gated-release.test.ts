@@ -10,7 +10,7 @@ import { afterEach, describe, expect, test } from 'vitest'
 import type { Adapter, Op } from 'zaris'
 import { IN_LINE } from '../../src/core/acquire/checks'
 import { FREE_GRACE } from '../../src/core/acquire/gated'
-import { closeAll, code, setup, tick } from './gated-kit'
+import { closeAll, code, gateWith, setup, tick } from './gated-kit'
 
 afterEach(closeAll)
 
@@ -139,7 +139,7 @@ describe('a gated hold ends', () => {
     next.release()
   })
 
-  test('a client that closes while its takeover steals the gate (a slow steal: a fake delay) lets the gate go', async () => {
+  test.each(['closes', 'expires'] as const)('a hold that ends (%s) while its takeover steals the gate (a slow steal: a fake delay) lets the gate go', async (how) => {
     const { client, adapter, manager, queued, clock } = setup()
     const grantee = adapter.gate!('k') // granted, and never takes the key
     expect(await grantee.granted).toBe(true)
@@ -147,38 +147,32 @@ describe('a gated hold ends', () => {
     const arrived = new Promise<void>((r) => (arrive = r))
     let go!: () => void
     const going = new Promise<void>((r) => (go = r))
-    const b = client('b', (inner) => ({
+    const slowSteal = (inner: Adapter): Adapter => ({
       ...inner,
       gate: (key, o) => {
         const g = inner.gate!(key, o)
-        return {
-          key: g.key,
-          mode: g.mode,
-          granted: g.granted,
-          get held() {
-            return g.held
-          },
+        return gateWith(g, {
           steal: async () => {
             arrive()
             await going
             await g.steal()
           },
-          onLost: (fn) => g.onLost(fn),
-          taken: () => g.taken(),
-          release: () => g.release(),
-        }
+        })
       },
-    }))
-    const waiting = b.locks.acquire('k', { wait: 60_000, autoRenew: false }).catch((err: unknown) => err)
+    })
+    const b = client('b', slowSteal)
+    const waiting = b.locks.acquire('k', { ttl: 1_000, wait: 60_000, autoRenew: false }).catch((err: unknown) => err)
     await queued()
     await clock.advance(FREE_GRACE)
     await arrived // b took the key, and steals the gate
-    const closing = b.close()
+    if (how === 'closes') await Promise.all([b.close(), tick().then(go)])
+    else {
+      await clock.advance(1_000) // the hold's deadline passes
+      go()
+    }
+    const got = await waiting
     await tick()
-    go()
-    await closing
-    await waiting
-    await tick()
+    if (how === 'expires') expect(got).toMatchObject({ held: false })
     expect(grantee.held).toBe(false)
     expect(manager.taken('k')).toBe(false)
   })
