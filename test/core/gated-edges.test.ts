@@ -148,6 +148,7 @@ describe('a frozen grantee holds the gate of a free key', () => {
     grantee.release() // b is granted the gate and takes the key
     const next = (await waiting)!
     expect(next.owner).toBe('b')
+    expect((await adapter.list('\u0001q')).entries).toEqual([]) // its take deleted the place it kept
     await next.release()
   })
 
