@@ -9,25 +9,20 @@
  */
 import { afterAll, beforeAll, expect, it } from 'vitest'
 import { connect } from 'zaris'
-import { openHarnessTab, startHarness, type Harness } from '../browser-harness/server'
+import { openHarnessTab } from '../browser-harness/server'
+import { useHarnessWithNode } from '../browser-harness/with-node'
 import { FaultProxy } from '../faults/proxy'
-import { startNode, type NodeProcess } from '../server/node-process'
 
-let harness: Harness
-let node: NodeProcess
+const env = useHarnessWithNode()
 let proxy: FaultProxy
 beforeAll(async () => {
-  harness = await startHarness()
-  node = await startNode(['--cors', new URL(harness.url).origin])
-  proxy = await new FaultProxy(node.port).start()
-}, 60_000)
+  proxy = await new FaultProxy(env.node.port).start()
+})
 afterAll(async () => {
   await proxy?.stop()
-  await node?.stop()
-  await harness?.close()
 })
 
-const metric = async (name: string) => Number(new RegExp(`^zaris_${name} (\\S+)$`, 'm').exec(await (await fetch(`${node.url}/metrics`)).text())?.[1])
+const metric = async (name: string) => Number(new RegExp(`^zaris_${name} (\\S+)$`, 'm').exec(await (await fetch(`${env.node.url}/metrics`)).text())?.[1])
 
 async function until(what: string, ok: () => Promise<boolean>, ms = 10_000): Promise<void> {
   const end = Date.now() + ms
@@ -39,11 +34,11 @@ async function until(what: string, ok: () => Promise<boolean>, ms = 10_000): Pro
 
 it('a grant whose answer on the stream is lost: the page asks again by request id and holds with the granted token, long before its TTL', async () => {
   const store = `page-park-${Math.random().toString(36).slice(2, 10)}`
-  const observer = await connect(`zaris://127.0.0.1:${node.port}/${store}`, { id: 'observer' })
+  const observer = await connect(`zaris://127.0.0.1:${env.node.port}/${store}`, { id: 'observer' })
   const held = (await observer.locks.acquire('lock:p', { ttl: 60_000 }))!
-  const ctx = await harness.browser.newContext()
+  const ctx = await env.harness.browser.newContext()
   try {
-    const page = await openHarnessTab(ctx, harness.url)
+    const page = await openHarnessTab(ctx, env.harness.url)
     await page.evaluate(
       async ({ port, store }) => {
         const c = await window.zaris.connect(`zaris://127.0.0.1:${port}/${store}`, { id: 'pagewaiter' })
