@@ -13,7 +13,7 @@ import type { Adapter, Gate, Lock } from 'zaris'
 import { IN_LINE } from '../../src/core/acquire/checks'
 import { EXPIRED_GRACE, FREE_GRACE, LOOK_AFTER } from '../../src/core/acquire/gated'
 import { HAND_ON_WAIT } from '../../src/core/hold/hand-on'
-import { closeAll, code, gateWith, setup, tick } from './gated-kit'
+import { closeAll, code, gateWith, heldBack, setup, slowTake, tick } from './gated-kit'
 import { countedWatches } from './machine-kit'
 
 afterEach(closeAll)
@@ -175,29 +175,15 @@ describe('a frozen grantee holds the gate of a free key', () => {
   test('a gate taken from a grantee between its grant and its take: the take stands, and the hold lives without the gate', async () => {
     const { client, adapter, manager, queued } = setup()
     const grantee = await frozen(adapter)
-    // b's take through its gate is held back until the test lets it go (a fake delay).
-    let arrive!: () => void
-    const arrived = new Promise<void>((r) => (arrive = r))
-    let go!: () => void
-    const going = new Promise<void>((r) => (go = r))
-    const slow = (inner: Adapter): Adapter => ({
-      ...inner,
-      async commit(checks, ops, options) {
-        if (options?.gate && setsK(ops)) {
-          arrive()
-          await going
-        }
-        return inner.commit(checks, ops, options)
-      },
-    })
-    const waiting = client('b', slow).locks.acquire('k', { wait: 60_000, autoRenew: false })
+    const take = heldBack() // b's take through its gate waits until the test lets it go
+    const waiting = client('b', slowTake(take)).locks.acquire('k', { wait: 60_000, autoRenew: false })
     await queued()
     grantee.release()
-    await arrived
+    await take.arrived
     const thief = adapter.gate!('k', { steal: true })
     expect(await thief.granted).toBe(true)
     thief.release()
-    go()
+    take.go()
     const next = (await waiting)!
     expect(next.held).toBe(true)
     expect(manager.taken('k')).toBe(false)
@@ -348,30 +334,17 @@ describe('what a take costs', () => {
 
   test('a gate lost before the take, at the very end of the wait (a fake delay holds the take): null at once, no new request', async () => {
     const { client, adapter, clock, queued } = setup()
-    let arrive!: () => void
-    const arrived = new Promise<void>((r) => (arrive = r))
-    let go!: () => void
-    const going = new Promise<void>((r) => (go = r))
-    const slow = (inner: Adapter): Adapter => ({
-      ...inner,
-      async commit(checks, ops, options) {
-        if (options?.gate && setsK(ops)) {
-          arrive()
-          await going
-        }
-        return inner.commit(checks, ops, options)
-      },
-    })
+    const take = heldBack() // b's take through its gate waits until the test lets it go
     const lock = (await client('a').locks.acquire('k', { autoRenew: false }))!
-    const waiting = client('b', slow).locks.acquire('k', { wait: 500, autoRenew: false })
+    const waiting = client('b', slowTake(take)).locks.acquire('k', { wait: 500, autoRenew: false })
     await queued()
     const releasing = lock.release() // left to b, whose take waits
-    await arrived
+    await take.arrived
     await clock.advance(500 - LOOK_AFTER) // b's deadline, to the ms
     const thief = adapter.gate!('k', { steal: true })
     expect(await thief.granted).toBe(true)
     expect((await adapter.commit([{ key: 'k', revision: null }], [{ type: 'set', key: 'k', value: 'thief', owner: 'thief' }], { gate: thief })).ok).toBe(true)
-    go()
+    take.go()
     expect(await settled(waiting)).toBe(true)
     expect(await waiting).toBeNull()
     expect(await releasing).toBe(true)

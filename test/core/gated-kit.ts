@@ -76,3 +76,30 @@ export function gateWith(g: Gate, over: { granted?: Promise<boolean>; steal?: ()
     release: () => g.release(),
   }
 }
+
+/** A step held back until the test lets it go (a fake delay): `arrived` once it came to `pass()`, `go()` lets it on. */
+export function heldBack() {
+  let arrive!: () => void
+  let go!: () => void
+  const arrived = new Promise<void>((r) => (arrive = r))
+  const going = new Promise<void>((r) => (go = r))
+  return {
+    arrived,
+    go,
+    async pass(): Promise<void> {
+      arrive()
+      await going
+    },
+  }
+}
+
+/** An adapter whose takes of `k` through a gate wait at `step` first (a fake delay). */
+export const slowTake =
+  (step: ReturnType<typeof heldBack>) =>
+  (inner: Adapter): Adapter => ({
+    ...inner,
+    async commit(checks, ops, options) {
+      if (options?.gate && ops.some((o) => o.key === 'k' && o.type === 'set')) await step.pass()
+      return inner.commit(checks, ops, options)
+    },
+  })

@@ -10,7 +10,7 @@ import { afterEach, describe, expect, test } from 'vitest'
 import type { Adapter, Op } from 'zaris'
 import { IN_LINE } from '../../src/core/acquire/checks'
 import { FREE_GRACE } from '../../src/core/acquire/gated'
-import { closeAll, code, gateWith, setup, tick } from './gated-kit'
+import { closeAll, code, gateWith, heldBack, setup, tick } from './gated-kit'
 
 afterEach(closeAll)
 
@@ -19,16 +19,15 @@ const deletesAt = (key: string) => (ops: Op[]) => ops.some((o) => o.key === key 
 /** An adapter that counts its commits, and holds back the next one that matches until `go()` (a fake delay). */
 function watched() {
   let commits = 0
-  let hold: { match: (ops: Op[]) => boolean; arrive(): void; going: Promise<void> } | undefined
+  let hold: { match: (ops: Op[]) => boolean; step: ReturnType<typeof heldBack> } | undefined
   const wrap = (inner: Adapter): Adapter => ({
     ...inner,
     commit: async (checks, ops, options) => {
       commits++
       if (hold?.match(ops)) {
-        const h = hold
+        const { step } = hold
         hold = undefined
-        h.arrive()
-        await h.going
+        await step.pass()
       }
       return inner.commit(checks, ops, options)
     },
@@ -38,12 +37,9 @@ function watched() {
     commits: () => commits,
     /** Holds the next matching commit: `arrived` once it came, `go()` lets it on. */
     holdNext(match: (ops: Op[]) => boolean) {
-      let arrive!: () => void
-      let go!: () => void
-      const arrived = new Promise<void>((r) => (arrive = r))
-      const going = new Promise<void>((r) => (go = r))
-      hold = { match, arrive, going }
-      return { arrived, go }
+      const step = heldBack()
+      hold = { match, step }
+      return step
     },
   }
 }
@@ -143,32 +139,23 @@ describe('a gated hold ends', () => {
     const { client, adapter, manager, queued, clock } = setup()
     const grantee = adapter.gate!('k') // granted, and never takes the key
     expect(await grantee.granted).toBe(true)
-    let arrive!: () => void
-    const arrived = new Promise<void>((r) => (arrive = r))
-    let go!: () => void
-    const going = new Promise<void>((r) => (go = r))
+    const steal = heldBack() // b's steal of the gate waits until the test lets it go
     const slowSteal = (inner: Adapter): Adapter => ({
       ...inner,
       gate: (key, o) => {
         const g = inner.gate!(key, o)
-        return gateWith(g, {
-          steal: async () => {
-            arrive()
-            await going
-            await g.steal()
-          },
-        })
+        return gateWith(g, { steal: () => steal.pass().then(() => g.steal()) })
       },
     })
     const b = client('b', slowSteal)
     const waiting = b.locks.acquire('k', { ttl: 1_000, wait: 60_000, autoRenew: false }).catch((err: unknown) => err)
     await queued()
     await clock.advance(FREE_GRACE)
-    await arrived // b took the key, and steals the gate
-    if (how === 'closes') await Promise.all([b.close(), tick().then(go)])
+    await steal.arrived // b took the key, and steals the gate
+    if (how === 'closes') await Promise.all([b.close(), tick().then(steal.go)])
     else {
       await clock.advance(1_000) // the hold's deadline passes
-      go()
+      steal.go()
     }
     const got = await waiting
     await tick()
