@@ -10,6 +10,7 @@ import { afterEach, describe, expect, test } from 'vitest'
 import type { Adapter, Op } from 'zaris'
 import { IN_LINE } from '../../src/core/acquire/checks'
 import { FREE_GRACE } from '../../src/core/acquire/gated'
+import { HAND_ON_WAIT } from '../../src/core/hold/hand-on'
 import { closeAll, code, gateWith, heldBack, setup, tick } from './gated-kit'
 
 afterEach(closeAll)
@@ -68,6 +69,21 @@ describe('the hand-on', () => {
     expect(nextLease.token).toBeGreaterThan(lease.token)
     expect(nextLease.value).toBe(2)
     await nextLease.revoke()
+  })
+
+  test("a write at another key under the same prefix is no hand-on: the release still deletes its entry after HAND_ON_WAIT", async () => {
+    const { client, adapter, clock } = setup()
+    const lock = (await client('a').locks.acquire('k', { autoRenew: false }))!
+    const silent = adapter.gate!('k') // in line, and never takes the key
+    const releasing = lock.release()
+    await tick()
+    await adapter.commit([], [{ type: 'set', key: 'kx', value: 1 }]) // the watch of 'k' is a prefix watch: it sees this
+    await tick()
+    expect((await adapter.get('k'))?.owner).toBe('a')
+    await clock.advance(HAND_ON_WAIT)
+    expect(await releasing).toBe(true)
+    expect(await adapter.get('k')).toBeUndefined()
+    silent.release()
   })
 
   test('when its watch of the key fails (a fake failure), the release deletes its entry at once', async () => {
