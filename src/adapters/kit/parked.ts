@@ -219,7 +219,13 @@ export class ParkedCommits {
       this.#count++
       p.timer = this.#host.clock.setTimeout(() => this.#timeout(p), options.ms)
       options.onParked?.()
-      if (options.stop) p.unlisten = options.stop(() => this.#settle(p, p.first))
+      if (options.stop) {
+        const undo = options.stop(() => this.#settle(p, p.first))
+        // Ended within `stop` itself (a signal aborted already): nothing will call what it set up, so undo it now.
+        if (p.settled) undo()
+        else p.unlisten = undo
+      }
+      this.#flush()
     })
   }
 
@@ -303,6 +309,17 @@ export class ParkedCommits {
     const order = p.options.order
     if (p.options.keep && order !== undefined) this.#keepTurn(p, order)
     this.#settle(p, failure)
+  }
+
+  /**
+   * Tries what a turn ended outside a step held back: one ended by its
+   * waiter's commit coming back ({@link back}), once that commit has parked
+   * (its checks failed: it waits for another of its keys). Else those
+   * commits would wait, their checks holding, for the next change at their
+   * keys or the end of their own wait.
+   */
+  #flush(): void {
+    if (!this.#running && this.#due.size > 0) this.changed([])
   }
 
   /** Whether an earlier waiter's kept turn holds `p` back. */
