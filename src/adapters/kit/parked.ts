@@ -35,7 +35,8 @@
  * check: not its turn yet). The turn ends when a commit with its
  * `parkOrder` comes, when a check that held on its first try fails (the
  * waiter gave up its place), or after the time (the waiter is gone); the
- * commits it held back are tried then. Without it, a release that falls
+ * commits it held back are tried then (after the commit that came is
+ * applied or parked: it goes first). Without it, a release that falls
  * between a waiter's two parks would go to the waiter behind it.
  *
  * The cost of a change is one judgement per parked commit that checks a
@@ -225,7 +226,9 @@ export class ParkedCommits {
         if (p.settled) undo()
         else p.unlisten = undo
       }
-      this.#flush()
+      // A turn ended by this commit's coming (`back`) let what it held back through: try that now, this commit parked (its checks
+      // failed: it waits for another of its keys). Else those would wait, their checks holding, for a change or their wait's end.
+      this.changed([])
     })
   }
 
@@ -309,17 +312,6 @@ export class ParkedCommits {
     const order = p.options.order
     if (p.options.keep && order !== undefined) this.#keepTurn(p, order)
     this.#settle(p, failure)
-  }
-
-  /**
-   * Tries what a turn ended outside a step held back: one ended by its
-   * waiter's commit coming back ({@link back}), once that commit has parked
-   * (its checks failed: it waits for another of its keys). Else those
-   * commits would wait, their checks holding, for the next change at their
-   * keys or the end of their own wait.
-   */
-  #flush(): void {
-    if (!this.#running && this.#due.size > 0) this.changed([])
   }
 
   /** Whether an earlier waiter's kept turn holds `p` back. */
