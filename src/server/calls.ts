@@ -15,7 +15,8 @@ import { ListPages } from './list-pages'
 import type { Settings } from './options'
 import { Parking, type ParkConnection } from './parking'
 import { ReplayCache } from './replay-cache'
-import { JSON_HEADERS, json, jsonText, type Exchange, type Reply } from './reply'
+import { JSON_HEADERS, json, jsonText, toWire, type Exchange, type Reply } from './reply'
+import type { SseStream } from './sse-stream'
 
 /** List pages built at once; the next wait their turn (each holds up to a chunk of entries). */
 const LIST_CONCURRENCY = 4
@@ -26,6 +27,12 @@ export type CallOp = 'get' | 'list' | 'commit' | 'filter'
 /** Serves `filter` (the watch streams own it). */
 export type FilterCall = (ns: string, body: unknown) => Promise<Reply>
 
+/** Where a commit sent with `answerOn` gets its outcome: that live watch stream of the namespace, if there is one. */
+export type AnswerStreamOf = (ns: string, id: string) => Pick<SseStream, 'parks' | 'answer' | 'stopped'> | undefined
+
+/** The POST's answer to a commit that parked with its outcome due on a stream. */
+const PARKED = '{"parked":true}'
+
 /** Serves the calls of one node. */
 export class Calls {
   readonly #namespaces: Namespaces
@@ -33,12 +40,14 @@ export class Calls {
   readonly #replays: ReplayCache
   readonly #pages: ListPages
   readonly #filter: FilterCall
+  readonly #answerStream: AnswerStreamOf
   /** Commits waiting for a change (`waitChange`). */
   readonly parking: Parking
 
-  constructor(namespaces: Namespaces, metrics: Metrics, settings: Settings, filter: FilterCall) {
+  constructor(namespaces: Namespaces, metrics: Metrics, settings: Settings, filter: FilterCall, answerStream: AnswerStreamOf = () => undefined) {
     this.#namespaces = namespaces
     this.#filter = filter
+    this.#answerStream = answerStream
     this.#metrics = metrics
     this.#replays = new ReplayCache(settings.replay)
     this.parking = new Parking(settings.park)
@@ -70,27 +79,46 @@ export class Calls {
         return jsonText(200, await this.#pages.page(adapter, prefix, after, limit))
       }
       default: {
-        const { checks, ops, requestId, seen, waitChange, keepParked, parkOrder, wakeOwner } = parseWith(commitRequest, body, 'body')
+        const { checks, ops, requestId, seen, waitChange, keepParked, parkOrder, wakeOwner, answerOn } = parseWith(commitRequest, body, 'body')
         const metrics = this.#metrics
         const parking = this.parking
+        // A page's commit: its wait holds no connection; once parked, its outcome goes on its stream (none: no wait).
+        const stream = answerOn === undefined || waitChange === undefined || requestId === undefined ? undefined : this.#answerStream(ns, answerOn)
+        const wait = answerOn !== undefined && !stream ? undefined : waitChange
         // The request's text: what a retry must match, and what a parked commit counts against the node's bound
         // (made before the commit only for a commit that may park; a release's waits until its store step is done).
-        const text = waitChange === undefined ? '' : JSON.stringify([checks, ops])
+        const text = wait === undefined ? '' : JSON.stringify([checks, ops])
         // The answer told early (and its JSON, made once).
         let told: { r: CommitResult; json: string } | undefined
-        const onAnswer = early && ((r: CommitResult) => early((told = { r, json: JSON.stringify(toCommitResponse(r)) }).json))
+        let parked: (() => void) | undefined
+        const parkedNotice = stream && new Promise<undefined>((resolve) => (parked = () => resolve(undefined)))
+        let onAnswer = early && ((r: CommitResult) => early((told = { r, json: JSON.stringify(toCommitResponse(r)) }).json))
+        if (stream) onAnswer = (r) => stream.answer(requestId!, (told = { r, json: JSON.stringify(toCommitResponse(r)) }).json)
         const apply = async () => {
           // `seen` moves a store that lost its state above what the client saw (bounded: see CommitOptions.seen).
           const options = requestId === undefined && seen === undefined ? undefined : { requestId, seen }
           const started = performance.now()
-          const r = waitChange === undefined ? await adapter.commit(checks, ops, options) : await parking.commit(adapter, checks, ops, options, { ms: waitChange, keep: keepParked, order: parkOrder, wakeOwner, bytes: 2 * text.length, onAnswer }, connOf)
+          const r =
+            wait === undefined
+              ? await adapter.commit(checks, ops, options)
+              : await parking.commit(adapter, checks, ops, options, { ms: wait, keep: keepParked, order: parkOrder, wakeOwner, bytes: 2 * text.length, onAnswer, onParked: parked }, stream ? () => stream.parks : connOf)
           if (r.ok) metrics.commits++
           else metrics.conflicts++
           metrics.holds.commit(ns, checks, ops, r, started)
           return told?.r === r ? told.json : JSON.stringify(toCommitResponse(r))
         }
         if (requestId === undefined) return jsonText(200, await apply())
-        const { body: answer, replayed } = await this.#replays.run(`${ns}\u0000${requestId}`, text || (() => JSON.stringify([checks, ops])), apply)
+        const running = this.#replays.run(`${ns}\u0000${requestId}`, text || (() => JSON.stringify([checks, ops])), apply)
+        const first = parkedNotice ? await Promise.race([running, parkedNotice]) : await running
+        if (!first) {
+          // Parked: the outcome goes on the stream (told there in the store's step, or here once the commit is done).
+          running.then(
+            ({ body }) => void (told?.json === body || stream!.answer(requestId, body)),
+            (err: Error) => stream!.answer(requestId, JSON.stringify(toWire(err)), true),
+          )
+          return jsonText(200, PARKED)
+        }
+        const { body: answer, replayed } = first
         if (replayed) metrics.replays++
         return { status: 200, headers: replayed ? { ...JSON_HEADERS, 'x-zaris-replayed': '1' } : { ...JSON_HEADERS }, body: answer }
       }

@@ -95,7 +95,7 @@ export function createHandler(options: HandlerOptions): Handler {
   const gate = new Gate(settings)
   const namespaces = new Namespaces(settings.adapterFor, settings.maxNamespaces)
   const watches = new Watches(namespaces, settings)
-  const calls = new Calls(namespaces, metrics, settings, (ns, body) => watches.filter(ns, body))
+  const calls = new Calls(namespaces, metrics, settings, (ns, body) => watches.filter(ns, body), (ns, id) => watches.answerStream(ns, id))
   let closed = false
   const frames = new FrameRoutes({ gate, calls, metrics, log: settings.log, closed: () => closed })
   const parked = calls.parking.counts

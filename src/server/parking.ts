@@ -102,6 +102,8 @@ export interface ParkWait {
   bytes?: number
   /** `CommitOptions.onAnswer`, for a store that hands over (others never call it). */
   onAnswer?: (r: CommitResult) => void
+  /** Called once if the commit's first try failed and it waits. */
+  onParked?: () => void
 }
 
 /** Counts for `/metrics` and tests. */
@@ -156,6 +158,7 @@ export class Parking {
       waiting = true
       this.counts.parked++
       this.counts.now++
+      wait.onParked?.()
     }
     try {
       if (adapter.capabilities?.handover) return await this.#inStore(adapter, checks, ops, { ...options, waitChange: ms, keepParked: keep, parkOrder: wait.order, wakeOwner: wait.wakeOwner, onAnswer: wait.onAnswer }, conn, parked)

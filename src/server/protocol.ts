@@ -14,7 +14,10 @@
  *       changes, and answered with that try; with no change in time, with the first;
  *       keepParked: answered only by a try that goes through or fails where the first held;
  *       parkOrder: parked commits are tried in its order; wakeOwner: also answered
- *       by a try that fails at a key this owner holds)
+ *       by a try that fails at a key this owner holds;
+ *       answerOn: a filtered watch stream of this client on this node: a commit that parks is
+ *       answered { parked: true } at once, and its outcome later on that stream as an `answer`
+ *       event; no such stream, and it does not wait)
  * GET  /v1/<ns>/watch?prefix=P[&from=R][&epoch=E]     -> text/event-stream
  *      (Last-Event-ID: R resumes after revision R; each change event's id is its revision;
  *       epoch E, from the stream's `ready` event, makes a resume fail plainly if the store was reset)
@@ -158,6 +161,8 @@ const op = z.discriminatedUnion('type', [
 /** A client request id: what makes a retried commit act once. */
 export const requestIdSchema = z.string().regex(/^[A-Za-z0-9_-]{8,128}$/, 'must be 8-128 letters, digits, _ or -')
 
+/** Names a filtered watch stream (its `ready` says it). */
+export const streamId = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'must be 1-64 letters, digits, _ or -')
 /** Body of `POST /v1/<ns>/get`. */
 export const getRequest = z.strictObject({ key })
 /** Body of `POST /v1/<ns>/list`: a page after the key `after`, of at most `limit` entries (the node may send fewer). */
@@ -176,6 +181,8 @@ export const commitRequest = z.strictObject({
   parkOrder: revision.optional(),
   /** With keepParked: answer also a try that fails at a key now owned by this owner (CommitOptions.wakeOwner). */
   wakeOwner: owner.optional(),
+  /** With waitChange and requestId: a filtered stream of this node the commit's outcome goes to, once it parks (see the module doc). */
+  answerOn: streamId.optional(),
 })
 /** Names one life of a store: a store that was reset (a memory node restarted) gets a new epoch. */
 const epochSchema = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'must be 1-64 letters, digits, _ or -')
@@ -194,8 +201,6 @@ export const watchQuery = z.strictObject({
 
 /** A filtered stream's prefixes (the count and size bounds are checked apart, the count before this: they are TOO_LARGE, not malformed). */
 export const filterPrefixes = z.array(prefix)
-/** Names a filtered watch stream (its `ready` says it). */
-export const streamId = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'must be 1-64 letters, digits, _ or -')
 /** Body of `POST /v1/<ns>/filter`: the stream's prefixes from now on; versions only move up. */
 export const filterRequest = z.strictObject({
   stream: streamId,

@@ -18,7 +18,8 @@
  * @module
  */
 import type { HistoryPage, Unsubscribe, WatchEvent } from '../core/contract/adapter'
-import { SSE_ERROR, SSE_PROGRESS, SSE_READY } from '../adapters/http/wire'
+import { SSE_ANSWER, SSE_ERROR, SSE_PROGRESS, SSE_READY } from '../adapters/http/wire'
+import { ParkConnection } from './parking'
 import { toWire, type StreamSink } from './reply'
 import type { PrefixFilter } from './stream-filter'
 
@@ -50,6 +51,8 @@ export class SseStream {
   /** The newest revision the client knows complete: the last change written or progress sent. */
   #told: number | undefined
   #skipped = 0
+  /** The commits parked with their answer due on this stream (`answerOn`): bounded as a connection's, dropped with the stream. */
+  #parks: ParkConnection | undefined
 
   /** `filter`, `id`: a filtered stream; `start`: the revision it starts after, when known. */
   constructor(out: StreamSink, ready: object, heartbeatMs: number, onStop: () => void, filtered?: { filter: PrefixFilter; id: string; start: number | undefined }) {
@@ -114,6 +117,18 @@ export class SseStream {
     return { revision: this.#appliedAt, version: this.#version }
   }
 
+  /** The parking side of this stream, for commits answered on it (made on first use). */
+  get parks(): ParkConnection {
+    this.#parks ??= new ParkConnection()
+    if (this.stopped) this.#parks.close()
+    return this.#parks
+  }
+
+  /** The outcome of a parked commit sent with `answerOn` naming this stream (`json`: its commit answer, or `{ code, message }` with `failed`). */
+  answer(requestId: string, json: string, failed = false): void {
+    this.write(`event: ${SSE_ANSWER}\ndata: {"requestId":${JSON.stringify(requestId)},"${failed ? 'error' : 'result'}":${json}}\n\n`)
+  }
+
   drained(): Promise<void> {
     return new Promise((resolve) => this.#out.drain(resolve))
   }
@@ -138,6 +153,7 @@ export class SseStream {
     this.stopped = true
     clearInterval(this.#timer)
     this.#unsubscribe?.()
+    this.#parks?.close()
     this.#onStop()
     this.#out.end()
   }

@@ -137,6 +137,12 @@ export class Watches {
     }
   }
 
+  /** The live filtered stream `id` of namespace `ns`, for a commit whose answer goes to it (`answerOn`). */
+  answerStream(ns: string, id: string): SseStream | undefined {
+    const found = this.#filtered.get(id)
+    return found && found.ns === ns && found.stream.live && !found.stream.stopped ? found.stream : undefined
+  }
+
   /** A watch of what happens from now: subscribed first, so the `ready` revision is covered. */
   async #fresh(adapter: Adapter, spec: Spec, release: () => void): Promise<Reply> {
     // Until the stream is attached, events wait here (a few: the headers go out next); an error before then is the HTTP answer.

@@ -23,9 +23,10 @@ declare global {
     /**
      * A client of the IndexedDB store `namespace` (what `connect('zaris://idb/<namespace>')`
      * opens) whose store operations are recorded (test/lincheck/recorder.ts) through the
-     * `zarisOp` binding, if the test exposed one.
+     * `zarisOp` binding, if the test exposed one. With `node` (`zaris://host:port`), a client
+     * of that node's namespace `namespace` instead.
      */
-    zarisRecorded(namespace: string, id: string): Promise<zaris.Client>
+    zarisRecorded(namespace: string, id: string, node?: string): Promise<zaris.Client>
     zarisOp?(event: HistoryEvent): Promise<void>
   }
 }
@@ -35,10 +36,11 @@ window.zarisIndexedDb = indexeddb
 window.zarisElect = elect
 window.zarisRecordElect = (id) => recordElections(id, (e) => window.zarisOp?.(e).catch(() => {}) ?? Promise.resolve())
 window.kept = {}
-window.zarisRecorded = async (namespace, id) => {
+window.zarisRecorded = async (namespace, id, node) => {
   const now = () => performance.timeOrigin + performance.now()
   // Process numbers of its own: tabs number theirs apart at random (2^20 blocks of 1000).
   const sink = streamSink((e) => window.zarisOp?.(e).catch(() => {}), now, (1 + Math.floor(Math.random() * 2 ** 20)) * 1000)
-  return new zaris.Client(recordingAdapter(await indexeddb.openIndexedDb({ namespace }), sink, id), { id })
+  const store = node ? (await zaris.connect(`${node}/${namespace}`, { id: `${id}-inner` })).adapter : await indexeddb.openIndexedDb({ namespace })
+  return new zaris.Client(recordingAdapter(store, sink, id), { id })
 }
 window.harnessReady = true

@@ -1,11 +1,15 @@
 /**
- * Tab faults on the IndexedDB store, in real Chromium tabs driven by
+ * Tab faults, in real Chromium tabs driven by
  * Playwright (test/browser-harness): a holder tab closed, crashed
  * (`Page.crash`) and closed from the browser side (`Target.closeTarget`);
  * tabs opened at once (8; 20 in the long run) electing a leader while
  * random busy loops stall them; and many tabs taking one lock in rounds while tabs are closed and
  * crashed at random. Every tab records its history through a binding; the
  * checker judges it.
+ *
+ * Pages on a node too: three tabs whose takes park at the node with their
+ * outcome on their watch streams (`answerOn`), while every connection is
+ * cut (with `handover-skips-checks` put in by hand, NOT linearizable).
  *
  * Frozen and hidden (throttled) holder tabs need a browser whose tabs really
  * go hidden and freeze, which Playwright's own launch prevents: they are
@@ -16,7 +20,9 @@ import type { BrowserContext, Page } from 'playwright'
 import { launchRealTabs, UNTHROTTLED_ARGS, type RealTabsBrowser } from '../browser-harness/real-tabs'
 import { startHarness, type Harness } from '../browser-harness/server'
 import type { HistoryEvent } from '../lincheck/history'
+import { startNode } from '../server/node-process'
 import { assertHistory, type HistoryRecord } from './checker'
+import { FaultProxy } from './proxy'
 import { count, figure, LONG, prng, quantiles, seedFor, timeout } from './scale'
 
 let harness: Harness
@@ -72,7 +78,7 @@ function opener(ctx: BrowserContext, url: string): () => Promise<Page> {
 }
 
 /**
- * Starts, in a tab, a client `id` that loops: wait for `lock`, write fenced
+ * Starts, in a tab, a client `id` (of the IndexedDB store, or of `node`) that loops: wait for `lock`, write fenced
  * to `res:<lock>` (after up to `workMs` of work), release, write again with
  * the released lock (refused).
  * With `rounds` 0 it takes the lock once and keeps writing every 50 ms.
@@ -83,12 +89,12 @@ function opener(ctx: BrowserContext, url: string): () => Promise<Page> {
  * once (it must be refused), waits for its signal and carries on. The tab's
  * `freeze` and `resume` events record the pause.
  */
-function startClient(page: Page, args: { store: string; id: string; lock: string; rounds: number; ttl: number; workMs?: number }): Promise<void> {
-  return page.evaluate(async ({ store, id, lock: lockKey, rounds, ttl, workMs }) => {
+function startClient(page: Page, args: { store: string; id: string; lock: string; rounds: number; ttl: number; workMs?: number; node?: string }): Promise<void> {
+  return page.evaluate(async ({ store, id, lock: lockKey, rounds, ttl, workMs, node }) => {
     const now = () => performance.timeOrigin + performance.now()
     const record = (r: HistoryRecord) => void window.zarisRecord(r).catch(() => {})
     window.kept.id = id
-    const c = await window.zarisRecorded(store, id)
+    const c = await window.zarisRecorded(store, id, node)
     window.kept.client = c
     const resource = `res:${lockKey}`
     let frozenAt: number | undefined
@@ -244,6 +250,40 @@ describe('a holder tab that goes away', () => {
       await figure(`IndexedDB: lock taken over after the holder tab was ${fault === 'close' ? 'closed' : fault === 'crash' ? 'crashed (Page.crash)' : 'closed by Target.closeTarget'} (TTL 30 s)`, { runs, p50_ms: q.p50, max_ms: q.max })
     }, timeout(60_000, 300_000))
   }
+})
+
+describe('pages on a node', () => {
+  const rounds = count(6, 20)
+  test(`three tabs take one lock ${rounds} times each, their takes parked at the node and answered on their streams, while every connection is cut twice: the history checks`, async () => {
+    const node = await startNode(['--cors', new URL(harness.url).origin])
+    const proxy = await new FaultProxy(node.port).start()
+    const history: HistoryRecord[] = []
+    const operations: HistoryEvent[] = []
+    const { ctx, open } = await context(history, operations)
+    try {
+      const store = ns('node')
+      const tabs = [await open(), await open(), await open()]
+      for (const [i, tab] of tabs.entries()) await startClient(tab, { store, id: `tab${i}`, lock: 'lock:n', rounds, ttl: 10_000, workMs: 30, node: `zaris://127.0.0.1:${proxy.port}` })
+      // Cuts drop the streams with the takes parked on them: each waiter asks again by request id.
+      for (const at of [400, 900]) {
+        await sleep(at === 400 ? 400 : 500)
+        proxy.cut()
+      }
+      for (const tab of tabs) {
+        await tab.waitForFunction(() => window.kept.running !== undefined, undefined, { polling: 20 })
+        await tab.evaluate(() => window.kept.running)
+      }
+      const parked = Number(/^zaris_commits_parked_total (\d+)$/m.exec(await (await fetch(`${node.url}/metrics`)).text())?.[1])
+      expect(parked, 'the tabs\' takes were parked at the node').toBeGreaterThan(0)
+      const stats = assertHistory(history, operations, { clockMargin: 5 })
+      expect(stats.accepted).toBeGreaterThanOrEqual(3 * rounds)
+      expect(stats.refused).toBe(3 * rounds) // each tab's writes with its released locks
+    } finally {
+      await ctx.close()
+      await proxy.stop()
+      await node.stop()
+    }
+  }, timeout(90_000, 300_000))
 })
 
 describe('takeover after a clean release', () => {

@@ -8,31 +8,22 @@
  * since is untouched; and a page of an origin the node does not allow cannot
  * send it at all.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import type { BrowserContext, Page } from 'playwright'
 import { connect, type Client, type WatchEvent } from 'zaris'
-import { openHarnessTab, startHarness, type Harness } from '../browser-harness/server'
-import { startNode, type NodeProcess } from '../server/node-process'
+import { openHarnessTab } from '../browser-harness/server'
+import { useHarnessWithNode } from '../browser-harness/with-node'
 
-let harness: Harness
-let node: NodeProcess
-beforeAll(async () => {
-  harness = await startHarness()
-  node = await startNode(['--cors', new URL(harness.url).origin])
-}, 60_000)
-afterAll(async () => {
-  await node?.stop()
-  await harness?.close()
-})
+const env = useHarnessWithNode()
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 const ns = () => `exit-${Math.random().toString(36).slice(2, 10)}`
 
-const open = (ctx: BrowserContext, base = harness.url): Promise<Page> => openHarnessTab(ctx, base)
+const open = (ctx: BrowserContext, base = env.harness.url): Promise<Page> => openHarnessTab(ctx, base)
 
 /** A Node client on `store` with a watch of every key (wait-line keys included) through its adapter. */
 async function observer(store: string): Promise<{ client: Client; events: Array<WatchEvent & { at: number }> }> {
-  const client = await connect(`zaris://127.0.0.1:${node.port}/${store}`, { id: 'observer' })
+  const client = await connect(`zaris://127.0.0.1:${env.node.port}/${store}`, { id: 'observer' })
   const events: Array<WatchEvent & { at: number }> = []
   await client.adapter.watch('', { event: (ev) => events.push({ ...ev, at: Date.now() }), error: () => {} })
   return { client, events }
@@ -40,7 +31,7 @@ async function observer(store: string): Promise<{ client: Client; events: Array<
 
 /** A browser context and a Node observer on a fresh namespace for `fn`, both closed after. */
 async function withStore(fn: (ctx: BrowserContext, store: string, client: Client, events: Array<WatchEvent & { at: number }>) => Promise<void>): Promise<void> {
-  const ctx = await harness.browser.newContext()
+  const ctx = await env.harness.browser.newContext()
   const store = ns()
   const { client, events } = await observer(store)
   try {
@@ -77,7 +68,7 @@ function holdThings(page: Page, store: string): Promise<{ token: number; place: 
         await new Promise((r) => setTimeout(r, 10))
       }
     },
-    { port: node.port, store },
+    { port: env.node.port, store },
   )
 }
 
@@ -121,9 +112,9 @@ describe('a page on a zaris node releases on page exit (Chromium, keepalive)', (
   it('a page of an origin the node does not allow cannot release anything, keepalive or not', () => withStore(async (ctx, store, client) => {
     const lock = (await client.locks.acquire('lock:a', { ttl: 30_000 }))!
     // The same harness, reached as localhost: an origin not given with --cors.
-    const hostile = await open(ctx, harness.url.replace('127.0.0.1', 'localhost'))
+    const hostile = await open(ctx, env.harness.url.replace('127.0.0.1', 'localhost'))
     const body = JSON.stringify({ checks: [{ key: 'lock:a', created: lock.token }], ops: [{ type: 'delete', key: 'lock:a' }] })
-    const url = `http://127.0.0.1:${node.port}/v1/${store}/commit`
+    const url = `http://127.0.0.1:${env.node.port}/v1/${store}/commit`
     const outcomes = await hostile.evaluate(
       async ({ url, body }) => {
         const tries = [

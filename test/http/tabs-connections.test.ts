@@ -3,27 +3,20 @@
  * node (Chromium counts them per host for the whole profile, not per page).
  * Each page's client keeps one for its watch stream; a wait must not keep
  * another. Real Chromium tabs on a real node process: four tabs wait for a
- * held lock, and a fifth tab's requests are still answered at once — not
- * after the waits at the node end (a parked take held a connection for a
- * quarter of its TTL: 15 s here, and four of them and four streams filled
- * the six). The waiters are then served in the order they came.
+ * held lock, the first in line with its take parked at the node, and a
+ * fifth tab's requests are still answered at once — not after the waits at
+ * the node end (a parked take held its POST's connection for a quarter of
+ * its TTL, 15 s here, and four of them and four streams filled the six; a
+ * page's parked take is now answered on its stream). The waiters are then
+ * served in the order they came.
  */
-import { afterAll, beforeAll, expect, it } from 'vitest'
+import { expect, it } from 'vitest'
 import type { Page } from 'playwright'
 import { connect } from 'zaris'
-import { openHarnessTab, startHarness, type Harness } from '../browser-harness/server'
-import { startNode, type NodeProcess } from '../server/node-process'
+import { openHarnessTab } from '../browser-harness/server'
+import { useHarnessWithNode } from '../browser-harness/with-node'
 
-let harness: Harness
-let node: NodeProcess
-beforeAll(async () => {
-  harness = await startHarness()
-  node = await startNode(['--cors', new URL(harness.url).origin])
-}, 60_000)
-afterAll(async () => {
-  await node?.stop()
-  await harness?.close()
-})
+const env = useHarnessWithNode()
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
@@ -45,20 +38,23 @@ function waitIn(page: Page, port: number, store: string, id: string): Promise<vo
 
 it('four tabs waiting on a node leave a fifth tab its requests: answered at once, not after their waits; the waiters are served in line order', async () => {
   const store = `tabs-${Math.random().toString(36).slice(2, 10)}`
-  const observer = await connect(`zaris://127.0.0.1:${node.port}/${store}`, { id: 'observer' })
+  const observer = await connect(`zaris://127.0.0.1:${env.node.port}/${store}`, { id: 'observer' })
   const held = (await observer.locks.acquire('lock:w', { ttl: 60_000 }))!
-  const ctx = await harness.browser.newContext()
+  const ctx = await env.harness.browser.newContext()
   try {
     const waiters: Page[] = []
     for (let i = 0; i < 4; i++) {
-      const page = await openHarnessTab(ctx, harness.url)
-      await waitIn(page, node.port, store, `waiter${i}`)
+      const page = await openHarnessTab(ctx, env.harness.url)
+      await waitIn(page, env.node.port, store, `waiter${i}`)
       waiters.push(page)
       // In line before the next one comes, so the line's order is the tabs' order.
       while ((await observer.adapter.list('\u0001q')).entries.length < i + 1) await sleep(10)
     }
     await sleep(500) // every wait under way at the node
-    const fifth = await openHarnessTab(ctx, harness.url)
+    // The first in line waits at the node, as a Node client's take does; its outcome will come on its stream.
+    const parked = /^zaris_commits_parked (\d+)$/m.exec(await (await fetch(`${env.node.url}/metrics`)).text())?.[1]
+    expect(Number(parked)).toBeGreaterThanOrEqual(1)
+    const fifth = await openHarnessTab(ctx, env.harness.url)
     const took = await fifth.evaluate(
       async ({ port, store }) => {
         const at = Date.now()
@@ -68,7 +64,7 @@ it('four tabs waiting on a node leave a fifth tab its requests: answered at once
         await c.close()
         return { ms: Date.now() - at, value }
       },
-      { port: node.port, store },
+      { port: env.node.port, store },
     )
     console.log(`a fifth tab's connect + put + get with four tabs waiting: ${took.ms} ms`)
     expect(took.value).toBe('hello')

@@ -29,6 +29,7 @@ import { fetchTransport, hasNodeHttp, type Transport } from './transport'
 import { WatchHub, type HistoryPage, type HubContext } from './watch-hub'
 import { asError, pause } from './watch-stream'
 import { NONE, ON_CHANGE, ON_CHANGE_KEEP, waitOf, type CommitBody } from './waiting'
+import { StreamAnswers } from './stream-answers'
 
 /** Options of {@link httpAdapter}. */
 export interface HttpAdapterOptions {
@@ -74,14 +75,14 @@ export function httpAdapter(options: HttpAdapterOptions): Adapter {
 
 class HttpAdapter implements Adapter {
   readonly name = 'http'
+  /** Whether takes may wait at the node (`waitChange`): until the node refuses the field. */
+  #onChange = true
   /**
-   * Whether takes may wait at the node (`waitChange`): until the node refuses the field, and never
-   * outside Node. A browser gives all the pages of an origin together six HTTP/1.1 connections to a
-   * node; each client keeps one for its watch stream, and a parked take would hold another for
-   * seconds: four tabs filled them, and every other request of every tab queued behind them. A page
-   * waits on its stream instead (a round trip more per handover).
+   * In a page, a waiting take holds no connection: the node answers its POST
+   * at once and its outcome on the watch stream (./stream-answers), since a
+   * browser's pages share six HTTP/1.1 connections to a node.
    */
-  #onChange = hasNodeHttp()
+  readonly #answers: StreamAnswers | undefined
   /** Whether the node is taken to understand `keepParked` (until it refuses the field). */
   #keep = true
   readonly #endpoints: string[]
@@ -135,6 +136,14 @@ class HttpAdapter implements Adapter {
     this.#reconnectLimit = positive(options.watchReconnectLimit, 60_000, 'watchReconnectLimit')
     this.#linger = options.watchLinger === 0 ? 0 : positive(options.watchLinger, 2_000, 'watchLinger')
     this.#choice = options.transport ?? 'auto'
+    this.#answers = hasNodeHttp()
+      ? undefined
+      : new StreamAnswers({
+          hub: () => (this.#hub ??= new WatchHub(this.#hubContext())),
+          commit: (body, read) => this.#call('commit', body, read),
+          timeoutMs: this.#timeout,
+          older: () => (this.#onChange = false),
+        })
     this.#exit = pageExit(() => ({ url: this.#url(this.#endpoints[this.#preferred]!, 'commit'), headers: this.#headers }))
   }
 
@@ -170,7 +179,7 @@ class HttpAdapter implements Adapter {
     if (wait > 0) {
       body.waitChange = wait
       if (options!.keepParked && this.#keep) Object.assign(body, { keepParked: true, parkOrder: options!.parkOrder, wakeOwner: options!.wakeOwner })
-      r = await this.#waiting(body, wait)
+      r = this.#answers && body.checks.length > 0 ? await this.#answers.commit(body, wait) : await this.#waiting(body, wait)
     } else r = await this.#call('commit', body, readCommit)
     this.#exit?.saw(ops, r)
     if (r.ok) this.#saw(r.revision)
@@ -361,6 +370,7 @@ class HttpAdapter implements Adapter {
         return this.#call('events', query, readEvents, 'GET')
       },
       seen: () => this.#seen,
+      answer: (json) => this.#answers?.told(json),
       filter: (endpoint, body) => this.#call('filter', body, readFilter, 'POST', endpoint),
     }
   }

@@ -22,6 +22,7 @@ const isKey = (v: unknown): v is string => typeof v === 'string' && v.length >= 
 const isPrefix = (v: unknown): v is string => typeof v === 'string' && v.length <= MAX_KEY_LENGTH && isWellFormed(v)
 const isRevision = (v: unknown): boolean => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0
 const REQUEST_ID = /^[A-Za-z0-9_-]{8,128}$/
+const STREAM_ID = /^[A-Za-z0-9_-]{1,64}$/
 const KEY_ONLY = { key: 1 } as const
 
 /** Every own key of `o` is one of `allowed`, and the `required` ones are there. */
@@ -66,7 +67,7 @@ const CHECK_KEYS = { key: 1, revision: 1, created: 1 } as const
 const SET_KEYS = { type: 1, key: 1, value: 1, ttl: 1, owner: 1, fresh: 1 } as const
 const DELETE_KEYS = { type: 1, key: 1 } as const
 const ADD_KEYS = { type: 1, key: 1, delta: 1 } as const
-const COMMIT_KEYS = { checks: 1, ops: 1, requestId: 1, seen: 1, waitChange: 1, keepParked: 1, parkOrder: 1, wakeOwner: 1 } as const
+const COMMIT_KEYS = { checks: 1, ops: 1, requestId: 1, seen: 1, waitChange: 1, keepParked: 1, parkOrder: 1, wakeOwner: 1, answerOn: 1 } as const
 /** The longest `waitChange` the wire carries (a day); a node cuts it to its own bound. */
 export const WAIT_CHANGE_MAX = 86_400_000
 
@@ -90,13 +91,14 @@ function fastOp(o: unknown): boolean {
 
 export function fastCommitRequest(b: unknown): Obj | undefined {
   if (!isObject(b) || !keysWithin(b, COMMIT_KEYS, 2)) return undefined
-  const { checks, ops, requestId, seen, waitChange, keepParked, parkOrder, wakeOwner } = b
+  const { checks, ops, requestId, seen, waitChange, keepParked, parkOrder, wakeOwner, answerOn } = b
   if (!Array.isArray(checks) || !Array.isArray(ops) || checks.length > MAX_OPS || ops.length > MAX_OPS) return undefined
   if (seen !== undefined && !isRevision(seen)) return undefined
   if (waitChange !== undefined && !(Number.isSafeInteger(waitChange) && (waitChange as number) >= 0 && (waitChange as number) <= WAIT_CHANGE_MAX)) return undefined
   if (keepParked !== undefined && typeof keepParked !== 'boolean') return undefined
   if (parkOrder !== undefined && !isRevision(parkOrder)) return undefined
   if (wakeOwner !== undefined && !isOwner(wakeOwner)) return undefined
+  if (answerOn !== undefined && !(typeof answerOn === 'string' && STREAM_ID.test(answerOn))) return undefined
   if (requestId !== undefined && !(typeof requestId === 'string' && REQUEST_ID.test(requestId))) return undefined
   for (const c of checks) if (!fastCheck(c)) return undefined
   for (const o of ops) if (!fastOp(o)) return undefined

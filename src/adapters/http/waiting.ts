@@ -19,6 +19,8 @@ export interface CommitBody {
   keepParked?: boolean
   parkOrder?: number
   wakeOwner?: string
+  /** A page's filtered watch stream on the node its outcome goes to if it parks (./stream-answers). */
+  answerOn?: string
 }
 
 export const ON_CHANGE: Capabilities = Object.freeze({ commitOnChange: true })

@@ -124,6 +124,11 @@ export class WatchHub {
     return this.#stream !== undefined
   }
 
+  /** The id of the node's filtered stream while it is connected: a commit's outcome may be sent on it (`answerOn`). */
+  get answerTo(): string | undefined {
+    return this.#live ? this.#filtered?.stream : undefined
+  }
+
   /** Adds a watch; resolves once it is established (see the module comment). */
   watch(prefix: string, sink: WatchSink, fromRevision?: number): Promise<Unsubscribe> {
     if (this.#closed) return Promise.reject(new ClosedError('the http adapter is closed'))

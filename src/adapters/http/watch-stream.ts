@@ -37,7 +37,7 @@ import type { WatchEvent } from '../../core/contract/adapter'
 import { UnavailableError, ZarisError, errorFromJSON, isZarisError } from '../../core/contract/errors'
 import { BadAnswer, readError, readEvent, readProgress, readReady } from './answers'
 import { SseReader } from './sse-reader'
-import { SSE_ERROR, SSE_PROGRESS, SSE_READY } from './wire'
+import { SSE_ANSWER, SSE_ERROR, SSE_PROGRESS, SSE_READY } from './wire'
 import type { Transport, TransportResponse } from './transport'
 
 /** What a watch stream needs from its adapter. */
@@ -57,6 +57,8 @@ export interface WatchContext {
   reconnectLimitMs: number
   /** Turns a non-200 answer into an error. */
   errorOf(status: number, body: string, endpoint: string): ZarisError
+  /** An `answer` event's data: the outcome of a commit that parked with `answerOn` (./stream-answers). */
+  answer?(json: unknown): void
 }
 
 /** Where a stream reports to. */
@@ -356,6 +358,8 @@ export class EventStream {
           this.#last = revision
           this.#partial = undefined
         }
+      } else if (type === SSE_ANSWER) {
+        this.#ctx.answer?.(JSON.parse(data))
       } else if (type === SSE_ERROR) {
         const error = readError({ error: JSON.parse(data) })
         if (!error) throw new BadAnswer('error: expected { code, message }')

@@ -21,6 +21,12 @@ export const SSE_ERROR = 'error'
  * stream's prefixes has been sent (a quiet stream's resume point moves on).
  */
 export const SSE_PROGRESS = 'progress'
+/**
+ * `{ requestId, result }` or `{ requestId, error }`: the answer of a commit
+ * sent with `answerOn` naming this stream, which the node parked (its POST
+ * was answered `{ parked: true }`).
+ */
+export const SSE_ANSWER = 'answer'
 
 /** Most prefixes one filtered watch stream follows (more: TOO_LARGE). */
 export const FILTER_MAX_PREFIXES = 64
