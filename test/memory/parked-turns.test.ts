@@ -13,13 +13,19 @@ import { StoreQuota } from '../../src/adapters/kit/local-store'
 import { MAX_TURNS, TURN_KEPT_MS } from '../../src/adapters/kit/parked'
 import { absent, heldStore, life, parked, set, StepClock, tick, waiter } from './parking'
 
+/** The lock held by `h`; `first` in line (its take of `locks` waits 100 ms), `second` behind it (10 s); first's wait has run out: its turn is kept. */
+async function between(locks = ['lock']) {
+  const clock = new ManualClock()
+  const held = heldStore(clock)
+  const first = waiter(held.store, 'first', 100, locks)
+  const second = waiter(held.store, 'second', 10_000)
+  await clock.advance(100)
+  return { clock, ...held, first, second }
+}
+
 describe('a turn kept between two parks', () => {
   test('holds the lock for its waiter against the one behind; its waiter back, the turn is gone and no timer is left', async () => {
-    const clock = new ManualClock()
-    const { store, owned, release } = heldStore(clock)
-    const first = waiter(store, 'first', 100)
-    const second = waiter(store, 'second', 10_000)
-    await clock.advance(100)
+    const { clock, store, owned, release, first, second } = await between()
     expect(first.take.answer).toMatchObject({ ok: false, failed: [{ key: 'lock', entry: { owner: 'h' } }] })
     expect(store.turns).toBe(1)
     release()
@@ -38,11 +44,7 @@ describe('a turn kept between two parks', () => {
   })
 
   test(`ends after ${TURN_KEPT_MS} ms: what it held back goes through then, and its timer is gone`, async () => {
-    const clock = new ManualClock()
-    const { store, owned, release } = heldStore(clock)
-    waiter(store, 'first', 100)
-    const second = waiter(store, 'second', 10_000)
-    await clock.advance(100)
+    const { clock, store, owned, release, second } = await between()
     release()
     await clock.advance(TURN_KEPT_MS - 1)
     expect(owned('lock')).toBeUndefined()
@@ -54,11 +56,7 @@ describe('a turn kept between two parks', () => {
   })
 
   test('ends in the step its waiter gives up (deletes its place): the one behind holds before the give-up returns; with nothing parked, too', async () => {
-    const clock = new ManualClock()
-    const { store, owned, release } = heldStore(clock)
-    const first = waiter(store, 'first', 100)
-    const second = waiter(store, 'second', 10_000)
-    await clock.advance(100)
+    const { clock, store, owned, release, first, second } = await between()
     release()
     first.giveUp()
     expect(owned('lock')).toBe('second')
@@ -74,11 +72,7 @@ describe('a turn kept between two parks', () => {
   })
 
   test('of a take of two locks, one free when it parked: ends when its waiter gives up, though the free lock is still free', async () => {
-    const clock = new ManualClock()
-    const { store, owned, release } = heldStore(clock)
-    const first = waiter(store, 'first', 100, ['lock', 'b'])
-    const second = waiter(store, 'second', 10_000)
-    await clock.advance(100)
+    const { store, owned, release, first, second } = await between(['lock', 'b'])
     expect(store.turns).toBe(1)
     release()
     first.giveUp()
@@ -108,11 +102,7 @@ describe('a turn kept between two parks', () => {
   })
 
   test("a plain commit's hold and release meanwhile do not end it: the release still goes to nobody, the waiter back gets it", async () => {
-    const clock = new ManualClock()
-    const { store, owned, hold, release } = heldStore(clock)
-    const first = waiter(store, 'first', 100)
-    const second = waiter(store, 'second', 10_000)
-    await clock.advance(100)
+    const { store, owned, hold, release, first, second } = await between()
     release()
     hold('lock', 'plain')
     release()
@@ -207,11 +197,7 @@ describe('a turn kept between two parks', () => {
   })
 
   test('a waiter back whose take parks again ends its turn: if its wait then ends (its adapter closed), the next release goes to the one behind', async () => {
-    const clock = new ManualClock()
-    const { store, owned, release } = heldStore(clock)
-    const first = waiter(store, 'first', 100)
-    const second = waiter(store, 'second', 10_000)
-    await clock.advance(100)
+    const { store, owned, release, first, second } = await between()
     let end!: () => void
     const back = first.again({ ms: 10_000, stop: (e) => ((end = e), () => {}) })
     expect(back.parked).toBe(true)

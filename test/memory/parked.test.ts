@@ -7,27 +7,13 @@
  * "Mutation score"). On the local store with a ManualClock (a StepClock
  * where thousands of timers fire).
  */
-import { getEventListeners } from 'node:events'
 import { describe, expect, test } from 'vitest'
 import { ManualClock } from 'zaris/testing'
 import { LocalStore } from '../../src/adapters/kit/local-store'
-import { localAdapter } from '../../src/adapters/kit/local-adapter'
 import { MAX_TURNS, TURN_KEPT_MS } from '../../src/adapters/kit/parked'
 import { absent, del, heapAfterGc, heldStore, life, parked, set, StepClock, tick, waiter, type Success } from './parking'
 
 describe("a parked commit's bookkeeping", () => {
-  test('a wait ended at once by a signal aborted already leaves nothing on the signal (a bug: what `stop` set up stayed, the adapter\'s close handler too)', async () => {
-    const store = new LocalStore({ clock: new ManualClock() })
-    const a = localAdapter('memory', store)
-    await a.commit([absent('lock')], [set('lock', 'h')])
-    const gone = new AbortController()
-    gone.abort()
-    expect(await a.commit([absent('lock')], [set('lock', 'w')], { waitChange: 10_000, keepParked: true, signal: gone.signal })).toMatchObject({ ok: false })
-    expect(getEventListeners(gone.signal, 'abort')).toHaveLength(0)
-    await a.close()
-    expect(store.parked).toBe(0)
-  })
-
   test('a commit that checks one key twice parks and is answered once', async () => {
     const { store, release } = heldStore()
     const twice = parked(store, [absent('lock'), { key: 'lock', created: null }], [set('lock', 'w')])
