@@ -328,7 +328,7 @@ describe('the adapter over a store that hands over', () => {
     await a.close()
   })
 
-  test("a caller's signal that was aborted already ends the wait at once; a wait that ends leaves no listener on the signal", async () => {
+  test("a caller's signal that was aborted already ends the wait at once; a wait that ends (either way) leaves no listener on the signal", async () => {
     const store = new LocalStore({ clock: new ManualClock() })
     const a = localAdapter('memory', store)
     await a.commit([absent('lock')], [set('lock', 'h')])
@@ -336,6 +336,8 @@ describe('the adapter over a store that hands over', () => {
     gone.abort()
     expect(await a.commit([absent('lock')], [set('lock', 'w')], { waitChange: 10_000, keepParked: true, signal: gone.signal })).toMatchObject({ ok: false })
     expect(store.parked).toBe(0)
+    // Ended within parked.ts's `stop` itself: what stop set up is undone too (it once stayed, and the adapter's close handler with it).
+    expect(getEventListeners(gone.signal, 'abort')).toHaveLength(0)
     const live = new AbortController()
     const waiting = a.commit([absent('lock')], [set('lock', 'w')], { waitChange: 10_000, keepParked: true, signal: live.signal })
     await tick()

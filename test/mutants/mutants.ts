@@ -128,8 +128,8 @@ export const MUTANTS: Mutant[] = [
     name: 'handover-after-stop',
     bug: "a parked commit whose wait was ended (its waiter gave up, its adapter closed) stays parked and can still be applied",
     file: 'src/adapters/kit/parked.ts',
-    from: 'if (options.stop) p.unlisten = options.stop(() => this.#settle(p, p.first))',
-    to: 'if (options.stop) p.unlisten = options.stop(() => {})',
+    from: 'const undo = options.stop(() => this.#settle(p, p.first))',
+    to: 'const undo = options.stop(() => {})',
     tests: ['test/memory/handover.test.ts', 'test/memory/handover-race.test.ts'],
   },
   {

@@ -35,7 +35,8 @@
  * check: not its turn yet). The turn ends when a commit with its
  * `parkOrder` comes, when a check that held on its first try fails (the
  * waiter gave up its place), or after the time (the waiter is gone); the
- * commits it held back are tried then. Without it, a release that falls
+ * commits it held back are tried then (after the commit that came is
+ * applied or parked: it goes first). Without it, a release that falls
  * between a waiter's two parks would go to the waiter behind it.
  *
  * The cost of a change is one judgement per parked commit that checks a
@@ -219,7 +220,15 @@ export class ParkedCommits {
       this.#count++
       p.timer = this.#host.clock.setTimeout(() => this.#timeout(p), options.ms)
       options.onParked?.()
-      if (options.stop) p.unlisten = options.stop(() => this.#settle(p, p.first))
+      if (options.stop) {
+        const undo = options.stop(() => this.#settle(p, p.first))
+        // Ended within `stop` itself (a signal aborted already): nothing will call what it set up, so undo it now.
+        if (p.settled) undo()
+        else p.unlisten = undo
+      }
+      // A turn ended by this commit's coming (`back`) let what it held back through: try that now, this commit parked (its checks
+      // failed: it waits for another of its keys). Else those would wait, their checks holding, for a change or their wait's end.
+      this.changed([])
     })
   }
 
