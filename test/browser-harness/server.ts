@@ -44,6 +44,7 @@ export async function startHarness(launch: LaunchOptions | BrowserLauncher = chr
         'zaris/memory': here('../../src/adapters/memory.ts'),
         'zaris/web-locks': here('../../src/web-locks/index.ts'),
         'zaris/elect': here('../../src/elect/index.ts'),
+        'zaris/tabs': here('../../src/tabs/index.ts'),
         zaris: here('../../src/index.ts'),
       },
     },
