@@ -225,7 +225,7 @@ describe('a turn kept between two parks', () => {
     expect(second.take.answer).toMatchObject({ ok: true })
   })
 
-  test('a waiter back whose take fails to write (the store is full) ends its turn: the one behind, its checks holding, holds by the end of its wait', async () => {
+  test('a waiter back whose take fails to write (the store is full) ends its turn: the one behind, its checks holding, holds in that step', async () => {
     const clock = new ManualClock()
     const { store, owned, release } = heldStore(clock, new StoreQuota(400))
     const first = waiter(store, 'first', 100)
@@ -237,8 +237,24 @@ describe('a turn kept between two parks', () => {
       expect.objectContaining({ code: 'TOO_LARGE' }),
     )
     expect(store.turns).toBe(0)
-    await clock.advance(400)
     expect(owned('lock')).toBe('second')
+    await tick()
+    expect(second.take.answer).toMatchObject({ ok: true })
+  })
+
+  test('a waiter back whose take is refused without parking (no wait left) ends its turn: the one behind holds in that step', async () => {
+    const clock = new ManualClock()
+    const { store, owned, release, hold } = heldStore(clock)
+    const first = waiter(store, 'first', 100)
+    const second = waiter(store, 'second', 500)
+    await clock.advance(100)
+    release()
+    hold('other', 'x')
+    // Back, but checking a key held by someone else, with no wait: refused at once.
+    expect(store.commit([absent('other'), life('q.first', first.place)], [set('other', 'first')], undefined, undefined, { ms: 0, keep: true, order: first.place })).toMatchObject({ ok: false })
+    expect(store.turns).toBe(0)
+    expect(owned('lock')).toBe('second')
+    await tick()
     expect(second.take.answer).toMatchObject({ ok: true })
   })
 

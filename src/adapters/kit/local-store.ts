@@ -215,7 +215,9 @@ export class LocalStore {
     // Before the checks, so that even a refused commit (an old holder's renewal) lifts a store that lost its state.
     this.#revision = floorRevision(this.#revision, seen)
     const now = this.#expireDue()
-    if (park?.order !== undefined) this.#parked.back(park.order)
+    // A turn this commit ends lets what it held back through: tried in this step however the commit ends (parked, written,
+    // refused or thrown), not at the next change.
+    const ended = park?.order !== undefined && this.#parked.back(park.order)
     let failed: Array<{ key: string; entry: Entry | undefined }> | undefined
     // The slot of the last checked key: a lock's commits check the key they write, so one Map lookup serves both.
     let checkedKey: string | undefined
@@ -226,10 +228,20 @@ export class LocalStore {
       const e = checkedSlot?.entry
       if (!holds(check, e)) (failed ??= []).push({ key: check.key, entry: e && this.#snapshot(e, now) })
     }
-    if (failed) return park && park.ms > 0 ? this.#parked.park(checks, ops, { ok: false, failed }, park) : { ok: false, failed }
+    if (failed) {
+      if (park && park.ms > 0) return this.#parked.park(checks, ops, { ok: false, failed }, park)
+      if (ended) this.#parked.changed([])
+      return { ok: false, failed }
+    }
     // A waiter ahead in line keeps its turn between two parks (parked.ts): wait behind it, with nothing failed.
     if (park?.keep && park.order !== undefined && park.ms > 0 && this.#parked.behindTurn(checks, park.order)) return this.#parked.park(checks, ops, { ok: false, failed: [] }, park)
-    const r = this.#write(ops, now, checkedKey, checkedSlot, undefined)
+    let r: Success
+    try {
+      r = this.#write(ops, now, checkedKey, checkedSlot, undefined)
+    } catch (err) {
+      if (ended) this.#parked.changed([])
+      throw err
+    }
     this.#parked.committed(r)
     return r
   }

@@ -187,10 +187,11 @@ export class ParkedCommits {
     return this.#granted
   }
 
-  /** A commit that carries `order` has come: the turn kept for that order ends (its waiter is back). */
-  back(order: number): void {
+  /** A commit that carries `order` has come: the turn kept for that order ends (its waiter is back); true if one did. */
+  back(order: number): boolean {
     const turn = this.#turns.get(order)
     if (turn) this.#endTurn(turn)
+    return turn !== undefined
   }
 
   /**
