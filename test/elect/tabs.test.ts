@@ -55,7 +55,7 @@ type Kind = 'elect' | 'full'
  * fenced by the term, resign, then write fenced by the ended term (it must
  * be refused); records each step.
  */
-function rounds(tab: Page, args: { store: string; id: string; kind: Kind; rounds: number }): Promise<{ tokens: number[]; refused: number; led: Array<[number, number]> }> {
+function rounds(tab: Page, args: { store: string; id: string; kind: Kind; rounds: number }): Promise<{ tokens: number[]; refused: number; led: Array<[number, number]>; early: number }> {
   return tab.evaluate(async ({ store, id, kind, rounds }) => {
     const now = () => performance.timeOrigin + performance.now()
     const record = (r: HistoryRecord) => void window.zarisRecord(r).catch(() => {})
@@ -65,10 +65,15 @@ function rounds(tab: Page, args: { store: string; id: string; kind: Kind; rounds
     let resign: () => Promise<boolean>
     /** When this tab led: from `elected` to `deposed` (an election-only tab leads on its gate's grant), or a full client's term. */
     const led: Array<[number, number]> = []
+    /** How many times it led on the grant, before its token came. */
+    let early = 0
     if (kind === 'elect') {
       window.zarisRecordElect(id)
       const e = window.zarisElect.election('leader:turns', { namespace: store, id, ttl: 10_000 })
-      e.addEventListener('elected', () => led.push([now(), Infinity]))
+      e.addEventListener('elected', () => {
+        led.push([now(), Infinity])
+        if (!e.term) early++
+      })
       e.addEventListener('deposed', () => (led.at(-1)![1] = now()))
       campaign = async () => (await e.campaign())!
       put = async (value, fence) => void (await e.put('res:turns', value as never, { fence }))
@@ -109,7 +114,7 @@ function rounds(tab: Page, args: { store: string; id: string; kind: Kind; rounds
       // Let another tab take a turn now and then.
       await new Promise((res) => setTimeout(res, Math.random() * 10))
     }
-    return { tokens, refused, led }
+    return { tokens, refused, led, early }
   }, args)
 }
 
@@ -135,7 +140,9 @@ describe('zaris/elect and client.election take turns in one election', () => {
       }
       // Both kinds took turns after each other.
       const switches = acquired.filter((a, k) => k > 0 && a.client.split('-')[0] !== acquired[k - 1]!.client.split('-')[0]).length
-      console.log(`${acquired.length} terms, ${switches} changes of kind, ${operations.length / 2} recorded commits`)
+      const early = results.reduce((n, r) => n + r.early, 0)
+      console.log(`${acquired.length} terms, ${switches} changes of kind, ${operations.length / 2} recorded commits; ${early} of the election-only tabs' terms led on the grant`)
+      expect(early).toBeGreaterThan(0)
       expect(switches).toBeGreaterThan(0)
       // Nobody led beside another (no tab was frozen here): an election-only tab from its grant to its resign, a full client for its term.
       const led = results.flatMap((r, i) => r.led.map(([from, to]) => ({ i, from, to }))).sort((a, b) => a.from - b.from)
