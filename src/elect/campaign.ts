@@ -68,23 +68,26 @@ export interface Won {
 export async function win(run: Run): Promise<Won> {
   const { store, name, lead, signal } = run
   const locks = store.locks
-  const registered = locks && store.register(run.owner)
   let gate: WebLockGate | undefined
-  let lost = true
+  let lost = false
   let early = false
+  const ask = (locks: LockManager) => {
+    gate?.release()
+    const g = (gate = new WebLockGate(locks, store.namespace, name, {}))
+    lost = false
+    g.onLost(() => {
+      lost = true
+      if (early) lead?.lapse('STOLEN')
+    })
+  }
+  // Asked before registering: the gate's `pagehide` listener (it lets the gate go) then runs before the store's (it announces the tab gone).
+  if (locks) ask(locks)
+  const registered = locks && store.register(run.owner)
   try {
     await registered
     for (;;) {
       // Stolen (a taker without the gate): ask again, behind it.
-      if (locks && lost) {
-        gate?.release()
-        const g = (gate = new WebLockGate(locks, store.namespace, name, {}))
-        lost = false
-        g.onLost(() => {
-          lost = true
-          if (early) lead?.lapse('STOLEN')
-        })
-      }
+      if (locks && lost) ask(locks)
       const view = await turn(run, gate)
       const taking = take(run, gate && WebLockGate.through(gate, store.namespace))
       // Granted, and the key is in a state the gated take takes over: lead now, the token follows (./early).
