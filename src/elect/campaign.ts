@@ -137,6 +137,7 @@ async function turn(run: Run, gate: WebLockGate | undefined): Promise<Stored | u
   let sawEnd = false
   for (;;) {
     if (gate?.held) return null
+    const freezes = run.store.freezes
     const e = await run.store.read(run.name)
     const now = Date.now()
     const live = e !== undefined && !expired(e, now)
@@ -145,7 +146,8 @@ async function turn(run: Run, gate: WebLockGate | undefined): Promise<Stored | u
     if (!live && !gate) return null
     const grace = live ? (e.expiresAt === undefined ? Infinity : e.expiresAt - now + EXPIRY_GRACE) : sawEnd ? EXPIRED_GRACE : FREE_GRACE
     const woke = await changed(run, false, grace, gate?.granted)
-    if (woke === 'granted') return e
+    // Frozen since the read (the grant came in the freeze): the key may have been taken meanwhile, and the gate with it.
+    if (woke === 'granted') return run.store.freezes === freezes ? e : null
     if (woke === 'denied') throw new UnavailableError(`the gate of ${JSON.stringify(run.name)} was not granted: the browser's lock manager refused the request`)
     if (woke === 'end') sawEnd = true
     if (woke !== 'grace') continue

@@ -80,6 +80,11 @@ export class TermStore {
     doc?.addEventListener('resume', this.#onResume)
   }
 
+  /** How many times the page froze: a view of the key read before a freeze is stale after it. */
+  get freezes(): number {
+    return this.#freezes
+  }
+
   /** Calls `fn` with the records of every commit seen (this page's and other tabs'), and with none on a wake (read again). */
   listen(fn: (records: LogRecord[]) => void): () => void {
     this.#listeners.add(fn)
