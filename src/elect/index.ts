@@ -4,7 +4,9 @@
  * line, reaper or change feed: the browser's Web Locks (`navigator.locks`)
  * keep the line and free a closed tab's place at once, one IndexedDB commit
  * per term keeps the fencing token (it rises with every term), the TTL and
- * the new-life rule, and BroadcastChannel carries the news.
+ * the new-life rule, and BroadcastChannel carries the news. A candidate
+ * leads from the Web Lock's grant, its term's token following (see
+ * {@link TabElection}).
  *
  * It writes the records `client.election(name)` writes over
  * `zaris://idb/<namespace>`, through the IndexedDB adapter's own code, and
@@ -166,7 +168,9 @@ export class TabElection extends EventTarget implements AsyncDisposable {
     const value = { candidate: this.candidate }
     const resigned = (this.#resigned = new AbortController())
     const stop = AbortSignal.any([resigned.signal, this.#closer.signal, ...(signal ? [signal] : [])])
-    stop.addEventListener('abort', () => this.#early?.end(this.#closer.signal.aborted ? 'CLOSED' : 'RELEASED'))
+    let over = false
+    // Only while this campaign runs: a caller's signal aborting later must not end a later campaign's lead.
+    stop.addEventListener('abort', () => over || this.#early?.end(this.#closer.signal.aborted ? 'CLOSED' : 'RELEASED'))
     const lead = {
       begin: () => {
         this.#early = new EarlyLead(EXPIRED_GRACE, (code) => this.dispatchEvent(new CustomEvent('deposed', { detail: code })))
@@ -178,10 +182,12 @@ export class TabElection extends EventTarget implements AsyncDisposable {
     try {
       won = await win({ store, name: this.name, owner: this.id, value, ttl: this.#ttl, signal: stop, lead })
     } catch (err) {
+      over = true
       this.#early?.end('LOST')
       if ((this.#closer.signal.aborted || resigned.signal.aborted) && !signal?.aborted) return null
       throw err
     }
+    over = true
     // Led on the grant until now: the lead goes on into the term, told once.
     const leading = this.#early?.end() ?? false
     this.#early = undefined
