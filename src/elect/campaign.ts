@@ -130,14 +130,14 @@ async function take(run: Run, through: ThroughGate | undefined): Promise<Omit<Wo
 
 /**
  * Resolves when the gate is granted, or when the key may be taken without
- * it (see the module doc); with the entry last read when the grant woke it,
- * else `null`.
+ * it (see the module doc); with the entry last read when the grant woke it
+ * (unless the page froze meanwhile), else `null`.
  */
 async function turn(run: Run, gate: WebLockGate | undefined): Promise<Stored | undefined | null> {
   let sawEnd = false
+  const freezes = run.store.freezes
   for (;;) {
     if (gate?.held) return null
-    const freezes = run.store.freezes
     const e = await run.store.read(run.name)
     const now = Date.now()
     const live = e !== undefined && !expired(e, now)
@@ -146,7 +146,7 @@ async function turn(run: Run, gate: WebLockGate | undefined): Promise<Stored | u
     if (!live && !gate) return null
     const grace = live ? (e.expiresAt === undefined ? Infinity : e.expiresAt - now + EXPIRY_GRACE) : sawEnd ? EXPIRED_GRACE : FREE_GRACE
     const woke = await changed(run, false, grace, gate?.granted)
-    // Frozen since the read (the grant came in the freeze): the key may have been taken meanwhile, and the gate with it.
+    // Frozen while it waited: a taker without the gate may have taken the key, and is taking the gate (this page hears of it late).
     if (woke === 'granted') return run.store.freezes === freezes ? e : null
     if (woke === 'denied') throw new UnavailableError(`the gate of ${JSON.stringify(run.name)} was not granted: the browser's lock manager refused the request`)
     if (woke === 'end') sawEnd = true
