@@ -39,6 +39,7 @@ export default defineConfig([
       testing: 'src/testing.ts',
       'web-locks': 'src/web-locks/index.ts',
       elect: 'src/elect/index.ts',
+      tabs: 'src/tabs/index.ts',
       otel: 'src/otel/index.ts',
       http: 'src/adapters/http/index.ts',
       server: 'src/server/index.ts',

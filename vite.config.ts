@@ -19,6 +19,7 @@ const alias = {
   'zaris/web-locks': src('web-locks/index.ts'),
   'zaris/otel': src('otel/index.ts'),
   'zaris/elect': src('elect/index.ts'),
+  'zaris/tabs': src('tabs/index.ts'),
   'zaris/conformance': fileURLToPath(new URL('./test/conformance/index.ts', import.meta.url)),
   zaris: src('index.ts'),
 }

@@ -34,7 +34,7 @@ const src = join(root, 'src') + sep
 const out = join(root, 'dist/browser')
 
 /** The public browser entries (package.json's `browser` conditions point at their files). */
-export const BROWSER_ENTRIES = ['index.ts', 'adapters/memory.ts', 'adapters/indexeddb/index.ts', 'adapters/http/index.ts', 'testing.ts', 'web-locks/index.ts', 'otel/index.ts', 'elect/index.ts']
+export const BROWSER_ENTRIES = ['index.ts', 'adapters/memory.ts', 'adapters/indexeddb/index.ts', 'adapters/http/index.ts', 'testing.ts', 'web-locks/index.ts', 'otel/index.ts', 'elect/index.ts', 'tabs/index.ts']
 
 /**
  * The adapters built as one file each, with their own modules inside; the
@@ -46,6 +46,8 @@ const BUNDLED: Array<{ entry: string; has: (file: string) => boolean }> = [
   { entry: 'adapters/memory.ts', has: (f) => f === 'adapters/memory.ts' },
   // The election-only entry: one file, with the few IndexedDB modules it uses copied in (see `inlined`).
   { entry: 'elect/index.ts', has: (f) => f.startsWith('elect/') },
+  // The tabs entry likewise: its own modules, zaris/elect's and those IndexedDB modules, in one file.
+  { entry: 'tabs/index.ts', has: (f) => f.startsWith('tabs/') },
   // Its address parsing is a page's `connect` (every app loads it at start): a file of its own.
   { entry: 'adapters/http/index.ts', has: (f) => f.startsWith('adapters/http/') && f !== 'adapters/http/address.ts' },
 ]
@@ -64,6 +66,7 @@ function inlined(importer: string, target: string): boolean {
   // The election-only entry carries its own copy of the IndexedDB modules it uses (the format's one
   // definition, in the store's transactions), not the whole adapter file a page that elects never needs.
   if (from === 'elect/index.ts' && to === 'adapters/indexeddb/index.ts') return true
+  if (from === 'tabs/index.ts' && (to === 'adapters/indexeddb/index.ts' || to === 'elect/index.ts')) return true
   // The kit goes into whichever adapter imports it; an adapter's own modules into that adapter.
   return to === 'kit' ? from !== undefined : to === from
 }

@@ -46,6 +46,7 @@ async function buildPage(minify: boolean, source: PageSource): Promise<Map<strin
         ...source.alias,
         'zaris/indexeddb': here('../../src/adapters/indexeddb/index.ts'),
         'zaris/elect': here('../../src/elect/index.ts'),
+        'zaris/tabs': here('../../src/tabs/index.ts'),
         zaris: here('../../src/index.ts'),
       },
     },

@@ -177,6 +177,21 @@ async function main() {
 }
 window.app = main()
 `,
+  /** The same family through the tabs entry (zaris/tabs): locks, election and watch on the same store, without the client. */
+  'family, zaris/tabs': `import { tabs } from 'zaris/tabs'
+async function main() {
+  const app = tabs('app', { ttl: 10_000 })
+  const lock = await app.locks.acquire('lock:app', { wait: 10_000 })
+  await lock.release()
+  const watch = app.watch('status:', { prefix: true })
+  await watch.ready
+  void (async () => { for await (const ev of watch) window.seen = ev })()
+  await app.put('status:' + Math.random(), 'up')
+  const election = app.election('leader:app')
+  window.led = election.campaign()
+}
+window.app = main()
+`,
   /** The election app with top-level `await`, as many are written: Vite then keeps what the entry shares with the store's chunk in a file of its own. */
   'election, top-level await': `import { connect } from 'zaris'
 const client = await connect('zaris://idb/app')

@@ -12,9 +12,10 @@
 import { createLeaderElection, BroadcastChannel as LibChannel } from 'broadcast-channel'
 import { connect, type Client, type Lock } from 'zaris'
 import { election } from 'zaris/elect'
+import { tabs, type Tabs } from 'zaris/tabs'
 import { absNow, loop, sleep, type Trial } from '../lib/measure'
 
-type Kind = 'zaris' | 'weblocks' | 'raw' | 'zaris-election' | 'elect-election' | 'bc-election'
+type Kind = 'zaris' | 'tabs' | 'weblocks' | 'raw' | 'zaris-election' | 'elect-election' | 'bc-election'
 
 interface Held {
   /** Lets go; resolves the time just before letting go. */
@@ -27,6 +28,14 @@ function client(ns: string): Promise<Client> {
   let c = clients.get(ns)
   if (!c) clients.set(ns, (c = connect(`zaris://idb/${ns}`)))
   return c
+}
+
+const tabsOf = new Map<string, Tabs>()
+/** One zaris/tabs store per namespace and tab, on a namespace of its own (`<ns>-tabs`): no full client of this tab shares it. */
+function lean(ns: string): Tabs {
+  let t = tabsOf.get(ns)
+  if (!t) tabsOf.set(ns, (t = tabs(`${ns}-tabs`, { ttl: 30_000 })))
+  return t
 }
 
 let rawDb: Promise<IDBDatabase> | undefined
@@ -88,6 +97,10 @@ async function take(kind: Kind, ns: string, key: string, first: boolean): Promis
           },
         },
       }
+    }
+    case 'tabs': {
+      const lock = (await lean(ns).locks.acquire(key, { wait: Infinity }))!
+      return heldNow(() => lock.release())
     }
     case 'weblocks': {
       let letGo!: () => void
@@ -174,7 +187,16 @@ const api = {
     await raw()
   },
   /** One-tab throughput: acquire + release back to back. */
-  async loop(kind: 'zaris' | 'weblocks' | 'raw', ns: string, durationMs: number): Promise<Trial> {
+  async loop(kind: 'zaris' | 'tabs' | 'weblocks' | 'raw', ns: string, durationMs: number): Promise<Trial> {
+    if (kind === 'tabs') {
+      const t = lean(ns)
+      await t.get('warm')
+      return loop(async () => {
+        const lock = await t.locks.acquire('lock:one-tab')
+        if (!lock) throw new Error('the bench lock was not free')
+        await lock.release()
+      }, durationMs)
+    }
     if (kind === 'zaris') {
       const c = await client(ns)
       return loop(async () => {
@@ -247,7 +269,7 @@ const api = {
    * Cross-tab notification, echoing side: answers every ping (a put of
    * `watch:ping`, or a BroadcastChannel message) with a pong the same way.
    */
-  async echo(kind: 'zaris' | 'bc', ns: string): Promise<void> {
+  async echo(kind: 'zaris' | 'tabs' | 'bc', ns: string): Promise<void> {
     if (kind === 'bc') {
       const channel = new BroadcastChannel(`bench-watch:${ns}`)
       channel.onmessage = (ev: MessageEvent<{ ping: number }>) => {
@@ -256,7 +278,7 @@ const api = {
       stopEcho = () => channel.close()
       return
     }
-    const c = await client(ns)
+    const c = kind === 'tabs' ? lean(ns) : await client(ns)
     const controller = new AbortController()
     const watch = c.watch('watch:ping', { signal: controller.signal })
     await watch.ready
@@ -274,7 +296,7 @@ const api = {
    * this tab's clock alone and halved (a put, seen by the other tab's watch,
    * answered by a put seen by this tab's watch; or a message and its answer).
    */
-  async ping(kind: 'zaris' | 'bc', ns: string, count: number, gapMs: number): Promise<Trial> {
+  async ping(kind: 'zaris' | 'tabs' | 'bc', ns: string, count: number, gapMs: number): Promise<Trial> {
     const lat: number[] = []
     let pong: ((n: number) => void) | undefined
     const arrived = (n: number) => pong?.(n)
@@ -286,7 +308,7 @@ const api = {
       send = async (n) => channel.postMessage({ ping: n })
       stop = () => channel.close()
     } else {
-      const c = await client(ns)
+      const c = kind === 'tabs' ? lean(ns) : await client(ns)
       const controller = new AbortController()
       const watch = c.watch('watch:pong', { signal: controller.signal })
       await watch.ready

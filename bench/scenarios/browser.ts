@@ -13,7 +13,7 @@ import { absNow, type Trial } from '../lib/measure'
 import type { Scenario } from '../lib/report'
 import type { BenchContext } from './context'
 
-type Kind = 'zaris' | 'weblocks' | 'raw' | 'zaris-election' | 'elect-election' | 'bc-election'
+type Kind = 'zaris' | 'tabs' | 'weblocks' | 'raw' | 'zaris-election' | 'elect-election' | 'bc-election'
 
 export async function browserScenarios(ctx: BenchContext): Promise<Scenario[]> {
   let b: BenchBrowser
@@ -57,12 +57,17 @@ async function inOneTab(
 function oneTab(ctx: BenchContext, b: BenchBrowser): Promise<Scenario> {
   const ns = 'one-tab'
   return inOneTab(ctx, b, ns, (loop, tab) => {
-    const contender = (label: string, kind: 'zaris' | 'weblocks' | 'raw', zaris: boolean): Contender => ({
+    const contender = (label: string, kind: 'zaris' | 'tabs' | 'weblocks' | 'raw', zaris: boolean): Contender => ({
       label,
       zaris,
       trial: loop((dur) => tab.page.evaluate(([kind, ns, dur]) => window.bench.loop(kind, ns, dur), [kind, ns, dur] as const)),
     })
-    return [contender('zaris idb', 'zaris', true), contender('navigator.locks', 'weblocks', false), contender('2 IndexedDB readwrite txs', 'raw', false)]
+    return [
+      contender('zaris idb', 'zaris', true),
+      contender('zaris/tabs', 'tabs', true),
+      contender('navigator.locks', 'weblocks', false),
+      contender('2 IndexedDB readwrite txs', 'raw', false),
+    ]
   }, {
     id: 'one-tab',
     title: 'One tab: IndexedDB lock',
@@ -126,6 +131,7 @@ async function handoff(ctx: BenchContext, b: BenchBrowser): Promise<Scenario> {
   const rows = await alternate(
     [
       contender('zaris idb', 'zaris', true),
+      contender('zaris/tabs', 'tabs', true),
       contender('navigator.locks', 'weblocks', false),
       contender('tx + BroadcastChannel msg + tx', 'raw', false),
     ],
@@ -168,7 +174,7 @@ async function tabClosed(ctx: BenchContext, b: BenchBrowser, what: 'holder' | 'l
   })
   const contenders =
     what === 'holder'
-      ? [contender('zaris idb lock', 'zaris', true), contender('navigator.locks', 'weblocks', false)]
+      ? [contender('zaris idb lock', 'zaris', true), contender('zaris/tabs lock', 'tabs', true), contender('navigator.locks', 'weblocks', false)]
       : [
           contender('zaris idb election', 'zaris-election', true),
           contender('zaris/elect election', 'elect-election', true),
@@ -196,7 +202,7 @@ async function watchLatency(ctx: BenchContext, b: BenchBrowser): Promise<Scenari
   const [pinger, echoer] = [await b.tab(), await b.tab()]
   for (const t of [pinger, echoer]) await t.page.evaluate((ns) => window.bench.ready(ns), ns)
   const count = ctx.quick ? 10 : 25
-  const contender = (label: string, kind: 'zaris' | 'bc', zaris: boolean): Contender => ({
+  const contender = (label: string, kind: 'zaris' | 'tabs' | 'bc', zaris: boolean): Contender => ({
     label,
     zaris,
     async trial() {
@@ -206,7 +212,7 @@ async function watchLatency(ctx: BenchContext, b: BenchBrowser): Promise<Scenari
       return t
     },
   })
-  const rows = await alternate([contender('zaris idb watch', 'zaris', true), contender('BroadcastChannel message', 'bc', false)], ctx.trials, {
+  const rows = await alternate([contender('zaris idb watch', 'zaris', true), contender('zaris/tabs watch', 'tabs', true), contender('BroadcastChannel message', 'bc', false)], ctx.trials, {
     throughput: false,
   })
   await pinger.close()

@@ -17,7 +17,7 @@ import { gzipSync } from 'node:zlib'
 import { build, type Rollup } from 'vite'
 import { viteBrowserVariants } from '../../scripts/browser-variants'
 import { appFolder, launch, loadApp, type PageLoad } from '../browser/packed-app'
-import { PAGE_ELECTION, PAGE_ELECTION_ONLY, PAGE_FAMILY } from '../lib/targets'
+import { PAGE_ELECTION, PAGE_ELECTION_ONLY, PAGE_FAMILY, PAGE_FAMILY_TABS } from '../lib/targets'
 import type { Row } from '../lib/compare'
 import { fmtBytes, type Scenario } from '../lib/report'
 import type { BenchContext } from './context'
@@ -71,6 +71,7 @@ async function pageRows(ctx: BenchContext): Promise<Row[]> {
       pageRow(PAGE_ELECTION, true, await loadApp(folder, browser, 'election')),
       pageRow(PAGE_ELECTION_ONLY, true, await loadApp(folder, browser, 'election-only')),
       pageRow(PAGE_FAMILY, true, await loadApp(folder, browser, 'family')),
+      pageRow(PAGE_FAMILY_TABS, true, await loadApp(folder, browser, 'family, zaris/tabs')),
       pageRow('Vite app: election, entry with top-level await', true, await loadApp(folder, browser, 'election, top-level await')),
       pageRow(PAGE_PEER, false, await loadApp(folder, browser, 'broadcast-channel')),
     ]

@@ -28,7 +28,7 @@ import { expired } from '../adapters/kit/write'
 import type { LogRecord } from '../adapters/indexeddb/schema'
 import { EXPIRED_GRACE, win } from './campaign'
 import { EarlyLead } from './early'
-import { TermStore } from './store'
+import { shareStore, unshareStore, type TermStore } from './store'
 import { Running, type EndCode, type Leader, type Term } from './term'
 
 export type { Term, EndCode, Leader } from './term'
@@ -44,9 +44,6 @@ export interface TabElectionOptions {
   /** The owner id its term is written with (a full client's `id`). Default: random. */
   id?: string
 }
-
-/** One store per namespace per page, shared by its elections. */
-const stores = new Map<string, { store: TermStore; refs: number }>()
 
 /**
  * An election among the tabs of an origin over `zaris://idb/<namespace>`.
@@ -276,13 +273,7 @@ export class TabElection extends EventTarget implements AsyncDisposable {
     await this.resign()
     this.#unlisten?.()
     clearTimeout(this.#expiry)
-    const store = this.#store
-    if (!store) return
-    const shared = stores.get(this.namespace)
-    if (shared && --shared.refs === 0) {
-      stores.delete(this.namespace)
-      store.close()
-    }
+    if (this.#store) unshareStore(this.#store)
   }
 
   async [Symbol.asyncDispose](): Promise<void> {
@@ -290,11 +281,7 @@ export class TabElection extends EventTarget implements AsyncDisposable {
   }
 
   #open(): TermStore {
-    if (this.#store) return this.#store
-    let shared = stores.get(this.namespace)
-    if (!shared) stores.set(this.namespace, (shared = { store: new TermStore(this.namespace, locks()), refs: 0 }))
-    shared.refs++
-    return (this.#store = shared.store)
+    return (this.#store ??= shareStore(this.namespace))
   }
 
   /** Keeps `leader` current from the store's news, once. */
@@ -356,12 +343,6 @@ export class TabElection extends EventTarget implements AsyncDisposable {
     }
     this.dispatchEvent(new CustomEvent('deposed', { detail: (term.signal.reason as { code: EndCode }).code }))
   }
-}
-
-/** The Web Locks API, where the platform has it. */
-function locks(): LockManager | undefined {
-  const l = (globalThis as { navigator?: { locks?: LockManager } }).navigator?.locks
-  return l && typeof l.request === 'function' ? l : undefined
 }
 
 function leaderOf(value: Value | undefined, created: number): Leader | undefined {

@@ -30,7 +30,7 @@ import { commitBatch, readEntry, type Outcome, type ThroughGate } from '../adapt
 import type { Stored } from '../adapters/kit/write'
 
 /** How many revisions the log keeps: the IndexedDB adapter's default, so both trim alike. */
-const HISTORY = 10_000
+export const HISTORY = 10_000
 
 export class TermStore {
   readonly namespace: string
@@ -93,13 +93,8 @@ export class TermStore {
 
   /** One commit in a readwrite transaction of its own; announced to every tab once it completed. */
   async commit(checks: Check[], ops: Op[], gate?: ThroughGate): Promise<CommitResult> {
-    const { results, outcome } = await this.#run((db) => commitBatch(db, [gate ? { checks, ops, gate } : { checks, ops }], Date.now, HISTORY, this.#revision))
-    try {
-      this.#channel.postMessage(outcome)
-    } catch {
-      // Closed under us: other tabs read the entry again when they wake.
-    }
-    this.#heard(outcome.records)
+    const { results, outcome } = await this.run((db) => commitBatch(db, [gate ? { checks, ops, gate } : { checks, ops }], Date.now, HISTORY, this.#revision))
+    this.tell(outcome)
     const r = results[0]!
     if (r instanceof Error) throw r
     return r
@@ -107,7 +102,7 @@ export class TermStore {
 
   /** The stored entry at `key` (possibly expired: the caller decides). */
   read(key: string): Promise<Stored | undefined> {
-    return this.#run((db) => readEntry(db, key))
+    return this.run((db) => readEntry(db, key))
   }
 
   /**
@@ -141,6 +136,16 @@ export class TermStore {
     return done
   }
 
+  /** Tells every tab (and this page's listeners) what a transaction of this page did. */
+  tell(outcome: Outcome): void {
+    try {
+      this.#channel.postMessage(outcome)
+    } catch {
+      // Closed under us: other tabs read again when they wake.
+    }
+    this.#heard(outcome.records)
+  }
+
   #announce(): void {
     try {
       const gone = new BroadcastChannel(`zaris:idb:${this.namespace}:gone`)
@@ -159,7 +164,7 @@ export class TermStore {
   }
 
   /** Runs `fn` on the open database once the page runs; again if a freeze aborted it (it wrote nothing). */
-  async #run<T>(fn: (db: Connection) => Promise<T>): Promise<T> {
+  async run<T>(fn: (db: Connection) => Promise<T>): Promise<T> {
     for (;;) {
       if (this.#frozen) await this.#frozen.resumed
       if (this.#closed) throw new ClosedError('the election was closed')
@@ -199,4 +204,29 @@ export class TermStore {
     this.#frozen?.resume()
     void this.#db?.then((c) => c.close(), () => {})
   }
+}
+
+/** One store per namespace per page, shared by the elections, locks and watches of `zaris/elect` and `zaris/tabs`. */
+const shared = new Map<string, { store: TermStore; refs: number }>()
+
+/** The page's store of `namespace`, opened on first use; give it back with {@link unshareStore}. */
+export function shareStore(namespace: string): TermStore {
+  let s = shared.get(namespace)
+  if (!s) shared.set(namespace, (s = { store: new TermStore(namespace, webLocks()), refs: 0 }))
+  s.refs++
+  return s.store
+}
+
+/** Gives back one {@link shareStore}; the last one closes the store. */
+export function unshareStore(store: TermStore): void {
+  const s = shared.get(store.namespace)
+  if (s?.store !== store || --s.refs > 0) return
+  shared.delete(store.namespace)
+  store.close()
+}
+
+/** The Web Locks API, where the platform has it. */
+function webLocks(): LockManager | undefined {
+  const l = (globalThis as { navigator?: { locks?: LockManager } }).navigator?.locks
+  return l && typeof l.request === 'function' ? l : undefined
 }

@@ -6,6 +6,7 @@
 import * as zaris from 'zaris'
 import * as indexeddb from 'zaris/indexeddb'
 import * as elect from 'zaris/elect'
+import * as tabsEntry from 'zaris/tabs'
 import { recordElections } from '../elect/record'
 import type { HistoryEvent } from '../lincheck/history'
 import { recordingAdapter, streamSink } from '../lincheck/recorder'
@@ -15,6 +16,7 @@ declare global {
     zaris: typeof zaris
     zarisIndexedDb: typeof indexeddb
     zarisElect: typeof elect
+    zarisTabs: typeof tabsEntry
     /** Makes this page's zaris/elect commits recorded as client `id` through the `zarisOp` binding (test/elect/record.ts). */
     zarisRecordElect(id: string): void
     /** Whatever a test keeps between evaluate calls. */
@@ -34,6 +36,7 @@ declare global {
 window.zaris = zaris
 window.zarisIndexedDb = indexeddb
 window.zarisElect = elect
+window.zarisTabs = tabsEntry
 window.zarisRecordElect = (id) => recordElections(id, (e) => window.zarisOp?.(e).catch(() => {}) ?? Promise.resolve())
 window.kept = {}
 window.zarisRecorded = async (namespace, id, node) => {

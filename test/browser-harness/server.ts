@@ -32,6 +32,19 @@ const withoutViteClient: Plugin = {
   },
 }
 
+/**
+ * Under a mutation run of page code (test/mutation/tabs.stryker.config.mjs:
+ * Stryker mutates src/ in place and runs the tests once per mutant, naming
+ * it in `__STRYKER_ACTIVE_MUTANT__`), the page must know which mutant is on
+ * before any module runs; the variable lives in this process, not the page.
+ */
+function activeMutant(id: string | undefined): Plugin {
+  return {
+    name: 'zaris-harness-active-mutant',
+    transformIndexHtml: (html) => (id ? html.replace('<head>', `<head><script>globalThis.__stryker__ = { activeMutant: ${JSON.stringify(id)} }</script>`) : html),
+  }
+}
+
 /** Starts the dev server and a browser; `close` stops both. */
 export async function startHarness(launch: LaunchOptions | BrowserLauncher = chromiumLaunchOptions()): Promise<Harness> {
   const server: ViteDevServer = await createServer({
@@ -44,13 +57,14 @@ export async function startHarness(launch: LaunchOptions | BrowserLauncher = chr
         'zaris/memory': here('../../src/adapters/memory.ts'),
         'zaris/web-locks': here('../../src/web-locks/index.ts'),
         'zaris/elect': here('../../src/elect/index.ts'),
+        'zaris/tabs': here('../../src/tabs/index.ts'),
         zaris: here('../../src/index.ts'),
       },
     },
     // Pre-bundling would reload the page mid-test when it discovers `idb`; idb is plain ESM anyway.
     optimizeDeps: { noDiscovery: true, include: [] },
     server: { host: '127.0.0.1', port: 0, strictPort: false, hmr: false, ws: false, watch: null, fs: { allow: [here('../..')] } },
-    plugins: [withoutViteClient],
+    plugins: [withoutViteClient, activeMutant(process.env.__STRYKER_ACTIVE_MUTANT__)],
   })
   await server.listen()
   const address = server.httpServer?.address()

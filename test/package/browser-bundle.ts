@@ -24,6 +24,7 @@ const alias = {
   'zaris/memory': src('adapters/memory.ts'),
   'zaris/web-locks': src('web-locks/index.ts'),
   'zaris/elect': src('elect/index.ts'),
+  'zaris/tabs': src('tabs/index.ts'),
   zaris: src('index.ts'),
 }
 

@@ -72,19 +72,30 @@ test('zaris/elect loads by import and by require, and refuses plainly where ther
   for (const { stdout } of [esm, cjs]) expect(JSON.parse(stdout)).toEqual(['function', 'UNSUPPORTED'])
 })
 
-test("a web app's Vite build of zaris/elect (browser condition) is one file from dist/browser, without the client", async () => {
-  writeFileSync(join(app, 'elect.js'), "import { election } from 'zaris/elect'\nglobalThis.e = election('leader:app')\n")
+test('zaris/tabs loads by import and by require, and refuses plainly where there are no tabs (Node)', async () => {
+  const code = `try { t.tabs('app') } catch (err) { console.log(JSON.stringify([typeof t.tabs, err.code])) }`
+  const esm = await run('node', ['--input-type=module', '-e', `import * as t from 'zaris/tabs'; ${code}`], { cwd: app })
+  const cjs = await run('node', ['-e', `const t = require('zaris/tabs'); ${code}`], { cwd: app })
+  for (const { stdout } of [esm, cjs]) expect(JSON.parse(stdout)).toEqual(['function', 'UNSUPPORTED'])
+})
+
+test.each([
+  ['zaris/elect', 'election', "election('leader:app')"],
+  ['zaris/tabs', 'tabs', "tabs('app').locks.acquire('lock:app')"],
+])("a web app's Vite build of %s (browser condition) is one file from dist/browser, without the client", async (entry, name, call) => {
+  const file = `${name}.js`
+  writeFileSync(join(app, file), `import { ${name} } from '${entry}'\nglobalThis.e = ${call}\n`)
   const result = (await build({
     configFile: false,
     logLevel: 'silent',
     root: app,
-    build: { write: false, minify: false, modulePreload: false, rollupOptions: { input: join(app, 'elect.js') } },
+    build: { write: false, minify: false, modulePreload: false, rollupOptions: { input: join(app, file) } },
   })) as Rollup.RollupOutput
   const chunks = result.output.filter((o): o is Rollup.OutputChunk => o.type === 'chunk')
   expect(chunks).toHaveLength(1)
   const modules = Object.keys(chunks[0]!.modules).filter((m) => m.startsWith(join(root, 'dist')))
   expect(modules.filter((m) => !m.startsWith(join(root, 'dist/browser/')))).toEqual([])
-  expect(modules.some((m) => m.endsWith('dist/browser/elect/index.js'))).toBe(true)
+  expect(modules.some((m) => m.endsWith(`dist/browser/${entry.slice('zaris/'.length)}/index.js`))).toBe(true)
   expect(modules.filter((m) => /core\/(client|acquire|hold)/.test(m))).toEqual([])
 })
 
