@@ -1,7 +1,9 @@
 /**
  * Leader tab closed → new leader, for zaris/elect against broadcast-channel's
  * LeaderElection, taking turns in one Chromium, with what the zaris/elect
- * successor waited for: from `page.close()` to its gate's grant (the
+ * successor waited for: from `page.close()` to `elected` (it leads on the
+ * grant, the term's token following: the figure set against
+ * broadcast-channel's), to its gate's grant (the
  * browser freeing the closed tab's Web Lock), from the grant to its commit's
  * start, the commit (one readwrite transaction), and from there to the
  * campaign's answer; and, for comparison, a commit of the new leader's
@@ -22,7 +24,7 @@ const samples = Number(process.argv[2] ?? 12)
 const b = await startBrowser({ page: { root: fileURLToPath(new URL('./elect-closed/', import.meta.url)) } })
 type W = { trace: TraceApi }
 try {
-  const lat: Record<string, number[]> = { elect: [], bc: [], raw: [] }
+  const lat: Record<string, number[]> = { elected: [], elect: [], bc: [], raw: [] }
   const rawGrant: number[] = []
   const parts: Record<string, number[]> = { grant: [], 'grant→commit': [], commit: [], 'commit→led': [], 'a commit 200 ms later': [] }
   const waiter = await b.tab()
@@ -40,6 +42,7 @@ try {
       const at = (t: number) => t - waiter.offset - t0
       lat[kind]!.push(at(led))
       if (kind === 'elect') {
+        lat.elected!.push(at(await waiter.page.evaluate(() => (window as unknown as W).trace.elected())))
         const stamps = await waiter.page.evaluate(() => (window as unknown as W).trace.stamps())
         const granted = stamps.find(([s]) => s === 'granted')?.[1]
         const start = stamps.filter(([s, t]) => s === 'commit-start' && t >= (granted ?? 0))[0]?.[1]
@@ -51,7 +54,7 @@ try {
           parts['commit→led']!.push(led - done)
           const quiet = await waiter.page.evaluate(() => (window as unknown as W).trace.later(200))
           parts['a commit 200 ms later']!.push(quiet)
-          console.log(`elect ${at(led).toFixed(1)} ms: grant ${at(granted).toFixed(1)}, then commit start +${(start - granted).toFixed(1)}, commit ${(done - start).toFixed(1)}, led +${(led - done).toFixed(1)}; a commit 200 ms later ${quiet.toFixed(1)}`)
+          console.log(`elect elected ${lat.elected!.at(-1)!.toFixed(1)} ms, term ${at(led).toFixed(1)} ms: grant ${at(granted).toFixed(1)}, then commit start +${(start - granted).toFixed(1)}, commit ${(done - start).toFixed(1)}, led +${(led - done).toFixed(1)}; a commit 200 ms later ${quiet.toFixed(1)}`)
         }
       } else if (kind === 'raw') {
         const granted = (await waiter.page.evaluate(() => (window as unknown as W).trace.stamps())).find(([s]) => s === 'granted')?.[1]
@@ -66,7 +69,7 @@ try {
     }
   }
   const m = (xs: number[]) => +median(xs).toFixed(1)
-  console.log(JSON.stringify({ elect: m(lat.elect!), bc: m(lat.bc!), raw: m(lat.raw!), 'raw grant': rawGrant.length ? m(rawGrant) : null, ratio: +(median(lat.elect!) / median(lat.bc!)).toFixed(2), ...Object.fromEntries(Object.entries(parts).map(([k, v]) => [k, v.length ? m(v) : null])) }))
+  console.log(JSON.stringify({ elected: m(lat.elected!), 'elected ratio': +(median(lat.elected!) / median(lat.bc!)).toFixed(2), elect: m(lat.elect!), bc: m(lat.bc!), raw: m(lat.raw!), 'raw grant': rawGrant.length ? m(rawGrant) : null, ratio: +(median(lat.elect!) / median(lat.bc!)).toFixed(2), ...Object.fromEntries(Object.entries(parts).map(([k, v]) => [k, v.length ? m(v) : null])) }))
 } finally {
   await b.close()
 }

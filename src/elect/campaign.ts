@@ -17,6 +17,11 @@
  *    it), take the key without the gate (the store picks one taker) and
  *    then steal the gate.
  *
+ * Granted after reading the key in a state the gated take takes over (free,
+ * expired, or written through the gate: its writer let the gate go), the
+ * tab leads at the grant (`run.lead`), before the take lands; a take that is
+ * then refused, or a gate stolen meanwhile, ends that lead at once.
+ *
  * Without `navigator.locks` (an insecure page, an old browser) there is no
  * gate: the campaign waits for the key to be free (deleted, or past its
  * TTL) and takes it in one commit, as a full client without Web Locks does;
@@ -28,8 +33,9 @@ import type { Value } from '../core/contract/adapter'
 import { UnavailableError } from '../core/contract/errors'
 import { WebLockGate } from '../adapters/indexeddb/gate'
 import type { ThroughGate } from '../adapters/indexeddb/transactions'
-import { expired } from '../adapters/kit/write'
+import { expired, type Stored } from '../adapters/kit/write'
 import type { TermStore } from './store'
+import type { EndCode } from './term'
 
 /** How long the key may stay free with no entry while another tab holds its gate, in ms (core/acquire/gated.ts's FREE_GRACE). */
 export const FREE_GRACE = 2_000
@@ -46,6 +52,8 @@ export interface Run {
   value: Value
   ttl: number
   signal: AbortSignal
+  /** Told when this tab leads on the grant, before its take lands (./early), and when that lead ends without a term. */
+  lead?: { begin(): void; lapse(code: EndCode): void }
 }
 
 /** A won term: the token, the revision of the take, when its request was sent (`performance.now()`), and the gate it keeps (none without Web Locks). */
@@ -58,20 +66,52 @@ export interface Won {
 
 /** Campaigns until this tab leads; rejects with the signal's reason when it aborts. */
 export async function win(run: Run): Promise<Won> {
-  const { store, name } = run
+  const { store, name, lead, signal } = run
   const locks = store.locks
+  let gate: WebLockGate | undefined
+  let lost = false
+  let early = false
+  const ask = (locks: LockManager) => {
+    gate?.release()
+    const g = (gate = new WebLockGate(locks, store.namespace, name, {}))
+    lost = false
+    g.onLost(() => {
+      lost = true
+      if (early) lead?.lapse('STOLEN')
+    })
+  }
+  // Asked before registering: the gate's `pagehide` listener (it lets the gate go) then runs before the store's (it announces the tab gone).
+  if (locks) ask(locks)
   const registered = locks && store.register(run.owner)
-  const gate = locks && new WebLockGate(locks, store.namespace, name, {})
-  const through = gate && WebLockGate.through(gate, store.namespace)
   try {
     await registered
     for (;;) {
-      await turn(run, gate)
-      const won = await take(run, through)
+      // Stolen (a taker without the gate): ask again, behind it.
+      if (locks && lost) ask(locks)
+      const view = await turn(run, gate)
+      const taking = take(run, gate && WebLockGate.through(gate, store.namespace))
+      // Granted, and the key is in a state the gated take takes over: lead now, the token follows (./early).
+      early = !!lead && gate?.held === true && view !== null && (view === undefined || expired(view, Date.now()) || (view as { gate?: string }).gate !== undefined)
+      // Resigned or closed meanwhile: the gate goes at once; the take, landing later, is refused or undone below.
+      const letGo = () => early && gate!.release()
+      signal.addEventListener('abort', letGo)
+      if (early) lead!.begin()
+      let won
+      try {
+        won = await taking
+      } finally {
+        signal.removeEventListener('abort', letGo)
+      }
+      if (won && signal.aborted) {
+        void store.commit([{ key: name, created: won.token }], [{ type: 'delete', key: name }]).catch(() => {})
+        throw signal.reason
+      }
       if (won) {
         if (gate && !gate.held) await gate.steal()
         return { ...won, gate }
       }
+      if (early) lead!.lapse('LOST')
+      early = false
       // Held, yet something the gate cannot take over is there (a plain write): wait for it to go.
       if (gate?.held) await changed(run, true)
     }
@@ -88,20 +128,26 @@ async function take(run: Run, through: ThroughGate | undefined): Promise<Omit<Wo
   return r.ok ? { token: r.entries[0]!.created, revision: r.revision, sentAt } : undefined
 }
 
-/** Resolves when the gate is granted, or when the key may be taken without it (see the module doc). */
-async function turn(run: Run, gate: WebLockGate | undefined): Promise<void> {
+/**
+ * Resolves when the gate is granted, or when the key may be taken without
+ * it (see the module doc); with the entry last read when the grant woke it
+ * (unless the page froze meanwhile), else `null`.
+ */
+async function turn(run: Run, gate: WebLockGate | undefined): Promise<Stored | undefined | null> {
   let sawEnd = false
+  const freezes = run.store.freezes
   for (;;) {
-    if (gate?.held) return
+    if (gate?.held) return null
     const e = await run.store.read(run.name)
     const now = Date.now()
     const live = e !== undefined && !expired(e, now)
     if (e && !live) sawEnd = true
     // Without a gate, a free key is taken at once.
-    if (!live && !gate) return
+    if (!live && !gate) return null
     const grace = live ? (e.expiresAt === undefined ? Infinity : e.expiresAt - now + EXPIRY_GRACE) : sawEnd ? EXPIRED_GRACE : FREE_GRACE
     const woke = await changed(run, false, grace, gate?.granted)
-    if (woke === 'granted') return
+    // Frozen while it waited: a taker without the gate may have taken the key, and is taking the gate (this page hears of it late).
+    if (woke === 'granted') return run.store.freezes === freezes ? e : null
     if (woke === 'denied') throw new UnavailableError(`the gate of ${JSON.stringify(run.name)} was not granted: the browser's lock manager refused the request`)
     if (woke === 'end') sawEnd = true
     if (woke !== 'grace') continue
@@ -109,7 +155,7 @@ async function turn(run: Run, gate: WebLockGate | undefined): Promise<void> {
       sawEnd = true // its TTL passed: look again (it is absent to every read now)
       continue
     }
-    return
+    return null
   }
 }
 

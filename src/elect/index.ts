@@ -4,7 +4,9 @@
  * line, reaper or change feed: the browser's Web Locks (`navigator.locks`)
  * keep the line and free a closed tab's place at once, one IndexedDB commit
  * per term keeps the fencing token (it rises with every term), the TTL and
- * the new-life rule, and BroadcastChannel carries the news.
+ * the new-life rule, and BroadcastChannel carries the news. A candidate
+ * leads from the Web Lock's grant, its term's token following (see
+ * {@link TabElection}).
  *
  * It writes the records `client.election(name)` writes over
  * `zaris://idb/<namespace>`, through the IndexedDB adapter's own code, and
@@ -24,9 +26,10 @@ import { randomId } from '../core/contract/ids'
 import { checkKey, checkOptions, checkSignal, checkTtl, checkUserKey, checkValue } from '../core/contract/validate'
 import { expired } from '../adapters/kit/write'
 import type { LogRecord } from '../adapters/indexeddb/schema'
-import { win } from './campaign'
+import { EXPIRED_GRACE, win } from './campaign'
+import { EarlyLead } from './early'
 import { shareStore, unshareStore, type TermStore } from './store'
-import { Running, type Leader, type Term } from './term'
+import { Running, type EndCode, type Leader, type Term } from './term'
 
 export type { Term, EndCode, Leader } from './term'
 
@@ -60,10 +63,28 @@ export function election(name: string, options?: TabElectionOptions): TabElectio
  * and events `elected`, `deposed` and `leader` (a `CustomEvent` whose
  * `detail` is the {@link Leader}, or `undefined` while nobody leads).
  *
+ * `elected` fires when this candidate starts leading and `deposed` (a
+ * `CustomEvent` whose `detail` is the {@link EndCode}) when it stops; they
+ * alternate. A candidate leads as soon as the browser grants it the
+ * election's Web Lock, if the key is then in a state its take would take
+ * over anyway (the last leader closed, resigned or expired): `elected`
+ * fires and `isLeader` is true at the grant, before the term's commit lands
+ * (a closed leader's successor leads ~2 ms after the close; the commit,
+ * overlapping the closed tab's teardown, takes 4-40 ms more). The term — its
+ * fencing token — follows: `term` is `undefined` until it lands, and
+ * `campaign()` resolves with it then, so a fenced write waits for it
+ * (`await e.campaign()`). Should the commit not land within ~80 ms, or be
+ * refused, or the lock be taken from this tab meanwhile, that early lead
+ * ends at once (`deposed`: `EXPIRED`, `LOST`, `STOLEN`) and the campaign
+ * goes on. Why ~80 ms: a tab taking the key without the Web Lock waits
+ * 100 ms after seeing it free or expired (a holder frozen past its TTL
+ * aside), so nobody else leads within that bound of the grant.
+ *
  * @example
  * const e = election('leader:sync', { namespace: 'app' })
- * e.addEventListener('elected', () => startSync())
- * void e.campaign()
+ * e.addEventListener('elected', () => startSync()) // at the grant
+ * e.addEventListener('deposed', () => stopSync())
+ * const term = await e.campaign() // the token, for fenced writes
  */
 export class TabElection extends EventTarget implements AsyncDisposable {
   /** The key of the term's entry. */
@@ -77,7 +98,11 @@ export class TabElection extends EventTarget implements AsyncDisposable {
   readonly #ttl: number
   #store: TermStore | undefined
   #term: Running | undefined
+  /** Leading on the grant, before the term's token came. */
+  #early: EarlyLead | undefined
   #campaign: Promise<Term | null> | undefined
+  /** Aborts the campaign under way when the candidate resigns while leading on the grant. */
+  #resigned: AbortController | undefined
   #closer = new AbortController()
   #leader: Leader | undefined
   #seen = 0
@@ -101,9 +126,9 @@ export class TabElection extends EventTarget implements AsyncDisposable {
     this.candidate = options.candidate ?? this.id
   }
 
-  /** True while this candidate leads (its term has not reached its own deadline). */
+  /** True while this candidate leads: from the grant (see the class doc), then while its term has not reached its own deadline. */
   get isLeader(): boolean {
-    return this.#term?.held ?? false
+    return !!(this.#term?.held || this.#early?.held)
   }
 
   /** The leader as last seen, or `undefined`; kept current once `campaign` or `observe` ran. */
@@ -111,15 +136,17 @@ export class TabElection extends EventTarget implements AsyncDisposable {
     return this.#leader
   }
 
-  /** The current term while this candidate leads. */
+  /** The current term while this candidate leads; `undefined` while it leads on the grant and the token has not come yet. */
   get term(): Term | undefined {
     return this.#term?.held ? this.#term : undefined
   }
 
   /**
-   * Resolves with the term once this candidate leads (at once while it
-   * leads); `null` if the election is closed first; rejects with
-   * `signal.reason` when `signal` aborts.
+   * Resolves with the term once its token is known (at once while it
+   * leads with one; after `elected` when this candidate leads on the
+   * grant); `null` if the election is closed, or this candidate resigns
+   * while leading on the grant, first; rejects with `signal.reason` when
+   * `signal` aborts.
    *
    * @example
    * const term = await e.campaign({ signal: AbortSignal.timeout(60_000) })
@@ -136,18 +163,35 @@ export class TabElection extends EventTarget implements AsyncDisposable {
     const store = this.#open()
     this.#observe()
     const value = { candidate: this.candidate }
-    const stop = signal ? AbortSignal.any([signal, this.#closer.signal]) : this.#closer.signal
+    const resigned = (this.#resigned = new AbortController())
+    const stop = AbortSignal.any([resigned.signal, this.#closer.signal, ...(signal ? [signal] : [])])
+    let over = false
+    // Only while this campaign runs: a caller's signal aborting later must not end a later campaign's lead.
+    stop.addEventListener('abort', () => over || this.#early?.end(this.#closer.signal.aborted ? 'CLOSED' : 'RELEASED'))
+    const lead = {
+      begin: () => {
+        this.#early = new EarlyLead(EXPIRED_GRACE, (code) => this.dispatchEvent(new CustomEvent('deposed', { detail: code })))
+        this.dispatchEvent(new Event('elected'))
+      },
+      lapse: (code: EndCode) => this.#early?.end(code),
+    }
     let won
     try {
-      won = await win({ store, name: this.name, owner: this.id, value, ttl: this.#ttl, signal: stop })
+      won = await win({ store, name: this.name, owner: this.id, value, ttl: this.#ttl, signal: stop, lead })
     } catch (err) {
-      if (this.#closer.signal.aborted && !signal?.aborted) return null
+      over = true
+      this.#early?.end('LOST')
+      if ((this.#closer.signal.aborted || resigned.signal.aborted) && !signal?.aborted) return null
       throw err
     }
+    over = true
+    // Led on the grant until now: the lead goes on into the term, told once.
+    const leading = this.#early?.end() ?? false
+    this.#early = undefined
     const term = new Running(store, this.name, this.id, value, this.#ttl, won, (t) => this.#ended(t))
     this.#term = term
     this.#setLeader({ candidate: this.candidate, token: term.token }, term.revision)
-    this.dispatchEvent(new Event('elected'))
+    if (!leading) this.dispatchEvent(new Event('elected'))
     return term
   }
 
@@ -159,6 +203,12 @@ export class TabElection extends EventTarget implements AsyncDisposable {
    * await e.resign()
    */
   async resign(): Promise<boolean> {
+    if (this.#early?.held) {
+      // The gate goes at once; the campaign answers null once its take landed (and is undone).
+      this.#resigned?.abort()
+      await this.#campaign?.catch(() => {})
+      return true
+    }
     const term = this.#term
     return term ? term.resign() : false
   }
@@ -291,7 +341,7 @@ export class TabElection extends EventTarget implements AsyncDisposable {
       this.#leader = undefined
       this.dispatchEvent(new CustomEvent('leader', { detail: undefined }))
     }
-    this.dispatchEvent(new Event('deposed'))
+    this.dispatchEvent(new CustomEvent('deposed', { detail: (term.signal.reason as { code: EndCode }).code }))
   }
 }
 

@@ -78,7 +78,11 @@ export class TermStore {
     const doc = (globalThis as { document?: Document }).document
     doc?.addEventListener('freeze', this.#onFreeze)
     doc?.addEventListener('resume', this.#onResume)
-    globalThis.addEventListener?.('pagehide', this.#onHide)
+  }
+
+  /** How many times the page froze: a view of the key read before a freeze is stale after it. */
+  get freezes(): number {
+    return this.#freezes
   }
 
   /** Calls `fn` with the records of every commit seen (this page's and other tabs'), and with none on a wake (read again). */
@@ -124,6 +128,8 @@ export class TermStore {
         // A prober may hold the shared name for an instant: queued, the id counts as alive.
         if (mode === 'shared') void locks.query().then((s) => s.held?.some((l) => l.name === name) && resolve(), () => {})
       })
+    // Listened for from the first registration on (there is nothing to announce before): after the gates' own listener, which lets them go first.
+    if (this.#nonces.length === 0) globalThis.addEventListener?.('pagehide', this.#onHide)
     done = Promise.all([hold(`zaris:${this.namespace}:instance:${nonce}:${owner}`, 'exclusive'), hold(`zaris:${this.namespace}:owner:${owner}`, 'shared')]).then(() => {})
     this.#registered.set(owner, done)
     this.#nonces.push({ owner, nonce })

@@ -32,7 +32,7 @@ export interface Term {
   readonly signal: AbortSignal
 }
 
-/** Why a term ended. */
+/** Why a term, or a lead on the grant before its term (see `TabElection`), ended: the `detail` of `deposed`. */
 export type EndCode = 'RELEASED' | 'EXPIRED' | 'STOLEN' | 'LOST' | 'CLOSED'
 
 /** The running term: its timers, its gate and its end. */

@@ -5,7 +5,9 @@
  * is recorded (test/elect/record.ts, test/lincheck/recorder.ts) and the
  * history judged by the checker (test/faults/checker.ts → test/lincheck);
  * the terms are checked besides: tokens strictly rise, no two terms overlap,
- * and a write fenced by a term that ended is refused.
+ * a write fenced by a term that ended is refused, and no two tabs lead at
+ * once (an election-only tab leads from its gate's grant, before its term's
+ * token comes).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { BrowserContext, Page } from 'playwright'
@@ -53,7 +55,7 @@ type Kind = 'elect' | 'full'
  * fenced by the term, resign, then write fenced by the ended term (it must
  * be refused); records each step.
  */
-function rounds(tab: Page, args: { store: string; id: string; kind: Kind; rounds: number }): Promise<{ tokens: number[]; refused: number }> {
+function rounds(tab: Page, args: { store: string; id: string; kind: Kind; rounds: number }): Promise<{ tokens: number[]; refused: number; led: Array<[number, number]>; early: number }> {
   return tab.evaluate(async ({ store, id, kind, rounds }) => {
     const now = () => performance.timeOrigin + performance.now()
     const record = (r: HistoryRecord) => void window.zarisRecord(r).catch(() => {})
@@ -61,9 +63,18 @@ function rounds(tab: Page, args: { store: string; id: string; kind: Kind; rounds
     let campaign: () => Promise<Fence>
     let put: (value: unknown, fence: Fence) => Promise<number | undefined>
     let resign: () => Promise<boolean>
+    /** When this tab led: from `elected` to `deposed` (an election-only tab leads on its gate's grant), or a full client's term. */
+    const led: Array<[number, number]> = []
+    /** How many times it led on the grant, before its token came. */
+    let early = 0
     if (kind === 'elect') {
       window.zarisRecordElect(id)
       const e = window.zarisElect.election('leader:turns', { namespace: store, id, ttl: 10_000 })
+      e.addEventListener('elected', () => {
+        led.push([now(), Infinity])
+        if (!e.term) early++
+      })
+      e.addEventListener('deposed', () => (led.at(-1)![1] = now()))
       campaign = async () => (await e.campaign())!
       put = async (value, fence) => void (await e.put('res:turns', value as never, { fence }))
       resign = () => e.resign()
@@ -91,17 +102,19 @@ function rounds(tab: Page, args: { store: string; id: string; kind: Kind; rounds
     for (let r = 0; r < rounds; r++) {
       const invokedAt = now()
       const term = await campaign()
+      if (kind === 'full') led.push([now(), Infinity])
       record({ type: 'acquire', client: id, lock: 'leader:turns', token: term.token, invokedAt, at: now() })
       tokens.push(term.token)
       if (!(await write(term, r))) throw new Error(`${id}: a write fenced by its live term ${term.token} was refused`)
       const releasedAt = now()
+      if (kind === 'full') led.at(-1)![1] = releasedAt
       await resign()
       record({ type: 'release', client: id, lock: 'leader:turns', token: term.token, invokedAt: releasedAt, at: now(), released: true })
       if (!(await write(term, -1))) refused++
       // Let another tab take a turn now and then.
       await new Promise((res) => setTimeout(res, Math.random() * 10))
     }
-    return { tokens, refused }
+    return { tokens, refused, led, early }
   }, args)
 }
 
@@ -127,8 +140,14 @@ describe('zaris/elect and client.election take turns in one election', () => {
       }
       // Both kinds took turns after each other.
       const switches = acquired.filter((a, k) => k > 0 && a.client.split('-')[0] !== acquired[k - 1]!.client.split('-')[0]).length
-      console.log(`${acquired.length} terms, ${switches} changes of kind, ${operations.length / 2} recorded commits`)
+      const early = results.reduce((n, r) => n + r.early, 0)
+      console.log(`${acquired.length} terms, ${switches} changes of kind, ${operations.length / 2} recorded commits; ${early} of the election-only tabs' terms led on the grant`)
+      expect(early).toBeGreaterThan(0)
       expect(switches).toBeGreaterThan(0)
+      // Nobody led beside another (no tab was frozen here): an election-only tab from its grant to its resign, a full client for its term.
+      const led = results.flatMap((r, i) => r.led.map(([from, to]) => ({ i, from, to }))).sort((a, b) => a.from - b.from)
+      expect(led.length).toBeGreaterThanOrEqual(4 * n)
+      for (let k = 1; k < led.length; k++) expect(led[k]!.from, `tab ${led[k]!.i} led while tab ${led[k - 1]!.i} did`).toBeGreaterThanOrEqual(led[k - 1]!.to)
       const stats = assertHistory(records, operations, { clockMargin: 5 })
       expect(stats.operations).toBeGreaterThan(8 * n)
     })

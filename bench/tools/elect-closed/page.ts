@@ -1,7 +1,7 @@
 /**
  * The page of bench/tools/elect-closed.ts: zaris/elect from source with its
- * steps stamped — when the key's gate (Web Lock) is granted, and when each
- * commit of the election's store began and completed — and
+ * steps stamped — when the key's gate (Web Lock) is granted, when `elected`
+ * fired, and when each commit of the election's store began and completed — and
  * broadcast-channel's LeaderElection, for the same "leader tab closed" trial.
  */
 import { createLeaderElection, BroadcastChannel as LibChannel } from 'broadcast-channel'
@@ -51,6 +51,7 @@ function put(db: IDBDatabase, key: string): Promise<void> {
 }
 
 let led: Promise<number> | undefined
+let elected: Promise<number> | undefined
 let later: (() => Promise<number>) | undefined
 const api = {
   now,
@@ -72,6 +73,8 @@ const api = {
       })
     } else if (kind === 'elect') {
       const e = election(key, { namespace: ns, ttl: 30_000 })
+      // zaris/elect leads on the gate's grant: `elected` fires then, the term (its token) follows.
+      elected = new Promise<number>((resolve) => e.addEventListener('elected', () => resolve(now()), { once: true }))
       led = e.campaign().then((term) => {
         // A commit of the same shape once things settled: what a commit costs when no tab just closed.
         later = async () => {
@@ -88,6 +91,8 @@ const api = {
     await new Promise((r) => setTimeout(r, 30))
   },
   led: () => led!,
+  /** When zaris/elect's `elected` fired (it leads on the grant, before the term's commit lands). */
+  elected: () => elected!,
   /** The time of a fenced put by the leader, `ms` after it led. */
   later: async (ms: number) => {
     await new Promise((r) => setTimeout(r, ms))

@@ -1,0 +1,225 @@
+/**
+ * zaris/elect leads on the gate's grant (real Chromium tabs, the harness
+ * page): when the successor is granted the gate and the key is in a state
+ * its gated take takes over anyway, `elected` fires and `isLeader` is true
+ * at once, before the take's commit lands; the term (its token) follows.
+ * Each race of that early leadership has a test here: a take held up past
+ * the early lead's bound (a blocker tab holds a readwrite transaction, as
+ * the closed tab's teardown does), the gate stolen while the take is under
+ * way (what a taker without the gate does after its commit), a resign and a
+ * close racing the grant.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { BrowserContext, Page } from 'playwright'
+import { openHarnessTab, startHarness, type Harness } from '../browser-harness/server'
+
+let harness: Harness
+
+beforeAll(async () => {
+  harness = await startHarness()
+}, 60_000)
+
+afterAll(async () => {
+  await harness?.close()
+})
+
+const ns = () => `early-${Math.random().toString(36).slice(2, 10)}`
+const KEY = 'leader:early'
+
+interface Seen {
+  /** `elected` / `deposed` events: [type, time, isLeader then, token of `term` then, deposed code]. */
+  events: Array<[string, number, boolean, number | null, string | null]>
+  /** What the campaign resolved with, and when. */
+  campaign: { token: number | null; at: number } | null
+}
+
+async function withContext(fn: (open: () => Promise<Page>) => Promise<void>): Promise<void> {
+  const ctx: BrowserContext = await harness.browser.newContext()
+  try {
+    await fn(() => openHarnessTab(ctx, harness.url))
+  } finally {
+    await ctx.close()
+  }
+}
+
+/**
+ * In `tab`, an election-only candidate that campaigns and keeps what it saw;
+ * `onElected` (`resign` or `close`) is done inside the first `elected` handler.
+ */
+async function candidate(tab: Page, store: string, id: string, onElected?: 'resign' | 'close'): Promise<void> {
+  await tab.evaluate(
+    ({ store, id, key, onElected }) => {
+      const now = () => performance.timeOrigin + performance.now()
+      const e = window.zarisElect.election(key, { namespace: store, id, ttl: 30_000 })
+      const seen: Seen = { events: [], campaign: null }
+      window.kept.election = e
+      window.kept.seen = seen
+      e.addEventListener('elected', () => {
+        seen.events.push(['elected', now(), e.isLeader, e.term?.token ?? null, null])
+        if (onElected && seen.events.length === 1) window.kept.answer = onElected === 'resign' ? e.resign() : e.close().then(() => true)
+      })
+      e.addEventListener('deposed', (ev) => seen.events.push(['deposed', now(), e.isLeader, e.term?.token ?? null, String((ev as CustomEvent).detail ?? null)]))
+      window.kept.led = e.campaign().then((t) => (seen.campaign = { token: t?.token ?? null, at: now() }))
+    },
+    { store, id, key: KEY, onElected },
+  )
+}
+
+const seen = (tab: Page) => tab.evaluate(() => window.kept.seen as Seen)
+const campaigned = (tab: Page) => tab.evaluate(() => window.kept.led as Promise<{ token: number | null; at: number }>)
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+
+/** A leader that campaigned and leads (token known), and a waiter behind it. */
+async function leaderAndWaiter(open: () => Promise<Page>, store: string, waiterAnswer?: 'resign' | 'close'): Promise<{ leader: Page; waiter: Page; token: number }> {
+  const leader = await open()
+  await candidate(leader, store, 'leader')
+  const { token } = await campaigned(leader)
+  const waiter = await open()
+  await candidate(waiter, store, 'waiter', waiterAnswer)
+  // The waiter has read the key and asked for the gate.
+  await sleep(150)
+  return { leader, waiter, token: token! }
+}
+
+/** In `tab`, holds a readwrite transaction on the store's database for `ms` (from now): every commit behind it waits. */
+async function block(tab: Page, store: string, ms: number): Promise<void> {
+  await tab.evaluate(
+    async ({ name, ms }) => {
+      const db = await new Promise<IDBDatabase>((resolve, reject) => {
+        const r = indexedDB.open(name)
+        r.onsuccess = () => resolve(r.result)
+        r.onerror = () => reject(r.error)
+      })
+      const tx = db.transaction(['entries', 'log'], 'readwrite')
+      const until = performance.now() + ms
+      const entries = tx.objectStore('entries')
+      // Keeps the transaction alive with reads until `until`.
+      const spin = () => {
+        if (performance.now() < until) entries.get('nothing').onsuccess = spin
+      }
+      await new Promise<void>((resolve) => (entries.get('nothing').onsuccess = () => (spin(), resolve())))
+      window.kept.blocked = new Promise<void>((r) => (tx.oncomplete = () => (db.close(), r())))
+    },
+    { name: `zaris:${store}`, ms },
+  )
+}
+
+describe('zaris/elect leads on the grant', () => {
+  it('leader tab closed: the waiter leads at the grant (isLeader, no token yet), the term with a larger token follows, one `elected`', async () => {
+    await withContext(async (open) => {
+      const store = ns()
+      const { leader, waiter, token } = await leaderAndWaiter(open, store)
+      await leader.close()
+      const got = await campaigned(waiter)
+      const s = await seen(waiter)
+      expect(s.events).toHaveLength(1)
+      const [type, at, isLeader, termToken] = s.events[0]!
+      expect([type, isLeader, termToken]).toEqual(['elected', true, null])
+      expect(got.token).toBeGreaterThan(token)
+      expect(got.at).toBeGreaterThanOrEqual(at)
+      const after = await waiter.evaluate(async (key) => {
+        const e = window.kept.election as import('zaris/elect').TabElection
+        await e.put(`${key}:data`, 1, { fence: e.term! })
+        return { isLeader: e.isLeader, token: e.term?.token, leader: e.leader?.candidate }
+      }, KEY)
+      expect(after).toEqual({ isLeader: true, token: got.token, leader: 'waiter' })
+      console.log(`led on the grant ${(got.at - at).toFixed(1)} ms before the term's token came`)
+    })
+  }, 60_000)
+
+  it('the take held up past the early lead\'s bound: the early lead ends (`deposed` EXPIRED, isLeader false), then `elected` again with the term', async () => {
+    await withContext(async (open) => {
+      const store = ns()
+      const { leader, waiter, token } = await leaderAndWaiter(open, store)
+      const blocker = await open()
+      await block(blocker, store, 600)
+      await leader.close()
+      const got = await campaigned(waiter)
+      const s = await seen(waiter)
+      expect(s.events.map(([t, , l, tk, code]) => [t, l, tk === null ? null : 'token', code])).toEqual([
+        ['elected', true, null, null],
+        ['deposed', false, null, 'EXPIRED'],
+        ['elected', true, 'token', null],
+      ])
+      const early = s.events[1]![1] - s.events[0]![1]
+      // Bounded by the ungated takeover's grace (100 ms) less a margin; told by a timer, late on a loaded machine.
+      expect(early).toBeLessThan(200)
+      expect(early).toBeGreaterThan(70)
+      expect(got.token).toBeGreaterThan(token)
+      expect(got.at - s.events[0]![1]).toBeGreaterThan(300)
+    })
+  }, 60_000)
+
+  it('the gate stolen while the take is under way: deposed STOLEN at once, the take refused, and the campaign goes on to lead once the gate comes back', async () => {
+    await withContext(async (open) => {
+      const store = ns()
+      const { leader, waiter, token } = await leaderAndWaiter(open, store)
+      const blocker = await open()
+      const thief = await open()
+      // The thief steals the gate when the waiter says it leads (within the early lead's 80 ms), and keeps it 800 ms.
+      await thief.evaluate((name) => {
+        window.kept.held = new Promise<number>((stole) => {
+          new BroadcastChannel('early-test').onmessage = () => {
+            const at = performance.timeOrigin + performance.now()
+            void navigator.locks.request(name, { steal: true }, async () => {
+              stole(at)
+              await new Promise((r) => setTimeout(r, 800))
+            })
+          }
+        })
+      }, `zaris:${store}:gate:${KEY}`)
+      await waiter.evaluate(() => {
+        const e = window.kept.election as EventTarget
+        e.addEventListener('elected', () => new BroadcastChannel('early-test').postMessage('steal'), { once: true })
+      })
+      await block(blocker, store, 1_000)
+      await leader.close()
+      const stolenAt = await thief.evaluate(() => window.kept.held as Promise<number>)
+      await sleep(50)
+      const mid = await seen(waiter)
+      expect(mid.events.map(([t, , l, , code]) => [t, l, code])).toEqual([
+        ['elected', true, null],
+        ['deposed', false, 'STOLEN'],
+      ])
+      // Told within a few ms of the steal: not at the take's end (the blocker holds it 400 ms).
+      expect(mid.events[1]![1] - stolenAt).toBeLessThan(60)
+      expect(mid.campaign).toBeNull()
+      const got = await campaigned(waiter)
+      expect(got.token).toBeGreaterThan(token)
+      expect(got.at - stolenAt).toBeGreaterThan(700)
+      expect((await seen(waiter)).events.at(-1)!.slice(0, 1)).toEqual(['elected'])
+    })
+  }, 60_000)
+
+  for (const answer of ['resign', 'close'] as const) {
+    it(`${answer} in the early \`elected\` handler: deposed ${answer === 'resign' ? 'RELEASED' : 'CLOSED'}, the campaign answers null, and the next waiter leads at once with a larger token`, async () => {
+      await withContext(async (open) => {
+        const store = ns()
+        const { leader, waiter, token } = await leaderAndWaiter(open, store, answer)
+        const third = await open()
+        await candidate(third, store, 'third')
+        await sleep(150)
+        const closedAt = Date.now()
+        await leader.close()
+        const next = await campaigned(third)
+        const ledIn = Date.now() - closedAt
+        expect(await waiter.evaluate(() => window.kept.answer)).toBe(true)
+        expect(await campaigned(waiter)).toMatchObject({ token: null })
+        const s = await seen(waiter)
+        expect(s.events.map(([t, , l, tk, code]) => [t, l, tk, code])).toEqual([
+          ['elected', true, null, null],
+          ['deposed', false, null, answer === 'resign' ? 'RELEASED' : 'CLOSED'],
+        ])
+        expect(next.token).toBeGreaterThan(token)
+        expect(ledIn).toBeLessThan(2_000)
+        await sleep(100)
+        const state = await third.evaluate(() => {
+          const e = window.kept.election as import('zaris/elect').TabElection
+          return { isLeader: e.isLeader, leader: e.leader?.candidate }
+        })
+        expect(state).toEqual({ isLeader: true, leader: 'third' })
+        expect(await waiter.evaluate(() => (window.kept.election as import('zaris/elect').TabElection).isLeader)).toBe(false)
+      })
+    }, 60_000)
+  }
+})
