@@ -13,6 +13,7 @@ import type { Value } from '../core/contract/adapter'
 import { driftMargin as drift } from '../core/context'
 import type { Won } from './campaign'
 import type { TermStore } from './store'
+import type { WebLockGate } from '../adapters/indexeddb/gate'
 
 /** The current leader of an election (as `client.election` names it). */
 export interface Leader {
@@ -32,6 +33,9 @@ export interface Term {
   readonly signal: AbortSignal
 }
 
+/** How a resign leaves the key: the term's store, key, token, last write's revision and gate (see ../tabs/leave). */
+export type Leave = (store: TermStore, key: string, token: number, written: number, gate: WebLockGate | undefined) => Promise<void>
+
 /** Why a term, or a lead on the grant before its term (see `TabElection`), ended: the `detail` of `deposed`. */
 export type EndCode = 'RELEASED' | 'EXPIRED' | 'STOLEN' | 'LOST' | 'CLOSED'
 
@@ -49,6 +53,8 @@ export class Running implements Term {
   readonly #ttl: number
   readonly #onEnd: (term: Running) => void
   #deadline: number
+  /** The revision of this term's last write (its take, then each renewal). */
+  #written: number
   #deadlineTimer: ReturnType<typeof setTimeout> | undefined
   #renewTimer: ReturnType<typeof setTimeout> | undefined
   readonly #unlisten: () => void
@@ -58,6 +64,7 @@ export class Running implements Term {
     this.key = key
     this.token = won.token
     this.revision = won.revision
+    this.#written = won.revision
     this.#won = won
     this.#owner = owner
     this.#value = value
@@ -90,12 +97,17 @@ export class Running implements Term {
     this.#onEnd(this)
   }
 
-  /** Resigns: lets the gate go first (a waiting tab takes over in one commit), then deletes the entry if it still carries this term. */
-  async resign(): Promise<boolean> {
+  /**
+   * Resigns: lets the gate go first (a waiting tab takes over in one commit),
+   * then deletes the entry if it still carries this term — or, with `leave`
+   * (zaris/tabs' ../tabs/leave), leaves it to that tab's take.
+   */
+  async resign(leave?: Leave): Promise<boolean> {
     const was = this.held
     this.end('RELEASED')
     try {
-      await this.#store.commit([{ key: this.key, created: this.token }], [{ type: 'delete', key: this.key }])
+      if (leave) await leave(this.#store, this.key, this.token, this.#written, this.#won.gate)
+      else await this.#store.commit([{ key: this.key, created: this.token }], [{ type: 'delete', key: this.key }])
     } catch {
       // Closed or refused: the entry ends at its TTL, or when the next tab takes it over.
     }
@@ -116,6 +128,7 @@ export class Running implements Term {
       const r = await this.#store.commit([{ key: this.key, created: this.token }], [{ type: 'set', key: this.key, value: this.#value, ttl: this.#ttl, owner: this.#owner }])
       if (this.signal.aborted) return
       if (!r.ok) return this.end('LOST')
+      this.#written = r.revision
       this.#deadline = sentAt + this.#ttl - drift(this.#ttl)
       this.#arm(sentAt)
     } catch {

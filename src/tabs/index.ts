@@ -25,6 +25,7 @@ import { expired, toEntry } from '../adapters/kit/write'
 import { TabElection, type TabElectionOptions } from '../elect/index'
 import { shareStore, unshareStore, type TermStore } from '../elect/store'
 import type { Running } from '../elect/term'
+import { leave } from './leave'
 import { acquire, TabLock } from './lock'
 import { TabWatch, type TabWatchOptions } from './watch'
 
@@ -213,7 +214,7 @@ export class Tabs implements AsyncDisposable {
   async close(): Promise<void> {
     if (this.#closed) return
     this.#closed = true
-    await Promise.all([...[...this.#held].map((r) => r.resign()), ...[...this.#opened, ...this.#elections].map((o) => o.close())])
+    await Promise.all([...[...this.#held].map((r) => r.resign(leave)), ...[...this.#opened, ...this.#elections].map((o) => o.close())])
     unshareStore(this.#store)
   }
 

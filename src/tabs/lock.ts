@@ -16,6 +16,7 @@ import { WebLockGate } from '../adapters/indexeddb/gate'
 import { expired } from '../adapters/kit/write'
 import { win, type Won } from '../elect/campaign'
 import { Running } from '../elect/term'
+import { leave } from './leave'
 import type { TermStore } from '../elect/store'
 
 /**
@@ -55,7 +56,7 @@ export class TabLock implements AsyncDisposable {
    * await lock.release()
    */
   release(): Promise<boolean> {
-    return this.#running.resign()
+    return this.#running.resign(leave)
   }
 
   async [Symbol.asyncDispose](): Promise<void> {
