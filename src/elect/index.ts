@@ -113,7 +113,7 @@ export class TabElection extends EventTarget implements AsyncDisposable {
     super()
     const g = globalThis as { indexedDB?: unknown; BroadcastChannel?: unknown }
     if (!g.indexedDB || !g.BroadcastChannel) {
-      throw new UnsupportedError('zaris/elect elects among the tabs of an origin and needs IndexedDB and BroadcastChannel, which this environment does not have: use client.election() from zaris')
+      throw new UnsupportedError('zaris/elect needs IndexedDB and BroadcastChannel (a page): elsewhere, use client.election() from zaris')
     }
     const options = checkOptions<TabElectionOptions>(rawOptions)
     this.name = checkUserKey(name, 'name')
@@ -240,28 +240,23 @@ export class TabElection extends EventTarget implements AsyncDisposable {
   async *observe(options?: { signal?: AbortSignal }): AsyncGenerator<Leader | undefined> {
     const signal = checkSignal(checkOptions<{ signal: AbortSignal }>(options).signal)
     this.#observe()
+    const stop = signal ? AbortSignal.any([signal, this.#closer.signal]) : this.#closer.signal
     const queue: Array<Leader | undefined> = []
-    let wake = () => {}
-    const onLeader = (ev: Event) => {
-      queue.push((ev as CustomEvent<Leader | undefined>).detail)
-      wake()
-    }
-    const stop = () => wake()
+    let wake: (n?: number) => void = () => {}
+    const onLeader = (ev: Event) => wake(queue.push((ev as CustomEvent<Leader | undefined>).detail))
+    const onStop = () => wake()
     this.addEventListener('leader', onLeader)
-    signal?.addEventListener('abort', stop)
-    this.#closer.signal.addEventListener('abort', stop)
+    stop.addEventListener('abort', onStop)
     try {
       await this.#read()
       yield this.#leader
-      for (;;) {
-        if (signal?.aborted || this.#closer.signal.aborted) return
+      while (!stop.aborted) {
         if (queue.length > 0) yield queue.shift()
-        else await new Promise<void>((r) => (wake = r))
+        else await new Promise<void>((r) => (wake = () => r()))
       }
     } finally {
       this.removeEventListener('leader', onLeader)
-      signal?.removeEventListener('abort', stop)
-      this.#closer.signal.removeEventListener('abort', stop)
+      stop.removeEventListener('abort', onStop)
     }
   }
 

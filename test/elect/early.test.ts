@@ -151,7 +151,17 @@ describe('zaris/elect leads on the grant', () => {
   }, 60_000)
 
   it('the gate stolen while the take is under way: deposed STOLEN at once, the take refused, and the campaign goes on to lead once the gate comes back', async () => {
-    await withContext(async (open) => {
+    // The steal must land inside the early lead (80 ms from `elected`): on a busy machine the thief's message can come later,
+    // and then EXPIRED is the right answer. That precondition is tried up to 3 times; the assertions are strict once it holds.
+    for (let attempt = 1; ; attempt++) {
+      if (await stolenEarly()) return
+      expect(attempt, 'the steal landed inside the early lead in one of 3 tries').toBeLessThan(3)
+    }
+  }, 120_000)
+
+  /** One try of the test above: false if the steal came too late to test anything. */
+  const stolenEarly = (): Promise<boolean> =>
+    new Promise((resolve, reject) => void withContext(async (open) => {
       const store = ns()
       const { leader, waiter, token } = await leaderAndWaiter(open, store)
       const blocker = await open()
@@ -177,6 +187,11 @@ describe('zaris/elect leads on the grant', () => {
       const stolenAt = await thief.evaluate(() => window.kept.held as Promise<number>)
       await sleep(50)
       const mid = await seen(waiter)
+      const electedAt = mid.events[0]![1]
+      if (stolenAt - electedAt > 50) {
+        console.log(`the steal came ${Math.round(stolenAt - electedAt)} ms after \`elected\`: too late to test a steal inside the early lead; again`)
+        return resolve(false)
+      }
       expect(mid.events.map(([t, , l, , code]) => [t, l, code])).toEqual([
         ['elected', true, null],
         ['deposed', false, 'STOLEN'],
@@ -188,8 +203,8 @@ describe('zaris/elect leads on the grant', () => {
       expect(got.token).toBeGreaterThan(token)
       expect(got.at - stolenAt).toBeGreaterThan(700)
       expect((await seen(waiter)).events.at(-1)!.slice(0, 1)).toEqual(['elected'])
-    })
-  }, 60_000)
+      resolve(true)
+    }).catch(reject))
 
   for (const answer of ['resign', 'close'] as const) {
     it(`${answer} in the early \`elected\` handler: deposed ${answer === 'resign' ? 'RELEASED' : 'CLOSED'}, the campaign answers null, and the next waiter leads at once with a larger token`, async () => {
