@@ -217,7 +217,7 @@ async function wait<H>(ctx: Context, claim: Claim<H>, gate: Gate, key: string, u
         await gate.steal()
         return { hold: r.hold, place }
       }
-      if (r.lostPlace) line?.lost()
+      if (r.lostPlace) line!.lost()
     }
   } finally {
     tending.abort()
