@@ -17,7 +17,7 @@ export default {
     'src/core/hold/hand-on.ts',
     'src/core/hold/hold.ts:249-260',
     'src/core/hold/hold.ts:298-302',
-    'src/core/hold/hold.ts:319-325',
+    'src/core/hold/hold.ts:319-324',
     'src/core/acquire/claim.ts:151-152',
     'src/core/acquire/claim.ts:155-156',
     'src/core/acquire/index.ts:67-70',

@@ -30,7 +30,6 @@
  */
 import type { Entry, Gate, WatchEvent } from '../contract/adapter'
 import type { Context } from '../context'
-import type { TimerHandle } from '../time/clock'
 import { UnavailableError } from '../contract/errors'
 import { MAX_TTL } from '../contract/limits'
 import { keepGate, type Hold, type LockMode } from '../hold/hold'
@@ -47,7 +46,7 @@ export const EXPIRED_GRACE = 100
 export const LOOK_AFTER = 20
 /** Extra ms past a live entry's TTL before looking at the key again, so the store has expired it. */
 const EXPIRY_GRACE = 5
-/** The longest a platform timer waits (2^31-1 ms; a longer one fires at once): a wait or grace past it looks again then. */
+/** The longest a platform timer waits (2^31-1 ms; a longer one fires at once): a wait or grace past it, or an infinite one, looks again then. */
 const LONGEST_TIMER = MAX_TTL
 
 /** Takes `claim` (one key: a lock in `mode`, a lease, a term) through the gate of `key`; see the module doc. */
@@ -76,7 +75,8 @@ async function throughGate<H>(ctx: Context, claim: Claim<H>, key: string, mode: 
   try {
     let got: boolean | { hold: H; place: Entry | undefined } = plain || o.steal ? await gate.granted : await raceGrant(ctx, gate, LOOK_AFTER)
     if (got === false && !plain) {
-      line = claim.lineKey === undefined ? undefined : WaitQueue.for(ctx, claim.lineKey, claim.lineValue)
+      // A lock's or lease's line is its key's.
+      line = WaitQueue.for(ctx, key, claim.lineValue)
       got = await wait(ctx, claim, gate, key, until, o, line)
     }
     if (got === false) {
@@ -184,11 +184,12 @@ async function wait<H>(ctx: Context, claim: Claim<H>, gate: Gate, key: string, u
         }
         wake = () => settle(() => resolve('event'))
         off.push(() => (wake = () => {}))
-        const timers: TimerHandle[] = []
-        const after = (ms: number, woke: 'deadline' | 'grace') => timers.push(ctx.clock.setTimeout(() => settle(() => resolve(ms > LONGEST_TIMER ? 'event' : woke)), Math.min(ms, LONGEST_TIMER)))
-        if (Number.isFinite(left)) after(left, 'deadline')
-        if (Number.isFinite(grace)) after(grace, 'grace')
-        off.push(() => timers.forEach((t) => ctx.clock.clearTimeout(t)))
+        const after = (ms: number, woke: 'deadline' | 'grace') => {
+          const timer = ctx.clock.setTimeout(() => settle(() => resolve(ms > LONGEST_TIMER ? 'event' : woke)), Math.min(ms, LONGEST_TIMER))
+          off.push(() => ctx.clock.clearTimeout(timer))
+        }
+        after(left, 'deadline')
+        after(grace, 'grace')
         off.push(ctx.onClose((reason) => settle(() => reject(reason))))
         void gate.granted.then((g) =>
           settle(() => (g ? resolve('granted') : reject(new UnavailableError(`the gate of ${JSON.stringify(key)} was not granted: the browser's lock manager refused the request`)))),
@@ -197,7 +198,7 @@ async function wait<H>(ctx: Context, claim: Claim<H>, gate: Gate, key: string, u
         if (signal) {
           const onAbort = () => settle(() => reject(signal.reason))
           if (signal.aborted) return onAbort()
-          signal.addEventListener('abort', onAbort, { once: true })
+          signal.addEventListener('abort', onAbort)
           off.push(() => signal.removeEventListener('abort', onAbort))
         }
       })
@@ -216,7 +217,7 @@ async function wait<H>(ctx: Context, claim: Claim<H>, gate: Gate, key: string, u
         await gate.steal()
         return { hold: r.hold, place }
       }
-      if (r.lostPlace) line?.lost()
+      if (r.lostPlace) line!.lost()
     }
   } finally {
     tending.abort()

@@ -27,16 +27,14 @@ export async function handOn(adapter: Adapter, clock: Clock, gate: Gate, life: L
   gate.release()
   if (!(await gate.taken())) return free()
   const changed = await new Promise<boolean>((resolve) => {
-    let over = false
+    // Harmless twice: the timer and the watch are ended again, the promise settled already.
     const done = (seen: boolean) => {
-      if (over) return
-      over = true
       clock.clearTimeout(timer)
       unwatch()
       resolve(seen)
     }
     const timer = clock.setTimeout(() => done(false), HAND_ON_WAIT)
-    const unwatch = life.watch(adapter, revision, (ev) => ev.key === life.entryKey && ev.revision > revision && done(true), () => done(false))
+    const unwatch = life.watch(adapter, revision, (ev) => ev.key === life.entryKey && done(true), () => done(false))
   })
   return changed ? undefined : free()
 }

@@ -249,8 +249,8 @@ export abstract class Hold<V extends Value = Value> implements AsyncDisposable, 
     // Taken through a gate: the next in line takes the key over this entry (./hand-on). A delete
     // that finds such a successor's life there released the hold all the same.
     const gate = this.#gate
-    // Only a hold alone at the gate's key is taken over so (shared holds leave their group in their own commit).
-    const handing = gate && wasHeld && gate.mode === 'exclusive' && this.#life.entryKey === gate.key
+    // Only a hold alone at the gate's key is taken over so (shared holds, at keys of their own, leave their group in their own commit).
+    const handing = gate && wasHeld && this.#life.entryKey === gate.key
     if (gate && !handing) gate.release()
     const free = () => (handing ? handOn(this.#ctx.adapter, this.#ctx.clock, gate, this.#life, this.#revision, () => this.#free()) : this.#free())
     this.#finishing = free().then(
@@ -319,9 +319,8 @@ export abstract class Hold<V extends Value = Value> implements AsyncDisposable, 
     gating = (hold, gate) => {
       if (hold.#ended || hold.#releasing) return gate.release()
       hold.#gate = gate
-      gate.onLost(() => {
-        if (!hold.#ended && !hold.#releasing) hold.#end(endByGate(hold.#what()))
-      })
+      // A gate let go (by a release, or the end) is never lost; the first end stays.
+      gate.onLost(() => hold.#end(endByGate(hold.#what())))
     }
     fencing = {
       refused: (fence, failed) => (fence instanceof Hold ? fence.#fenceRefused(failed) : failed.some((f) => f.key === fence.key)),
