@@ -32,10 +32,11 @@ const PAGES = {
   // measured 29 818 B in 5 files (27 652 B before jobs): an entry module with top-level await makes Vite keep every module it shares with a
   // lazily loaded chunk (the store's) out of it, in files by who shares them: the validation and errors, the clock, the ids
   'election, top-level await': { files: 5, gzip: 30_700 },
-  // measured 9 848 B in 1 file (issue 30: the same family through zaris/tabs, no client)
-  'family, zaris/tabs': { files: 4, gzip: 10_100 },
-  // measured 7 741 B in 1 file (zaris/elect)
-  'election-only': { files: 3, gzip: 8_000 },
+  // measured 10 394 B in 1 file (issue 30: the same family through zaris/tabs, no client; 9 848 before zaris/elect led on the grant)
+  'family, zaris/tabs': { files: 4, gzip: 10_600 },
+  // measured 8 194 B in 1 file (zaris/elect, leading on the grant: +450 B; 7 741 before). Issue 30's target is 8 000: missed by 2.4 %,
+  // bench/FINDINGS.md, Bundle; this budget only keeps it from growing
+  'election-only': { files: 3, gzip: 8_300 },
 } as const
 
 for (const [name, budget] of Object.entries(PAGES) as Array<[keyof typeof PAGES, (typeof PAGES)[keyof typeof PAGES]]>) {
