@@ -15,7 +15,7 @@ import { election } from 'zaris/elect'
 import { tabs, type Tabs } from 'zaris/tabs'
 import { absNow, loop, sleep, type Trial } from '../lib/measure'
 
-type Kind = 'zaris' | 'tabs' | 'weblocks' | 'raw' | 'zaris-election' | 'elect-election' | 'bc-election'
+type Kind = 'zaris' | 'tabs' | 'weblocks' | 'raw' | 'zaris-election' | 'elect-election' | 'elect-elected' | 'bc-election'
 
 interface Held {
   /** Lets go; resolves the time just before letting go. */
@@ -163,6 +163,15 @@ async function take(kind: Kind, ns: string, key: string, first: boolean): Promis
           },
         },
       }
+    }
+    case 'elect-elected': {
+      // zaris/elect as an app acts on it: leading from `elected` (at the Web Lock's grant; the term's token follows).
+      const e = election(key, { namespace: `${ns}-elect`, ttl: 30_000 })
+      const elected = new Promise<number>((r) => e.addEventListener('elected', () => r(absNow()), { once: true }))
+      void e.campaign()
+      const at = await elected
+      await e.campaign()
+      return { at, held: heldNow(() => e.resign()).held }
     }
     case 'elect-election': {
       // zaris/elect, on a namespace of its own: no full client of this tab shares its store.

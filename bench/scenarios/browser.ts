@@ -13,7 +13,7 @@ import { absNow, type Trial } from '../lib/measure'
 import type { Scenario } from '../lib/report'
 import type { BenchContext } from './context'
 
-type Kind = 'zaris' | 'tabs' | 'weblocks' | 'raw' | 'zaris-election' | 'elect-election' | 'bc-election'
+type Kind = 'zaris' | 'tabs' | 'weblocks' | 'raw' | 'zaris-election' | 'elect-election' | 'elect-elected' | 'bc-election'
 
 export async function browserScenarios(ctx: BenchContext): Promise<Scenario[]> {
   let b: BenchBrowser
@@ -178,6 +178,7 @@ async function tabClosed(ctx: BenchContext, b: BenchBrowser, what: 'holder' | 'l
       : [
           contender('zaris idb election', 'zaris-election', true),
           contender('zaris/elect election', 'elect-election', true),
+          contender('zaris/elect, elected', 'elect-elected', true),
           contender('broadcast-channel LeaderElection', 'bc-election', false),
         ]
   const rows = await alternate(contenders, trials, { throughput: false })
