@@ -9,19 +9,11 @@
  * way (what a taker without the gate does after its commit), a resign and a
  * close racing the grant.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import type { BrowserContext, Page } from 'playwright'
-import { openHarnessTab, startHarness, type Harness } from '../browser-harness/server'
+import { describe, expect, it } from 'vitest'
+import type { Page } from 'playwright'
+import { useRecordedTabs } from '../browser-harness/recorded-tabs'
 
-let harness: Harness
-
-beforeAll(async () => {
-  harness = await startHarness()
-}, 60_000)
-
-afterAll(async () => {
-  await harness?.close()
-})
+const { withContext } = useRecordedTabs()
 
 const ns = () => `early-${Math.random().toString(36).slice(2, 10)}`
 const KEY = 'leader:early'
@@ -31,15 +23,6 @@ interface Seen {
   events: Array<[string, number, boolean, number | null, string | null]>
   /** What the campaign resolved with, and when. */
   campaign: { token: number | null; at: number } | null
-}
-
-async function withContext(fn: (open: () => Promise<Page>) => Promise<void>): Promise<void> {
-  const ctx: BrowserContext = await harness.browser.newContext()
-  try {
-    await fn(() => openHarnessTab(ctx, harness.url))
-  } finally {
-    await ctx.close()
-  }
 }
 
 /**

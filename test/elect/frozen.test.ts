@@ -8,33 +8,21 @@
  * commit is recorded and the history judged by the checker, the pause
  * included (a frozen leader past its TTL whose signal never aborted fails).
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import type { Page } from 'playwright'
-import { openHarnessTab, startHarness, type Harness } from '../browser-harness/server'
-import { launchRealTabs, UNTHROTTLED_ARGS, type RealTabsBrowser } from '../browser-harness/real-tabs'
+import { openHarnessTab } from '../browser-harness/server'
+import { useRecordedRealTabs } from '../browser-harness/recorded-tabs'
 import type { HistoryEvent } from '../lincheck/history'
 import { assertHistory, type HistoryRecord } from '../faults/checker'
 
-let harness: Harness
-let real: RealTabsBrowser
-const records: HistoryRecord[] = []
-const operations: HistoryEvent[] = []
-
-beforeAll(async () => {
-  harness = await startHarness(async () => (real = await launchRealTabs({ args: UNTHROTTLED_ARGS })))
-  await real.context.exposeBinding('zarisRecord', (_s, r: HistoryRecord) => void records.push(r))
-  await real.context.exposeBinding('zarisOp', (_s, e: HistoryEvent) => void operations.push(e))
-}, 60_000)
-
-afterAll(async () => {
-  await harness?.close()
-})
+const tabs = useRecordedRealTabs()
+const { records, operations } = tabs
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 const ns = () => `elect-frozen-${Math.random().toString(36).slice(2, 10)}`
 
 async function open(pages: Page[]): Promise<Page> {
-  const page = await openHarnessTab(real.context, harness.url)
+  const page = await openHarnessTab(tabs.real.context, tabs.harness.url)
   pages.push(page)
   await page.evaluate(() => {
     const events: Array<[string, number, number]> = []
@@ -120,7 +108,7 @@ async function frozenLeader(writers: boolean): Promise<void> {
         await startWriting(b, store, id('b'))
       }
       await sleep(300)
-      const cdp = await real.context.newCDPSession(leader)
+      const cdp = await tabs.real.context.newCDPSession(leader)
       const frozenAt = Date.now()
       await cdp.send('Page.setWebLifecycleState', { state: 'frozen' })
       const got = await waiter.evaluate(() => window.kept.led as Promise<{ token: number; at: number }>)

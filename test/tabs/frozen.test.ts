@@ -9,31 +9,18 @@
  * Every commit is recorded and the history judged by the checker, the pause
  * included.
  */
-import { afterAll, beforeAll, expect, it } from 'vitest'
-import { openHarnessTab, startHarness, type Harness } from '../browser-harness/server'
-import { launchRealTabs, UNTHROTTLED_ARGS, type RealTabsBrowser } from '../browser-harness/real-tabs'
-import type { HistoryEvent } from '../lincheck/history'
-import { assertHistory, type HistoryRecord } from '../faults/checker'
+import { expect, it } from 'vitest'
+import { openHarnessTab } from '../browser-harness/server'
+import { useRecordedRealTabs } from '../browser-harness/recorded-tabs'
+import { assertHistory } from '../faults/checker'
 
-let harness: Harness
-let real: RealTabsBrowser
-const records: HistoryRecord[] = []
-const operations: HistoryEvent[] = []
-
-beforeAll(async () => {
-  harness = await startHarness(async () => (real = await launchRealTabs({ args: UNTHROTTLED_ARGS })))
-  await real.context.exposeBinding('zarisRecord', (_s, r: HistoryRecord) => void records.push(r))
-  await real.context.exposeBinding('zarisOp', (_s, e: HistoryEvent) => void operations.push(e))
-}, 60_000)
-
-afterAll(async () => {
-  await harness?.close()
-})
+const tabs = useRecordedRealTabs()
+const { records, operations } = tabs
 
 it('a zaris/tabs lock frozen past its TTL: the waiting tab holds within TTL + 1 s with a larger token; the thawed holder is told and its fenced write is refused', async () => {
   const store = `tabs-frozen-${Math.random().toString(36).slice(2, 10)}`
   const ttl = 2_000
-  const [holder, waiter] = [await openHarnessTab(real.context, harness.url), await openHarnessTab(real.context, harness.url)]
+  const [holder, waiter] = [await openHarnessTab(tabs.real.context, tabs.harness.url), await openHarnessTab(tabs.real.context, tabs.harness.url)]
   try {
     // In `tab`, client `id` (recorded) waits for the lock and writes under it; `window.kept.got` resolves with its token and when.
     const take = (tab: typeof holder, id: string) =>
@@ -61,7 +48,7 @@ it('a zaris/tabs lock frozen past its TTL: the waiting tab holds within TTL + 1 
     const first = await holder.evaluate(() => window.kept.got as Promise<{ token: number; at: number }>)
     await take(waiter, `waiter-${store}`)
     await new Promise((r) => setTimeout(r, 300))
-    const cdp = await real.context.newCDPSession(holder)
+    const cdp = await tabs.real.context.newCDPSession(holder)
     const frozenAt = Date.now()
     await cdp.send('Page.setWebLifecycleState', { state: 'frozen' })
     const got = await waiter.evaluate(() => window.kept.got as Promise<{ token: number; at: number }>)

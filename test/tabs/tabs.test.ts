@@ -6,43 +6,14 @@
  * kinds is recorded (test/elect/record.ts records this entry's store too:
  * it is zaris/elect's) and the history judged by the checker.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import type { BrowserContext, Page } from 'playwright'
-import { startHarness, type Harness } from '../browser-harness/server'
-import type { HistoryEvent } from '../lincheck/history'
+import { describe, expect, it } from 'vitest'
+import type { Page } from 'playwright'
+import { useRecordedTabs } from '../browser-harness/recorded-tabs'
 import { assertHistory, type HistoryRecord } from '../faults/checker'
 
-let harness: Harness
-
-beforeAll(async () => {
-  harness = await startHarness()
-}, 60_000)
-
-afterAll(async () => {
-  await harness?.close()
-})
+const { withContext } = useRecordedTabs()
 
 const ns = () => `tabs-${Math.random().toString(36).slice(2, 10)}`
-
-async function withContext(fn: (open: () => Promise<Page>, records: HistoryRecord[], operations: HistoryEvent[]) => Promise<void>): Promise<void> {
-  const ctx: BrowserContext = await harness.browser.newContext()
-  const records: HistoryRecord[] = []
-  const operations: HistoryEvent[] = []
-  await ctx.exposeBinding('zarisRecord', (_s, r: HistoryRecord) => void records.push(r))
-  await ctx.exposeBinding('zarisOp', (_s, e: HistoryEvent) => void operations.push(e))
-  const open = async () => {
-    const page = await ctx.newPage()
-    page.on('pageerror', (err) => console.error('page error:', err))
-    await page.goto(harness.url)
-    await page.waitForFunction(() => window.harnessReady === true, undefined, { polling: 50 })
-    return page
-  }
-  try {
-    await fn(open, records, operations)
-  } finally {
-    await ctx.close()
-  }
-}
 
 type Kind = 'tabs' | 'full'
 
