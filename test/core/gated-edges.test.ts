@@ -13,7 +13,7 @@ import type { Adapter, Gate, Lock } from 'zaris'
 import { IN_LINE } from '../../src/core/acquire/checks'
 import { EXPIRED_GRACE, FREE_GRACE, LOOK_AFTER } from '../../src/core/acquire/gated'
 import { HAND_ON_WAIT } from '../../src/core/hold/hand-on'
-import { closeAll, code, gateWith, heldBack, setup, slowTake, tick } from './gated-kit'
+import { closeAll, code, deletedOnFirstRead, gateWith, heldBack, setup, slowTake, tick } from './gated-kit'
 import { countedWatches } from './machine-kit'
 
 afterEach(closeAll)
@@ -270,22 +270,10 @@ describe('what the wait sees of the key', () => {
     const grantee = adapter.gate!('k') // granted, and never takes the key
     expect(await grantee.granted).toBe(true)
     await adapter.commit([], [{ type: 'set', key: 'k', value: 'plain' }]) // no TTL: nothing to time
-    let armed = true
-    const racing = (inner: Adapter): Adapter => ({
-      ...inner,
-      get: async (key) => {
-        const e = await inner.get(key)
-        if (armed && key === 'k' && e) {
-          armed = false
-          await adapter.commit([], [{ type: 'delete', key: 'k' }])
-          await tick()
-        }
-        return e
-      },
-    })
-    const waiting = client('b', racing).locks.acquire('k', { wait: 60_000, autoRenew: false })
+    const { race, wrap } = deletedOnFirstRead(adapter, 'k')
+    const waiting = client('b', wrap).locks.acquire('k', { wait: 60_000, autoRenew: false })
     await queued()
-    expect(armed).toBe(false)
+    expect(race.fired).toBe(true)
     await clock.advance(FREE_GRACE)
     const next = (await waiting)!
     expect(next.owner).toBe('b')

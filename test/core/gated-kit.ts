@@ -103,3 +103,25 @@ export const slowTake =
       return inner.commit(checks, ops, options)
     },
   })
+
+/**
+ * A fake race: wraps a client's adapter so that its first read finding an
+ * entry at `key` deletes that entry (through `store`) before it answers.
+ * `fired` tells whether it happened.
+ */
+export function deletedOnFirstRead(store: Adapter, key: string) {
+  const race = { fired: false }
+  const wrap = (inner: Adapter): Adapter => ({
+    ...inner,
+    get: async (k) => {
+      const e = await inner.get(k)
+      if (!race.fired && k === key && e) {
+        race.fired = true
+        await store.commit([], [{ type: 'delete', key }])
+        await tick()
+      }
+      return e
+    },
+  })
+  return { race, wrap }
+}

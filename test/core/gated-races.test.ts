@@ -11,7 +11,7 @@ import { afterEach, describe, expect, test } from 'vitest'
 import type { Adapter, Entry, Op } from 'zaris'
 import { EXPIRED_GRACE, FREE_GRACE, LOOK_AFTER } from '../../src/core/acquire/gated'
 import { SHARED_OWNER } from '../../src/core/contract/reserved'
-import { closeAll, heldBack, setup, tick } from './gated-kit'
+import { closeAll, deletedOnFirstRead, heldBack, setup, tick } from './gated-kit'
 
 afterEach(closeAll)
 
@@ -102,24 +102,15 @@ describe('a wait in line (the fake lock manager grants the gate late or never)',
     const grantee = adapter.gate!('k') // granted, and never takes the key
     expect(await grantee.granted).toBe(true)
     await adapter.commit([], [{ type: 'set', key: 'k', value: 'plain' }]) // no TTL: the look that sees it waits for an event
-    let armed = true
+    const { race, wrap } = deletedOnFirstRead(adapter, 'k')
     const racing = (inner: Adapter): Adapter => ({
-      ...inner,
+      ...wrap(inner),
       // The delete is not told: the watch fails instead.
       watch: (prefix, sink, from) => inner.watch(prefix, { event: (ev) => (ev.type === 'delete' ? sink.error(new Error('watch lost (a fake failure)')) : sink.event(ev)), error: (err) => sink.error(err) }, from),
-      get: async (key) => {
-        const e = await inner.get(key)
-        if (armed && key === 'k' && e) {
-          armed = false
-          await adapter.commit([], [{ type: 'delete', key: 'k' }])
-          await tick()
-        }
-        return e
-      },
     })
     const waiting = client('b', racing).locks.acquire('k', { wait: 60_000, autoRenew: false })
     await queued()
-    expect(armed).toBe(false)
+    expect(race.fired).toBe(true)
     await clock.advance(FREE_GRACE)
     const next = (await waiting)!
     expect(next.owner).toBe('b')
