@@ -35,7 +35,9 @@ import { WebLockGate } from '../adapters/indexeddb/gate'
 import type { ThroughGate } from '../adapters/indexeddb/transactions'
 import { expired, type Stored } from '../adapters/kit/write'
 import type { TermStore } from './store'
-import type { EndCode } from './term'
+import type { EndCode, Won } from './term'
+
+export type { Won } from './term'
 
 /** How long the key may stay free with no entry while another tab holds its gate, in ms (core/acquire/gated.ts's FREE_GRACE). */
 export const FREE_GRACE = 2_000
@@ -54,14 +56,6 @@ export interface Run {
   signal: AbortSignal
   /** Told when this tab leads on the grant, before its take lands (./early), and when that lead ends without a term. */
   lead?: { begin(): void; lapse(code: EndCode): void }
-}
-
-/** A won term: the token, the revision of the take, when its request was sent (`performance.now()`), and the gate it keeps (none without Web Locks). */
-export interface Won {
-  token: number
-  revision: number
-  sentAt: number
-  gate: WebLockGate | undefined
 }
 
 /** Campaigns until this tab leads; rejects with the signal's reason when it aborts. */

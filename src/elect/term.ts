@@ -11,7 +11,6 @@
 import { HoldEndedError } from '../core/contract/errors'
 import type { Value } from '../core/contract/adapter'
 import { driftMargin as drift } from '../core/context'
-import type { Won } from './campaign'
 import type { TermStore } from './store'
 import type { WebLockGate } from '../adapters/indexeddb/gate'
 
@@ -31,6 +30,14 @@ export interface Term {
   readonly token: number
   /** Aborts when the term ends; its reason is a `HoldEndedError` whose `code` says why. */
   readonly signal: AbortSignal
+}
+
+/** A won term: the token, the revision of the take, when its request was sent (`performance.now()`), and the gate it keeps (none without Web Locks). */
+export interface Won {
+  token: number
+  revision: number
+  sentAt: number
+  gate: WebLockGate | undefined
 }
 
 /** How a resign leaves the key: the term's store, key, token, last write's revision and gate (see ../tabs/leave). */
