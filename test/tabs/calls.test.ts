@@ -43,8 +43,13 @@ it('defaults, get, put, delete, bad input, close and no IndexedDB: what a full c
       const viaFull = await full.get('v')
       await app.put('short', 1, { ttl: 60 })
       const shortTtl = (await full.get('short'))?.ttl
+      // Past its TTL on a store no full client sweeps: the entry is still there, and reads as absent.
+      const lean = tabs(`${ns}-lean`)
+      await lean.put('short', 1, { ttl: 60 })
+      const before = (await lean.get('short'))?.value
       await new Promise((res) => setTimeout(res, 120))
-      const expired = await app.get('short')
+      const expired = await lean.get('short')
+      await lean.close()
       const missing = await app.get('never')
       // delete: true for a live entry, false for none; fenced by a held lock, refused once it is released.
       const deleted = await app.delete('v')
@@ -103,6 +108,7 @@ it('defaults, get, put, delete, bad input, close and no IndexedDB: what a full c
         l2: l2.token,
         put: { revision: put.revision === got?.revision, value: got?.value, full: viaFull?.value, created: got?.created === put.created },
         shortTtl,
+        before,
         expired: expired ?? null,
         missing: missing ?? null,
         deleted,
@@ -129,6 +135,7 @@ it('defaults, get, put, delete, bad input, close and no IndexedDB: what a full c
     expect(r.put).toEqual({ revision: true, value: { n: 1 }, full: { n: 1 }, created: true })
     expect(r.shortTtl).toBeGreaterThan(0)
     expect(r.shortTtl).toBeLessThanOrEqual(60)
+    expect(r.before).toBe(1)
     expect(r.expired).toBeNull()
     expect(r.missing).toBeNull()
     expect([r.deleted, r.deletedAgain, r.fencedOk]).toEqual([true, false, true])
