@@ -95,6 +95,7 @@ export class Tabs implements AsyncDisposable {
   /** Elections are few and long-lived: kept until this closes. */
   readonly #elections = new Set<TabElection>()
   #closed = false
+  readonly #closer = new AbortController()
 
   constructor(namespace?: string, rawOptions?: TabsOptions) {
     const g = globalThis as { indexedDB?: unknown; BroadcastChannel?: unknown }
@@ -116,7 +117,9 @@ export class Tabs implements AsyncDisposable {
     const wait = o.wait === undefined ? 0 : checkWait(o.wait)
     const signal = checkSignal(o.signal)
     this.#assertOpen()
-    return acquire({ store: this.#store, key, owner: this.id, ttl, wait, signal, held: this.#held })
+    // Closing this object ends its waits too: a lock granted after close() would be nobody's to release.
+    const stop = signal ? AbortSignal.any([signal, this.#closer.signal]) : this.#closer.signal
+    return acquire({ store: this.#store, key, owner: this.id, ttl, wait, signal: stop, held: this.#held })
   }
 
   /**
@@ -214,6 +217,7 @@ export class Tabs implements AsyncDisposable {
   async close(): Promise<void> {
     if (this.#closed) return
     this.#closed = true
+    this.#closer.abort(new ClosedError('this tabs object was closed'))
     await Promise.all([...[...this.#held].map((r) => r.resign(leave)), ...[...this.#opened, ...this.#elections].map((o) => o.close())])
     unshareStore(this.#store)
   }

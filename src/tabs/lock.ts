@@ -96,6 +96,11 @@ export async function acquire(ask: Ask): Promise<TabLock | null> {
   }
   if (!won) return null
   const running = new Running(store, key, owner, value, ttl, won, (r) => ask.held.delete(r))
+  // Aborted (or its owner closed) while the one try was under way: let it go again.
+  if (ask.signal?.aborted) {
+    await running.resign(leave)
+    throw ask.signal.reason
+  }
   ask.held.add(running)
   return new TabLock(running)
 }

@@ -60,6 +60,26 @@ it('defaults, get, put, delete, bad input, close and no IndexedDB: what a full c
       await l1.release()
       const fencedLate = await code(() => app.delete('w', { fence: l1 }))
       const wLeft = (await full.get('w'))?.value
+      // A held lock's `held`, and `await using`'s dispose releasing it.
+      const h = (await app.locks.acquire('lock:h'))!
+      const heldThen = h.held
+      await h[Symbol.asyncDispose]()
+      const heldAfter = h.held
+      const again = (await full.locks.acquire('lock:h'))!
+      const disposedFreed = again.token > h.token
+      await again.release()
+      // A wait with no end, aborted: rejects with the reason; a wait under way when the tabs object closes: CLOSED.
+      const blocker = (await full.locks.acquire('lock:w'))!
+      const abort = new AbortController()
+      const endless = app.locks.acquire('lock:w', { wait: Infinity, signal: abort.signal }).then(() => 'held', (err: Error) => err.message)
+      setTimeout(() => abort.abort(new Error('stop waiting')), 50)
+      const endlessAborted = await endless
+      const other = tabs(ns)
+      const pending = other.locks.acquire('lock:w', { wait: 10_000 }).then(() => 'held', (err: { code?: string }) => err.code)
+      await new Promise((res) => setTimeout(res, 50))
+      await other.close()
+      const closedWhileWaiting = await pending
+      await blocker.release()
       // Bad input: each names its problem.
       const bad = [
         await code(() => tabs('')),
@@ -109,6 +129,11 @@ it('defaults, get, put, delete, bad input, close and no IndexedDB: what a full c
         put: { revision: put.revision === got?.revision, value: got?.value, full: viaFull?.value, created: got?.created === put.created },
         shortTtl,
         before,
+        heldThen,
+        heldAfter,
+        disposedFreed,
+        endlessAborted,
+        closedWhileWaiting,
         expired: expired ?? null,
         missing: missing ?? null,
         deleted,
@@ -136,6 +161,9 @@ it('defaults, get, put, delete, bad input, close and no IndexedDB: what a full c
     expect(r.shortTtl).toBeGreaterThan(0)
     expect(r.shortTtl).toBeLessThanOrEqual(60)
     expect(r.before).toBe(1)
+    expect([r.heldThen, r.heldAfter, r.disposedFreed]).toEqual([true, false, true])
+    expect(r.endlessAborted).toBe('stop waiting')
+    expect(r.closedWhileWaiting).toBe('CLOSED')
     expect(r.expired).toBeNull()
     expect(r.missing).toBeNull()
     expect([r.deleted, r.deletedAgain, r.fencedOk]).toEqual([true, false, true])
@@ -148,5 +176,36 @@ it('defaults, get, put, delete, bad input, close and no IndexedDB: what a full c
     expect(r.after).toEqual(Array(6).fill('CLOSED'))
     expect(r.noIdb).toBe('UNSUPPORTED')
     expect(r.plainId).toBe(true)
+  })
+}, 60_000)
+
+it("a lock taken at once (no wait) ends for every tab when its tab closes, nobody waiting: a full client's reaper ends it, long before its TTL", async () => {
+  await withContext(async (open) => {
+    const [holder, other] = [await open(), await open()]
+    const ns = `reap-${Math.random().toString(36).slice(2, 10)}`
+    const token = await holder.evaluate(async (ns) => {
+      const app = window.zarisTabs.tabs(ns, { ttl: 30_000 })
+      window.kept.app = app
+      return (await app.locks.acquire('lock:mine'))!.token
+    }, ns)
+    const before = await other.evaluate(async (ns) => {
+      const c = await window.zaris.connect(`zaris://idb/${ns}`)
+      window.kept.client = c
+      return (await c.locks.holder('lock:mine'))?.token ?? null
+    }, ns)
+    const closedAt = Date.now()
+    await holder.close()
+    const endedIn = await other.evaluate(async () => {
+      const c = window.kept.client as Awaited<ReturnType<typeof window.zaris.connect>>
+      const t0 = Date.now()
+      while ((await c.locks.holder('lock:mine')) !== undefined) {
+        if (Date.now() - t0 > 10_000) return null
+        await new Promise((r) => setTimeout(r, 50))
+      }
+      return Date.now()
+    })
+    expect(before).toBe(token)
+    expect(endedIn, 'the entry ended before 10 s (TTL 30 s)').not.toBeNull()
+    console.log(`a closed tab's zaris/tabs lock ended for another tab ${endedIn! - closedAt} ms after the close`)
   })
 }, 60_000)
