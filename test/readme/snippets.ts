@@ -4,7 +4,7 @@
  * `<!-- not run: why -->` (rare; test/readme/coverage.test.ts keeps count).
  * A ```ts block is run by the test of the store it connects to:
  *
- * - `zaris://idb/…` — in headless Chromium (test/readme/browser.test.ts);
+ * - `zaris://idb/…`, `zaris/elect` or `zaris/tabs` — in headless Chromium (test/readme/browser.test.ts);
  * - `redis://…`, ioredis or node-redis — against a real redis-server (test/redis/readme.test.ts);
  * - `zaris://localhost:7861/…` — against a node process (test/server/readme.test.ts);
  * - `etcd://…` — against a real etcd member (test/etcd/readme.test.ts);
@@ -111,7 +111,7 @@ export function runnerOf(block: Block): Runner | undefined {
   if (block.notRun !== undefined || block.lang !== 'ts') return undefined
   const code = block.code
   if (fileOf(block)) return 'package'
-  if (code.includes('zaris://idb/')) return 'browser'
+  if (code.includes('zaris://idb/') || /from 'zaris\/(elect|tabs)'/.test(code)) return 'browser'
   if (code.includes('redis://') || code.includes("from 'ioredis'") || code.includes("from 'redis'")) return 'redis'
   if (code.includes('zaris://localhost:7861')) return 'zaris-node'
   if (code.includes('etcd://')) return 'etcd'
