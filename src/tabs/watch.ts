@@ -54,6 +54,7 @@ export class TabWatch implements AsyncIterableIterator<WatchEvent>, AsyncDisposa
   #error: unknown
   #done = false
   #filling = false
+  #again = false
   #held: LogRecord[] = []
   #sweepTimer: ReturnType<typeof setTimeout> | undefined
   #sweepAt = Infinity
@@ -112,14 +113,18 @@ export class TabWatch implements AsyncIterableIterator<WatchEvent>, AsyncDisposa
 
   /** Reads the log after the last revision delivered, until no gap is left. */
   async #fill(): Promise<void> {
-    if (this.#filling) return
+    // A gap heard while a read is under way may lie past what that read sees: read again once it is done.
+    if (this.#filling) return void (this.#again = true)
     this.#filling = true
     try {
-      const { records } = await this.#store.run((db) => readLog(db, this.#last))
-      if (records.length > 0 && records[0]!.revision > this.#last + 1) {
-        throw new CompactedError(`the watch fell behind the log: revision ${this.#last + 1} is no longer kept`)
-      }
-      this.#deliver(records)
+      do {
+        this.#again = false
+        const { records } = await this.#store.run((db) => readLog(db, this.#last))
+        if (records.length > 0 && records[0]!.revision > this.#last + 1) {
+          throw new CompactedError(`the watch fell behind the log: revision ${this.#last + 1} is no longer kept`)
+        }
+        this.#deliver(records)
+      } while (this.#again && !this.#done)
     } catch (err) {
       this.#fail(err)
     } finally {
