@@ -117,13 +117,15 @@ export class EtcdMember {
   async healthy(timeout = 20_000): Promise<void> {
     const deadline = Date.now() + timeout
     while (Date.now() < deadline) {
+      // Exited (a port taken before it bound it, say): its log says why, now rather than at the deadline.
+      if (!this.#process) break
       const ok = await fetch(`http://127.0.0.1:${this.metricsPort}/health`, { signal: AbortSignal.timeout(1_000) })
         .then(async (r) => ((await r.json()) as { health?: string }).health === 'true')
         .catch(() => false)
       if (ok) return
       await new Promise((r) => setTimeout(r, 50))
     }
-    throw new Error(`etcd ${this.name} on ${this.endpoint} was not healthy within ${timeout} ms:\n${this.log}`)
+    throw new Error(`etcd ${this.name} on ${this.endpoint} ${this.#process ? `was not healthy within ${timeout} ms` : 'exited'}:\n${this.log}`)
   }
 
   /** This member's id and the id of the leader it knows, from the gRPC gateway. */
@@ -181,6 +183,17 @@ export class EtcdCluster {
   }
 
   static async start(size = 1, timing: Timing = size === 1 ? FAST : DEFAULT_TIMING): Promise<EtcdCluster> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await EtcdCluster.#startOnce(size, timing)
+      } catch (err) {
+        // A port found free was taken by another test's process before etcd bound it: again, on other ports.
+        if (attempt >= 3 || !/address already in use/.test((err as Error).message)) throw err
+      }
+    }
+  }
+
+  static async #startOnce(size: number, timing: Timing): Promise<EtcdCluster> {
     const members = Array.from({ length: size }, (_, i) => new EtcdMember(`m${i}`, timing))
     const cluster = new EtcdCluster(members)
     try {
