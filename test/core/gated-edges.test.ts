@@ -13,21 +13,10 @@ import type { Adapter, Gate, Lock } from 'zaris'
 import { IN_LINE } from '../../src/core/acquire/checks'
 import { EXPIRED_GRACE, FREE_GRACE, LOOK_AFTER } from '../../src/core/acquire/gated'
 import { HAND_ON_WAIT } from '../../src/core/hold/hand-on'
-import { closeAll, code, deletedOnFirstRead, gateWith, heldBack, setup, slowTake, tick } from './gated-kit'
+import { closeAll, code, deletedOnFirstRead, gateWith, heldBack, settled, setup, slowTake, tick } from './gated-kit'
 import { countedWatches } from './machine-kit'
 
 afterEach(closeAll)
-
-/** Whether `p` has settled, after pending chains ran (no time passes on the ManualClock). */
-async function settled(p: Promise<unknown>): Promise<boolean> {
-  let done = false
-  p.then(
-    () => (done = true),
-    () => (done = true),
-  )
-  await tick()
-  return done
-}
 
 /** An adapter whose commits that match run `before` first, once each time it is set (a fake race, staged by the test). */
 function racing(match: (ops: Parameters<Adapter['commit']>[1]) => boolean) {

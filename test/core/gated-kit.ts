@@ -125,3 +125,14 @@ export function deletedOnFirstRead(store: Adapter, key: string) {
   })
   return { race, wrap }
 }
+
+/** Whether `p` has settled, after pending chains ran (no time passes on the ManualClock). */
+export async function settled(p: Promise<unknown>): Promise<boolean> {
+  let done = false
+  p.then(
+    () => (done = true),
+    () => (done = true),
+  )
+  await tick()
+  return done
+}

@@ -11,20 +11,9 @@ import { afterEach, describe, expect, test } from 'vitest'
 import type { Adapter, Entry, Op } from 'zaris'
 import { EXPIRED_GRACE, FREE_GRACE, LOOK_AFTER } from '../../src/core/acquire/gated'
 import { SHARED_OWNER } from '../../src/core/contract/reserved'
-import { closeAll, deletedOnFirstRead, heldBack, setup, tick } from './gated-kit'
+import { closeAll, deletedOnFirstRead, heldBack, settled, setup, tick } from './gated-kit'
 
 afterEach(closeAll)
-
-/** Whether `p` has settled, after pending chains ran (no time passes on the ManualClock). */
-async function settled(p: Promise<unknown>): Promise<boolean> {
-  let done = false
-  p.then(
-    () => (done = true),
-    () => (done = true),
-  )
-  await tick()
-  return done
-}
 
 /** An adapter whose commits writing `k` run `before` first while it is set (a fake race, staged by the test), and are counted. */
 function beforeEachTake() {
