@@ -16,9 +16,11 @@
  *   right after its request settled. As the specification's release step,
  *   which grants them before the released request's promise settles.
  *
- * Each round, the driver waits until `query()` shows every new request in
- * line before it lets the holders go (a `wl-lined` note): "stood in line"
- * is then a fact of the history, not a guess.
+ * Each round, the driver makes the new requests one at a time, each seen
+ * in line in `query()` before the next is made (a CI run once saw a later
+ * client's exclusive request overtake an earlier client's shared one on the
+ * wire), and then lets the holders go (a `wl-lined` note): "stood in line"
+ * and its order are then facts of the history, not guesses.
  */
 import { expect, test } from 'vitest'
 import { connect, type Client } from 'zaris'
@@ -93,9 +95,13 @@ async function run(url: string, key: string): Promise<HistoryEvent[]> {
     let waiting: Req[] = []
     const grantedNow = () => waiting.filter((r) => r.token !== undefined)
     for (const [round, batch] of ROUNDS.entries()) {
-      for (const [i, mode] of batch.entries()) waiting.push(request(managers[(round + i) % 3]!, key, mode))
-      const lined = waiting.length
-      await until(async () => (await clients[0]!.locks.query(key)).pending.filter((p) => p.key === key).length === lined)
+      // One at a time, each seen in line before the next is made: requests of different clients travel
+      // separately, and the line's order must be the order made for "comes next" to be known.
+      for (const [i, mode] of batch.entries()) {
+        waiting.push(request(managers[(round + i) % 3]!, key, mode))
+        const lined = waiting.length
+        await until(async () => (await clients[0]!.locks.query(key)).pending.filter((p) => p.key === key).length === lined)
+      }
       h.push({ process: 'nemesis', type: 'info', f: 'wl-lined', value: { key }, time: ns(h.now()) })
       await Promise.all(holders.map((r) => r.release()))
       // The next holders: those granted (the checks judge whether they were in time).
