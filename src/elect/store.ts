@@ -91,8 +91,8 @@ export class TermStore {
     return () => this.#listeners.delete(fn)
   }
 
-  /** One commit in a readwrite transaction of its own; announced to every tab once it completed. */
-  async commit(checks: Check[], ops: Op[], gate?: ThroughGate): Promise<CommitResult> {
+  /** One commit in a readwrite transaction of its own; announced to every tab once it completed. No counters: see `commitBatch`. */
+  async commit(checks: Check[], ops: Array<Exclude<Op, { type: 'add' }>>, gate?: ThroughGate): Promise<CommitResult> {
     const { results, outcome } = await this.run((db) => commitBatch(db, [gate ? { checks, ops, gate } : { checks, ops }], Date.now, HISTORY, this.#revision))
     this.tell(outcome)
     const r = results[0]!

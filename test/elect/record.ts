@@ -32,7 +32,7 @@ export function recordElections(id: string, push: (event: HistoryEvent) => Promi
       name: 'elect',
       get: () => Promise.reject(new Error('not recorded')),
       list: () => Promise.reject(new Error('not recorded')),
-      commit: (checks, ops) => commit.call(store, checks, ops, gates.get(checks)),
+      commit: (checks, ops) => commit.call(store, checks, ops as Parameters<TermStore['commit']>[1], gates.get(checks)),
       watch: () => Promise.reject(new Error('not recorded')),
       close: async () => {},
     }

@@ -21,6 +21,7 @@ import { Feed } from './feed'
 import { Connection } from './connection'
 import { openStore, type Database } from './schema'
 import { commitBatch, earliestExpiry, readLog, sweepTx, type CommitRequest, type Outcome, type ThroughGate } from './transactions'
+import { counted } from '../kit/write'
 
 interface Queued {
   request: CommitRequest
@@ -166,7 +167,7 @@ export class SharedStore {
         const batch = this.#queue.splice(0, BATCH)
         try {
           const requests = batch.map((q) => q.request)
-          const { results, outcome } = await this.run((db) => commitBatch(db, requests, () => this.clock.now(), this.historySize, this.#revision))
+          const { results, outcome } = await this.run((db) => commitBatch(db, requests, () => this.clock.now(), this.historySize, this.#revision, counted))
           this.#announce(outcome)
           batch.forEach((q, i) => {
             const r = results[i]!

@@ -18,7 +18,7 @@ import type { Check, CommitResult, Entry, Op, WatchEvent } from '../../core/cont
 import type { Database, LogRecord } from './schema'
 import { settled } from './request'
 import { prefixRange, TRIM_EVERY } from './schema'
-import { expired, hasRevisionLeft, nextRevision, toEntry, written, type Stored } from '../kit/write'
+import { expired, hasRevisionLeft, nextRevision, setWritten, toEntry, type counted, type Stored } from '../kit/write'
 
 /** How many log keys a commit reads from its hint before it looks up the last key instead. */
 const HINT_READ = 32
@@ -169,7 +169,9 @@ function overridable(e: Record, gate: ThroughGate): boolean {
  * to itself, but with one round trip of reads and one disk commit for all.
  * Every read the batch needs is issued at once, before any write. A commit
  * the store refuses (bad input, no revision left) gets its error in place of
- * a result, and writes nothing.
+ * a result, and writes nothing. `count` writes an `add` (the adapter passes
+ * kit/write's `counted`); a store that never adds (zaris/elect's page store)
+ * passes none and so loads no counter code.
  */
 export function commitBatch(
   db: Database,
@@ -177,6 +179,7 @@ export function commitBatch(
   now: () => number,
   historySize: number,
   revisionHint = 0,
+  count?: typeof counted,
 ): Promise<{ results: Array<CommitResult | Error>; outcome: Outcome }> {
   return writeTx(db, (tx, guard, done) => {
     const entries = tx.objectStore('entries')
@@ -189,7 +192,7 @@ export function commitBatch(
     // would be as old as the wait behind other tabs' transactions, and a reader queued behind a
     // writer would see the writer's entry with more time to live than its TTL.
     const arrived = () => {
-      if (--pending === 0) done(apply(entries, keys, found, stored, requests, now(), historySize))
+      if (--pending === 0) done(apply(entries, keys, found, stored, requests, now(), historySize, count))
     }
     keys.forEach((k, i) => {
       const get = entries.get(k)
@@ -216,6 +219,7 @@ function apply(
   requests: CommitRequest[],
   now: number,
   historySize: number,
+  count: typeof counted | undefined,
 ): { results: Array<CommitResult | Error>; outcome: Outcome } {
   const state = new Map<string, Stored | undefined>()
   let revision = stored
@@ -264,7 +268,10 @@ function apply(
           continue
         }
         // A take over an entry the gate takes over is a new life, even by the same owner (its token must die).
-        const w: Record = written(op.key === over && op.type === 'set' ? { ...op, fresh: true } : op, existing, at, now)
+        let w: Record
+        // `count` is missing only for stores whose commits take no `add` (their types say so).
+        if (op.type === 'add') w = count!(op, existing, at)
+        else w = setWritten(op.key === over ? { ...op, fresh: true } : op, existing, at, now)
         if (gate && op.key === gate.key && op.type === 'set') w.gate = gate.mode
         else if (existing?.gate && w.created === existing.created) w.gate = existing.gate
         writes.push(w)

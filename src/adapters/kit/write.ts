@@ -58,10 +58,27 @@ export function written(
   now: number,
   copy: (value: Value) => Value = (v) => v,
 ): Stored {
-  if (op.type === 'add') {
-    const value = added(op.key, existing === undefined ? 0 : existing.value, op.delta)
-    return existing ? { ...existing, value, revision } : { key: op.key, value, revision, created: revision }
-  }
+  return op.type === 'add' ? counted(op, existing, revision) : setWritten(op, existing, revision, now, copy)
+}
+
+/** The entry an `add` writes over `existing`: see {@link written}. */
+export function counted(op: Extract<Op, { type: 'add' }>, existing: Stored | undefined, revision: number): Stored {
+  const value = added(op.key, existing === undefined ? 0 : existing.value, op.delta)
+  return existing ? { ...existing, value, revision } : { key: op.key, value, revision, created: revision }
+}
+
+/**
+ * The entry a `set` writes over `existing`: see {@link written}. Apart, so a
+ * store that never adds (zaris/elect's and zaris/tabs' page store) loads no
+ * counter code.
+ */
+export function setWritten(
+  op: Extract<Op, { type: 'set' }>,
+  existing: Stored | undefined,
+  revision: number,
+  now: number,
+  copy: (value: Value) => Value = (v) => v,
+): Stored {
   const sameLife = existing !== undefined && !op.fresh && existing.owner === op.owner
   const e: Stored = { key: op.key, value: copy(op.value), revision, created: sameLife ? existing.created : revision }
   if (op.owner !== undefined) e.owner = op.owner

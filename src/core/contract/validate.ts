@@ -13,12 +13,13 @@ import { isReservedKey } from './reserved'
 // The limits these checks enforce, for modules that import them with the checks.
 export { MAX_KEY_LENGTH, MAX_OWNER_LENGTH, MAX_TTL, MAX_VALUE_DEPTH }
 
-const nativeWellFormed = (String.prototype as { isWellFormed?: (this: string) => boolean }).isWellFormed
-const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/
-
-/** Whether `s` is well-formed UTF-16 (no lone surrogate): what every store can keep unchanged. */
+/**
+ * Whether `s` is well-formed UTF-16 (no lone surrogate): what every store can
+ * keep unchanged. Every platform zaris runs on has `isWellFormed` (Node 20;
+ * browsers with `AbortSignal.any`, which zaris needs, got it earlier).
+ */
 export function isWellFormed(s: string): boolean {
-  return nativeWellFormed ? nativeWellFormed.call(s) : !LONE_SURROGATE.test(s)
+  return s.isWellFormed()
 }
 
 /**
