@@ -96,18 +96,19 @@ export async function win(run: Run): Promise<Won> {
       } finally {
         signal.removeEventListener('abort', letGo)
       }
-      if (won && signal.aborted) {
+      if (typeof won === 'object' && signal.aborted) {
         void store.commit([{ key: name, created: won.token }], [{ type: 'delete', key: name }]).catch(() => {})
         throw signal.reason
       }
-      if (won) {
+      if (typeof won === 'object') {
         if (gate && !gate.held) await gate.steal()
         return { ...won, gate }
       }
       if (early) lead!.lapse('LOST')
       early = false
-      // Held, yet something the gate cannot take over is there (a plain write): wait for it to go.
-      if (gate?.held) await changed(run, true)
+      // Held, yet something the gate cannot take over is there (a plain write): wait for it to go, or for its
+      // TTL to pass (nobody may announce that: an expiry is written only by a commit or sweep that meets it).
+      if (gate?.held) await changed(run, true, won + EXPIRY_GRACE)
     }
   } catch (err) {
     gate?.release()
@@ -115,11 +116,15 @@ export async function win(run: Run): Promise<Won> {
   }
 }
 
-/** The take: one commit of the term (through the gate, held or not: the entry is marked as the gate's). */
-async function take(run: Run, through: ThroughGate | undefined): Promise<Omit<Won, 'gate'> | undefined> {
+/**
+ * The take: one commit of the term (through the gate, held or not: the entry
+ * is marked as the gate's). Refused, the ms the entry in the way has left
+ * (Infinity without a TTL).
+ */
+async function take(run: Run, through: ThroughGate | undefined): Promise<Omit<Won, 'gate'> | number> {
   const sentAt = performance.now()
   const r = await run.store.commit([{ key: run.name, revision: null }], [{ type: 'set', key: run.name, value: run.value, ttl: run.ttl, owner: run.owner }], through)
-  return r.ok ? { token: r.entries[0]!.created, revision: r.revision, sentAt } : undefined
+  return r.ok ? { token: r.entries[0]!.created, revision: r.revision, sentAt } : (r.failed[0]?.entry?.ttl ?? Infinity)
 }
 
 /**
