@@ -16,7 +16,7 @@ import base from './stryker.config.mjs'
 export default {
   ...base,
   testRunner: 'command',
-  commandRunner: { command: 'npx vitest run --bail=1 test/tabs/calls.test.ts test/tabs/watch-gaps.test.ts test/tabs/tabs.test.ts' },
+  commandRunner: { command: 'npx vitest run --bail=1 test/tabs/calls.test.ts test/tabs/leave.test.ts test/tabs/watch-gaps.test.ts test/tabs/tabs.test.ts' },
   plugins: ['./test/mutation/ignore-messages.mjs', './test/mutation/survivors.mjs'],
   inPlace: true,
   mutate: ['src/tabs/*.ts'],
