@@ -153,9 +153,9 @@ describe('zaris/elect leads on the grant', () => {
       await thief.evaluate((name) => {
         window.kept.held = new Promise<number>((stole) => {
           new BroadcastChannel('early-test').onmessage = () => {
-            const at = performance.timeOrigin + performance.now()
             void navigator.locks.request(name, { steal: true }, async () => {
-              stole(at)
+              // When the steal landed (granted), not when it was asked for: under load the two lie apart.
+              stole(performance.timeOrigin + performance.now())
               await new Promise((r) => setTimeout(r, 800))
             })
           }
