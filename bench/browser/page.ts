@@ -191,6 +191,8 @@ const api = {
   absNow,
   /** The tab's zaris client of a namespace (for the profiling tools). */
   client,
+  /** The tab's zaris/tabs of a namespace (for the profiling tools). */
+  lean,
   async ready(ns: string): Promise<void> {
     await (await client(ns)).get('warm')
     await raw()

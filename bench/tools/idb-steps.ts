@@ -3,7 +3,7 @@
  * headless Chromium, taking turns: two bare readwrite transactions (the
  * bench's ceiling), a Web Lock request `ifAvailable` granted and let go,
  * `navigator.locks.query()`, `adapter.commit` take + delete (no core), and
- * the full acquire + release.
+ * the full acquire + release, with the client and with zaris/tabs.
  *
  *   npx tsx bench/tools/idb-steps.ts [trials]
  *
@@ -35,6 +35,13 @@ try {
             await lock!.release()
             return [mid - t, performance.now() - mid]
           },
+          tabs: async () => {
+            const t0 = performance.now()
+            const lock = await window.bench.lean('steps').locks.acquire('lock:split')
+            const mid = performance.now()
+            await lock!.release()
+            return [mid - t0, performance.now() - mid]
+          },
           commits: async () => {
             const r = await a.commit([{ key: 'c', revision: null }], [{ type: 'set', key: 'c', value: null, ttl: 30_000, owner: 'me' }])
             if (r.ok) await a.commit([{ key: 'c', created: r.entries[0]!.created }], [{ type: 'delete', key: 'c' }])
@@ -62,6 +69,8 @@ try {
       { label: 'adapter.commit take + delete', zaris: true, trial: timed('commits') },
       { label: 'acquire (ms) + release (µs<1ms)', zaris: true, trial: timed('acquire') },
       { label: 'acquire + release', zaris: true, trial: () => tab.page.evaluate((d) => window.bench.loop('zaris', 'steps', d), d) },
+      { label: 'tabs acquire (ms) + release (µs<1ms)', zaris: true, trial: timed('tabs') },
+      { label: 'tabs acquire + release', zaris: true, trial: () => tab.page.evaluate((d) => window.bench.loop('tabs', 'steps', d), d) },
     ],
     trials,
   )
