@@ -25,9 +25,9 @@ try {
     const g = window as unknown as { stamps: Array<[string, number]> }
     g.stamps = []
     const stamp = (what: string) => g.stamps.push([what, window.bench.absNow()])
-    const request = navigator.locks.request.bind(navigator.locks) as (name: string, o: LockOptions, cb: LockGrantedCallback) => Promise<unknown>
-    navigator.locks.request = ((name: string, o: LockOptions, cb: LockGrantedCallback) =>
-      request(name, o, (lock) => {
+    const request = navigator.locks.request.bind(navigator.locks) as (name: string, o: LockOptions, cb: LockGrantedCallback<unknown>) => Promise<unknown>
+    navigator.locks.request = ((name: string, o: LockOptions, cb: LockGrantedCallback<unknown>) =>
+      request(name, o, (lock: Lock | null) => {
         if (name.includes(':gate:') && lock) stamp('granted')
         return cb(lock)
       })) as typeof navigator.locks.request

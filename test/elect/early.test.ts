@@ -58,16 +58,30 @@ async function candidate(tab: Page, store: string, id: string, onElected?: 'resi
   )
 }
 
+/** The events as [type, isLeader then, 'token' if the term was known then, deposed code]. */
+const told = (s: Seen) => s.events.map(([t, , l, tk, code]) => [t, l, tk === null ? null : 'token', code])
+/** A lead on the grant that ended by its bound, then the term. */
+const EXPIRED_THEN_TERM = [
+  ['elected', true, null, null],
+  ['deposed', false, null, 'EXPIRED'],
+  ['elected', true, 'token', null],
+]
 const seen = (tab: Page) => tab.evaluate(() => window.kept.seen as Seen)
 const campaigned = (tab: Page) => tab.evaluate(() => window.kept.led as Promise<{ token: number | null; at: number }>)
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
 /** A leader that campaigned and leads (token known), and a waiter behind it. */
-async function leaderAndWaiter(open: () => Promise<Page>, store: string, waiterAnswer?: 'resign' | 'close' | 'spin'): Promise<{ leader: Page; waiter: Page; token: number }> {
+async function leaderAndWaiter(
+  open: () => Promise<Page>,
+  store: string,
+  waiterAnswer?: 'resign' | 'close' | 'spin',
+  prepare?: (waiter: Page) => Promise<void>,
+): Promise<{ leader: Page; waiter: Page; token: number }> {
   const leader = await open()
   await candidate(leader, store, 'leader')
   const { token } = await campaigned(leader)
   const waiter = await open()
+  await prepare?.(waiter)
   await candidate(waiter, store, 'waiter', waiterAnswer)
   // The waiter has read the key and asked for the gate.
   await sleep(150)
@@ -129,11 +143,7 @@ describe('zaris/elect leads on the grant', () => {
       await leader.close()
       const got = await campaigned(waiter)
       const s = await seen(waiter)
-      expect(s.events.map(([t, , l, tk, code]) => [t, l, tk === null ? null : 'token', code])).toEqual([
-        ['elected', true, null, null],
-        ['deposed', false, null, 'EXPIRED'],
-        ['elected', true, 'token', null],
-      ])
+      expect(told(s)).toEqual(EXPIRED_THEN_TERM)
       // Leading on the grant for its bound (80 ms: the ungated takeover's 100 ms grace less a margin) and never past it, however
       // late the timers (`deposed` is told by one, after the spin).
       expect(s.earlyUntil).toBeLessThan(80)
@@ -146,27 +156,19 @@ describe('zaris/elect leads on the grant', () => {
   it('the take lands past the bound before the lead\'s timer fires (timers throttled by hand, as in a background tab): `deposed` EXPIRED when the term begins, then `elected` with it', async () => {
     await withContext(async (open) => {
       const store = ns()
-      const leader = await open()
-      await candidate(leader, store, 'leader')
-      const { token } = await campaigned(leader)
-      const waiter = await open()
       // The early lead's 80 ms timer fires at 1 s, as a hidden tab's timers may: its bound stands all the same.
-      await waiter.evaluate(() => {
-        const real = window.setTimeout
-        window.setTimeout = ((fn: TimerHandler, ms?: number, ...args: unknown[]) => real(fn, ms === 80 ? 1_000 : ms, ...args)) as typeof setTimeout
-      })
-      await candidate(waiter, store, 'waiter')
-      await sleep(150)
+      const throttle = (waiter: Page) =>
+        waiter.evaluate(() => {
+          const real = window.setTimeout
+          window.setTimeout = ((fn: TimerHandler, ms?: number, ...args: unknown[]) => real(fn, ms === 80 ? 1_000 : ms, ...args)) as typeof setTimeout
+        })
+      const { leader, waiter, token } = await leaderAndWaiter(open, store, undefined, throttle)
       const blocker = await open()
       await block(blocker, store, 300)
       await leader.close()
       const got = await campaigned(waiter)
       const s = await seen(waiter)
-      expect(s.events.map(([t, , l, tk, code]) => [t, l, tk === null ? null : 'token', code])).toEqual([
-        ['elected', true, null, null],
-        ['deposed', false, null, 'EXPIRED'],
-        ['elected', true, 'token', null],
-      ])
+      expect(told(s)).toEqual(EXPIRED_THEN_TERM)
       // Told when the term began (the blocker let go), long before the throttled timer.
       expect(s.events[1]![1] - s.events[0]![1]).toBeGreaterThan(80)
       expect(s.events[1]![1] - s.events[0]![1]).toBeLessThan(900)
