@@ -10,6 +10,8 @@ import { pageCode } from './page-code.mjs'
 
 export default pageCode('elect', ['src/elect/*.ts'], [
   'test/elect/plain-entry.test.ts',
+  'test/elect/no-web-locks.test.ts',
+  'test/elect/liveness.test.ts',
   'test/elect/early.test.ts',
   'test/elect/early-frozen.test.ts',
   'test/elect/frozen.test.ts',

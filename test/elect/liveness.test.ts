@@ -1,0 +1,45 @@
+/**
+ * An election-only tab registers its liveness as a full client does, so a
+ * full client's reaper ends its term the moment its tab closes, with nobody
+ * waiting to take the key over: a full client in another tab (real Chromium
+ * tabs, the harness page) that only watches the election sees the leader
+ * gone well under the 30 s TTL, and its own entry read gone.
+ */
+import { expect, it } from 'vitest'
+import { useRecordedTabs } from '../browser-harness/recorded-tabs'
+
+const { withContext } = useRecordedTabs()
+
+it('an election-only leader\'s tab closes with nobody waiting: a full client that watches sees no leader within 2 s (TTL 30 s), and the entry gone', async () => {
+  await withContext(async (open) => {
+    const ns = `live-${Math.random().toString(36).slice(2, 10)}`
+    const [leader, watcher] = [await open(), await open()]
+    const token = await leader.evaluate(async (ns) => {
+      const e = window.zarisElect.election('leader:live', { namespace: ns, id: 'only', ttl: 30_000 })
+      window.kept.election = e
+      return (await e.campaign())!.token
+    }, ns)
+    await watcher.evaluate(async (ns) => {
+      const c = await window.zaris.connect(`zaris://idb/${ns}`)
+      window.kept.client = c
+      const e = c.election('leader:live')
+      const seen: Array<{ candidate: string | null; at: number }> = []
+      window.kept.seen = seen
+      void (async () => {
+        for await (const l of e.observe()) seen.push({ candidate: l?.candidate ?? null, at: Date.now() })
+      })()
+    }, ns)
+    const seen = () => watcher.evaluate(() => window.kept.seen as Array<{ candidate: string | null; at: number }>)
+    for (let i = 0; i < 100 && (await seen()).at(-1)?.candidate !== 'only'; i++) await new Promise((r) => setTimeout(r, 20))
+    expect((await seen()).at(-1)?.candidate).toBe('only')
+    const closedAt = Date.now()
+    await leader.close()
+    for (let i = 0; i < 150 && (await seen()).at(-1)?.candidate !== null; i++) await new Promise((r) => setTimeout(r, 20))
+    const last = (await seen()).at(-1)!
+    expect(last.candidate).toBeNull()
+    expect(last.at - closedAt).toBeLessThan(2_000)
+    const entry = await watcher.evaluate(async () => (await (window.kept.client as import('zaris').Client).get('leader:live')) ?? null)
+    expect(entry).toBeNull()
+    expect(token).toBeGreaterThan(0)
+  })
+}, 60_000)
