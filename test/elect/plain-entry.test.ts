@@ -1,10 +1,13 @@
 /**
- * A campaign granted the gate while a plain entry (written without the gate,
- * with a TTL: a `put` of the election's key) stands at the key: it must take
- * the key once that entry's TTL passes, on a store where nobody sweeps
- * expiries (no full client, no watch) and so no tab hears the entry end.
- * Real tabs (Chromium, the harness page); the same for a zaris/tabs lock
- * that waits.
+ * A campaign granted the gate while an entry no gate takes over stands at
+ * the key (real tabs: Chromium, the harness page):
+ *
+ * - a plain `put` with a TTL: the campaign takes the key once that TTL
+ *   passes, on a store where nobody sweeps expiries (no full client, no
+ *   watch) and so no tab hears the entry end; the same for a zaris/tabs
+ *   lock that waits;
+ * - a full client's lock of several keys (taken without gates): the
+ *   candidate must not lead on the grant, nor at all, until it is released.
  */
 import { expect, it } from 'vitest'
 import { useRecordedTabs } from '../browser-harness/recorded-tabs'
@@ -53,5 +56,41 @@ it('a campaign granted the gate over a plain entry with a TTL leads once that TT
     expect(r.ledAfter).toBeLessThan(400 + 1_000)
     expect(r.lockToken).toBeGreaterThan(r.over.lock)
     expect(r.heldAfter).toBeLessThan(400 + 1_000)
+  })
+}, 60_000)
+
+it('granted while a full client\'s lock of several keys holds the election\'s key (an entry no gate takes over): no lead, on the grant or after, until that lock is released', async () => {
+  await withContext(async (open) => {
+    const [holder, candidate] = [await open(), await open()]
+    const ns = `multi-${Math.random().toString(36).slice(2, 10)}`
+    await holder.evaluate(async (ns) => {
+      const c = await window.zaris.connect(`zaris://idb/${ns}`)
+      window.kept.set = await c.locks.acquire(['leader:multi', 'other:multi'], { ttl: 30_000 })
+      // Another tab's grantee holds the election's gate a moment (as a waiter granted before it took the key would):
+      // the candidate reads the key while it waits, then is granted with that entry in view.
+      void navigator.locks.request(`zaris:${ns}:gate:leader:multi`, () => new Promise((r) => setTimeout(r, 400)))
+    }, ns)
+    await candidate.evaluate((ns) => {
+      const e = window.zarisElect.election('leader:multi', { namespace: ns, ttl: 5_000 })
+      const events: Array<[string, number]> = []
+      window.kept.events = events
+      e.addEventListener('elected', () => events.push(['elected', Date.now()]))
+      e.addEventListener('deposed', () => events.push(['deposed', Date.now()]))
+      window.kept.led = e.campaign().then((t) => ({ token: t!.token, at: Date.now() }))
+    }, ns)
+    await new Promise((r) => setTimeout(r, 1_000))
+    const before = await candidate.evaluate(() => window.kept.events as Array<[string, number]>)
+    const releasedAt = Date.now()
+    const setToken = await holder.evaluate(async () => {
+      const set = window.kept.set as { locks: Array<{ key: string; token: number }>; release(): Promise<unknown> }
+      await set.release()
+      return set.locks.find((l) => l.key === 'leader:multi')!.token
+    })
+    const led = await candidate.evaluate(() => window.kept.led as Promise<{ token: number; at: number }>)
+    const after = await candidate.evaluate(() => window.kept.events as Array<[string, number]>)
+    expect(before).toEqual([])
+    expect(after.map(([t]) => t)).toEqual(['elected'])
+    expect(led.at).toBeGreaterThanOrEqual(releasedAt)
+    expect(led.token).toBeGreaterThan(setToken)
   })
 }, 60_000)

@@ -17,4 +17,5 @@ export default pageCode('elect', ['src/elect/*.ts'], [
   'test/elect/frozen.test.ts',
   'test/elect/tabs.test.ts',
   'test/tabs/calls.test.ts',
+  'test/tabs/leave.test.ts',
 ])
