@@ -233,13 +233,16 @@ describe('zaris/elect leads on the grant', () => {
     }).catch(reject))
 
   for (const answer of ['resign', 'close'] as const) {
-    it(`${answer} in the early \`elected\` handler: deposed ${answer === 'resign' ? 'RELEASED' : 'CLOSED'}, the campaign answers null, and the next waiter leads at once with a larger token`, async () => {
+    it(`${answer} in the early \`elected\` handler, its take held up: deposed ${answer === 'resign' ? 'RELEASED' : 'CLOSED'}, the gate goes at once (the next waiter leads on its grant), the campaign answers null, and the next waiter's term has a larger token`, async () => {
       await withContext(async (open) => {
         const store = ns()
         const { leader, waiter, token } = await leaderAndWaiter(open, store, answer)
         const third = await open()
         await candidate(third, store, 'third')
         await sleep(150)
+        // The waiter's take is held up (1.2 s from before the close): its gate must go at the resign, not when the take lands.
+        const blocker = await open()
+        await block(blocker, store, 1_200)
         const closedAt = Date.now()
         await leader.close()
         const next = await campaigned(third)
@@ -253,6 +256,8 @@ describe('zaris/elect leads on the grant', () => {
         ])
         expect(next.token).toBeGreaterThan(token)
         expect(ledIn).toBeLessThan(2_000)
+        // The third was granted, and led on the grant, long before the waiter's held-up take landed.
+        expect((await seen(third)).events[0]![1] - s.events[1]![1]).toBeLessThan(300)
         await sleep(100)
         const state = await third.evaluate(() => {
           const e = window.kept.election as import('zaris/elect').TabElection
