@@ -30,9 +30,10 @@ interface Seen {
 /**
  * In `tab`, an election-only candidate that campaigns and keeps what it saw;
  * `onElected` (`resign` or `close`) is done inside the first `elected`
- * handler; `spin` reads `isLeader` there for 110 ms (`earlyUntil`).
+ * handler; `spin` reads `isLeader` there for 110 ms (`earlyUntil`);
+ * `signal` campaigns with a signal that `window.kept.abort()` aborts.
  */
-async function candidate(tab: Page, store: string, id: string, onElected?: 'resign' | 'close' | 'spin'): Promise<void> {
+async function candidate(tab: Page, store: string, id: string, onElected?: 'resign' | 'close' | 'spin' | 'signal'): Promise<void> {
   await tab.evaluate(
     ({ store, id, key, onElected }) => {
       const now = () => performance.timeOrigin + performance.now()
@@ -52,7 +53,9 @@ async function candidate(tab: Page, store: string, id: string, onElected?: 'resi
         if ((onElected === 'resign' || onElected === 'close') && seen.events.length === 1) window.kept.answer = onElected === 'resign' ? e.resign() : e.close().then(() => true)
       })
       e.addEventListener('deposed', (ev) => seen.events.push(['deposed', now(), e.isLeader, e.term?.token ?? null, String((ev as CustomEvent).detail ?? null)]))
-      window.kept.led = e.campaign().then((t) => (seen.campaign = { token: t?.token ?? null, at: now() }))
+      const asked = new AbortController()
+      window.kept.abort = () => asked.abort(new Error('the caller stopped asking'))
+      window.kept.led = e.campaign(onElected === 'signal' ? { signal: asked.signal } : undefined).then((t) => (seen.campaign = { token: t?.token ?? null, at: now() }))
     },
     { store, id, key: KEY, onElected },
   )
@@ -74,7 +77,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 async function leaderAndWaiter(
   open: () => Promise<Page>,
   store: string,
-  waiterAnswer?: 'resign' | 'close' | 'spin',
+  waiterAnswer?: 'resign' | 'close' | 'spin' | 'signal',
   prepare?: (waiter: Page) => Promise<void>,
 ): Promise<{ leader: Page; waiter: Page; token: number }> {
   const leader = await open()
@@ -231,6 +234,45 @@ describe('zaris/elect leads on the grant', () => {
       expect((await seen(waiter)).events.at(-1)!.slice(0, 1)).toEqual(['elected'])
       resolve(true)
     }).catch(reject))
+
+  it('resign in the early `elected` handler while the key is free (the leader resigned): the take lands all the same and is undone, the entry deleted; the campaign answers null', async () => {
+    await withContext(async (open) => {
+      const store = ns()
+      const { leader, waiter } = await leaderAndWaiter(open, store, 'resign')
+      await leader.evaluate(() => (window.kept.election as import('zaris/elect').TabElection).resign())
+      expect(await campaigned(waiter)).toMatchObject({ token: null })
+      expect(told(await seen(waiter))).toEqual([
+        ['elected', true, null, null],
+        ['deposed', false, null, 'RELEASED'],
+      ])
+      // Its take, landed after the resign, is deleted: the key is free, and nobody leads.
+      let entry: unknown = 'unread'
+      for (let i = 0; i < 50 && entry !== null; i++) {
+        await sleep(20)
+        entry = await leader.evaluate(async (store) => (await (await window.zaris.connect(`zaris://idb/${store}`)).get('leader:early')) ?? null, store)
+      }
+      expect(entry).toBeNull()
+      expect(await waiter.evaluate(() => (window.kept.election as import('zaris/elect').TabElection).isLeader)).toBe(false)
+    })
+  }, 60_000)
+
+  it('a campaign\'s signal aborted after it won (it led on the grant first): the term and its gate stay; a waiting tab is not granted', async () => {
+    await withContext(async (open) => {
+      const store = ns()
+      const { leader, waiter } = await leaderAndWaiter(open, store, 'signal')
+      const third = await open()
+      await candidate(third, store, 'third')
+      await sleep(150)
+      await leader.close()
+      const got = await campaigned(waiter)
+      expect(got.token).not.toBeNull()
+      expect(told(await seen(waiter))).toEqual([['elected', true, null, null]])
+      await waiter.evaluate(() => (window.kept.abort as () => void)())
+      await sleep(300)
+      expect(await waiter.evaluate(() => (window.kept.election as import('zaris/elect').TabElection).isLeader)).toBe(true)
+      expect((await seen(third)).events).toEqual([])
+    })
+  }, 60_000)
 
   for (const answer of ['resign', 'close'] as const) {
     it(`${answer} in the early \`elected\` handler, its take held up: deposed ${answer === 'resign' ? 'RELEASED' : 'CLOSED'}, the gate goes at once (the next waiter leads on its grant), the campaign answers null, and the next waiter's term has a larger token`, async () => {
