@@ -179,6 +179,39 @@ describe('zaris/elect leads on the grant', () => {
     })
   }, 60_000)
 
+  it('a plain write lands between the grant and the take: the take is refused, the early lead ends at once (`deposed` LOST, not at its bound), and the term comes once the write is gone', async () => {
+    await withContext(async (open) => {
+      const store = ns()
+      // The early lead's timer throttled to 1 s (as in ./throttled above): an end told before then is the refusal's.
+      const throttle = (waiter: Page) =>
+        waiter.evaluate(() => {
+          const real = window.setTimeout
+          window.setTimeout = ((fn: TimerHandler, ms?: number, ...args: unknown[]) => real(fn, ms === 80 ? 1_000 : ms, ...args)) as typeof setTimeout
+        })
+      // The writer's client is up first: its start wakes the others' reads, which must not queue behind the blocker.
+      const writer = await open()
+      await writer.evaluate(async (store) => {
+        window.kept.client = await window.zaris.connect(`zaris://idb/${store}`)
+      }, store)
+      const { leader, waiter, token } = await leaderAndWaiter(open, store, undefined, throttle)
+      const blocker = await open()
+      await block(blocker, store, 400)
+      // Queued behind the blocker before the waiter's take exists: it lands first, a plain entry no gate takes over.
+      await writer.evaluate(() => void (window.kept.put = (window.kept.client as import('zaris').Client).put('leader:early', 'plain')))
+      await leader.close()
+      await writer.evaluate(() => window.kept.put)
+      await sleep(300)
+      expect(told(await seen(waiter))).toEqual([
+        ['elected', true, null, null],
+        ['deposed', false, null, 'LOST'],
+      ])
+      await writer.evaluate(() => (window.kept.client as import('zaris').Client).delete('leader:early'))
+      const got = await campaigned(waiter)
+      expect(got.token).toBeGreaterThan(token)
+      expect(told(await seen(waiter)).at(-1)).toEqual(['elected', true, 'token', null])
+    })
+  }, 60_000)
+
   it('the gate stolen while the take is under way: deposed STOLEN at once, the take refused, and the campaign goes on to lead once the gate comes back', async () => {
     // The steal must land inside the early lead (80 ms from `elected`): on a busy machine the thief's message can come later,
     // and then EXPIRED is the right answer. That precondition is tried up to 3 times; the assertions are strict once it holds.
