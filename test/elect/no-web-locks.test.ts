@@ -20,7 +20,7 @@ async function candidate(tab: Page, ns: string, id: string): Promise<void> {
       Object.defineProperty(navigator, 'locks', { get: () => undefined, configurable: true })
       const e = window.zarisElect.election('leader:nolocks', { namespace: ns, id, ttl })
       window.kept.election = e
-      window.kept.led = e.campaign().then((t) => ({ token: t!.token, at: Date.now() }))
+      window.kept.led = e.campaign().then((t) => t && { token: t.token, at: Date.now() })
     },
     { ns, id, ttl: TTL },
   )
@@ -29,28 +29,46 @@ async function candidate(tab: Page, ns: string, id: string): Promise<void> {
 const led = (tab: Page) => tab.evaluate(() => window.kept.led as Promise<{ token: number; at: number }>)
 const leading = (tab: Page) => tab.evaluate(() => (window.kept.election as { isLeader: boolean }).isLeader)
 
-it('without navigator.locks: a resign hands the election on at once, a closed leader\'s term ends at its TTL; tokens rise; a zaris/tabs lock tries, waits and is handed on', async () => {
+it('without navigator.locks: a resign hands the election on at once (of two waiters one wins, the other waits on, and closed answers null), a waiting campaign aborted rejects with its reason, a closed leader\'s term ends at its TTL; tokens rise; a zaris/tabs lock tries, waits and is handed on', async () => {
   await withContext(async (open) => {
     const ns = `nolocks-${Math.random().toString(36).slice(2, 10)}`
-    const [a, b] = [await open(), await open()]
+    const [a, b, c] = [await open(), await open(), await open()]
     await candidate(a, ns, 'a')
     const first = await led(a)
     await candidate(b, ns, 'b')
-    await new Promise((r) => setTimeout(r, 200))
-    expect([await leading(a), await leading(b)]).toEqual([true, false])
-    // A resign deletes the entry: the waiter hears it and takes the key in one commit.
-    const resignedAt = Date.now()
-    await a.evaluate(() => (window.kept.election as { resign(): Promise<boolean> }).resign())
-    const second = await led(b)
-    expect(second.token).toBeGreaterThan(first.token)
-    expect(second.at - resignedAt).toBeLessThan(1_000)
-    // The leader's page closes: nothing tells the others (no Web Lock frees, no liveness lock); its term ends at its TTL.
-    const c = await open()
     await candidate(c, ns, 'c')
     await new Promise((r) => setTimeout(r, 200))
+    expect([await leading(a), await leading(b), await leading(c)]).toEqual([true, false, false])
+    // A resign deletes the entry: both waiters hear it and take the key, one commit wins, the other is refused and waits on.
+    const resignedAt = Date.now()
+    await a.evaluate(() => (window.kept.election as { resign(): Promise<boolean> }).resign())
+    const [winner, loser] = (await Promise.race([led(b).then(() => [b, c]), led(c).then(() => [c, b])])) as [Page, Page]
+    const second = await led(winner)
+    expect(second.token).toBeGreaterThan(first.token)
+    expect(second.at - resignedAt).toBeLessThan(1_000)
+    await new Promise((r) => setTimeout(r, 200))
+    expect(await leading(loser)).toBe(false)
+    // The one refused, closed while it waits: its campaign answers null.
+    expect(await loser.evaluate(async () => {
+      const e = window.kept.election as { close(): Promise<void> }
+      await e.close()
+      return (window.kept.led as Promise<unknown>).then((v) => v, (err: Error) => `rejected: ${err.message}`)
+    })).toBeNull()
+    // A campaign waiting with a signal, aborted: it rejects with the signal's reason.
+    expect(await a.evaluate(async () => {
+      const e = window.kept.election as { campaign(o: { signal: AbortSignal }): Promise<unknown> }
+      const stop = new AbortController()
+      const asked = e.campaign({ signal: stop.signal }).then(() => 'resolved', (err: Error) => err.message)
+      setTimeout(() => stop.abort(new Error('no longer wanted')), 100)
+      return asked
+    })).toBe('no longer wanted')
+    // The leader's page closes: nothing tells the others (no Web Lock frees, no liveness lock); its term ends at its TTL.
+    const d = await open()
+    await candidate(d, ns, 'd')
+    await new Promise((r) => setTimeout(r, 200))
     const closedAt = Date.now()
-    await b.close()
-    const third = await led(c)
+    await winner.close()
+    const third = await led(d)
     expect(third.token).toBeGreaterThan(second.token)
     // Its last renewal came at most TTL/3 before the close: not before 2/3 of the TTL, and within the TTL and a second.
     expect(third.at - closedAt).toBeGreaterThan((TTL * 2) / 3 - 100)
