@@ -7,7 +7,9 @@
  *   watch) and so no tab hears the entry end; the same for a zaris/tabs
  *   lock that waits;
  * - a full client's lock of several keys (taken without gates): the
- *   candidate must not lead on the grant, nor at all, until it is released.
+ *   candidate must not lead on the grant, nor at all, until it is released;
+ * - no entry, but the gate held by a tab that takes no key: the candidate
+ *   waits for the gate (up to 2 s) before it takes the key without it.
  */
 import { expect, it } from 'vitest'
 import { useRecordedTabs } from '../browser-harness/recorded-tabs'
@@ -92,5 +94,27 @@ it('granted while a full client\'s lock of several keys holds the election\'s ke
     expect(after.map(([t]) => t)).toEqual(['elected'])
     expect(led.at).toBeGreaterThanOrEqual(releasedAt)
     expect(led.token).toBeGreaterThan(setToken)
+  })
+}, 60_000)
+
+it('the gate held by a tab that writes no entry (a grantee slow to take the key): a candidate waits for it, up to 2 s, before it takes the free key without the gate', async () => {
+  await withContext(async (open) => {
+    const [grantee, candidate] = [await open(), await open()]
+    const ns = `slow-${Math.random().toString(36).slice(2, 10)}`
+    await grantee.evaluate(
+      (name) =>
+        new Promise<void>((held) => void navigator.locks.request(name, () => (held(), new Promise((r) => setTimeout(r, 1_000))))),
+      `zaris:${ns}:gate:leader:slow`,
+    )
+    const heldAt = Date.now()
+    const r = await candidate.evaluate(async (ns) => {
+      const e = window.zarisElect.election('leader:slow', { namespace: ns, ttl: 5_000 })
+      const term = (await e.campaign())!
+      await e.close()
+      return { token: term.token, at: Date.now() }
+    }, ns)
+    // Granted when the grantee let go (1 s), well before the 2 s grace; not at the 100 ms grace of an expired entry.
+    expect(r.at - heldAt).toBeGreaterThan(800)
+    expect(r.token).toBeGreaterThan(0)
   })
 }, 60_000)
