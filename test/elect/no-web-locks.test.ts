@@ -66,9 +66,16 @@ it('without navigator.locks: a resign hands the election on at once (of two wait
     const d = await open()
     await candidate(d, ns, 'd')
     await new Promise((r) => setTimeout(r, 200))
+    // Refused commits (told to the other tabs with no records) while d waits: a waiter reads and waits, it does not retry.
+    await a.evaluate((ns) => {
+      const refused = { n: 0 }
+      window.kept.refused = refused
+      new BroadcastChannel(`zaris:idb:${ns}`).onmessage = (ev) => void ((ev.data as { records?: unknown[] })?.records?.length === 0 && refused.n++)
+    }, ns)
     const closedAt = Date.now()
     await winner.close()
     const third = await led(d)
+    expect(await a.evaluate(() => (window.kept.refused as { n: number }).n)).toBeLessThanOrEqual(1)
     expect(third.token).toBeGreaterThan(second.token)
     // Its last renewal came at most TTL/3 before the close: not before 2/3 of the TTL, and within the TTL and a second.
     expect(third.at - closedAt).toBeGreaterThan((TTL * 2) / 3 - 100)

@@ -118,3 +118,28 @@ it('the gate held by a tab that writes no entry (a grantee slow to take the key)
     expect(r.token).toBeGreaterThan(0)
   })
 }, 60_000)
+
+it('the gate held by a frozen holder whose entry is already past its TTL when the candidate comes: it takes the key and then the gate after the 100 ms grace, not the 2 s one', async () => {
+  await withContext(async (open) => {
+    const [holder, candidate] = [await open(), await open()]
+    const ns = `past-${Math.random().toString(36).slice(2, 10)}`
+    // As a holder frozen past its TTL looks: its entry expired, its gate held (here for 5 s, then let go).
+    await holder.evaluate(async (ns) => {
+      const t = window.zarisTabs.tabs(ns)
+      await t.put('leader:past', 'expired soon', { ttl: 100 })
+      await t.close()
+      await new Promise<void>((held) => void navigator.locks.request(`zaris:${ns}:gate:leader:past`, () => (held(), new Promise((r) => setTimeout(r, 5_000)))))
+      await new Promise((r) => setTimeout(r, 200))
+    }, ns)
+    const r = await candidate.evaluate(async (ns) => {
+      const t0 = Date.now()
+      const e = window.zarisElect.election('leader:past', { namespace: ns, ttl: 5_000 })
+      const term = (await e.campaign())!
+      const at = Date.now() - t0
+      await e.close()
+      return { token: term.token, at }
+    }, ns)
+    expect(r.token).toBeGreaterThan(1)
+    expect(r.at).toBeLessThan(1_000)
+  })
+}, 60_000)
