@@ -33,8 +33,11 @@ it('without navigator.locks: a resign hands the election on at once (of two wait
   await withContext(async (open) => {
     const ns = `nolocks-${Math.random().toString(36).slice(2, 10)}`
     const [a, b, c] = [await open(), await open(), await open()]
+    const startedAt = Date.now()
     await candidate(a, ns, 'a')
     const first = await led(a)
+    // A free key is taken at once.
+    expect(first.at - startedAt).toBeLessThan(1_000)
     await candidate(b, ns, 'b')
     await candidate(c, ns, 'c')
     await new Promise((r) => setTimeout(r, 200))
