@@ -9,7 +9,9 @@
  * - a full client's lock of several keys (taken without gates): the
  *   candidate must not lead on the grant, nor at all, until it is released;
  * - no entry, but the gate held by a tab that takes no key: the candidate
- *   waits for the gate (up to 2 s) before it takes the key without it.
+ *   waits for the gate (up to 2 s) before it takes the key without it;
+ * - an expired entry under a held gate (a frozen holder): 100 ms, not 2 s;
+ * - a live leader that renews: the waiting candidate commits nothing.
  */
 import { expect, it } from 'vitest'
 import { useRecordedTabs } from '../browser-harness/recorded-tabs'
@@ -141,5 +143,37 @@ it('the gate held by a frozen holder whose entry is already past its TTL when th
     }, ns)
     expect(r.token).toBeGreaterThan(1)
     expect(r.at).toBeLessThan(1_000)
+  })
+}, 60_000)
+
+it('a candidate waiting behind a live leader that renews makes no commit of its own until it is granted', async () => {
+  await withContext(async (open) => {
+    const [leader, waiter, listener] = [await open(), await open(), await open()]
+    const ns = `quiet-${Math.random().toString(36).slice(2, 10)}`
+    // Refused commits reach the other tabs as messages with no records; renewals carry one.
+    await listener.evaluate((ns) => {
+      const seen = { refused: 0, renewals: 0 }
+      window.kept.seen = seen
+      new BroadcastChannel(`zaris:idb:${ns}`).onmessage = (ev) => {
+        const n = (ev.data as { records?: unknown[] })?.records?.length
+        if (n === 0) seen.refused++
+        else if (n) seen.renewals++
+      }
+    }, ns)
+    const start = (ns: string) => {
+      const e = window.zarisElect.election('leader:quiet', { namespace: ns, ttl: 600 })
+      window.kept.election = e
+      window.kept.led = e.campaign().then((t) => t!.token)
+    }
+    await leader.evaluate(start, ns)
+    await leader.evaluate(() => window.kept.led)
+    await waiter.evaluate(start, ns)
+    // The leader renews every 200 ms: five renewals or so while the waiter waits.
+    await new Promise((r) => setTimeout(r, 1_000))
+    const seen = await listener.evaluate(() => window.kept.seen as { refused: number; renewals: number })
+    expect(seen.renewals).toBeGreaterThanOrEqual(3)
+    expect(seen.refused).toBe(0)
+    await leader.evaluate(() => (window.kept.election as { resign(): Promise<boolean> }).resign())
+    expect(await waiter.evaluate(() => window.kept.led)).toBeGreaterThan(0)
   })
 }, 60_000)
