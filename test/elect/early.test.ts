@@ -91,6 +91,13 @@ async function leaderAndWaiter(
   return { leader, waiter, token: token! }
 }
 
+/** In `tab`, makes every 80 ms timer (the early lead's bound) fire at 1 s instead, as a hidden tab's timers may: by hand, not a real throttle. */
+const throttleEarlyTimer = (tab: Page) =>
+  tab.evaluate(() => {
+    const real = window.setTimeout
+    window.setTimeout = ((fn: TimerHandler, ms?: number, ...args: unknown[]) => real(fn, ms === 80 ? 1_000 : ms, ...args)) as typeof setTimeout
+  })
+
 /** In `tab`, holds a readwrite transaction on the store's database for `ms` (from now): every commit behind it waits. */
 async function block(tab: Page, store: string, ms: number): Promise<void> {
   await tab.evaluate(
@@ -160,12 +167,7 @@ describe('zaris/elect leads on the grant', () => {
     await withContext(async (open) => {
       const store = ns()
       // The early lead's 80 ms timer fires at 1 s, as a hidden tab's timers may: its bound stands all the same.
-      const throttle = (waiter: Page) =>
-        waiter.evaluate(() => {
-          const real = window.setTimeout
-          window.setTimeout = ((fn: TimerHandler, ms?: number, ...args: unknown[]) => real(fn, ms === 80 ? 1_000 : ms, ...args)) as typeof setTimeout
-        })
-      const { leader, waiter, token } = await leaderAndWaiter(open, store, undefined, throttle)
+      const { leader, waiter, token } = await leaderAndWaiter(open, store, undefined, throttleEarlyTimer)
       const blocker = await open()
       await block(blocker, store, 300)
       await leader.close()
@@ -182,18 +184,13 @@ describe('zaris/elect leads on the grant', () => {
   it('a plain write lands between the grant and the take: the take is refused, the early lead ends at once (`deposed` LOST, not at its bound), and the term comes once the write is gone', async () => {
     await withContext(async (open) => {
       const store = ns()
-      // The early lead's timer throttled to 1 s (as in ./throttled above): an end told before then is the refusal's.
-      const throttle = (waiter: Page) =>
-        waiter.evaluate(() => {
-          const real = window.setTimeout
-          window.setTimeout = ((fn: TimerHandler, ms?: number, ...args: unknown[]) => real(fn, ms === 80 ? 1_000 : ms, ...args)) as typeof setTimeout
-        })
+      // The early lead's timer throttled (an end told before it fires is the refusal's).
       // The writer's client is up first: its start wakes the others' reads, which must not queue behind the blocker.
       const writer = await open()
       await writer.evaluate(async (store) => {
         window.kept.client = await window.zaris.connect(`zaris://idb/${store}`)
       }, store)
-      const { leader, waiter, token } = await leaderAndWaiter(open, store, undefined, throttle)
+      const { leader, waiter, token } = await leaderAndWaiter(open, store, undefined, throttleEarlyTimer)
       const blocker = await open()
       await block(blocker, store, 400)
       // Queued behind the blocker before the waiter's take exists: it lands first, a plain entry no gate takes over.
