@@ -251,8 +251,9 @@ describe('zaris/elect leads on the grant', () => {
       await block(blocker, store, 1_000)
       await leader.close()
       const stolenAt = await thief.evaluate(() => window.kept.held as Promise<number>)
-      await sleep(50)
-      const mid = await seen(waiter)
+      // Read once `deposed` is told, or after 1 s (a late `deposed` then fails on the time below, a missing one on the list).
+      let mid = await seen(waiter)
+      for (let i = 0; i < 50 && mid.events.length < 2; i++) await sleep(20), (mid = await seen(waiter))
       const electedAt = mid.events[0]![1]
       if (stolenAt - electedAt > 50) {
         console.log(`the steal came ${Math.round(stolenAt - electedAt)} ms after \`elected\`: too late to test a steal inside the early lead; again`)
@@ -262,8 +263,8 @@ describe('zaris/elect leads on the grant', () => {
         ['elected', true, null],
         ['deposed', false, 'STOLEN'],
       ])
-      // Told within a few ms of the steal: not at the take's end (the blocker holds it 400 ms).
-      expect(mid.events[1]![1] - stolenAt).toBeLessThan(60)
+      // Told at the steal, not at the take's end (the blocker holds it 1 s): 300 ms is room for a loaded machine's tabs.
+      expect(mid.events[1]![1] - stolenAt).toBeLessThan(300)
       expect(mid.campaign).toBeNull()
       const got = await campaigned(waiter)
       expect(got.token).toBeGreaterThan(token)
@@ -336,7 +337,7 @@ describe('zaris/elect leads on the grant', () => {
         expect(next.token).toBeGreaterThan(token)
         expect(ledIn).toBeLessThan(2_000)
         // The third was granted, and led on the grant, long before the waiter's held-up take landed.
-        expect((await seen(third)).events[0]![1] - s.events[1]![1]).toBeLessThan(300)
+        expect((await seen(third)).events[0]![1] - s.events[1]![1]).toBeLessThan(600)
         await sleep(100)
         const state = await third.evaluate(() => {
           const e = window.kept.election as import('zaris/elect').TabElection
