@@ -24,19 +24,13 @@ afterAll(async () => {
 })
 
 const PAGES = {
-  // measured 28 755 B in 2 files with jobs.once's body and the store's request-id answers (main's issues 35, 38: +2.2 kB);
-  // 26 599 B before them (the client with the lock family and the election's body; the IndexedDB store); 31 208 B in 18 files before (issue 30)
-  election: { files: 3, gzip: 29_600 },
-  // measured 28 827 B in 2 files (26 670 B before jobs)
-  family: { files: 4, gzip: 29_700 },
-  // measured 29 818 B in 5 files (27 652 B before jobs): an entry module with top-level await makes Vite keep every module it shares with a
-  // lazily loaded chunk (the store's) out of it, in files by who shares them: the validation and errors, the clock, the ids
+  election: { files: 3, gzip: 29_600 }, // 28 755 B in 2 files measured
+  family: { files: 4, gzip: 29_700 }, // 28 827 B in 2
+  // 29 818 B in 5: an entry module with top-level await makes Vite keep every module it shares with a lazily loaded chunk (the
+  // store's) out of it, in files by who shares them: the validation and errors, the clock, the ids
   'election, top-level await': { files: 5, gzip: 30_700 },
-  // measured 10 275 B in 1 file (10 394 with counter code; issue 30: the same family through zaris/tabs, no client; 9 848 before zaris/elect led on the grant)
-  'family, zaris/tabs': { files: 4, gzip: 10_600 },
-  // measured 7 991 B in 1 file (+21: a campaign waits out a plain entry's TTL; 7 970 without counter code and the isWellFormed fallback, -193 B; 8 163 leading on
-  // the grant, 7 741 before). The budget is issue 30's target itself: 8 000 B in at most 3 files
-  'election-only': { files: 3, gzip: 8_000 },
+  'family, zaris/tabs': { files: 4, gzip: 10_600 }, // 10 275 B in 1
+  'election-only': { files: 3, gzip: 8_000 }, // 7 991 B in 1; the budget is issue 30's target itself
 } as const
 
 for (const [name, budget] of Object.entries(PAGES) as Array<[keyof typeof PAGES, (typeof PAGES)[keyof typeof PAGES]]>) {
