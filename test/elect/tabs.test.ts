@@ -12,7 +12,8 @@
 import { describe, expect, it } from 'vitest'
 import type { Page } from 'playwright'
 import { useRecordedTabs } from '../browser-harness/recorded-tabs'
-import { assertHistory, type HistoryRecord } from '../faults/checker'
+import { assertTurns } from '../browser-harness/turns'
+import type { HistoryRecord } from '../faults/checker'
 
 const { withContext } = useRecordedTabs()
 
@@ -101,16 +102,8 @@ describe('zaris/elect and client.election take turns in one election', () => {
         expect(r.tokens).toHaveLength(n)
         expect(r.refused).toBe(n)
       }
-      const acquired = records.filter((r): r is Extract<HistoryRecord, { type: 'acquire' }> => r.type === 'acquire').sort((a, b) => a.at - b.at)
-      const released = new Map(records.filter((r) => r.type === 'release').map((r) => [(r as { token: number }).token, r as { invokedAt: number }]))
-      expect(acquired).toHaveLength(4 * n)
-      // Tokens rise with every term, and each term began after the one before it was let go.
-      for (let k = 1; k < acquired.length; k++) {
-        expect(acquired[k]!.token).toBeGreaterThan(acquired[k - 1]!.token)
-        expect(acquired[k]!.at).toBeGreaterThan(released.get(acquired[k - 1]!.token)!.invokedAt)
-      }
-      // Both kinds took turns after each other.
-      const switches = acquired.filter((a, k) => k > 0 && a.client.split('-')[0] !== acquired[k - 1]!.client.split('-')[0]).length
+      // Tokens rise with every term, and each term began after the one before it was let go; the checker passes the history.
+      const { acquired, switches } = assertTurns(records, operations, 4 * n)
       const early = results.reduce((n, r) => n + r.early, 0)
       console.log(`${acquired.length} terms, ${switches} changes of kind, ${operations.length / 2} recorded commits; ${early} of the election-only tabs' terms led on the grant`)
       expect(early).toBeGreaterThan(0)
@@ -119,8 +112,6 @@ describe('zaris/elect and client.election take turns in one election', () => {
       const led = results.flatMap((r, i) => r.led.map(([from, to]) => ({ i, from, to }))).sort((a, b) => a.from - b.from)
       expect(led.length).toBeGreaterThanOrEqual(4 * n)
       for (let k = 1; k < led.length; k++) expect(led[k]!.from, `tab ${led[k]!.i} led while tab ${led[k - 1]!.i} did`).toBeGreaterThanOrEqual(led[k - 1]!.to)
-      const stats = assertHistory(records, operations, { clockMargin: 5 })
-      expect(stats.operations).toBeGreaterThan(8 * n)
     })
   }, 120_000)
 
