@@ -1,0 +1,112 @@
+/**
+ * How a zaris/elect term ends once it is won (src/elect/term.ts), in real
+ * Chromium tabs (the harness page): at once when its Web Lock is stolen,
+ * at once when another life is written at its key without the lock, and at
+ * its own deadline (sent + TTL − the drift margin) when no renewal came.
+ */
+import { describe, expect, it } from 'vitest'
+import type { Page } from 'playwright'
+import { useRecordedTabs } from '../browser-harness/recorded-tabs'
+
+const { withContext } = useRecordedTabs()
+
+const ns = () => `term-${Math.random().toString(36).slice(2, 10)}`
+const KEY = 'leader:term'
+
+/** In `tab`, an election-only candidate that campaigns and wins (a free key); resolves with its token and when it asked and won. */
+function leads(tab: Page, store: string, ttl = 30_000): Promise<{ token: number; askedAt: number; wonAt: number }> {
+  return tab.evaluate(
+    async ({ store, key, ttl }) => {
+      const e = window.zarisElect.election(key, { namespace: store, id: 'leader', ttl })
+      const deposed: string[] = []
+      window.kept.election = e
+      window.kept.deposed = deposed
+      e.addEventListener('deposed', (ev) => deposed.push(String((ev as CustomEvent).detail)))
+      const askedAt = performance.now()
+      const term = (await e.campaign())!
+      window.kept.term = term
+      return { token: term.token, askedAt, wonAt: performance.now() }
+    },
+    { store, key: KEY, ttl },
+  )
+}
+
+/** Polls `tab` (every 20 ms, up to 2 s) until its election is deposed; what it was told, and its state then. */
+async function deposed(tab: Page): Promise<{ told: string[]; isLeader: boolean; aborted: string | null }> {
+  for (let i = 0; ; i++) {
+    const s = await tab.evaluate(() => {
+      const e = window.kept.election as import('zaris/elect').TabElection
+      const term = window.kept.term as import('zaris/elect').Term
+      const reason = term.signal.reason as { code?: string } | undefined
+      return { told: window.kept.deposed as string[], isLeader: e.isLeader, aborted: term.signal.aborted ? (reason?.code ?? 'no code') : null }
+    })
+    if (s.told.length > 0 || i === 100) return s
+    await new Promise((r) => setTimeout(r, 20))
+  }
+}
+
+describe('a zaris/elect term, once won', () => {
+  it("ends at once when its Web Lock is stolen by a tab that writes nothing (a frozen leader's successor before its take lands): `deposed` STOLEN, isLeader false, the term's signal aborted", async () => {
+    await withContext(async (open) => {
+      const store = ns()
+      const [leader, thief] = [await open(), await open()]
+      await leads(leader, store)
+      await thief.evaluate((name) => new Promise<void>((stole) => void navigator.locks.request(name, { steal: true }, () => (stole(), new Promise(() => {})))), `zaris:${store}:gate:${KEY}`)
+      expect(await deposed(leader)).toEqual({ told: ['STOLEN'], isLeader: false, aborted: 'STOLEN' })
+    })
+  }, 60_000)
+
+  for (const [write, code] of [['put', 'STOLEN'], ['delete', 'EXPIRED']] as const) {
+    it(`ends at once, not at its next renewal, when a full client's plain ${write} of its key (no Web Lock) lands: \`deposed\` ${code}`, async () => {
+      await withContext(async (open) => {
+        const store = ns()
+        const [leader, writer] = [await open(), await open()]
+        await leads(leader, store)
+        await writer.evaluate(
+          async ({ store, key, write }) => {
+            const c = await window.zaris.connect(`zaris://idb/${store}`)
+            if (write === 'put') await c.put(key, 'another life')
+            else await c.delete(key)
+          },
+          { store, key: KEY, write },
+        )
+        // The renewal is 10 s away (TTL 30 s): told within the poll's 2 s, it came from the write.
+        expect(await deposed(leader)).toEqual({ told: [code], isLeader: false, aborted: code })
+      })
+    }, 60_000)
+  }
+
+  it('with no renewal (timers over a second dropped by hand, as a hung tab gets none), isLeader turns false at sent + TTL − drift margin, not after', async () => {
+    await withContext(async (open) => {
+      const store = ns()
+      const leader = await open()
+      const ttl = 6_000
+      const drift = ttl * 0.01 + 2 // src/core/context.ts driftMargin
+      await leader.evaluate(() => {
+        const real = window.setTimeout
+        window.setTimeout = ((fn: TimerHandler, ms?: number, ...args: unknown[]) => ((ms ?? 0) > 1_000 ? 0 : real(fn, ms, ...args))) as typeof setTimeout
+      })
+      const { askedAt, wonAt } = await leads(leader, store, ttl)
+      // Read in a spin around the deadline: the last time isLeader read true, and the first time after it read false (the
+      // thread may be descheduled between two reads on a loaded machine, so the end is known as that interval).
+      const { lastTrue, firstFalse } = await leader.evaluate(
+        async ({ from, to }) => {
+          const e = window.kept.election as import('zaris/elect').TabElection
+          while (performance.now() < from) await new Promise((r) => setTimeout(r, 50))
+          let lastTrue = 0
+          let firstFalse = Infinity
+          for (let t = performance.now(); t < to; t = performance.now()) {
+            if (e.isLeader) (lastTrue = t), (firstFalse = Infinity)
+            else if (firstFalse === Infinity) firstFalse = t
+          }
+          return { lastTrue, firstFalse }
+        },
+        { from: askedAt + ttl - drift - 300, to: wonAt + ttl + 300 },
+      )
+      // The deadline lies between the take's send (after askedAt) and its answer (wonAt).
+      expect(lastTrue).toBeLessThan(wonAt + ttl - drift)
+      expect(firstFalse).toBeGreaterThan(askedAt + ttl - drift)
+      expect(wonAt - askedAt, 'the take was quick enough to tell the margin').toBeLessThan(2 * drift)
+    })
+  }, 60_000)
+})
