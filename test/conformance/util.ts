@@ -109,14 +109,20 @@ export async function until(cond: () => boolean | Promise<boolean>, timeout = 5_
   if (!(await eventually(cond, timeout))) throw new Error(`condition not met within ${timeout} ms`)
 }
 
-/** Polls `cond` until it holds (true) or `timeout` ms pass (false): for a check that reports what it saw instead. */
+/**
+ * Polls `cond` until it holds (true) or a look begun after `timeout` ms also
+ * fails (false): for a check that reports what it saw instead. A look begun
+ * before the deadline and answered after it does not decide (on a loaded
+ * machine one slow round trip would otherwise span the whole window).
+ */
 export async function eventually(cond: () => boolean | Promise<boolean>, timeout: number): Promise<boolean> {
   const deadline = performance.now() + timeout
-  while (!(await cond())) {
-    if (performance.now() > deadline) return false
+  for (;;) {
+    const lookedAt = performance.now()
+    if (await cond()) return true
+    if (lookedAt > deadline) return false
     await sleep(5)
   }
-  return true
 }
 
 /**

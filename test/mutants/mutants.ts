@@ -176,8 +176,8 @@ export const MUTANTS: Mutant[] = [
     name: 'redis-handover-skips-checks',
     bug: "the Redis store applies a parked commit whenever a key it checks changes, without judging its checks (a second holder)",
     file: 'src/adapters/redis/handover.ts',
-    from: 'if #failed == 0 then\n    if not expired and not behind_turn(p.c, p.r) then grant(p) end',
-    to: 'if true then\n    if not expired and not behind_turn(p.c, p.r) then grant(p) end',
+    from: 'if #failed == 0 then\n    if not expired and not behind_turn(p.c, p.r) then grant(whole(p)) end',
+    to: 'if true then\n    if not expired and not behind_turn(p.c, p.r) then grant(whole(p)) end',
     tests: ['test/model/redis.test.ts', 'test/redis/handover.test.ts'],
   },
   {

@@ -99,8 +99,8 @@ describe('the Redis store hands over', () => {
       const order = [30, 10, 20]
       const answered: string[] = []
       const takes = ws.map((w, i) => w.commit([absent('lock')], [set('lock', `w${order[i]}`)], park(10_000, order[i])).then((r) => (answered.push(`w${order[i]}`), r)))
-      // Three parked: each under its number and its request id.
-      await until(async () => (await raw.hlen(namespaceKeys(ns)[7]!)) === 6)
+      // Three parked: each under its number, its retry record (s:) and its request id.
+      await until(async () => (await raw.hlen(namespaceKeys(ns)[7]!)) === 9)
       const holders: string[] = []
       for (let i = 0; i < 3; i++) {
         const now = (await h.get('lock'))!

@@ -19,7 +19,11 @@
  * order it parked in), `d` its deadline (µs, Redis's clock), `h` which
  * checks held on the first try (1|0), `f` the first try's failed checks,
  * `ch` its adapter's channel, `rq` its request id, `rt` how long its answer
- * is kept); `r:<request id>` -> n, so
+ * is kept); `s:<n>` -> what a retry reads of it, decoded for every change
+ * at a key it checks (cjson: `c`, `h`, `k`, `w`, `r`, `q`, `d`: a fifth of
+ * the whole, whose decode was most of a release's time with 15 waiters;
+ * the whole is read only to apply or answer it, and a commit parked by an
+ * older script, without `s:`, is read whole); `r:<request id>` -> n, so
  * a resend of a parked commit finds it. `pkey` (hash) checked key -> the
  * n of the commits parked on it, space-separated.
  *
@@ -130,7 +134,7 @@ end
 
 -- Takes parked commit p out of park and of every key's list.
 local function unpark(p)
-  redis.call('HDEL', K_PARK, p.id, 'r:' .. p.rq)
+  redis.call('HDEL', K_PARK, p.id, 's:' .. p.id, 'r:' .. p.rq)
   for _, key in ipairs(park_keys(p)) do
     local rest = {}
     for _, id in ipairs(park_ids(key)) do
@@ -238,7 +242,15 @@ local function keep_turn(p, ends)
   end
 end
 
--- One more try of parked commit p, in the step of a change at a key it checks.
+-- Parked commit p whole (p may be what a retry reads of it: its 's:' record).
+local function whole(p)
+  if p.o then return p end
+  local w = cjson.decode(redis.call('HGET', K_PARK, p.id))
+  w.id, w.r = p.id, p.r
+  return w
+end
+
+-- One more try of parked commit p (whole, or its 's:' record), in the step of a change at a key it checks.
 -- Past its deadline it is never applied (its adapter unparks it, or died):
 -- answered when it fails (a true failure), left for its adapter otherwise.
 local function retry(p)
@@ -257,10 +269,10 @@ local function retry(p)
   -- the deadline, so a take whose adapter died holds nobody back past it however often it is looked at.
   if expired and not lost then keep_turn(p, tonumber(p.d) + ${TURN_US}) end
   if #failed == 0 then
-    if not expired and not behind_turn(p.c, p.r) then grant(p) end
+    if not expired and not behind_turn(p.c, p.r) then grant(whole(p)) end
     return
   end
-  if lost or p.k ~= 1 or expired then answer(p, 'F' .. cjson.encode(failed)) end
+  if lost or p.k ~= 1 or expired then answer(whole(p), 'F' .. cjson.encode(failed)) end
 end
 
 local function by_turn(a, b)
@@ -273,7 +285,9 @@ end
 HOOK.handover = function()
   if HANDING or next(CHANGED) == nil then return end
   HANDING = true
-  local due, queued = {}, {}
+  -- due stays sorted between tries: only commits newly found unsort it (a sort per try was most of a release's time
+  -- with 15 waiters).
+  local due, queued, sorted = {}, {}, true
   while true do
     local changed = CHANGED
     CHANGED = {}
@@ -291,17 +305,21 @@ HOOK.handover = function()
         end
       end
       for _, id in ipairs(park_ids(key)) do
-        local raw = not queued[id] and redis.call('HGET', K_PARK, id)
+        local raw = not queued[id] and (redis.call('HGET', K_PARK, 's:' .. id) or redis.call('HGET', K_PARK, id))
         if raw then
           local p = cjson.decode(raw)
           p.id, p.r = id, tonumber(p.r) or math.huge
           queued[id] = true
           due[#due + 1] = p
+          sorted = false
         end
       end
     end
     if #due > 0 then
-      table.sort(due, by_turn)
+      if not sorted then
+        table.sort(due, by_turn)
+        sorted = true
+      end
       local p = table.remove(due, 1)
       queued[p.id] = nil
       retry(p)
@@ -326,7 +344,8 @@ local function park(request, checks, ops, failed, ms, keep, order, wake, ch)
     for i, c in ipairs(checks) do held[i] = holds(live(c[1]), c[2], c[3]) and 1 or 0 end
     local id = fmt(redis.call('HINCRBY', K_REV, 'pq', 1))
     local p = {c = checks, o = ops, k = tonumber(keep), w = wake, r = order, q = tonumber(id), d = fmt(NOW + tonumber(ms) * 1000), h = held, ch = ch, rq = request, rt = ARGV[5], f = failed}
-    redis.call('HSET', K_PARK, id, cjson.encode(p), 'r:' .. request, id)
+    local s = {c = checks, h = held, k = p.k, w = wake, r = order, q = p.q, d = p.d}
+    redis.call('HSET', K_PARK, id, cjson.encode(p), 's:' .. id, cjson.encode(s), 'r:' .. request, id)
     for _, key in ipairs(park_keys(p)) do
       local ids = redis.call('HGET', K_PKEY, key)
       redis.call('HSET', K_PKEY, key, ids and (ids .. ' ' .. id) or id)
