@@ -76,6 +76,38 @@ describe('a zaris/elect term, once won', () => {
     }, 60_000)
   }
 
+  it('resigned: `deposed` RELEASED, the term\'s signal aborted with RELEASED, and the key is free', async () => {
+    await withContext(async (open) => {
+      const store = ns()
+      const leader = await open()
+      await leads(leader, store)
+      const resigned = await leader.evaluate(async () => (window.kept.election as import('zaris/elect').TabElection).resign())
+      expect(resigned).toBe(true)
+      expect(await deposed(leader)).toEqual({ told: ['RELEASED'], isLeader: false, aborted: 'RELEASED' })
+      expect(await leader.evaluate(async (store) => (await (await window.zaris.connect(`zaris://idb/${store}`)).get('leader:term')) ?? null, store)).toBeNull()
+    })
+  }, 60_000)
+
+  it('its renewal held back (that one timer dropped by hand, as a hung tab gets none): `deposed` EXPIRED is told at the deadline', async () => {
+    await withContext(async (open) => {
+      const store = ns()
+      const leader = await open()
+      const ttl = 3_000
+      // The renewal's timer is set for a third of the TTL (less the time since the take was sent); the deadline's for all of it.
+      await leader.evaluate((ttl) => {
+        const real = window.setTimeout
+        window.setTimeout = ((fn: TimerHandler, ms?: number, ...args: unknown[]) => ((ms ?? 0) > ttl / 3 - 100 && (ms ?? 0) <= ttl / 3 ? 0 : real(fn, ms, ...args))) as typeof setTimeout
+      }, ttl)
+      const { wonAt } = await leads(leader, store, ttl)
+      await new Promise((r) => setTimeout(r, ttl - 500))
+      const s = await deposed(leader)
+      const toldAt = await leader.evaluate(() => performance.now())
+      expect(s).toEqual({ told: ['EXPIRED'], isLeader: false, aborted: 'EXPIRED' })
+      // Told by its own timer (within the poll's 2 s), not by a later renewal's refusal (there is none).
+      expect(toldAt - wonAt).toBeLessThan(ttl + 2_000)
+    })
+  }, 60_000)
+
   it('with no renewal (timers over a second dropped by hand, as a hung tab gets none), isLeader turns false at sent + TTL − drift margin, not after', async () => {
     await withContext(async (open) => {
       const store = ns()
