@@ -41,20 +41,13 @@ export function useRecordedTabs(): {
   }
 }
 
-/**
- * The same for tabs that really freeze (./real-tabs): the harness on a
- * Chromium attached over CDP, whose one context records into `records` and
- * `operations` (shared by the file's tests).
- */
-export function useRecordedRealTabs(): { readonly harness: Harness; readonly real: RealTabsBrowser; records: HistoryRecord[]; operations: HistoryEvent[] } {
+/** The harness on a Chromium attached over CDP (./real-tabs: tabs that really freeze), started before the file's tests. */
+export function useRealTabs(onStart?: (real: RealTabsBrowser) => Promise<void>): { readonly harness: Harness; readonly real: RealTabsBrowser } {
   let harness: Harness | undefined
   let real: RealTabsBrowser | undefined
-  const records: HistoryRecord[] = []
-  const operations: HistoryEvent[] = []
   beforeAll(async () => {
     harness = await startHarness(async () => (real = await launchRealTabs({ args: UNTHROTTLED_ARGS })))
-    await real!.context.exposeBinding('zarisRecord', (_s, r: HistoryRecord) => void records.push(r))
-    await real!.context.exposeBinding('zarisOp', (_s, e: HistoryEvent) => void operations.push(e))
+    await onStart?.(real!)
   }, 60_000)
   afterAll(async () => {
     await harness?.close()
@@ -65,6 +58,24 @@ export function useRecordedRealTabs(): { readonly harness: Harness; readonly rea
     },
     get real() {
       return real!
+    },
+  }
+}
+
+/** The same, whose one context records into `records` and `operations` (shared by the file's tests). */
+export function useRecordedRealTabs(): { readonly harness: Harness; readonly real: RealTabsBrowser; records: HistoryRecord[]; operations: HistoryEvent[] } {
+  const records: HistoryRecord[] = []
+  const operations: HistoryEvent[] = []
+  const tabs = useRealTabs(async (real) => {
+    await real.context.exposeBinding('zarisRecord', (_s, r: HistoryRecord) => void records.push(r))
+    await real.context.exposeBinding('zarisOp', (_s, e: HistoryEvent) => void operations.push(e))
+  })
+  return {
+    get harness() {
+      return tabs.harness
+    },
+    get real() {
+      return tabs.real
     },
     records,
     operations,

@@ -9,21 +9,12 @@
  * steal a moment after its thaw, must not say it leads in between (found:
  * it did, for 2 ms, on a fresh read of the third tab's entry).
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import type { Page } from 'playwright'
-import { openHarnessTab, startHarness, type Harness } from '../browser-harness/server'
-import { launchRealTabs, UNTHROTTLED_ARGS, type RealTabsBrowser } from '../browser-harness/real-tabs'
+import { openHarnessTab } from '../browser-harness/server'
+import { useRealTabs } from '../browser-harness/recorded-tabs'
 
-let harness: Harness
-let real: RealTabsBrowser
-
-beforeAll(async () => {
-  harness = await startHarness(async () => (real = await launchRealTabs({ args: UNTHROTTLED_ARGS })))
-}, 60_000)
-
-afterAll(async () => {
-  await harness?.close()
-})
+const tabs = useRealTabs()
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 const KEY = 'leader:early-frozen'
@@ -59,7 +50,7 @@ const isLeader = (tab: Page) => tab.evaluate(() => (window.kept.election as { is
 async function frozenWaiter(ttl: number, frozenFor: number, third: boolean): Promise<{ waiter: Seen; third: Seen | undefined; token: number; waiterLeads: boolean; thirdLeads: boolean | undefined }> {
   const pages: Page[] = []
   const open = async () => {
-    const p = await openHarnessTab(real.context, harness.url)
+    const p = await openHarnessTab(tabs.real.context, tabs.harness.url)
     pages.push(p)
     return p
   }
@@ -73,7 +64,7 @@ async function frozenWaiter(ttl: number, frozenFor: number, third: boolean): Pro
     const other = third ? await open() : undefined
     if (other) await candidate(other, store, 'third', ttl)
     await sleep(200)
-    const cdp = await real.context.newCDPSession(waiter)
+    const cdp = await tabs.real.context.newCDPSession(waiter)
     await cdp.send('Page.setWebLifecycleState', { state: 'frozen' })
     await leader.close()
     await sleep(frozenFor)

@@ -8,21 +8,12 @@
  * slowest write stays under a second; each first checks that the freeze
  * really happened (the tab's `freeze` and `resume` events).
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import type { Page } from 'playwright'
-import { openHarnessTab, startHarness, type Harness } from '../browser-harness/server'
-import { launchRealTabs, UNTHROTTLED_ARGS, type RealTabsBrowser } from '../browser-harness/real-tabs'
+import { openHarnessTab } from '../browser-harness/server'
+import { useRealTabs } from '../browser-harness/recorded-tabs'
 
-let harness: Harness
-let real: RealTabsBrowser
-
-beforeAll(async () => {
-  harness = await startHarness(async () => (real = await launchRealTabs({ args: UNTHROTTLED_ARGS })))
-}, 60_000)
-
-afterAll(async () => {
-  await harness?.close()
-})
+const tabs = useRealTabs()
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 const ns = () => `frozen-${Math.random().toString(36).slice(2, 10)}`
@@ -31,7 +22,7 @@ async function withTabs<T>(fn: (open: () => Promise<Page>) => Promise<T>): Promi
   const pages: Page[] = []
   try {
     return await fn(async () => {
-      const page = await openHarnessTab(real.context, harness.url)
+      const page = await openHarnessTab(tabs.real.context, tabs.harness.url)
       pages.push(page)
       await page.evaluate(() => {
         const events: Array<[string, number]> = []
@@ -85,7 +76,7 @@ function freeze(tab: Page, ms: number): Promise<{ frozeAt: number; resumedAt: nu
 
 /** Freezes `tab` while `during` runs, then resumes it; resolves what `during` did and the tab's freeze and resume times. */
 async function frozenWhile<T>(tab: Page, during: () => Promise<T>): Promise<{ frozeAt: number; resumedAt: number; result: T }> {
-  const cdp = await real.context.newCDPSession(tab)
+  const cdp = await tabs.real.context.newCDPSession(tab)
   let result: T
   try {
     await cdp.send('Page.setWebLifecycleState', { state: 'frozen' })
