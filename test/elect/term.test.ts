@@ -108,6 +108,22 @@ describe('a zaris/elect term, once won', () => {
     })
   }, 60_000)
 
+  it("another life written at its key while this tab hears no message (its channel's messages dropped by hand, as a lost announcement): its next renewal is refused, `deposed` LOST, and the other's entry stands", async () => {
+    await withContext(async (open) => {
+      const store = ns()
+      const [leader, writer] = [await open(), await open()]
+      // Nothing reaches this tab's channels: it learns of the write only from its renewal's check.
+      await leader.evaluate(() => Object.defineProperty(BroadcastChannel.prototype, 'onmessage', { set() {}, configurable: true }))
+      const ttl = 3_000
+      await leads(leader, store, ttl)
+      await writer.evaluate(async ({ store, key }) => void (await (await window.zaris.connect(`zaris://idb/${store}`)).put(key, 'another life')), { store, key: KEY })
+      await new Promise((r) => setTimeout(r, ttl / 3))
+      expect(await deposed(leader)).toEqual({ told: ['LOST'], isLeader: false, aborted: 'LOST' })
+      const entry = await writer.evaluate(async ({ store, key }) => (await (await window.zaris.connect(`zaris://idb/${store}`)).get(key))?.value, { store, key: KEY })
+      expect(entry).toBe('another life')
+    })
+  }, 60_000)
+
   it('with no renewal (timers over a second dropped by hand, as a hung tab gets none), isLeader turns false at sent + TTL − drift margin, not after', async () => {
     await withContext(async (open) => {
       const store = ns()
