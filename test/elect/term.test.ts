@@ -157,4 +157,47 @@ describe('a zaris/elect term, once won', () => {
       expect(wonAt - askedAt, 'the take was quick enough to tell the margin').toBeLessThan(2 * drift)
     })
   }, 60_000)
+
+  it('renewed once, then no more (later timers dropped by hand): isLeader turns false at that renewal\'s send + TTL − drift margin', async () => {
+    await withContext(async (open) => {
+      const store = ns()
+      const leader = await open()
+      const ttl = 3_000
+      const drift = ttl * 0.01 + 2 // src/core/context.ts driftMargin
+      // The first renewal's timer (a third of the TTL) runs, and says when; every timer of 900 ms or more after it is dropped.
+      await leader.evaluate((ttl) => {
+        const real = window.setTimeout
+        let renewed = false
+        window.setTimeout = ((fn: TimerHandler, ms?: number, ...args: unknown[]) => {
+          const t = ms ?? 0
+          if (t < 900) return real(fn, ms, ...args)
+          if (renewed || t > ttl / 3) return 0
+          renewed = true
+          return real(() => ((window.kept.renewedAt = performance.now()), (fn as () => void)()), ms)
+        }) as typeof setTimeout
+      }, ttl)
+      await leads(leader, store, ttl)
+      await new Promise((r) => setTimeout(r, ttl / 3 + 200))
+      const renewedAt = await leader.evaluate(() => window.kept.renewedAt as number)
+      const { lastTrue, firstFalse } = await leader.evaluate(
+        async ({ from, to }) => {
+          const e = window.kept.election as import('zaris/elect').TabElection
+          while (performance.now() < from) await new Promise((r) => setTimeout(r, 50))
+          let lastTrue = 0
+          let firstFalse = Infinity
+          for (let t = performance.now(); t < to; t = performance.now()) {
+            if (e.isLeader) (lastTrue = t), (firstFalse = Infinity)
+            else if (firstFalse === Infinity) firstFalse = t
+          }
+          return { lastTrue, firstFalse }
+        },
+        { from: renewedAt + ttl - drift - 300, to: renewedAt + ttl + 300 },
+      )
+      // The renewal was sent as its timer ran (the same task): its deadline is renewedAt + TTL − drift. 5 ms either side: one
+      // loaded run read the end 2 ms early (not explained; a deadline 2 × drift late, 64 ms, is what this is here to catch).
+      const told = await leader.evaluate(() => window.kept.deposed as string[])
+      expect(lastTrue, `deposed: ${told.join()}`).toBeLessThan(renewedAt + ttl - drift + 5)
+      expect(firstFalse, `deposed: ${told.join()}`).toBeGreaterThan(renewedAt + ttl - drift - 5)
+    })
+  }, 60_000)
 })
