@@ -124,6 +124,41 @@ describe('a zaris/elect term, once won', () => {
     })
   }, 60_000)
 
+  it("the last term's records heard after this term began (the successor's channel messages delayed 1 s by hand, as a busy tab's): they do not end this term", async () => {
+    await withContext(async (open) => {
+      const store = ns()
+      const [first, successor] = [await open(), await open()]
+      // The successor's election (and its channel) is made first: it hears the first's take and resign, 1 s late.
+      await successor.evaluate(
+        ({ store, key }) => {
+          const own = Object.getOwnPropertyDescriptor(BroadcastChannel.prototype, 'onmessage')!
+          Object.defineProperty(BroadcastChannel.prototype, 'onmessage', {
+            ...own,
+            set(fn: ((ev: MessageEvent) => void) | null) {
+              own.set!.call(this, fn && ((ev: MessageEvent) => void setTimeout(() => fn.call(this, ev), 1_000)))
+            },
+          })
+          const e = window.zarisElect.election(key, { namespace: store, id: 'successor', ttl: 30_000 })
+          const deposed: string[] = []
+          window.kept.election = e
+          window.kept.deposed = deposed
+          e.addEventListener('deposed', (ev) => deposed.push(String((ev as CustomEvent).detail)))
+          // Observing opens its store (and channel) now.
+          void e.observe().next()
+        },
+        { store, key: KEY },
+      )
+      await new Promise((r) => setTimeout(r, 100))
+      await leads(first, store)
+      await first.evaluate(() => (window.kept.election as import('zaris/elect').TabElection).resign())
+      const token = await successor.evaluate(async () => (await (window.kept.election as import('zaris/elect').TabElection).campaign())!.token)
+      await new Promise((r) => setTimeout(r, 1_500))
+      const s = await successor.evaluate(() => ({ told: window.kept.deposed as string[], isLeader: (window.kept.election as import('zaris/elect').TabElection).isLeader }))
+      expect(s).toEqual({ told: [], isLeader: true })
+      expect(token).toBeGreaterThan(0)
+    })
+  }, 60_000)
+
   it('with no renewal (timers over a second dropped by hand, as a hung tab gets none), isLeader turns false at sent + TTL − drift margin, not after', async () => {
     await withContext(async (open) => {
       const store = ns()
