@@ -45,6 +45,56 @@ async function deposed(tab: Page): Promise<{ told: string[]; isLeader: boolean; 
   }
 }
 
+/**
+ * In `tab`, takes the term's renewals in hand (as a hung tab gets none): `drop` drops every renewal timer, `once` lets
+ * the first run (noting when, `kept.renewedAt`) and drops the later ones and every other timer of 900 ms or more. A
+ * renewal's timer is told by being set (for at most a third of the TTL) in the same instant right after the deadline's
+ * (the TTL less the drift margin, src/elect/term.ts `#arm`).
+ */
+function holdRenewals(tab: Page, ttl: number, mode: 'drop' | 'once'): Promise<void> {
+  return tab.evaluate(
+    ({ ttl, drift, mode }) => {
+      const real = window.setTimeout
+      let renewed = false
+      let prev = { ms: 0, at: -1 }
+      window.setTimeout = ((fn: TimerHandler, ms?: number, ...args: unknown[]) => {
+        const t = ms ?? 0
+        const at = performance.now()
+        const renewal = at - prev.at < 1 && prev.ms > ttl - drift - 100 && prev.ms <= ttl - drift && t <= ttl / 3
+        prev = { ms: t, at }
+        if (mode === 'drop') return renewal ? 0 : real(fn, ms, ...args)
+        if (t < 900) return real(fn, ms, ...args)
+        if (renewed || !renewal) return 0
+        renewed = true
+        return real(() => ((window.kept.renewedAt = performance.now()), (fn as () => void)()), ms)
+      }) as typeof setTimeout
+    },
+    { ttl, drift: ttl * 0.01 + 2, mode },
+  )
+}
+
+/**
+ * In `tab`, reads `isLeader` in a spin from `from` to `to` (its clock): the last time it read true and the first time
+ * after that it read false. The thread may be descheduled between two reads on a loaded machine, so the end of the lead
+ * is known as that interval.
+ */
+function endOfLead(tab: Page, from: number, to: number): Promise<{ lastTrue: number; firstFalse: number }> {
+  return tab.evaluate(
+        async ({ from, to }) => {
+          const e = window.kept.election as import('zaris/elect').TabElection
+          while (performance.now() < from) await new Promise((r) => setTimeout(r, 50))
+          let lastTrue = 0
+          let firstFalse = Infinity
+          for (let t = performance.now(); t < to; t = performance.now()) {
+            if (e.isLeader) (lastTrue = t), (firstFalse = Infinity)
+            else if (firstFalse === Infinity) firstFalse = t
+          }
+          return { lastTrue, firstFalse }
+        },
+    { from, to },
+  )
+}
+
 describe('a zaris/elect term, once won', () => {
   it("ends at once when its Web Lock is stolen by a tab that writes nothing (a frozen leader's successor before its take lands): `deposed` STOLEN, isLeader false, the term's signal aborted", async () => {
     await withContext(async (open) => {
@@ -93,11 +143,7 @@ describe('a zaris/elect term, once won', () => {
       const store = ns()
       const leader = await open()
       const ttl = 3_000
-      // The renewal's timer is set for a third of the TTL (less the time since the take was sent); the deadline's for all of it.
-      await leader.evaluate((ttl) => {
-        const real = window.setTimeout
-        window.setTimeout = ((fn: TimerHandler, ms?: number, ...args: unknown[]) => ((ms ?? 0) > ttl / 3 - 100 && (ms ?? 0) <= ttl / 3 ? 0 : real(fn, ms, ...args))) as typeof setTimeout
-      }, ttl)
+      await holdRenewals(leader, ttl, 'drop')
       const { wonAt } = await leads(leader, store, ttl)
       await new Promise((r) => setTimeout(r, ttl - 500))
       const s = await deposed(leader)
@@ -170,22 +216,8 @@ describe('a zaris/elect term, once won', () => {
         window.setTimeout = ((fn: TimerHandler, ms?: number, ...args: unknown[]) => ((ms ?? 0) > 1_000 ? 0 : real(fn, ms, ...args))) as typeof setTimeout
       })
       const { askedAt, wonAt } = await leads(leader, store, ttl)
-      // Read in a spin around the deadline: the last time isLeader read true, and the first time after it read false (the
-      // thread may be descheduled between two reads on a loaded machine, so the end is known as that interval).
-      const { lastTrue, firstFalse } = await leader.evaluate(
-        async ({ from, to }) => {
-          const e = window.kept.election as import('zaris/elect').TabElection
-          while (performance.now() < from) await new Promise((r) => setTimeout(r, 50))
-          let lastTrue = 0
-          let firstFalse = Infinity
-          for (let t = performance.now(); t < to; t = performance.now()) {
-            if (e.isLeader) (lastTrue = t), (firstFalse = Infinity)
-            else if (firstFalse === Infinity) firstFalse = t
-          }
-          return { lastTrue, firstFalse }
-        },
-        { from: askedAt + ttl - drift - 300, to: wonAt + ttl + 300 },
-      )
+      // Read in a spin around the deadline.
+      const { lastTrue, firstFalse } = await endOfLead(leader, askedAt + ttl - drift - 300, wonAt + ttl + 300)
       // The deadline lies between the take's send (after askedAt) and its answer (wonAt).
       expect(lastTrue).toBeLessThan(wonAt + ttl - drift)
       expect(firstFalse).toBeGreaterThan(askedAt + ttl - drift)
@@ -199,43 +231,11 @@ describe('a zaris/elect term, once won', () => {
       const leader = await open()
       const ttl = 3_000
       const drift = ttl * 0.01 + 2 // src/core/context.ts driftMargin
-      // The first renewal's timer runs, and says when; every other timer of 900 ms or more is dropped. The renewal's is the
-      // one set (for a third of the TTL) in the same instant right after the deadline's (the TTL less the drift margin).
-      await leader.evaluate(
-        ({ ttl, drift }) => {
-          const real = window.setTimeout
-          let renewed = false
-          let prev = { ms: 0, at: -1 }
-          window.setTimeout = ((fn: TimerHandler, ms?: number, ...args: unknown[]) => {
-            const t = ms ?? 0
-            const at = performance.now()
-            const afterDeadline = at - prev.at < 1 && prev.ms > ttl - drift - 100 && prev.ms <= ttl - drift
-            prev = { ms: t, at }
-            if (t < 900) return real(fn, ms, ...args)
-            if (renewed || !afterDeadline || t > ttl / 3) return 0
-            renewed = true
-            return real(() => ((window.kept.renewedAt = performance.now()), (fn as () => void)()), ms)
-          }) as typeof setTimeout
-        },
-        { ttl, drift },
-      )
+      await holdRenewals(leader, ttl, 'once')
       await leads(leader, store, ttl)
       await new Promise((r) => setTimeout(r, ttl / 3 + 200))
       const renewedAt = await leader.evaluate(() => window.kept.renewedAt as number)
-      const { lastTrue, firstFalse } = await leader.evaluate(
-        async ({ from, to }) => {
-          const e = window.kept.election as import('zaris/elect').TabElection
-          while (performance.now() < from) await new Promise((r) => setTimeout(r, 50))
-          let lastTrue = 0
-          let firstFalse = Infinity
-          for (let t = performance.now(); t < to; t = performance.now()) {
-            if (e.isLeader) (lastTrue = t), (firstFalse = Infinity)
-            else if (firstFalse === Infinity) firstFalse = t
-          }
-          return { lastTrue, firstFalse }
-        },
-        { from: renewedAt + ttl - drift - 300, to: renewedAt + ttl + 300 },
-      )
+      const { lastTrue, firstFalse } = await endOfLead(leader, renewedAt + ttl - drift - 300, renewedAt + ttl + 300)
       expect(renewedAt, 'the renewal timer was found and ran').toBeGreaterThan(0)
       // The renewal was sent as its timer ran (the same task): its deadline is renewedAt + TTL − drift; 5 ms either side (a
       // deadline 2 × drift late, 64 ms, is what this is here to catch).
