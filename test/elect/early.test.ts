@@ -97,12 +97,12 @@ async function leaderAndWaiter(
   return { leader, waiter, token: token! }
 }
 
-/** In `tab`, makes every 80 ms timer (the early lead's bound) fire at 1 s instead, as a hidden tab's timers may: by hand, not a real throttle. */
-const throttleEarlyTimer = (tab: Page) =>
-  tab.evaluate(() => {
+/** In `tab`, makes every 80 ms timer (the early lead's bound) fire at `at` ms instead (1 s), as a hidden tab's timers may: by hand, not a real throttle. */
+const throttleEarlyTimer = (tab: Page, at = 1_000) =>
+  tab.evaluate((at) => {
     const real = window.setTimeout
-    window.setTimeout = ((fn: TimerHandler, ms?: number, ...args: unknown[]) => real(fn, ms === 80 ? 1_000 : ms, ...args)) as typeof setTimeout
-  })
+    window.setTimeout = ((fn: TimerHandler, ms?: number, ...args: unknown[]) => real(fn, ms === 80 ? at : ms, ...args)) as typeof setTimeout
+  }, at)
 
 /** In `tab`, holds a readwrite transaction on the store's database for `ms` (from now): every commit behind it waits. */
 async function block(tab: Page, store: string, ms: number): Promise<void> {
@@ -191,21 +191,23 @@ describe('zaris/elect leads on the grant', () => {
   it('a plain write lands between the grant and the take: the take is refused, the early lead ends at once (`deposed` LOST, not at its bound), and the term comes once the write is gone', async () => {
     await withContext(async (open) => {
       const store = ns()
-      // The early lead's timer throttled (an end told before it fires is the refusal's).
+      // The early lead's timer throttled to 5 s (an end told before it fires is the refusal's).
       // The writer's client is up first: its start wakes the others' reads, which must not queue behind the blocker.
       const writer = await open()
       await writer.evaluate(async (store) => {
         window.kept.client = await window.zaris.connect(`zaris://idb/${store}`)
       }, store)
-      const { leader, waiter, token } = await leaderAndWaiter(open, store, undefined, throttleEarlyTimer)
+      const { leader, waiter, token } = await leaderAndWaiter(open, store, undefined, (tab) => throttleEarlyTimer(tab, 5_000))
       const blocker = await open()
-      await block(blocker, store, 400)
+      // 1.2 s: the waiter must be granted (and lead on the grant) before the put lands, which a loaded machine took 400 ms past.
+      await block(blocker, store, 1_200)
       // Queued behind the blocker before the waiter's take exists: it lands first, a plain entry no gate takes over.
       await writer.evaluate(() => void (window.kept.put = (window.kept.client as import('zaris').Client).put('leader:early', 'plain')))
       await leader.close()
       await writer.evaluate(() => window.kept.put)
-      await sleep(300)
-      expect(told(await seen(waiter))).toEqual([
+      let s = await seen(waiter)
+      for (let i = 0; i < 50 && s.events.length < 2; i++) await sleep(20), (s = await seen(waiter))
+      expect(told(s)).toEqual([
         ['elected', true, null, null],
         ['deposed', false, null, 'LOST'],
       ])
