@@ -43,3 +43,27 @@ it('an election-only leader\'s tab closes with nobody waiting: a full client tha
     expect(token).toBeGreaterThan(0)
   })
 }, 60_000)
+
+it('a closing election-only tab says so before the browser frees its locks: its registration (id and nonce) is posted on the namespace\'s `gone` channel, and the announcement names nothing else', async () => {
+  await withContext(async (open) => {
+    const ns = `gone-${Math.random().toString(36).slice(2, 10)}`
+    const [leader, listener] = [await open(), await open()]
+    await listener.evaluate((ns) => {
+      const heard: unknown[] = []
+      window.kept.heard = heard
+      new BroadcastChannel(`zaris:idb:${ns}:gone`).onmessage = (ev) => heard.push(ev.data)
+    }, ns)
+    await leader.evaluate(async (ns) => {
+      const e = window.zarisElect.election('leader:gone', { namespace: ns, id: 'closing', ttl: 30_000 })
+      await e.campaign()
+    }, ns)
+    await leader.close({ runBeforeUnload: false })
+    let heard: Array<{ owner?: string; nonce?: string }> = []
+    for (let i = 0; i < 50 && heard.length === 0; i++) {
+      await new Promise((r) => setTimeout(r, 20))
+      heard = await listener.evaluate(() => window.kept.heard as Array<{ owner?: string; nonce?: string }>)
+    }
+    expect(heard.map((a) => a.owner)).toEqual(['closing'])
+    expect(heard[0]!.nonce).toMatch(/^[0-9a-f]{24}$/)
+  })
+}, 60_000)
