@@ -67,3 +67,33 @@ it('a closing election-only tab says so before the browser frees its locks: its 
     expect(heard[0]!.nonce).toMatch(/^[0-9a-f]{24}$/)
   })
 }, 60_000)
+
+it('registrations: two tabs of one candidate id both hold the id\'s liveness lock, shared, each with its own exclusive one; an election closed lets both go at once', async () => {
+  await withContext(async (open) => {
+    const ns = `reg-${Math.random().toString(36).slice(2, 10)}`
+    const [a, b, looker] = [await open(), await open(), await open()]
+    for (const tab of [a, b]) {
+      await tab.evaluate((ns) => {
+        const e = window.zarisElect.election('leader:reg', { namespace: ns, id: 'same', ttl: 30_000 })
+        window.kept.election = e
+        void e.campaign()
+      }, ns)
+    }
+    /** The liveness locks of the namespace, held and pending, as [mode, kind of name]. */
+    const liveness = () =>
+      looker.evaluate(async (ns) => {
+        const s = await navigator.locks.query()
+        const kind = (name: string) => (name.startsWith(`zaris:${ns}:owner:`) ? 'owner' : name.startsWith(`zaris:${ns}:instance:`) ? 'instance' : null)
+        const of = (list: LockInfo[] | undefined) => (list ?? []).filter((l) => kind(l.name!)).map((l) => `${l.mode} ${kind(l.name!)}`).sort()
+        return { held: of(s.held), pending: of(s.pending) }
+      }, ns)
+    let seen = await liveness()
+    for (let i = 0; i < 50 && seen.held.length < 4; i++) await new Promise((r) => setTimeout(r, 20)), (seen = await liveness())
+    expect(seen).toEqual({ held: ['exclusive instance', 'exclusive instance', 'shared owner', 'shared owner'], pending: [] })
+    await a.evaluate(() => (window.kept.election as import('zaris/elect').TabElection).close())
+    await b.evaluate(() => (window.kept.election as import('zaris/elect').TabElection).close())
+    seen = await liveness()
+    for (let i = 0; i < 50 && seen.held.length > 0; i++) await new Promise((r) => setTimeout(r, 20)), (seen = await liveness())
+    expect(seen).toEqual({ held: [], pending: [] })
+  })
+}, 60_000)
