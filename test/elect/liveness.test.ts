@@ -97,3 +97,25 @@ it('registrations: two tabs of one candidate id both hold the id\'s liveness loc
     expect(seen).toEqual({ held: [], pending: [] })
   })
 }, 60_000)
+
+it('a registration made while a prober holds the id\'s liveness lock (as a full client\'s reaper does for an instant) counts at once: the campaign does not wait for the prober', async () => {
+  await withContext(async (open) => {
+    const ns = `probe-${Math.random().toString(36).slice(2, 10)}`
+    const [prober, candidate] = [await open(), await open()]
+    // The prober holds the owner name exclusively for 4 s.
+    await prober.evaluate(
+      (name) => new Promise<void>((held) => void navigator.locks.request(name, { mode: 'exclusive' }, () => (held(), new Promise((r) => setTimeout(r, 4_000))))),
+      `zaris:${ns}:owner:probed`,
+    )
+    const ms = await candidate.evaluate(async (ns) => {
+      const t0 = performance.now()
+      const e = window.zarisElect.election('leader:probe', { namespace: ns, id: 'probed', ttl: 30_000 })
+      await e.campaign()
+      const ms = performance.now() - t0
+      await e.close()
+      return ms
+    }, ns)
+    // Queued behind the prober, the registration is seen and believed: the campaign leads long before the prober lets go.
+    expect(ms).toBeLessThan(3_000)
+  })
+}, 60_000)
