@@ -19,8 +19,14 @@
  * Headless by default. `ZARIS_TABS_HEADFUL=1` runs it headful on a private
  * Xvfb display instead (Debian package `xvfb`); without Xvfb that mode fails
  * with a message saying so, it never falls back.
+ *
+ * Chromium started here is not Playwright's, so nothing ends it when the test
+ * process dies without closing it (a `kill -9`, a killed run, a crash): each
+ * one (and Xvfb) runs in a process group of its own, watched by a small
+ * shell that kills the group once the test process's end of its stdin
+ * closes. Without it, every killed run left 10-25 Chromium processes behind.
  */
-import { spawn, type ChildProcess } from 'node:child_process'
+import { spawn, type ChildProcess, type SpawnOptions } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -40,6 +46,8 @@ export interface RealTabsBrowser {
   context: BrowserContext
   /** True when running headful under Xvfb. */
   headful: boolean
+  /** Chromium's process id (the leader of its process group). */
+  pid: number
   /** Disconnects, stops Chromium (and Xvfb) and removes the profile. */
   close(): Promise<void>
 }
@@ -63,7 +71,7 @@ export async function launchRealTabs(options: { args?: string[]; headful?: boole
       started.push(proc)
       env.DISPLAY = display
     }
-    const proc = spawn(
+    const proc = spawnWatched(
       chromiumPath(),
       [
         ...CHROMIUM_ARGS,
@@ -86,6 +94,7 @@ export async function launchRealTabs(options: { args?: string[]; headful?: boole
       browser,
       context,
       headful,
+      pid: proc.pid!,
       async close() {
         await browser.close().catch(() => {})
         await stopAll()
@@ -99,7 +108,7 @@ export async function launchRealTabs(options: { args?: string[]; headful?: boole
 
 /** Xvfb on a display it picks itself (`-displayfd`), so parallel runs do not collide. */
 async function startXvfb(): Promise<{ proc: ChildProcess; display: string }> {
-  const proc = spawn('Xvfb', ['-displayfd', '3', '-screen', '0', '1280x800x24', '-nolisten', 'tcp'], {
+  const proc = spawnWatched('Xvfb', ['-displayfd', '3', '-screen', '0', '1280x800x24', '-nolisten', 'tcp'], {
     stdio: ['ignore', 'ignore', 'pipe', 'pipe'],
   })
   const missing = new Promise<never>((_, reject) =>
@@ -155,8 +164,29 @@ function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
   return Promise.race([p, timeout]).finally(() => clearTimeout(timer))
 }
 
+/** The watchdog of each process started here: killed first on a clean stop, so it never signals a reused id. */
+const watchdogs = new WeakMap<ChildProcess, ChildProcess>()
+
+/**
+ * Spawns `command` in a process group of its own, with a watchdog: a shell
+ * whose stdin is a pipe from this process, killing that group with SIGKILL
+ * once the pipe closes, which is when this process ends, however it ends.
+ */
+function spawnWatched(command: string, args: string[], options: SpawnOptions): ChildProcess {
+  const proc = spawn(command, args, { ...options, detached: true })
+  if (proc.pid === undefined) return proc
+  const watchdog = spawn('/bin/sh', ['-c', 'cat > /dev/null; kill -KILL "-$0" 2> /dev/null', String(proc.pid)], { stdio: ['pipe', 'ignore', 'ignore'], detached: true })
+  // Neither keeps this process alive: the pipe closes with it, which is the point.
+  watchdog.unref()
+  ;(watchdog.stdin as unknown as { unref?(): void } | null)?.unref?.()
+  proc.unref()
+  watchdogs.set(proc, watchdog)
+  return proc
+}
+
 /** SIGTERM, then SIGKILL if the process has not exited after 5 s. */
 async function stop(proc: ChildProcess): Promise<void> {
+  watchdogs.get(proc)?.kill('SIGKILL')
   if (proc.pid === undefined || proc.exitCode !== null || proc.signalCode !== null) return
   const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()))
   proc.kill('SIGTERM')
