@@ -37,9 +37,13 @@ export class Listener {
   #failures = 0
   #idleTimer: ReturnType<typeof systemClock.setTimeout> | undefined
 
-  /** The schema's listener on `connection` (`options`: where it connects; false: none). */
+  /**
+   * The schema's listener on `connection` (`options`: where it connects;
+   * false: none), one per kind: adapters of one pool that ask differently
+   * (`listen: false`, a URL of its own) each get what they asked for.
+   */
   static of(connection: Connection, schema: string, options: Record<string, unknown> | false | undefined): Listener {
-    const key = `listener\u0000${schema}`
+    const key = `listener\u0000${schema}\u0000${options === undefined ? '' : JSON.stringify(options)}`
     let listener = connection.spaces.get(key) as Listener | undefined
     if (!listener) connection.spaces.set(key, (listener = new Listener(connection, schema, options === false ? undefined : (options ?? connection.listenOptions))))
     return listener

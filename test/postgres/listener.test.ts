@@ -1,0 +1,188 @@
+/**
+ * The LISTEN connection behind the Postgres adapter's watches
+ * (src/adapters/postgres/listener.ts), seen from Postgres's own
+ * `pg_stat_activity`: one per schema and pool however many watches and
+ * namespaces; kept while any namespace is followed, and for the linger after
+ * the last one, then gone; opened again after Postgres cut it; and a
+ * notification wakes a watch long before the 2 s safety poll it would
+ * otherwise wait for. Notifications only ever make a watch faster, so the
+ * conformance suite cannot see any of this. On a real Postgres.
+ */
+import { spawn } from 'node:child_process'
+import { fileURLToPath } from 'node:url'
+import pg from 'pg'
+import { afterAll, beforeAll, expect, test } from 'vitest'
+import type { WatchEvent } from 'zaris'
+import { postgresAdapter, type PostgresAdapter } from 'zaris/postgres'
+import { sleep, until } from '../conformance/util'
+import { startPostgres, type PostgresServer } from './server'
+
+let server: PostgresServer
+let admin: pg.Client
+let n = 0
+const ns = () => `listener-${++n}`
+/** The listener stays this long after the last namespace stopped being followed (listener.ts's LINGER_MS). */
+const LINGER_MS = 2_000
+
+beforeAll(async () => {
+  server = await startPostgres()
+  admin = new pg.Client({ connectionString: server.url() })
+  await admin.connect()
+})
+afterAll(async () => {
+  await admin?.end()
+  await server?.dispose()
+})
+
+/** The backends of this test's database that a listener opened. */
+async function listeners(): Promise<number[]> {
+  const r = await admin.query<{ pid: number }>(`SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'zaris listen' ORDER BY pid`)
+  return r.rows.map((row) => row.pid)
+}
+
+/** Each of `count` writes by `writer` at `key`, timed from its commit's answer to `watched` hearing it, in ms. */
+async function delays(writer: PostgresAdapter, watched: WatchEvent[], key: string, count: number): Promise<number[]> {
+  const out: number[] = []
+  for (let i = 0; i < count; i++) {
+    const r = await writer.commit([], [{ type: 'set', key, value: i }])
+    if (!r.ok) throw new Error('a plain set was refused')
+    const t = performance.now()
+    await until(() => watched.some((e) => e.revision === r.revision), 10_000)
+    out.push(performance.now() - t)
+  }
+  return out.sort((a, b) => a - b)
+}
+
+/** A watch of `prefix` on `adapter`, its events gathered. */
+async function watched(adapter: PostgresAdapter, prefix: string): Promise<{ seen: WatchEvent[]; stop: () => void }> {
+  const seen: WatchEvent[] = []
+  const stop = await adapter.watch(prefix, { event: (e) => seen.push(e), error() {} })
+  return { seen, stop }
+}
+
+test('one LISTEN connection for every watch and namespace of a pool, kept while any is followed, gone a linger after the last', async () => {
+  const [na, nb] = [ns(), ns()]
+  const [a, b, idle] = await Promise.all([postgresAdapter({ url: server.url(na) }), postgresAdapter({ url: server.url(nb) }), postgresAdapter({ url: server.url(ns()) })])
+  // A pool of its own (other options), which never watches.
+  const writer = await postgresAdapter({ url: server.url(nb), pg: { max: 1 } })
+  try {
+    expect(await listeners()).toEqual([])
+    const w1 = await watched(a, 'x/')
+    await watched(a, 'y/')
+    const w3 = await watched(b, 'x/')
+    await until(() => a.listening && b.listening, 5_000)
+    const [pid] = await listeners()
+    expect(await listeners()).toEqual([pid])
+
+    // a's namespace is no longer followed once a closes; b's still is, and is still woken by its notifications.
+    w1.stop()
+    await a.close()
+    await sleep(LINGER_MS + 500)
+    expect(await listeners()).toEqual([pid])
+    const d = await delays(writer, w3.seen, 'x/1', 5)
+    expect(d[2]!, `NOTIFY delays ${d.map((x) => x.toFixed(0)).join(', ')} ms`).toBeLessThan(300)
+
+    // The last follower gone (the pool stays open for `idle`): the listener lingers, then ends.
+    await b.close()
+    await sleep(LINGER_MS / 2)
+    expect(await listeners(), 'still there within the linger').toEqual([pid])
+    await until(async () => (await listeners()).length === 0, LINGER_MS + 5_000)
+    expect(idle.listening).toBe(false)
+  } finally {
+    for (const x of [a, b, idle, writer]) await x.close()
+  }
+})
+
+test('a watch begun within the linger keeps the same LISTEN connection', async () => {
+  const [a, b] = await Promise.all([postgresAdapter({ url: server.url(ns()) }), postgresAdapter({ url: server.url(ns()) })])
+  try {
+    const w = await watched(a, 'k/')
+    await until(() => a.listening, 5_000)
+    const before = await listeners()
+    expect(before).toHaveLength(1)
+    w.stop()
+    await a.close()
+    await sleep(LINGER_MS / 4)
+    await watched(b, 'k/')
+    await until(() => b.listening, 5_000)
+    await sleep(LINGER_MS + 500)
+    expect(await listeners()).toEqual(before)
+  } finally {
+    await a.close()
+    await b.close()
+  }
+})
+
+test('a notification wakes a watch at once, not at the 2 s safety poll; a LISTEN connection Postgres cut is opened again', async () => {
+  const name = ns()
+  const watcher = await postgresAdapter({ url: server.url(name), pollInterval: 60_000 })
+  const writer = await postgresAdapter({ url: server.url(name), pg: { max: 1 } })
+  try {
+    const w = await watched(watcher, 'n/')
+    await until(() => watcher.listening, 5_000)
+    const first = await delays(writer, w.seen, 'n/1', 9)
+    // Polled instead, each would wait up to the 2 s safety poll: a median of ~1 s.
+    expect(first[4]!, `delays ${first.map((x) => x.toFixed(0)).join(', ')} ms`).toBeLessThan(300)
+
+    const [pid] = await listeners()
+    await admin.query('SELECT pg_terminate_backend($1)', [pid])
+    await until(async () => {
+      const now = await listeners()
+      return now.length === 1 && now[0] !== pid
+    }, 10_000)
+    await until(() => watcher.listening, 5_000)
+    const again = await delays(writer, w.seen, 'n/2', 9)
+    expect(again[4]!, `delays after the cut ${again.map((x) => x.toFixed(0)).join(', ')} ms`).toBeLessThan(300)
+  } finally {
+    await watcher.close()
+    await writer.close()
+  }
+})
+
+test('listen: false opens no LISTEN connection, and its watches poll at pollInterval', async () => {
+  const name = ns()
+  const watcher = await postgresAdapter({ url: server.url(name), listen: false, pollInterval: 30 })
+  const writer = await postgresAdapter({ url: server.url(name), pg: { max: 1 } })
+  try {
+    const w = await watched(watcher, 'p/')
+    const d = await delays(writer, w.seen, 'p/1', 5)
+    expect(d[4]!).toBeLessThan(2_000)
+    expect(watcher.listening).toBe(false)
+    expect(await listeners()).toEqual([])
+  } finally {
+    await watcher.close()
+    await writer.close()
+  }
+})
+
+test('listen is per adapter: one with listen: false and one without, on one pool, each as asked, in either order', async () => {
+  for (const offFirst of [true, false]) {
+    const make = (listen: boolean) => postgresAdapter({ url: server.url(ns()), ...(listen ? {} : { listen: false }), pollInterval: 30 })
+    const first = await make(!offFirst)
+    const second = await make(offFirst)
+    const [off, on] = offFirst ? [first, second] : [second, first]
+    try {
+      await watched(first, 'o/')
+      await watched(second, 'o/')
+      await until(() => on.listening, 5_000)
+      expect(off.listening).toBe(false)
+      expect(await listeners()).toHaveLength(1)
+    } finally {
+      await off.close()
+      await on.close()
+    }
+  }
+})
+
+test('an adapter left open after its last watch stopped does not keep Node running (the LISTEN socket is unref-ed)', async () => {
+  const fixture = fileURLToPath(new URL('./fixtures/watch-and-leave.ts', import.meta.url))
+  const child = spawn(process.execPath, ['--import', 'tsx', fixture, server.url(ns())], { stdio: ['ignore', 'pipe', 'pipe'] })
+  let out = ''
+  child.stdout.on('data', (d: Buffer) => (out += d.toString()))
+  child.stderr.on('data', (d: Buffer) => (out += d.toString()))
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)))
+  const code = await Promise.race([exited, sleep(15_000).then(() => 'still running' as const)])
+  child.kill('SIGKILL')
+  expect(code, out).toBe(0)
+  expect(out).toContain('left')
+}, 30_000)
