@@ -133,7 +133,11 @@ describe('errors', () => {
 
   test('node-postgres missing, or a module that is not it: UNSUPPORTED saying how to install it', async () => {
     await expect(loadPg('zaris-no-such-pg')).rejects.toMatchObject({ code: 'UNSUPPORTED', message: expect.stringContaining('npm install pg') })
+    await expect(loadPg('zaris-no-such-pg')).rejects.toMatchObject({ message: expect.stringMatching(/^the Postgres adapter needs the pg package/) })
     await expect(loadPg('node:path')).rejects.toMatchObject({ code: 'UNSUPPORTED', message: expect.stringContaining("Pool and Client") })
+    await expect(loadPg(new URL('./fixtures/not-pg.mjs', import.meta.url).href)).rejects.toMatchObject({ code: 'UNSUPPORTED', message: expect.stringContaining('Pool and Client') })
+    // A Pool alone is not enough: the LISTEN connection is a Client.
+    await expect(loadPg(new URL('./fixtures/pool-only.mjs', import.meta.url).href)).rejects.toMatchObject({ code: 'UNSUPPORTED', message: expect.stringContaining('Pool and Client') })
     expect(typeof (await loadPg()).Pool).toBe('function')
   })
 
