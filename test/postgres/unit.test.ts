@@ -4,7 +4,7 @@
  * errors.
  */
 import { describe, expect, test } from 'vitest'
-import { isZarisError } from 'zaris'
+import { isZarisError, UnavailableError, ZarisError } from 'zaris'
 import { contend, CONTENDED } from '../../src/adapters/postgres/commit'
 import { lockShape } from '../../src/adapters/postgres/lock-path'
 import { hexBytes, keyBytes, keyOf, parseValue, prefixEnd, rowEntry, rowEvent, shownEntry, utf8 } from '../../src/adapters/postgres/codec'
@@ -113,6 +113,20 @@ describe('errors', () => {
     expect(isConnectionFailure(pgErr('57P04'))).toBe(false)
     expect(isConnectionFailure(pgErr('42P01'))).toBe(false)
     expect(isConnectionFailure(pgError(pgErr(undefined), 'x'))).toBe(true)
+    // A zaris error says itself whether the outcome is unknown, whatever its cause.
+    expect(isConnectionFailure(new ZarisError('INTERNAL', 'no cause'))).toBe(false)
+    expect(isConnectionFailure(new UnavailableError('no cause'))).toBe(true)
+    // The driver's error stays the cause.
+    const cut = pgErr('08006')
+    expect(pgError(cut, 'commit').cause).toBe(cut)
+  })
+
+  test("a socket's own error that looks like a SQLSTATE (EPIPE) is a broken connection, not a refusal", () => {
+    const pipe = Object.assign(pgErr('EPIPE', 'write EPIPE'), { errno: -32, syscall: 'write' })
+    expect(sqlState(pipe)).toBeUndefined()
+    expect(isConnectionFailure(pipe)).toBe(true)
+    expect(pgError(pipe, 'commit').code).toBe('UNAVAILABLE')
+    expect(sqlState(Object.assign(pgErr('EPIPE'), { code: 12345 }))).toBeUndefined()
   })
 
   test('refused credentials or rights: UNAUTHORIZED; revisions run out: REVISION_EXHAUSTED; the rest: INTERNAL, with the SQLSTATE', () => {

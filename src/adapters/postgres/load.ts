@@ -75,6 +75,7 @@ export async function loadPg(name = 'pg'): Promise<Pg> {
 /** An error Postgres sent, with its SQLSTATE. */
 interface PgError {
   code?: unknown
+  errno?: unknown
   message?: unknown
   detail?: unknown
 }
@@ -82,8 +83,10 @@ interface PgError {
 /** The SQLSTATE of a Postgres error (or of the cause of a zaris error made from one), or undefined for a failure of the connection itself. */
 export function sqlState(err: unknown): string | undefined {
   if (err instanceof ZarisError) return sqlState(err.cause)
-  const code = (err as PgError | null)?.code
-  return typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) ? code : undefined
+  const e = err as PgError | null
+  const code = e?.code
+  // A socket's own error can look like one (EPIPE: five capitals) but carries an errno: the connection failed.
+  return typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) && e?.errno === undefined ? code : undefined
 }
 
 /**
