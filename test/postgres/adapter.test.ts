@@ -91,6 +91,23 @@ describe('tables', () => {
     await expect(postgresAdapter({ url: server.url(ns()), schema: 'racing' })).rejects.toMatchObject({ code: 'UNSUPPORTED', message: expect.stringContaining('newer zaris') })
   })
 
+  test('tables of an older version are brought up to date on open, or, with createSchema: false, refused saying so', async () => {
+    await (await postgresAdapter({ url: server.url(ns()), schema: 'aging' })).close()
+    await admin.query('UPDATE aging.meta SET version = version - 1')
+    await expect(postgresAdapter({ url: server.url(ns()), schema: 'aging', createSchema: false })).rejects.toMatchObject({
+      code: 'UNAVAILABLE',
+      message: expect.stringContaining(`at version ${SCHEMA_VERSION - 1}, older than ${SCHEMA_VERSION}`),
+    })
+    await (await postgresAdapter({ url: server.url(ns()), schema: 'aging' })).close()
+    expect((await admin.query('SELECT version FROM aging.meta')).rows).toEqual([{ version: SCHEMA_VERSION }])
+  })
+
+  test('tables that cannot be made for another reason than rights: INTERNAL, with what Postgres said', async () => {
+    // A table of that name and another shape: the indexes on its columns cannot be made.
+    await admin.query('CREATE SCHEMA IF NOT EXISTS clash; CREATE TABLE IF NOT EXISTS clash.entries (x int)')
+    await expect(postgresAdapter({ url: server.url(ns()), schema: 'clash' })).rejects.toMatchObject({ code: 'INTERNAL', message: expect.stringMatching(/^Postgres refused the setup of the zaris tables in schema clash: .*does not exist/) })
+  })
+
   test('an application role that may not run DDL: refused with the way out, then served once the owner ran schemaSql()', async () => {
     await admin.query("DO $$ BEGIN CREATE ROLE app LOGIN; EXCEPTION WHEN duplicate_object THEN NULL; END $$; CREATE SCHEMA IF NOT EXISTS owned")
     const url = `postgres://app@127.0.0.1:${server.port}/${server.database}?ns=${ns()}&schema=owned`
@@ -98,7 +115,7 @@ describe('tables', () => {
     await expect(postgresAdapter({ url })).rejects.toMatchObject({ code: 'UNAUTHORIZED', message: expect.stringContaining('schemaSql("owned")') })
     await admin.query('GRANT USAGE ON SCHEMA owned TO app')
     await expect(postgresAdapter({ url, createSchema: false })).rejects.toMatchObject({ code: 'UNAVAILABLE', message: expect.stringContaining('schemaSql("owned")') })
-    await expect(postgresAdapter({ url })).rejects.toMatchObject({ code: 'UNAUTHORIZED' })
+    await expect(postgresAdapter({ url })).rejects.toMatchObject({ code: 'UNAUTHORIZED', message: expect.stringContaining('open the adapter with createSchema: false') })
     await admin.query(schemaSql('owned'))
     await admin.query(`GRANT USAGE ON SCHEMA owned TO app; GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA owned TO app;
       GRANT USAGE ON ALL SEQUENCES IN SCHEMA owned TO app; GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA owned TO app`)

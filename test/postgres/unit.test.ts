@@ -89,7 +89,7 @@ describe('urls and schemas', () => {
 
   test('schema names are plain identifiers; the script names the schema everywhere and records its version', () => {
     for (const ok of ['zaris', '_x', 'a1_b', 'a'.repeat(40)]) expect(checkSchema(ok)).toBe(ok)
-    for (const bad of ['Zaris', '1a', 'a-b', 'a'.repeat(41), '', 7, 'a"b']) expect(() => checkSchema(bad)).toThrow(/schema must be/)
+    for (const bad of ['Zaris', '1a', 'a-b', 'a'.repeat(41), '', 7, 'a"b', ['zaris'], { toString: () => 'zaris' }]) expect(() => checkSchema(bad)).toThrow(/schema must be/)
     const sql = schemaSql('locks')
     expect(sql).not.toContain('@S')
     expect(sql).toContain('CREATE TABLE IF NOT EXISTS locks.entries')

@@ -138,7 +138,7 @@ function wrap(pg: Pg, pool: PgPool, settings: Record<string, unknown> | undefine
     ready(schema, create) {
       let done = schemas.get(schema)
       if (!done) {
-        done = ensureSchema({ query: (text) => connection.query('schema', text, [], 60_000) }, schema, create)
+        done = ensureSchema({ query: (text) => connection.query(`the setup of the zaris tables in schema ${schema}`, text, [], 60_000) }, schema, create)
         done.catch(() => schemas.delete(schema))
         schemas.set(schema, done)
       }
