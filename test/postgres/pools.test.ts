@@ -1,0 +1,115 @@
+/**
+ * Which pool a Postgres adapter runs on (src/adapters/postgres/connection.ts),
+ * seen from Postgres's own `pg_stat_activity`: adapters opened from one URL
+ * with equal options share one pool, whatever their namespaces; other
+ * options, or options that cannot be compared (functions), get a pool of
+ * their own; a pool is ended with its last adapter and a later adapter gets
+ * a new one; the caller's own pool is used as it is — shared by the
+ * adapters made on it, left open, its listeners untouched. On a real
+ * Postgres.
+ */
+import pg from 'pg'
+import { afterAll, beforeAll, expect, test } from 'vitest'
+import { postgresAdapter, type PostgresAdapter } from 'zaris/postgres'
+import { until } from '../conformance/util'
+import { startPostgres, type PostgresServer } from './server'
+
+let server: PostgresServer
+let admin: pg.Client
+let n = 0
+const ns = () => `pools-${++n}`
+
+beforeAll(async () => {
+  server = await startPostgres()
+  admin = new pg.Client({ connectionString: server.url() })
+  await admin.connect()
+})
+afterAll(async () => {
+  await admin?.end()
+  await server?.dispose()
+})
+
+/** The backends of this test's database opened by adapter pools made from a URL (application_name `zaris`) or by `name`. */
+async function backends(name = 'zaris'): Promise<number> {
+  const r = await admin.query<{ n: number }>(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND application_name = $1`, [name])
+  return r.rows[0]!.n
+}
+
+/** One read by each adapter at once: each pool opens a connection (kept idle for 10 s after). */
+async function readAtOnce(adapters: PostgresAdapter[]): Promise<void> {
+  await Promise.all(adapters.map((a) => a.get('k')))
+}
+
+async function closeAll(adapters: PostgresAdapter[]): Promise<void> {
+  for (const a of adapters) await a.close()
+}
+
+test('one URL with equal options: one pool for every namespace; other options or uncomparable ones: a pool each', async () => {
+  const shared = await Promise.all([postgresAdapter({ url: server.url(ns()), pg: { max: 1 } }), postgresAdapter({ url: server.url(ns()), pg: { max: 1 } })])
+  try {
+    await readAtOnce(shared)
+    // max 1, shared: a single backend serves both namespaces.
+    expect(await backends()).toBe(1)
+    const other = await postgresAdapter({ url: server.url(ns()), pg: { max: 1, idleTimeoutMillis: 9_000 } })
+    const own = await Promise.all([
+      postgresAdapter({ url: server.url(ns()), pg: { max: 1, types: { getTypeParser: pg.types.getTypeParser } } }),
+      postgresAdapter({ url: server.url(ns()), pg: { max: 1, types: { getTypeParser: pg.types.getTypeParser } } }),
+    ])
+    try {
+      await readAtOnce([...shared, other, ...own])
+      expect(await backends()).toBe(4)
+    } finally {
+      await closeAll([other, ...own])
+    }
+  } finally {
+    await closeAll(shared)
+  }
+})
+
+test('a pool ends with its last adapter, not before; an adapter opened after that gets a new one', async () => {
+  const url = server.url(ns())
+  const [a, b] = await Promise.all([postgresAdapter({ url, pg: { max: 1 } }), postgresAdapter({ url, pg: { max: 1 } })])
+  await a.commit([], [{ type: 'set', key: 'k', value: 1 }])
+  await a.close()
+  expect((await b.get('k'))?.value).toBe(1)
+  await b.close()
+  await until(async () => (await backends()) === 0, 5_000)
+  const c = await postgresAdapter({ url, pg: { max: 1 } })
+  try {
+    expect((await c.get('k'))?.value).toBe(1)
+  } finally {
+    await c.close()
+  }
+})
+
+test("the caller's pool: one for every adapter made on it, open after they close, its listeners untouched", async () => {
+  const pool = new pg.Pool({ connectionString: server.url(), max: 2, application_name: 'mine' })
+  const errors = pool.listenerCount('error')
+  const connects = pool.listenerCount('connect')
+  const [a, b] = await Promise.all([postgresAdapter({ pool, namespace: ns() }), postgresAdapter({ pool, namespace: ns() })])
+  try {
+    const seen: string[] = []
+    await a.watch('w/', { event: (e) => seen.push(e.key), error() {} })
+    await b.watch('w/', { event: (e) => seen.push(e.key), error() {} })
+    await until(() => a.listening && b.listening, 5_000)
+    // One LISTEN connection for both: they are one connection of zaris's.
+    expect(await backends('zaris listen')).toBe(1)
+    expect(pool.listenerCount('error')).toBe(errors)
+    expect(pool.listenerCount('connect')).toBe(connects)
+    await a.close()
+    await b.commit([], [{ type: 'set', key: 'w/1', value: 1 }])
+    await until(() => seen.includes('w/1'), 5_000)
+  } finally {
+    await a.close()
+    await b.close()
+  }
+  // Both closed: a third adapter on the same pool works, and the pool is still the caller's.
+  const c = await postgresAdapter({ pool, namespace: ns() })
+  try {
+    expect((await c.commit([], [{ type: 'set', key: 'k', value: 2 }])).ok).toBe(true)
+  } finally {
+    await c.close()
+  }
+  expect((await pool.query('SELECT 1 AS one')).rows[0].one).toBe(1)
+  await pool.end()
+})
