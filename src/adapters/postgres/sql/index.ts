@@ -66,7 +66,8 @@ export async function ensureSchema(db: PgQueryable, schema: string, create: bool
   } catch (err) {
     const state = sqlState(err)
     if (state === '42501') throw new UnauthorizedError(`Postgres refused to let this role read the zaris tables in schema ${schema}: ${(err as Error).message}; ${howTo(schema)}`)
-    if (state !== '3F000' && state !== '42P01') throw pgError(err, `reading the zaris schema version in ${schema}`)
+    // 42P01 also when the schema itself is missing (Postgres names the relation).
+    if (state !== '42P01') throw pgError(err, `reading the zaris schema version in ${schema}`)
   }
   if (version === SCHEMA_VERSION) return
   if (version !== undefined && version > SCHEMA_VERSION) {
