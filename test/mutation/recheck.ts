@@ -10,7 +10,8 @@
  * pool) is reached by whichever test came first in the dry run. A survivor
  * there may be one that no test was asked about. Here each survivor (and
  * each mutant without coverage) is put into the file in place, the test
- * files run (`vitest run --bail=1`), and the file is put back.
+ * files run (`vitest run --bail=1`), and the file is put back. A file that
+ * changed since the report gets the mutants of the report's source.
  *
  * Run it in a worktree of its own (it edits the file in place); the tests
  * are first run once unmutated, and must pass. Prints one line a mutant and
@@ -34,10 +35,12 @@ if (!report || !file || tests.length === 0) {
   console.error('usage: recheck.ts <mutation.json> <src file> <test file>...')
   process.exit(2)
 }
-const original = readFileSync(file, 'utf8')
+const current = readFileSync(file, 'utf8')
 const entry = (JSON.parse(readFileSync(report, 'utf8')) as { files: Record<string, { source: string; mutants: Mutant[] }> }).files[file]
 if (!entry) throw new Error(`${report} has no mutants of ${file}`)
-if (entry.source !== original) throw new Error(`${file} changed since the report was made: run Stryker on it again first`)
+// Mutants apply to the source the report was made from; a file changed since (dead code taken out, say) is put back after.
+const original = entry.source
+if (original !== current) console.log(`${file} changed since the report: its mutants run on the report's source, with today's tests`)
 const only = process.env.IDS?.split(',')
 const mutants = entry.mutants.filter((m) => (only ? only.includes(m.id) : m.status === 'Survived' || m.status === 'NoCoverage'))
 
@@ -54,16 +57,17 @@ function run(): { ok: boolean; seconds: number } {
   return { ok: r.status === 0, seconds: (performance.now() - t) / 1000 }
 }
 
-const restore = () => writeFileSync(file, original)
+const restore = () => writeFileSync(file, current)
 process.on('SIGINT', () => {
   restore()
   process.exit(130)
 })
-const base = run()
-if (!base.ok) throw new Error(`the tests fail without a mutant (${base.seconds.toFixed(0)} s): fix them first`)
-console.log(`unmutated: pass in ${base.seconds.toFixed(0)} s; ${mutants.length} mutants to run`)
 const surviving: string[] = []
 try {
+  writeFileSync(file, original)
+  const base = run()
+  if (!base.ok) throw new Error(`the tests fail without a mutant (${base.seconds.toFixed(0)} s): fix them first`)
+  console.log(`unmutated: pass in ${base.seconds.toFixed(0)} s; ${mutants.length} mutants to run`)
   for (const m of mutants) {
     const from = offset(original, m.location.start.line, m.location.start.column)
     const to = offset(original, m.location.end.line, m.location.end.column)

@@ -87,10 +87,6 @@ export class Follower {
     this.#io = io
   }
 
-  get size(): number {
-    return this.#subscribers.size
-  }
-
   /** Subscribes from `fromRevision`, or from the store's revision now; resolves once established. */
   async subscribe(prefix: string, sink: WatchSink, fromRevision: number | undefined): Promise<Unsubscribe> {
     const head = await this.head()
