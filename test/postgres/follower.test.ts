@@ -1,0 +1,161 @@
+/**
+ * The Postgres adapter's watch follower (src/adapters/postgres/follower.ts)
+ * where the conformance suite does not look: a store that started over or
+ * went back ends its watches saying so; an outage is told once to each
+ * watch (`reconnecting`) and a write made during it is heard soon after the
+ * way is open; a watch of a namespace nobody wrote reads at its poll
+ * interval, not in a loop; `listen` given a URL of its own is where
+ * notifications come from. On a real Postgres.
+ */
+import pg from 'pg'
+import { afterAll, beforeAll, expect, test } from 'vitest'
+import type { WatchEvent } from 'zaris'
+import { postgresAdapter } from 'zaris/postgres'
+import { FaultProxy } from '../faults/proxy'
+import { sleep, until } from '../conformance/util'
+import { startPostgres, type PostgresServer } from './server'
+
+let server: PostgresServer
+let admin: pg.Client
+let n = 0
+const ns = () => `follower-${++n}`
+
+beforeAll(async () => {
+  server = await startPostgres()
+  admin = new pg.Client({ connectionString: server.url() })
+  await admin.connect()
+})
+afterAll(async () => {
+  await admin?.end()
+  await server?.dispose()
+})
+
+/** A watch's events and errors. */
+function sink() {
+  const events: WatchEvent[] = []
+  const errors: Error[] = []
+  let reconnects = 0
+  return { events, errors, reconnects: () => reconnects, sink: { event: (e: WatchEvent) => events.push(e), error: (e: Error) => errors.push(e), reconnecting: () => reconnects++ } }
+}
+
+/** A pool of the test database whose checkouts are counted: one a read of the adapter's. */
+function countedPool(): { pool: pg.Pool; calls: () => number } {
+  const pool = new pg.Pool({ connectionString: server.url(), max: 2 })
+  const connect = pool.connect.bind(pool)
+  let calls = 0
+  pool.connect = (() => {
+    calls++
+    return connect()
+  }) as typeof pool.connect
+  return { pool, calls: () => calls }
+}
+
+test('tables emptied under a watch (the store started over): the watch reads on at its interval, then ends, saying so', async () => {
+  const name = ns()
+  const counted = countedPool()
+  const watcher = await postgresAdapter({ pool: counted.pool, namespace: name, schema: 'over', pollInterval: 50, listen: false })
+  const writer = await postgresAdapter({ url: `${server.url(name)}&schema=over`, pg: { max: 1 } })
+  try {
+    const w = sink()
+    await watcher.watch('k', w.sink)
+    await writer.commit([], [{ type: 'set', key: 'k', value: 1 }])
+    await until(() => w.events.length === 1)
+    await admin.query('TRUNCATE over.entries, over.events, over.stores')
+    // No namespace row to read now: one read a poll, not a read loop.
+    const before = counted.calls()
+    await sleep(500)
+    expect(counted.calls() - before).toBeLessThan(30)
+    await writer.commit([], [{ type: 'set', key: 'k', value: 2 }])
+    await until(() => w.errors.length === 1)
+    expect(w.errors[0]).toMatchObject({ code: 'COMPACTED', message: expect.stringContaining('started over') })
+  } finally {
+    await watcher.close()
+    await writer.close()
+    await counted.pool.end()
+  }
+})
+
+test('a store that went back (restored from an older backup): the watch ends, saying so', async () => {
+  const name = ns()
+  const watcher = await postgresAdapter({ url: server.url(name), pollInterval: 20, listen: false })
+  const writer = await postgresAdapter({ url: server.url(name), pg: { max: 1 } })
+  try {
+    const w = sink()
+    await watcher.watch('k', w.sink)
+    for (let i = 0; i < 3; i++) await writer.commit([], [{ type: 'set', key: 'k', value: i }])
+    await until(() => w.events.length === 3)
+    await admin.query('UPDATE zaris.stores SET revision = 1 WHERE ns = $1', [name])
+    await until(() => w.errors.length === 1)
+    expect(w.errors[0]).toMatchObject({ code: 'COMPACTED', message: expect.stringContaining('went back') })
+  } finally {
+    await watcher.close()
+    await writer.close()
+  }
+})
+
+test('an outage is told once to each watch, and a write made during it is heard soon after the way is open', async () => {
+  const name = ns()
+  const proxy = await new FaultProxy(server.port).start()
+  const watcher = await postgresAdapter({ url: server.url(name, proxy.port), pollInterval: 20, listen: false, timeout: 30_000 })
+  const writer = await postgresAdapter({ url: server.url(name), pg: { max: 1 } })
+  try {
+    const w = sink()
+    await watcher.watch('k', w.sink)
+    for (let outage = 1; outage <= 2; outage++) {
+      proxy.drop()
+      // Several failed reads (retries after 0.1, 0.2, 0.4 s ...): still one word of it.
+      await sleep(350)
+      const r = await writer.commit([], [{ type: 'set', key: 'k', value: outage }])
+      proxy.pass()
+      const open = performance.now()
+      await until(() => w.events.some((e) => e.revision === (r.ok ? r.revision : -1)), 10_000)
+      // Retries back off from 0.1 s to at most 2 s: after 0.35 s down, the next comes ~0.4 s after the way opened.
+      expect(performance.now() - open).toBeLessThan(1_000)
+      expect(w.reconnects()).toBe(outage)
+    }
+  } finally {
+    await watcher.close()
+    await writer.close()
+    await proxy.stop()
+  }
+})
+
+test('a watch of a namespace nobody wrote reads at its poll interval, not in a loop', async () => {
+  const counted = countedPool()
+  const watcher = await postgresAdapter({ pool: counted.pool, namespace: ns(), pollInterval: 200, listen: false })
+  try {
+    await watcher.watch('k', sink().sink)
+    await sleep(100)
+    const before = counted.calls()
+    await sleep(1_000)
+    // ~5 reads at a 200 ms poll; a read loop makes hundreds.
+    expect(counted.calls() - before).toBeLessThan(15)
+  } finally {
+    await watcher.close()
+    await counted.pool.end()
+  }
+})
+
+test('listen given a URL of its own: notifications come over that one (a pool behind a pooler, LISTEN straight to Postgres)', async () => {
+  const name = ns()
+  const proxy = await new FaultProxy(server.port).start()
+  // The pool goes through the proxy; LISTEN goes to Postgres directly.
+  const watcher = await postgresAdapter({ url: server.url(name, proxy.port), listen: server.url(), pollInterval: 60_000 })
+  const writer = await postgresAdapter({ url: server.url(name), pg: { max: 1 } })
+  try {
+    const w = sink()
+    await watcher.watch('k', w.sink)
+    await until(() => watcher.listening, 5_000)
+    const r = await writer.commit([], [{ type: 'set', key: 'k', value: 1 }])
+    const t = performance.now()
+    await until(() => w.events.some((e) => e.revision === (r.ok ? r.revision : -1)), 5_000)
+    // Polled instead: the 2 s safety poll.
+    expect(performance.now() - t).toBeLessThan(1_000)
+    const direct = await admin.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'zaris listen' AND client_port IS NOT NULL`)
+    expect(direct.rows[0].n).toBe(1)
+  } finally {
+    await watcher.close()
+    await writer.close()
+    await proxy.stop()
+  }
+})
