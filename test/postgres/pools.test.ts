@@ -10,7 +10,7 @@
  */
 import pg from 'pg'
 import { afterAll, beforeAll, expect, test } from 'vitest'
-import { postgresAdapter, type PostgresAdapter } from 'zaris/postgres'
+import { postgresAdapter, schemaSql, type PostgresAdapter } from 'zaris/postgres'
 import { until } from '../conformance/util'
 import { startPostgres, type PostgresServer } from './server'
 
@@ -112,4 +112,36 @@ test("the caller's pool: one for every adapter made on it, open after they close
   }
   expect((await pool.query('SELECT 1 AS one')).rows[0].one).toBe(1)
   await pool.end()
+})
+
+test('a failed setup of the tables is not kept: the next adapter on the same pool tries again', async () => {
+  const pool = new pg.Pool({ connectionString: server.url(), max: 2 })
+  // Another adapter keeps zaris's use of the pool alive throughout.
+  const keeper = await postgresAdapter({ pool, namespace: ns() })
+  try {
+    await expect(postgresAdapter({ pool, namespace: ns(), schema: 'later', createSchema: false })).rejects.toMatchObject({ code: 'UNAVAILABLE' })
+    await admin.query(schemaSql('later'))
+    const a = await postgresAdapter({ pool, namespace: ns(), schema: 'later', createSchema: false })
+    expect((await a.commit([], [{ type: 'set', key: 'k', value: 1 }])).ok).toBe(true)
+    await a.close()
+  } finally {
+    await keeper.close()
+    await pool.end()
+  }
+})
+
+test("a pooled client's error listeners do not pile up across checkouts", async () => {
+  const pool = new pg.Pool({ connectionString: server.url(), max: 1 })
+  const clients: pg.PoolClient[] = []
+  pool.on('connect', (c) => clients.push(c))
+  const a = await postgresAdapter({ pool, namespace: ns() })
+  try {
+    for (let i = 0; i < 30; i++) await a.commit([], [{ type: 'set', key: 'k', value: i }])
+    expect(clients).toHaveLength(1)
+    // The pool's own ear while idle, and zaris's one, added once.
+    expect(clients[0]!.listenerCount('error')).toBeLessThanOrEqual(2)
+  } finally {
+    await a.close()
+    await pool.end()
+  }
 })
