@@ -10,12 +10,15 @@
  */
 import base from './stryker.config.mjs'
 
+/** `CHUNK=follower npx stryker run … --mutate src/adapters/postgres/follower.ts`: a run of its own files, so one run's report does not replace another's. */
+const chunk = process.env.CHUNK ?? 'all'
+
 export default {
   ...base,
   vitest: { configFile: 'test/mutation/postgres.vitest.config.ts', related: false },
   mutate: ['src/adapters/postgres/**/*.ts'],
-  incrementalFile: 'reports/stryker-postgres-incremental.json',
-  htmlReporter: { fileName: 'reports/mutation-postgres/index.html' },
-  jsonReporter: { fileName: 'reports/mutation-postgres/mutation.json' },
+  incrementalFile: `reports/stryker-postgres-${chunk}.json`,
+  htmlReporter: { fileName: `reports/mutation-postgres-${chunk}/index.html` },
+  jsonReporter: { fileName: `reports/mutation-postgres-${chunk}/mutation.json` },
   timeoutMS: 20_000,
 }
