@@ -21,16 +21,16 @@
  * with a message saying so, it never falls back.
  *
  * Chromium started here is not Playwright's, so nothing ends it when the test
- * process dies without closing it (a `kill -9`, a killed run, a crash): each
- * one (and Xvfb) runs in a process group of its own, watched by a small
- * shell that kills the group once the test process's end of its stdin
- * closes. Without it, every killed run left 10-25 Chromium processes behind.
+ * process dies without closing it (a `kill -9`, a killed run, a crash): it
+ * and Xvfb are started by ../setup/watched. Without that, every killed run
+ * left 10-25 Chromium processes behind.
  */
-import { spawn, type ChildProcess, type SpawnOptions } from 'node:child_process'
+import type { ChildProcess } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { chromium, type Browser, type BrowserContext } from 'playwright'
+import { spawnWatched } from '../setup/watched'
 import { CHROMIUM_ARGS, chromiumPath } from './chromium'
 
 /**
@@ -164,29 +164,8 @@ function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
   return Promise.race([p, timeout]).finally(() => clearTimeout(timer))
 }
 
-/** The watchdog of each process started here: killed first on a clean stop, so it never signals a reused id. */
-const watchdogs = new WeakMap<ChildProcess, ChildProcess>()
-
-/**
- * Spawns `command` in a process group of its own, with a watchdog: a shell
- * whose stdin is a pipe from this process, killing that group with SIGKILL
- * once the pipe closes, which is when this process ends, however it ends.
- */
-function spawnWatched(command: string, args: string[], options: SpawnOptions): ChildProcess {
-  const proc = spawn(command, args, { ...options, detached: true })
-  if (proc.pid === undefined) return proc
-  const watchdog = spawn('/bin/sh', ['-c', 'cat > /dev/null; kill -KILL "-$0" 2> /dev/null', String(proc.pid)], { stdio: ['pipe', 'ignore', 'ignore'], detached: true })
-  // Neither keeps this process alive: the pipe closes with it, which is the point.
-  watchdog.unref()
-  ;(watchdog.stdin as unknown as { unref?(): void } | null)?.unref?.()
-  proc.unref()
-  watchdogs.set(proc, watchdog)
-  return proc
-}
-
 /** SIGTERM, then SIGKILL if the process has not exited after 5 s. */
 async function stop(proc: ChildProcess): Promise<void> {
-  watchdogs.get(proc)?.kill('SIGKILL')
   if (proc.pid === undefined || proc.exitCode !== null || proc.signalCode !== null) return
   const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()))
   proc.kill('SIGTERM')

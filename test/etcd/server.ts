@@ -5,7 +5,8 @@
  * killed (`kill -9`), paused (`SIGSTOP`), resumed and started again on the
  * same ports and data. `ZARIS_ETCD` names the etcd binary (default `etcd` on PATH).
  */
-import { spawn, type ChildProcess } from 'node:child_process'
+import type { ChildProcess } from 'node:child_process'
+import { spawnWatched } from '../setup/watched'
 import { rmSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { join } from 'node:path'
@@ -88,7 +89,7 @@ export class EtcdMember {
       '--listen-metrics-urls', `http://127.0.0.1:${this.metricsPort}`,
       ...(this.tls ? ['--cert-file', this.tls.certFile, '--key-file', this.tls.keyFile] : []),
     ]
-    const child = spawn(ETCD_BINARY, args, { stdio: ['ignore', 'pipe', 'pipe'] })
+    const child = spawnWatched(ETCD_BINARY, args, { stdio: ['ignore', 'pipe', 'pipe'] })
     this.log = ''
     child.stdout!.on('data', (d: Buffer) => (this.log = (this.log + d.toString()).slice(-20_000)))
     child.stderr!.on('data', (d: Buffer) => (this.log = (this.log + d.toString()).slice(-20_000)))

@@ -4,7 +4,8 @@
  * prints, and read back its history. Every process started here is tracked
  * so a test can end them all in `afterAll`.
  */
-import { spawn, type ChildProcess } from 'node:child_process'
+import type { ChildProcess } from 'node:child_process'
+import { spawnWatched } from '../setup/watched'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
@@ -67,7 +68,7 @@ export class Workspace {
     const env: NodeJS.ProcessEnv = { ...process.env }
     if (clock?.offsetMs !== undefined) env.ZARIS_CLOCK_OFFSET_MS = String(clock.offsetMs)
     if (clock?.jumps !== undefined) env.ZARIS_CLOCK_JUMPS = clock.jumps
-    const proc = spawn(process.execPath, [...imports, workerScripts()[entry]!, JSON.stringify(full)], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] })
+    const proc = spawnWatched(process.execPath, [...imports, workerScripts()[entry]!, JSON.stringify(full)], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] })
     let out = ''
     proc.stdout!.on('data', (d) => (out += d))
     proc.stderr!.on('data', (d) => (out += d))

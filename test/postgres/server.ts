@@ -16,7 +16,8 @@
  * every backend (its process group), `pause()`/`resume()` SIGSTOP/SIGCONT;
  * `start()` again on the same port and folder is a restart on the same data.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
+import { spawnSync, type ChildProcess } from 'node:child_process'
+import { spawnWatched } from '../setup/watched'
 import { createHash } from 'node:crypto'
 import { chmodSync, chownSync, cpSync, existsSync, mkdtempSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { createConnection, createServer } from 'node:net'
@@ -161,7 +162,7 @@ export class PostgresServer {
     const args = ['-D', join(this.dir, 'data'), '-p', String(this.port), ...Object.entries(settings).flatMap(([k, v]) => ['-c', `${k}=${v}`])]
     const [cmd, full] = asUser(join(this.bin, 'postgres'), args)
     // Its own process group, so kill() reaches every backend as a crash would.
-    const child = spawn(cmd, full, { stdio: ['ignore', 'pipe', 'pipe'], detached: true, cwd: this.dir })
+    const child = spawnWatched(cmd, full, { stdio: ['ignore', 'pipe', 'pipe'], cwd: this.dir })
     this.log = ''
     child.stdout!.on('data', (d: Buffer) => (this.log += d.toString()))
     child.stderr!.on('data', (d: Buffer) => (this.log += d.toString()))
@@ -316,7 +317,7 @@ export class PgBouncer {
     const bin = pgbouncerBin()
     if (!bin) throw new Error('pgbouncer is not installed (apt-get install pgbouncer), or set ZARIS_PGBOUNCER to it')
     const [cmd, args] = asUser(bin, [ini])
-    const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'], detached: true })
+    const child = spawnWatched(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'] })
     child.stdout!.on('data', (d: Buffer) => (this.log += d.toString()))
     child.stderr!.on('data', (d: Buffer) => (this.log += d.toString()))
     this.#process = child

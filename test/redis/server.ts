@@ -6,6 +6,7 @@
  * directory is a restart.
  */
 import { spawn, type ChildProcess } from 'node:child_process'
+import { spawnWatched } from '../setup/watched'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { createConnection, createServer } from 'node:net'
 import { tmpdir } from 'node:os'
@@ -46,7 +47,7 @@ export class RedisServer {
     if (this.port === 0) this.port = await freePort()
     const persistence = this.options.durable ? ['--appendonly', 'yes', '--appendfsync', 'always'] : ['--appendonly', 'no']
     const args = ['--port', String(this.port), '--bind', '127.0.0.1', '--dir', this.dir, '--save', '', ...persistence, '--daemonize', 'no', ...(this.options.args ?? [])]
-    const child = spawn(REDIS_SERVER, args, { stdio: ['ignore', 'pipe', 'pipe'] })
+    const child = spawnWatched(REDIS_SERVER, args, { stdio: ['ignore', 'pipe', 'pipe'] })
     this.#log = ''
     child.stdout!.on('data', (d: Buffer) => (this.#log += d.toString()))
     child.stderr!.on('data', (d: Buffer) => (this.#log += d.toString()))

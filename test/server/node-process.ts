@@ -4,6 +4,7 @@
  * cli-bundle.ts), and reads the address from the one line it prints.
  */
 import { spawn, type ChildProcess } from 'node:child_process'
+import { spawnWatched } from '../setup/watched'
 import { createServer } from 'node:net'
 import { resolve } from 'node:path'
 import { cliBundle } from './cli-bundle'
@@ -25,7 +26,7 @@ export interface NodeProcess {
 
 /** Runs `serve` with `args`; resolves once it listens. */
 export async function startNode(args: string[] = [], env: Record<string, string> = {}): Promise<NodeProcess> {
-  const proc = spawn(process.execPath, [cliBundle(), 'serve', '--port', '0', ...args], {
+  const proc = spawnWatched(process.execPath, [cliBundle(), 'serve', '--port', '0', ...args], {
     cwd: root,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
