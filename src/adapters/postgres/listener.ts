@@ -43,7 +43,7 @@ export class Listener {
    * (`listen: false`, a URL of its own) each get what they asked for.
    */
   static of(connection: Connection, schema: string, options: Record<string, unknown> | false | undefined): Listener {
-    const key = `listener\u0000${schema}\u0000${options === undefined ? '' : JSON.stringify(options)}`
+    const key = `listener\u0000${schema}\u0000${JSON.stringify(options)}`
     let listener = connection.spaces.get(key) as Listener | undefined
     if (!listener) connection.spaces.set(key, (listener = new Listener(connection, schema, options === false ? undefined : (options ?? connection.listenOptions))))
     return listener
