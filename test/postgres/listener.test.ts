@@ -14,6 +14,7 @@ import pg from 'pg'
 import { afterAll, beforeAll, expect, test } from 'vitest'
 import type { WatchEvent } from 'zaris'
 import { postgresAdapter, type PostgresAdapter } from 'zaris/postgres'
+import { FaultProxy } from '../faults/proxy'
 import { sleep, until } from '../conformance/util'
 import { startPostgres, type PostgresServer } from './server'
 
@@ -126,10 +127,11 @@ test('a notification wakes a watch at once, not at the 2 s safety poll; a LISTEN
 
     const [pid] = await listeners()
     await admin.query('SELECT pg_terminate_backend($1)', [pid])
+    // Opened again at once: the first retry comes 0.1 s after the loss (then 0.2, 0.4 ... up to 5 s).
     await until(async () => {
       const now = await listeners()
       return now.length === 1 && now[0] !== pid
-    }, 10_000)
+    }, 2_000)
     await until(() => watcher.listening, 5_000)
     const again = await delays(writer, w.seen, 'n/2', 9)
     expect(again[4]!, `delays after the cut ${again.map((x) => x.toFixed(0)).join(', ')} ms`).toBeLessThan(300)
@@ -186,3 +188,49 @@ test('an adapter left open after its last watch stopped does not keep Node runni
   expect(code, out).toBe(0)
   expect(out).toContain('left')
 }, 30_000)
+
+test('a LISTEN connection that cannot be opened at first is tried again until it can', async () => {
+  const name = ns()
+  const proxy = await new FaultProxy(server.port).start()
+  proxy.drop()
+  // The pool goes straight to Postgres; LISTEN through the proxy, which refuses for now.
+  const watcher = await postgresAdapter({ url: server.url(name), listen: server.url(undefined, proxy.port), pollInterval: 50 })
+  const writer = await postgresAdapter({ url: server.url(name), pg: { max: 1 } })
+  try {
+    const w = await watched(watcher, 'r/')
+    await sleep(500)
+    expect(watcher.listening).toBe(false)
+    // Polled meanwhile: nothing is missed.
+    const r = await writer.commit([], [{ type: 'set', key: 'r/1', value: 1 }])
+    await until(() => w.seen.some((e) => e.revision === (r.ok ? r.revision : -1)), 5_000)
+    proxy.pass()
+    await until(() => watcher.listening, 10_000)
+    expect(await listeners()).toHaveLength(1)
+  } finally {
+    await watcher.close()
+    await writer.close()
+    await proxy.stop()
+  }
+})
+
+test('a LISTEN connection whose probe cannot be sent (the pool cut off) is opened again until the probe comes back', async () => {
+  const name = ns()
+  const proxy = await new FaultProxy(server.port).start()
+  // The pool goes through the proxy; LISTEN straight to Postgres.
+  const watcher = await postgresAdapter({ url: server.url(name, proxy.port), listen: server.url(), pollInterval: 50, timeout: 30_000 })
+  try {
+    await watched(watcher, 'p/')
+    await until(() => watcher.listening, 5_000)
+    proxy.drop()
+    const [pid] = await listeners()
+    await admin.query('SELECT pg_terminate_backend($1)', [pid])
+    // Reopened at once, straight to Postgres; its probe, sent through the pool, cannot go.
+    await sleep(1_500)
+    expect(watcher.listening).toBe(false)
+    proxy.pass()
+    await until(() => watcher.listening, 10_000)
+  } finally {
+    await watcher.close()
+    await proxy.stop()
+  }
+})

@@ -141,9 +141,9 @@ export class Listener {
 
   #idle(): void {
     if (this.#idleTimer !== undefined) return
+    // A follow meanwhile clears this timer (see follow).
     this.#idleTimer = systemClock.setTimeout(() => {
       this.#idleTimer = undefined
-      if (this.#followers.size > 0) return
       const client = this.#client
       this.#client = undefined
       this.#working = false
