@@ -8,27 +8,15 @@
  * notifications come from. On a real Postgres.
  */
 import pg from 'pg'
-import { afterAll, beforeAll, expect, test } from 'vitest'
+import { expect, test } from 'vitest'
 import type { WatchEvent } from 'zaris'
 import { postgresAdapter } from 'zaris/postgres'
 import { FaultProxy } from '../faults/proxy'
 import { sleep, until } from '../conformance/util'
-import { startPostgres, type PostgresServer } from './server'
+import { usePostgres } from './use-postgres'
 
-let server: PostgresServer
-let admin: pg.Client
-let n = 0
-const ns = () => `follower-${++n}`
-
-beforeAll(async () => {
-  server = await startPostgres()
-  admin = new pg.Client({ connectionString: server.url() })
-  await admin.connect()
-})
-afterAll(async () => {
-  await admin?.end()
-  await server?.dispose()
-})
+const db = usePostgres('follower')
+const ns = db.ns
 
 /** A watch's events and errors. */
 function sink() {
@@ -40,7 +28,7 @@ function sink() {
 
 /** A pool of the test database whose checkouts are counted: one a read of the adapter's. */
 function countedPool(): { pool: pg.Pool; calls: () => number } {
-  const pool = new pg.Pool({ connectionString: server.url(), max: 2 })
+  const pool = new pg.Pool({ connectionString: db.server.url(), max: 2 })
   const connect = pool.connect.bind(pool)
   let calls = 0
   pool.connect = (() => {
@@ -54,13 +42,13 @@ test('tables emptied under a watch (the store started over): the watch reads on 
   const name = ns()
   const counted = countedPool()
   const watcher = await postgresAdapter({ pool: counted.pool, namespace: name, schema: 'over', pollInterval: 50, listen: false })
-  const writer = await postgresAdapter({ url: `${server.url(name)}&schema=over`, pg: { max: 1 } })
+  const writer = await postgresAdapter({ url: `${db.server.url(name)}&schema=over`, pg: { max: 1 } })
   try {
     const w = sink()
     await watcher.watch('k', w.sink)
     await writer.commit([], [{ type: 'set', key: 'k', value: 1 }])
     await until(() => w.events.length === 1)
-    await admin.query('TRUNCATE over.entries, over.events, over.stores')
+    await db.admin.query('TRUNCATE over.entries, over.events, over.stores')
     // No namespace row to read now: one read a poll, not a read loop.
     const before = counted.calls()
     await sleep(500)
@@ -77,14 +65,14 @@ test('tables emptied under a watch (the store started over): the watch reads on 
 
 test('a store that went back (restored from an older backup): the watch ends, saying so', async () => {
   const name = ns()
-  const watcher = await postgresAdapter({ url: server.url(name), pollInterval: 20, listen: false })
-  const writer = await postgresAdapter({ url: server.url(name), pg: { max: 1 } })
+  const watcher = await postgresAdapter({ url: db.server.url(name), pollInterval: 20, listen: false })
+  const writer = await postgresAdapter({ url: db.server.url(name), pg: { max: 1 } })
   try {
     const w = sink()
     await watcher.watch('k', w.sink)
     for (let i = 0; i < 3; i++) await writer.commit([], [{ type: 'set', key: 'k', value: i }])
     await until(() => w.events.length === 3)
-    await admin.query('UPDATE zaris.stores SET revision = 1 WHERE ns = $1', [name])
+    await db.admin.query('UPDATE zaris.stores SET revision = 1 WHERE ns = $1', [name])
     await until(() => w.errors.length === 1)
     expect(w.errors[0]).toMatchObject({ code: 'COMPACTED', message: expect.stringContaining('went back') })
   } finally {
@@ -95,9 +83,9 @@ test('a store that went back (restored from an older backup): the watch ends, sa
 
 test('an outage is told once to each watch, and a write made during it is heard soon after the way is open', async () => {
   const name = ns()
-  const proxy = await new FaultProxy(server.port).start()
-  const watcher = await postgresAdapter({ url: server.url(name, proxy.port), pollInterval: 20, listen: false, timeout: 30_000 })
-  const writer = await postgresAdapter({ url: server.url(name), pg: { max: 1 } })
+  const proxy = await new FaultProxy(db.server.port).start()
+  const watcher = await postgresAdapter({ url: db.server.url(name, proxy.port), pollInterval: 20, listen: false, timeout: 30_000 })
+  const writer = await postgresAdapter({ url: db.server.url(name), pg: { max: 1 } })
   try {
     const w = sink()
     await watcher.watch('k', w.sink)
@@ -138,10 +126,10 @@ test('a watch of a namespace nobody wrote reads at its poll interval, not in a l
 
 test('listen given a URL of its own: notifications come over that one (a pool behind a pooler, LISTEN straight to Postgres)', async () => {
   const name = ns()
-  const proxy = await new FaultProxy(server.port).start()
+  const proxy = await new FaultProxy(db.server.port).start()
   // The pool goes through the proxy; LISTEN goes to Postgres directly.
-  const watcher = await postgresAdapter({ url: server.url(name, proxy.port), listen: server.url(), pollInterval: 60_000 })
-  const writer = await postgresAdapter({ url: server.url(name), pg: { max: 1 } })
+  const watcher = await postgresAdapter({ url: db.server.url(name, proxy.port), listen: db.server.url(), pollInterval: 60_000 })
+  const writer = await postgresAdapter({ url: db.server.url(name), pg: { max: 1 } })
   try {
     const w = sink()
     await watcher.watch('k', w.sink)
@@ -151,7 +139,7 @@ test('listen given a URL of its own: notifications come over that one (a pool be
     await until(() => w.events.some((e) => e.revision === (r.ok ? r.revision : -1)), 5_000)
     // Polled instead: the 2 s safety poll.
     expect(performance.now() - t).toBeLessThan(1_000)
-    const direct = await admin.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'zaris listen' AND client_port IS NOT NULL`)
+    const direct = await db.admin.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'zaris listen' AND client_port IS NOT NULL`)
     expect(direct.rows[0].n).toBe(1)
   } finally {
     await watcher.close()

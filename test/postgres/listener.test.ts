@@ -11,33 +11,21 @@
 import { spawn } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import pg from 'pg'
-import { afterAll, beforeAll, expect, test } from 'vitest'
+import { expect, test } from 'vitest'
 import type { WatchEvent } from 'zaris'
 import { postgresAdapter, type PostgresAdapter } from 'zaris/postgres'
 import { FaultProxy } from '../faults/proxy'
 import { sleep, until } from '../conformance/util'
-import { startPostgres, type PostgresServer } from './server'
+import { usePostgres } from './use-postgres'
 
-let server: PostgresServer
-let admin: pg.Client
-let n = 0
-const ns = () => `listener-${++n}`
+const db = usePostgres('listener')
+const ns = db.ns
 /** The listener stays this long after the last namespace stopped being followed (listener.ts's LINGER_MS). */
 const LINGER_MS = 2_000
 
-beforeAll(async () => {
-  server = await startPostgres()
-  admin = new pg.Client({ connectionString: server.url() })
-  await admin.connect()
-})
-afterAll(async () => {
-  await admin?.end()
-  await server?.dispose()
-})
-
 /** The backends of this test's database that a listener opened. */
 async function listeners(): Promise<number[]> {
-  const r = await admin.query<{ pid: number }>(`SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'zaris listen' ORDER BY pid`)
+  const r = await db.admin.query<{ pid: number }>(`SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'zaris listen' ORDER BY pid`)
   return r.rows.map((row) => row.pid)
 }
 
@@ -63,9 +51,9 @@ async function watched(adapter: PostgresAdapter, prefix: string): Promise<{ seen
 
 test('one LISTEN connection for every watch and namespace of a pool, kept while any is followed, gone a linger after the last', async () => {
   const [na, nb] = [ns(), ns()]
-  const [a, b, idle] = await Promise.all([postgresAdapter({ url: server.url(na) }), postgresAdapter({ url: server.url(nb) }), postgresAdapter({ url: server.url(ns()) })])
+  const [a, b, idle] = await Promise.all([postgresAdapter({ url: db.server.url(na) }), postgresAdapter({ url: db.server.url(nb) }), postgresAdapter({ url: db.server.url(ns()) })])
   // A pool of its own (other options), which never watches.
-  const writer = await postgresAdapter({ url: server.url(nb), pg: { max: 1 } })
+  const writer = await postgresAdapter({ url: db.server.url(nb), pg: { max: 1 } })
   try {
     expect(await listeners()).toEqual([])
     const w1 = await watched(a, 'x/')
@@ -95,7 +83,7 @@ test('one LISTEN connection for every watch and namespace of a pool, kept while 
 })
 
 test('a watch begun within the linger keeps the same LISTEN connection', async () => {
-  const [a, b] = await Promise.all([postgresAdapter({ url: server.url(ns()) }), postgresAdapter({ url: server.url(ns()) })])
+  const [a, b] = await Promise.all([postgresAdapter({ url: db.server.url(ns()) }), postgresAdapter({ url: db.server.url(ns()) })])
   try {
     const w = await watched(a, 'k/')
     await until(() => a.listening, 5_000)
@@ -116,8 +104,8 @@ test('a watch begun within the linger keeps the same LISTEN connection', async (
 
 test('a notification wakes a watch at once, not at the 2 s safety poll; a LISTEN connection Postgres cut is opened again', async () => {
   const name = ns()
-  const watcher = await postgresAdapter({ url: server.url(name), pollInterval: 60_000 })
-  const writer = await postgresAdapter({ url: server.url(name), pg: { max: 1 } })
+  const watcher = await postgresAdapter({ url: db.server.url(name), pollInterval: 60_000 })
+  const writer = await postgresAdapter({ url: db.server.url(name), pg: { max: 1 } })
   try {
     const w = await watched(watcher, 'n/')
     await until(() => watcher.listening, 5_000)
@@ -126,7 +114,7 @@ test('a notification wakes a watch at once, not at the 2 s safety poll; a LISTEN
     expect(first[4]!, `delays ${first.map((x) => x.toFixed(0)).join(', ')} ms`).toBeLessThan(300)
 
     const [pid] = await listeners()
-    await admin.query('SELECT pg_terminate_backend($1)', [pid])
+    await db.admin.query('SELECT pg_terminate_backend($1)', [pid])
     // Opened again at once: the first retry comes 0.1 s after the loss (then 0.2, 0.4 ... up to 5 s).
     await until(async () => {
       const now = await listeners()
@@ -143,8 +131,8 @@ test('a notification wakes a watch at once, not at the 2 s safety poll; a LISTEN
 
 test('listen: false opens no LISTEN connection, and its watches poll at pollInterval', async () => {
   const name = ns()
-  const watcher = await postgresAdapter({ url: server.url(name), listen: false, pollInterval: 30 })
-  const writer = await postgresAdapter({ url: server.url(name), pg: { max: 1 } })
+  const watcher = await postgresAdapter({ url: db.server.url(name), listen: false, pollInterval: 30 })
+  const writer = await postgresAdapter({ url: db.server.url(name), pg: { max: 1 } })
   try {
     const w = await watched(watcher, 'p/')
     const d = await delays(writer, w.seen, 'p/1', 5)
@@ -159,7 +147,7 @@ test('listen: false opens no LISTEN connection, and its watches poll at pollInte
 
 test('listen is per adapter: one with listen: false and one without, on one pool, each as asked, in either order', async () => {
   for (const offFirst of [true, false]) {
-    const make = (listen: boolean) => postgresAdapter({ url: server.url(ns()), ...(listen ? {} : { listen: false }), pollInterval: 30 })
+    const make = (listen: boolean) => postgresAdapter({ url: db.server.url(ns()), ...(listen ? {} : { listen: false }), pollInterval: 30 })
     const first = await make(!offFirst)
     const second = await make(offFirst)
     const [off, on] = offFirst ? [first, second] : [second, first]
@@ -178,7 +166,7 @@ test('listen is per adapter: one with listen: false and one without, on one pool
 
 test('an adapter left open after its last watch stopped does not keep Node running (the LISTEN socket is unref-ed)', async () => {
   const fixture = fileURLToPath(new URL('./fixtures/watch-and-leave.ts', import.meta.url))
-  const child = spawn(process.execPath, ['--import', 'tsx', fixture, server.url(ns())], { stdio: ['ignore', 'pipe', 'pipe'] })
+  const child = spawn(process.execPath, ['--import', 'tsx', fixture, db.server.url(ns())], { stdio: ['ignore', 'pipe', 'pipe'] })
   let out = ''
   child.stdout.on('data', (d: Buffer) => (out += d.toString()))
   child.stderr.on('data', (d: Buffer) => (out += d.toString()))
@@ -191,11 +179,11 @@ test('an adapter left open after its last watch stopped does not keep Node runni
 
 test('a LISTEN connection that cannot be opened at first is tried again until it can', async () => {
   const name = ns()
-  const proxy = await new FaultProxy(server.port).start()
+  const proxy = await new FaultProxy(db.server.port).start()
   proxy.drop()
   // The pool goes straight to Postgres; LISTEN through the proxy, which refuses for now.
-  const watcher = await postgresAdapter({ url: server.url(name), listen: server.url(undefined, proxy.port), pollInterval: 50 })
-  const writer = await postgresAdapter({ url: server.url(name), pg: { max: 1 } })
+  const watcher = await postgresAdapter({ url: db.server.url(name), listen: db.server.url(undefined, proxy.port), pollInterval: 50 })
+  const writer = await postgresAdapter({ url: db.server.url(name), pg: { max: 1 } })
   try {
     const w = await watched(watcher, 'r/')
     await sleep(500)
@@ -215,15 +203,15 @@ test('a LISTEN connection that cannot be opened at first is tried again until it
 
 test('a LISTEN connection whose probe cannot be sent (the pool cut off) is opened again until the probe comes back', async () => {
   const name = ns()
-  const proxy = await new FaultProxy(server.port).start()
+  const proxy = await new FaultProxy(db.server.port).start()
   // The pool goes through the proxy; LISTEN straight to Postgres.
-  const watcher = await postgresAdapter({ url: server.url(name, proxy.port), listen: server.url(), pollInterval: 50, timeout: 30_000 })
+  const watcher = await postgresAdapter({ url: db.server.url(name, proxy.port), listen: db.server.url(), pollInterval: 50, timeout: 30_000 })
   try {
     await watched(watcher, 'p/')
     await until(() => watcher.listening, 5_000)
     proxy.drop()
     const [pid] = await listeners()
-    await admin.query('SELECT pg_terminate_backend($1)', [pid])
+    await db.admin.query('SELECT pg_terminate_backend($1)', [pid])
     // Reopened at once, straight to Postgres; its probe, sent through the pool, cannot go.
     await sleep(1_500)
     expect(watcher.listening).toBe(false)

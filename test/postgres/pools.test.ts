@@ -9,29 +9,17 @@
  * Postgres.
  */
 import pg from 'pg'
-import { afterAll, beforeAll, expect, test } from 'vitest'
+import { expect, test } from 'vitest'
 import { postgresAdapter, schemaSql, type PostgresAdapter } from 'zaris/postgres'
 import { until } from '../conformance/util'
-import { startPostgres, type PostgresServer } from './server'
+import { usePostgres } from './use-postgres'
 
-let server: PostgresServer
-let admin: pg.Client
-let n = 0
-const ns = () => `pools-${++n}`
-
-beforeAll(async () => {
-  server = await startPostgres()
-  admin = new pg.Client({ connectionString: server.url() })
-  await admin.connect()
-})
-afterAll(async () => {
-  await admin?.end()
-  await server?.dispose()
-})
+const db = usePostgres('pools')
+const ns = db.ns
 
 /** The backends of this test's database opened by adapter pools made from a URL (application_name `zaris`) or by `name`. */
 async function backends(name = 'zaris'): Promise<number> {
-  const r = await admin.query<{ n: number }>(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND application_name = $1`, [name])
+  const r = await db.admin.query<{ n: number }>(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND application_name = $1`, [name])
   return r.rows[0]!.n
 }
 
@@ -45,15 +33,15 @@ async function closeAll(adapters: PostgresAdapter[]): Promise<void> {
 }
 
 test('one URL with equal options: one pool for every namespace; other options or uncomparable ones: a pool each', async () => {
-  const shared = await Promise.all([postgresAdapter({ url: server.url(ns()), pg: { max: 1 } }), postgresAdapter({ url: server.url(ns()), pg: { max: 1 } })])
+  const shared = await Promise.all([postgresAdapter({ url: db.server.url(ns()), pg: { max: 1 } }), postgresAdapter({ url: db.server.url(ns()), pg: { max: 1 } })])
   try {
     await readAtOnce(shared)
     // max 1, shared: a single backend serves both namespaces.
     expect(await backends()).toBe(1)
-    const other = await postgresAdapter({ url: server.url(ns()), pg: { max: 1, idleTimeoutMillis: 9_000 } })
+    const other = await postgresAdapter({ url: db.server.url(ns()), pg: { max: 1, idleTimeoutMillis: 9_000 } })
     const own = await Promise.all([
-      postgresAdapter({ url: server.url(ns()), pg: { max: 1, types: { getTypeParser: pg.types.getTypeParser } } }),
-      postgresAdapter({ url: server.url(ns()), pg: { max: 1, types: { getTypeParser: pg.types.getTypeParser } } }),
+      postgresAdapter({ url: db.server.url(ns()), pg: { max: 1, types: { getTypeParser: pg.types.getTypeParser } } }),
+      postgresAdapter({ url: db.server.url(ns()), pg: { max: 1, types: { getTypeParser: pg.types.getTypeParser } } }),
     ])
     try {
       await readAtOnce([...shared, other, ...own])
@@ -67,7 +55,7 @@ test('one URL with equal options: one pool for every namespace; other options or
 })
 
 test('a pool ends with its last adapter, not before; an adapter opened after that gets a new one', async () => {
-  const url = server.url(ns())
+  const url = db.server.url(ns())
   const [a, b] = await Promise.all([postgresAdapter({ url, pg: { max: 1 } }), postgresAdapter({ url, pg: { max: 1 } })])
   await a.commit([], [{ type: 'set', key: 'k', value: 1 }])
   await a.close()
@@ -83,7 +71,7 @@ test('a pool ends with its last adapter, not before; an adapter opened after tha
 })
 
 test("the caller's pool: one for every adapter made on it, open after they close, its listeners untouched", async () => {
-  const pool = new pg.Pool({ connectionString: server.url(), max: 2, application_name: 'mine' })
+  const pool = new pg.Pool({ connectionString: db.server.url(), max: 2, application_name: 'mine' })
   const errors = pool.listenerCount('error')
   const connects = pool.listenerCount('connect')
   const [a, b] = await Promise.all([postgresAdapter({ pool, namespace: ns() }), postgresAdapter({ pool, namespace: ns() })])
@@ -115,12 +103,12 @@ test("the caller's pool: one for every adapter made on it, open after they close
 })
 
 test('a failed setup of the tables is not kept: the next adapter on the same pool tries again', async () => {
-  const pool = new pg.Pool({ connectionString: server.url(), max: 2 })
+  const pool = new pg.Pool({ connectionString: db.server.url(), max: 2 })
   // Another adapter keeps zaris's use of the pool alive throughout.
   const keeper = await postgresAdapter({ pool, namespace: ns() })
   try {
     await expect(postgresAdapter({ pool, namespace: ns(), schema: 'later', createSchema: false })).rejects.toMatchObject({ code: 'UNAVAILABLE' })
-    await admin.query(schemaSql('later'))
+    await db.admin.query(schemaSql('later'))
     const a = await postgresAdapter({ pool, namespace: ns(), schema: 'later', createSchema: false })
     expect((await a.commit([], [{ type: 'set', key: 'k', value: 1 }])).ok).toBe(true)
     await a.close()
@@ -131,7 +119,7 @@ test('a failed setup of the tables is not kept: the next adapter on the same poo
 })
 
 test("a pooled client's error listeners do not pile up across checkouts", async () => {
-  const pool = new pg.Pool({ connectionString: server.url(), max: 1 })
+  const pool = new pg.Pool({ connectionString: db.server.url(), max: 1 })
   const clients: pg.PoolClient[] = []
   pool.on('connect', (c) => clients.push(c))
   const a = await postgresAdapter({ pool, namespace: ns() })

@@ -1,0 +1,41 @@
+/**
+ * A Postgres for one test file: started before its tests (in a mutation run,
+ * a fresh database of the shared server: see startPostgres), with a plain
+ * `pg` client to look at it as its owner, both gone after the file.
+ */
+import pg from 'pg'
+import { afterAll, beforeAll } from 'vitest'
+import { startPostgres, type PostgresServer } from './server'
+
+export interface TestPostgres {
+  /** The server (valid inside the file's tests). */
+  readonly server: PostgresServer
+  /** A client of the test database, as its owner. */
+  readonly admin: pg.Client
+  /** A namespace no other test of the file uses: `<prefix>-1`, `<prefix>-2` … */
+  ns(): string
+}
+
+export function usePostgres(prefix: string): TestPostgres {
+  let server: PostgresServer | undefined
+  let admin: pg.Client | undefined
+  let n = 0
+  beforeAll(async () => {
+    server = await startPostgres()
+    admin = new pg.Client({ connectionString: server.url() })
+    await admin.connect()
+  })
+  afterAll(async () => {
+    await admin?.end()
+    await server?.dispose()
+  })
+  return {
+    get server() {
+      return server!
+    },
+    get admin() {
+      return admin!
+    },
+    ns: () => `${prefix}-${++n}`,
+  }
+}
