@@ -15,7 +15,9 @@
  *
  * Run it in a worktree of its own (it edits the file in place); the tests
  * are first run once unmutated, and must pass. Prints one line a mutant and
- * the ids still surviving.
+ * the ids still surviving. `IDS=3,17` runs only those mutants; `CONFIG=`
+ * a vitest config (test/mutation/postgres.vitest.config.ts runs
+ * contract.mutation.ts, the conformance suite on one shared Postgres).
  *
  * @module
  */
@@ -53,7 +55,8 @@ function offset(text: string, line: number, column: number): number {
 
 function run(): { ok: boolean; seconds: number } {
   const t = performance.now()
-  const r = spawnSync('npx', ['vitest', 'run', '--bail=1', ...tests], { stdio: 'ignore', timeout: 600_000 })
+  const config = process.env.CONFIG ? ['--config', process.env.CONFIG] : []
+  const r = spawnSync('npx', ['vitest', 'run', '--bail=1', ...config, ...tests], { stdio: 'ignore', timeout: 600_000 })
   return { ok: r.status === 0, seconds: (performance.now() - t) / 1000 }
 }
 
