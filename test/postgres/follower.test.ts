@@ -147,3 +147,37 @@ test('listen given a URL of its own: notifications come over that one (a pool be
     await proxy.stop()
   }
 })
+
+test('watches of one namespace from different revisions each get every event once, in order, across reads cut at 500 events', async () => {
+  const name = ns()
+  const writer = await postgresAdapter({ url: db.server.url(name), pg: { max: 1 } })
+  const watcher = await postgresAdapter({ url: db.server.url(name), listen: false, pollInterval: 20 })
+  try {
+    /** Commits of two events each (two sets): what a watch from each revision must get, in order. */
+    const log: Array<{ revision: number; key: string }> = []
+    const write = async (i: number) => {
+      const r = await writer.commit([], [{ type: 'set', key: 'w/a', value: i }, { type: 'set', key: 'w/b', value: i }])
+      if (!r.ok) throw new Error('a plain set was refused')
+      log.push({ revision: r.revision, key: 'w/a' }, { revision: r.revision, key: 'w/b' })
+      return r.revision
+    }
+    const start = await write(0)
+    for (let i = 1; i < 300; i++) await write(i)
+    const mid = log[300]!.revision
+    // The first (600 events behind) is read in two cuts; the others join while it is.
+    const [a, b, c] = [sink(), sink(), sink()]
+    await Promise.all([watcher.watch('w/', a.sink, start), watcher.watch('w/', b.sink, mid), watcher.watch('w/', c.sink)])
+    const head = log[log.length - 1]!.revision
+    for (let i = 300; i < 310; i++) await write(i)
+    const after = (from: number) => log.filter((e) => e.revision > from).map((e) => `${e.revision}:${e.key}`)
+    const got = (s: ReturnType<typeof sink>) => s.events.map((e) => `${e.revision}:${e.key}`)
+    await until(() => a.events.length >= after(start).length && b.events.length >= after(mid).length && c.events.length >= after(head).length, 10_000)
+    await sleep(100)
+    expect(got(a)).toEqual(after(start))
+    expect(got(b)).toEqual(after(mid))
+    expect(got(c)).toEqual(after(head))
+  } finally {
+    await watcher.close()
+    await writer.close()
+  }
+})
