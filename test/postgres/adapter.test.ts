@@ -5,28 +5,16 @@
  * log's bounds, and LISTEN/NOTIFY against polling. On a real Postgres.
  */
 import pg from 'pg'
-import { afterAll, beforeAll, describe, expect, test } from 'vitest'
+import { describe, expect, test } from 'vitest'
 import { connect, parseUrl, type WatchEvent } from 'zaris'
 import { postgresAdapter, schemaSql, SCHEMA_VERSION } from 'zaris/postgres'
 import { lockSql } from '../../src/adapters/postgres/lock-path'
 import { FaultProxy } from '../faults/proxy'
 import { until } from '../conformance/util'
-import { startPostgres, type PostgresServer } from './server'
+import { usePostgres } from './use-postgres'
 
-let server: PostgresServer
-let admin: pg.Client
-let n = 0
-const ns = () => `adapter-${++n}`
-
-beforeAll(async () => {
-  server = await startPostgres()
-  admin = new pg.Client({ connectionString: server.url() })
-  await admin.connect()
-})
-afterAll(async () => {
-  await admin?.end()
-  await server?.dispose()
-})
+const db = usePostgres('adapter')
+const ns = db.ns
 
 describe('urls and options', () => {
   test('postgres:// and postgresql:// with ?ns= (and &schema=) connect; bad ones are refused with a message that names the problem', async () => {
@@ -35,17 +23,17 @@ describe('urls and options', () => {
     expect(() => parseUrl('postgres://app:secret@db:5432/app')).toThrow(/add \?ns=/)
     expect(() => parseUrl('postgres://app:secret@db:5432/app')).not.toThrow(/secret/)
     expect(() => parseUrl('postgres://db/app?ns=bad/ns')).toThrow(/namespace/)
-    const client = await connect(`${server.url('via-connect')}&schema=viaurl`)
+    const client = await connect(`${db.server.url('via-connect')}&schema=viaurl`)
     try {
       await client.put('k', 'v')
-      expect((await admin.query('SELECT count(*)::int AS n FROM viaurl.entries')).rows[0].n).toBe(1)
+      expect((await db.admin.query('SELECT count(*)::int AS n FROM viaurl.entries')).rows[0].n).toBe(1)
     } finally {
       await client.close()
     }
   })
 
   test('bad options throw INVALID_ARGUMENT naming the option', async () => {
-    const url = server.url('options')
+    const url = db.server.url('options')
     const bad: Array<[Record<string, unknown>, RegExp]> = [
       [{}, /exactly one of url or pool/],
       [{ url, pool: {} }, /exactly one of url or pool/],
@@ -66,7 +54,7 @@ describe('urls and options', () => {
   })
 
   test("the caller's own pool: used, and left open", async () => {
-    const pool = new pg.Pool({ connectionString: server.url(), max: 2 })
+    const pool = new pg.Pool({ connectionString: db.server.url(), max: 2 })
     const a = await postgresAdapter({ pool, namespace: ns() })
     const r = await a.commit([], [{ type: 'set', key: 'k', value: 1 }])
     expect(r.ok).toBe(true)
@@ -77,47 +65,47 @@ describe('urls and options', () => {
 
   test('an unreachable server fails with UNAVAILABLE, a role that may not make the tables with UNAUTHORIZED', async () => {
     await expect(postgresAdapter({ url: `postgres://zaris@127.0.0.1:1/postgres?ns=x`, pg: { connectionTimeoutMillis: 500 } })).rejects.toMatchObject({ code: 'UNAVAILABLE' })
-    await admin.query("DO $$ BEGIN CREATE ROLE locked LOGIN; EXCEPTION WHEN duplicate_object THEN NULL; END $$")
-    await expect(postgresAdapter({ url: `postgres://locked@127.0.0.1:${server.port}/${server.database}?ns=x&schema=nope` })).rejects.toMatchObject({ code: 'UNAUTHORIZED' })
+    await db.admin.query("DO $$ BEGIN CREATE ROLE locked LOGIN; EXCEPTION WHEN duplicate_object THEN NULL; END $$")
+    await expect(postgresAdapter({ url: `postgres://locked@127.0.0.1:${db.server.port}/${db.server.database}?ns=x&schema=nope` })).rejects.toMatchObject({ code: 'UNAUTHORIZED' })
   })
 })
 
 describe('tables', () => {
   test('made on first use by one of many adapters opening at once; a newer version is refused', async () => {
-    const opened = await Promise.all(Array.from({ length: 5 }, () => postgresAdapter({ url: server.url(ns()), schema: 'racing' })))
+    const opened = await Promise.all(Array.from({ length: 5 }, () => postgresAdapter({ url: db.server.url(ns()), schema: 'racing' })))
     await Promise.all(opened.map((a) => a.close()))
-    expect((await admin.query('SELECT version FROM racing.meta')).rows).toEqual([{ version: SCHEMA_VERSION }])
-    await admin.query('UPDATE racing.meta SET version = version + 1')
-    await expect(postgresAdapter({ url: server.url(ns()), schema: 'racing' })).rejects.toMatchObject({ code: 'UNSUPPORTED', message: expect.stringContaining('newer zaris') })
+    expect((await db.admin.query('SELECT version FROM racing.meta')).rows).toEqual([{ version: SCHEMA_VERSION }])
+    await db.admin.query('UPDATE racing.meta SET version = version + 1')
+    await expect(postgresAdapter({ url: db.server.url(ns()), schema: 'racing' })).rejects.toMatchObject({ code: 'UNSUPPORTED', message: expect.stringContaining('newer zaris') })
   })
 
   test('tables of an older version are brought up to date on open, or, with createSchema: false, refused saying so', async () => {
-    await (await postgresAdapter({ url: server.url(ns()), schema: 'aging' })).close()
-    await admin.query('UPDATE aging.meta SET version = version - 1')
-    await expect(postgresAdapter({ url: server.url(ns()), schema: 'aging', createSchema: false })).rejects.toMatchObject({
+    await (await postgresAdapter({ url: db.server.url(ns()), schema: 'aging' })).close()
+    await db.admin.query('UPDATE aging.meta SET version = version - 1')
+    await expect(postgresAdapter({ url: db.server.url(ns()), schema: 'aging', createSchema: false })).rejects.toMatchObject({
       code: 'UNAVAILABLE',
       message: expect.stringContaining(`at version ${SCHEMA_VERSION - 1}, older than ${SCHEMA_VERSION}`),
     })
-    await (await postgresAdapter({ url: server.url(ns()), schema: 'aging' })).close()
-    expect((await admin.query('SELECT version FROM aging.meta')).rows).toEqual([{ version: SCHEMA_VERSION }])
+    await (await postgresAdapter({ url: db.server.url(ns()), schema: 'aging' })).close()
+    expect((await db.admin.query('SELECT version FROM aging.meta')).rows).toEqual([{ version: SCHEMA_VERSION }])
   })
 
   test('tables that cannot be made for another reason than rights: INTERNAL, with what Postgres said', async () => {
     // A table of that name and another shape: the indexes on its columns cannot be made.
-    await admin.query('CREATE SCHEMA IF NOT EXISTS clash; CREATE TABLE IF NOT EXISTS clash.entries (x int)')
-    await expect(postgresAdapter({ url: server.url(ns()), schema: 'clash' })).rejects.toMatchObject({ code: 'INTERNAL', message: expect.stringMatching(/^Postgres refused the setup of the zaris tables in schema clash: .*does not exist/) })
+    await db.admin.query('CREATE SCHEMA IF NOT EXISTS clash; CREATE TABLE IF NOT EXISTS clash.entries (x int)')
+    await expect(postgresAdapter({ url: db.server.url(ns()), schema: 'clash' })).rejects.toMatchObject({ code: 'INTERNAL', message: expect.stringMatching(/^Postgres refused the setup of the zaris tables in schema clash: .*does not exist/) })
   })
 
   test('an application role that may not run DDL: refused with the way out, then served once the owner ran schemaSql()', async () => {
-    await admin.query("DO $$ BEGIN CREATE ROLE app LOGIN; EXCEPTION WHEN duplicate_object THEN NULL; END $$; CREATE SCHEMA IF NOT EXISTS owned")
-    const url = `postgres://app@127.0.0.1:${server.port}/${server.database}?ns=${ns()}&schema=owned`
+    await db.admin.query("DO $$ BEGIN CREATE ROLE app LOGIN; EXCEPTION WHEN duplicate_object THEN NULL; END $$; CREATE SCHEMA IF NOT EXISTS owned")
+    const url = `postgres://app@127.0.0.1:${db.server.port}/${db.server.database}?ns=${ns()}&schema=owned`
     // No right to the schema at all, then the schema without the tables: each says what to run.
     await expect(postgresAdapter({ url })).rejects.toMatchObject({ code: 'UNAUTHORIZED', message: expect.stringContaining('schemaSql("owned")') })
-    await admin.query('GRANT USAGE ON SCHEMA owned TO app')
+    await db.admin.query('GRANT USAGE ON SCHEMA owned TO app')
     await expect(postgresAdapter({ url, createSchema: false })).rejects.toMatchObject({ code: 'UNAVAILABLE', message: expect.stringContaining('schemaSql("owned")') })
     await expect(postgresAdapter({ url })).rejects.toMatchObject({ code: 'UNAUTHORIZED', message: expect.stringContaining('open the adapter with createSchema: false') })
-    await admin.query(schemaSql('owned'))
-    await admin.query(`GRANT USAGE ON SCHEMA owned TO app; GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA owned TO app;
+    await db.admin.query(schemaSql('owned'))
+    await db.admin.query(`GRANT USAGE ON SCHEMA owned TO app; GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA owned TO app;
       GRANT USAGE ON ALL SEQUENCES IN SCHEMA owned TO app; GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA owned TO app`)
     const client = await connect(url, { id: 'app', postgres: { createSchema: false } })
     try {
@@ -135,32 +123,32 @@ describe('tables', () => {
 describe('tables', () => {
   test('entries and stores keep 16 pages through churn and vacuum, so the lock path plans index scans, never a scan of every dead row', async () => {
     const name = ns()
-    const a = await postgresAdapter({ url: server.url(name), schema: 'sized' })
-    const pages = async () => (await admin.query("SELECT (pg_relation_size('sized.entries') / 8192)::int AS e, (pg_relation_size('sized.stores') / 8192)::int AS s")).rows[0]
+    const a = await postgresAdapter({ url: db.server.url(name), schema: 'sized' })
+    const pages = async () => (await db.admin.query("SELECT (pg_relation_size('sized.entries') / 8192)::int AS e, (pg_relation_size('sized.stores') / 8192)::int AS s")).rows[0]
     try {
       // Made at that size, with no row left behind (nor one per filler namespace).
       expect(await pages()).toMatchObject({ e: expect.toSatisfy((n: number) => n >= 16), s: expect.toSatisfy((n: number) => n >= 16) })
-      expect((await admin.query('SELECT (SELECT count(*) FROM sized.entries)::int AS e, (SELECT count(*) FROM sized.stores)::int AS s')).rows[0]).toEqual({ e: 0, s: 0 })
+      expect((await db.admin.query('SELECT (SELECT count(*) FROM sized.entries)::int AS e, (SELECT count(*) FROM sized.stores)::int AS s')).rows[0]).toEqual({ e: 0, s: 0 })
       for (let i = 0; i < 50; i++) {
         const r = await a.commit([{ key: 'lock:p', revision: null }], [{ type: 'set', key: 'lock:p', value: null, ttl: 30_000 }])
         expect(r.ok && (await a.commit([{ key: 'lock:p', created: r.revision }], [{ type: 'delete', key: 'lock:p' }])).ok).toBe(true)
       }
-      await admin.query('VACUUM sized.entries, sized.stores')
+      await db.admin.query('VACUUM sized.entries, sized.stores')
       expect(await pages()).toMatchObject({ e: expect.toSatisfy((n: number) => n >= 16), s: expect.toSatisfy((n: number) => n >= 16) })
       // The plan a prepared statement keeps (generic), as the planner makes it after that vacuum.
       const key = `'\\x${Buffer.from('lock:q', 'utf16le').swap16().toString('hex')}'`
       const plan = async (shape: 'take' | 'release', args: string) => {
-        await admin.query(`PREPARE sized_${shape} AS ${lockSql(shape, 'sized')}`)
+        await db.admin.query(`PREPARE sized_${shape} AS ${lockSql(shape, 'sized')}`)
         try {
-          return (await admin.query(`EXPLAIN (COSTS false) EXECUTE sized_${shape}('${name}', 1, ${key}, ${args})`)).rows.map((r) => r['QUERY PLAN'] as string).join('\n')
+          return (await db.admin.query(`EXPLAIN (COSTS false) EXECUTE sized_${shape}('${name}', 1, ${key}, ${args})`)).rows.map((r) => r['QUERY PLAN'] as string).join('\n')
         } finally {
-          await admin.query(`DEALLOCATE sized_${shape}`)
+          await db.admin.query(`DEALLOCATE sized_${shape}`)
         }
       }
-      await admin.query('SET plan_cache_mode = force_generic_plan')
+      await db.admin.query('SET plan_cache_mode = force_generic_plan')
       const take = await plan('take', "'null', 120000, 10000, 30000, NULL")
       const release = await plan('release', '5, 120000, 10000')
-      await admin.query('RESET plan_cache_mode')
+      await db.admin.query('RESET plan_cache_mode')
       expect(take).toMatch(/Index (Only )?Scan using entries_pkey on entries/)
       expect(`${take}\n${release}`).toMatch(/Index Scan using stores_pkey on stores/)
       expect(`${take}\n${release}`).not.toMatch(/Seq Scan/)
@@ -172,8 +160,8 @@ describe('tables', () => {
 
 describe('commits', () => {
   test('a commit whose answer is lost is sent again and answered, not applied twice', async () => {
-    const proxy = await new FaultProxy(server.port).start()
-    const a = await postgresAdapter({ url: server.url(ns(), proxy.port), listen: false })
+    const proxy = await new FaultProxy(db.server.port).start()
+    const a = await postgresAdapter({ url: db.server.url(ns(), proxy.port), listen: false })
     try {
       await a.commit([], [{ type: 'add', key: 'n', delta: 1 }, { type: 'set', key: 'd1', value: 1 }])
       proxy.holdReplies('commit')
@@ -197,13 +185,13 @@ describe('commits', () => {
   })
 
   test('a retry on a contended key finds its first attempt applied (never answered from a snapshot); the revision it starts from is the newest the adapter saw', async () => {
-    const proxy = await new FaultProxy(server.port).start()
+    const proxy = await new FaultProxy(db.server.port).start()
     const name = ns()
-    const a = await postgresAdapter({ url: server.url(name, proxy.port), listen: false, historySize: 50 })
+    const a = await postgresAdapter({ url: db.server.url(name, proxy.port), listen: false, historySize: 50 })
     try {
       // Past the log's bound: a retry that started from revision 0 could no longer tell.
       for (let i = 0; i < 200; i++) await a.commit([], [{ type: 'set', key: `p${i % 5}`, value: i }])
-      await until(async () => (await admin.query('SELECT compacted::int AS c FROM zaris.stores WHERE ns = $1', [name])).rows[0].c > 0)
+      await until(async () => (await db.admin.query('SELECT compacted::int AS c FROM zaris.stores WHERE ns = $1', [name])).rows[0].c > 0)
       const first = await a.commit([{ key: 'c', revision: null }], [{ type: 'set', key: 'c', value: 1 }])
       // A failed check by revision: the adapter now answers checks on 'c' from a snapshot first.
       expect(await a.commit([{ key: 'c', revision: null }], [{ type: 'set', key: 'c', value: 2 }])).toMatchObject({ ok: false })
@@ -231,9 +219,9 @@ describe('commits', () => {
 
   test("a lock's take and release run as one statement each, and hand every other case to the full commit with the same answers", async () => {
     const name = ns()
-    const a = await postgresAdapter({ url: server.url(name) })
+    const a = await postgresAdapter({ url: db.server.url(name) })
     const events = async (key: string) =>
-      (await admin.query("SELECT type, revision::int AS r, req IS NOT NULL AS req FROM zaris.events WHERE ns = $1 AND k = $2 AND type <> 'n' ORDER BY revision", [name, Buffer.from(key, 'utf16le').swap16()])).rows
+      (await db.admin.query("SELECT type, revision::int AS r, req IS NOT NULL AS req FROM zaris.events WHERE ns = $1 AND k = $2 AND type <> 'n' ORDER BY revision", [name, Buffer.from(key, 'utf16le').swap16()])).rows
     const take = (key: string, ttl = 30_000) => a.commit([{ key, revision: null }], [{ type: 'set', key, value: { v: key }, ttl, owner: 'me' }])
     const release = (key: string, created: number) => a.commit([{ key, created }], [{ type: 'delete', key }])
     try {
@@ -271,7 +259,7 @@ describe('commits', () => {
   })
 
   test('a take and a release are sent as their named statements (seen on the one connection that ran them)', async () => {
-    const pool = new pg.Pool({ connectionString: server.url(), max: 1 })
+    const pool = new pg.Pool({ connectionString: db.server.url(), max: 1 })
     const a = await postgresAdapter({ pool, namespace: ns() })
     const names = async () => (await pool.query('SELECT name FROM pg_prepared_statements ORDER BY name')).rows.map((r) => (r.name as string).replace(/_[0-9a-f]{8}$/, ''))
     try {
@@ -299,7 +287,7 @@ describe('commits', () => {
   })
 
   test("a lock's take and release with a caller's request id (a zaris node's client) are answered again, not applied twice", async () => {
-    const a = await postgresAdapter({ url: server.url(ns()) })
+    const a = await postgresAdapter({ url: db.server.url(ns()) })
     try {
       const take = () => a.commit([{ key: 'k', revision: null }], [{ type: 'set', key: 'k', value: 1, owner: 'o' }], { requestId: 'take-1' })
       const first = await take()
@@ -319,9 +307,9 @@ describe('commits', () => {
   })
 
   test("a lock's take or release whose answer is lost is sent again and answered, not applied twice", async () => {
-    const proxy = await new FaultProxy(server.port).start()
+    const proxy = await new FaultProxy(db.server.port).start()
     const name = ns()
-    const a = await postgresAdapter({ url: server.url(name, proxy.port), listen: false })
+    const a = await postgresAdapter({ url: db.server.url(name, proxy.port), listen: false })
     try {
       await a.commit([], [{ type: 'set', key: 'warm', value: 1 }])
       for (const key of ['a', 'b']) {
@@ -344,7 +332,7 @@ describe('commits', () => {
         proxy.heal()
         expect(await releasing).toMatchObject({ ok: true, deleted: [key] })
         expect(await a.get(key)).toBeUndefined()
-        const logged = (await admin.query('SELECT type FROM zaris.events WHERE ns = $1 AND k = $2 ORDER BY revision', [name, Buffer.from(key, 'utf16le').swap16()])).rows
+        const logged = (await db.admin.query('SELECT type FROM zaris.events WHERE ns = $1 AND k = $2 ORDER BY revision', [name, Buffer.from(key, 'utf16le').swap16()])).rows
         expect(logged.map((r) => r.type)).toEqual(['p', 'd', 'p', 'd'])
       }
     } finally {
@@ -355,13 +343,13 @@ describe('commits', () => {
 
   test('lock-shaped commits keep the log within its bound: it is pruned in a call of its own', async () => {
     const name = ns()
-    const a = await postgresAdapter({ url: server.url(name), historySize: 50 })
+    const a = await postgresAdapter({ url: db.server.url(name), historySize: 50 })
     try {
       for (let i = 0; i < 400; i++) {
         const t = await a.commit([{ key: 'l', revision: null }], [{ type: 'set', key: 'l', value: null, owner: 'o' }])
         expect(t.ok && (await a.commit([{ key: 'l', created: t.revision }], [{ type: 'delete', key: 'l' }])).ok).toBe(true)
       }
-      const count = async () => (await admin.query('SELECT count(*)::int AS n FROM zaris.events WHERE ns = $1', [name])).rows[0].n as number
+      const count = async () => (await db.admin.query('SELECT count(*)::int AS n FROM zaris.events WHERE ns = $1', [name])).rows[0].n as number
       // historySize + max(100, historySize / 10), and the commits made while a pruning call ran.
       await until(async () => (await count()) <= 150 + 10)
       expect(await count()).toBeGreaterThanOrEqual(50)
@@ -371,7 +359,7 @@ describe('commits', () => {
   })
 
   test('fresh starts a new life in a commit of several ops too (the general function, not the one-op one)', async () => {
-    const a = await postgresAdapter({ url: server.url(ns()) })
+    const a = await postgresAdapter({ url: db.server.url(ns()) })
     try {
       const first = await a.commit([], [{ type: 'set', key: 'k', value: 1, owner: 'o' }])
       const again = await a.commit([], [{ type: 'set', key: 'k', value: 2, owner: 'o', fresh: true }, { type: 'set', key: 'k2', value: 0, owner: 'o' }])
@@ -385,7 +373,7 @@ describe('commits', () => {
   })
 
   test('a counter past the safe integers, or over a non-number, is refused naming the key; nothing is written', async () => {
-    const a = await postgresAdapter({ url: server.url(ns()) })
+    const a = await postgresAdapter({ url: db.server.url(ns()) })
     try {
       await a.commit([], [{ type: 'set', key: 'big', value: Number.MAX_SAFE_INTEGER - 1 }, { type: 'set', key: 'text', value: 'x' }])
       await expect(a.commit([], [{ type: 'add', key: 'big', delta: 2 }])).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', message: expect.stringContaining('"big"') })
@@ -400,7 +388,7 @@ describe('commits', () => {
 
 describe('watch', () => {
   test('the log keeps historySize events: a watch from before them ends with COMPACTED', async () => {
-    const a = await postgresAdapter({ url: server.url(ns()), historySize: 100 })
+    const a = await postgresAdapter({ url: db.server.url(ns()), historySize: 100 })
     try {
       const first = await a.commit([], [{ type: 'set', key: 'k', value: 0 }])
       for (let i = 1; i <= 250; i++) await a.commit([], [{ type: 'set', key: 'k', value: i }])
@@ -419,7 +407,7 @@ describe('watch', () => {
   })
 
   test("a commit wakes its own process's watches at once: no NOTIFY, no poll due for a minute", async () => {
-    const a = await postgresAdapter({ url: server.url(ns()), listen: false, pollInterval: 60_000 })
+    const a = await postgresAdapter({ url: db.server.url(ns()), listen: false, pollInterval: 60_000 })
     try {
       const seen: WatchEvent[] = []
       await a.watch('own/', { event: (e) => seen.push(e), error() {} })
@@ -435,7 +423,7 @@ describe('watch', () => {
 
   for (const listen of [true, false]) {
     test(`watches are woken ${listen ? 'by NOTIFY' : 'by polling (listen: false)'} and miss nothing`, async () => {
-      const url = server.url(ns())
+      const url = db.server.url(ns())
       const watcher = await postgresAdapter({ url, listen, pollInterval: 50 })
       const writer = await postgresAdapter({ url, pg: { max: 1 } })
       try {
