@@ -89,7 +89,7 @@ export class EtcdMember {
       '--listen-metrics-urls', `http://127.0.0.1:${this.metricsPort}`,
       ...(this.tls ? ['--cert-file', this.tls.certFile, '--key-file', this.tls.keyFile] : []),
     ]
-    const child = spawnWatched(ETCD_BINARY, args, { stdio: ['ignore', 'pipe', 'pipe'] })
+    const child = spawnWatched(ETCD_BINARY, args, { stdio: ['ignore', 'pipe', 'pipe'] }, this.dir)
     this.log = ''
     child.stdout!.on('data', (d: Buffer) => (this.log = (this.log + d.toString()).slice(-20_000)))
     child.stderr!.on('data', (d: Buffer) => (this.log = (this.log + d.toString()).slice(-20_000)))

@@ -162,7 +162,7 @@ export class PostgresServer {
     const args = ['-D', join(this.dir, 'data'), '-p', String(this.port), ...Object.entries(settings).flatMap(([k, v]) => ['-c', `${k}=${v}`])]
     const [cmd, full] = asUser(join(this.bin, 'postgres'), args)
     // Its own process group, so kill() reaches every backend as a crash would.
-    const child = spawnWatched(cmd, full, { stdio: ['ignore', 'pipe', 'pipe'], cwd: this.dir })
+    const child = spawnWatched(cmd, full, { stdio: ['ignore', 'pipe', 'pipe'], cwd: this.dir }, this.dir)
     this.log = ''
     child.stdout!.on('data', (d: Buffer) => (this.log += d.toString()))
     child.stderr!.on('data', (d: Buffer) => (this.log += d.toString()))

@@ -47,7 +47,7 @@ export class RedisServer {
     if (this.port === 0) this.port = await freePort()
     const persistence = this.options.durable ? ['--appendonly', 'yes', '--appendfsync', 'always'] : ['--appendonly', 'no']
     const args = ['--port', String(this.port), '--bind', '127.0.0.1', '--dir', this.dir, '--save', '', ...persistence, '--daemonize', 'no', ...(this.options.args ?? [])]
-    const child = spawnWatched(REDIS_SERVER, args, { stdio: ['ignore', 'pipe', 'pipe'] })
+    const child = spawnWatched(REDIS_SERVER, args, { stdio: ['ignore', 'pipe', 'pipe'] }, this.dir)
     this.#log = ''
     child.stdout!.on('data', (d: Buffer) => (this.#log += d.toString()))
     child.stderr!.on('data', (d: Buffer) => (this.#log += d.toString()))

@@ -2,9 +2,11 @@
  * What the tests start does not outlive a test process killed with
  * `kill -9` (a killed run, a crashed worker, Stryker stopped): Chromium
  * (real tabs, not Playwright's), redis-server, Postgres and a zaris node,
- * each with the processes it started, end with it (./watched.ts).
+ * each with the processes it started, end with it, and the servers' data
+ * folders go (./watched.ts).
  */
 import { execFileSync, spawn } from 'node:child_process'
+import { existsSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { expect, test } from 'vitest'
 import { until } from '../conformance/util'
@@ -36,11 +38,11 @@ test('kill -9 of a test process ends the Chromium, redis-server, Postgres and za
   const fixture = fileURLToPath(new URL('./fixtures/start-and-wait.ts', import.meta.url))
   const child = spawn(process.execPath, ['--import', 'tsx', fixture], { stdio: ['ignore', 'pipe', 'inherit'] })
   try {
-    const pids = await new Promise<Record<string, number>>((resolve, reject) => {
+    const { pids, dirs } = await new Promise<{ pids: Record<string, number>; dirs: string[] }>((resolve, reject) => {
       let out = ''
       child.stdout!.on('data', (d: Buffer) => {
         out += d.toString()
-        if (out.includes('\n')) resolve(JSON.parse(out) as Record<string, number>)
+        if (out.includes('\n')) resolve(JSON.parse(out) as { pids: Record<string, number>; dirs: string[] })
       })
       child.once('exit', (code) => reject(new Error(`the fixture exited (${code}) before it started everything`)))
     })
@@ -54,6 +56,9 @@ test('kill -9 of a test process ends the Chromium, redis-server, Postgres and za
     const all = Object.values(families).flat()
     await until(() => all.every((pid) => !alive(pid)), 15_000)
     for (const [what, pids] of Object.entries(families)) expect(pids.filter(alive), what).toEqual([])
+    // Their data folders (in /dev/shm: memory) went with them.
+    expect(dirs).toHaveLength(2)
+    await until(() => dirs.every((d) => !existsSync(d)), 5_000)
   } finally {
     child.kill('SIGKILL')
   }

@@ -14,11 +14,16 @@
  */
 import { spawn, type ChildProcess, type SpawnOptions } from 'node:child_process'
 
-/** `spawn(command, args, options)` in a process group of its own, killed with the test process (see the module doc). */
-export function spawnWatched(command: string, args: readonly string[], options: SpawnOptions = {}): ChildProcess {
+/**
+ * `spawn(command, args, options)` in a process group of its own, killed with
+ * the test process (see the module doc); `removes`: a folder of its data,
+ * removed then too (a server's in /dev/shm is memory).
+ */
+export function spawnWatched(command: string, args: readonly string[], options: SpawnOptions = {}, removes = ''): ChildProcess {
   const proc = spawn(command, args, { ...options, detached: true })
   if (proc.pid === undefined) return proc // not started: its 'error' event says why
-  const watchdog = spawn('/bin/sh', ['-c', 'cat > /dev/null; kill -KILL "-$0" 2> /dev/null', String(proc.pid)], { stdio: ['pipe', 'ignore', 'ignore'], detached: true })
+  const script = 'cat > /dev/null; kill -KILL "-$0" 2> /dev/null; [ -z "$1" ] || rm -rf -- "$1"'
+  const watchdog = spawn('/bin/sh', ['-c', script, String(proc.pid), removes], { stdio: ['pipe', 'ignore', 'ignore'], detached: true })
   // The watchdog never keeps the test process alive: the pipe closes with it, which is the point.
   watchdog.unref()
   ;(watchdog.stdin as unknown as { unref?(): void } | null)?.unref?.()
