@@ -47,6 +47,22 @@ describe('the hold checker', () => {
     expect(check(hold(10, 'STOLEN'), [granted])).toEqual([expect.stringContaining('but nothing had ended it')])
   })
 
+  test('an EXPIRED abort while a renewal was in flight passes: the holder counts from the renewals answered by then', () => {
+    // node-park seed 917710798 (clean-clone run 27): granted at 0 with TTL 100, renewed at 60; that answer came at
+    // 120, after the deadline of the grant (97): the hold aborted EXPIRED at 97, then deleted the entry the late
+    // renewal had extended (src/core/hold/hold.ts, renew). Its release ends the life, RELEASED, after the abort.
+    const commit = (at: number, doneAt: number, process: number): HistoryEvent[] => [
+      { process, type: 'invoke', f: 'commit', value: { checks: [{ key: 'lock:a', created: at === 0 ? undefined : 1, revision: at === 0 ? null : undefined }], ops: [{ type: 'set', key: 'lock:a', owner: 'c0', ttl: 100 }] }, time: at * 1e6, client: 'c0' },
+      { process, type: 'ok', f: 'commit', value: { revision: at === 0 ? 1 : 2, entries: [{ key: 'lock:a', created: 1 }] }, time: doneAt * 1e6, client: 'c0' },
+    ]
+    const history = [...commit(0, 1, 0), ...commit(60, 120, 1)]
+    const store: StoreEvent[] = [granted, { key: 'lock:a', kind: 'put', revision: 2, created: 1, owner: 'c0', at: 61 }, { ...deleted(3, 131) }]
+    const released = { ...hold(97, 'EXPIRED') }
+    expect(checkHolds([released], store, history, 1_000, 5)).toEqual([])
+    // Answered before the deadline, the renewal moves it: the same abort is then too early.
+    expect(checkHolds([released], store, [...commit(0, 1, 0), ...commit(60, 70, 1)], 1_000, 5)).toEqual([expect.stringContaining('aborted at 97 with EXPIRED')])
+  })
+
   describe('commits a hold sends behind the caller', () => {
     // c0 held lock:a with token 1 (TTL short); it expired at 2; c0's acquire then gave up while its take waited
     // at the node, the take won at 3 after all, and the machine let go of that hold at 4 (src/core/acquire/machine.ts, park).

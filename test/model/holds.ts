@@ -43,6 +43,8 @@ const drift = (ttl: number) => ttl * 0.01 + 2
 /** A commit the store acknowledged, with what was sent. */
 interface AcknowledgedCommit {
   invoke: HistoryEvent
+  /** When its answer came (ms). */
+  doneAt: number
   checks: Array<{ key: string; revision?: number | null; created?: number | null }>
   ops: Array<{ type: string; key: string; owner?: string; ttl?: number; fresh?: boolean }>
   revision: number
@@ -63,7 +65,7 @@ function acknowledged(history: HistoryEvent[]): AcknowledgedCommit[] {
     if (!invoke || e.type !== 'ok' || e.f !== 'commit') continue
     const input = invoke.value as Pick<AcknowledgedCommit, 'checks' | 'ops'>
     const result = e.value as Pick<AcknowledgedCommit, 'revision' | 'entries' | 'deleted'>
-    out.push({ invoke, checks: input.checks, ops: input.ops, revision: result.revision, entries: result.entries ?? [], deleted: result.deleted ?? [] })
+    out.push({ invoke, doneAt: e.time / 1e6, checks: input.checks, ops: input.ops, revision: result.revision, entries: result.entries ?? [], deleted: result.deleted ?? [] })
   }
   return out
 }
@@ -138,9 +140,9 @@ export function checkResults(results: HoldResult[], store: StoreEvent[], history
 export function checkHolds(holds: HoldRecord[], store: StoreEvent[], history: HistoryEvent[], now: number, tolerance: number): string[] {
   const problems: string[] = []
   // The successful grants and renewals of each hold, from the recorded commits: [call time, ttl].
-  const sent = new Map<string, Array<{ at: number; ttl: number }>>()
+  const sent = new Map<string, Array<{ at: number; ttl: number; doneAt: number }>>()
   const ownRelease = new Set<number>()
-  for (const { invoke, checks, ops, revision, entries } of acknowledged(history)) {
+  for (const { invoke, doneAt, checks, ops, revision, entries } of acknowledged(history)) {
     for (const o of ops) {
       if (o.type === 'delete' && checks.some((c) => c.key === o.key && c.created !== undefined)) ownRelease.add(revision)
       if (o.type !== 'set' || o.owner !== invoke.client || o.ttl === undefined) continue
@@ -149,7 +151,7 @@ export function checkHolds(holds: HoldRecord[], store: StoreEvent[], history: Hi
       const k = `${invoke.client}\u0000${o.key}\u0000${written.created}`
       let list = sent.get(k)
       if (!list) sent.set(k, (list = []))
-      list.push({ at: invoke.time / 1e6, ttl: o.ttl })
+      list.push({ at: invoke.time / 1e6, ttl: o.ttl, doneAt })
     }
   }
 
@@ -183,6 +185,11 @@ export function checkHolds(holds: HoldRecord[], store: StoreEvent[], history: Hi
       continue
     }
     if (held) problems.push(`${name}: held is true after its signal aborted`)
+    // The holder knows only the renewals answered by then: a deadline that passed while the next was in
+    // flight ends the hold (src/core/hold/hold.ts, renew), though that renewal then succeeded.
+    const known = renewals.filter((r) => r.doneAt <= h.abortedAt! + tolerance)
+    const knownLast = known.reduce<{ at: number; ttl: number } | undefined>((a, b) => (!a || b.at >= a.at ? b : a), undefined)
+    if (knownLast && knownLast !== last) ends.push({ at: knownLast.at + knownLast.ttl - drift(knownLast.ttl), reason: 'EXPIRED', why: `its deadline as known then (sent at ${knownLast.at}, TTL ${knownLast.ttl}; a later renewal still in flight)` })
     const before = ends.filter((e) => e.at <= h.abortedAt! + tolerance)
     if (before.length === 0) {
       problems.push(`${name}: its signal aborted at ${h.abortedAt} with ${h.reason}, but nothing had ended it (${ends.map((e) => `${e.why} at ${e.at}`).join('; ') || 'nothing ever did'})`)
