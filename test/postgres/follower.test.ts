@@ -148,7 +148,8 @@ test('listen given a URL of its own: notifications come over that one (a pool be
   }
 })
 
-test('watches of one namespace from different revisions each get every event once, in order, across reads cut at 500 events', async () => {
+// The follower reads after the earliest cursor: with the watch at the head first, a read from its cursor would skip the others' events.
+test.each(['the one furthest behind', 'the one at the head'])('watches of one namespace from different revisions each get every event once, in order, across reads cut at 500 events; first in: %s', async (first) => {
   const name = ns()
   const writer = await postgresAdapter({ url: db.server.url(name), pg: { max: 1 } })
   const watcher = await postgresAdapter({ url: db.server.url(name), listen: false, pollInterval: 20 })
@@ -166,7 +167,12 @@ test('watches of one namespace from different revisions each get every event onc
     const mid = log[300]!.revision
     // The first (600 events behind) is read in two cuts; the others join while it is.
     const [a, b, c] = [sink(), sink(), sink()]
-    await Promise.all([watcher.watch('w/', a.sink, start), watcher.watch('w/', b.sink, mid), watcher.watch('w/', c.sink)])
+    if (first === 'the one at the head') {
+      await watcher.watch('w/', c.sink)
+      await sleep(60) // read alone at least once
+      await watcher.watch('w/', b.sink, mid)
+      await watcher.watch('w/', a.sink, start)
+    } else await Promise.all([watcher.watch('w/', a.sink, start), watcher.watch('w/', b.sink, mid), watcher.watch('w/', c.sink)])
     const head = log[log.length - 1]!.revision
     for (let i = 300; i < 310; i++) await write(i)
     const after = (from: number) => log.filter((e) => e.revision > from).map((e) => `${e.revision}:${e.key}`)
