@@ -7,7 +7,7 @@
 import pg from 'pg'
 import { describe, expect, test } from 'vitest'
 import { connect, parseUrl, type WatchEvent } from 'zaris'
-import { postgresAdapter, schemaSql, SCHEMA_VERSION } from 'zaris/postgres'
+import { fromUrl, postgresAdapter, schemaSql, SCHEMA_VERSION } from 'zaris/postgres'
 import { lockSql } from '../../src/adapters/postgres/lock-path'
 import { FaultProxy } from '../faults/proxy'
 import { until } from '../conformance/util'
@@ -41,6 +41,14 @@ describe('urls and options', () => {
       [{ url, namespace: 'a b' }, /namespace/],
       [{ url, schema: 'Zaris' }, /schema/],
       [{ pool: { query() {} } }, /pool must be a pg Pool/],
+      [{ pool: { connect() {} } }, /pool must be a pg Pool/],
+      [{ pool: null }, /pool must be a pg Pool/],
+      [{ pool: 'postgres://db/app' }, /pool must be a pg Pool/],
+      [{ url, namespace: 42 }, /namespace must be .*got number 42/],
+      [{ url, pg: null }, /pg must be an object/],
+      [{ url, listen: null }, /listen/],
+      [{ url, requestRetention: 0 }, /requestRetention/],
+      [{ url, callTimeout: 0 }, /callTimeout/],
       [{ url, pg: 'max=1' }, /pg must be an object/],
       [{ url, listen: 1 }, /listen/],
       [{ url, createSchema: 'yes' }, /createSchema/],
@@ -50,6 +58,9 @@ describe('urls and options', () => {
     ]
     for (const [options, message] of bad) await expect(postgresAdapter(options), JSON.stringify(options)).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', message: expect.stringMatching(message) })
     await expect(postgresAdapter({ url: 'mysql://db/app' })).rejects.toMatchObject({ code: 'INVALID_URL' })
+    for (const postgres of ['max=1', null]) {
+      await expect(Promise.resolve().then(() => fromUrl(url, { postgres }))).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', message: expect.stringMatching(/options.postgres must be an object/) })
+    }
     await expect(postgresAdapter({ url: 'postgres://' })).rejects.toMatchObject({ code: 'INVALID_URL' })
   })
 
@@ -59,6 +70,7 @@ describe('urls and options', () => {
     const r = await a.commit([], [{ type: 'set', key: 'k', value: 1 }])
     expect(r.ok).toBe(true)
     await a.close()
+    await expect(a.get('k')).rejects.toMatchObject({ code: 'CLOSED', message: 'the postgres adapter is closed' })
     expect((await pool.query('SELECT 1 AS one')).rows[0].one).toBe(1)
     await pool.end()
   })
@@ -211,6 +223,17 @@ describe('commits', () => {
       proxy.heal()
       expect(await putting).toMatchObject({ ok: true, entries: [{ key: 'b', value: 1 }] })
       expect((await a.get('c'))?.value).toBe(3)
+      // An adapter opened now starts from the namespace's revision at its open, not from 0 (long pruned).
+      const b = await postgresAdapter({ url: db.server.url(name, proxy.port), listen: false, historySize: 50 })
+      try {
+        proxy.blackhole()
+        const fresh = b.commit([], [{ type: 'set', key: 'b2', value: 1 }])
+        await new Promise((r) => setTimeout(r, 300))
+        proxy.heal()
+        expect(await fresh).toMatchObject({ ok: true, entries: [{ key: 'b2', value: 1 }] })
+      } finally {
+        await b.close()
+      }
     } finally {
       await a.close()
       await proxy.stop()
