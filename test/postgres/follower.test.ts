@@ -187,3 +187,47 @@ test.each(['the one furthest behind', 'the one at the head'])('watches of one na
     await writer.close()
   }
 })
+
+test("a namespace's follower is shared by the adapters of one pool: one read loop; it lives while any of them watches, and a new one starts after the last closed", async () => {
+  const counted = countedPool()
+  const name = ns()
+  const open = () => postgresAdapter({ pool: counted.pool, namespace: name, pollInterval: 200, listen: false })
+  const [a, b, writer] = await Promise.all([open(), open(), open()])
+  const [wa, wb] = [sink(), sink()]
+  // Reads in 1 s: ~5 at a 200 ms poll for one loop, twice that for two.
+  const readsInASecond = async () => {
+    await sleep(100)
+    const before = counted.calls()
+    await sleep(1_000)
+    return counted.calls() - before
+  }
+  const heard = async (s: ReturnType<typeof sink>, value: number) => {
+    const r = await writer.commit([], [{ type: 'set', key: 'k', value }])
+    await until(() => s.events.some((e) => e.revision === (r.ok ? r.revision : -1)), 5_000)
+  }
+  try {
+    expect(a.listening).toBe(false)
+    await a.watch('k', wa.sink)
+    const one = await readsInASecond()
+    await b.watch('k', wb.sink)
+    expect(await readsInASecond()).toBeLessThanOrEqual(one + 2)
+    await a.close()
+    // b still hears, from the same loop.
+    await heard(wb, 1)
+    await b.close()
+    // The last one closed: no loop is left.
+    expect(await readsInASecond()).toBeLessThanOrEqual(1)
+    // A later adapter of the pool gets a loop of its own, not the closed one.
+    const c = await open()
+    const wc = sink()
+    try {
+      await c.watch('k', wc.sink)
+      await heard(wc, 2)
+    } finally {
+      await c.close()
+    }
+  } finally {
+    await Promise.all([a.close(), b.close(), writer.close()])
+    await counted.pool.end()
+  }
+})

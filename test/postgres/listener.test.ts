@@ -60,6 +60,8 @@ test('one LISTEN connection for every watch and namespace of a pool, kept while 
     await watched(a, 'y/')
     const w3 = await watched(b, 'x/')
     await until(() => a.listening && b.listening, 5_000)
+    // The listener of its pool is working, but idle follows nothing: it does not listen.
+    expect(idle.listening).toBe(false)
     const [pid] = await listeners()
     expect(await listeners()).toEqual([pid])
 
