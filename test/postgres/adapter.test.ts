@@ -56,6 +56,8 @@ describe('urls and options', () => {
       [{ url, pollInterval: 1.5 }, /pollInterval/],
       [{ url, timeout: -1 }, /timeout/],
     ]
+    // The least of each count is 1.
+    await (await postgresAdapter({ url, historySize: 1, pollInterval: 1, requestRetention: 1, callTimeout: 1_000, timeout: 1 })).close()
     for (const [options, message] of bad) await expect(postgresAdapter(options), JSON.stringify(options)).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', message: expect.stringMatching(message) })
     await expect(postgresAdapter({ url: 'mysql://db/app' })).rejects.toMatchObject({ code: 'INVALID_URL' })
     for (const postgres of ['max=1', null]) {
