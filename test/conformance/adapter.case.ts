@@ -131,7 +131,8 @@ export function adapterCases(factory: FixtureFactory, t: Named): void {
 
     t('list pages: sorted by UTF-16 code units, each after the last key of the one before, at most limit, more exactly while entries follow', withAdapter(async (a) => {
       // U+1F600 is a surrogate pair: in UTF-16 order it sorts below U+E000 and U+FFEF (in code point or UTF-8 order, above).
-      const keys = ['pg/b', 'pg/a', 'pg/ab', 'pg/a/1', 'pg/\u00e9', 'pg/\ud83d\ude00', 'pg/\ue000', 'pg/\uffef', 'pg/c', 'pgx', 'pf/z']
+      // 'pg/' is a key of its own prefix: first in a listing, and past once it is the `after`.
+      const keys = ['pg/', 'pg/b', 'pg/a', 'pg/ab', 'pg/a/1', 'pg/\u00e9', 'pg/\ud83d\ude00', 'pg/\ue000', 'pg/\uffef', 'pg/c', 'pgx', 'pf/z']
       await a.commit([], keys.map((key, i) => ({ type: 'set' as const, key, value: i })))
       await a.commit([], [{ type: 'set', key: 'pg/b2', value: 'gone soon', ttl: 40 }, { type: 'set', key: 'pg/d', value: 'deleted' }])
       await a.commit([], [{ type: 'delete', key: 'pg/d' }])
@@ -157,6 +158,8 @@ export function adapterCases(factory: FixtureFactory, t: Named): void {
       // \`after\` need not be a key of the store; one before the prefix starts at it; one past it gives nothing.
       expect(await keysOf({ after: 'pg/aa' })).toEqual(want.filter((k) => k > 'pg/aa'))
       expect(await keysOf({ after: 'pa' })).toEqual(want)
+      expect(await keysOf({ after: 'pg/' })).toEqual(want.filter((k) => k > 'pg/'))
+      expect(await keysOf({ after: 'pg/', limit: 1 })).toEqual(['pg/a'])
       expect(await a.list('pg/', { after: 'pz' })).toEqual({ entries: [], more: false })
       expect(await a.list('pg/', { after: 'pg/\uffef' })).toEqual({ entries: [], more: false })
       await expect(a.list('pg/', { limit: 0 })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' })
