@@ -242,6 +242,31 @@ describe('commits', () => {
     }
   })
 
+  test('the revision a retry looks from is the newest the adapter saw in its reads too, never an older one it read after', async () => {
+    const proxy = await new FaultProxy(db.server.port).start()
+    const name = ns()
+    const w = await postgresAdapter({ url: db.server.url(name), listen: false, historySize: 50 })
+    await w.commit([], [{ type: 'set', key: 'old', value: 1 }])
+    const a = await postgresAdapter({ url: db.server.url(name, proxy.port), listen: false, historySize: 50 })
+    try {
+      // The log moves past where a opened, by another adapter's writes.
+      for (let i = 0; i < 200; i++) await w.commit([], [{ type: 'set', key: `p${i % 5}`, value: i }])
+      await w.commit([], [{ type: 'set', key: 'fresh', value: 1 }])
+      await until(async () => (await db.admin.query('SELECT compacted::int AS c FROM zaris.stores WHERE ns = $1', [name])).rows[0].c > 1)
+      expect(await a.get('fresh')).toMatchObject({ value: 1 })
+      expect(await a.get('old')).toMatchObject({ value: 1 })
+      proxy.blackhole()
+      const putting = a.commit([], [{ type: 'set', key: 'b', value: 1 }])
+      await new Promise((r) => setTimeout(r, 300))
+      proxy.heal()
+      expect(await putting).toMatchObject({ ok: true, entries: [{ key: 'b', value: 1 }] })
+    } finally {
+      await a.close()
+      await w.close()
+      await proxy.stop()
+    }
+  })
+
   test("a lock's take and release run as one statement each, and hand every other case to the full commit with the same answers", async () => {
     const name = ns()
     const a = await postgresAdapter({ url: db.server.url(name) })
@@ -407,6 +432,89 @@ describe('commits', () => {
       expect(await a.commit([], [{ type: 'add', key: 'big', delta: 1 }])).toMatchObject({ ok: true, entries: [{ value: Number.MAX_SAFE_INTEGER }] })
     } finally {
       await a.close()
+    }
+  })
+})
+
+describe('reads', () => {
+  // Nobody watches these namespaces, so nothing expires them but the reads themselves.
+  test('a read expires what it finds due, also past the 500 a sweep takes by deadline: a get or a listing never shows an entry past its TTL', async () => {
+    const fill = async () => {
+      const a = await postgresAdapter({ url: db.server.url(ns()), listen: false })
+      for (let i = 0; i < 6; i++) await a.commit([], Array.from({ length: 100 }, (_, j) => ({ type: 'set' as const, key: `many/${i * 100 + j}`, value: j, ttl: 30 })))
+      // Due last of them all: a sweep of the namespace's 500 earliest does not reach it.
+      await a.commit([], [{ type: 'set', key: 'late/z', value: 'z', ttl: 120 }])
+      await new Promise((r) => setTimeout(r, 300))
+      return a
+    }
+    const a = await fill()
+    const b = await fill()
+    try {
+      expect(await a.get('late/z')).toBeUndefined()
+      expect(await b.list('late/')).toEqual({ entries: [], more: false })
+    } finally {
+      await a.close()
+      await b.close()
+    }
+  })
+
+  test('history: of a namespace never written, past 500 events (read in batches), and from exactly where the log was cut', async () => {
+    const a = await postgresAdapter({ url: db.server.url(ns()), listen: false })
+    const cutName = ns()
+    const c = await postgresAdapter({ url: db.server.url(cutName), listen: false, historySize: 50 })
+    const all = { maxEvents: 100_000, maxBytes: Infinity }
+    try {
+      expect(await a.history!('', 0, all)).toEqual({ events: [], through: 0, more: false })
+      const base = await a.commit([], [{ type: 'set', key: 'base', value: 0 }])
+      if (!base.ok) throw new Error('not set')
+      for (let i = 0; i < 6; i++) await a.commit([], Array.from({ length: 100 }, (_, j) => ({ type: 'set' as const, key: `hh/${i}/${j}`, value: j })))
+      const page = await a.history!('hh/', base.revision, all)
+      expect(page.events).toHaveLength(600)
+      expect(page.more).toBe(false)
+      // Bytes as estimated from the keys and values: 2 000-character values, two to a 5 000-byte page.
+      let after = base.revision
+      for (let i = 0; i < 4; i++) await a.commit([], [{ type: 'set', key: `big/${i}`, value: 'v'.repeat(2_000) }])
+      const sizes: number[] = []
+      for (let more = true; more; ) {
+        const p = await a.history!('big/', after, { maxEvents: 100, maxBytes: 5_000 })
+        sizes.push(p.events.length)
+        ;({ more, through: after } = p)
+      }
+      expect(sizes.filter((n) => n > 0)).toEqual([2, 2])
+      // Pruned to the last 50 or so events: a read from where it was cut is whole, one from before it is refused.
+      for (let i = 0; i < 200; i++) await c.commit([], [{ type: 'set', key: 'cut', value: i }])
+      const { compacted } = (await db.admin.query('SELECT compacted::int FROM zaris.stores WHERE ns = $1', [cutName])).rows[0]
+      expect(compacted).toBeGreaterThan(0)
+      expect((await c.history!('cut', compacted, all)).events.length).toBeGreaterThan(0)
+      await expect(c.history!('cut', compacted - 1, all)).rejects.toMatchObject({ code: 'COMPACTED' })
+    } finally {
+      await a.close()
+      await c.close()
+    }
+  })
+
+  test('a read Postgres refuses fails at once; one it cannot answer is tried again until the timeout, then fails UNAVAILABLE', async () => {
+    await db.admin.query("DO $$ BEGIN CREATE ROLE reader LOGIN; EXCEPTION WHEN duplicate_object THEN NULL; END $$")
+    await db.admin.query('GRANT USAGE ON SCHEMA zaris TO reader; GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA zaris TO reader; GRANT USAGE ON ALL SEQUENCES IN SCHEMA zaris TO reader')
+    const name = ns()
+    const proxy = await new FaultProxy(db.server.port).start()
+    const refused = await postgresAdapter({ url: `postgres://reader@127.0.0.1:${db.server.port}/${db.server.database}?ns=${name}`, listen: false, createSchema: false })
+    const cut = await postgresAdapter({ url: db.server.url(name, proxy.port), listen: false, timeout: 600, callTimeout: 300, pg: { connectionTimeoutMillis: 300 } })
+    try {
+      await db.admin.query('REVOKE SELECT ON zaris.entries FROM reader')
+      let t = performance.now()
+      await expect(refused.get('k')).rejects.toMatchObject({ code: 'UNAUTHORIZED', message: expect.stringContaining('refused get') })
+      expect(performance.now() - t).toBeLessThan(1_000)
+      proxy.drop()
+      t = performance.now()
+      await expect(cut.get('k')).rejects.toMatchObject({ code: 'UNAVAILABLE' })
+      expect(performance.now() - t).toBeGreaterThanOrEqual(500)
+      expect(performance.now() - t).toBeLessThan(3_000)
+    } finally {
+      await db.admin.query('GRANT SELECT ON zaris.entries TO reader')
+      await refused.close()
+      await cut.close()
+      await proxy.stop()
     }
   })
 })

@@ -117,6 +117,8 @@ describe('fence(tx, lock)', () => {
       // Past A's TTL its entry is still there, live with ttl 0, and a try finds it held.
       await new Promise((r) => setTimeout(r, 600))
       expect(await b.get('lock:invoice')).toMatchObject({ created: token, ttl: 0 })
+      // A listing too: its sweep leaves the fenced entry, and it is read once more, not swept again and again.
+      expect(await b.list('lock:inv')).toMatchObject([{ key: 'lock:invoice', created: token, ttl: 0 }])
       expect(await b.locks.acquire('lock:invoice')).toBeNull()
       const waiting = b.locks.acquire('lock:invoice', { ttl: 5_000, wait: 5_000 })
       await new Promise((r) => setTimeout(r, 400))
