@@ -69,6 +69,7 @@ describe('urls and options', () => {
   test("the caller's own pool: used, and left open", async () => {
     const pool = new pg.Pool({ connectionString: db.server.url(), max: 2 })
     const a = await postgresAdapter({ pool, namespace: ns() })
+    expect(a.name).toBe('postgres')
     const r = await a.commit([], [{ type: 'set', key: 'k', value: 1 }])
     expect(r.ok).toBe(true)
     await a.close()
@@ -311,6 +312,7 @@ describe('commits', () => {
   test('a take and a release are sent as their named statements (seen on the one connection that ran them)', async () => {
     const pool = new pg.Pool({ connectionString: db.server.url(), max: 1 })
     const a = await postgresAdapter({ pool, namespace: ns() })
+    expect(a.name).toBe('postgres')
     const names = async () => (await pool.query('SELECT name FROM pg_prepared_statements ORDER BY name')).rows.map((r) => (r.name as string).replace(/_[0-9a-f]{8}$/, ''))
     try {
       await a.commit([], [{ type: 'set', key: 'x', value: 1 }])

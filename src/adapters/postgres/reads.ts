@@ -30,11 +30,10 @@ export async function readEntry(target: Target, key: string): Promise<Entry | un
 
 /** A page of the live entries under `prefix` after `after`, at most `limit` (all when undefined). */
 export async function readPage(target: Target, prefix: string, after: string | undefined, limit: number | undefined): Promise<ListPage> {
-  const from = keyBytes(after !== undefined && after >= prefix ? after : prefix)
-  // Keys under the prefix form one range that starts at the prefix: an `after` past it and not in it is past them all.
-  if (after !== undefined && after >= prefix && !after.startsWith(prefix)) return { entries: [], more: false }
-  const end = prefixEnd(keyBytes(prefix))
+  // Keys under the prefix form one range that starts at the prefix: an `after` before it lists from its start.
   const strict = after !== undefined && after >= prefix
+  const from = keyBytes(strict ? after : prefix)
+  const end = prefixEnd(keyBytes(prefix))
   const text =
     `SELECT ${ENTRY_COLUMNS} FROM @S.entries WHERE ns = $1 AND k ${strict ? '>' : '>='} $2` +
     (end === null ? '' : ' AND k < $3') +
