@@ -124,6 +124,25 @@ test('a watch of a namespace nobody wrote reads at its poll interval, not in a l
   }
 })
 
+test('the last watch of a namespace ended while its adapter stays open: its reads stop', { timeout: 30_000 }, async () => {
+  const counted = countedPool()
+  const watcher = await postgresAdapter({ pool: counted.pool, namespace: ns(), pollInterval: 100, listen: false })
+  try {
+    const stop = await watcher.watch('k', sink().sink)
+    await sleep(300)
+    stop()
+    await sleep(200)
+    const before = counted.calls()
+    // Past the 10 s at which a follower marks its namespace watched again: a loop left running would
+    // keep marking it (and every commit of the namespace would NOTIFY for nobody).
+    await sleep(10_500)
+    expect(counted.calls() - before).toBe(0)
+  } finally {
+    await watcher.close()
+    await counted.pool.end()
+  }
+})
+
 test('listen given a URL of its own: notifications come over that one (a pool behind a pooler, LISTEN straight to Postgres)', async () => {
   const name = ns()
   const proxy = await new FaultProxy(db.server.port).start()
