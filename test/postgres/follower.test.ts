@@ -89,6 +89,9 @@ test('an outage is told once to each watch, and a write made during it is heard 
   try {
     const w = sink()
     await watcher.watch('k', w.sink)
+    // A sink without `reconnecting` (it is optional) hears on too.
+    const plain: WatchEvent[] = []
+    await watcher.watch('k', { event: (e) => plain.push(e), error: () => {} })
     for (let outage = 1; outage <= 2; outage++) {
       proxy.drop()
       // Several failed reads (retries after 0.1, 0.2, 0.4 s ...): still one word of it.
@@ -101,6 +104,7 @@ test('an outage is told once to each watch, and a write made during it is heard 
       expect(performance.now() - open).toBeLessThan(1_000)
       expect(w.reconnects()).toBe(outage)
     }
+    expect(plain.map((e) => e.revision)).toEqual(w.events.map((e) => e.revision))
   } finally {
     await watcher.close()
     await writer.close()
@@ -116,20 +120,24 @@ test('a watch of a namespace nobody wrote reads at its poll interval, not in a l
     await sleep(100)
     const before = counted.calls()
     await sleep(1_000)
-    // ~5 reads at a 200 ms poll; a read loop makes hundreds.
-    expect(counted.calls() - before).toBeLessThan(15)
+    // ~5 reads at a 200 ms poll; a read loop makes hundreds, a mark of the namespace before each read twice as many.
+    expect(counted.calls() - before).toBeLessThanOrEqual(8)
   } finally {
     await watcher.close()
     await counted.pool.end()
   }
 })
 
-test('the last watch of a namespace ended while its adapter stays open: its reads stop', { timeout: 30_000 }, async () => {
+test('the namespace stays marked watched while a watch lasts; once the last ends, with its adapter open, its reads and marks stop', { timeout: 40_000 }, async () => {
   const counted = countedPool()
-  const watcher = await postgresAdapter({ pool: counted.pool, namespace: ns(), pollInterval: 100, listen: false })
+  const name = ns()
+  const watcher = await postgresAdapter({ pool: counted.pool, namespace: name, pollInterval: 100, listen: false })
   try {
     const stop = await watcher.watch('k', sink().sink)
-    await sleep(300)
+    const watchedUntil = async () => Number((await db.admin.query('SELECT extract(epoch FROM watched) * 1000 AS w FROM zaris.stores WHERE ns = $1', [name])).rows[0].w)
+    const first = await watchedUntil()
+    // The mark (30 s) is renewed a third of the way through, while the watch lasts.
+    await until(async () => (await watchedUntil()) > first + 5_000, 15_000)
     stop()
     await sleep(200)
     const before = counted.calls()
