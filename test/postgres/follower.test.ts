@@ -114,6 +114,21 @@ test('an outage is told once to each watch, and a write made during it is heard 
   }
 })
 
+test('a watch from revision 0 of a namespace with no events hears nothing until one is written', async () => {
+  const watcher = await postgresAdapter({ url: db.server.url(ns()), listen: false, pollInterval: 50 })
+  try {
+    const w = sink()
+    await watcher.watch('', w.sink, 0)
+    await sleep(300)
+    expect([w.events, w.errors, w.reconnects()]).toEqual([[], [], 0])
+    const r = await watcher.commit([], [{ type: 'set', key: 'k', value: 1 }])
+    await until(() => w.events.length > 0)
+    expect(w.events.map((e) => e.revision)).toEqual([r.ok ? r.revision : -1])
+  } finally {
+    await watcher.close()
+  }
+})
+
 test('a watch of a namespace nobody wrote reads at its poll interval, not in a loop', async () => {
   const counted = countedPool()
   const watcher = await postgresAdapter({ pool: counted.pool, namespace: ns(), pollInterval: 200, listen: false })
@@ -197,6 +212,10 @@ test.each(['the one furthest behind', 'the one at the head'])('watches of one na
       return r.revision
     }
     const start = await write(0)
+    // One event of its own: the 500th event after start is then the first of a revision of two, which the cut splits.
+    const single = await writer.commit([], [{ type: 'set', key: 'w/s', value: 0 }])
+    if (!single.ok) throw new Error('a plain set was refused')
+    log.push({ revision: single.revision, key: 'w/s' })
     for (let i = 1; i < 300; i++) await write(i)
     const mid = log[300]!.revision
     // The first (600 events behind) is read in two cuts; the others join while it is.
