@@ -287,3 +287,25 @@ test("a namespace's follower is shared by the adapters of one pool: one read loo
     await counted.pool.end()
   }
 })
+
+test('an expiry nobody reads is heard at its deadline (a sweep timed to it), also after another watch of the namespace ended', async () => {
+  const name = ns()
+  // Polled every 5 s: only the sweep's timer can tell the expiry sooner.
+  const watcher = await postgresAdapter({ url: db.server.url(name), listen: false, pollInterval: 5_000 })
+  try {
+    const [w, other] = [sink(), sink()]
+    await watcher.watch('k', w.sink)
+    const stopOther = await watcher.watch('other', other.sink)
+    const r = await watcher.commit([], [{ type: 'set', key: 'k', value: 1, ttl: 800 }])
+    const written = performance.now()
+    await until(() => w.events.length === 1)
+    stopOther()
+    await until(() => w.events.some((e) => e.type === 'expire'), 10_000)
+    // Due 800 ms after the write; a poll would have told it at 5 s.
+    expect(performance.now() - written).toBeLessThan(1_800)
+    expect(w.events.map((e) => e.type)).toEqual(['put', 'expire'])
+    expect(r.ok).toBe(true)
+  } finally {
+    await watcher.close()
+  }
+})
