@@ -173,6 +173,15 @@ describe('tables', () => {
   })
 })
 
+/** A set of `key` whose request is lost on its way (blackholed, then the way healed): its retry must find it not applied, and apply it. */
+async function lostOnItsWay(proxy: FaultProxy, a: Awaited<ReturnType<typeof postgresAdapter>>, key: string): Promise<void> {
+  proxy.blackhole()
+  const putting = a.commit([], [{ type: 'set', key, value: 1 }])
+  await new Promise((r) => setTimeout(r, 300))
+  proxy.heal()
+  expect(await putting).toMatchObject({ ok: true, entries: [{ key, value: 1 }] })
+}
+
 describe('commits', () => {
   test('a commit whose answer is lost is sent again and answered, not applied twice', async () => {
     const proxy = await new FaultProxy(db.server.port).start()
@@ -220,20 +229,12 @@ describe('commits', () => {
       expect(await setting).toMatchObject({ ok: true, entries: [{ key: 'c', value: 3 }] })
       // A request lost on its way: the retry looks for it from the newest revision this adapter
       // committed (the log still reaches there), not from the one it opened at (pruned).
-      proxy.blackhole()
-      const putting = a.commit([], [{ type: 'set', key: 'b', value: 1 }])
-      await new Promise((r) => setTimeout(r, 300))
-      proxy.heal()
-      expect(await putting).toMatchObject({ ok: true, entries: [{ key: 'b', value: 1 }] })
+      await lostOnItsWay(proxy, a, 'b')
       expect((await a.get('c'))?.value).toBe(3)
       // An adapter opened now starts from the namespace's revision at its open, not from 0 (long pruned).
       const b = await postgresAdapter({ url: db.server.url(name, proxy.port), listen: false, historySize: 50 })
       try {
-        proxy.blackhole()
-        const fresh = b.commit([], [{ type: 'set', key: 'b2', value: 1 }])
-        await new Promise((r) => setTimeout(r, 300))
-        proxy.heal()
-        expect(await fresh).toMatchObject({ ok: true, entries: [{ key: 'b2', value: 1 }] })
+        await lostOnItsWay(proxy, b, 'b2')
       } finally {
         await b.close()
       }
@@ -256,11 +257,7 @@ describe('commits', () => {
       await until(async () => (await db.admin.query('SELECT compacted::int AS c FROM zaris.stores WHERE ns = $1', [name])).rows[0].c > 1)
       expect(await a.get('fresh')).toMatchObject({ value: 1 })
       expect(await a.get('old')).toMatchObject({ value: 1 })
-      proxy.blackhole()
-      const putting = a.commit([], [{ type: 'set', key: 'b', value: 1 }])
-      await new Promise((r) => setTimeout(r, 300))
-      proxy.heal()
-      expect(await putting).toMatchObject({ ok: true, entries: [{ key: 'b', value: 1 }] })
+      await lostOnItsWay(proxy, a, 'b')
     } finally {
       await a.close()
       await w.close()
