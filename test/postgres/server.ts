@@ -157,6 +157,9 @@ export class PostgresServer {
       max_connections: '200',
       unix_socket_directories: this.dir,
       fsync: 'on',
+      // Dynamic shared memory as files in the data folder, not /dev/shm: a server killed with -9
+      // (the fault suite's, or a test run's whose watchdog ended it) leaves them there, removed with it.
+      dynamic_shared_memory_type: 'mmap',
       ...this.options.settings,
     }
     const args = ['-D', join(this.dir, 'data'), '-p', String(this.port), ...Object.entries(settings).flatMap(([k, v]) => ['-c', `${k}=${v}`])]
