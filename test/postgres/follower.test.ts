@@ -314,3 +314,31 @@ test('an expiry nobody reads is heard at its deadline (a sweep timed to it), als
     await watcher.close()
   }
 })
+
+test('a notification that comes while a read is on its way is read after it at once, not at the next poll', async () => {
+  const name = ns()
+  const proxy = await new FaultProxy(db.server.port).start()
+  // Reads take 600 ms (300 each way); NOTIFY comes straight from Postgres; the safety poll is 2 s.
+  const watcher = await postgresAdapter({ url: db.server.url(name, proxy.port), listen: db.server.url() })
+  const writer = await postgresAdapter({ url: db.server.url(name), pg: { max: 1 } })
+  try {
+    const w = sink()
+    await watcher.watch('k', w.sink)
+    await until(() => watcher.listening, 5_000)
+    proxy.delay(300)
+    await sleep(700)
+    // The first write's notification starts a read; the second commits after that read's snapshot and
+    // notifies while it is still on its way back.
+    await writer.commit([], [{ type: 'set', key: 'k', value: 1 }])
+    await sleep(420)
+    const second = await writer.commit([], [{ type: 'set', key: 'k', value: 2 }])
+    const t = performance.now()
+    await until(() => w.events.some((e) => e.revision === (second.ok ? second.revision : -1)), 10_000)
+    // One more read (600 ms) after the first: ~0.8 s. Left to the safety poll: 2 s more.
+    expect(performance.now() - t).toBeLessThan(1_500)
+  } finally {
+    await watcher.close()
+    await writer.close()
+    await proxy.stop()
+  }
+})
