@@ -108,6 +108,8 @@ describe('errors', () => {
       const z = pgError(e, 'commit')
       expect(z.code, String((e as { code?: string }).code)).toBe('UNAVAILABLE')
       expect(z.message).toContain('may or may not have been applied')
+      // A read changes nothing: its message says only that it failed.
+      expect(pgError(e, 'get').message).toMatch(/^Postgres get failed: /)
     }
     expect(isConnectionFailure(pgErr('08001'))).toBe(true)
     expect(isConnectionFailure(pgErr('57P04'))).toBe(false)

@@ -13,7 +13,7 @@
  */
 import { systemClock } from '../../core/time/clock'
 import { ClosedError, UnavailableError } from '../../core/contract/errors'
-import { loadPg, pgError, type Pg, type PgPool, type PgPoolClient, type PgResult } from './load'
+import { loadPg, pgError, unknownOutcome, type Pg, type PgPool, type PgPoolClient, type PgResult } from './load'
 import { ensureSchema } from './sql'
 
 /** Defaults for pools the adapter opens; the caller's `pg` options override them. */
@@ -194,7 +194,7 @@ async function run<R>(pool: PgPool, what: string, text: string | Named, values: 
     return (await q) as PgResult<R>
   } catch (err) {
     broken = err
-    if (timedOut) throw new UnavailableError(`Postgres ${what} did not answer within ${timeoutMs} ms (it may or may not have been applied)`, { cause: err })
+    if (timedOut) throw new UnavailableError(`Postgres ${what} did not answer within ${timeoutMs} ms${unknownOutcome(what)}`, { cause: err })
     throw pgError(err, what)
   } finally {
     systemClock.clearTimeout(timer)

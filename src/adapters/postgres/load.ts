@@ -121,9 +121,14 @@ export function pgError(err: unknown, what: string): ZarisError {
     )
   }
   if (isConnectionFailure(err) || state === '53300' || state === '57014' || state === '40001' || state === '40P01') {
-    return new UnavailableError(`Postgres ${what} failed (it may or may not have been applied): ${message}`, { cause: err })
+    return new UnavailableError(`Postgres ${what} failed${unknownOutcome(what)}: ${message}`, { cause: err })
   }
   return new ZarisError('INTERNAL', `Postgres refused ${what}: ${message} (SQLSTATE ${state})`, { cause: err })
+}
+
+/** What a failed call's message adds about its outcome: only a commit's matters to the caller (a read changes nothing). */
+export function unknownOutcome(what: string): string {
+  return what === 'commit' ? ' (it may or may not have been applied)' : ''
 }
 
 /** Keeps the driver's error as the cause (these error classes take a message only). */
