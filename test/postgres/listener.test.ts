@@ -224,3 +224,43 @@ test('a LISTEN connection whose probe cannot be sent (the pool cut off) is opene
     await proxy.stop()
   }
 })
+
+/** A watch on an adapter whose LISTEN connection goes through `proxy`, slowed so that it opens only after ~4 s. */
+async function slowListen(name: string, proxy: FaultProxy): Promise<PostgresAdapter> {
+  // Each way 1 s late: the startup's round trip and LISTEN's take ~4 s, past the 2 s linger.
+  proxy.delay(1_000)
+  return postgresAdapter({ url: db.server.url(name), listen: db.server.url(undefined, proxy.port), pollInterval: 50 })
+}
+
+test('a LISTEN connection that opens after its last follower left and the linger ran out is ended, not kept', async () => {
+  const proxy = await new FaultProxy(db.server.port).start()
+  const name = ns()
+  const watcher = await slowListen(name, proxy)
+  // Same options, same pool: it keeps the pool and its listener open after the watcher closed.
+  const idle = await slowListen(name, proxy)
+  try {
+    await watched(watcher, 's/')
+    await until(async () => (await listeners()).length === 1, 10_000)
+    await watcher.close()
+    await until(async () => (await listeners()).length === 0, 15_000)
+    expect(idle.listening).toBe(false)
+  } finally {
+    await watcher.close()
+    await idle.close()
+    await proxy.stop()
+  }
+}, 30_000)
+
+test('a LISTEN connection still opening when its adapter closes is ended once it opens', async () => {
+  const proxy = await new FaultProxy(db.server.port).start()
+  const watcher = await slowListen(ns(), proxy)
+  try {
+    await watched(watcher, 'c/')
+    await until(async () => (await listeners()).length === 1, 10_000)
+    await watcher.close()
+    await until(async () => (await listeners()).length === 0, 15_000)
+  } finally {
+    await watcher.close()
+    await proxy.stop()
+  }
+}, 30_000)

@@ -65,8 +65,7 @@ export class Listener {
     let set = this.#followers.get(namespace)
     if (!set) this.#followers.set(namespace, (set = new Set()))
     set.add(wake)
-    if (this.#idleTimer !== undefined) systemClock.clearTimeout(this.#idleTimer)
-    this.#idleTimer = undefined
+    this.#stopLinger()
     this.#open()
     return () => {
       set.delete(wake)
@@ -102,6 +101,8 @@ export class Listener {
       await client.query(`LISTEN "${channelOf(this.#schema)}"`)
       this.#client = client
       this.#failures = 0
+      // Opened after the linger of the last follower ran out, or after close(): nobody will end it later.
+      if (this.#followers.size === 0 && this.#idleTimer === undefined) return this.#end()
       await this.#check()
     } catch {
       onLost()
@@ -144,16 +145,23 @@ export class Listener {
     // A follow meanwhile clears this timer (see follow).
     this.#idleTimer = systemClock.setTimeout(() => {
       this.#idleTimer = undefined
-      const client = this.#client
-      this.#client = undefined
-      this.#working = false
-      void client?.end().catch(() => {})
+      this.#end()
     }, LINGER_MS)
   }
 
   /** Ends the connection at once (the adapter's connection is closing). */
   close(): void {
     this.#followers.clear()
+    this.#stopLinger()
+    this.#end()
+  }
+
+  #stopLinger(): void {
+    if (this.#idleTimer !== undefined) systemClock.clearTimeout(this.#idleTimer)
+    this.#idleTimer = undefined
+  }
+
+  #end(): void {
     const client = this.#client
     this.#client = undefined
     this.#working = false
