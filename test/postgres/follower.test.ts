@@ -18,7 +18,7 @@ import type { WatchEvent } from 'zaris'
 import { postgresAdapter } from 'zaris/postgres'
 import { FaultProxy } from '../faults/proxy'
 import { sleep, until } from '../conformance/util'
-import { usePostgres } from './use-postgres'
+import { countedPool, usePostgres } from './use-postgres'
 
 const db = usePostgres('follower')
 const ns = db.ns
@@ -31,21 +31,9 @@ function sink() {
   return { events, errors, reconnects: () => reconnects, sink: { event: (e: WatchEvent) => events.push(e), error: (e: Error) => errors.push(e), reconnecting: () => reconnects++ } }
 }
 
-/** A pool of the test database whose checkouts are counted: one a read of the adapter's. */
-function countedPool(): { pool: pg.Pool; calls: () => number } {
-  const pool = new pg.Pool({ connectionString: db.server.url(), max: 2 })
-  const connect = pool.connect.bind(pool)
-  let calls = 0
-  pool.connect = (() => {
-    calls++
-    return connect()
-  }) as typeof pool.connect
-  return { pool, calls: () => calls }
-}
-
 test('tables emptied under a watch (the store started over): the watch reads on at its interval, then ends, saying so', async () => {
   const name = ns()
-  const counted = countedPool()
+  const counted = countedPool(db.server.url())
   const watcher = await postgresAdapter({ pool: counted.pool, namespace: name, schema: 'over', pollInterval: 50, listen: false })
   const writer = await postgresAdapter({ url: `${db.server.url(name)}&schema=over`, pg: { max: 1 } })
   try {
@@ -135,7 +123,7 @@ test('a watch from revision 0 of a namespace with no events hears nothing until 
 })
 
 test('a watch of a namespace nobody wrote reads at its poll interval, not in a loop', async () => {
-  const counted = countedPool()
+  const counted = countedPool(db.server.url())
   const watcher = await postgresAdapter({ pool: counted.pool, namespace: ns(), pollInterval: 200, listen: false })
   try {
     const w = sink()
@@ -155,7 +143,7 @@ test('a watch of a namespace nobody wrote reads at its poll interval, not in a l
 })
 
 test('the namespace stays marked watched while a watch lasts; once the last ends, with its adapter open, its reads and marks stop', { timeout: 40_000 }, async () => {
-  const counted = countedPool()
+  const counted = countedPool(db.server.url())
   const name = ns()
   const watcher = await postgresAdapter({ pool: counted.pool, namespace: name, pollInterval: 100, listen: false })
   try {
@@ -250,7 +238,7 @@ test.each(['the one furthest behind', 'the one at the head'])('watches of one na
 })
 
 test("a namespace's follower is shared by the adapters of one pool: one read loop; it lives while any of them watches, and a new one starts after the last closed", async () => {
-  const counted = countedPool()
+  const counted = countedPool(db.server.url())
   const name = ns()
   const open = () => postgresAdapter({ pool: counted.pool, namespace: name, pollInterval: 200, listen: false })
   const [a, b, writer] = await Promise.all([open(), open(), open()])

@@ -11,8 +11,9 @@
 import pg from 'pg'
 import { expect, test } from 'vitest'
 import { postgresAdapter, schemaSql, type PostgresAdapter } from 'zaris/postgres'
-import { until } from '../conformance/util'
-import { usePostgres } from './use-postgres'
+import { FaultProxy } from '../faults/proxy'
+import { sleep, until } from '../conformance/util'
+import { countedPool, usePostgres } from './use-postgres'
 
 const db = usePostgres('pools')
 const ns = db.ns
@@ -131,5 +132,103 @@ test("a pooled client's error listeners do not pile up across checkouts", async 
   } finally {
     await a.close()
     await pool.end()
+  }
+})
+
+test('options JSON cannot compare (a symbol, a BigInt, a circular object) get a pool each; no options and empty ones share one', async () => {
+  const circular: Record<string, unknown> = {}
+  circular.self = circular
+  const open = (options?: Record<string, unknown>) => postgresAdapter({ url: db.server.url(ns()), ...(options ? { pg: options } : {}) })
+  const own = [await open({ tag: Symbol('a') }), await open({ tag: Symbol('a') }), await open({ tag: 1n }), await open({ tag: 1n }), await open({ tag: circular }), await open({ tag: circular })]
+  try {
+    // Opened one after another: a shared pool would have served them all on one idle connection.
+    expect(await backends()).toBe(6)
+  } finally {
+    await closeAll(own)
+  }
+  const shared = [await open(), await open({})]
+  try {
+    expect(await backends()).toBe(1)
+  } finally {
+    await closeAll(shared)
+  }
+})
+
+test('the tables are checked once per pool and schema: a second adapter on them only reads its revision', async () => {
+  const counted = countedPool(db.server.url())
+  try {
+    const a = await postgresAdapter({ pool: counted.pool, namespace: ns(), schema: 'checked_once' })
+    const first = counted.calls()
+    const b = await postgresAdapter({ pool: counted.pool, namespace: ns(), schema: 'checked_once' })
+    expect(first).toBeGreaterThan(1)
+    expect(counted.calls() - first).toBe(1)
+    await closeAll([a, b])
+  } finally {
+    await counted.pool.end()
+  }
+})
+
+test('an idle connection of the pool that Postgres ends does not crash the process; the next call opens another', async () => {
+  const a = await postgresAdapter({ url: db.server.url(ns()), pg: { max: 1 } })
+  try {
+    expect(await backends()).toBe(1)
+    await db.admin.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'zaris'`)
+    await until(async () => (await backends()) === 0, 5_000)
+    // Heard by now: an unheard 'error' event would have ended the test run.
+    await sleep(200)
+    expect(await a.get('k')).toBeUndefined()
+    expect(await backends()).toBe(1)
+  } finally {
+    await a.close()
+  }
+})
+
+test('a read retrying through an outage when its adapter closes fails CLOSED at once, not UNAVAILABLE at its timeout', async () => {
+  const proxy = await new FaultProxy(db.server.port).start()
+  const a = await postgresAdapter({ url: db.server.url(ns(), proxy.port), timeout: 10_000 })
+  try {
+    proxy.drop()
+    const read = a.get('k').then(
+      () => 'answered',
+      (err: { code?: string }) => err.code,
+    )
+    await sleep(300)
+    const t = performance.now()
+    await a.close()
+    expect(await read).toBe('CLOSED')
+    expect(performance.now() - t).toBeLessThan(3_000)
+  } finally {
+    await a.close()
+    await proxy.stop()
+  }
+})
+
+test('calls running or waiting for a connection when their adapter closes complete; the pool ends after them', async () => {
+  const name = ns()
+  const a = await postgresAdapter({ url: db.server.url(name), pg: { max: 1 } })
+  await a.commit([], [{ type: 'set', key: 'k', value: 0 }])
+  const blocker = new pg.Client({ connectionString: db.server.url() })
+  await blocker.connect()
+  try {
+    // The namespace's row held: a commit waits for it on the pool's only connection.
+    await blocker.query('BEGIN')
+    await blocker.query('SELECT 1 FROM zaris.stores WHERE ns = $1 FOR UPDATE', [name])
+    const write = a.commit([], [{ type: 'set', key: 'k', value: 1 }])
+    await sleep(100)
+    // Waits for that connection.
+    const read = a.get('k')
+    await sleep(100)
+    let closed = false
+    const closing = a.close().then(() => (closed = true))
+    await sleep(200)
+    expect(closed).toBe(false)
+    await blocker.query('COMMIT')
+    expect((await write).ok).toBe(true)
+    expect((await read)?.value).toBe(1)
+    await closing
+    await until(async () => (await backends()) === 0, 5_000)
+  } finally {
+    await blocker.end()
+    await a.close()
   }
 })

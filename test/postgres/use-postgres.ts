@@ -39,3 +39,15 @@ export function usePostgres(prefix: string): TestPostgres {
     ns: () => `${prefix}-${++n}`,
   }
 }
+
+/** A pool of `connectionString` whose checkouts are counted: one a call of the adapter's. A real pool; only `connect` is wrapped. */
+export function countedPool(connectionString: string, max = 2): { pool: pg.Pool; calls: () => number } {
+  const pool = new pg.Pool({ connectionString, max })
+  const connect = pool.connect.bind(pool)
+  let calls = 0
+  pool.connect = (() => {
+    calls++
+    return connect()
+  }) as typeof pool.connect
+  return { pool, calls: () => calls }
+}

@@ -40,8 +40,8 @@ export interface Connection {
   readonly pool: PgPool
   /** Options a LISTEN connection opens with (undefined: the caller's pool does not say). */
   readonly listenOptions: Record<string, unknown> | undefined
-  /** Per-schema and per-namespace state that lives as long as the connection. */
-  readonly spaces: Map<string, unknown>
+  /** Per-schema and per-namespace state that lives as long as the connection, closed with it. */
+  readonly spaces: Map<string, { close(): void }>
   /** Resolves once `schema` holds this version's tables (once per schema). */
   ready(schema: string, create: boolean): Promise<void>
   /**
@@ -69,52 +69,48 @@ const byPool = new WeakMap<object, Connection>()
  * their own.
  */
 export async function shareUrl(connectionString: string, options: Record<string, unknown> | undefined): Promise<Connection> {
-  let key: string | undefined
-  try {
-    key = connectionString + '\u0000' + JSON.stringify(options ?? {}, (_k, v: unknown) => {
-      if (typeof v === 'function' || typeof v === 'symbol') throw new Error('not comparable')
-      return v
-    })
-  } catch {
-    key = undefined
-  }
-  const open = async (forget: () => void) => {
+  const key = poolKey(connectionString, options)
+  const open = async (forget?: () => void) => {
     const pg = await loadPg()
     const settings = { ...POOL_DEFAULTS, ...options, connectionString }
     return wrap(pg, new pg.Pool(settings), settings, true, forget)
   }
-  if (key === undefined) {
-    const own = await open(() => {})
-    own.users++
-    return own
-  }
-  let entry = shared.get(key)
+  let entry = key === null ? undefined : shared.get(key)
   if (!entry) {
-    const k = key
-    entry = open(() => {
-      if (shared.get(k) === entry) shared.delete(k)
-    })
-    shared.set(key, entry)
-    entry.catch(() => shared.delete(k))
+    // A failed open (node-postgres missing) is kept: it fails alike for every later adapter.
+    entry = open(key === null ? undefined : () => shared.delete(key))
+    if (key !== null) shared.set(key, entry)
   }
   const connection = await entry
   connection.users++
   return connection
 }
 
+/** The key of the pool shared by these settings; null when they cannot be compared. */
+function poolKey(connectionString: string, options: Record<string, unknown> | undefined): string | null {
+  let comparable = true
+  try {
+    const key = JSON.stringify([connectionString, options ?? {}], (_k, v: unknown) => {
+      if (typeof v === 'function' || typeof v === 'symbol') comparable = false
+      return v
+    })
+    return comparable ? key : null
+  } catch {
+    // Circular (a socket) or a BigInt.
+    return null
+  }
+}
+
 /** The shared use of a pool the caller opened (never ended by zaris). */
 export async function sharePool(pool: PgPool): Promise<Connection> {
+  const pg = await loadPg()
   let connection = byPool.get(pool)
-  if (!connection) {
-    const pg = await loadPg()
-    connection = byPool.get(pool) ?? wrap(pg, pool, pool.options as Record<string, unknown> | undefined, false, () => byPool.delete(pool))
-    byPool.set(pool, connection)
-  }
+  if (!connection) byPool.set(pool, (connection = wrap(pg, pool, pool.options as Record<string, unknown> | undefined, false, () => byPool.delete(pool))))
   connection.users++
   return connection
 }
 
-function wrap(pg: Pg, pool: PgPool, settings: Record<string, unknown> | undefined, owned: boolean, forget: () => void): Connection {
+function wrap(pg: Pg, pool: PgPool, settings: Record<string, unknown> | undefined, owned: boolean, forget?: () => void): Connection {
   // An idle client whose server went away emits 'error' on the pool; unheard, Node would crash. And
   // every client gets an ear of its own when it is made: node-postgres's pool can hand a new client to
   // a checkout that already failed (its wait timed out as the connection came up), which then holds
@@ -155,8 +151,8 @@ function wrap(pg: Pg, pool: PgPool, settings: Record<string, unknown> | undefine
     },
     async release() {
       if (--connection.users > 0) return
-      forget()
-      for (const space of connection.spaces.values()) (space as { close?(): void }).close?.()
+      forget?.()
+      for (const space of connection.spaces.values()) space.close()
       connection.spaces.clear()
       if (inflight > 0) await new Promise<void>((resolve) => (drained = resolve))
       ended = true
