@@ -232,3 +232,32 @@ test('calls running or waiting for a connection when their adapter closes comple
     await a.close()
   }
 })
+
+test("a call on the caller's pool whose connection is reset is tried again, and the process goes on", async () => {
+  const name = ns()
+  const proxy = await new FaultProxy(db.server.port).start()
+  const pool = new pg.Pool({ connectionString: db.server.url(undefined, proxy.port), max: 1 })
+  const a = await postgresAdapter({ pool, namespace: name })
+  await a.commit([], [{ type: 'set', key: 'k', value: 0 }])
+  const blocker = new pg.Client({ connectionString: db.server.url() })
+  await blocker.connect()
+  try {
+    // The commit waits for the namespace's row on the pool's one connection, which is then reset
+    // (node-postgres emits 'error' on a client whose socket fails, also while its query runs).
+    await blocker.query('BEGIN')
+    await blocker.query('SELECT 1 FROM zaris.stores WHERE ns = $1 FOR UPDATE', [name])
+    const write = a.commit([], [{ type: 'set', key: 'k', value: 1 }])
+    await sleep(200)
+    proxy.cut()
+    await sleep(200)
+    await blocker.query('COMMIT')
+    // An unheard 'error' event of the reset connection would have ended the test run by now.
+    expect((await write).ok).toBe(true)
+    expect((await a.get('k'))?.value).toBe(1)
+  } finally {
+    await blocker.end()
+    await a.close()
+    await pool.end()
+    await proxy.stop()
+  }
+})

@@ -172,11 +172,10 @@ async function run<R>(pool: PgPool, what: string, text: string | Named, values: 
   } catch (err) {
     throw pgError(err, what)
   }
-  // A connection may fail when no query of it runs (a server going away tells every session): the
-  // failure is the next call's, so no such 'error' event may go unheard and crash the process. The
-  // pool hears it only while the client is idle; this ear stays for the client's life.
-  const events = client as { on?(event: string, fn: () => void): void; listeners?(event: string): unknown[] }
-  if (events.listeners?.('error').includes(unheard) === false) events.on?.('error', unheard)
+  // A client whose connection fails emits 'error' besides failing its query, and a checked-out client
+  // has no ear of its pool's: unheard, the event would crash the process. This ear stays for the
+  // client's life (a caller's pool gets no 'connect' ear from zaris).
+  if (!client.listeners('error').includes(unheard)) client.on('error', unheard)
   let broken: unknown
   let timedOut = false
   const timer = systemClock.setTimeout(() => {

@@ -29,6 +29,8 @@ export interface PgPoolClient extends PgQueryable {
   query(text: string, values?: unknown[]): Promise<PgResult<any>>
   /** Gives the client back to its pool, or destroys it (`true` or an error). */
   release(destroy?: boolean | Error): void
+  on(event: 'error', listener: () => void): unknown
+  listeners(event: 'error'): unknown[]
 }
 
 /** A `pg.Pool` as the adapter uses it. */
