@@ -225,10 +225,9 @@ test('a LISTEN connection whose probe cannot be sent (the pool cut off) is opene
   }
 })
 
-/** A watch on an adapter whose LISTEN connection goes through `proxy`, slowed so that it opens only after ~4 s. */
-async function slowListen(name: string, proxy: FaultProxy): Promise<PostgresAdapter> {
-  // Each way 1 s late: the startup's round trip and LISTEN's take ~4 s, past the 2 s linger.
-  proxy.delay(1_000)
+/** An adapter whose LISTEN connection goes through `proxy`, each way `ms` late (1 s: it opens after ~4 s, past the 2 s linger). */
+async function slowListen(name: string, proxy: FaultProxy, ms = 1_000): Promise<PostgresAdapter> {
+  proxy.delay(ms)
   return postgresAdapter({ url: db.server.url(name), listen: db.server.url(undefined, proxy.port), pollInterval: 50 })
 }
 
@@ -261,6 +260,29 @@ test('a LISTEN connection still opening when its adapter closes is ended once it
     await until(async () => (await listeners()).length === 0, 15_000)
   } finally {
     await watcher.close()
+    await proxy.stop()
+  }
+}, 30_000)
+
+test('a LISTEN connection whose probe comes back later than a second counts as not working: its watches poll at their interval', async () => {
+  const name = ns()
+  const proxy = await new FaultProxy(db.server.port).start()
+  const watcher = await slowListen(name, proxy, 1_200)
+  const writer = await postgresAdapter({ url: db.server.url(name), pg: { max: 1 } })
+  try {
+    const w = await watched(watcher, 'p/')
+    // LISTEN done on the server: its answer reaches the client 1.2 s later, the probe 1.2 s after it is sent.
+    await until(async () => {
+      const r = await db.admin.query(`SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'zaris listen' AND query LIKE 'LISTEN%' AND state = 'idle'`)
+      return r.rowCount === 1
+    }, 10_000)
+    await sleep(3_500)
+    expect(watcher.listening).toBe(false)
+    const r = await writer.commit([], [{ type: 'set', key: 'p/1', value: 1 }])
+    await until(() => w.seen.some((e) => e.revision === (r.ok ? r.revision : -1)), 1_000)
+  } finally {
+    await watcher.close()
+    await writer.close()
     await proxy.stop()
   }
 }, 30_000)

@@ -5,21 +5,21 @@
  *
  * A notification only makes a follower read sooner; a follower reads on its
  * poll interval anyway. Whether notifications arrive at all is found out,
- * not assumed: after LISTEN the listener sends itself a notification through
- * the pool, and counts as working only once that arrives. Behind a pooler in
+ * not assumed: after LISTEN the listener sends a notification through the
+ * pool (its payload empty, which names no namespace), and counts as working
+ * once any notification arrives within a second. Behind a pooler in
  * transaction mode (PgBouncer) the session that ran LISTEN is handed to
  * others and nothing arrives: the followers then poll at their short
  * interval. A broken connection is opened again, with the same probe.
  *
  * @module
  */
-import { randomId } from '../../core/contract/ids'
 import { systemClock } from '../../core/time/clock'
 import type { Connection } from './connection'
 import type { PgClient } from './load'
 import { channelOf } from './sql'
 
-/** How long the probe notification may take before notifications count as not arriving. */
+/** How long the probe may take to come back before notifications count as not arriving. */
 const PROBE_MS = 1_000
 /** How long the listener stays after its last follower left, for the next one. */
 const LINGER_MS = 2_000
@@ -32,8 +32,8 @@ export class Listener {
   #client: PgClient | undefined
   #opening = false
   #working = false
-  #probe: string | undefined
-  #probeArrived: (() => void) | undefined
+  /** Set while a probe waits: any notification means notifications arrive. */
+  #heard: (() => void) | undefined
   #failures = 0
   #idleTimer: ReturnType<typeof systemClock.setTimeout> | undefined
 
@@ -93,7 +93,7 @@ export class Listener {
     }
     client.on('error', onLost)
     client.on('end', onLost)
-    client.on('notification', (msg) => this.#notified(msg.payload ?? ''))
+    client.on('notification', (msg) => this.#notified(msg.payload))
     try {
       await client.connect()
       // The idle LISTEN socket must not keep Node running: a watch keeps the process alive by itself.
@@ -101,8 +101,9 @@ export class Listener {
       await client.query(`LISTEN "${channelOf(this.#schema)}"`)
       this.#client = client
       this.#failures = 0
-      // Opened after the linger of the last follower ran out, or after close(): nobody will end it later.
-      if (this.#followers.size === 0 && this.#idleTimer === undefined) return this.#end()
+      // Nobody follows any more (the last left while it opened, or close() came): not kept, also
+      // through the rest of a linger, which only ends a connection that is there.
+      if (this.#followers.size === 0) return this.#end()
       await this.#check()
     } catch {
       onLost()
@@ -112,25 +113,20 @@ export class Listener {
     for (const set of this.#followers.values()) for (const wake of set) wake()
   }
 
-  /** Sends a notification to itself through the pool; working once it comes back. */
+  /** Sends a notification through the pool; working once one arrives. */
   async #check(): Promise<void> {
-    const probe = `\u0001${randomId()}`
     const arrived = new Promise<boolean>((resolve) => {
-      this.#probe = probe
-      this.#probeArrived = () => resolve(true)
+      this.#heard = () => resolve(true)
       systemClock.setTimeout(() => resolve(false), PROBE_MS)
     })
-    await this.#connection.query('listen', 'SELECT pg_notify($1, $2)', [channelOf(this.#schema), probe], PROBE_MS)
+    await this.#connection.query('listen', 'SELECT pg_notify($1, $2)', [channelOf(this.#schema), ''], PROBE_MS)
     this.#working = await arrived
-    this.#probe = undefined
+    this.#heard = undefined
   }
 
-  #notified(payload: string): void {
-    if (payload === this.#probe) {
-      this.#probeArrived?.()
-      return
-    }
-    const set = this.#followers.get(payload)
+  #notified(namespace: string): void {
+    this.#heard?.()
+    const set = this.#followers.get(namespace)
     if (set) for (const wake of set) wake()
   }
 

@@ -50,7 +50,7 @@ export interface PgPool extends PgQueryable {
 export interface PgClient extends PgQueryable {
   connect(): Promise<void>
   end(): Promise<void>
-  on(event: 'notification', listener: (msg: { channel: string; payload?: string }) => void): unknown
+  on(event: 'notification', listener: (msg: { channel: string; payload: string }) => void): unknown
   on(event: 'error', listener: (err: Error) => void): unknown
   on(event: 'end', listener: () => void): unknown
 }
