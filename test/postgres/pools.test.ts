@@ -261,3 +261,22 @@ test("a call on the caller's pool whose connection is reset is tried again, and 
     await proxy.stop()
   }
 })
+
+test('a call that gets no answer within callTimeout has its connection ended and fails UNAVAILABLE, saying so, with the cause', async () => {
+  const proxy = await new FaultProxy(db.server.port).start()
+  const a = await postgresAdapter({ url: db.server.url(ns(), proxy.port), listen: false, callTimeout: 300, timeout: 200 })
+  try {
+    proxy.blackhole()
+    const t = performance.now()
+    const err = (await a.commit([], [{ type: 'set', key: 'k', value: 1 }]).catch((e: unknown) => e)) as { code?: string; message?: string; cause?: unknown }
+    expect(performance.now() - t).toBeLessThan(2_000)
+    expect(err).toMatchObject({ code: 'UNAVAILABLE', message: expect.stringMatching(/did not answer within 300 ms \(it may or may not have been applied\)/) })
+    expect(err.cause).toBeInstanceOf(Error)
+    // Not kept waiting for that answer: the next call, on a new connection, is answered.
+    proxy.heal()
+    expect(await a.get('k')).toBeUndefined()
+  } finally {
+    await a.close()
+    await proxy.stop()
+  }
+})

@@ -185,8 +185,8 @@ async function run<R>(pool: PgPool, what: string, text: string | Named, values: 
     stream?.destroy()
   }, timeoutMs)
   try {
-    const q = typeof text === 'string' ? (values.length === 0 ? client.query(text) : client.query(text, values)) : client.query({ ...text, values })
-    return (await q) as PgResult<R>
+    // Without values (and a name), node-postgres sends a string as a simple query, which may hold several statements.
+    return (await client.query(typeof text === 'string' ? { text, values } : { ...text, values })) as PgResult<R>
   } catch (err) {
     broken = err
     if (timedOut) throw new UnavailableError(`Postgres ${what} did not answer within ${timeoutMs} ms${unknownOutcome(what)}`, { cause: err })

@@ -25,7 +25,7 @@ export interface PgQueryable {
 /** A client checked out of a pool. `release(true)` destroys it instead of keeping it. */
 export interface PgPoolClient extends PgQueryable {
   /** Runs a named statement (node-postgres prepares it on the connection the first time). */
-  query(config: { name: string; text: string; values: unknown[] }): Promise<PgResult<any>>
+  query(config: { name?: string; text: string; values: unknown[] }): Promise<PgResult<any>>
   query(text: string, values?: unknown[]): Promise<PgResult<any>>
   /** Gives the client back to its pool, or destroys it (`true` or an error). */
   release(destroy?: boolean | Error): void
