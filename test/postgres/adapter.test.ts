@@ -10,8 +10,8 @@ import { connect, parseUrl, type WatchEvent } from 'zaris'
 import { fromUrl, postgresAdapter, schemaSql, SCHEMA_VERSION } from 'zaris/postgres'
 import { lockSql } from '../../src/adapters/postgres/lock-path'
 import { FaultProxy } from '../faults/proxy'
-import { until } from '../conformance/util'
-import { usePostgres } from './use-postgres'
+import { sleep, until } from '../conformance/util'
+import { countedPool, usePostgres } from './use-postgres'
 
 const db = usePostgres('adapter')
 const ns = db.ns
@@ -454,6 +454,37 @@ describe('reads', () => {
     } finally {
       await a.close()
       await b.close()
+    }
+  })
+
+  test('a read of live entries is one call; one that finds an entry past its TTL expires it and reads again: three (checkouts of the pool, counted)', async () => {
+    const counted = countedPool(db.server.url())
+    const a = await postgresAdapter({ pool: counted.pool, namespace: ns(), listen: false })
+    const calls = async (read: () => Promise<unknown>) => {
+      const before = counted.calls()
+      await read()
+      return counted.calls() - before
+    }
+    try {
+      await a.commit([], [{ type: 'set', key: 'p/plain', value: 1 }, { type: 'set', key: 'p/ttl', value: 2, ttl: 60_000 }])
+      expect(await calls(() => a.get('p/plain'))).toBe(1)
+      expect(await calls(() => a.get('p/ttl'))).toBe(1)
+      expect(await calls(() => a.get('p/none'))).toBe(1)
+      expect(await calls(() => a.list('p/'))).toBe(1)
+      expect(await calls(() => a.list('p/', { limit: 1 }))).toBe(1)
+      await a.commit([], [{ type: 'set', key: 'p/gone', value: 3, ttl: 30 }, { type: 'set', key: 'q/gone', value: 4, ttl: 400 }])
+      await sleep(150)
+      expect(await calls(() => a.list('p/'))).toBe(3)
+      expect(await calls(() => a.list('p/'))).toBe(1)
+      expect(await calls(() => a.get('q/gone'))).toBe(1)
+      await sleep(400)
+      expect(await calls(() => a.get('q/gone'))).toBe(3)
+      expect(await calls(() => a.get('q/gone'))).toBe(1)
+      // The store's revision, then one page of the log.
+      expect(await calls(() => a.history!('', 0, { maxEvents: 10, maxBytes: Infinity }))).toBe(2)
+    } finally {
+      await a.close()
+      await counted.pool.end()
     }
   })
 
