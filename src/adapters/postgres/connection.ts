@@ -75,13 +75,15 @@ export async function shareUrl(connectionString: string, options: Record<string,
     const settings = { ...POOL_DEFAULTS, ...options, connectionString }
     return wrap(pg, new pg.Pool(settings), settings, true, forget)
   }
-  let entry = key === null ? undefined : shared.get(key)
-  if (!entry) {
-    // A failed open (node-postgres missing) is kept: it fails alike for every later adapter.
-    entry = open(key === null ? undefined : () => shared.delete(key))
-    if (key !== null) shared.set(key, entry)
-  }
-  const connection = await entry
+  if (key === null) return adopt(await open())
+  let entry = shared.get(key)
+  // A failed open (node-postgres missing) is kept: it fails alike for every later adapter.
+  if (!entry) shared.set(key, (entry = open(() => shared.delete(key))))
+  return adopt(await entry)
+}
+
+/** One more adapter uses `connection`. */
+function adopt(connection: Connection): Connection {
   connection.users++
   return connection
 }
@@ -106,8 +108,7 @@ export async function sharePool(pool: PgPool): Promise<Connection> {
   const pg = await loadPg()
   let connection = byPool.get(pool)
   if (!connection) byPool.set(pool, (connection = wrap(pg, pool, pool.options as Record<string, unknown> | undefined, false, () => byPool.delete(pool))))
-  connection.users++
-  return connection
+  return adopt(connection)
 }
 
 function wrap(pg: Pg, pool: PgPool, settings: Record<string, unknown> | undefined, owned: boolean, forget?: () => void): Connection {
