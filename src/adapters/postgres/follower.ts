@@ -73,8 +73,8 @@ export class Follower {
   #highest = 0
   #running = false
   #again = false
+  /** Ends the current pause of the read loop (or the last one, which is over). */
   #wake: (() => void) | undefined
-  #timer: TimerHandle | undefined
   #expiry: TimerHandle | undefined
   #expiryAt = Infinity
   /** No sweep before this (a sweep just found only entries a fence holds). */
@@ -151,17 +151,15 @@ export class Follower {
     this.#clearTimers()
   }
 
-  /** Waits `ms`, or less if woken. */
+  /** Waits `ms`, or less if woken (a wake after the pause ended does nothing). */
   #pause(ms: number): Promise<void> {
     return new Promise((resolve) => {
-      const done = () => {
-        if (this.#timer !== undefined) systemClock.clearTimeout(this.#timer)
-        this.#timer = undefined
-        this.#wake = undefined
+      const wake = () => {
+        systemClock.clearTimeout(timer)
         resolve()
       }
-      this.#wake = done
-      this.#timer = systemClock.setTimeout(done, ms)
+      const timer = systemClock.setTimeout(wake, ms)
+      this.#wake = wake
     })
   }
 
