@@ -7,7 +7,7 @@
  */
 import { InvalidArgumentError, UnauthorizedError, UnavailableError, UnsupportedError } from '../../../core/contract/errors'
 import { describe } from '../../../core/contract/validate'
-import { pgError, sqlState, type PgQueryable } from '../load'
+import { sqlState, type PgQueryable } from '../load'
 import { COMMIT, COMMIT1 } from './commit'
 import { HOUSEKEEPING, SCHEMA_VERSION, TABLES } from './tables'
 
@@ -56,18 +56,19 @@ export function schemaSql(schema: string = DEFAULT_SCHEMA): string {
  * when they are missing or older, creates them (one transaction, under a
  * transaction-level advisory lock, so processes starting together do it
  * once) — or, with `create` false, says how to. A store made by a newer
- * zaris is refused.
+ * zaris is refused. `db` fails with zaris errors (the connection's `query`).
  */
 export async function ensureSchema(db: PgQueryable, schema: string, create: boolean): Promise<void> {
   let version: number | undefined
   try {
     const r = await db.query(`SELECT max(version) AS v FROM ${schema}.meta`)
-    version = (r.rows[0] as { v: number | null } | undefined)?.v ?? undefined
+    // max() answers one row, null over an empty table.
+    version = (r.rows[0] as { v: number | null }).v ?? undefined
   } catch (err) {
     const state = sqlState(err)
     if (state === '42501') throw new UnauthorizedError(`Postgres refused to let this role read the zaris tables in schema ${schema}: ${(err as Error).message}; ${howTo(schema)}`)
     // 42P01 also when the schema itself is missing (Postgres names the relation).
-    if (state !== '42P01') throw pgError(err, `reading the zaris schema version in ${schema}`)
+    if (state !== '42P01') throw err
   }
   if (version === SCHEMA_VERSION) return
   if (version !== undefined && version > SCHEMA_VERSION) {
@@ -78,20 +79,17 @@ export async function ensureSchema(db: PgQueryable, schema: string, create: bool
       `the zaris tables in schema ${schema} are ${version === undefined ? 'missing' : `at version ${version}, older than ${SCHEMA_VERSION}`}: ${howTo(schema)}, or let the adapter create them (createSchema: true)`,
     )
   }
-  // One simple-protocol message: Postgres runs its statements as one transaction.
-  const script = `SELECT pg_advisory_xact_lock(hashtext(${quote(`zaris schema ${schema}`)}));\n${schemaSql(schema)}`
+  // One simple-protocol message: Postgres runs its statements as one transaction. A schema name
+  // holds no quote (checkSchema).
+  const script = `SELECT pg_advisory_xact_lock(hashtext('zaris schema ${schema}'));\n${schemaSql(schema)}`
   try {
     await db.query(script)
   } catch (err) {
     if (sqlState(err) === '42501') throw new UnauthorizedError(`Postgres refused to let this role create the zaris tables in schema ${schema}: ${(err as Error).message}; ${howTo(schema)}, and open the adapter with createSchema: false`)
-    throw pgError(err, `creating the zaris tables in schema ${schema}`)
+    throw err
   }
 }
 
 function howTo(schema: string): string {
   return `run the SQL of schemaSql(${JSON.stringify(schema)}) from 'zaris/postgres' as a role that may create them, and grant this role USAGE on the schema, SELECT, INSERT, UPDATE and DELETE on its tables, USAGE on its sequence and EXECUTE on its functions`
-}
-
-function quote(s: string): string {
-  return `'${s.replaceAll("'", "''")}'`
 }
