@@ -110,7 +110,7 @@ export class Follower {
 
   /** Something may have been written: read the log now (a notification, a new subscriber, a sweep). */
   notify(): void {
-    if (this.#closed || this.#subscribers.size === 0) return
+    if (this.#subscribers.size === 0) return
     if (this.#running) {
       this.#again = true
       this.#wake?.()
@@ -120,12 +120,13 @@ export class Follower {
     void this.#run()
   }
 
-  /** Ends every subscription without a word (the adapter is closing). */
+  /**
+   * Stops the read loop: the last adapter using the follower is closing. Each
+   * adapter ended its own watches first; a subscribe still under way then
+   * starts no loop.
+   */
   close(): void {
     this.#closed = true
-    for (const sub of this.#subscribers) sub.done = true
-    this.#subscribers.clear()
-    this.#clearTimers()
     this.#wake?.()
   }
 
@@ -147,8 +148,11 @@ export class Follower {
       if (full || this.#again) continue
       await this.#pause(this.#io.pollInterval())
     }
+    // The expiry timer lives only as long as the loop: no subscriber is left to hear an expiry.
     this.#running = false
-    this.#clearTimers()
+    if (this.#expiry !== undefined) systemClock.clearTimeout(this.#expiry)
+    this.#expiry = undefined
+    this.#expiryAt = Infinity
   }
 
   /** Waits `ms`, or less if woken (a wake after the pause ended does nothing). */
@@ -229,7 +233,7 @@ export class Follower {
 
   /** Sweeps the namespace's expiries at its earliest deadline (ms from now), while someone watches. */
   #schedule(dueIn: number | null): void {
-    if (dueIn === null || this.#closed) return
+    if (dueIn === null) return
     const now = systemClock.now()
     const at = Math.max(now + Math.max(0, Math.ceil(dueIn)) + 1, this.#sweepNotBefore)
     const delay = at - now
@@ -244,7 +248,7 @@ export class Follower {
   }
 
   async #sweep(): Promise<void> {
-    if (this.#closed || this.#subscribers.size === 0) return
+    if (this.#subscribers.size === 0) return
     const { connection, schema, namespace, callTimeout } = this.#io
     try {
       const r = await connection.query<{ left: number }>('expiry', `SELECT ${schema}.sweep($1, NULL) AS left`, [namespace], callTimeout)
@@ -254,7 +258,7 @@ export class Follower {
         this.#schedule(FENCED_RETRY_MS)
       }
     } catch {
-      this.#schedule(1_000)
+      // Postgres is unreachable: the read loop's next read schedules it again.
     }
     this.notify()
   }
@@ -276,13 +280,6 @@ export class Follower {
   #drop(sub: Subscriber): void {
     sub.done = true
     this.#subscribers.delete(sub)
-    if (this.#subscribers.size === 0) this.#clearTimers()
-  }
-
-  #clearTimers(): void {
-    if (this.#expiry !== undefined) systemClock.clearTimeout(this.#expiry)
-    this.#expiry = undefined
-    this.#expiryAt = Infinity
   }
 }
 
