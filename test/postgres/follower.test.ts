@@ -330,3 +330,32 @@ test('a notification that comes while a read is on its way is read after it at o
     await proxy.stop()
   }
 })
+
+test('a watch stopped while a read is on its way hears nothing more; another watch of the namespace hears that read', async () => {
+  const name = ns()
+  const proxy = await new FaultProxy(db.server.port).start()
+  // Reads take 600 ms (300 each way); NOTIFY comes straight from Postgres.
+  const watcher = await postgresAdapter({ url: db.server.url(name, proxy.port), listen: db.server.url() })
+  const writer = await postgresAdapter({ url: db.server.url(name), pg: { max: 1 } })
+  try {
+    let stopped = false
+    const late: number[] = []
+    const stop = await watcher.watch('k', { event: (e) => stopped && late.push(e.revision), error() {} })
+    const other = sink()
+    await watcher.watch('k', other.sink)
+    await until(() => watcher.listening, 5_000)
+    proxy.delay(300)
+    await sleep(700)
+    const r = await writer.commit([], [{ type: 'set', key: 'k', value: 1 }])
+    // The notification's read is on its way back.
+    await sleep(200)
+    stop()
+    stopped = true
+    await until(() => other.events.some((e) => e.revision === (r.ok ? r.revision : -1)), 5_000)
+    expect(late).toEqual([])
+  } finally {
+    await watcher.close()
+    await writer.close()
+    await proxy.stop()
+  }
+})
