@@ -531,10 +531,16 @@ describe('reads', () => {
     const refused = await postgresAdapter({ url: `postgres://reader@127.0.0.1:${db.server.port}/${db.server.database}?ns=${name}`, listen: false, createSchema: false })
     const cut = await postgresAdapter({ url: db.server.url(name, proxy.port), listen: false, timeout: 600, callTimeout: 300, pg: { connectionTimeoutMillis: 300 } })
     try {
+      const readers = async () => (await db.admin.query<{ pid: number }>("SELECT pid FROM pg_stat_activity WHERE usename = 'reader' ORDER BY pid")).rows.map((r) => r.pid)
+      const before = await readers()
       await db.admin.query('REVOKE SELECT ON zaris.entries FROM reader')
       let t = performance.now()
       await expect(refused.get('k')).rejects.toMatchObject({ code: 'UNAUTHORIZED', message: expect.stringContaining('refused get') })
       expect(performance.now() - t).toBeLessThan(1_000)
+      // Its connection only refused a statement: kept in the pool, not opened again.
+      expect(before).toHaveLength(1)
+      await expect(refused.get('k')).rejects.toMatchObject({ code: 'UNAUTHORIZED' })
+      expect(await readers()).toEqual(before)
       proxy.drop()
       t = performance.now()
       // A read changed nothing: its message does not say it may have been applied.

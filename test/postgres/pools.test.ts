@@ -297,3 +297,33 @@ test('a call that gets no answer within callTimeout has its connection ended and
     await proxy.stop()
   }
 })
+
+test('a connection whose server is going away is not handed to the call waiting for one (checkouts of the pool, counted)', async () => {
+  const name = ns()
+  const counted = countedPool(db.server.url(), 1)
+  const a = await postgresAdapter({ pool: counted.pool, namespace: name, listen: false })
+  await a.commit([], [{ type: 'set', key: 'k', value: 0 }])
+  const blocker = new pg.Client({ connectionString: db.server.url() })
+  await blocker.connect()
+  try {
+    await blocker.query('BEGIN')
+    await blocker.query('SELECT 1 FROM zaris.stores WHERE ns = $1 FOR UPDATE', [name])
+    const before = counted.calls()
+    const write = a.commit([], [{ type: 'set', key: 'k', value: 1 }])
+    await sleep(150)
+    // Waits for the pool's one connection, which the commit holds.
+    const read = a.get('k')
+    await sleep(150)
+    // Postgres tells the session FATAL 57P01 as it ends it: the commit fails there and is tried again.
+    await db.admin.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND query LIKE '%commit%' AND wait_event_type = 'Lock'`)
+    expect((await read)?.value).toBe(0)
+    await blocker.query('COMMIT')
+    expect((await write).ok).toBe(true)
+    // The commit twice, the read once: a read handed the dying connection would have needed a second.
+    expect(counted.calls() - before).toBe(3)
+  } finally {
+    await blocker.end()
+    await a.close()
+    await counted.pool.end()
+  }
+})

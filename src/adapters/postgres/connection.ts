@@ -13,7 +13,7 @@
  */
 import { systemClock } from '../../core/time/clock'
 import { ClosedError, UnavailableError } from '../../core/contract/errors'
-import { loadPg, pgError, unknownOutcome, type Pg, type PgPool, type PgPoolClient, type PgResult } from './load'
+import { isConnectionFailure, loadPg, pgError, unknownOutcome, type Pg, type PgPool, type PgPoolClient, type PgResult } from './load'
 import { ensureSchema } from './sql'
 
 /** Defaults for pools the adapter opens; the caller's `pg` options override them. */
@@ -177,7 +177,6 @@ async function run<R>(pool: PgPool, what: string, text: string | Named, values: 
   // has no ear of its pool's: unheard, the event would crash the process. This ear stays for the
   // client's life (a caller's pool gets no 'connect' ear from zaris).
   if (!client.listeners('error').includes(unheard)) client.on('error', unheard)
-  let broken: unknown
   let timedOut = false
   const timer = systemClock.setTimeout(() => {
     timedOut = true
@@ -187,14 +186,16 @@ async function run<R>(pool: PgPool, what: string, text: string | Named, values: 
   }, timeoutMs)
   try {
     // Without values (and a name), node-postgres sends a string as a simple query, which may hold several statements.
-    return (await client.query(typeof text === 'string' ? { text, values } : { ...text, values })) as PgResult<R>
+    const result = (await client.query(typeof text === 'string' ? { text, values } : { ...text, values })) as PgResult<R>
+    client.release()
+    return result
   } catch (err) {
-    broken = err
+    // A connection that failed, or whose server is going away (its socket may not have closed yet), is
+    // not handed to the next call; one that only refused this statement is.
+    client.release(isConnectionFailure(err))
     if (timedOut) throw new UnavailableError(`Postgres ${what} did not answer within ${timeoutMs} ms${unknownOutcome(what)}`, { cause: err })
     throw pgError(err, what)
   } finally {
     systemClock.clearTimeout(timer)
-    // A client whose connection failed is not put back.
-    client.release(timedOut || (broken !== undefined && pgError(broken, what).code === 'UNAVAILABLE'))
   }
 }
