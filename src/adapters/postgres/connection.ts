@@ -13,7 +13,7 @@
  */
 import { systemClock } from '../../core/time/clock'
 import { ClosedError, UnavailableError } from '../../core/contract/errors'
-import { isConnectionFailure, loadPg, pgError, unknownOutcome, type Pg, type PgPool, type PgPoolClient, type PgResult } from './load'
+import { isConnectionFailure, loadPg, pgError, socketOf, unknownOutcome, type Pg, type PgPool, type PgPoolClient, type PgResult } from './load'
 import { ensureSchema } from './sql'
 
 /** Defaults for pools the adapter opens; the caller's `pg` options override them. */
@@ -181,8 +181,7 @@ async function run<R>(pool: PgPool, what: string, text: string | Named, values: 
   const timer = systemClock.setTimeout(() => {
     timedOut = true
     // Ends the query at once (it fails with a connection error); the client is then destroyed.
-    const stream = (client as { connection?: { stream?: { destroy(): void } } }).connection?.stream
-    stream?.destroy()
+    socketOf(client)?.destroy()
   }, timeoutMs)
   try {
     // Without values (and a name), node-postgres sends a string as a simple query, which may hold several statements.

@@ -16,7 +16,7 @@
  */
 import { systemClock } from '../../core/time/clock'
 import type { Connection } from './connection'
-import type { PgClient } from './load'
+import { socketOf, type PgClient } from './load'
 import { channelOf } from './sql'
 
 /** How long the probe may take to come back before notifications count as not arriving. */
@@ -27,8 +27,10 @@ const LINGER_MS = 2_000
 export class Listener {
   readonly #connection: Connection
   readonly #schema: string
-  readonly #options: Record<string, unknown> | undefined
-  readonly #followers = new Map<string, Set<() => void>>()
+  /** Where the LISTEN connection goes; false: nowhere (the adapter said `listen: false`, or the caller's pool does not say). */
+  readonly #options: Record<string, unknown> | false
+  /** The wake of each followed namespace: its one follower on this connection (follower.ts). */
+  readonly #followers = new Map<string, () => void>()
   #client: PgClient | undefined
   #opening = false
   #working = false
@@ -45,11 +47,11 @@ export class Listener {
   static of(connection: Connection, schema: string, options: Record<string, unknown> | false | undefined): Listener {
     const key = `listener\u0000${schema}\u0000${JSON.stringify(options)}`
     let listener = connection.spaces.get(key) as Listener | undefined
-    if (!listener) connection.spaces.set(key, (listener = new Listener(connection, schema, options === false ? undefined : (options ?? connection.listenOptions))))
+    if (!listener) connection.spaces.set(key, (listener = new Listener(connection, schema, options ?? connection.listenOptions ?? false)))
     return listener
   }
 
-  private constructor(connection: Connection, schema: string, options: Record<string, unknown> | undefined) {
+  private constructor(connection: Connection, schema: string, options: Record<string, unknown> | false) {
     this.#connection = connection
     this.#schema = schema
     this.#options = options
@@ -60,16 +62,17 @@ export class Listener {
     return this.#working
   }
 
-  /** Calls `wake` on every notification of `namespace` until the returned function is called. */
+  /**
+   * Calls `wake` on every notification of `namespace` until the returned
+   * function is called. One follower per namespace and connection follows
+   * (index.ts, followerOf).
+   */
   follow(namespace: string, wake: () => void): () => void {
-    let set = this.#followers.get(namespace)
-    if (!set) this.#followers.set(namespace, (set = new Set()))
-    set.add(wake)
+    this.#followers.set(namespace, wake)
     this.#stopLinger()
     this.#open()
     return () => {
-      set.delete(wake)
-      if (set.size === 0) this.#followers.delete(namespace)
+      this.#followers.delete(namespace)
       if (this.#followers.size === 0) this.#idle()
     }
   }
@@ -91,13 +94,13 @@ export class Listener {
       void client.end().catch(() => {})
       this.#retry()
     }
+    // Also when the connection ends unasked (node-postgres then emits 'error', maybe twice).
     client.on('error', onLost)
-    client.on('end', onLost)
     client.on('notification', (msg) => this.#notified(msg.payload))
     try {
       await client.connect()
       // The idle LISTEN socket must not keep Node running: a watch keeps the process alive by itself.
-      ;(client as { connection?: { stream?: { unref?(): void } } }).connection?.stream?.unref?.()
+      socketOf(client)?.unref()
       await client.query(`LISTEN "${channelOf(this.#schema)}"`)
       this.#client = client
       this.#failures = 0
@@ -110,7 +113,7 @@ export class Listener {
       return
     }
     // Anything written before LISTEN took effect is read now.
-    for (const set of this.#followers.values()) for (const wake of set) wake()
+    for (const wake of this.#followers.values()) wake()
   }
 
   /** Sends a notification through the pool; working once one arrives. */
@@ -126,8 +129,7 @@ export class Listener {
 
   #notified(namespace: string): void {
     this.#heard?.()
-    const set = this.#followers.get(namespace)
-    if (set) for (const wake of set) wake()
+    this.#followers.get(namespace)?.()
   }
 
   #retry(): void {

@@ -74,6 +74,11 @@ export async function loadPg(name = 'pg'): Promise<Pg> {
   return pg as Pg
 }
 
+/** The socket under a node-postgres client (not public API: undefined should a version not have it there). */
+export function socketOf(client: object): { unref(): void; destroy(): void } | undefined {
+  return (client as { connection?: { stream?: { unref(): void; destroy(): void } } }).connection?.stream
+}
+
 /** An error Postgres sent, with its SQLSTATE. */
 interface PgError {
   code?: unknown
