@@ -132,8 +132,8 @@ export class Listener {
     this.#followers.get(namespace)?.()
   }
 
+  /** Opens the connection again after a backoff, if anyone follows by then (see #open). */
   #retry(): void {
-    if (this.#followers.size === 0) return
     const delay = Math.min(5_000, 100 * 2 ** this.#failures++)
     systemClock.setTimeout(() => this.#open(), delay)
   }
