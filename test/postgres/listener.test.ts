@@ -9,6 +9,7 @@
  * conformance suite cannot see any of this. On a real Postgres.
  */
 import { spawn } from 'node:child_process'
+import { createServer, type AddressInfo } from 'node:net'
 import { fileURLToPath } from 'node:url'
 import pg from 'pg'
 import { expect, test } from 'vitest'
@@ -131,8 +132,18 @@ test('a notification wakes a watch at once, not at the 2 s safety poll; a LISTEN
   }
 })
 
-test('listen: false opens no LISTEN connection, and its watches poll at pollInterval', async () => {
+test('listen: false opens no LISTEN connection, nor tries one anywhere, and its watches poll at pollInterval', async () => {
   const name = ns()
+  // Where a client without a host and port would go (libpq's PGHOST and PGPORT): a server that counts who comes.
+  let tried = 0
+  const trap = createServer((socket) => {
+    tried++
+    socket.destroy()
+  })
+  await new Promise<void>((resolve) => trap.listen(0, '127.0.0.1', resolve))
+  const saved = { host: process.env.PGHOST, port: process.env.PGPORT }
+  process.env.PGHOST = '127.0.0.1'
+  process.env.PGPORT = String((trap.address() as AddressInfo).port)
   const watcher = await postgresAdapter({ url: db.server.url(name), listen: false, pollInterval: 30 })
   const writer = await postgresAdapter({ url: db.server.url(name), pg: { max: 1 } })
   try {
@@ -141,9 +152,15 @@ test('listen: false opens no LISTEN connection, and its watches poll at pollInte
     expect(d[4]!).toBeLessThan(2_000)
     expect(watcher.listening).toBe(false)
     expect(await listeners()).toEqual([])
+    expect(tried).toBe(0)
   } finally {
+    for (const [k, v] of [['PGHOST', saved.host], ['PGPORT', saved.port]] as const) {
+      if (v === undefined) delete process.env[k]
+      else process.env[k] = v
+    }
     await watcher.close()
     await writer.close()
+    trap.close()
   }
 })
 
