@@ -524,6 +524,8 @@ describe('reads', () => {
   })
 
   test('a read Postgres refuses fails at once; one it cannot answer is tried again until the timeout, then fails UNAVAILABLE', async () => {
+    // The tables, also when this test runs alone (running it again is harmless).
+    await db.admin.query(schemaSql())
     await db.admin.query("DO $$ BEGIN CREATE ROLE reader LOGIN; EXCEPTION WHEN duplicate_object THEN NULL; END $$")
     await db.admin.query('GRANT USAGE ON SCHEMA zaris TO reader; GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA zaris TO reader; GRANT USAGE ON ALL SEQUENCES IN SCHEMA zaris TO reader')
     const name = ns()
@@ -539,7 +541,7 @@ describe('reads', () => {
       expect(performance.now() - t).toBeLessThan(1_000)
       // Its connection only refused a statement: kept in the pool, not opened again.
       expect(before).toHaveLength(1)
-      await expect(refused.get('k')).rejects.toMatchObject({ code: 'UNAUTHORIZED' })
+      await expect(refused.list('')).rejects.toMatchObject({ code: 'UNAUTHORIZED', message: expect.stringContaining('refused list') })
       expect(await readers()).toEqual(before)
       proxy.drop()
       t = performance.now()
@@ -547,8 +549,23 @@ describe('reads', () => {
       await expect(cut.get('k')).rejects.toMatchObject({ code: 'UNAVAILABLE', message: expect.not.stringContaining('applied') })
       expect(performance.now() - t).toBeGreaterThanOrEqual(500)
       expect(performance.now() - t).toBeLessThan(3_000)
-    } finally {
       await db.admin.query('GRANT SELECT ON zaris.entries TO reader')
+      // Each read names itself when refused: the log's head, the log, an expiry.
+      const all = { maxEvents: 10, maxBytes: Infinity }
+      for (const table of ['stores', 'events']) {
+        await db.admin.query(`REVOKE SELECT ON zaris.${table} FROM reader`)
+        await expect(refused.history!('', 0, all)).rejects.toMatchObject({ code: 'UNAUTHORIZED', message: expect.stringContaining('refused history') })
+        await db.admin.query(`GRANT SELECT ON zaris.${table} TO reader`)
+      }
+      const owner = await postgresAdapter({ url: db.server.url(name), listen: false })
+      await owner.commit([], [{ type: 'set', key: 'due', value: 1, ttl: 20 }])
+      await owner.close()
+      await sleep(100)
+      await db.admin.query('REVOKE EXECUTE ON FUNCTION zaris.sweep(text, bytea[]) FROM PUBLIC')
+      await expect(refused.get('due')).rejects.toMatchObject({ code: 'UNAUTHORIZED', message: expect.stringContaining('refused expiry') })
+    } finally {
+      await db.admin.query('GRANT EXECUTE ON FUNCTION zaris.sweep(text, bytea[]) TO PUBLIC')
+      await db.admin.query('GRANT SELECT ON zaris.entries, zaris.stores, zaris.events TO reader')
       await refused.close()
       await cut.close()
       await proxy.stop()
