@@ -359,3 +359,15 @@ test('a watch stopped while a read is on its way hears nothing more; another wat
     await proxy.stop()
   }
 })
+
+test('a watch that cannot start fails UNAVAILABLE, naming the watch', async () => {
+  const proxy = await new FaultProxy(db.server.port).start()
+  const watcher = await postgresAdapter({ url: db.server.url(ns(), proxy.port), listen: false, pg: { connectionTimeoutMillis: 300 } })
+  try {
+    proxy.drop()
+    await expect(watcher.watch('k', sink().sink)).rejects.toMatchObject({ code: 'UNAVAILABLE', message: expect.stringContaining('Postgres watch failed') })
+  } finally {
+    await watcher.close()
+    await proxy.stop()
+  }
+})
