@@ -81,7 +81,6 @@ export class Follower {
   #sweepNotBefore = 0
   /** When the namespace was last marked watched (0: never, by this follower). */
   #markedAt = 0
-  #closed = false
 
   constructor(io: FollowerIo) {
     this.#io = io
@@ -105,12 +104,11 @@ export class Follower {
     const { connection, schema, namespace, callTimeout } = this.#io
     const r = await connection.query<{ revision: string }>('watch', `SELECT ${schema}.watch($1, ${WATCHED_MS}) AS revision`, [namespace], callTimeout)
     this.#markedAt = systemClock.now()
-    return Number(r.rows[0]?.revision ?? 0)
+    return Number(r.rows[0]!.revision)
   }
 
   /** Something may have been written: read the log now (a notification, a new subscriber, a sweep). */
   notify(): void {
-    if (this.#subscribers.size === 0) return
     if (this.#running) {
       this.#again = true
       this.#wake?.()
@@ -120,19 +118,11 @@ export class Follower {
     void this.#run()
   }
 
-  /**
-   * Stops the read loop: the last adapter using the follower is closing. Each
-   * adapter ended its own watches first; a subscribe still under way then
-   * starts no loop.
-   */
-  close(): void {
-    this.#closed = true
-    this.#wake?.()
-  }
-
   async #run(): Promise<void> {
     let failures = 0
-    while (!this.#closed && this.#subscribers.size > 0) {
+    // Until the last subscriber leaves: each adapter ends its own watches as it closes, also one
+    // whose subscribe was still under way (its tracking ends it on arrival).
+    while (this.#subscribers.size > 0) {
       this.#again = false
       let full: boolean
       try {

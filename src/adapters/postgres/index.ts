@@ -251,7 +251,6 @@ class NamespaceAdapter implements PostgresAdapter {
 interface SharedFollower {
   follower: Follower
   users: number
-  unfollow(): void
   close(): void
 }
 
@@ -271,11 +270,9 @@ function followerOf(target: Target, listener: Listener, pollInterval: number): {
     const s: SharedFollower = {
       follower,
       users: 0,
-      unfollow: listener.follow(namespace, () => follower.notify()),
-      close() {
-        s.unfollow()
-        follower.close()
-      },
+      // Closing stops the notifications; the follower's read loop ends with its last subscriber (each
+      // adapter ended its watches first).
+      close: listener.follow(namespace, () => follower.notify()),
     }
     connection.spaces.set(key, (shared = s))
   }
