@@ -42,6 +42,18 @@ async function uncaught(fn: () => Promise<void>): Promise<unknown[]> {
   return seen
 }
 
+/** A transaction of its own that holds `name`'s namespace row: that namespace's commits wait until `release()`. */
+async function holdNamespace(name: string): Promise<{ release(): Promise<void>; end(): Promise<void> }> {
+  const blocker = new pg.Client({ connectionString: db.server.url() })
+  await blocker.connect()
+  await blocker.query('BEGIN')
+  await blocker.query('SELECT 1 FROM zaris.stores WHERE ns = $1 FOR UPDATE', [name])
+  return {
+    release: async () => void (await blocker.query('COMMIT')),
+    end: () => blocker.end(),
+  }
+}
+
 async function closeAll(adapters: PostgresAdapter[]): Promise<void> {
   for (const a of adapters) await a.close()
 }
@@ -222,12 +234,9 @@ test('calls running or waiting for a connection when their adapter closes comple
   const name = ns()
   const a = await postgresAdapter({ url: db.server.url(name), pg: { max: 1 } })
   await a.commit([], [{ type: 'set', key: 'k', value: 0 }])
-  const blocker = new pg.Client({ connectionString: db.server.url() })
-  await blocker.connect()
+  const hold = await holdNamespace(name)
   try {
     // The namespace's row held: a commit waits for it on the pool's only connection.
-    await blocker.query('BEGIN')
-    await blocker.query('SELECT 1 FROM zaris.stores WHERE ns = $1 FOR UPDATE', [name])
     const write = a.commit([], [{ type: 'set', key: 'k', value: 1 }])
     await sleep(100)
     // Waits for that connection.
@@ -237,13 +246,13 @@ test('calls running or waiting for a connection when their adapter closes comple
     const closing = a.close().then(() => (closed = true))
     await sleep(200)
     expect(closed).toBe(false)
-    await blocker.query('COMMIT')
+    await hold.release()
     expect((await write).ok).toBe(true)
     expect((await read)?.value).toBe(1)
     await closing
     await until(async () => (await backends()) === 0, 5_000)
   } finally {
-    await blocker.end()
+    await hold.end()
     await a.close()
   }
 })
@@ -254,13 +263,10 @@ test("a call on the caller's pool whose connection is reset is tried again, and 
   const pool = new pg.Pool({ connectionString: db.server.url(undefined, proxy.port), max: 1 })
   const a = await postgresAdapter({ pool, namespace: name })
   await a.commit([], [{ type: 'set', key: 'k', value: 0 }])
-  const blocker = new pg.Client({ connectionString: db.server.url() })
-  await blocker.connect()
+  const hold = await holdNamespace(name)
   try {
     // The commit waits for the namespace's row on the pool's one connection, which is then reset
     // (node-postgres emits 'error' on a client whose socket fails, also while its query runs).
-    await blocker.query('BEGIN')
-    await blocker.query('SELECT 1 FROM zaris.stores WHERE ns = $1 FOR UPDATE', [name])
     const write = a.commit([], [{ type: 'set', key: 'k', value: 1 }])
     await sleep(200)
     const errors = await uncaught(async () => {
@@ -268,11 +274,11 @@ test("a call on the caller's pool whose connection is reset is tried again, and 
       await sleep(200)
     })
     expect(errors).toEqual([])
-    await blocker.query('COMMIT')
+    await hold.release()
     expect((await write).ok).toBe(true)
     expect((await a.get('k'))?.value).toBe(1)
   } finally {
-    await blocker.end()
+    await hold.end()
     await a.close()
     await pool.end()
     await proxy.stop()
@@ -303,11 +309,8 @@ test('a connection whose server is going away is not handed to the call waiting 
   const counted = countedPool(db.server.url(), 1)
   const a = await postgresAdapter({ pool: counted.pool, namespace: name, listen: false })
   await a.commit([], [{ type: 'set', key: 'k', value: 0 }])
-  const blocker = new pg.Client({ connectionString: db.server.url() })
-  await blocker.connect()
+  const hold = await holdNamespace(name)
   try {
-    await blocker.query('BEGIN')
-    await blocker.query('SELECT 1 FROM zaris.stores WHERE ns = $1 FOR UPDATE', [name])
     const before = counted.calls()
     const write = a.commit([], [{ type: 'set', key: 'k', value: 1 }])
     await sleep(150)
@@ -317,12 +320,12 @@ test('a connection whose server is going away is not handed to the call waiting 
     // Postgres tells the session FATAL 57P01 as it ends it: the commit fails there and is tried again.
     await db.admin.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND query LIKE '%commit%' AND wait_event_type = 'Lock'`)
     expect((await read)?.value).toBe(0)
-    await blocker.query('COMMIT')
+    await hold.release()
     expect((await write).ok).toBe(true)
     // The commit twice, the read once: a read handed the dying connection would have needed a second.
     expect(counted.calls() - before).toBe(3)
   } finally {
-    await blocker.end()
+    await hold.end()
     await a.close()
     await counted.pool.end()
   }
