@@ -371,3 +371,24 @@ test('a watch that cannot start fails UNAVAILABLE, naming the watch', async () =
     await proxy.stop()
   }
 })
+
+test('a watch far behind gets every event when a watch at the head joins while it catches up (reads go from the earliest cursor)', async () => {
+  const name = ns()
+  const a = await postgresAdapter({ url: db.server.url(name), listen: false, pollInterval: 50 })
+  try {
+    const base = await a.commit([], [{ type: 'set', key: 'k/base', value: 0 }])
+    if (!base.ok) throw new Error('not set')
+    for (let i = 0; i < 12; i++) await a.commit([], Array.from({ length: 100 }, (_, j) => ({ type: 'set' as const, key: `k/${i}/${j}`, value: j })))
+    const behind = sink()
+    await a.watch('k/', behind.sink, base.revision)
+    // Joins while the first is still reading its 1 200 events, 500 a read.
+    const head = sink()
+    await a.watch('k/', head.sink)
+    const last = await a.commit([], [{ type: 'set', key: 'k/last', value: 1 }])
+    await until(() => behind.events.some((e) => e.revision === (last.ok ? last.revision : -1)), 10_000)
+    expect(behind.events).toHaveLength(1_201)
+    expect(head.events.map((e) => e.key)).toEqual(['k/last'])
+  } finally {
+    await a.close()
+  }
+})
