@@ -29,7 +29,9 @@ export interface PgPoolClient extends PgQueryable {
   query(text: string, values?: unknown[]): Promise<PgResult<any>>
   /** Gives the client back to its pool, or destroys it (`true` or an error). */
   release(destroy?: boolean | Error): void
+  /** Hears the client's connection failures (see connection.ts, run). */
   on(event: 'error', listener: () => void): unknown
+  /** The client's `error` listeners, so that zaris adds its own once. */
   listeners(event: 'error'): unknown[]
 }
 
