@@ -240,10 +240,11 @@ describe('a zaris/elect term, once won', () => {
       const { lastTrue, firstFalse } = await endOfLead(leader, renewedAt + ttl - drift - 300, renewedAt + ttl + 300)
       expect(renewedAt, 'the renewal timer was found and ran').toBeGreaterThan(0)
       // The renewal was sent as its timer ran (the same task): its deadline is renewedAt + TTL − drift; 5 ms late at most (a
-      // deadline 2 × drift late, 64 ms, is what this is here to catch), 20 ms early (safe; see the test above).
+      // deadline 2 × drift late, 64 ms, is what this is here to catch), 150 ms early (safe; a loaded CI run ended it 41 ms
+      // early, unexplained; an end at the grant's deadline instead, a third of the TTL early, still fails).
       const told = await leader.evaluate(() => window.kept.deposed as string[])
       expect(lastTrue, `deposed: ${told.join()}`).toBeLessThan(renewedAt + ttl - drift + 5)
-      expect(firstFalse, `deposed: ${told.join()}`).toBeGreaterThan(renewedAt + ttl - drift - 20)
+      expect(firstFalse, `deposed: ${told.join()}`).toBeGreaterThan(renewedAt + ttl - drift - 150)
     })
   }, 60_000)
 })

@@ -43,6 +43,9 @@ export function usePostgres(prefix: string): TestPostgres {
 /** A pool of `connectionString` whose checkouts are counted: one a call of the adapter's. A real pool; only `connect` is wrapped. */
 export function countedPool(connectionString: string, max = 2): { pool: pg.Pool; calls: () => number } {
   const pool = new pg.Pool({ connectionString, max })
+  // Its owner's ear, as node-postgres asks of every pool: `end()` resolves before its clients have closed, and
+  // a server stopping at the end of the file tells those still closing (FATAL 57P01) through the pool.
+  pool.on('error', () => {})
   const connect = pool.connect.bind(pool)
   let calls = 0
   pool.connect = (() => {
