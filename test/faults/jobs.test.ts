@@ -14,7 +14,7 @@
  * real process); `npm run test:faults` 10 instances for 60 s with 14 kills,
  * on a node, on Redis and on etcd (real servers), one after the other.
  */
-import { cpSync, mkdtempSync, writeFileSync } from 'node:fs'
+import { cpSync, mkdtempSync, renameSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, expect, test } from 'vitest'
@@ -130,7 +130,10 @@ test.each(chosen)(`on %s: ${instances} instances fire one job every second for $
   await Promise.all(current.map((w) => w.waitFor(/^connected$/m, 60_000)))
   const firstSlot = Math.ceil(Date.now() / 1_000) * 1_000 + 2 * SKEW_MS
   const lastSlot = firstSlot + (seconds - 1) * 1_000
-  writeFileSync(slotsFile, JSON.stringify({ first: firstSlot, last: lastSlot }))
+  // Written whole under another name, then renamed: a worker that saw the file only half written read no JSON
+  // and died (run 33, before its first slot).
+  writeFileSync(`${slotsFile}.tmp`, JSON.stringify({ first: firstSlot, last: lastSlot }))
+  renameSync(`${slotsFile}.tmp`, slotsFile)
   const killedAt = new Map<WorkerProcess, number>()
   const restarts: Array<Promise<void>> = []
   // The kills, spread over the slots, hit runs of slots every instance fires: from the first slot all of them
