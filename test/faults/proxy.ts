@@ -27,6 +27,8 @@ export class FaultProxy {
   port = 0
   /** Bytes thrown away by blackhole and holdReplies. */
   dropped = 0
+  /** Connections accepted since start, refused ones (drop) too. */
+  accepted = 0
   readonly #target: { host: string; port: number }
   #server: Server | undefined
   #pairs = new Set<Pair>()
@@ -96,6 +98,7 @@ export class FaultProxy {
   }
 
   #accept(client: Socket): void {
+    this.accepted++
     if (this.#mode.kind === 'drop') {
       client.on('error', () => {})
       client.resetAndDestroy()

@@ -88,9 +88,12 @@ test('an outage is told once to each watch, and a write made during it is heard 
     const plain: WatchEvent[] = []
     await watcher.watch('k', { event: (e) => plain.push(e), error: () => {} })
     for (let outage = 1; outage <= 2; outage++) {
+      const tries = proxy.accepted
       proxy.drop()
       // Several failed reads (retries after 0.1, 0.2, 0.4 s ...): still one word of it.
       await sleep(350)
+      // Each a connection tried: backing off, a few, not a loop.
+      expect(proxy.accepted - tries).toBeLessThanOrEqual(5)
       const r = await writer.commit([], [{ type: 'set', key: 'k', value: outage }])
       proxy.pass()
       const open = performance.now()
@@ -122,12 +125,15 @@ test('a watch from revision 0 of a namespace with no events hears nothing until 
   }
 })
 
-test('a watch of a namespace nobody wrote reads at its poll interval, not in a loop', async () => {
+test('watches of a namespace nobody wrote read at its poll interval, in one loop, not in a loop each', async () => {
   const counted = countedPool(db.server.url())
   const watcher = await postgresAdapter({ pool: counted.pool, namespace: ns(), pollInterval: 200, listen: false })
   try {
     const w = sink()
     await watcher.watch('k', w.sink)
+    // Each new watch wakes the one loop; three loops would read three times as often.
+    await watcher.watch('k', sink().sink)
+    await watcher.watch('j', sink().sink)
     await sleep(100)
     const before = counted.calls()
     await sleep(1_000)
@@ -281,10 +287,11 @@ test("a namespace's follower is shared by the adapters of one pool: one read loo
   }
 })
 
-test('an expiry nobody reads is heard at its deadline (a sweep timed to it), also after another watch of the namespace ended', async () => {
+test('an expiry nobody reads is heard at its deadline (a sweep timed to it), also after another watch of the namespace ended; then nothing is swept again', async () => {
   const name = ns()
+  const counted = countedPool(db.server.url())
   // Polled every 5 s: only the sweep's timer can tell the expiry sooner.
-  const watcher = await postgresAdapter({ url: db.server.url(name), listen: false, pollInterval: 5_000 })
+  const watcher = await postgresAdapter({ pool: counted.pool, namespace: name, listen: false, pollInterval: 5_000 })
   try {
     const [w, other] = [sink(), sink()]
     await watcher.watch('k', w.sink)
@@ -298,8 +305,13 @@ test('an expiry nobody reads is heard at its deadline (a sweep timed to it), als
     expect(performance.now() - written).toBeLessThan(1_800)
     expect(w.events.map((e) => e.type)).toEqual(['put', 'expire'])
     expect(r.ok).toBe(true)
+    // Nothing left to expire, nothing fenced: no sweep (nor the read after one) until the next poll.
+    const before = counted.calls()
+    await sleep(1_000)
+    expect(counted.calls() - before).toBe(0)
   } finally {
     await watcher.close()
+    await counted.pool.end()
   }
 })
 
@@ -353,6 +365,64 @@ test('a watch stopped while a read is on its way hears nothing more; another wat
     stopped = true
     await until(() => other.events.some((e) => e.revision === (r.ok ? r.revision : -1)), 5_000)
     expect(late).toEqual([])
+  } finally {
+    await watcher.close()
+    await writer.close()
+    await proxy.stop()
+  }
+})
+
+test('a watch stopped while a read is on its way that finds its revision compacted is not told so: it asked for nothing more', async () => {
+  const name = ns()
+  const proxy = await new FaultProxy(db.server.port).start()
+  const watcher = await postgresAdapter({ url: db.server.url(name, proxy.port), listen: false, historySize: 5 })
+  try {
+    // Pruned once 105 events past the 5 kept.
+    const compacted = async () => Number((await db.admin.query('SELECT compacted FROM zaris.stores WHERE ns = $1', [name])).rows[0]?.compacted ?? 0)
+    for (let i = 0; (await compacted()) < 2; i++) await watcher.commit([], [{ type: 'set', key: 'k', value: i }])
+    // Reads take 600 ms (300 each way).
+    proxy.delay(300)
+    const w = sink()
+    const stop = await watcher.watch('k', w.sink, 1)
+    await sleep(200)
+    stop()
+    await sleep(1_000)
+    expect([w.events, w.errors]).toEqual([[], []])
+    // Not stopped, the same watch is told.
+    const told = sink()
+    await watcher.watch('k', told.sink, 1)
+    await until(() => told.errors.length === 1, 5_000)
+    expect(told.errors[0]).toMatchObject({ code: 'COMPACTED' })
+  } finally {
+    await watcher.close()
+    await proxy.stop()
+  }
+})
+
+test('a watch whose read was cut inside a revision that the log then dropped ends COMPACTED: the rest of that revision is not skipped in silence', async () => {
+  const name = ns()
+  const proxy = await new FaultProxy(db.server.port).start()
+  const watcher = await postgresAdapter({ url: db.server.url(name, proxy.port), listen: false })
+  const writer = await postgresAdapter({ url: db.server.url(name), pg: { max: 1 } })
+  try {
+    const base = await writer.commit([], [{ type: 'set', key: 'k/base', value: 0 }])
+    if (!base.ok) throw new Error('not set')
+    // One revision of 600 events: a read of 500 stops inside it.
+    await writer.commit([], Array.from({ length: 600 }, (_, j) => ({ type: 'set' as const, key: `k/${j}`, value: j })))
+    // Reads take 600 ms (300 each way): the log is pruned to its last 5 events (all in that revision)
+    // while the next read is on its way up.
+    proxy.delay(300)
+    let pruned: Promise<unknown> | undefined
+    const w = sink()
+    const heard = (e: WatchEvent) => {
+      w.sink.event(e)
+      if (w.events.length === 500) pruned = db.admin.query('SELECT zaris.prune($1, 5, 60000, clock_timestamp())', [name])
+    }
+    await watcher.watch('k/', { ...w.sink, event: heard }, base.revision)
+    await until(() => w.errors.length === 1, 10_000)
+    await pruned
+    expect(w.events).toHaveLength(500)
+    expect(w.errors[0]).toMatchObject({ code: 'COMPACTED' })
   } finally {
     await watcher.close()
     await writer.close()

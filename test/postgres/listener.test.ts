@@ -196,7 +196,7 @@ test('an adapter left open after its last watch stopped does not keep Node runni
   expect(out).toContain('left')
 }, 30_000)
 
-test('a LISTEN connection that cannot be opened at first is tried again until it can', async () => {
+test('a LISTEN connection that cannot be opened at first is tried again until it can, backing off from 0.1 s', async () => {
   const name = ns()
   const proxy = await new FaultProxy(db.server.port).start()
   proxy.drop()
@@ -205,13 +205,19 @@ test('a LISTEN connection that cannot be opened at first is tried again until it
   const writer = await postgresAdapter({ url: db.server.url(name), pg: { max: 1 } })
   try {
     const w = await watched(watcher, 'r/')
-    await sleep(500)
+    await sleep(1_000)
     expect(watcher.listening).toBe(false)
+    // Tries at 0, 0.1, 0.3, 0.7 s (1.5 s next): a few, not a loop.
+    expect(proxy.accepted).toBeGreaterThanOrEqual(2)
+    expect(proxy.accepted).toBeLessThanOrEqual(6)
     // Polled meanwhile: nothing is missed.
     const r = await writer.commit([], [{ type: 'set', key: 'r/1', value: 1 }])
     await until(() => w.seen.some((e) => e.revision === (r.ok ? r.revision : -1)), 5_000)
     proxy.pass()
+    // The next try (at 1.5 s, then 3.1 s) finds the way open: within the 5 s the backoff stops at.
+    const open = performance.now()
     await until(() => watcher.listening, 10_000)
+    expect(performance.now() - open).toBeLessThan(4_000)
     expect(await listeners()).toHaveLength(1)
   } finally {
     await watcher.close()
