@@ -407,6 +407,90 @@ describe('commits', () => {
     }
   })
 
+  test('a commit while Postgres cannot be reached is tried again, backing off from 25 ms up to 1 s, and applied once the way is open', async () => {
+    const proxy = await new FaultProxy(db.server.port).start()
+    const a = await postgresAdapter({ url: db.server.url(ns(), proxy.port), listen: false, timeout: 30_000 })
+    try {
+      await a.commit([], [{ type: 'set', key: 'warm', value: 0 }])
+      proxy.drop()
+      const tries = proxy.accepted
+      const adding = a.commit([], [{ type: 'add', key: 'n', delta: 1 }])
+      await sleep(800)
+      // Tries at 0, 25, 75, 175, 375, 775 ms, a connection each: a handful, neither a loop nor one a second.
+      expect(proxy.accepted - tries).toBeGreaterThanOrEqual(3)
+      expect(proxy.accepted - tries).toBeLessThanOrEqual(8)
+      proxy.pass()
+      expect(await adding).toMatchObject({ ok: true, entries: [{ key: 'n', value: 1 }] })
+      expect((await a.get('n'))?.value).toBe(1)
+    } finally {
+      await a.close()
+      await proxy.stop()
+    }
+  })
+
+  test('a commit Postgres refuses (a privilege) fails at once, UNAUTHORIZED, not tried again until the timeout', async () => {
+    await db.admin.query(schemaSql())
+    await db.admin.query("DO $$ BEGIN CREATE ROLE committer LOGIN; EXCEPTION WHEN duplicate_object THEN NULL; END $$")
+    await db.admin.query('GRANT USAGE ON SCHEMA zaris TO committer; GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA zaris TO committer; GRANT USAGE ON ALL SEQUENCES IN SCHEMA zaris TO committer')
+    await db.admin.query('REVOKE INSERT ON zaris.events FROM committer')
+    const a = await postgresAdapter({ url: `postgres://committer@127.0.0.1:${db.server.port}/${db.server.database}?ns=${ns()}`, listen: false, createSchema: false, timeout: 10_000 })
+    try {
+      const t = performance.now()
+      await expect(a.commit([], [{ type: 'set', key: 'k', value: 1 }])).rejects.toMatchObject({ code: 'UNAUTHORIZED', message: expect.stringContaining('refused commit') })
+      expect(performance.now() - t).toBeLessThan(2_000)
+    } finally {
+      await a.close()
+    }
+  })
+
+  test('a check likely to fail again (it failed here last time) is answered from a snapshot, without waiting for the namespace, also among other checks', async () => {
+    const name = ns()
+    const a = await postgresAdapter({ url: db.server.url(name), listen: false })
+    const holder = new pg.Client({ connectionString: db.server.url() })
+    await holder.connect()
+    try {
+      await a.commit([], [{ type: 'set', key: 'a', value: 1 }])
+      expect((await a.commit([{ key: 'a', revision: 999 }], [{ type: 'set', key: 'x', value: 1 }])).ok).toBe(false)
+      // Another transaction holds the namespace's row: a commit that must lock it waits.
+      await holder.query('BEGIN')
+      await holder.query('SELECT 1 FROM zaris.lock_store($1)', [name])
+      const t = performance.now()
+      const answer = await a.commit([{ key: 'b', revision: null }, { key: 'a', revision: 999 }], [{ type: 'set', key: 'x', value: 1 }])
+      expect(performance.now() - t).toBeLessThan(1_000)
+      expect(answer).toMatchObject({ ok: false, failed: [{ key: 'a', entry: { value: 1 } }] })
+    } finally {
+      await holder.query('ROLLBACK')
+      await holder.end()
+      await a.close()
+    }
+  })
+
+  test("a lock's take and release are one call each: the log is pruned in a call of its own only once it is past its bound", async () => {
+    const counted = countedPool(db.server.url())
+    const a = await postgresAdapter({ pool: counted.pool, namespace: ns(), listen: false })
+    try {
+      await a.commit([], [{ type: 'set', key: 'warm', value: 0 }])
+      const before = counted.calls()
+      const t = await a.commit([{ key: 'l', revision: null }], [{ type: 'set', key: 'l', value: null, owner: 'o', ttl: 30_000 }])
+      expect(t.ok && (await a.commit([{ key: 'l', created: t.revision }], [{ type: 'delete', key: 'l' }])).ok).toBe(true)
+      await sleep(100)
+      expect(counted.calls() - before).toBe(2)
+    } finally {
+      await a.close()
+      await counted.pool.end()
+    }
+  })
+
+  test('a value that is not JSON is refused naming its op', async () => {
+    const a = await postgresAdapter({ url: db.server.url(ns()), listen: false })
+    try {
+      await expect(a.commit([], [{ type: 'set', key: 'k', value: 1 }, { type: 'set', key: 'j', value: Number.NaN }])).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', message: expect.stringContaining('ops[1].value') })
+      expect(await a.get('k')).toBeUndefined()
+    } finally {
+      await a.close()
+    }
+  })
+
   test('fresh starts a new life in a commit of several ops too (the general function, not the one-op one)', async () => {
     const a = await postgresAdapter({ url: db.server.url(ns()) })
     try {

@@ -159,17 +159,24 @@ describe('fence(tx, lock)', () => {
       await fence(tx, lock)
       expect(await lock.renew(5_000)).toBe(true)
       const order: string[] = []
-      const steal = b.put('lock:invoice', 'mine').then(() => order.push('steal'))
-      await new Promise((r) => setTimeout(r, 300))
+      let stolenAt = 0
+      const steal = b.put('lock:invoice', 'mine').then(() => {
+        stolenAt = performance.now()
+        order.push('steal')
+      })
+      await new Promise((r) => setTimeout(r, 1_200))
       await tx.query("UPDATE invoices SET status = 'sent' WHERE id = 42")
       order.push('update')
       // The steal may be answered before the COMMIT is (both come as the transaction ends): what counts is
       // that it waited for the COMMIT to be sent.
       const committed = tx.query('COMMIT')
       order.push('commit')
+      const ended = performance.now()
       await committed
       await steal
       expect(order).toEqual(['update', 'commit', 'steal'])
+      // Woken by the transaction's end (it waits on the row the fence holds), not at its next try of a backoff.
+      expect(stolenAt - ended).toBeLessThan(250)
       expect(await lock.release()).toBe(false)
       expect(await row()).toMatchObject({ status: 'sent' })
     }))

@@ -78,7 +78,10 @@ describe('commits', () => {
       // Past historySize and the slack pruning allows (100 events): the log drops the first attempt's row.
       for (let i = 0; i < 150; i++) await direct.commit([], [{ type: 'set', key: 'k', value: i }])
       proxy.heal()
-      await expect(lost).rejects.toMatchObject({ code: 'UNAVAILABLE', message: expect.stringContaining('cannot tell') })
+      const err = await lost.catch((e: unknown) => e)
+      expect(err).toMatchObject({ code: 'UNAVAILABLE', message: expect.stringContaining('cannot tell') })
+      // What Postgres said, for whoever looks further.
+      expect((err as Error).cause).toMatchObject({ cause: { code: 'ZR003' } })
       // It was applied (once): the retry only could not say so.
       expect((await direct.get('n'))?.value).toBe(1)
     } finally {
