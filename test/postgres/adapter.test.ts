@@ -437,6 +437,8 @@ describe('commits', () => {
     try {
       const t = performance.now()
       await expect(a.commit([], [{ type: 'set', key: 'k', value: 1 }])).rejects.toMatchObject({ code: 'UNAUTHORIZED', message: expect.stringContaining('refused commit') })
+      // Several ops go to the general function: named the same.
+      await expect(a.commit([], [{ type: 'set', key: 'k', value: 1 }, { type: 'delete', key: 'j' }])).rejects.toMatchObject({ code: 'UNAUTHORIZED', message: expect.stringContaining('refused commit') })
       expect(performance.now() - t).toBeLessThan(2_000)
     } finally {
       await a.close()
