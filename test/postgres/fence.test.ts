@@ -164,7 +164,8 @@ describe('fence(tx, lock)', () => {
         stolenAt = performance.now()
         order.push('steal')
       })
-      await new Promise((r) => setTimeout(r, 1_200))
+      // Long enough that a backoff's tries would be ~1 s apart by the end (1.6 s, 2.6 s ...).
+      await new Promise((r) => setTimeout(r, 1_800))
       await tx.query("UPDATE invoices SET status = 'sent' WHERE id = 42")
       order.push('update')
       // The steal may be answered before the COMMIT is (both come as the transaction ends): what counts is
@@ -176,10 +177,40 @@ describe('fence(tx, lock)', () => {
       await steal
       expect(order).toEqual(['update', 'commit', 'steal'])
       // Woken by the transaction's end (it waits on the row the fence holds), not at its next try of a backoff.
-      expect(stolenAt - ended).toBeLessThan(250)
+      expect(stolenAt - ended).toBeLessThan(400)
       expect(await lock.release()).toBe(false)
       expect(await row()).toMatchObject({ status: 'sent' })
     }))
+
+  test('a takeover waits for a fence longer than its callTimeout, a call per callTimeout, not a loop, and goes through when the transaction ends', async () => {
+    const url = await fresh()
+    const a = new Client(await postgresAdapter({ url }), { id: 'a' })
+    const pool = new pg.Pool({ connectionString: server.url(), max: 2 })
+    const connect = pool.connect.bind(pool)
+    let calls = 0
+    pool.connect = (() => (calls++, connect())) as typeof pool.connect
+    const b = new Client(await postgresAdapter({ pool, namespace: new URL(url).searchParams.get('ns')!, callTimeout: 300, timeout: 10_000, listen: false }), { id: 'b' })
+    const tx = new pg.Client({ connectionString: server.url() })
+    await tx.connect()
+    try {
+      const lock = (await a.locks.acquire('lock:invoice', { ttl: 5_000, autoRenew: false }))!
+      await tx.query('BEGIN')
+      await fence(tx, lock)
+      const before = calls
+      const steal = b.put('lock:invoice', 'mine')
+      await new Promise((r) => setTimeout(r, 1_200))
+      await tx.query('COMMIT')
+      await steal
+      // A wait of 300 ms at most, then the commit again: ~2 calls each 300 ms.
+      expect(calls - before).toBeLessThanOrEqual(14)
+      expect(await b.get('lock:invoice')).toMatchObject({ value: 'mine' })
+    } finally {
+      await tx.end()
+      await a.close()
+      await b.close()
+      await pool.end()
+    }
+  })
 
   test('a release inside its own fenced transaction waits for it, and gives up after the adapter\'s timeout', () =>
     inProcess(
@@ -188,7 +219,10 @@ describe('fence(tx, lock)', () => {
         await tx.query('BEGIN')
         await fence(tx, lock)
         const started = Date.now()
-        await expect(a.delete('lock:invoice')).rejects.toMatchObject({ code: 'UNAVAILABLE', message: expect.stringContaining('fence') })
+        const err = await a.delete('lock:invoice').catch((e: unknown) => e)
+        expect(err).toMatchObject({ code: 'UNAVAILABLE', message: expect.stringContaining('fence') })
+        // What Postgres said (the fence's SQLSTATE), for whoever looks further.
+        expect((err as Error).cause).toMatchObject({ cause: { code: 'ZR001' } })
         expect(Date.now() - started).toBeGreaterThanOrEqual(550)
         await tx.query('COMMIT')
         expect(await lock.release()).toBe(true)

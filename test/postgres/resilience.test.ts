@@ -72,6 +72,8 @@ describe('commits', () => {
     const direct = await postgresAdapter({ url: server.url(namespace), historySize: 20 })
     try {
       await through.commit([], [{ type: 'set', key: 'k', value: 0 }])
+      // A failed commit since: it tells nothing of where the log stands (no revision), and must not be taken to.
+      expect((await through.commit([{ key: 'k', revision: null }], [{ type: 'set', key: 'k', value: 1 }])).ok).toBe(false)
       proxy.holdReplies('commit')
       const lost = through.commit([], [{ type: 'add', key: 'n', delta: 1 }])
       await until(() => proxy.dropped > 0)
