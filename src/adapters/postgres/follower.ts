@@ -140,7 +140,7 @@ export class Follower {
     }
     // The expiry timer lives only as long as the loop: no subscriber is left to hear an expiry.
     this.#running = false
-    if (this.#expiry !== undefined) systemClock.clearTimeout(this.#expiry)
+    systemClock.clearTimeout(this.#expiry as TimerHandle)
     this.#expiry = undefined
     this.#expiryAt = Infinity
   }
@@ -228,7 +228,7 @@ export class Follower {
     const at = Math.max(now + Math.max(0, Math.ceil(dueIn)) + 1, this.#sweepNotBefore)
     const delay = at - now
     if (at >= this.#expiryAt) return
-    if (this.#expiry !== undefined) systemClock.clearTimeout(this.#expiry)
+    systemClock.clearTimeout(this.#expiry as TimerHandle)
     this.#expiryAt = at
     this.#expiry = systemClock.setTimeout(() => {
       this.#expiry = undefined

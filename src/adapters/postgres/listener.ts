@@ -14,7 +14,7 @@
  *
  * @module
  */
-import { systemClock } from '../../core/time/clock'
+import { systemClock, type TimerHandle } from '../../core/time/clock'
 import type { Connection } from './connection'
 import { socketOf, type PgClient } from './load'
 import { channelOf } from './sql'
@@ -155,7 +155,7 @@ export class Listener {
   }
 
   #stopLinger(): void {
-    if (this.#idleTimer !== undefined) systemClock.clearTimeout(this.#idleTimer)
+    systemClock.clearTimeout(this.#idleTimer as TimerHandle)
     this.#idleTimer = undefined
   }
 
