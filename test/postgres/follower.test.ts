@@ -430,6 +430,26 @@ test('a watch whose read was cut inside a revision that the log then dropped end
   }
 })
 
+test('a watch that heard all of a revision goes on when the log is then pruned through exactly that revision', async () => {
+  const name = ns()
+  const watcher = await postgresAdapter({ url: db.server.url(name), listen: false, pollInterval: 50 })
+  try {
+    const w = sink()
+    await watcher.watch('k', w.sink)
+    const r = await watcher.commit([], [{ type: 'set', key: 'k1', value: 1 }, { type: 'set', key: 'k2', value: 2 }])
+    await until(() => w.events.length === 2)
+    // Nothing kept: the log is cut at its newest revision, the one the watch has read whole.
+    await db.admin.query('SELECT zaris.prune($1, 0, 60000, clock_timestamp())', [name])
+    expect((await db.admin.query('SELECT compacted::int AS c FROM zaris.stores WHERE ns = $1', [name])).rows[0].c).toBe(r.ok ? r.revision : -1)
+    await watcher.commit([], [{ type: 'set', key: 'k3', value: 3 }])
+    await until(() => w.events.length === 3 || w.errors.length > 0)
+    expect(w.errors).toEqual([])
+    expect(w.events.map((e) => e.key)).toEqual(['k1', 'k2', 'k3'])
+  } finally {
+    await watcher.close()
+  }
+})
+
 test('a watch that cannot start fails UNAVAILABLE, naming the watch', async () => {
   const proxy = await new FaultProxy(db.server.port).start()
   const watcher = await postgresAdapter({ url: db.server.url(ns(), proxy.port), listen: false, pg: { connectionTimeoutMillis: 300 } })
@@ -444,21 +464,28 @@ test('a watch that cannot start fails UNAVAILABLE, naming the watch', async () =
 
 test('a watch far behind gets every event when a watch at the head joins while it catches up (reads go from the earliest cursor)', async () => {
   const name = ns()
-  const a = await postgresAdapter({ url: db.server.url(name), listen: false, pollInterval: 50 })
+  const proxy = await new FaultProxy(db.server.port).start()
+  const a = await postgresAdapter({ url: db.server.url(name, proxy.port), listen: false, pollInterval: 50 })
+  const writer = await postgresAdapter({ url: db.server.url(name), pg: { max: 1 } })
   try {
-    const base = await a.commit([], [{ type: 'set', key: 'k/base', value: 0 }])
+    const base = await writer.commit([], [{ type: 'set', key: 'k/base', value: 0 }])
     if (!base.ok) throw new Error('not set')
-    for (let i = 0; i < 12; i++) await a.commit([], Array.from({ length: 100 }, (_, j) => ({ type: 'set' as const, key: `k/${i}/${j}`, value: j })))
+    for (let i = 0; i < 12; i++) await writer.commit([], Array.from({ length: 100 }, (_, j) => ({ type: 'set' as const, key: `k/${i}/${j}`, value: j })))
+    // Reads take 200 ms (100 each way): the second watch joins while the first is still reading its 1 200
+    // events, 500 a read, however fast the machine.
+    proxy.delay(100)
     const behind = sink()
     await a.watch('k/', behind.sink, base.revision)
-    // Joins while the first is still reading its 1 200 events, 500 a read.
     const head = sink()
     await a.watch('k/', head.sink)
-    const last = await a.commit([], [{ type: 'set', key: 'k/last', value: 1 }])
+    expect(behind.events.length).toBeLessThan(1_200)
+    const last = await writer.commit([], [{ type: 'set', key: 'k/last', value: 1 }])
     await until(() => behind.events.some((e) => e.revision === (last.ok ? last.revision : -1)), 10_000)
     expect(behind.events).toHaveLength(1_201)
     expect(head.events.map((e) => e.key)).toEqual(['k/last'])
   } finally {
     await a.close()
+    await writer.close()
+    await proxy.stop()
   }
 })

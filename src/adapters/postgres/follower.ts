@@ -202,10 +202,9 @@ export class Follower {
     for (let i = 0; i < rows.length; i++) {
       const row = rows[i]!
       const at: Cursor = { rev: Number(row.revision), seq: row.seq }
-      // The last event of a revision (unless the read was cut short there) closes it.
-      const next = rows[i + 1]
-      const closes = next === undefined ? !full : Number(next.revision) !== at.rev
-      const cursor = closes ? { rev: at.rev, seq: END } : at
+      // A read that was not cut short ends with the last event of its last revision: that closes it. Within
+      // the read a cursor stays at its event (the next one, of this revision or a later, is after it).
+      const cursor = i === rows.length - 1 && !full ? { rev: at.rev, seq: END } : at
       const ev = rowEvent(row)
       for (const sub of subs) {
         if (sub.done || !before(sub.cursor, at)) continue
@@ -243,7 +242,7 @@ export class Follower {
     try {
       const r = await connection.query<{ left: number }>('expiry', `SELECT ${schema}.sweep($1, NULL) AS left`, [namespace], callTimeout)
       // Entries a fence holds past their deadline: try again soon (they expire once its transaction ends).
-      if ((r.rows[0]?.left ?? 0) > 0) {
+      if (r.rows[0]!.left > 0) {
         this.#sweepNotBefore = systemClock.now() + FENCED_RETRY_MS
         this.#schedule(FENCED_RETRY_MS)
       }
