@@ -226,6 +226,26 @@ test('a LISTEN connection that cannot be opened at first is tried again until it
   }
 })
 
+test('a LISTEN connection that cannot be opened is not tried again once its adapter closed', async () => {
+  const name = ns()
+  const proxy = await new FaultProxy(db.server.port).start()
+  proxy.drop()
+  const watcher = await postgresAdapter({ url: db.server.url(name), listen: db.server.url(undefined, proxy.port), pollInterval: 50 })
+  try {
+    await watched(watcher, 'n/')
+    await until(() => proxy.accepted >= 2, 5_000)
+    await watcher.close()
+    // A try already waiting for its backoff finds nobody to open for.
+    await sleep(300)
+    const tries = proxy.accepted
+    await sleep(2_000)
+    expect(proxy.accepted - tries).toBe(0)
+  } finally {
+    await watcher.close()
+    await proxy.stop()
+  }
+})
+
 test('a LISTEN connection whose probe cannot be sent (the pool cut off) is opened again until the probe comes back', async () => {
   const name = ns()
   const proxy = await new FaultProxy(db.server.port).start()
