@@ -148,6 +148,12 @@ describe('tokens never repeat', () => {
 })
 
 describe('commits', () => {
+  test('a commit answers a written entry with its own ttl, whatever fraction the store clock has (84 935.27 + 60 000 - 84 935.27 is not 60 000 in floating point)', async () => {
+    const a = await open({ clock: new ManualClock(84_935.27) })
+    const r = await a.commit([], [set('k', 1, { ttl: 60_000 })])
+    expect(r.ok && r.entries[0]!.ttl).toBe(60_000)
+  })
+
   test('a commit retried with its request id is answered, not applied again', async () => {
     const a = await open()
     const first = await a.commit([{ key: 'k', revision: null }], [set('k', 1, { owner: 'o', ttl: 60_000 }), { type: 'delete', key: 'none' }], { requestId: 'r1' })

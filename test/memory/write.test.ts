@@ -25,13 +25,6 @@ test('without a copy function, a read and a write hand the value through as it i
   expect(w).toMatchObject({ value: 'v', revision: 6, created: 3, owner: 'c1' }) // same owner: the same life
 })
 
-test('a fresh write reads back its own ttl, whatever fraction the store clock has (84 935.27 + 60 000 - 84 935.27 is not 60 000 in floating point)', () => {
-  const now = 84_935.27
-  const w = written({ type: 'set', key: 'k', value: 1, ttl: 60_000 }, undefined, 1, now)
-  expect(toEntry(w, now).ttl).toBe(60_000)
-  expect(toEntry(w, now + 0.001).ttl).toBe(59_999.999)
-})
-
 test('the floor after a client says it has seen a revision: never below the store, 0 is a revision', () => {
   expect(floorRevision(7, undefined)).toBe(7)
   expect(floorRevision(7, 0)).toBe(7)

@@ -130,7 +130,7 @@ export class Ledger {
     // Every revision has an event (the namespace's revision is the last one's): a `none` row for a commit that changed nothing.
     if (seq === 0) sql.event.run(this.#ns, revision, 0, 'none', '', null, null, null, null, requestId ?? null)
     this.revision = revision
-    return { ok: true, revision, entries: puts.map((e) => toEntry(e, this.now)), deleted: deletes }
+    return { ok: true, revision, entries: puts.map((e) => answered(e, this.now)), deleted: deletes }
   }
 
   /** The answer of the commit that made `revision` (a commit retried with its request id), from its events. */
@@ -178,6 +178,18 @@ export class Ledger {
 }
 
 /** The entry a put event wrote, as its commit's answer had it (with the TTL it was written with). */
+/**
+ * A written entry as its commit answers it: its time left in whole
+ * microseconds. This store's clock counts milliseconds since boot with a
+ * fraction, and a deadline of `now + ttl` less `now` is not `ttl` in
+ * floating point (60000.000000000015).
+ */
+function answered(e: Stored, now: number): Entry {
+  const entry = toEntry(e, now)
+  if (entry.ttl !== undefined) entry.ttl = Math.round(entry.ttl * 1_000) / 1_000
+  return entry
+}
+
 function eventEntry(row: EventRow, file: string, ns: string): Entry {
   const e = fromRow({ key: row.key, value: row.value!, revision: row.revision, created: row.created!, owner: row.owner, ttl: row.ttl }, rowPlace(file, ns, `event of revision ${row.revision} for`))
   const out: Entry = { key: e.key, value: e.value, revision: e.revision, created: e.created }

@@ -38,9 +38,7 @@ export function expired(e: Stored, now: number): boolean {
 export function toEntry(e: Stored, now: number, copy: (value: Value) => Value = (v) => v): Entry {
   const entry: Entry = { key: e.key, value: copy(e.value), revision: e.revision, created: e.created }
   if (e.owner !== undefined) entry.owner = e.owner
-  // In whole microseconds: a deadline counted from a clock with a fraction (the file store's hrtime) would
-  // otherwise give a fresh write's ttl back as 60000.000000000015.
-  if (e.expiresAt !== undefined) entry.ttl = Math.max(0, Math.round((e.expiresAt - now) * 1000) / 1000)
+  if (e.expiresAt !== undefined) entry.ttl = Math.max(0, e.expiresAt - now)
   return entry
 }
 
