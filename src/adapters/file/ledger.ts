@@ -177,7 +177,6 @@ export class Ledger {
   }
 }
 
-/** The entry a put event wrote, as its commit's answer had it (with the TTL it was written with). */
 /**
  * A written entry as its commit answers it: its time left in whole
  * microseconds. This store's clock counts milliseconds since boot with a
@@ -190,6 +189,7 @@ function answered(e: Stored, now: number): Entry {
   return entry
 }
 
+/** The entry a put event wrote, as its commit's answer had it (with the TTL it was written with). */
 function eventEntry(row: EventRow, file: string, ns: string): Entry {
   const e = fromRow({ key: row.key, value: row.value!, revision: row.revision, created: row.created!, owner: row.owner, ttl: row.ttl }, rowPlace(file, ns, `event of revision ${row.revision} for`))
   const out: Entry = { key: e.key, value: e.value, revision: e.revision, created: e.created }
