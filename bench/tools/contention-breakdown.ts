@@ -10,6 +10,10 @@
  *
  *   npx tsx bench/tools/contention-breakdown.ts [memory|node|data|redis|etcd] [clients=16] [seconds=3] [profile]
  *
+ * SEM=3 takes permits of a semaphore of limit 3 instead (the bench's 8/3 row: `SEM=3 … redis 8`);
+ * BYKEY=1 splits the calls by what they touch (a lock or slot key, a place
+ * in line) and, for commits, by their ops.
+ *
  * (redis and etcd: the zaris adapter on a server of the tool's own; the
  * server's CPU is not counted.)
  *
@@ -28,10 +32,24 @@ import { quantile } from '../lib/measure'
 import { etcd as startEtcd, node, redis as startRedis, tempDir } from '../lib/procs'
 import { cliBundle } from '../../test/server/cli-bundle'
 import { summarise } from './cpuprofile'
+import { QUEUE_PREFIX, SEP } from '../../src/core/contract/reserved'
 
 const [where = 'node', n = '16', secs = '3', profile] = process.argv.slice(2)
 const clients = Number(n)
+/** SEM=n: the clients take permits of a semaphore of limit n instead of a lock. */
+const SEM = Number(process.env.SEM ?? 0)
 const seconds = Number(secs)
+
+const BYKEY = process.env.BYKEY === '1'
+
+/** What a call touches (BYKEY): the class of its first key (`lock`, `slot`, `line`), and a commit's op types. */
+function touched(method: string | symbol, args: unknown[]): string {
+  const commit = method === 'commit'
+  const ops = commit ? (args[1] as { type: string; key: string }[]) : []
+  const key = commit ? (ops[0]?.key ?? (args[0] as { key: string }[])[0]?.key ?? '') : String(args[0] ?? '')
+  const what = key.startsWith(QUEUE_PREFIX) ? 'line' : key.startsWith(`${SEP}p`) ? 'slot' : 'lock'
+  return commit ? `${what}:${ops.map((o) => o.type).join('+')}` : what
+}
 
 /** The calls a client's adapter made, by kind (a commit that waits at the store counts as `park`). */
 const calls = new Map<string, number>()
@@ -43,7 +61,7 @@ function counted(inner: Adapter): Adapter {
       if (typeof v !== 'function') return v
       return (...args: unknown[]) => {
         const kind = p === 'commit' && (args[2] as { waitChange?: number } | undefined)?.waitChange ? 'park' : String(p)
-        count(kind)
+        count(BYKEY ? `${kind}:${touched(p, args)}` : kind)
         return (v as (...a: unknown[]) => unknown).apply(target, args)
       }
     },
@@ -54,7 +72,7 @@ function peerOf(adapter: Adapter): LockPeer {
   const client = new Client(counted(adapter))
   return {
     async acquire(key, waitMs) {
-      const lock = await client.locks.acquire(key, { ttl: 30_000, wait: waitMs })
+      const lock = SEM ? await client.semaphores.acquire(key, { limit: SEM, ttl: 30_000, wait: waitMs }) : await client.locks.acquire(key, { ttl: 30_000, wait: waitMs })
       return lock && (() => lock.release())
     },
     attempts: async () => 0,
