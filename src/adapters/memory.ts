@@ -71,5 +71,8 @@ function withRequestIds(store: LocalStore, answers: Answers): LocalBackend {
     get granted() {
       return store.granted
     },
+    get answersAtOnce() {
+      return store.answersAtOnce
+    },
   }
 }

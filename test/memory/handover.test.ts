@@ -12,7 +12,7 @@ import { describe, expect, test } from 'vitest'
 import type { Check, CommitResult, Op, WatchEvent } from 'zaris'
 import { ManualClock } from 'zaris/testing'
 import { LocalStore, StoreQuota } from '../../src/adapters/kit/local-store'
-import { localAdapter } from '../../src/adapters/kit/local-adapter'
+import { localAdapter, type LocalBackend } from '../../src/adapters/kit/local-adapter'
 import type { ParkOptions } from '../../src/adapters/kit/parked'
 import { arrayDisk } from './array-disk'
 
@@ -290,9 +290,37 @@ describe('the end of a wait', () => {
 })
 
 describe('the adapter over a store that hands over', () => {
-  test("a release that handed over is answered after the new holder's take: the next holder hears first", async () => {
+  test("a release that handed over is answered after the new holder's take, in the same turn: the next holder hears first", async () => {
     const store = new LocalStore({ clock: new ManualClock() })
     const a = localAdapter('memory', store)
+    await a.commit([absent('lock')], [set('lock', 'h')])
+    const order: string[] = []
+    const take = a.commit([absent('lock')], [set('lock', 'w')], { waitChange: 10_000, keepParked: true }).then((r) => order.push(`take ${r.ok}`))
+    await tick()
+    const release = a.commit([life('lock', 1)], [del('lock')]).then((r) => order.push(`release ${r.ok}`))
+    setImmediate(() => order.push('next turn'))
+    await Promise.all([take, release])
+    await new Promise((r) => setImmediate(r))
+    // The take was answered inside the release's step; a turn more for the release would let a new holder
+    // whose loop never yields the event loop keep the releaser away for good (the fairness test below).
+    expect(order).toEqual(['take true', 'release true', 'next turn'])
+  })
+
+  test("on a store whose answers wait for its disk, a release that handed over is answered a turn after the new holder's take", async () => {
+    const store = new LocalStore({ clock: new ManualClock() })
+    // The SQLite file's store: a parked commit's answer is on its way through the disk when the step ends.
+    const disk: LocalBackend = {
+      get: (key) => store.get(key),
+      list: (prefix, after, limit) => store.list(prefix, after, limit),
+      history: (prefix, after, limits) => store.history(prefix, after, limits),
+      commit: (checks, ops, seen, requestId, park) => store.commit(checks, ops, seen, requestId, park),
+      watch: (prefix, sink, from) => store.watch(prefix, sink, from),
+      get granted() {
+        return store.granted
+      },
+      answersAtOnce: false,
+    }
+    const a = localAdapter('sqlite', disk)
     await a.commit([absent('lock')], [set('lock', 'h')])
     const order: string[] = []
     const take = a.commit([absent('lock')], [set('lock', 'w')], { waitChange: 10_000, keepParked: true }).then((r) => order.push(`take ${r.ok}`))

@@ -98,8 +98,11 @@ export function localAdapter(name: string, store: LocalBackend, onClose?: () => 
       if (ms > 0) return parked(store, life, checks, ops, options!, ms)
       const granted = store.granted
       const r = await store.commit(checks, ops, options?.seen, options?.requestId, undefined)
-      // This commit handed over (a release): its answer waits a turn, so the new holder's answer goes first.
-      if (store.granted !== granted) await new Promise<void>((resolve) => nextTurn(resolve))
+      // This commit handed over (a release) on a store whose answers must first be made durable: its answer
+      // waits a turn, so the new holder's answer, on its way through the disk, goes out first. A store that
+      // answers at once has resolved the new holder's take (and a node has written it) inside the step already;
+      // a turn there would only let a new holder whose loop never yields keep the releaser away for good.
+      if (store.granted !== granted && !store.answersAtOnce) await new Promise<void>((resolve) => nextTurn(resolve))
       return r
     },
     async watch(prefix, sink, fromRevision) {

@@ -141,12 +141,12 @@ export class LocalStore {
     return this.#parked.turns
   }
 
-  /** How many parked commits went through so far. */
   /** A parked commit's answer is final when given: nothing is left to make durable (`LocalBackend.answersAtOnce`). */
   get answersAtOnce(): boolean {
     return this.#persistence === undefined
   }
 
+  /** How many parked commits went through so far. */
   get granted(): number {
     return this.#parked.granted
   }
