@@ -8,7 +8,7 @@
  * @module
  */
 import type { Adapter, Capabilities, Check, CommitOptions, CommitResult, Entry, HistoryLimits, HistoryPage, ListPage, Op, Unsubscribe, WatchSink } from '../../core/contract/adapter'
-import { checkListOptions, checkPrefix, checkWatchArgs } from '../../core/contract/validate'
+import { checkListOptions, checkOrElse, checkPrefix, checkWatchArgs } from '../../core/contract/validate'
 import { AdapterLife } from './life'
 import type { ParkOptions } from './parked'
 
@@ -34,7 +34,7 @@ export interface LocalBackend {
   readonly answersAtOnce?: boolean
 }
 
-const CAPABILITIES: Capabilities = Object.freeze({ history: true, commitOnChange: true, keepParked: true, handover: true })
+const CAPABILITIES: Capabilities = Object.freeze({ history: true, commitOnChange: true, keepParked: true, handover: true, orElse: true })
 
 /**
  * An adapter's life that also ends its parked commits' waits when it closes
@@ -118,6 +118,7 @@ export function localAdapter(name: string, store: LocalBackend, onClose?: () => 
 
 /** A commit that may park: its wait ends with the caller's signal or the adapter's close. */
 function parked(store: LocalBackend, life: ParkingLife, checks: Check[], ops: Op[], options: CommitOptions, ms: number): CommitResult | Promise<CommitResult> {
+  checkOrElse(options.orElse)
   const caller = options.signal
   // Made only if the commit parks (most takes go through at once).
   const stop = (end: () => void) => {
@@ -137,6 +138,7 @@ function parked(store: LocalBackend, life: ParkingLife, checks: Check[], ops: Op
     onParked: options.onParked,
     onAnswer: store.answersAtOnce ? options.onAnswer : undefined,
     stop,
+    orElse: options.keepParked === true ? options.orElse : undefined,
   })
 }
 

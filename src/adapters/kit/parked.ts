@@ -39,9 +39,17 @@
  * applied or parked: it goes first). Without it, a release that falls
  * between a waiter's two parks would go to the waiter behind it.
  *
+ * A parked commit may bring other ways to go through (`orElse`, each a
+ * whole commit): each try applies the first of the commit and these whose
+ * checks all hold, and a change at a key any of them checks tries it. What
+ * is answered, and when, is judged on the commit's own checks; a turn holds
+ * others back at the keys of every way. A semaphore's waiter parks one take
+ * that may fill any free slot: the first in line gets the permit a release
+ * frees, in the release's step.
+ *
  * The cost of a change is one judgement per parked commit that checks a
  * changed key (its checks against the store's map): O(waiters) per release
- * of a lock they all wait on.
+ * of a lock they all wait on (times its other ways, for a semaphore's).
  *
  * @module
  */
@@ -94,6 +102,14 @@ export interface ParkOptions {
   onAnswer?: (r: CommitResult) => void
   /** Handed to the store's persistence with the writes of a later try that goes through. */
   tag?: unknown
+  /** `CommitOptions.orElse`: other commits that may go through instead, in order. */
+  orElse?: ReadonlyArray<Plan>
+}
+
+/** A commit's checks and ops. */
+export interface Plan {
+  readonly checks: Check[]
+  readonly ops: Op[]
 }
 
 /** What a store lends its parked commits. */
@@ -210,14 +226,13 @@ export class ParkedCommits {
   park(checks: Check[], ops: Op[], first: Failure, options: ParkOptions): Promise<CommitResult> {
     const wake = options.wakeOwner
     if (wake !== undefined && first.failed.some((f) => f.entry?.owner === wake)) return Promise.resolve(first)
+    // Another way that goes through now is this commit's first try (same step: nothing fell between).
+    const other = this.#otherWay(options)
+    if (other) return this.#applyNow(other.ops, options.tag)
     return new Promise<CommitResult>((resolve, reject) => {
       const held = checks.map((c) => this.#host.holds(c))
       const p = new Parked(++this.#seq, checks, ops, first, options, held, resolve, reject)
-      for (const c of checks) {
-        let set = this.#byKey.get(c.key)
-        if (!set) this.#byKey.set(c.key, (set = new Set()))
-        set.add(p)
-      }
+      for (const key of keysOf(checks, options)) this.#watchKey(key, p)
       this.#count++
       p.timer = this.#host.clock.setTimeout(() => this.#timeout(p), options.ms)
       options.onParked?.()
@@ -274,6 +289,31 @@ export class ParkedCommits {
     for (const set of [...this.#byKey.values()]) for (const p of set) this.#settle(p, p.first)
   }
 
+  /** Files `p` under `key`, one of the keys it checks. */
+  #watchKey(key: string, p: Parked): void {
+    let set = this.#byKey.get(key)
+    if (!set) this.#byKey.set(key, (set = new Set()))
+    set.add(p)
+  }
+
+  /** The first of `options.orElse` whose checks all hold now and that no earlier waiter's turn holds back. */
+  #otherWay(options: ParkOptions): Plan | undefined {
+    const order = options.order
+    return options.orElse?.find((alt) => alt.checks.every((c) => this.#host.holds(c)) && (order === undefined || !this.behindTurn(alt.checks, order)))
+  }
+
+  /** A first try that went through another way: applied and answered now, and the keys it changed judged. */
+  #applyNow(ops: Op[], tag: unknown): Promise<CommitResult> {
+    let r: Success
+    try {
+      r = this.#host.apply(ops, tag)
+    } catch (err) {
+      return Promise.reject(err)
+    }
+    this.committed(r)
+    return Promise.resolve(r)
+  }
+
   /** Marks `p` woken if a change at `key` turned one of its checks there. */
   #judgeAt(p: Parked, key: string): void {
     p.checks.forEach((c, i) => {
@@ -289,10 +329,12 @@ export class ParkedCommits {
     if (p.settled) return
     const outcomes = p.checks.map((c) => this.#host.holds(c))
     if (outcomes.every(Boolean)) {
-      if (!this.#behind(p)) return this.#apply(p)
+      if (!this.#behind(p)) return this.#apply(p, p.ops)
       p.held = outcomes
       return
     }
+    const other = this.#otherWay(p.options)
+    if (other) return this.#apply(p, other.ops)
     const answer = p.options.keep ? outcomes.some((h, i) => !h && (p.firstHeld[i] || this.#wakes(p, p.checks[i]!))) : p.woken
     p.held = outcomes
     if (answer) this.#settle(p, this.#host.failure(p.checks))
@@ -308,7 +350,8 @@ export class ParkedCommits {
     p.timer = undefined
     this.#host.expire()
     if (p.settled) return
-    if (p.checks.every((c) => this.#host.holds(c)) && !this.#behind(p)) return this.#apply(p)
+    // No other way to look at: every change at a key they check tried them, the expiry just now too.
+    if (p.checks.every((c) => this.#host.holds(c)) && !this.#behind(p)) return this.#apply(p, p.ops)
     const failure = this.#host.failure(p.checks)
     const order = p.options.order
     if (p.options.keep && order !== undefined) this.#keepTurn(p, order)
@@ -329,7 +372,7 @@ export class ParkedCommits {
     const old = this.#turns.get(order)
     if (old) this.#endTurn(old)
     if (this.#turns.size >= MAX_TURNS) return
-    const keys = [...new Set(p.checks.map((c) => c.key))]
+    const keys = [...new Set(keysOf(p.checks, p.options))]
     const turn: Turn = { order, keys, own: p.checks.filter((_, i) => p.firstHeld[i]), timer: undefined }
     this.#turns.set(order, turn)
     for (const k of keys) {
@@ -357,11 +400,11 @@ export class ParkedCommits {
     }
   }
 
-  /** Applies `p` (its checks hold now), answers it, and judges the keys it changed. */
-  #apply(p: Parked): void {
+  /** Applies `ops` of `p` (their checks hold now), answers it, and judges the keys it changed. */
+  #apply(p: Parked, ops: Op[]): void {
     let r: Success
     try {
-      r = this.#host.apply(p.ops, p.options.tag)
+      r = this.#host.apply(ops, p.options.tag)
     } catch (err) {
       this.#settle(p, undefined, err)
       return
@@ -375,9 +418,9 @@ export class ParkedCommits {
     if (p.settled) return
     p.settled = true
     this.#count--
-    for (const c of p.checks) {
-      const set = this.#byKey.get(c.key)
-      if (set?.delete(p) && set.size === 0) this.#byKey.delete(c.key)
+    for (const key of keysOf(p.checks, p.options)) {
+      const set = this.#byKey.get(key)
+      if (set?.delete(p) && set.size === 0) this.#byKey.delete(key)
     }
     this.#due.remove(p)
     if (p.timer !== undefined) this.#host.clock.clearTimeout(p.timer)
@@ -387,4 +430,11 @@ export class ParkedCommits {
     p.options.onAnswer?.(answer)
     p.resolve(answer)
   }
+}
+
+/** Every key a parked commit checks, in its own checks and its other ways'. */
+function keysOf(checks: Check[], options: ParkOptions): string[] {
+  const keys = checks.map((c) => c.key)
+  for (const alt of options.orElse ?? []) for (const c of alt.checks) keys.push(c.key)
+  return keys
 }

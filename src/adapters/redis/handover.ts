@@ -19,15 +19,22 @@
  * order it parked in), `d` its deadline (µs, Redis's clock), `h` which
  * checks held on the first try (1|0), `f` the first try's failed checks,
  * `ch` its adapter's channel, `rq` its request id, `rt` how long its answer
- * is kept); `s:<n>` -> what a retry reads of it, decoded for every change
- * at a key it checks (cjson: `c`, `h`, `k`, `w`, `r`, `q`, `d`: a fifth of
- * the whole, whose decode was most of a release's time with 15 waiters;
- * the whole is read only to apply or answer it, and a commit parked by an
- * older script, without `s:`, is read whole); `r:<request id>` -> n, so
+ * is kept, `x` its other ways (`CommitOptions.orElse`: each `{c, o}`));
+ * `s:<n>` -> what a retry reads of it, decoded for every change at a key it
+ * checks (cjson: `c`, `h`, `k`, `w`, `r`, `q`, `d`, and `x` with each other
+ * way's checks only: a fifth of the whole, whose decode was most of a
+ * release's time with 15 waiters; the whole is read only to apply or answer
+ * it, and a commit parked by an older script, without `s:`, is read
+ * whole); `r:<request id>` -> n, so
  * a resend of a parked commit finds it. `pkey` (hash) checked key -> the
  * n of the commits parked on it, space-separated.
  *
- * Answers: `<revision> <part>...` as a commit's (it went through); `F` and
+ * Other ways: a try whose own checks fail applies the first other way whose
+ * checks hold (on its first try too: then it does not park); answered and
+ * judged on its own checks only; filed under every key any way checks.
+ *
+ * Answers: `<revision> <part>...` as a commit's (it went through), after
+ * `@<w> ` when it went through its other way w (1-based); `F` and
  * the cjson of its failed checks `[key, raw|false, ...]`; `B` and the cjson
  * of an add it could not make (`{key, value}`); `X` when no revision is left.
  * A message is `<now µs> <length of the request id> <request id><answer>`.
@@ -120,15 +127,19 @@ local function park_ids(key)
   return out
 end
 
--- The distinct keys parked commit p checks.
+-- The distinct keys parked commit p checks, its other ways' too.
 local function park_keys(p)
   local keys, seen = {}, {}
-  for _, c in ipairs(p.c) do
-    if not seen[c[1]] then
-      seen[c[1]] = true
-      keys[#keys + 1] = c[1]
+  local function add(checks)
+    for _, c in ipairs(checks) do
+      if not seen[c[1]] then
+        seen[c[1]] = true
+        keys[#keys + 1] = c[1]
+      end
     end
   end
+  add(p.c)
+  for _, way in ipairs(p.x or {}) do add(way.c) end
   return keys
 end
 
@@ -171,20 +182,21 @@ local function answer(p, text)
   redis.call('PUBLISH', p.ch, fmt(NOW) .. ' ' .. #p.rq .. ' ' .. p.rq .. text)
 end
 
--- Applies p's ops (its checks hold now) as a commit of its own, and answers it.
-local function grant(p)
+-- Applies list (ops as parked, their checks hold now) as a commit of its own:
+-- its answer's text (B or X when it could not: nothing written).
+local function apply_ops(list)
   local ops = {}
-  for o, a in ipairs(p.o) do
+  for o, a in ipairs(list) do
     local op = {typ = a[1], key = a[2], value = a[3], ttl = a[4], owner = a[5], fresh = a[6]}
     op.raw = live(op.key)
     if op.typ == 'a' then
       local bad = add_to(op)
-      if bad then return answer(p, 'B' .. cjson.encode(bad)) end
+      if bad then return 'B' .. cjson.encode(bad) end
     end
     ops[o] = op
   end
   local rev = next_rev()
-  if not rev then return answer(p, 'X') end
+  if not rev then return 'X' end
   local srev = fmt(rev)
   local events, parts = {}, {srev}
   for o = 1, #ops do
@@ -194,7 +206,25 @@ local function grant(p)
   end
   append(rev, events)
   for o = 1, #ops do write(ops[o]) end
-  answer(p, table.concat(parts, ' '))
+  return table.concat(parts, ' ')
+end
+
+-- The first of ways whose checks all hold now and that no earlier waiter's turn holds back (order: a
+-- number or a string, '' or nil for none), and its number (nil if none).
+local function other_way(ways, order)
+  local o = tonumber(order) or math.huge
+  for w, way in ipairs(ways or {}) do
+    if #failures(way.c) == 0 and not behind_turn(way.c, o) then return way, w end
+  end
+  return nil
+end
+
+-- Applies p (its own checks hold now), or its other way w, and answers it.
+local function grant(p, way, w)
+  if not way then return answer(p, apply_ops(p.o)) end
+  local text = apply_ops(way.o)
+  if string.match(text, '^%d') then text = '@' .. w .. ' ' .. text end
+  answer(p, text)
 end
 
 -- A kept, ordered commit p whose wait ran out keeps its waiter's turn till its next park, or till ends (µs).
@@ -272,6 +302,14 @@ local function retry(p)
     if not expired and not behind_turn(p.c, p.r) then grant(whole(p)) end
     return
   end
+  local way, w = other_way(p.x, p.r)
+  if way then
+    if not expired then
+      local full = whole(p)
+      grant(full, full.x[w], w)
+    end
+    return
+  end
   if lost or p.k ~= 1 or expired then answer(whole(p), 'F' .. cjson.encode(failed)) end
 end
 
@@ -332,19 +370,30 @@ end
 
 -- Parks a commit whose first try failed with failed: its checks, its ops
 -- (each {typ, key, value, ttl, owner, fresh}), and ms, keep, order, wake
--- owner and channel. nil when it is not parked (a failing key is held by the
--- wake owner already): the caller answers the failure.
-local function park(request, checks, ops, failed, ms, keep, order, wake, ch)
+-- owner, channel and other ways. nil when it is not parked (a failing key is
+-- held by the wake owner already): the caller answers the failure. The text
+-- of its answer, when another way goes through now (its first try).
+local function park(request, checks, ops, failed, ms, keep, order, wake, ch, ways)
   for j = 2, #failed, 2 do
     if owned_by(failed[j], wake) then return nil end
+  end
+  local way, w = other_way(ways, order)
+  if way then
+    local text = apply_ops(way.o)
+    if string.match(text, '^%d') then text = '@' .. w .. ' ' .. text end
+    return nil, text
   end
   -- A resend of a commit still parked is the same parked commit.
   if not redis.call('HGET', K_PARK, 'r:' .. request) then
     local held = {}
     for i, c in ipairs(checks) do held[i] = holds(live(c[1]), c[2], c[3]) and 1 or 0 end
     local id = fmt(redis.call('HINCRBY', K_REV, 'pq', 1))
-    local p = {c = checks, o = ops, k = tonumber(keep), w = wake, r = order, q = tonumber(id), d = fmt(NOW + tonumber(ms) * 1000), h = held, ch = ch, rq = request, rt = ARGV[5], f = failed}
+    local p = {c = checks, o = ops, k = tonumber(keep), w = wake, r = order, q = tonumber(id), d = fmt(NOW + tonumber(ms) * 1000), h = held, ch = ch, rq = request, rt = ARGV[5], f = failed, x = ways}
     local s = {c = checks, h = held, k = p.k, w = wake, r = order, q = p.q, d = p.d}
+    if #ways > 0 then
+      s.x = {}
+      for i, way in ipairs(ways) do s.x[i] = {c = way.c} end
+    end
     redis.call('HSET', K_PARK, id, cjson.encode(p), 's:' .. id, cjson.encode(s), 'r:' .. request, id)
     for _, key in ipairs(park_keys(p)) do
       local ids = redis.call('HGET', K_PKEY, key)
@@ -378,7 +427,11 @@ if raw then
   local failed = failures(p.c)
   local last = ARGV[5] == 'last'
   p.r = tonumber(p.r) or math.huge
-  if last and #failed == 0 and not behind_turn(p.c, p.r) then
+  local way, w = nil, nil
+  if last and #failed > 0 then way, w = other_way(p.x, p.r) end
+  if way then
+    grant(p, way, w)
+  elseif last and #failed == 0 and not behind_turn(p.c, p.r) then
     grant(p)
   else
     -- Its wait ran out: its waiter keeps its turn till it parks again; one held back by an earlier turn is told so.

@@ -14,7 +14,7 @@
 import type { Adapter, Capabilities, Check, CommitOptions, CommitResult, Entry, ListOptions, ListPage, Op, Unsubscribe, Value, WatchSink } from '../../core/contract/adapter'
 import { InternalError, InvalidArgumentError, RevisionExhaustedError, UnavailableError } from '../../core/contract/errors'
 import { randomId } from '../../core/contract/ids'
-import { checkCommitArgs, checkKey, checkListOptions, checkOptions, checkPrefix, checkRequestId, checkValue, checkWatchArgs, describe } from '../../core/contract/validate'
+import { checkCommitArgs, checkKey, checkListOptions, checkOptions, checkOrElse, checkPrefix, checkRequestId, checkValue, checkWatchArgs, describe } from '../../core/contract/validate'
 import { AdapterLife } from '../kit/life'
 import { added } from '../kit/write'
 import { decodeEntry } from './codec'
@@ -53,7 +53,7 @@ export interface RedisAdapterOptions {
 
 const NAMESPACE = /^[A-Za-z0-9._~-]{1,128}$/
 /** The store hands over: parked commits are kept in Redis and tried in the script of the change (handover.ts). */
-const CAPABILITIES: Capabilities = Object.freeze({ commitOnChange: true, keepParked: true, handover: true })
+const CAPABILITIES: Capabilities = Object.freeze({ commitOnChange: true, keepParked: true, handover: true, orElse: true })
 
 /**
  * The Redis adapter: the five members of the contract, plus `position()`.
@@ -190,6 +190,17 @@ class NamespaceAdapter implements RedisAdapter {
     await answers.ready()
     const { args, encoded } = genericArgs(checks, ops)
     args.push(ms, options.keepParked ? '1' : '0', options.parkOrder ?? '', options.wakeOwner ?? '', answers.channel)
+    // Other ways (with keepParked only): each as checks and ops are sent; an answer names the one that went through.
+    checkOrElse(options.orElse)
+    const orElse = options.keepParked ? (options.orElse ?? []) : []
+    const ways: EncodedOp[][] = []
+    args.push(orElse.length)
+    for (const way of orElse) {
+      checkCommitArgs(way.checks, way.ops)
+      const w = genericArgs(way.checks, way.ops)
+      args.push(...w.args)
+      ways.push(w.encoded)
+    }
     const waiter = answers.expect(request)
     let reply: Reply
     try {
@@ -197,7 +208,7 @@ class NamespaceAdapter implements RedisAdapter {
     } finally {
       if (reply! === undefined || reply[0] !== 'parked') waiter.cancel()
     }
-    if (reply[0] !== 'parked') return this.#answer(reply, encoded)
+    if (reply[0] !== 'parked') return this.#answer(reply, encoded, ways)
     options.onParked?.()
     // The deadline, the caller's signal and this adapter's close end the wait: then it is unparked
     // (at the deadline with one last try, as any commit; else never applied).
@@ -218,7 +229,7 @@ class NamespaceAdapter implements RedisAdapter {
     this.#parkedNow.add(done)
     const answer = await done
     this.#parkedNow.delete(done)
-    if (answer) return this.#fromText(answer.text, answer.now, encoded)
+    if (answer) return this.#fromText(answer.text, answer.now, encoded, ways)
     // Answered meanwhile (the message was lost or crossed), or taken out of park now: what unpark says.
     const after = (await this.#space.script('commit', 'unpark', request, last)) as Reply
     if (after[0] === 'fail' && (after[3] as unknown[]).length === 0) {
@@ -228,21 +239,26 @@ class NamespaceAdapter implements RedisAdapter {
       if (last) return this.commit(checks, ops, { ...options, waitChange: undefined, requestId: request })
       throw new UnavailableError('Redis lost a waiting commit (it restarted without its data); it may have applied before')
     }
-    return this.#answer(after, encoded)
+    return this.#answer(after, encoded, ways)
   }
 
   /** A commit script's reply as the commit's answer. */
-  #answer([status, now, , payload]: Reply, encoded: EncodedOp[]): CommitResult {
+  #answer([status, now, , payload]: Reply, encoded: EncodedOp[], ways?: EncodedOp[][]): CommitResult {
     if (status === 'fail') return failedOf(payload as unknown[], Number(now))
     // A waiting take whose checks held, kept behind a waiter's turn (handover.ts): nothing failed.
     if (status === 'behind') return { ok: false, failed: [] }
     if (status === 'bad') throw refusedAdd(payload as [string, string], encoded)
     if (status === 'exhausted') throw exhausted(String(payload))
-    return this.#fromText(String(payload), Number(now), encoded)
+    return this.#fromText(String(payload), Number(now), encoded, ways)
   }
 
   /** A commit's answer as kept (`dup`) or published: its success, or (a parked commit's) its failure (handover.ts). */
-  #fromText(text: string, now: number, encoded: EncodedOp[]): CommitResult {
+  #fromText(text: string, now: number, encoded: EncodedOp[], ways?: EncodedOp[][]): CommitResult {
+    if (text.startsWith('@')) {
+      // It went through its other way w (`@<w> <answer>`): that way's ops were applied.
+      const space = text.indexOf(' ')
+      return this.#fromText(text.slice(space + 1), now, ways![Number(text.slice(1, space)) - 1]!)
+    }
     if (text.startsWith('F')) return failedOf(JSON.parse(text.slice(1)) as unknown[], now)
     if (text.startsWith('B')) throw refusedAdd(JSON.parse(text.slice(1)) as [string, string], encoded)
     if (text === 'X') throw exhausted('the largest safe integer')

@@ -175,7 +175,21 @@ if #failed > 0 or behind then
       local j = i + 2 + 6 * (o - 1)
       ops[o] = {ARGV[j], ARGV[j + 1], ARGV[j + 2], ARGV[j + 3], ARGV[j + 4], ARGV[j + 5]}
     end
-    local parked = park(request, checks, ops, failed, ARGV[at], ARGV[at + 1], ARGV[at + 2], ARGV[at + 3], ARGV[at + 4])
+    -- Other ways (CommitOptions.orElse): their count, then each as checks and ops are sent.
+    local ways, j = {}, at + 6
+    for w = 1, tonumber(ARGV[at + 5] or '0') do
+      local way = {c = {}, o = {}}
+      for c = 1, tonumber(ARGV[j]) do way.c[c] = {ARGV[j + 3 * c - 2], ARGV[j + 3 * c - 1], ARGV[j + 3 * c]} end
+      j = j + 3 * tonumber(ARGV[j]) + 1
+      for o = 1, tonumber(ARGV[j]) do
+        local k = j + 6 * (o - 1)
+        way.o[o] = {ARGV[k + 1], ARGV[k + 2], ARGV[k + 3], ARGV[k + 4], ARGV[k + 5], ARGV[k + 6]}
+      end
+      j = j + 6 * tonumber(ARGV[j]) + 1
+      ways[w] = way
+    end
+    local parked, text = park(request, checks, ops, failed, ARGV[at], ARGV[at + 1], ARGV[at + 2], ARGV[at + 3], ARGV[at + 4], ways)
+    if text then return done(request, text) end
     if parked then return parked end
   end
   return reply('fail', failed)

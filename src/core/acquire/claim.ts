@@ -85,6 +85,12 @@ export interface Claim<H> {
 export interface Plan {
   checks: Check[]
   ops: Op[]
+  /**
+   * Other ways the part may go through, sent as `CommitOptions.orElse` with
+   * a take that waits at the store for success (capability `orElse`; a
+   * claim of one part): a semaphore's take of any free slot.
+   */
+  orElse?: Array<{ checks: Check[]; ops: Op[] }>
 }
 
 /** One key of a claim; see the module doc. */
@@ -152,6 +158,8 @@ export function claimOf<P, H>(ctx: Context, parts: Array<Part<P>>, line: { key: 
         let options: CommitOptions | undefined
         // A parked take keeps its place's turn at the store, however often it parks again.
         if (how.waitChange) options = { waitChange: how.waitChange, keepParked: how.keepParked, parkOrder: how.place?.created, wakeOwner: how.keepParked ? wakeOwner : undefined }
+        const orElse = plans.length === 1 && how.keepParked ? (plans[0] as Plan).orElse : undefined
+        if (options && orElse) options.orElse = orElse.map((alt) => withPlace(alt, how.place))
         if (gate) options = { ...options, gate }
         const r = await ctx.adapter.commit(checks, ops, options)
         if (r.ok) {
@@ -197,6 +205,12 @@ export function claimOf<P, H>(ctx: Context, parts: Array<Part<P>>, line: { key: 
     },
   }
   return claim
+}
+
+/** Another way of a try, checking and deleting our place in line as the try itself does. */
+function withPlace(alt: { checks: Check[]; ops: Op[] }, place: Entry | undefined): { checks: Check[]; ops: Op[] } {
+  if (!place) return alt
+  return { checks: [...alt.checks, { key: place.key, created: place.created }], ops: [...alt.ops, { type: 'delete', key: place.key }] }
 }
 
 /** The sights of several parts as one (`undefined` when none blocks). */

@@ -8,14 +8,26 @@
  * compare-and-set on each slot, with no count to drift when a holder
  * crashes. A permit's value records the limit it was taken with.
  *
+ * Where the store hands over with other ways (capabilities `handover` and
+ * `orElse`) and the limit is at most `MAX_OR_ELSE`, a waiter parks one take
+ * that may fill any slot: its planned slot, or else each other slot, in
+ * order (`CommitOptions.orElse`). The store tries it in the step of every
+ * change at a slot, in line order: a released permit goes to the first
+ * waiter in line in the release's own step, and a waiter costs no list
+ * and no watch. Each way checks its slot absent, so still at most `limit`.
+ *
  * @module
  */
 import type { Entry, WatchEvent } from '../contract/adapter'
 import type { HoldSpec, Part, Plan, TryHow } from './claim'
 import type { Context } from '../context'
+import { MAX_OR_ELSE } from '../contract/limits'
 import { listAll } from '../contract/pages'
 import { slotOf, slotPrefix } from '../contract/reserved'
 import { entryOf, watches, type Sight } from './wait'
+
+/** The share of its TTL a try may wait at the store (a permit won then counts the wait against its TTL). */
+const PARK_SHARE = 0.25
 
 export class PermitPart<P> implements Part<P> {
   readonly #ctx: Context
@@ -29,6 +41,8 @@ export class PermitPart<P> implements Part<P> {
   #guessing = false
   #slot = -1
   #from = 0
+  /** A parked take may fill any slot (see the module doc). */
+  readonly #handsOver: boolean
 
   constructor(ctx: Context, key: string, limit: number, spec: HoldSpec<null, P>) {
     this.#ctx = ctx
@@ -36,6 +50,25 @@ export class PermitPart<P> implements Part<P> {
     this.#limit = limit
     this.#spec = spec
     this.#prefix = slotPrefix(key)
+    const caps = ctx.adapter.capabilities
+    this.#handsOver = caps?.handover === true && caps.orElse === true && limit <= MAX_OR_ELSE
+  }
+
+  /** A parked take waits for success: with its other ways, a failure only ever means "no slot free yet". */
+  get keepParked(): boolean {
+    return this.#handsOver
+  }
+
+  /** Every parked take checks each slot below the limit (its other ways do). */
+  checks(key: string): boolean {
+    if (!this.#handsOver) return false
+    const slot = slotOf(this.#prefix, key)
+    return slot !== undefined && slot < this.#limit
+  }
+
+  parkLimit(): number {
+    // As a lock's: a permit counts its TTL from before a waiting try was sent.
+    return this.#handsOver ? this.#spec.ttl * PARK_SHARE : 0
   }
 
   owns(key: string): boolean {
@@ -56,16 +89,29 @@ export class PermitPart<P> implements Part<P> {
       return { checks: [{ key: gone.key, revision: gone.revision }], ops: [{ ...set(gone.key), fresh: true }] }
     }
     this.#slot = this.#free()
-    if (this.#slot < 0) return this.blocked()!
+    const parks = this.#handsOver && how.waitChange !== undefined && how.keepParked === true
+    if (this.#slot < 0) {
+      if (!parks) return this.blocked()!
+      // Every slot is taken as far as we know: park on the first, with the others as other ways.
+      this.#slot = 0
+    }
     const key = this.#prefix + this.#slot
-    return { checks: [{ key, revision: null }], ops: [set(key)] }
+    const plan: Plan = { checks: [{ key, revision: null }], ops: [set(key)] }
+    if (parks) {
+      plan.orElse = []
+      for (let i = 0; i < this.#limit; i++) {
+        const other = this.#prefix + i
+        if (i !== this.#slot) plan.orElse.push({ checks: [{ key: other, revision: null }], ops: [set(other)] })
+      }
+    }
+    return plan
   }
 
-  async learn(failed: ReadonlyMap<string, Entry | undefined>): Promise<Sight | undefined> {
+  async learn(failed: ReadonlyMap<string, Entry | undefined>, how: TryHow): Promise<Sight | undefined> {
     const key = this.#prefix + this.#slot
     if (!failed.has(key)) return this.blocked()
-    // A guess that failed: read them all (one read, not a try per slot).
-    if (this.#guessing) return this.look()
+    // A guess that failed, or a parked take answered with its own slot only: read them all (one read, not a try per slot).
+    if (this.#guessing || (this.#handsOver && how.waitChange !== undefined)) return this.look()
     const entry = failed.get(key)
     if (entry) this.#see(entry)
     else this.#taken!.delete(this.#slot)
@@ -73,6 +119,11 @@ export class PermitPart<P> implements Part<P> {
   }
 
   won(written: ReadonlyMap<string, Entry>, sentAt: number): P {
+    // A parked take may have gone through another way: its slot is the one written.
+    for (const k of written.keys()) {
+      const slot = slotOf(this.#prefix, k)
+      if (slot !== undefined) this.#slot = slot
+    }
     const key = this.#prefix + this.#slot
     const entry = written.get(key)!
     const { ttl, autoRenew } = this.#spec
@@ -81,7 +132,11 @@ export class PermitPart<P> implements Part<P> {
 
   blocked(): Sight | undefined {
     if (!this.#taken || this.#free() >= 0) return undefined
-    return { blockers: [...this.#taken.values()], watches: [{ key: this.#prefix, prefix: true, from: this.#from }] }
+    if (!this.#handsOver) return { blockers: [...this.#taken.values()], watches: [{ key: this.#prefix, prefix: true, from: this.#from }] }
+    // Each slot watched at its own key: a take parked on them all is woken by a change at any (claim.ts's parkable).
+    const watches = []
+    for (let i = 0; i < this.#limit; i++) watches.push({ key: this.#prefix + i, prefix: false, from: this.#from })
+    return { blockers: [...this.#taken.values()], watches }
   }
 
   async look(): Promise<Sight | undefined> {

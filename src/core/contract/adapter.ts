@@ -274,6 +274,21 @@ export interface CommitOptions {
    */
   parkOrder?: number
   /**
+   * Capability `orElse`, with `waitChange` and `keepParked`: other ways the
+   * commit may go through, each a whole commit of its own (checks and ops).
+   * Whenever the store tries the commit — its first try, and each try of it
+   * parked — it applies the ops of the first of the commit itself and these,
+   * in order, whose checks all hold now, as one commit; none holding, it
+   * parks, is judged and answered on the commit's own checks (`keepParked`,
+   * `wakeOwner`), and a change at any key that any of them checks tries it
+   * again. The answer's entries say which went through. A semaphore's
+   * waiter parks one take that may fill any free permit's slot, so a
+   * released permit is handed to the first waiter in line in the release's
+   * own step. At most 32 (`MAX_OR_ELSE`, limits.ts). A store without the capability
+   * ignores it.
+   */
+  orElse?: ReadonlyArray<{ checks: Check[]; ops: Op[] }>
+  /**
    * Capability `handover`: ends a parked commit's wait. It is answered with
    * its first try's failure and never applied afterwards (a try that went
    * through before the abort stands, and is answered).

@@ -104,6 +104,11 @@ export interface Capabilities {
    */
   handover?: boolean
   /**
+   * With `handover`: the store honours `CommitOptions.orElse` on a commit
+   * sent with `waitChange` and `keepParked` (kit/parked.ts, redis/handover.ts).
+   */
+  orElse?: boolean
+  /**
    * How finely the store serves TTLs, in ms (default 1): an entry never frees
    * before its TTL and frees at most this much after it (beyond the store's
    * usual delay in reporting it). etcd's leases count whole seconds.

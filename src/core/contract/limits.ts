@@ -18,3 +18,6 @@ export const MAX_REQUEST_ID_LENGTH = 256
 
 /** The largest `limit` a semaphore may have. */
 export const MAX_PERMITS = 1_000_000
+
+/** The most other ways one commit may go through (`CommitOptions.orElse`): a semaphore of a larger limit waits on watch events. */
+export const MAX_OR_ELSE = 32

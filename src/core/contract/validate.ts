@@ -7,7 +7,7 @@
  */
 import type { Check, CommitOptions, Op, Value, WatchSink } from './adapter'
 import { InvalidArgumentError } from './errors'
-import { MAX_KEY_LENGTH, MAX_OWNER_LENGTH, MAX_REQUEST_ID_LENGTH, MAX_TTL, MAX_VALUE_DEPTH } from './limits'
+import { MAX_KEY_LENGTH, MAX_OR_ELSE, MAX_OWNER_LENGTH, MAX_REQUEST_ID_LENGTH, MAX_TTL, MAX_VALUE_DEPTH } from './limits'
 import { isReservedKey } from './reserved'
 
 // The limits these checks enforce, for modules that import them with the checks.
@@ -96,6 +96,23 @@ export function checkCommitArgs(checks: unknown, ops: unknown): asserts checks i
       seen.add(key)
     }
   }
+}
+
+/**
+ * Checks a commit's `orElse` (see `CommitOptions.orElse`): at most
+ * {@link MAX_OR_ELSE} other commits, each as {@link checkCommitArgs} wants.
+ *
+ * @example
+ * checkOrElse([{ checks: [{ key: 's1', revision: null }], ops: [{ type: 'set', key: 's1', value: 1 }] }])
+ */
+export function checkOrElse(orElse: unknown): void {
+  if (orElse === undefined) return
+  if (!Array.isArray(orElse) || orElse.length > MAX_OR_ELSE) throw new InvalidArgumentError(`orElse must be an array of at most ${MAX_OR_ELSE} commits, got ${describe(orElse)}`)
+  orElse.forEach((c: unknown, i) => {
+    if (typeof c !== 'object' || c === null) throw new InvalidArgumentError(`orElse[${i}] must be an object with checks and ops`)
+    const { checks, ops } = c as { checks?: unknown; ops?: unknown }
+    checkCommitArgs(checks, ops)
+  })
 }
 
 /** The key rule as a test, for hot paths that name the argument only when it fails. */
