@@ -139,6 +139,10 @@ export function keysOf(op: Operation): string[] {
     const keys = new Set<string>()
     for (const c of op.input.checks as CheckJson[]) keys.add(c.key)
     for (const o of op.input.ops as OpJson[]) keys.add(o.key)
+    for (const way of (op.input.orElse ?? []) as Way[]) {
+      for (const c of way.checks) keys.add(c.key)
+      for (const o of way.ops) keys.add(o.key)
+    }
     return [...keys]
   }
   return []
@@ -289,7 +293,40 @@ function evaluate(s: State, c: CheckJson): boolean | { sym: Sym; value: number }
   return want > have.gt ? { sym: have, value: want } : false
 }
 
+/** A commit's other way (`CommitOptions.orElse`), as the recorder writes it. */
+interface Way {
+  checks: CheckJson[]
+  ops: OpJson[]
+}
+
+/**
+ * A commit with other ways (`CommitOptions.orElse`): the store applies the
+ * first of the commit and its ways whose checks all hold. Judged as that
+ * one, on the commit's own checks when none holds (a failure: each way must
+ * fail here too).
+ */
 function applyCommit(s: State, op: Operation, slack: number): StepResult {
+  const ways = (op.input.orElse ?? []) as Way[]
+  if (ways.length === 0) return applyOne(s, op, slack)
+  const all: Way[] = [{ checks: op.input.checks as CheckJson[], ops: op.input.ops as OpJson[] }, ...ways]
+  if (op.status === 'fail') {
+    const failed = op.output?.failed as unknown[] | undefined
+    // Refused as bad input, or a kept take in line held back behind an earlier waiter's turn: judged as one commit.
+    if (!failed || (failed.length === 0 && op.input.inLine === true)) return applyOne(s, op, slack)
+    const i = all.findIndex((w) => w.checks.every((c) => evaluate(s, c) === true))
+    if (i >= 0) return { ok: false, reason: `it failed, but ${i === 0 ? 'its own checks' : `its other way ${i}`} all hold here` }
+    return applyOne(s, op, slack)
+  }
+  // The way whose writes the answer shows (a way whose checks hold may have been held back behind a turn),
+  // else the first that may hold here (a symbol that unifies may), else the commit's own (to say why not).
+  const shown = new Set([...((op.output?.entries ?? []) as Array<{ key: string }>).map((e) => e.key), ...((op.output?.deleted ?? []) as string[])])
+  const writes = (w: Way) => new Set(w.ops.map((o) => o.key))
+  const same = (a: Set<string>, b: Set<string>) => a.size === b.size && [...a].every((k) => b.has(k))
+  const first = all.find((w) => same(writes(w), shown)) ?? all.find((w) => w.checks.every((c) => evaluate(s, c) !== false)) ?? all[0]!
+  return applyOne(s, { ...op, input: { ...op.input, checks: first.checks, ops: first.ops } }, slack)
+}
+
+function applyOne(s: State, op: Operation, slack: number): StepResult {
   const checks = op.input.checks as CheckJson[]
   const ops = op.input.ops as OpJson[]
   if (op.status === 'fail') {

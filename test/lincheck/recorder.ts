@@ -58,12 +58,14 @@ const ns = (ms: number) => Math.round(ms * 1e6)
  * A commit as the model reads it: through a gate (capability `gates`: it may
  * take its key over a marked entry), and whether it was a kept take in line
  * (`keepParked` with `parkOrder`: a store may answer it failed with nothing
- * failed, held back behind an earlier waiter's turn).
+ * failed, held back behind an earlier waiter's turn), and its other ways.
  */
 function commitInput(checks: Check[], ops: Op[], options: CommitOptions | undefined): Record<string, unknown> {
   const input: Record<string, unknown> = { checks, ops }
   if (options?.gate) input.gate = { key: options.gate.key, mode: options.gate.mode }
   if (options?.waitChange && options.keepParked && options.parkOrder !== undefined) input.inLine = true
+  // Other ways (capability `orElse`, sent with keepParked): the store applies the first of them that holds.
+  if (options?.orElse?.length && options.keepParked && options.waitChange) input.orElse = options.orElse
   return input
 }
 
@@ -71,6 +73,7 @@ function commitInput(checks: Check[], ops: Op[], options: CommitOptions | undefi
 const refusedBeforeApplying = (err: unknown) => (err as { code?: string } | null)?.code === 'INVALID_ARGUMENT'
 
 const errorOf = (err: unknown) => ({ code: (err as { code?: string } | null)?.code ?? null, message: err instanceof Error ? err.message : String(err) })
+
 
 /**
  * Wraps `inner` so that `client`'s gets and commits are recorded into `sink`.

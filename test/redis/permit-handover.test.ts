@@ -14,6 +14,8 @@ import { Client, type Check, type CommitOptions, type CommitResult, type Op } fr
 import { redisAdapter, type RedisAdapter } from 'zaris/redis'
 import { namespaceKeys } from '../../src/adapters/redis/codec'
 import { until } from '../conformance/util'
+import { MemoryHistory, recordingAdapter } from '../lincheck/recorder'
+import { verifyHistory } from '../lincheck/verify'
 import { startRedis, type RedisServer } from './server'
 
 let server: RedisServer
@@ -143,9 +145,10 @@ describe('a parked commit with other ways, in Redis', () => {
 })
 
 describe('semaphores on Redis hand permits over', () => {
-  test('8 clients, 3 permits: never more than 3 live, every waiter served', async () => {
+  test('8 clients, 3 permits: never more than 3 live, every waiter served, the history of commits linearizable', async () => {
     const { all } = await adapters(8)
-    const clients = all.map((a) => new Client(a))
+    const history = new MemoryHistory(() => performance.now())
+    const clients = all.map((a, i) => new Client(recordingAdapter(a, history, `c${i}`), { id: `c${i}` }))
     const key = `sem-${fresh()}`
     let live = 0
     let most = 0
@@ -167,6 +170,11 @@ describe('semaphores on Redis hand permits over', () => {
       expect(most).toBeLessThanOrEqual(3)
       expect(each).toEqual(clients.map(() => 6))
       expect((await clients[0]!.semaphores.holders(key)).length).toBe(0)
+      // Permits went through other ways (a waiter's take of a slot it did not plan), judged as such.
+      const ways = history.events.filter((e) => e.type === 'invoke' && e.f === 'commit' && (e.value as { orElse?: unknown }).orElse)
+      expect(ways.length).toBeGreaterThan(0)
+      const verdict = verifyHistory(history.events)
+      if (!verdict.ok) throw new Error(verdict.report)
     } finally {
       await Promise.all(clients.map((c) => c.close()))
     }
