@@ -293,7 +293,7 @@ describe('the adapter over a local store', () => {
     const s = new LocalStore({ clock })
     let closed = 0
     const adapter = localAdapter('memory', s, () => closed++)
-    expect(adapter.capabilities).toEqual({ history: true, commitOnChange: true, keepParked: true, handover: true })
+    expect(adapter.capabilities).toEqual({ history: true, commitOnChange: true, keepParked: true, handover: true, orElse: true })
     await adapter.commit([], [set('a', 1)], { seen: 10 })
     expect(s.revision).toBe(11)
     const page = await adapter.history!('', 0, { maxEvents: 10, maxBytes: 1e6 })
