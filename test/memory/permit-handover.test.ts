@@ -128,4 +128,21 @@ describe('a parked commit with other ways', () => {
     await tick()
     expect(a.answer).toMatchObject({ ok: true, entries: [{ key: 's2' }] })
   })
+
+  test('a take that fails at a key its wake owner holds is answered at once, not parked (and one that fails elsewhere too parks)', async () => {
+    const store = new LocalStore({ clock: new ManualClock() })
+    store.commit([absent('g')], [set('g', 'grp')])
+    store.commit([absent('x')], [set('x', 'h')])
+    const park = (checks: Check[]) => store.commit(checks, [set('z', 'w')], undefined, undefined, { ms: 10_000, keep: true, wakeOwner: 'grp' })
+    // One failed check at the group's key, one at a key nobody holds (no entry to read an owner from).
+    const woken = park([{ key: 'none', revision: 5 }, absent('g')])
+    expect(woken).toBeInstanceOf(Promise)
+    expect(await woken).toMatchObject({ ok: false, failed: [{ key: 'none' }, { key: 'g', entry: { owner: 'grp' } }] })
+    expect(store.parked).toBe(0)
+    const kept = park([absent('x')])
+    await tick()
+    expect(store.parked).toBe(1)
+    store.commit([life('x', 2)], [del('x')])
+    expect(await kept).toMatchObject({ ok: true })
+  })
 })
