@@ -8,9 +8,11 @@
  * Driven on the store itself with a ManualClock.
  */
 import { describe, expect, test } from 'vitest'
-import type { Check, CommitResult, Op } from 'zaris'
+import { Client, type Adapter, type Check, type CommitOptions, type CommitResult, type Op } from 'zaris'
 import { ManualClock } from 'zaris/testing'
 import { LocalStore } from '../../src/adapters/kit/local-store'
+import { localAdapter } from '../../src/adapters/kit/local-adapter'
+import { systemClock } from '../../src/core/time/clock'
 import type { ParkOptions } from '../../src/adapters/kit/parked'
 
 const set = (key: string, owner: string, ttl?: number): Op => ({ type: 'set', key, value: null, owner, ...(ttl ? { ttl } : {}) })
@@ -146,3 +148,49 @@ describe('a parked commit with other ways', () => {
     expect(await kept).toMatchObject({ ok: true })
   })
 })
+
+/** A memory adapter whose commits' options are kept, declaring `orElse` or not. */
+function watched(orElse: boolean): { adapter: Adapter; sent: Array<CommitOptions | undefined> } {
+  const inner = localAdapter('memory', new LocalStore({ clock: systemClock }))
+  const sent: Array<CommitOptions | undefined> = []
+  const adapter: Adapter = {
+    ...inner,
+    name: inner.name,
+    capabilities: { ...inner.capabilities, orElse },
+    get: (k) => inner.get(k),
+    list: (p, o) => inner.list(p, o),
+    watch: (p, s, f) => inner.watch(p, s, f),
+    close: () => inner.close(),
+    commit: (c, o, options) => (sent.push(options), inner.commit(c, o, options)),
+  }
+  return { adapter, sent }
+}
+
+/** Fills a semaphore of `limit`, has a waiter wait, frees one permit: the permit the waiter got. */
+async function waitOne(adapter: Adapter, limit: number) {
+  const [h, w] = [new Client(adapter, { id: 'h' }), new Client(adapter, { id: 'w' })]
+  const held = await Promise.all(Array.from({ length: limit }, () => h.semaphores.acquire('sem', { limit, ttl: 20_000 })))
+  const waiting = w.semaphores.acquire('sem', { limit, ttl: 20_000, wait: 10_000 })
+  await new Promise((r) => setTimeout(r, 30))
+  await held[limit - 1]!.release()
+  const permit = await waiting
+  await Promise.all([h.close(), w.close()])
+  return permit
+}
+
+describe('which permit waiters park with other ways', () => {
+  test('on a store with capability orElse and a limit of at most 32: the take parks with a way for every other slot', async () => {
+    const { adapter, sent } = watched(true)
+    expect(await waitOne(adapter, 32)).not.toBeNull()
+    expect(sent.some((o) => o?.orElse?.length === 31)).toBe(true)
+  })
+
+  test('a limit over 32, or a store without orElse: no other ways are sent, and the waiter is served all the same', async () => {
+    for (const [orElse, limit] of [[true, 33], [false, 3]] as const) {
+      const { adapter, sent } = watched(orElse)
+      expect(await waitOne(adapter, limit)).not.toBeNull()
+      expect(sent.filter((o) => o?.orElse !== undefined)).toEqual([])
+    }
+  })
+})
+

@@ -20,5 +20,6 @@ export default {
   thresholds: { high: 90, low: 80, break: null },
   timeoutMS: 10_000,
   tempDirName: '.stryker-tmp-permit',
+  ignorePatterns: ['.stryker-tmp-*', 'reports'],
   cleanTempDir: true,
 }
