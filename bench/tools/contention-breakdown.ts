@@ -141,6 +141,7 @@ const ok = t.ops
 const s = shares(t.extra ?? {})
 const per = (k: number) => (k / ok).toFixed(2)
 console.log(`${where}, ${clients} clients, ${seconds} s: ${((ok * 1000) / t.ms).toFixed(0)} successes/s; to hold p50 ${quantile(t.lat, 0.5).toFixed(2)} ms, p99 ${quantile(t.lat, 0.99).toFixed(2)} ms; shares ${s.min.toFixed(2)}-${s.max.toFixed(2)}`)
+if (process.env.TAIL) console.log(`to hold: ${[0.5, 0.9, 0.95, 0.99, 0.999, 1].map((q) => `q${q} ${quantile(t.lat, q).toFixed(2)}`).join(', ')} ms`)
 console.log(`calls per success: ${[...calls].map(([k, v]) => `${k} ${per(v)}`).join(', ')}`)
 console.log(`CPU per success: this process ${((cpu.user + cpu.system) / 1000 / ok).toFixed(3)} ms${server ? `, node ${(nodeCpu / ok).toFixed(3)} ms` : ''}`)
 await Promise.all(peers.map((p) => p.close()))
