@@ -126,14 +126,15 @@ test(`${processes} processes x ${rounds} acquisitions on one file, with random k
   let kills = 0
   const acquired = (w: WorkerProcess) => w.history().filter((r) => r.type === 'acquire').length
   const inRounds = (s: Slot) => s.worker.alive() && s.worker.history().some((r) => r.type === 'note' && r.text === 'started')
-  // Kills follow the work done, not the clock: after every 5-25 acquisitions (and 200 ms at least since the
-  // last), a random process in its rounds (holding, waiting, writing; not still loading). Kills on the clock
+  // Kills follow the work done, not the clock: after every 5-25 acquisitions (looked at every 50 ms: on a quiet
+  // machine the 200 acquisitions take ~1 s, and a look every 200 ms landed 2 kills), a random process in its
+  // rounds (holding, waiting, writing; not still loading). Kills on the clock
   // (every 200-800 ms) met processes that take 1-5 s to start on a loaded machine: most were killed before or
   // just after their first round, and 8 x 200 ran past 5 minutes restarting processes (profile in RELIABILITY.md).
   let doneBefore = 0
   let nextKillAt = 5 + Math.floor(random() * 21)
   while (slots.some((s) => s.worker.alive())) {
-    await sleep(200)
+    await sleep(50)
     const done = doneBefore + slots.reduce((n, s) => n + acquired(s.worker), 0)
     const live = slots.filter(inRounds)
     if (done < nextKillAt || live.length === 0) continue

@@ -1,6 +1,7 @@
 /**
  * A take that waits at the store (the acquire machine's `park` state,
- * machine.ts): what the wait for its answer must keep. Never a second try
+ * machine.ts): what the wait for its answer must keep, the Node process
+ * alive among it (as every wait of a client does). Never a second try
  * while this one is out: on the caller's abort or the client's close, the
  * waiter leaves the line — its place is a check of the take, so the store
  * can no longer let the take through — and waits for the answer; a hold the
@@ -9,6 +10,7 @@
  * @module
  */
 import type { Context } from '../context'
+import { keepAlive } from '../time/keep-alive'
 import type { TryResult } from './claim'
 import type { Sight } from './wait'
 
@@ -33,6 +35,8 @@ export async function awaitParked<H>(ctx: Context, signal: AbortSignal | undefin
     off.push(() => signal.removeEventListener('abort', onAbort))
   }
   off.push(ctx.onClose(stop))
+  // A take parked in this process's own store (memory) has no socket to keep Node alive while it waits.
+  off.push(keepAlive())
   let r: TryResult<H>
   try {
     r = await trying
