@@ -6,50 +6,17 @@
  * message never came; one past its deadline (a client that died) is never
  * applied; an abort or a close takes it out of park.
  */
-import Redis from 'ioredis'
-import { afterAll, beforeAll, describe, expect, test } from 'vitest'
-import type { Check, CommitResult, Op } from 'zaris'
-import { redisAdapter, type RedisAdapter } from 'zaris/redis'
+import { describe, expect, test } from 'vitest'
+import type { Check, Op } from 'zaris'
+import type { RedisAdapter } from 'zaris/redis'
 import { namespaceKeys } from '../../src/adapters/redis/codec'
 import { evalText, SCRIPTS } from '../../src/adapters/redis/scripts'
 import { until } from '../conformance/util'
-import { startRedis, type RedisServer } from './server'
+import { absent, del, life, ok, parkedFixture, set } from './parked-fixture'
 
-let server: RedisServer
-let raw: Redis
-beforeAll(async () => {
-  server = await startRedis()
-  raw = new Redis(server.port, '127.0.0.1')
-})
-afterAll(async () => {
-  raw?.disconnect()
-  for (const c of opened) c.disconnect()
-  await server?.dispose()
-})
-
-let n = 0
-const fresh = () => `h${++n}-${Math.random().toString(36).slice(2, 8)}`
-const set = (key: string, owner: string): Op => ({ type: 'set', key, value: null, owner, ttl: 60_000 })
-const del = (key: string): Op => ({ type: 'delete', key })
-const absent = (key: string): Check => ({ key, revision: null })
-const life = (key: string, created: number): Check => ({ key, created })
+const fx = parkedFixture('h')
+const raw = () => fx.raw
 const park = (ms = 10_000, order?: number) => ({ waitChange: ms, keepParked: true, parkOrder: order })
-const ok = (r: CommitResult) => r as Extract<CommitResult, { ok: true }>
-
-const opened: Redis[] = []
-
-async function adapters(count: number): Promise<{ ns: string; all: RedisAdapter[] }> {
-  const ns = fresh()
-  // Each its own connection, as clients of different processes (the adapter leaves a connection it was given open).
-  const client = () => {
-    const c = new Redis(server.port, '127.0.0.1')
-    c.on('error', () => {})
-    opened.push(c)
-    return c
-  }
-  const all = await Promise.all(Array.from({ length: count }, () => redisAdapter({ client: client(), namespace: ns })))
-  return { ns, all }
-}
 
 /** The commit script run by hand with park arguments: a parked commit whose adapter listens on no channel (its messages are lost). */
 async function parkBlind(ns: string, request: string, checks: Check[], ops: Op[], ms: number): Promise<unknown[]> {
@@ -61,16 +28,16 @@ async function parkBlind(ns: string, request: string, checks: Check[], ops: Op[]
     else if (o.type === 'set') args.push('s', o.key, JSON.stringify(o.value), o.ttl === undefined ? '' : String(o.ttl), o.owner === undefined ? '' : '=' + o.owner, '')
   }
   args.push(ms, '1', '', '', `nobody-listens-${request}`)
-  return (await raw.eval(evalText(SCRIPTS.commit), 9, ...namespaceKeys(ns), 10_000, 500, 0, request, 60_000, ...args)) as unknown[]
+  return (await raw().eval(evalText(SCRIPTS.commit), 9, ...namespaceKeys(ns), 10_000, 500, 0, request, 60_000, ...args)) as unknown[]
 }
 
 async function unparkBlind(ns: string, request: string, last = ''): Promise<unknown[]> {
-  return (await raw.eval(evalText(SCRIPTS.unpark), 9, ...namespaceKeys(ns), 10_000, 500, 0, request, last)) as unknown[]
+  return (await raw().eval(evalText(SCRIPTS.unpark), 9, ...namespaceKeys(ns), 10_000, 500, 0, request, last)) as unknown[]
 }
 
 describe('the Redis store hands over', () => {
   test("a release hands the lock to the parked take in the release's own script, with the next revision", async () => {
-    const { ns, all } = await adapters(2)
+    const { ns, all } = await fx.adapters(2)
     const [h, w] = all as [RedisAdapter, RedisAdapter]
     try {
       await h.commit([absent('lock')], [set('lock', 'h')])
@@ -84,15 +51,15 @@ describe('the Redis store hands over', () => {
       expect((await h.commit([absent('lock')], [set('lock', 'barger')])).ok).toBe(false)
       expect(await take).toMatchObject({ ok: true, revision: release.revision + 1, deleted: ['q.w'], entries: [{ key: 'lock', owner: 'w', created: release.revision + 1 }] })
       // Out of park, and out of every key's list.
-      expect(await raw.hlen(namespaceKeys(ns)[7]!)).toBe(0)
-      expect(await raw.hlen(namespaceKeys(ns)[8]!)).toBe(0)
+      expect(await raw().hlen(namespaceKeys(ns)[7]!)).toBe(0)
+      expect(await raw().hlen(namespaceKeys(ns)[8]!)).toBe(0)
     } finally {
       await Promise.all(all.map((a) => a.close()))
     }
   })
 
   test('parked takes go in parkOrder, whatever order they parked in; one behind costs no answer until its turn', async () => {
-    const { ns, all } = await adapters(4)
+    const { ns, all } = await fx.adapters(4)
     const [h, ...ws] = all as [RedisAdapter, RedisAdapter, RedisAdapter, RedisAdapter]
     try {
       await h.commit([absent('lock')], [set('lock', 'h')])
@@ -100,7 +67,7 @@ describe('the Redis store hands over', () => {
       const answered: string[] = []
       const takes = ws.map((w, i) => w.commit([absent('lock')], [set('lock', `w${order[i]}`)], park(10_000, order[i])).then((r) => (answered.push(`w${order[i]}`), r)))
       // Three parked: each under its number, its retry record (s:) and its request id.
-      await until(async () => (await raw.hlen(namespaceKeys(ns)[7]!)) === 9)
+      await until(async () => (await raw().hlen(namespaceKeys(ns)[7]!)) === 9)
       const holders: string[] = []
       for (let i = 0; i < 3; i++) {
         const now = (await h.get('lock'))!
@@ -117,7 +84,7 @@ describe('the Redis store hands over', () => {
   })
 
   test('an answer whose message was lost is kept: unpark finds it (the grant), and a take past its deadline is never applied', async () => {
-    const { ns, all } = await adapters(1)
+    const { ns, all } = await fx.adapters(1)
     const [h] = all as [RedisAdapter]
     try {
       await h.commit([absent('lock')], [set('lock', 'h')])
@@ -151,7 +118,7 @@ describe('the Redis store hands over', () => {
   })
 
   test("an abort takes the parked commit out of park: it is answered with its failure and never applied; a close does the same for all of an adapter's", async () => {
-    const { all } = await adapters(3)
+    const { all } = await fx.adapters(3)
     const [h, w, c] = all as [RedisAdapter, RedisAdapter, RedisAdapter]
     try {
       await h.commit([absent('lock')], [set('lock', 'h')])

@@ -8,48 +8,18 @@
  * permit goes to the first waiter in line, in the release's script, and a
  * waiter that gave up never holds.
  */
-import Redis from 'ioredis'
-import { afterAll, beforeAll, describe, expect, test } from 'vitest'
-import { Client, type Check, type CommitOptions, type CommitResult, type Op } from 'zaris'
-import { redisAdapter, type RedisAdapter } from 'zaris/redis'
+import { describe, expect, test } from 'vitest'
+import { Client, type CommitOptions, type CommitResult } from 'zaris'
+import type { RedisAdapter } from 'zaris/redis'
 import { namespaceKeys } from '../../src/adapters/redis/codec'
 import { until } from '../conformance/util'
 import { MemoryHistory, recordingAdapter } from '../lincheck/recorder'
 import { verifyHistory } from '../lincheck/verify'
-import { startRedis, type RedisServer } from './server'
+import { absent, del, life, ok, parkedFixture, set } from './parked-fixture'
 
-let server: RedisServer
-let raw: Redis
-const opened: Redis[] = []
-beforeAll(async () => {
-  server = await startRedis()
-  raw = new Redis(server.port, '127.0.0.1')
-})
-afterAll(async () => {
-  raw?.disconnect()
-  for (const c of opened) c.disconnect()
-  await server?.dispose()
-})
-
-let n = 0
-const fresh = () => `ph${++n}-${Math.random().toString(36).slice(2, 8)}`
-const set = (key: string, owner: string, ttl = 60_000): Op => ({ type: 'set', key, value: null, owner, ttl })
-const del = (key: string): Op => ({ type: 'delete', key })
-const absent = (key: string): Check => ({ key, revision: null })
-const life = (key: string, created: number): Check => ({ key, created })
-const ok = (r: CommitResult) => r as Extract<CommitResult, { ok: true }>
+const fx = parkedFixture('ph')
+const raw = () => fx.raw
 const SLOTS = ['s0', 's1', 's2']
-
-async function adapters(count: number): Promise<{ ns: string; all: RedisAdapter[] }> {
-  const ns = fresh()
-  const client = () => {
-    const c = new Redis(server.port, '127.0.0.1')
-    c.on('error', () => {})
-    opened.push(c)
-    return c
-  }
-  return { ns, all: await Promise.all(Array.from({ length: count }, () => redisAdapter({ client: client(), namespace: ns }))) }
-}
 
 /** A waiter's place and its parked take of any slot, as the core sends them. */
 async function waiter(a: RedisAdapter, id: string, extra: Partial<CommitOptions> = {}) {
@@ -70,21 +40,21 @@ async function full(a: RedisAdapter): Promise<number[]> {
 
 describe('a parked commit with other ways, in Redis', () => {
   test('its first try goes another way when its own fails (no park), and the answer names the entries of that way', async () => {
-    const { ns, all } = await adapters(1)
+    const { ns, all } = await fx.adapters(1)
     const [a] = all as [RedisAdapter]
     try {
       await a.commit([absent('s0')], [set('s0', 'h')])
       const { out, take } = await waiter(a, 'w')
       expect(await take).toMatchObject({ ok: true, entries: [{ key: 's1', owner: 'w' }], deleted: ['q.w'] })
       expect(out.parked).toBe(false)
-      expect(await raw.hlen(namespaceKeys(ns)[7]!)).toBe(0)
+      expect(await raw().hlen(namespaceKeys(ns)[7]!)).toBe(0)
     } finally {
       await a.close()
     }
   })
 
   test("a release of any slot goes to the first in line, in the release's script; never more than the slots", async () => {
-    const { ns, all } = await adapters(3)
+    const { ns, all } = await fx.adapters(3)
     const [h, x, y] = all as [RedisAdapter, RedisAdapter, RedisAdapter]
     try {
       const tokens = await full(h)
@@ -100,14 +70,14 @@ describe('a parked commit with other ways, in Redis', () => {
       await h.commit([life('s0', tokens[0]!)], [del('s0')])
       expect(await b.take).toMatchObject({ ok: true, entries: [{ key: 's0', owner: 'b' }] })
       expect((await h.list('s')).entries.map((e) => e.owner)).toEqual(['b', 'h.s1', 'a'])
-      expect(await raw.hlen(namespaceKeys(ns)[8]!)).toBe(0)
+      expect(await raw().hlen(namespaceKeys(ns)[8]!)).toBe(0)
     } finally {
       await Promise.all(all.map((c) => c.close()))
     }
   })
 
   test('a waiter whose place went in the same tick as the release is answered with its failure; the next in line gets the slot', async () => {
-    const { all } = await adapters(3)
+    const { all } = await fx.adapters(3)
     const [h, x, y] = all as [RedisAdapter, RedisAdapter, RedisAdapter]
     try {
       const tokens = await full(h)
@@ -125,7 +95,7 @@ describe('a parked commit with other ways, in Redis', () => {
   })
 
   test('an abort in the same tick as the release: never applied once aborted', async () => {
-    const { all } = await adapters(2)
+    const { all } = await fx.adapters(2)
     const [h, x] = all as [RedisAdapter, RedisAdapter]
     try {
       const tokens = await full(h)
@@ -146,10 +116,10 @@ describe('a parked commit with other ways, in Redis', () => {
 
 describe('semaphores on Redis hand permits over', () => {
   test('8 clients, 3 permits: never more than 3 live, every waiter served, the history of commits linearizable', async () => {
-    const { all } = await adapters(8)
+    const { all } = await fx.adapters(8)
     const history = new MemoryHistory(() => performance.now())
     const clients = all.map((a, i) => new Client(recordingAdapter(a, history, `c${i}`), { id: `c${i}` }))
-    const key = `sem-${fresh()}`
+    const key = `sem-${fx.fresh()}`
     let live = 0
     let most = 0
     const each = clients.map(() => 0)
@@ -181,11 +151,11 @@ describe('semaphores on Redis hand permits over', () => {
   })
 
   test('a waiter aborted while parked never holds a permit, and the permit goes to the next in line', async () => {
-    const { ns, all } = await adapters(3)
+    const { ns, all } = await fx.adapters(3)
     const [h, x, y] = all.map((a) => new Client(a)) as [Client, Client, Client]
     // Each parked commit is three fields of the park hash: its record, what a retry reads of it (s:), its request id (r:).
-    const parked = async () => (await raw.hkeys(namespaceKeys(ns)[7]!)).filter((f) => /^\d+$/.test(f)).length
-    const key = `sem-${fresh()}`
+    const parked = async () => (await raw().hkeys(namespaceKeys(ns)[7]!)).filter((f) => /^\d+$/.test(f)).length
+    const key = `sem-${fx.fresh()}`
     try {
       const held = await Promise.all([0, 1].map(() => h.semaphores.acquire(key, { limit: 2, ttl: 10_000 })))
       const stop = new AbortController()
