@@ -11,7 +11,7 @@ import type { Op } from 'zaris'
 import { ManualClock } from 'zaris/testing'
 import { StoreQuota } from '../../src/adapters/kit/local-store'
 import { MAX_TURNS, TURN_KEPT_MS } from '../../src/adapters/kit/parked'
-import { absent, heldStore, life, parked, set, StepClock, tick, waiter } from './parking'
+import { absent, del, heldStore, life, parked, set, StepClock, tick, waiter } from './parking'
 
 /** The lock held by `h`; `first` in line (its take of `locks` waits 100 ms), `second` behind it (10 s); first's wait has run out: its turn is kept. */
 async function between(locks = ['lock']) {
@@ -24,6 +24,33 @@ async function between(locks = ['lock']) {
 }
 
 describe('a turn kept between two parks', () => {
+  test("holds back another waiter's other way (orElse) too: a permit freed at a slot the turn's waiter could take stays its", async () => {
+    const clock = new ManualClock()
+    const { store, owned, hold, release } = heldStore(clock)
+    hold('slot1', 'h2')
+    // Permit waiters' takes: slot 'lock' (their own), or else 'slot1', each way checking and deleting its place.
+    const firstPlace = (store.commit([absent('q.first')], [set('q.first', 'first')]) as { entries: Array<{ created: number }> }).entries[0]!.created
+    const way = (id: string, place: number) => [{ checks: [absent('slot1'), life(`q.${id}`, place)], ops: [set('slot1', id), del(`q.${id}`)] }]
+    const first = parked(store, [absent('lock'), life('q.first', firstPlace)], [set('lock', 'first'), del('q.first')], { order: firstPlace, ms: 100, orElse: way('first', firstPlace) })
+    const secondPlace = (store.commit([absent('q.second')], [set('q.second', 'second')]) as { entries: Array<{ created: number }> }).entries[0]!.created
+    const second = parked(store, [absent('lock'), life('q.second', secondPlace)], [set('lock', 'second'), del('q.second')], { order: secondPlace, ms: 10_000, orElse: way('second', secondPlace) })
+    await clock.advance(100)
+    expect(first.answer).toMatchObject({ ok: false })
+    expect(store.turns).toBe(1)
+    // slot1 frees while first is between its parks: its turn holds second's other way back.
+    release('slot1')
+    expect(owned('slot1')).toBeUndefined()
+    expect(second.answer).toBeUndefined()
+    // First is back: its other way takes slot1 at once; second stays parked.
+    const back = parked(store, [absent('lock'), life('q.first', firstPlace)], [set('lock', 'first'), del('q.first')], { order: firstPlace, ms: 10_000, orElse: way('first', firstPlace) })
+    expect(owned('slot1')).toBe('first')
+    await tick()
+    expect(back.answer).toMatchObject({ ok: true })
+    expect(second.answer).toBeUndefined()
+    release()
+    expect(owned('lock')).toBe('second')
+  })
+
   test('holds the lock for its waiter against the one behind; its waiter back, the turn is gone and no timer is left', async () => {
     const { clock, store, owned, release, first, second } = await between()
     expect(first.take.answer).toMatchObject({ ok: false, failed: [{ key: 'lock', entry: { owner: 'h' } }] })
