@@ -43,8 +43,22 @@ export class RedisServer {
   }
 
   async start(): Promise<this> {
+    if (this.port !== 0) return this.#start()
+    // A free port is free when asked, not always when the server binds it (or its cluster bus, the port + 10 000):
+    // another test's process may take it between. A port the test chose itself is tried again with another.
+    for (let attempt = 1; ; attempt++) {
+      this.port = await freePort()
+      try {
+        return await this.#start()
+      } catch (err) {
+        if (attempt === 3 || !/Failed listening|Address already in use/.test(String((err as Error).message))) throw err
+        this.port = 0
+      }
+    }
+  }
+
+  async #start(): Promise<this> {
     if (this.#process) throw new Error('redis-server is already running')
-    if (this.port === 0) this.port = await freePort()
     const persistence = this.options.durable ? ['--appendonly', 'yes', '--appendfsync', 'always'] : ['--appendonly', 'no']
     const args = ['--port', String(this.port), '--bind', '127.0.0.1', '--dir', this.dir, '--save', '', ...persistence, '--daemonize', 'no', ...(this.options.args ?? [])]
     const child = spawnWatched(REDIS_SERVER, args, { stdio: ['ignore', 'pipe', 'pipe'] }, this.dir)
