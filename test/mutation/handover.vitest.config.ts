@@ -13,7 +13,7 @@ export default defineConfig({
   root: fileURLToPath(new URL('../..', import.meta.url)),
   resolve: base.resolve,
   test: {
-    include: ['test/memory/handover.test.ts', 'test/memory/handover-race.test.ts', 'test/memory/permit-handover.test.ts', 'test/memory/permit-race.test.ts', 'test/memory/local-store-parts.test.ts', 'test/memory/local-store.test.ts', 'test/memory/parked.test.ts', 'test/memory/parked-turns.test.ts', 'test/memory/turns.test.ts', 'test/memory/fairness.test.ts'],
+    include: ['test/memory/handover.test.ts', 'test/memory/handover-race.test.ts', 'test/memory/permit-handover.test.ts', 'test/memory/permit-race.test.ts', 'test/memory/local-store-parts.test.ts', 'test/memory/local-store.test.ts', 'test/memory/parked.test.ts', 'test/memory/parked-turns.test.ts', 'test/memory/turns.test.ts', 'test/memory/fairness.test.ts', 'test/memory/local-adapter.test.ts'],
     environment: 'node',
     testTimeout: 20_000,
     hookTimeout: 30_000,

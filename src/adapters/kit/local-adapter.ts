@@ -94,8 +94,9 @@ export function localAdapter(name: string, store: LocalBackend, onClose?: () => 
     },
     async commit(checks, ops, options) {
       open()
-      const ms = waitOf(options?.waitChange)
-      if (ms > 0) return parked(store, life, checks, ops, options!, ms)
+      // A wait of whole ms, cut to a day; none (undefined, 0, negative, NaN) does not park.
+      const wait = options?.waitChange
+      if (wait! > 0) return parked(store, life, checks, ops, options!, Math.min(Math.ceil(wait!), MAX_PARK_MS))
       const granted = store.granted
       const r = await store.commit(checks, ops, options?.seen, options?.requestId, undefined)
       // This commit handed over (a release) on a store whose answers must first be made durable: its answer
@@ -146,10 +147,4 @@ function parked(store: LocalBackend, life: ParkingLife, checks: Check[], ops: Op
 function nextTurn(fn: () => void): void {
   if (typeof setImmediate === 'function') setImmediate(fn)
   else setTimeout(fn, 0)
-}
-
-/** A `waitChange` option as a wait: whole ms, 0 for none, at most {@link MAX_PARK_MS}. */
-function waitOf(ms: number | undefined): number {
-  if (ms === undefined || !(ms > 0)) return 0
-  return Math.min(Math.ceil(ms), MAX_PARK_MS)
 }
