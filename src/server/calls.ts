@@ -79,7 +79,9 @@ export class Calls {
         return jsonText(200, await this.#pages.page(adapter, prefix, after, limit))
       }
       default: {
-        const { checks, ops, requestId, seen, waitChange, keepParked, parkOrder, wakeOwner, answerOn } = parseWith(commitRequest, body, 'body')
+        const { checks, ops, requestId, seen, waitChange, keepParked, parkOrder, wakeOwner, answerOn, orElse } = parseWith(commitRequest, body, 'body')
+        // Other ways are the store's to choose among in one step: a store that cannot (etcd, Postgres) refuses them, and the client sends none again.
+        if (orElse && !(adapter.capabilities?.orElse && adapter.capabilities.handover)) throw new InvalidArgumentError(`orElse: this node's store (${adapter.name}) takes no other ways; send the commit without them`)
         const metrics = this.#metrics
         const parking = this.parking
         // A page's commit: its wait holds no connection; once parked, its outcome goes on its stream (none: no wait).
@@ -87,7 +89,8 @@ export class Calls {
         const wait = answerOn !== undefined && !stream ? undefined : waitChange
         // The request's text: what a retry must match, and what a parked commit counts against the node's bound
         // (made before the commit only for a commit that may park; a release's waits until its store step is done).
-        const text = wait === undefined ? '' : JSON.stringify([checks, ops])
+        const shape = () => JSON.stringify(orElse ? [checks, ops, orElse] : [checks, ops])
+        const text = wait === undefined ? '' : shape()
         // The answer told early (and its JSON, made once).
         let told: { r: CommitResult; json: string } | undefined
         let parked: (() => void) | undefined
@@ -101,14 +104,14 @@ export class Calls {
           const r =
             wait === undefined
               ? await adapter.commit(checks, ops, options)
-              : await parking.commit(adapter, checks, ops, options, { ms: wait, keep: keepParked, order: parkOrder, wakeOwner, bytes: 2 * text.length, onAnswer, onParked: parked }, stream ? () => stream.parks : connOf)
+              : await parking.commit(adapter, checks, ops, options, { ms: wait, keep: keepParked, order: parkOrder, wakeOwner, orElse, bytes: 2 * text.length, onAnswer, onParked: parked }, stream ? () => stream.parks : connOf)
           if (r.ok) metrics.commits++
           else metrics.conflicts++
-          metrics.holds.commit(ns, checks, ops, r, started)
+          metrics.holds.commit(ns, orElse ? checks.concat(...orElse.map((w) => w.checks)) : checks, ops, r, started)
           return told?.r === r ? told.json : JSON.stringify(toCommitResponse(r))
         }
         if (requestId === undefined) return jsonText(200, await apply())
-        const running = this.#replays.run(`${ns}\u0000${requestId}`, text || (() => JSON.stringify([checks, ops])), apply)
+        const running = this.#replays.run(`${ns}\u0000${requestId}`, text || shape, apply)
         const first = parkedNotice ? await Promise.race([running, parkedNotice]) : await running
         if (!first) {
           // Parked: the outcome goes on the stream (told there in the store's step, or here once the commit is done).

@@ -92,12 +92,14 @@ export class ParkConnection {
 /** The reason a connection's signal aborts with (made once: nobody reads it). */
 const CLOSED = new Error('the connection closed')
 
-/** How a commit waits: `CommitOptions.waitChange` (ms), `keepParked` and `parkOrder`. */
+/** How a commit waits: `CommitOptions.waitChange` (ms), `keepParked`, `parkOrder`, `wakeOwner` and `orElse`. */
 export interface ParkWait {
   ms: number
   keep?: boolean
   order?: number
   wakeOwner?: string
+  /** `CommitOptions.orElse`, for a store that takes other ways (the caller refuses them for any other). */
+  orElse?: CommitOptions['orElse']
   /** What the request counts against the bound of parked bytes (its JSON, twice for UTF-16), if the caller has it. */
   bytes?: number
   /** `CommitOptions.onAnswer`, for a store that hands over (others never call it). */
@@ -161,7 +163,7 @@ export class Parking {
       wait.onParked?.()
     }
     try {
-      if (adapter.capabilities?.handover) return await this.#inStore(adapter, checks, ops, { ...options, waitChange: ms, keepParked: keep, parkOrder: wait.order, wakeOwner: wait.wakeOwner, onAnswer: wait.onAnswer }, conn, parked)
+      if (adapter.capabilities?.handover) return await this.#inStore(adapter, checks, ops, { ...options, waitChange: ms, keepParked: keep, parkOrder: wait.order, wakeOwner: wait.wakeOwner, orElse: wait.orElse, onAnswer: wait.onAnswer }, conn, parked)
       return await this.#watched(adapter, checks, ops, options, ms, keep ? wait.wakeOwner ?? true : false, conn, parked)
     } finally {
       this.#now--

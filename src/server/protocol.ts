@@ -14,7 +14,8 @@
  *       changes, and answered with that try; with no change in time, with the first;
  *       keepParked: answered only by a try that goes through or fails where the first held;
  *       parkOrder: parked commits are tried in its order; wakeOwner: also answered
- *       by a try that fails at a key this owner holds;
+ *       by a try that fails at a key this owner holds; orElse: [{ checks, ops }], other ways
+ *       a kept commit may go through (refused by a node whose store takes none);
  *       answerOn: a filtered watch stream of this client on this node: a commit that parks is
  *       answered { parked: true } at once, and its outcome later on that stream as an `answer`
  *       event; no such stream, and it does not wait)
@@ -68,6 +69,7 @@ import type { Check, CommitResult, Entry, Op, Value, WatchEvent } from '../core/
 import { InvalidArgumentError, type ErrorCode } from '../core/contract/errors'
 import { checkValue, isOwnerId as isOwner, keyProblem, MAX_KEY_LENGTH, MAX_OWNER_LENGTH, MAX_TTL } from '../core/contract/validate'
 import { MAX_OPS, WAIT_CHANGE_MAX, fastCommitRequest, fastCommitResponse, fastGetRequest, fastGetResponse, fastListRequest } from '../adapters/http/fast-checks'
+import { MAX_OR_ELSE } from '../core/contract/limits'
 
 export {
   API_PREFIX,
@@ -181,6 +183,11 @@ export const commitRequest = z.strictObject({
   parkOrder: revision.optional(),
   /** With keepParked: answer also a try that fails at a key now owned by this owner (CommitOptions.wakeOwner). */
   wakeOwner: owner.optional(),
+  /** With keepParked: other ways the commit may go through (CommitOptions.orElse); a node whose store takes none refuses it. */
+  orElse: z
+    .array(z.strictObject({ checks: z.array(check).max(MAX_OPS, `at most ${MAX_OPS} checks`), ops: z.array(op).max(MAX_OPS, `at most ${MAX_OPS} ops`).transform((ops) => ops as Op[]) }))
+    .max(MAX_OR_ELSE, `at most ${MAX_OR_ELSE} other ways`)
+    .optional(),
   /** With waitChange and requestId: a filtered stream of this node the commit's outcome goes to, once it parks (see the module doc). */
   answerOn: streamId.optional(),
 })

@@ -77,6 +77,11 @@ function commitReq(valid: boolean): unknown {
   const body: Record<string, unknown> = { checks: Array.from({ length: int(3) }, check), ops: Array.from({ length: 1 + int(3) }, op) }
   if (r() < 0.7) body.requestId = valid ? `abcdef01-${int(1e6)}` : pick(['short', 'has space!!', 5, 'x'.repeat(129), 'ok_ok_ok_ok'])
   if (r() < 0.5) body.seen = valid ? int(1e6) : pick(revisions)
+  // Other ways (a permit waiter's take): each a commit's checks and ops; up to 32.
+  if (r() < 0.3) {
+    const way = () => ({ checks: Array.from({ length: 1 + int(2) }, check), ops: Array.from({ length: 1 + int(2) }, op) })
+    body.orElse = valid ? Array.from({ length: int(4) }, way) : pick([Array.from({ length: 33 }, way), [way(), { checks: [] }], [{ ...way(), extra: 1 }], 'x', [null], [way()]])
+  }
   return valid ? body : r() < 0.5 ? mutate(body) : body
 }
 

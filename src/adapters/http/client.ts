@@ -28,7 +28,7 @@ import { pageExit, type PageExit } from './page-exit'
 import { fetchTransport, hasNodeHttp, type Transport } from './transport'
 import { WatchHub, type HistoryPage, type HubContext } from './watch-hub'
 import { asError, pause } from './watch-stream'
-import { NONE, ON_CHANGE, ON_CHANGE_KEEP, waitOf, type CommitBody } from './waiting'
+import { NONE, ON_CHANGE, ON_CHANGE_KEEP, ON_CHANGE_KEEP_OR, plainOf, waitOf, type CommitBody } from './waiting'
 import { StreamAnswers } from './stream-answers'
 
 /** Options of {@link httpAdapter}. */
@@ -85,6 +85,8 @@ class HttpAdapter implements Adapter {
   readonly #answers: StreamAnswers | undefined
   /** Whether the node is taken to understand `keepParked` (until it refuses the field). */
   #keep = true
+  /** Whether the node's store is taken to choose among other ways (`orElse`), until it refuses them. */
+  #orElse = true
   readonly #endpoints: string[]
   readonly #namespace: string
   readonly #headers: Record<string, string>
@@ -143,12 +145,13 @@ class HttpAdapter implements Adapter {
           commit: (body, read) => this.#call('commit', body, read),
           timeoutMs: this.#timeout,
           older: () => (this.#onChange = false),
+          noOtherWays: (refused) => this.#noOtherWays(refused),
         })
     this.#exit = pageExit(() => ({ url: this.#url(this.#endpoints[this.#preferred]!, 'commit'), headers: this.#headers }))
   }
 
   get capabilities(): Capabilities {
-    return this.#onChange ? (this.#keep ? ON_CHANGE_KEEP : ON_CHANGE) : NONE
+    return this.#onChange ? (this.#keep ? (this.#orElse ? ON_CHANGE_KEEP_OR : ON_CHANGE_KEEP) : ON_CHANGE) : NONE
   }
 
   async get(key: string): Promise<Entry | undefined> {
@@ -178,7 +181,7 @@ class HttpAdapter implements Adapter {
     let r: CommitResult
     if (wait > 0) {
       body.waitChange = wait
-      if (options!.keepParked && this.#keep) Object.assign(body, { keepParked: true, parkOrder: options!.parkOrder, wakeOwner: options!.wakeOwner })
+      if (options!.keepParked && this.#keep) Object.assign(body, { keepParked: true, parkOrder: options!.parkOrder, wakeOwner: options!.wakeOwner, orElse: this.#orElse ? options!.orElse : undefined })
       r = this.#answers && body.checks.length > 0 ? await this.#answers.commit(body, wait) : await this.#waiting(body, wait)
     } else r = await this.#call('commit', body, readCommit)
     this.#exit?.saw(ops, r)
@@ -198,6 +201,7 @@ class HttpAdapter implements Adapter {
         return await this.#call('commit', body, readCommit, 'POST', undefined, body.waitChange ? wait : undefined)
       } catch (err) {
         const refused = err instanceof ZarisError && err.code === 'INVALID_ARGUMENT' ? err.message : ''
+        if (body.orElse && this.#noOtherWays(refused)) return this.#call('commit', plainOf(body), readCommit)
         const keep = body.keepParked && /keepParked|parkOrder|wakeOwner/.test(refused)
         if (!keep && !(body.waitChange && refused.includes('waitChange'))) throw err
         if (!keep) [this.#onChange, body.waitChange] = [false, undefined]
@@ -205,6 +209,16 @@ class HttpAdapter implements Adapter {
         body.keepParked = body.parkOrder = body.wakeOwner = undefined
       }
     }
+  }
+
+  /**
+   * Whether the node refused other ways (its store cannot choose among them, or it is older): never sent
+   * again, nor `orElse` claimed. The commit that carried them is tried once at once; its caller plans again.
+   */
+  #noOtherWays(refused: string): boolean {
+    if (!refused.includes('orElse')) return false
+    this.#orElse = false
+    return true
   }
 
   async watch(prefix: string, sink: Parameters<Adapter['watch']>[1], fromRevision?: number): Promise<Unsubscribe> {

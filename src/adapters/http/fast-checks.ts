@@ -12,6 +12,7 @@
  * @module
  */
 import { isOwnerId as isOwner, isWellFormed, MAX_KEY_LENGTH, MAX_TTL } from '../../core/contract/validate'
+import { MAX_OR_ELSE } from '../../core/contract/limits'
 
 /** Most checks, and most ops, in one commit on the wire (the protocol's schemas use it too). */
 export const MAX_OPS = 1_000
@@ -67,7 +68,8 @@ const CHECK_KEYS = { key: 1, revision: 1, created: 1 } as const
 const SET_KEYS = { type: 1, key: 1, value: 1, ttl: 1, owner: 1, fresh: 1 } as const
 const DELETE_KEYS = { type: 1, key: 1 } as const
 const ADD_KEYS = { type: 1, key: 1, delta: 1 } as const
-const COMMIT_KEYS = { checks: 1, ops: 1, requestId: 1, seen: 1, waitChange: 1, keepParked: 1, parkOrder: 1, wakeOwner: 1, answerOn: 1 } as const
+const COMMIT_KEYS = { checks: 1, ops: 1, requestId: 1, seen: 1, waitChange: 1, keepParked: 1, parkOrder: 1, wakeOwner: 1, answerOn: 1, orElse: 1 } as const
+const WAY_KEYS = { checks: 1, ops: 1 } as const
 /** The longest `waitChange` the wire carries (a day); a node cuts it to its own bound. */
 export const WAIT_CHANGE_MAX = 86_400_000
 
@@ -89,10 +91,19 @@ function fastOp(o: unknown): boolean {
   return o.fresh === undefined || typeof o.fresh === 'boolean'
 }
 
+/** Checks and ops, each an array of at most MAX_OPS well-formed ones (a commit's, or one of its other ways'). */
+function fastWay(checks: unknown, ops: unknown): boolean {
+  if (!Array.isArray(checks) || !Array.isArray(ops) || checks.length > MAX_OPS || ops.length > MAX_OPS) return false
+  for (const c of checks) if (!fastCheck(c)) return false
+  for (const o of ops) if (!fastOp(o)) return false
+  return true
+}
+
 export function fastCommitRequest(b: unknown): Obj | undefined {
   if (!isObject(b) || !keysWithin(b, COMMIT_KEYS, 2)) return undefined
-  const { checks, ops, requestId, seen, waitChange, keepParked, parkOrder, wakeOwner, answerOn } = b
-  if (!Array.isArray(checks) || !Array.isArray(ops) || checks.length > MAX_OPS || ops.length > MAX_OPS) return undefined
+  const { checks, ops, requestId, seen, waitChange, keepParked, parkOrder, wakeOwner, answerOn, orElse } = b
+  if (!fastWay(checks, ops)) return undefined
+  if (orElse !== undefined && !(Array.isArray(orElse) && orElse.length <= MAX_OR_ELSE && orElse.every((w) => isObject(w) && keysWithin(w, WAY_KEYS, 2) && fastWay(w.checks, w.ops)))) return undefined
   if (seen !== undefined && !isRevision(seen)) return undefined
   if (waitChange !== undefined && !(Number.isSafeInteger(waitChange) && (waitChange as number) >= 0 && (waitChange as number) <= WAIT_CHANGE_MAX)) return undefined
   if (keepParked !== undefined && typeof keepParked !== 'boolean') return undefined
@@ -100,8 +111,6 @@ export function fastCommitRequest(b: unknown): Obj | undefined {
   if (wakeOwner !== undefined && !isOwner(wakeOwner)) return undefined
   if (answerOn !== undefined && !(typeof answerOn === 'string' && STREAM_ID.test(answerOn))) return undefined
   if (requestId !== undefined && !(typeof requestId === 'string' && REQUEST_ID.test(requestId))) return undefined
-  for (const c of checks) if (!fastCheck(c)) return undefined
-  for (const o of ops) if (!fastOp(o)) return undefined
   return b
 }
 

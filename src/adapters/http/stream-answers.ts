@@ -20,7 +20,7 @@
 import type { CommitResult } from '../../core/contract/adapter'
 import { errorFromJSON, ZarisError } from '../../core/contract/errors'
 import { readCommit, readError } from './answers'
-import type { CommitBody } from './waiting'
+import { plainOf, type CommitBody } from './waiting'
 import type { WatchHub } from './watch-hub'
 
 /** What a page's waiting commit needs from its adapter. */
@@ -33,6 +33,8 @@ export interface StreamedContext {
   timeoutMs: number
   /** The node refused `answerOn` (it is older): stop asking it to wait. */
   older(): void
+  /** Whether a refusal's message is of other ways (`orElse`): if so, none is sent again (the client's `#noOtherWays`). */
+  noOtherWays(refused: string): boolean
 }
 
 /** What `POST commit` answers for a commit that parked with its outcome due on a stream. */
@@ -59,7 +61,7 @@ export class StreamAnswers {
   async commit(body: CommitBody, wait: number): Promise<CommitResult> {
     const ctx = this.#ctx
     const id = body.requestId
-    const plain: CommitBody = { checks: body.checks, ops: body.ops, requestId: id, seen: body.seen }
+    const plain = plainOf(body)
     let settle!: (told: Told) => void
     const told = new Promise<Told>((resolve) => (settle = resolve))
     const lose = () => settle(undefined)
@@ -73,10 +75,11 @@ export class StreamAnswers {
       const first =
         answerOn &&
         (await ctx.commit({ ...body, answerOn }, readParked).catch((err: unknown) => {
-          if (!(err instanceof ZarisError && err.code === 'INVALID_ARGUMENT' && err.message.includes('answerOn'))) throw err
-          ctx.older()
+          const refused = err instanceof ZarisError && err.code === 'INVALID_ARGUMENT' ? err.message : ''
+          if (refused.includes('answerOn')) return ctx.older()
+          if (!(body.orElse && ctx.noOtherWays(refused))) throw err
         }))
-      // No stream to name (a node that does not filter streams), or a node that refused the field: no wait.
+      // No stream to name (a node that does not filter streams), or a node that refused a field: no wait.
       if (first === undefined || first === '') return await ctx.commit(plain, readCommit)
       if (first !== PARKED) return first
       timer = setTimeout(lose, wait + ctx.timeoutMs)

@@ -8,9 +8,10 @@
  * compare-and-set on each slot, with no count to drift when a holder
  * crashes. A permit's value records the limit it was taken with.
  *
- * Where the store hands over with other ways (capabilities `handover` and
- * `orElse`) and the limit is at most `MAX_OR_ELSE`, a waiter parks one take
- * that may fill any slot: its planned slot, or else each other slot, in
+ * Where the store keeps a parked take with other ways (capabilities
+ * `keepParked` and `orElse`: memory, Redis, a node over either) and the
+ * limit is at most `MAX_OR_ELSE`, a waiter parks one take that may fill
+ * any slot: its planned slot, or else each other slot, in
  * order (`CommitOptions.orElse`). The store tries it in the step of every
  * change at a slot, in line order: a released permit goes to the first
  * waiter in line in the release's own step, and a waiter costs no list
@@ -41,8 +42,6 @@ export class PermitPart<P> implements Part<P> {
   #guessing = false
   #slot = -1
   #from = 0
-  /** A parked take may fill any slot (see the module doc). */
-  readonly #handsOver: boolean
 
   constructor(ctx: Context, key: string, limit: number, spec: HoldSpec<null, P>) {
     this.#ctx = ctx
@@ -50,8 +49,15 @@ export class PermitPart<P> implements Part<P> {
     this.#limit = limit
     this.#spec = spec
     this.#prefix = slotPrefix(key)
-    const caps = ctx.adapter.capabilities
-    this.#handsOver = caps?.handover === true && caps.orElse === true && limit <= MAX_OR_ELSE
+  }
+
+  /**
+   * A parked take may fill any slot (see the module doc). Asked each time:
+   * a node that refuses other ways takes the capability back mid-wait.
+   */
+  get #handsOver(): boolean {
+    const caps = this.#ctx.adapter.capabilities
+    return caps?.keepParked === true && caps.orElse === true && this.#limit <= MAX_OR_ELSE
   }
 
   /** A parked take waits for success: with its other ways, a failure only ever means "no slot free yet". */

@@ -104,8 +104,10 @@ export interface Capabilities {
    */
   handover?: boolean
   /**
-   * With `handover`: the store honours `CommitOptions.orElse` on a commit
-   * sent with `waitChange` and `keepParked` (kit/parked.ts, redis/handover.ts).
+   * The store honours `CommitOptions.orElse` on a commit sent with
+   * `waitChange` and `keepParked`, choosing among the ways in one step
+   * (kit/parked.ts, redis/handover.ts; a node passes them to such a store,
+   * and refuses them over any other: the HTTP adapter then drops this).
    */
   orElse?: boolean
   /**
