@@ -2,7 +2,7 @@
 /**
  * Stryker on a semaphore's permits (issue 31): src/core/acquire/permit-part.ts
  * against the permit handover, race and family conformance tests on memory
- * (permit.vitest.config.ts here), every test for every mutant.
+ * (permit.vitest.config.ts here), each mutant against the tests that reach it.
  * `npx stryker run test/mutation/permit.stryker.config.mjs`.
  *
  * @type {import('@stryker-mutator/api/core').PartialStrykerOptions}
@@ -13,7 +13,7 @@ export default {
   plugins: ['@stryker-mutator/vitest-runner', './test/mutation/ignore-messages.mjs', './test/mutation/survivors.mjs'],
   ignorers: ['error-messages'],
   mutate: ['src/core/acquire/permit-part.ts'],
-  coverageAnalysis: 'off',
+  coverageAnalysis: 'perTest',
   concurrency: 1,
   reporters: ['clear-text', 'progress', 'json', 'survivors'],
   jsonReporter: { fileName: 'reports/mutation/permit.json' },

@@ -1,9 +1,11 @@
 /**
  * The tests Stryker runs against a semaphore's permit part's mutants
  * (permit.stryker.config.mjs here): the permit handover and race tests on
- * the memory store, and the core's parts tests (the lock family's
- * conformance cases on memory are too slow to run per mutant here). Every mutant runs
- * all of them (no per-test coverage).
+ * the memory store, the core's parts tests, the conformance suite on memory
+ * (also declaring no way to wait in the store: the watch path)
+ * and the lock family's checker tests. Stryker runs, for each mutant, only
+ * the tests that reach it (per-test coverage): the whole suite per mutant
+ * would take ~45 minutes.
  */
 import { fileURLToPath } from 'node:url'
 import { defineConfig } from 'vitest/config'
@@ -13,7 +15,7 @@ export default defineConfig({
   root: fileURLToPath(new URL('../..', import.meta.url)),
   resolve: base.resolve,
   test: {
-    include: ['test/memory/permit-handover.test.ts', 'test/memory/permit-race.test.ts', 'test/memory/fairness.test.ts', 'test/core/lock-parts.test.ts'],
+    include: ['test/memory/permit-handover.test.ts', 'test/memory/permit-race.test.ts', 'test/memory/fairness.test.ts', 'test/core/lock-parts.test.ts', 'test/memory/conformance.test.ts', 'test/memory/conformance-watched.test.ts', 'test/core/family-checker.test.ts', 'test/lincheck/family.test.ts'],
     environment: 'node',
     testTimeout: 30_000,
     hookTimeout: 30_000,
