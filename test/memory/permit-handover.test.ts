@@ -194,3 +194,20 @@ describe('which permit waiters park with other ways', () => {
   })
 })
 
+
+describe('a permit won after a long wait', () => {
+  test('keeps most of its TTL: a take parks at most a quarter of the TTL, then is sent again, so the grant is counted from a recent send', async () => {
+    const adapter = localAdapter('memory', new LocalStore({ clock: systemClock }))
+    const [h, w] = [new Client(adapter, { id: 'h' }), new Client(adapter, { id: 'w' })]
+    const ttl = 800
+    const held = (await h.semaphores.acquire('sem', { limit: 1, ttl: 30_000 }))!
+    const waiting = w.semaphores.acquire('sem', { limit: 1, ttl, autoRenew: false, wait: 10_000 })
+    // Three quarters of the TTL into the wait: a take parked since it began would be granted with a quarter left.
+    await new Promise((r) => setTimeout(r, 600))
+    await held.release()
+    const permit = (await waiting)!
+    await new Promise((r) => setTimeout(r, 400))
+    expect(permit.held).toBe(true)
+    await Promise.all([h.close(), w.close()])
+  })
+})

@@ -15,7 +15,7 @@ export default defineConfig({
   root: fileURLToPath(new URL('../..', import.meta.url)),
   resolve: base.resolve,
   test: {
-    include: ['test/memory/permit-handover.test.ts', 'test/memory/permit-race.test.ts', 'test/memory/fairness.test.ts', 'test/core/lock-parts.test.ts', 'test/memory/conformance.test.ts', 'test/memory/conformance-watched.test.ts', 'test/core/family-checker.test.ts', 'test/lincheck/family.test.ts'],
+    include: ['test/memory/permit-handover.test.ts', 'test/memory/permit-race.test.ts', 'test/memory/fairness.test.ts', 'test/core/lock-parts.test.ts', 'test/core/permit-part.test.ts', 'test/memory/conformance.test.ts', 'test/memory/conformance-watched.test.ts', 'test/core/family-checker.test.ts', 'test/lincheck/family.test.ts'],
     environment: 'node',
     testTimeout: 30_000,
     hookTimeout: 30_000,

@@ -39,8 +39,9 @@ export class PermitPart<P> implements Part<P> {
   /** The live slots below the limit, as last seen; `undefined` until read. */
   #taken: Map<number, Entry> | undefined
   /** The first try goes without a read, to slot 0 (most semaphores are not full); if it fails, every slot is read. */
-  #guessing = false
-  #slot = -1
+  #guessing: boolean | undefined
+  /** The slot the last plan took (set by every plan before anything reads it). */
+  #slot = 0
   #from = 0
 
   constructor(ctx: Context, key: string, limit: number, spec: HoldSpec<null, P>) {
@@ -174,7 +175,6 @@ export class PermitPart<P> implements Part<P> {
 
   /** The lowest slot below the limit not known to be taken, or -1. */
   #free(): number {
-    if (this.#taken!.size >= this.#limit) return -1
     for (let i = 0; i < this.#limit; i++) if (!this.#taken!.has(i)) return i
     return -1
   }
