@@ -15,7 +15,7 @@ import { election } from 'zaris/elect'
 import { tabs, type Tabs } from 'zaris/tabs'
 import { absNow, loop, sleep, type Trial } from '../lib/measure'
 
-type Kind = 'zaris' | 'tabs' | 'weblocks' | 'raw' | 'zaris-election' | 'elect-election' | 'elect-elected' | 'bc-election'
+type Kind = 'zaris' | 'tabs' | 'weblocks' | 'gate-tx' | 'raw' | 'zaris-election' | 'elect-election' | 'elect-elected' | 'bc-election'
 
 interface Held {
   /** Lets go; resolves the time just before letting go. */
@@ -50,14 +50,19 @@ function raw(): Promise<IDBDatabase> {
   return rawDb
 }
 
-/** One readwrite transaction that puts or deletes `key`, resolved on complete. */
-async function rawTx(key: string, put: boolean): Promise<void> {
+/**
+ * One readwrite transaction that puts or deletes `key` (after reading it,
+ * with `read`: a check's shape; at `strict` durability, as a zaris take),
+ * resolved on complete.
+ */
+async function rawTx(key: string, put: boolean, read = false, durability: IDBTransactionDurability = 'default'): Promise<void> {
   const db = await raw()
   await new Promise<void>((resolve, reject) => {
-    const tx = db.transaction('kv', 'readwrite')
+    const tx = db.transaction('kv', 'readwrite', { durability })
     const store = tx.objectStore('kv')
-    if (put) store.put({ holder: 'x', at: Date.now() }, key)
-    else store.delete(key)
+    const write = () => (put ? store.put({ holder: 'x', at: Date.now() }, key) : store.delete(key))
+    if (read) store.get(key).onsuccess = write
+    else write()
     tx.oncomplete = () => resolve()
     tx.onerror = tx.onabort = () => reject(tx.error)
   })
@@ -116,6 +121,31 @@ async function take(kind: Kind, ns: string, key: string, first: boolean): Promis
         held: {
           async release() {
             const t0 = absNow()
+            letGo()
+            return t0
+          },
+        },
+      }
+    }
+    case 'gate-tx': {
+      // What a handoff that the store hands over in the release's own step must cost at least (bench/FINDINGS.md,
+      // "Cross-tab handoff"): the holder's read-then-write transaction (the next holder's entry), then its Web Lock
+      // goes; the waiter holds at the grant. Strict, as every zaris take (a token must not come back after an OS crash).
+      let letGo!: () => void
+      const gone = new Promise<void>((r) => (letGo = r))
+      await raw()
+      const at = await new Promise<number>((granted) => {
+        void navigator.locks.request(`bench-gate:${key}`, () => {
+          granted(absNow())
+          return gone
+        })
+      })
+      return {
+        at,
+        held: {
+          async release() {
+            const t0 = absNow()
+            await rawTx(key, true, true, 'strict')
             letGo()
             return t0
           },
