@@ -82,6 +82,29 @@ function heldNow(letGo: () => Promise<unknown>): { at: number; held: Held } {
   }
 }
 
+/** Holds the Web Lock `name` from its grant; its release runs `before` if given (timed from before it), then lets it go. */
+async function webLock(name: string, before?: () => Promise<void>): Promise<{ at: number; held: Held }> {
+  let letGo!: () => void
+  const gone = new Promise<void>((r) => (letGo = r))
+  const at = await new Promise<number>((granted) => {
+    void navigator.locks.request(name, () => {
+      granted(absNow())
+      return gone
+    })
+  })
+  return {
+    at,
+    held: {
+      async release() {
+        const t0 = absNow()
+        if (before) await before()
+        letGo()
+        return t0
+      },
+    },
+  }
+}
+
 let held: Held | undefined
 let waiting: Promise<number> | undefined
 
@@ -107,51 +130,14 @@ async function take(kind: Kind, ns: string, key: string, first: boolean): Promis
       const lock = (await lean(ns).locks.acquire(key, { wait: Infinity }))!
       return heldNow(() => lock.release())
     }
-    case 'weblocks': {
-      let letGo!: () => void
-      const gone = new Promise<void>((r) => (letGo = r))
-      const at = await new Promise<number>((granted) => {
-        void navigator.locks.request(key, () => {
-          granted(absNow())
-          return gone
-        })
-      })
-      return {
-        at,
-        held: {
-          async release() {
-            const t0 = absNow()
-            letGo()
-            return t0
-          },
-        },
-      }
-    }
-    case 'gate-tx': {
+    case 'weblocks':
+      return webLock(key)
+    case 'gate-tx':
       // What a handoff that the store hands over in the release's own step must cost at least (bench/FINDINGS.md,
       // "Cross-tab handoff"): the holder's read-then-write transaction (the next holder's entry), then its Web Lock
       // goes; the waiter holds at the grant. Strict, as every zaris take (a token must not come back after an OS crash).
-      let letGo!: () => void
-      const gone = new Promise<void>((r) => (letGo = r))
       await raw()
-      const at = await new Promise<number>((granted) => {
-        void navigator.locks.request(`bench-gate:${key}`, () => {
-          granted(absNow())
-          return gone
-        })
-      })
-      return {
-        at,
-        held: {
-          async release() {
-            const t0 = absNow()
-            await rawTx(key, true, true, 'strict')
-            letGo()
-            return t0
-          },
-        },
-      }
-    }
+      return webLock(`bench-gate:${key}`, () => rawTx(key, true, true, 'strict'))
     case 'raw': {
       // What a handoff must cost at least: the holder's transaction, one message, the taker's transaction.
       const channel = new BroadcastChannel(`bench-raw:${key}`)

@@ -12,6 +12,7 @@ import { connect } from 'zaris'
 import { openHarnessTab } from '../browser-harness/server'
 import { useHarnessWithNode } from '../browser-harness/with-node'
 import { FaultProxy } from '../faults/proxy'
+import { nodeMetric, until as waitFor } from '../server/node-metrics'
 
 const env = useHarnessWithNode()
 let proxy: FaultProxy
@@ -22,15 +23,8 @@ afterAll(async () => {
   await proxy?.stop()
 })
 
-const metric = async (name: string) => Number(new RegExp(`^zaris_${name} (\\S+)$`, 'm').exec(await (await fetch(`${env.node.url}/metrics`)).text())?.[1])
-
-async function until(what: string, ok: () => Promise<boolean>, ms = 10_000): Promise<void> {
-  const end = Date.now() + ms
-  while (!(await ok())) {
-    if (Date.now() > end) throw new Error(`not within ${ms} ms: ${what}`)
-    await new Promise((r) => setTimeout(r, 20))
-  }
-}
+const metric = (name: string) => nodeMetric(env.node.url, name)
+const until = (what: string, ok: () => Promise<boolean>) => waitFor(what, ok, 10_000, 20)
 
 it('a grant whose answer on the stream is lost: the page asks again by request id and holds with the granted token, long before its TTL', async () => {
   const store = `page-park-${Math.random().toString(36).slice(2, 10)}`

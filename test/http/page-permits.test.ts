@@ -11,6 +11,7 @@ import { connect, type Permit } from 'zaris'
 import { openHarnessTab } from '../browser-harness/server'
 import { useHarnessWithNode } from '../browser-harness/with-node'
 import { EtcdCluster } from '../etcd/server'
+import { nodeMetric, until } from '../server/node-metrics'
 import { startNode, type NodeProcess } from '../server/node-process'
 
 const env = useHarnessWithNode()
@@ -25,15 +26,7 @@ afterAll(async () => {
   await etcd?.dispose()
 })
 
-const metric = async (node: NodeProcess, name: string) => Number(new RegExp(`^zaris_${name} (\\S+)$`, 'm').exec(await (await fetch(`${node.url}/metrics`)).text())?.[1])
-
-async function until(what: string, ok: () => Promise<boolean>, ms = 10_000): Promise<void> {
-  const end = Date.now() + ms
-  while (!(await ok())) {
-    if (Date.now() > end) throw new Error(`not within ${ms} ms: ${what}`)
-    await new Promise((r) => setTimeout(r, 20))
-  }
-}
+const metric = (node: NodeProcess, name: string) => nodeMetric(node.url, name)
 
 /** A node holds all 3 permits; a page waits for one; the last slot is released. Resolves what the page got and its client's `orElse`. */
 async function pageWaitsForPermit(node: NodeProcess, onWait: () => Promise<void>) {
@@ -68,7 +61,7 @@ describe('a page waits for a permit through a node', () => {
   it('over memory: parked at the node with its other ways, handed the permit of the last slot in the release\'s step', async () => {
     const node = env.node
     const retried = await metric(node, 'commits_park_retries_total')
-    const r = await pageWaitsForPermit(node, () => until('the page\'s take is parked at the node', async () => (await metric(node, 'commits_parked')) === 1))
+    const r = await pageWaitsForPermit(node, () => until('the page\'s take is parked at the node', async () => (await metric(node, 'commits_parked')) === 1, 10_000))
     expect(r.token).toBeGreaterThan(r.released)
     expect(await metric(node, 'commits_park_retries_total')).toBe(retried + 1)
     expect(r.orElse).toBe(true)

@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { Client, connect } from 'zaris'
 import { httpAdapter } from 'zaris/http'
 import { frameSocket, type FrameSocket } from '../server/frame-socket'
+import { nodeMetric, until } from '../server/node-metrics'
 import { startNode, type NodeProcess } from '../server/node-process'
 
 let node: NodeProcess
@@ -31,19 +32,8 @@ async function client(ns: string): Promise<Client> {
 }
 
 /** A metric of the node, as /metrics says now. */
-async function metric(name: string): Promise<number> {
-  const text = await (await fetch(`${node.url}/metrics`)).text()
-  const m = new RegExp(`^zaris_${name} (\\S+)$`, 'm').exec(text)
-  return m ? Number(m[1]) : NaN
-}
-
-async function until(what: string, ok: () => Promise<boolean>, ms = 5_000): Promise<void> {
-  const end = Date.now() + ms
-  while (!(await ok())) {
-    if (Date.now() > end) throw new Error(`not within ${ms} ms: ${what}`)
-    await new Promise((r) => setTimeout(r, 10))
-  }
-}
+/** A metric of the node, as /metrics says now. */
+const metric = (name: string) => nodeMetric(node.url, name)
 
 const parkedNow = () => metric('commits_parked')
 

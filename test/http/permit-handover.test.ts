@@ -13,6 +13,7 @@ import { Client, type Permit } from 'zaris'
 import { httpAdapter } from 'zaris/http'
 import { EtcdCluster } from '../etcd/server'
 import { RedisServer } from '../redis/server'
+import { nodeMetric, until } from '../server/node-metrics'
 import { startNode, type NodeProcess } from '../server/node-process'
 
 const nodes: NodeProcess[] = []
@@ -33,20 +34,7 @@ function client(node: NodeProcess, ns: string): Client {
   return c
 }
 
-/** A metric of the node, as /metrics says now. */
-async function metric(node: NodeProcess, name: string): Promise<number> {
-  const text = await (await fetch(`${node.url}/metrics`)).text()
-  const m = new RegExp(`^zaris_${name} (\\S+)$`, 'm').exec(text)
-  return m ? Number(m[1]) : NaN
-}
-
-async function until(what: string, ok: () => Promise<boolean>, ms = 5_000): Promise<void> {
-  const end = Date.now() + ms
-  while (!(await ok())) {
-    if (Date.now() > end) throw new Error(`not within ${ms} ms: ${what}`)
-    await new Promise((r) => setTimeout(r, 10))
-  }
-}
+const metric = (node: NodeProcess, name: string) => nodeMetric(node.url, name)
 
 const acquire = (c: Client, wait = 0) => c.semaphores.acquire('sem:jobs', { limit: 3, ttl: 20_000, wait })
 

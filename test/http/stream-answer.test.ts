@@ -10,6 +10,7 @@
  */
 import { afterAll, beforeAll, expect, test } from 'vitest'
 import { RedisServer } from '../redis/server'
+import { nodeMetric, until } from '../server/node-metrics'
 import { startNode, type NodeProcess } from '../server/node-process'
 
 let node: NodeProcess
@@ -69,18 +70,7 @@ async function post(ns: string, body: object, base = node.url): Promise<{ json: 
   return { json, replayed: res.headers.get('x-zaris-replayed') === '1', ms: performance.now() - t0 }
 }
 
-async function metric(name: string, base = node.url): Promise<number> {
-  const m = new RegExp(`^zaris_${name} (\\S+)$`, 'm').exec(await (await fetch(`${base}/metrics`)).text())
-  return m ? Number(m[1]) : NaN
-}
-
-async function until(what: string, ok: () => boolean | Promise<boolean>, ms = 5_000): Promise<void> {
-  const end = Date.now() + ms
-  while (!(await ok())) {
-    if (Date.now() > end) throw new Error(`not within ${ms} ms: ${what}`)
-    await new Promise((r) => setTimeout(r, 10))
-  }
-}
+const metric = (name: string, base = node.url) => nodeMetric(base, name)
 
 const take = (key: string) => ({ checks: [{ key, created: null }], ops: [{ type: 'set', key, value: 'mine', ttl: 20_000 }] })
 

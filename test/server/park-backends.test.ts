@@ -13,6 +13,7 @@ import { EtcdCluster } from '../etcd/server'
 import { RedisServer } from '../redis/server'
 import { storeDir } from '../setup/store-dir'
 import { startNode, type NodeProcess } from './node-process'
+import { nodeMetric } from './node-metrics'
 
 const cleanup: Array<() => Promise<unknown>> = []
 afterAll(async () => {
@@ -25,10 +26,7 @@ async function node(args: string[]): Promise<NodeProcess> {
   return n
 }
 
-async function metric(n: NodeProcess, name: string): Promise<number> {
-  const text = await (await fetch(`${n.url}/metrics`)).text()
-  return Number(new RegExp(`^zaris_${name} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN)
-}
+const metric = (n: NodeProcess, name: string) => nodeMetric(n.url, name)
 
 /** The holder on `a`, the waiter on `b`: three handovers by the take parked on `b`. */
 async function handovers(a: NodeProcess, b: NodeProcess, ns: string): Promise<void> {
