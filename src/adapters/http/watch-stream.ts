@@ -396,15 +396,18 @@ function unref<T>(timer: T): T {
  * in progress, and must keep the process alive until it settles).
  */
 export function pause(ms: number, signal: AbortSignal, keepAlive = false): Promise<void> {
+  // A signal of its own to listen on: many calls pausing at once (a node restarting) add no listeners to `signal`,
+  // which would pass Node's 10-listener warning.
+  const own = AbortSignal.any([signal])
   return new Promise((resolve) => {
-    if (signal.aborted) return resolve()
+    if (own.aborted) return resolve()
     const done = () => {
       clearTimeout(timer)
-      signal.removeEventListener('abort', done)
+      own.removeEventListener('abort', done)
       resolve()
     }
     const timer = setTimeout(done, ms)
     if (!keepAlive) unref(timer)
-    signal.addEventListener('abort', done, { once: true })
+    own.addEventListener('abort', done, { once: true })
   })
 }
