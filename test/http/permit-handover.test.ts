@@ -76,6 +76,9 @@ describe.each(Object.keys(BACKENDS))('a node over %s hands a released permit ove
     expect(await metric(node, 'commits_park_retries_total')).toBe(retried + 1)
     expect(await metric(node, 'commits_parked')).toBe(1)
     expect(await holder.semaphores.holders('sem:jobs')).toHaveLength(3)
+    // The node's hold metrics count the handed-over permit released, not stolen: the take checked its slot free (another way's check).
+    expect(await metric(node, 'hold_seconds_count{reason="stolen"}')).toBeNaN()
+    expect(await metric(node, 'hold_seconds_count{reason="released"}')).toBeGreaterThanOrEqual(1)
     expect(await held[0]!.release()).toBe(true)
     expect(await second).not.toBeNull()
     expect(await metric(node, 'commits_park_retries_total')).toBe(retried + 2)
