@@ -10,6 +10,7 @@ import { pageCode } from './page-code.mjs'
 
 export default pageCode('elect', ['src/elect/*.ts'], [
   'test/elect/term.test.ts',
+  'test/elect/options.test.ts',
   'test/elect/plain-entry.test.ts',
   'test/elect/no-web-locks.test.ts',
   'test/elect/liveness.test.ts',
