@@ -2,7 +2,7 @@
  * zaris/elect's constructor: where it can run, and what it says of bad
  * arguments. In Node (no IndexedDB) it refuses plainly; in a page
  * (Chromium, the harness) an election defaults to the `default` namespace
- * and names the argument it refuses.
+ * and its id as candidate, and names the argument it refuses.
  */
 import { expect, it } from 'vitest'
 import { election } from 'zaris/elect'
@@ -15,7 +15,7 @@ it('outside a page (Node: BroadcastChannel, no IndexedDB) it refuses with UNSUPP
   expect(() => election('leader')).toThrow(expect.objectContaining({ code: 'UNSUPPORTED', message: expect.stringMatching(/IndexedDB and BroadcastChannel/) }))
 })
 
-it('in a page: the namespace defaults to "default"; a bad name or namespace is refused naming which', async () => {
+it('in a page: the namespace defaults to "default", the candidate to the id; a bad name, namespace or candidate is refused naming which', async () => {
   await withContext(async (open) => {
     const tab = await open()
     const r = await tab.evaluate(async () => {
@@ -28,16 +28,23 @@ it('in a page: the namespace defaults to "default"; a bad name or namespace is r
         }
       }
       const e = window.zarisElect.election('leader:options')
-      const namespace = e.namespace
-      await e.close()
+      const named = window.zarisElect.election('leader:options', { candidate: 'tab-a' })
+      const out = { namespace: e.namespace, byId: e.candidate === e.id, candidate: named.candidate }
+      await Promise.all([e.close(), named.close()])
+      const candidate = (c: unknown) => refusal(() => window.zarisElect.election('leader:options', { candidate: c as string }))
       return {
-        namespace,
+        ...out,
         name: refusal(() => window.zarisElect.election('')),
         ns: refusal(() => window.zarisElect.election('leader:options', { namespace: '' })),
+        empty: candidate(''),
+        number: candidate(5),
       }
     })
     expect(r.namespace).toBe('default')
+    expect(r.byId).toBe(true)
+    expect(r.candidate).toBe('tab-a')
     expect(r.name).toMatch(/^INVALID_ARGUMENT: name /)
     expect(r.ns).toMatch(/^INVALID_ARGUMENT: namespace /)
+    expect([r.empty, r.number]).toEqual(['INVALID_ARGUMENT: candidate must be a non-empty string', 'INVALID_ARGUMENT: candidate must be a non-empty string'])
   })
 })
