@@ -48,3 +48,26 @@ it('in a page: the namespace defaults to "default", the candidate to the id; a b
     expect([r.empty, r.number]).toEqual(['INVALID_ARGUMENT: candidate must be a non-empty string', 'INVALID_ARGUMENT: candidate must be a non-empty string'])
   })
 })
+
+it('a campaign after close resolves null and opens nothing: no Web Lock asked, no database left open', async () => {
+  await withContext(async (open) => {
+    const tab = await open()
+    const ns = `closed-${Math.random().toString(36).slice(2, 10)}`
+    const r = await tab.evaluate(async (ns) => {
+      const e = window.zarisElect.election('leader:closed', { namespace: ns })
+      await e.close()
+      const term = await e.campaign()
+      const locks = await navigator.locks.query()
+      const names = [...(locks.held ?? []), ...(locks.pending ?? [])].map((l) => l.name).filter((n) => n?.includes(ns))
+      // An open connection to the namespace's database would block its deletion.
+      const blocked = await new Promise<boolean>((resolve) => {
+        const req = indexedDB.deleteDatabase(`zaris:${ns}`)
+        req.onblocked = () => resolve(true)
+        req.onsuccess = () => resolve(false)
+        req.onerror = () => resolve(true)
+      })
+      return { term, names, blocked }
+    }, ns)
+    expect(r).toEqual({ term: null, names: [], blocked: false })
+  })
+})
