@@ -71,3 +71,26 @@ it('a campaign after close resolves null and opens nothing: no Web Lock asked, n
     expect(r).toEqual({ term: null, names: [], blocked: false })
   })
 })
+
+it('a campaign the browser refuses the gate to rejects with UNAVAILABLE, not null (navigator.locks.request stubbed to refuse the gate: a fake, the browser has no switch for it)', async () => {
+  await withContext(async (open) => {
+    const tab = await open()
+    const ns = `denied-${Math.random().toString(36).slice(2, 10)}`
+    const r = await tab.evaluate(async (ns) => {
+      const locks = navigator.locks as { request: (...a: unknown[]) => Promise<unknown> }
+      const request = locks.request.bind(navigator.locks)
+      locks.request = (name: unknown, ...rest: unknown[]) => (String(name).includes(':gate:') ? Promise.reject(new DOMException('refused by the test', 'NotSupportedError')) : request(name, ...rest))
+      const e = window.zarisElect.election('leader:denied', { namespace: ns })
+      try {
+        return await e.campaign().then(
+          (t) => `resolved ${String(t)}`,
+          (err: { code?: string }) => err.code,
+        )
+      } finally {
+        locks.request = request
+        await e.close()
+      }
+    }, ns)
+    expect(r).toBe('UNAVAILABLE')
+  })
+})
