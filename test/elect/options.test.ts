@@ -15,7 +15,7 @@ it('outside a page (Node: BroadcastChannel, no IndexedDB) it refuses with UNSUPP
   expect(() => election('leader')).toThrow(expect.objectContaining({ code: 'UNSUPPORTED', message: expect.stringMatching(/IndexedDB and BroadcastChannel/) }))
 })
 
-it('in a page: the namespace defaults to "default", the candidate to the id; a bad name, namespace or candidate is refused naming which', async () => {
+it('in a page: the namespace defaults to "default", the candidate to the id, resign() before any campaign says false; a bad name, namespace or candidate is refused naming which', async () => {
   await withContext(async (open) => {
     const tab = await open()
     const r = await tab.evaluate(async () => {
@@ -29,7 +29,8 @@ it('in a page: the namespace defaults to "default", the candidate to the id; a b
       }
       const e = window.zarisElect.election('leader:options')
       const named = window.zarisElect.election('leader:options', { candidate: 'tab-a' })
-      const out = { namespace: e.namespace, byId: e.candidate === e.id, candidate: named.candidate }
+      // Neither leading nor campaigning: nothing to resign.
+      const out = { namespace: e.namespace, byId: e.candidate === e.id, candidate: named.candidate, resigned: await e.resign() }
       await Promise.all([e.close(), named.close()])
       const candidate = (c: unknown) => refusal(() => window.zarisElect.election('leader:options', { candidate: c as string }))
       return {
@@ -43,6 +44,7 @@ it('in a page: the namespace defaults to "default", the candidate to the id; a b
     expect(r.namespace).toBe('default')
     expect(r.byId).toBe(true)
     expect(r.candidate).toBe('tab-a')
+    expect(r.resigned).toBe(false)
     expect(r.name).toMatch(/^INVALID_ARGUMENT: name /)
     expect(r.ns).toMatch(/^INVALID_ARGUMENT: namespace /)
     expect([r.empty, r.number]).toEqual(['INVALID_ARGUMENT: candidate must be a non-empty string', 'INVALID_ARGUMENT: candidate must be a non-empty string'])
