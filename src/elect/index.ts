@@ -249,6 +249,8 @@ export class TabElection extends EventTarget implements AsyncDisposable {
     stop.addEventListener('abort', onStop)
     try {
       await this.#read()
+      // A change heard during the read is already in `leader`: queued too, it would be yielded twice.
+      queue.length = 0
       yield this.#leader
       while (!stop.aborted) {
         if (queue.length > 0) yield queue.shift()

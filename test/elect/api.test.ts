@@ -1,0 +1,222 @@
+/**
+ * zaris/elect's election after the campaign: fenced writes (`put`), the
+ * leader as others see it (`leader`, the `leader` event, `observe`), and
+ * what a term's end tells (`deposed`). Real pages in Chromium, elections in
+ * one page or in two tabs of one origin.
+ */
+import { expect, it } from 'vitest'
+import type { TabElection } from 'zaris/elect'
+import { useRecordedTabs } from '../browser-harness/recorded-tabs'
+
+const { withContext } = useRecordedTabs()
+
+/** What a page keeps between evaluate calls (`window.kept`) in these tests. */
+interface Kept {
+  e: TabElection
+  other: TabElection
+  stop: AbortController
+  seen: Array<string | null>
+  closing: Array<string | null>
+  ended: { bySignal: boolean; byClose: boolean }
+  events: () => number
+  watching: Promise<void>
+  changes: Array<{ candidate: string | null; at: number }>
+}
+
+const fresh = (what: string) => `${what}-${Math.random().toString(36).slice(2, 10)}`
+
+it('put: a bad key, fence or value is refused naming it; a live term writes a copy of the value; a resigned term is refused with FENCED naming the key and token', async () => {
+  await withContext(async (open) => {
+    const tab = await open()
+    const r = await tab.evaluate(async (ns) => {
+      const code = (p: Promise<unknown>) =>
+        p.then(
+          () => 'accepted',
+          (err: { code?: string; message?: string }) => `${err.code}: ${err.message}`,
+        )
+      const e = window.zarisElect.election('leader:put', { namespace: ns, ttl: 5_000 })
+      const term = (await e.campaign())!
+      const bad = {
+        noOptions: await code(e.put('data', 1, undefined as never)),
+        noFence: await code(e.put('data', 1, {} as never)),
+        nullFence: await code(e.put('data', 1, { fence: null } as never)),
+        textToken: await code(e.put('data', 1, { fence: { key: term.key, token: String(term.token) } } as never)),
+        fenceKey: await code(e.put('data', 1, { fence: { key: '', token: term.token } })),
+        key: await code(e.put('', 1, { fence: term })),
+        value: await code(e.put('data', (() => 1) as never, { fence: term })),
+      }
+      // The value is copied when put is called: a change after the call is not written.
+      const value = { n: 1 }
+      const writing = e.put('data', value, { fence: term })
+      value.n = 2
+      await writing
+      const c = await window.zaris.connect(`zaris://idb/${ns}`)
+      const stored = (await c.get('data'))?.value
+      await e.resign()
+      const fenced = await code(e.put('data', 3, { fence: term }))
+      const after = (await c.get('data'))?.value
+      await Promise.all([e.close(), c.close()])
+      return { bad, stored, fenced, after, key: term.key, token: term.token }
+    }, fresh('put'))
+    expect(r.bad.noOptions).toMatch(/^INVALID_ARGUMENT: /)
+    for (const refusal of [r.bad.noFence, r.bad.nullFence, r.bad.textToken]) expect(refusal).toBe('INVALID_ARGUMENT: fence must be a term (an object with key and token)')
+    expect(r.bad.fenceKey).toMatch(/^INVALID_ARGUMENT: fence\.key /)
+    expect(r.bad.key).toMatch(/^INVALID_ARGUMENT: key /)
+    expect(r.bad.value).toMatch(/^INVALID_ARGUMENT: /)
+    expect(r.stored).toEqual({ n: 1 })
+    expect(r.fenced).toBe(`FENCED: put "data" refused: "${r.key}" is no longer held with token ${r.token}`)
+    expect(r.after).toEqual({ n: 1 })
+  })
+})
+
+it('observe: the leader now first, then each change once (a renewal is no change); ends when its signal aborts, and when the election closes', async () => {
+  await withContext(async (open) => {
+    const [watcher, leader] = [await open(), await open()]
+    const ns = fresh('observe')
+    await watcher.evaluate((ns) => {
+      const e = window.zarisElect.election('leader:observe', { namespace: ns })
+      const stop = new AbortController()
+      const seen: Array<string | null> = []
+      const ended = { bySignal: false, byClose: false }
+      void (async () => {
+        for await (const l of e.observe({ signal: stop.signal })) seen.push(l ? `${l.candidate}@${l.token}` : null)
+        ended.bySignal = true
+      })()
+      const other = window.zarisElect.election('leader:observe', { namespace: ns })
+      const closing: Array<string | null> = []
+      void (async () => {
+        for await (const l of other.observe()) closing.push(l?.candidate ?? null)
+        ended.byClose = true
+      })()
+      let events = 0
+      e.addEventListener('leader', () => events++)
+      window.kept = { e, other, stop, seen, closing, ended, events: () => events }
+    }, ns)
+    await watcher.waitForFunction(() => (window.kept as unknown as Kept).seen.length === 1 && (window.kept as unknown as Kept).closing.length === 1)
+    // The leader renews every ttl/3 (here every 100 ms): ~10 renewals in the second it leads.
+    const token = await leader.evaluate(async (ns) => {
+      const e = window.zarisElect.election('leader:observe', { namespace: ns, candidate: 'tab-b', ttl: 300 })
+      window.kept = { e }
+      return (await e.campaign())!.token
+    }, ns)
+    await watcher.waitForFunction(() => (window.kept as unknown as Kept).seen.length === 2, undefined, { timeout: 5_000 })
+    await new Promise((r) => setTimeout(r, 1_000))
+    const leading = await watcher.evaluate(() => ({ seen: [...(window.kept as unknown as Kept).seen], events: (window.kept as unknown as Kept).events(), leader: (window.kept as unknown as Kept).e.leader }))
+    await leader.evaluate(() => (window.kept as unknown as Kept).e.resign())
+    await watcher.waitForFunction(() => (window.kept as unknown as Kept).seen.length === 3, undefined, { timeout: 5_000 })
+    const r = await watcher.evaluate(async () => {
+      (window.kept as unknown as Kept).stop.abort()
+      await new Promise((r) => setTimeout(r, 50))
+      const bySignal = (window.kept as unknown as Kept).ended.bySignal
+      const closeWasOpen = !(window.kept as unknown as Kept).ended.byClose
+      await (window.kept as unknown as Kept).other.close()
+      await new Promise((r) => setTimeout(r, 50))
+      await (window.kept as unknown as Kept).e.close()
+      return { seen: (window.kept as unknown as Kept).seen, events: (window.kept as unknown as Kept).events(), bySignal, closeWasOpen, byClose: (window.kept as unknown as Kept).ended.byClose, closing: (window.kept as unknown as Kept).closing }
+    })
+    expect(leading.seen).toEqual([null, `tab-b@${token}`])
+    expect(leading.events).toBe(1)
+    expect(leading.leader).toEqual({ candidate: 'tab-b', token })
+    expect(r.seen).toEqual([null, `tab-b@${token}`, null])
+    expect(r.events).toBe(2)
+    expect(r.bySignal).toBe(true)
+    expect(r.closeWasOpen).toBe(true)
+    expect(r.byClose).toBe(true)
+    expect(r.closing).toEqual([null, 'tab-b', null])
+    await leader.evaluate(() => (window.kept as unknown as Kept).e.close())
+  })
+})
+
+it('a leader elected while observe reads the leader now is yielded once, not twice (two tabs, 16 namespaces opened cold on both sides)', async () => {
+  await withContext(async (open) => {
+    const [watcher, rival] = [await open(), await open()]
+    const runs: Array<Array<string | null>> = []
+    for (let i = 0; i < 16; i++) {
+      const ns = fresh('race')
+      await watcher.evaluate((ns) => {
+        const e = window.zarisElect.election('leader:race', { namespace: ns })
+        const stop = new AbortController()
+        const seen: Array<string | null> = []
+        const watching = (async () => {
+          for await (const l of e.observe({ signal: stop.signal })) seen.push(l?.candidate ?? null)
+        })()
+        window.kept = { e, stop, seen, watching }
+      }, ns)
+      // The rival wins while the observer's first read may still be under way.
+      await rival.evaluate(async (ns) => {
+        window.kept = { e: window.zarisElect.election('leader:race', { namespace: ns, candidate: 'rival' }) }
+        await (window.kept as unknown as Kept).e.campaign()
+      }, ns)
+      await watcher.waitForFunction(() => (window.kept as unknown as Kept).seen.at(-1) === 'rival', undefined, { timeout: 5_000 })
+      await new Promise((r) => setTimeout(r, 100))
+      runs.push(
+        await watcher.evaluate(async () => {
+          (window.kept as unknown as Kept).stop.abort()
+          await (window.kept as unknown as Kept).watching
+          await (window.kept as unknown as Kept).e.close()
+          return (window.kept as unknown as Kept).seen
+        }),
+      )
+      await rival.evaluate(() => (window.kept as unknown as Kept).e.close())
+    }
+    // Each entry a change from the one before: [null, 'rival'] or ['rival'].
+    for (const seen of runs) expect([[null, 'rival'], ['rival']]).toContainEqual(seen)
+  })
+})
+
+it('a leader entry that expires with nobody left to announce it: leader goes undefined at its deadline, not before, not much after', async () => {
+  await withContext(async (open) => {
+    const [watcher, writer] = [await open(), await open()]
+    const ns = fresh('expiry')
+    await watcher.evaluate((ns) => {
+      const e = window.zarisElect.election('leader:expiry', { namespace: ns })
+      const changes: Array<{ candidate: string | null; at: number }> = []
+      e.addEventListener('leader', (ev) => changes.push({ candidate: (ev as CustomEvent<{ candidate: string } | undefined>).detail?.candidate ?? null, at: Date.now() }))
+      void e.observe().next()
+      window.kept = { e, changes }
+    }, ns)
+    await watcher.waitForFunction(() => (window.kept as unknown as Kept).e.leader === undefined)
+    // A full client writes a term-shaped entry with a 400 ms TTL and closes: no tab is left to expire it.
+    const written = await writer.evaluate(async (ns) => {
+      const c = await window.zaris.connect(`zaris://idb/${ns}`)
+      await c.put('leader:expiry', { candidate: 'ghost' }, { ttl: 400 })
+      const at = Date.now()
+      await c.close()
+      return at
+    }, ns)
+    await writer.close()
+    await watcher.waitForFunction(() => (window.kept as unknown as Kept).changes.length === 2, undefined, { timeout: 5_000 })
+    const changes = await watcher.evaluate(async () => {
+      await (window.kept as unknown as Kept).e.close()
+      return (window.kept as unknown as Kept).changes
+    })
+    expect(changes.map((c) => c.candidate)).toEqual(['ghost', null])
+    const gone = changes[1]!.at - written
+    expect(gone).toBeGreaterThanOrEqual(390)
+    expect(gone).toBeLessThan(400 + 300)
+  })
+})
+
+it('a term that ends: deposed tells its code, and the leader this page saw goes undefined with a leader event', async () => {
+  await withContext(async (open) => {
+    const tab = await open()
+    const r = await tab.evaluate(async (ns) => {
+      const e = window.zarisElect.election('leader:ended', { namespace: ns, ttl: 5_000 })
+      const codes: string[] = []
+      const leaders: Array<string | null> = []
+      e.addEventListener('deposed', (ev) => codes.push((ev as CustomEvent<string>).detail))
+      e.addEventListener('leader', (ev) => leaders.push((ev as CustomEvent<{ candidate: string } | undefined>).detail?.candidate ?? null))
+      const term = (await e.campaign())!
+      await new Promise((r) => setTimeout(r, 50))
+      const during = { leader: e.leader?.candidate ?? null, term: e.term === term, isLeader: e.isLeader }
+      await e.resign()
+      const after = { leader: e.leader ?? null, term: e.term ?? null, isLeader: e.isLeader }
+      await e.close()
+      return { during, after, codes, leaders, candidate: e.candidate }
+    }, fresh('ended'))
+    expect(r.during).toEqual({ leader: r.candidate, term: true, isLeader: true })
+    expect(r.after).toEqual({ leader: null, term: null, isLeader: false })
+    expect(r.codes).toEqual(['RELEASED'])
+    expect(r.leaders).toEqual([r.candidate, null])
+  })
+})
