@@ -58,7 +58,7 @@ while (performance.now() - t0 < Number(secs) * 1000) {
 const ms = performance.now() - t0
 const cpu = process.cpuUsage(cpu0)
 const after = await stats()
-console.log(`${what}: ${((n / ms) * 1000).toFixed(0)} cycles/s, this process ${((cpu.user + cpu.system) / n).toFixed(1)} µs CPU a cycle`)
+console.log(`${what}: ${((n / ms) * 1000).toFixed(0)} cycles/s, this process ${((cpu.user + cpu.system) / n).toFixed(1)} µs CPU a cycle (user ${(cpu.user / n).toFixed(1)}, system ${(cpu.system / n).toFixed(1)})`)
 const per = [...after].map(([k, v]) => [k, (v.calls - (before.get(k)?.calls ?? 0)) / n, (v.usec - (before.get(k)?.usec ?? 0)) / n] as const).filter(([k, c]) => c >= 0.5 && k !== 'info')
 console.log(`Redis per cycle: ${per.map(([k, c, us]) => `${k} ${c.toFixed(2)} (${us.toFixed(1)} µs)`).join(', ')}`)
 if (profile) {
