@@ -221,3 +221,26 @@ it('a term that ends: deposed tells its code, and the leader this page saw goes 
     expect(r.leaders).toEqual([r.candidate, null])
   })
 })
+
+it('an entry at another key of the namespace, one under the name as a prefix included, never names the leader', async () => {
+  await withContext(async (open) => {
+    const tab = await open()
+    const r = await tab.evaluate(async (ns) => {
+      const e = window.zarisElect.election('leader:mine', { namespace: ns })
+      await e.observe().next()
+      const events: Array<string | null> = []
+      e.addEventListener('leader', (ev) => events.push((ev as CustomEvent<{ candidate: string } | undefined>).detail?.candidate ?? null))
+      const c = await window.zaris.connect(`zaris://idb/${ns}`)
+      // Term-shaped entries at other keys, one of them sharing the name as a prefix.
+      await c.put('leader:other', { candidate: 'other' })
+      await c.put('leader:mine:x', { candidate: 'prefixed' })
+      await c.put('leader:mine', { candidate: 'mine' })
+      await c.close()
+      const deadline = Date.now() + 2_000
+      while (events.length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10))
+      await e.close()
+      return events
+    }, fresh('keys'))
+    expect(r).toEqual(['mine'])
+  })
+})
