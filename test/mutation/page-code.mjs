@@ -6,7 +6,8 @@
  * and runs `tests` once per mutant as a command; the harness page switches
  * the mutant on (test/browser-harness/server.ts, `activeMutant`). No
  * per-test coverage: every mutant runs every listed file. `MUTATE=a.ts,b.ts`
- * narrows a run to those files.
+ * narrows a run to those files (`a.ts:10-40` to lines), `TESTS=x.test.ts,y.test.ts` runs
+ * those test files instead (a fast first pass; `recheck.ts` runs its survivors against the rest).
  */
 import base from './stryker.config.mjs'
 
@@ -15,7 +16,7 @@ export function pageCode(name, mutate, tests) {
   return {
     ...base,
     testRunner: 'command',
-    commandRunner: { command: `npx vitest run --bail=1 ${tests.join(' ')}` },
+    commandRunner: { command: `npx vitest run --bail=1 ${(process.env.TESTS ? process.env.TESTS.split(',') : tests).join(' ')}` },
     plugins: ['./test/mutation/ignore-messages.mjs', './test/mutation/survivors.mjs'],
     inPlace: true,
     mutate: process.env.MUTATE ? process.env.MUTATE.split(',') : mutate,
