@@ -244,3 +244,25 @@ it('an entry at another key of the namespace, one under the name as a prefix inc
     expect(r).toEqual(['mine'])
   })
 })
+
+it('close() twice gives back its share of the page store once: another election of the page on that namespace keeps hearing changes', async () => {
+  await withContext(async (open) => {
+    const tab = await open()
+    const r = await tab.evaluate(async (ns) => {
+      const closing = window.zarisElect.election('leader:shared', { namespace: ns })
+      const staying = window.zarisElect.election('leader:shared', { namespace: ns })
+      await Promise.all([closing.observe().next(), staying.observe().next()])
+      await closing.close()
+      await closing.close()
+      const c = await window.zaris.connect(`zaris://idb/${ns}`)
+      await c.put('leader:shared', { candidate: 'later' })
+      await c.close()
+      const deadline = Date.now() + 2_000
+      while (!staying.leader && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10))
+      const seen = staying.leader?.candidate ?? null
+      await staying.close()
+      return seen
+    }, fresh('shared'))
+    expect(r).toBe('later')
+  })
+})
