@@ -266,3 +266,62 @@ it('close() twice gives back its share of the page store once: another election 
     expect(r).toBe('later')
   })
 })
+
+it('observe() begun after a leader won yields that leader first; an entry already past its deadline names nobody; one that expires later is dropped at its deadline', async () => {
+  await withContext(async (open) => {
+    const [leader, watcher] = [await open(), await open()]
+    const ns = fresh('before')
+    const token = await leader.evaluate(async (ns) => {
+      const e = window.zarisElect.election('leader:before', { namespace: ns, candidate: 'first', ttl: 5_000 })
+      window.kept = { e }
+      return (await e.campaign())!.token
+    }, ns)
+    const r = await watcher.evaluate(async (ns) => {
+      const c = await window.zaris.connect(`zaris://idb/${ns}`)
+      await c.put('leader:gone', { candidate: 'gone' }, { ttl: 100 })
+      await c.put('leader:soon', { candidate: 'soon' }, { ttl: 600 })
+      await c.close()
+      await new Promise((r) => setTimeout(r, 200))
+      const first = async (name: string) => {
+        const e = window.zarisElect.election(name, { namespace: ns })
+        const got = (await e.observe().next()).value as { candidate: string; token: number } | undefined
+        return { e, got: got ? `${got.candidate}@${got.token}` : null }
+      }
+      const [before, gone, soon] = [await first('leader:before'), await first('leader:gone'), await first('leader:soon')]
+      const deadline = Date.now() + 2_000
+      while (soon.e.leader && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10))
+      const soonAfter = soon.e.leader?.candidate ?? null
+      await Promise.all([before.e.close(), gone.e.close(), soon.e.close()])
+      return { before: before.got, gone: gone.got, soon: soon.got, soonAfter }
+    }, ns)
+    await leader.evaluate(() => (window.kept as unknown as Kept).e.close())
+    expect(r.before).toBe(`first@${token}`)
+    expect(r.gone).toBeNull()
+    expect(r.soon).toMatch(/^soon@\d+$/)
+    expect(r.soonAfter).toBeNull()
+  })
+})
+
+it('an entry at the name that is not a term (text, a list, null, a candidate that is not text) names nobody; a term-shaped one names its candidate', async () => {
+  await withContext(async (open) => {
+    const tab = await open()
+    const r = await tab.evaluate(async (ns) => {
+      const e = window.zarisElect.election('leader:shape', { namespace: ns })
+      await e.observe().next()
+      const events: Array<string | null> = []
+      e.addEventListener('leader', (ev) => events.push((ev as CustomEvent<{ candidate: string } | undefined>).detail?.candidate ?? null))
+      const c = await window.zaris.connect(`zaris://idb/${ns}`)
+      const seen: Array<string | null> = []
+      for (const value of ['plain', ['a', 'list'], null, { candidate: 7 }, { candidate: 'shaped' }]) {
+        await c.put('leader:shape', value as never)
+        await new Promise((r) => setTimeout(r, 100))
+        seen.push(e.leader?.candidate ?? null)
+      }
+      await c.close()
+      await e.close()
+      return { seen, events }
+    }, fresh('shape'))
+    expect(r.seen).toEqual([null, null, null, null, 'shaped'])
+    expect(r.events).toEqual(['shaped'])
+  })
+})
