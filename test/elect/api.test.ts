@@ -245,7 +245,7 @@ it('an entry at another key of the namespace, one under the name as a prefix inc
   })
 })
 
-it('close() twice gives back its share of the page store once: another election of the page on that namespace keeps hearing changes', async () => {
+it('close() twice gives back its share of the page store once: another election of the page on that namespace keeps hearing changes; disposing is closing', async () => {
   await withContext(async (open) => {
     const tab = await open()
     const r = await tab.evaluate(async (ns) => {
@@ -260,10 +260,14 @@ it('close() twice gives back its share of the page store once: another election 
       const deadline = Date.now() + 2_000
       while (!staying.leader && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10))
       const seen = staying.leader?.candidate ?? null
-      await staying.close()
-      return seen
+      // Disposing is closing: a campaign after it resolves null.
+      const disposed = window.zarisElect.election('leader:disposed', { namespace: ns })
+      await disposed[Symbol.asyncDispose]()
+      const campaign = await Promise.race([disposed.campaign(), new Promise((r) => setTimeout(() => r('still campaigning'), 2_000))])
+      await Promise.all([staying.close(), disposed.close()])
+      return { seen, campaign }
     }, fresh('shared'))
-    expect(r).toBe('later')
+    expect(r).toEqual({ seen: 'later', campaign: null })
   })
 })
 
