@@ -329,3 +329,34 @@ it('an entry at the name that is not a term (text, a list, null, a candidate tha
     expect(r.events).toEqual(['shaped'])
   })
 })
+
+it('a waiting candidate that wins when the leader resigns sees the first, nobody (the resign deletes the entry), then itself, each once', async () => {
+  await withContext(async (open) => {
+    const [first, second] = [await open(), await open()]
+    const ns = fresh('next')
+    await first.evaluate(async (ns) => {
+      const e = window.zarisElect.election('leader:next', { namespace: ns, candidate: 'first' })
+      window.kept = { e }
+      await e.campaign()
+    }, ns)
+    await second.evaluate(async (ns) => {
+      const e = window.zarisElect.election('leader:next', { namespace: ns, candidate: 'second' })
+      const seen: Array<string | null> = []
+      e.addEventListener('leader', (ev) => seen.push((ev as CustomEvent<{ candidate: string } | undefined>).detail?.candidate ?? null))
+      await e.observe().next()
+      window.kept = { e, seen, won: e.campaign() }
+    }, ns)
+    await second.waitForFunction(() => (window.kept as unknown as Kept).seen.length > 0 || (window.kept as unknown as Kept).e.leader !== undefined)
+    await first.evaluate(() => (window.kept as unknown as Kept).e.resign())
+    const r = await second.evaluate(async () => {
+      const k = window.kept as unknown as Kept & { won: Promise<unknown> }
+      await k.won
+      await new Promise((r) => setTimeout(r, 100))
+      const out = { seen: [...k.seen], leader: k.e.leader?.candidate }
+      await k.e.close()
+      return out
+    })
+    await first.evaluate(() => (window.kept as unknown as Kept).e.close())
+    expect(r).toEqual({ leader: 'second', seen: ['first', null, 'second'] })
+  })
+})
