@@ -8,6 +8,9 @@
  * per-test coverage: every mutant runs every listed file. `MUTATE=a.ts,b.ts`
  * narrows a run to those files (`a.ts:10-40` to lines), `TESTS=x.test.ts,y.test.ts` runs
  * those test files instead (a fast first pass; `recheck.ts` runs its survivors against the rest).
+ * Stop a run with `pkill -x stryker` (its process title; `pkill -f 'stryker run'` misses it), then
+ * `git checkout .` in its worktree; never two runs in one worktree. After adding tests, `--force`
+ * (without it the incremental file's results for unchanged code may be reused).
  */
 import base from './stryker.config.mjs'
 
