@@ -330,7 +330,7 @@ it('an entry at the name that is not a term (text, a list, null, a candidate tha
   })
 })
 
-it('a waiting candidate that wins when the leader resigns sees the first, nobody (the resign deletes the entry), then itself, each once', async () => {
+it('a waiting candidate that wins when the leader resigns sees the first, then itself (nobody between when the resign deleted the entry before its take), each once', async () => {
   await withContext(async (open) => {
     const [first, second] = [await open(), await open()]
     const ns = fresh('next')
@@ -357,6 +357,8 @@ it('a waiting candidate that wins when the leader resigns sees the first, nobody
       return out
     })
     await first.evaluate(() => (window.kept as unknown as Kept).e.close())
-    expect(r).toEqual({ leader: 'second', seen: ['first', null, 'second'] })
+    expect(r.leader).toBe('second')
+    // The resign leaves the key to a waiting take, or deletes it first: both are one change each.
+    expect([['first', 'second'], ['first', null, 'second']]).toContainEqual(r.seen)
   })
 })
