@@ -362,3 +362,34 @@ it('a waiting candidate that wins when the leader resigns sees the first, then i
     expect([['first', 'second'], ['first', null, 'second']]).toContainEqual(r.seen)
   })
 })
+
+it('a waiting candidate that takes over a closed leader tab\'s live entry sees the first, then itself, with nobody between (its own take is told by its campaign)', async () => {
+  await withContext(async (open) => {
+    const [first, second] = [await open(), await open()]
+    const ns = fresh('closed')
+    await first.evaluate(async (ns) => {
+      const e = window.zarisElect.election('leader:closed', { namespace: ns, candidate: 'first', ttl: 30_000 })
+      window.kept = { e }
+      await e.campaign()
+    }, ns)
+    await second.evaluate(async (ns) => {
+      const e = window.zarisElect.election('leader:closed', { namespace: ns, candidate: 'second', ttl: 30_000 })
+      const seen: Array<string | null> = []
+      e.addEventListener('leader', (ev) => seen.push((ev as CustomEvent<{ candidate: string } | undefined>).detail?.candidate ?? null))
+      await e.observe().next()
+      window.kept = { e, seen, won: e.campaign() }
+    }, ns)
+    await second.waitForFunction(() => (window.kept as unknown as Kept).e.leader?.candidate === 'first')
+    await first.close()
+    const r = await second.evaluate(async () => {
+      const k = window.kept as unknown as Kept & { won: Promise<unknown> }
+      await k.won
+      await new Promise((r) => setTimeout(r, 100))
+      const out = { seen: [...k.seen], leader: k.e.leader?.candidate }
+      await k.e.close()
+      return out
+    })
+    expect(r.leader).toBe('second')
+    expect(r.seen).toEqual(['first', 'second'])
+  })
+})
