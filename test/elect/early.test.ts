@@ -23,6 +23,8 @@ interface Seen {
   events: Array<[string, number, boolean, number | null, string | null]>
   /** What the campaign resolved with, and when. */
   campaign: { token: number | null; at: number } | null
+  /** When the resign or close done in the `elected` handler resolved. */
+  answeredAt?: number
   /** The latest time after the first `elected` (ms, read for 110 ms) at which `isLeader` was true with no term yet. */
   earlyUntil?: number
   /** The first time after `earlyUntil` at which it was read false: the lead ended in (earlyUntil, endSeen]. */
@@ -59,7 +61,7 @@ async function candidate(tab: Page, store: string, id: string, onElected?: 'resi
           for (let t = t0; t - t0 < 200; t = now()) look(t)
           look(now())
         }
-        if ((onElected === 'resign' || onElected === 'close') && seen.events.length === 1) window.kept.answer = onElected === 'resign' ? e.resign() : e.close().then(() => true)
+        if ((onElected === 'resign' || onElected === 'close') && seen.events.length === 1) window.kept.answer = (onElected === 'resign' ? e.resign() : e.close().then(() => true)).then((v) => ((seen.answeredAt = now()), v))
       })
       e.addEventListener('deposed', (ev) => seen.events.push(['deposed', now(), e.isLeader, e.term?.token ?? null, String((ev as CustomEvent).detail ?? null)]))
       const asked = new AbortController()
@@ -335,6 +337,8 @@ describe('zaris/elect leads on the grant', () => {
         expect(await waiter.evaluate(() => window.kept.answer)).toBe(true)
         expect(await campaigned(waiter)).toMatchObject({ token: null })
         const s = await seen(waiter)
+        // It answers once the campaign has (its held-up take landed and undone), not at once.
+        expect(s.answeredAt! - s.campaign!.at).toBeGreaterThan(-50)
         expect(s.events.map(([t, , l, tk, code]) => [t, l, tk, code])).toEqual([
           ['elected', true, null, null],
           ['deposed', false, null, answer === 'resign' ? 'RELEASED' : 'CLOSED'],
