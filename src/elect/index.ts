@@ -107,6 +107,8 @@ export class TabElection extends EventTarget implements AsyncDisposable {
   #leader: Leader | undefined
   #seen = 0
   #unlisten: (() => void) | undefined
+  /** The token of the last take this election's campaign made: an entry of this id with another token is another writer's. */
+  #took: number | undefined
   #expiry: ReturnType<typeof setTimeout> | undefined
 
   constructor(name: string, rawOptions?: TabElectionOptions) {
@@ -190,6 +192,7 @@ export class TabElection extends EventTarget implements AsyncDisposable {
     this.#early = undefined
     const term = new Running(store, this.name, this.id, value, this.#ttl, won, (t) => this.#ended(t))
     this.#term = term
+    this.#took = term.token
     this.#setLeader({ candidate: this.candidate, token: term.token }, term.revision)
     if (!leading) this.dispatchEvent(new Event('elected'))
     return term
@@ -284,7 +287,7 @@ export class TabElection extends EventTarget implements AsyncDisposable {
   /** Keeps `leader` current from the store's news, once. */
   #observe(): void {
     if (this.#unlisten) return
-    this.#unlisten = this.#open().listen((records) => (records.length === 0 ? void this.#read() : this.#heard(records)))
+    this.#unlisten = this.#open().listen((records, local) => (records.length === 0 ? void this.#read() : this.#heard(records, local)))
     void this.#read()
   }
 
@@ -302,21 +305,25 @@ export class TabElection extends EventTarget implements AsyncDisposable {
     }
   }
 
-  #heard(records: LogRecord[]): void {
+  #heard(records: LogRecord[], local: boolean): void {
     for (const r of records) {
       for (const ev of r.events) {
         if (ev.key !== this.name || r.revision <= this.#seen) continue
-        // This candidate's own win is told by its campaign, which sets the term first.
-        if (ev.type === 'put' && ev.owner === this.id && this.#campaign && this.#term?.token !== ev.created) continue
+        // This candidate's own take (this page's, of its id, while it campaigns) is told by its campaign, which sets the term first.
+        // Another tab of the same id is another candidate: its takes are news.
+        if (ev.type === 'put' && local && ev.owner === this.id && this.#campaign && this.#term?.token !== ev.created) {
+          this.#took = ev.created
+          continue
+        }
         const leader = ev.type === 'put' ? this.#vouch(leaderOf(ev.value, ev.created!), ev.owner) : undefined
         this.#setLeader(leader, r.revision, ev.type === 'put' && ev.ttl !== undefined ? Date.now() + ev.ttl : undefined)
       }
     }
   }
 
-  /** An entry this candidate wrote names it only while that term lasts here. */
+  /** An entry this candidate wrote names it only while that term lasts here (another tab of its id names itself). */
   #vouch(leader: Leader | undefined, owner: string | undefined): Leader | undefined {
-    if (!leader || owner !== this.id) return leader
+    if (!leader || owner !== this.id || leader.token !== this.#took) return leader
     return this.#term?.held && this.#term.token === leader.token ? leader : undefined
   }
 

@@ -32,6 +32,9 @@ import type { Stored } from '../adapters/kit/write'
 /** How many revisions the log keeps: the IndexedDB adapter's default, so both trim alike. */
 export const HISTORY = 10_000
 
+/** Hears the records of a commit; `local` when this page's store made it (another tab's, or a wake's empty list, otherwise). */
+export type Listener = (records: LogRecord[], local: boolean) => void
+
 export class TermStore {
   readonly namespace: string
   /** The Web Locks API, where the page has it. */
@@ -39,7 +42,7 @@ export class TermStore {
   #db: Promise<Connection> | undefined
   #connection: Connection | undefined
   readonly #channel: BroadcastChannel
-  readonly #listeners = new Set<(records: LogRecord[]) => void>()
+  readonly #listeners = new Set<Listener>()
   #frozen: { resumed: Promise<void>; resume(): void } | undefined
   #freezes = 0
   #closed = false
@@ -62,7 +65,7 @@ export class TermStore {
     const frozen = this.#frozen
     this.#frozen = undefined
     frozen?.resume()
-    for (const fn of this.#listeners) fn([])
+    for (const fn of this.#listeners) fn([], false)
   }
   /** A page being discarded says its registrations are gone, as the adapter's liveness does. */
   readonly #onHide = (ev: Event) => {
@@ -86,7 +89,7 @@ export class TermStore {
   }
 
   /** Calls `fn` with the records of every commit seen (this page's and other tabs'), and with none on a wake (read again). */
-  listen(fn: (records: LogRecord[]) => void): () => void {
+  listen(fn: Listener): () => void {
     this.#listeners.add(fn)
     return () => this.#listeners.delete(fn)
   }
@@ -143,7 +146,7 @@ export class TermStore {
     } catch {
       // Closed under us: other tabs read again when they wake.
     }
-    this.#heard(outcome.records)
+    this.#heard(outcome.records, true)
   }
 
   #announce(): void {
@@ -156,11 +159,11 @@ export class TermStore {
     }
   }
 
-  #heard(records: LogRecord[]): void {
+  #heard(records: LogRecord[], local = false): void {
     if (this.#closed) return
     const last = records[records.length - 1]
     if (last && last.revision > this.#revision) this.#revision = last.revision
-    for (const fn of this.#listeners) fn(records)
+    for (const fn of this.#listeners) fn(records, local)
   }
 
   /** Runs `fn` on the open database once the page runs; again if a freeze aborted it (it wrote nothing). */

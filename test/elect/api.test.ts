@@ -393,3 +393,42 @@ it('a waiting candidate that takes over a closed leader tab\'s live entry sees t
     expect(r.seen).toEqual(['first', 'second'])
   })
 })
+
+it('two tabs of one id: each sees the other lead (an entry of its id names it only if this election wrote it), in reads and in the news, while it waits too', async () => {
+  await withContext(async (open) => {
+    const [a, b, c] = [await open(), await open(), await open()]
+    const ns = fresh('one-id')
+    const join = (tab: typeof a, id: string, candidate: string, campaign: boolean) =>
+      tab.evaluate(
+        async ([ns, id, candidate, campaign]) => {
+          const e = window.zarisElect.election('leader:one-id', { namespace: ns, id, candidate, ttl: 900 })
+          const seen: Array<string | null> = []
+          e.addEventListener('leader', (ev) => seen.push((ev as CustomEvent<{ candidate: string } | undefined>).detail?.candidate ?? null))
+          const first = (await e.observe().next()).value
+          window.kept = { e, seen, won: campaign ? e.campaign() : undefined } as never
+          return first?.candidate ?? null
+        },
+        [ns, id, candidate, campaign] as const,
+      )
+    await a.evaluate(async (ns) => {
+      const e = window.zarisElect.election('leader:one-id', { namespace: ns, id: 'X', candidate: 'tab-a', ttl: 900 })
+      window.kept = { e } as never
+      await e.campaign()
+    }, ns)
+    const firstB = await join(b, 'X', 'tab-b', true)
+    const firstC = await join(c, 'Y', 'tab-c', false)
+    // A renews every 300 ms: its renewals, heard by B while B waits, still name it.
+    await new Promise((r) => setTimeout(r, 700))
+    const leaderNow = (tab: typeof a) => tab.evaluate(() => (window.kept as unknown as Kept).e.leader?.candidate ?? null)
+    const during = { b: await leaderNow(b), c: await leaderNow(c) }
+    await a.evaluate(() => (window.kept as unknown as Kept).e.resign())
+    await b.evaluate(() => (window.kept as unknown as { won: Promise<unknown> }).won)
+    await c.waitForFunction(() => (window.kept as unknown as Kept).e.leader?.candidate === 'tab-b')
+    await a.waitForFunction(() => (window.kept as unknown as Kept).e.leader?.candidate === 'tab-b')
+    const seenB = await b.evaluate(() => (window.kept as unknown as Kept).seen)
+    for (const tab of [a, b, c]) await tab.evaluate(() => (window.kept as unknown as Kept).e.close())
+    expect({ firstB, firstC }).toEqual({ firstB: 'tab-a', firstC: 'tab-a' })
+    expect(during).toEqual({ b: 'tab-a', c: 'tab-a' })
+    expect([['tab-a', 'tab-b'], ['tab-a', null, 'tab-b']]).toContainEqual(seenB)
+  })
+})
