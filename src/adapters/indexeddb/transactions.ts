@@ -192,7 +192,11 @@ export function commitBatch(
     // would be as old as the wait behind other tabs' transactions, and a reader queued behind a
     // writer would see the writer's entry with more time to live than its TTL.
     const arrived = () => {
-      if (--pending === 0) done(apply(entries, keys, found, stored, requests, now(), historySize, count))
+      if (--pending > 0) return
+      done(apply(entries, keys, found, stored, requests, now(), historySize, count))
+      // Nothing more to ask: commit now rather than when the browser sees no request left
+      // (one tab's acquire + release 5-15 % faster, a put 15 %: bench/FINDINGS.md, One tab).
+      tx.commit?.()
     }
     keys.forEach((k, i) => {
       const get = entries.get(k)
@@ -338,6 +342,7 @@ export function sweepTx(db: Database, now: number, historySize: number): Promise
       const first = byExpiry.openKeyCursor()
       first.onsuccess = guard(() => {
         if (first.result) outcome.nextExpiry = first.result.key as number
+        tx.commit?.()
       })
     }
     lastRevision(tx.objectStore('log'), 0, (r) =>
