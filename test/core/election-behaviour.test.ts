@@ -46,7 +46,7 @@ test('defaults: the candidate is the client id and the term renews with the clie
   const named = c.election('named', { ttl: 3_000, candidate: 'tab-3' })
   expect(named.candidate).toBe('tab-3')
   expect((await named.campaign())!.ttl).toBe(3_000)
-  expect((await c.get('named'))?.value).toEqual({ candidate: 'tab-3' })
+  expect((await c.get('named'))?.value).toEqual({ candidate: 'tab-3', client: expect.any(String) })
 })
 
 test('a candidate that is not a non-empty string is refused with INVALID_ARGUMENT', () => {

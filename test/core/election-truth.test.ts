@@ -105,3 +105,45 @@ describe('election: one truth per candidate', () => {
     for (const c of [a, b, watcher]) await c!.close()
   })
 })
+
+describe('election: clients of one id (a reload, two tabs, two processes)', () => {
+  it('each sees the others lead, while it waits too, and names itself only while it leads', async () => {
+    const ns = `one-id-${Math.random().toString(36).slice(2)}`
+    const client = (id: string) => new Client(memoryAdapter({ namespace: ns }), { id })
+    const [ca, cb, cc, cd] = [client('X'), client('X'), client('Y'), client('X')]
+    const [a, b, c, d] = [ca.election('leader', { candidate: 'a' }), cb.election('leader', { candidate: 'b' }), cc.election('leader', { candidate: 'c' }), cd.election('leader', { candidate: 'd' })]
+    const lies: string[] = []
+    for (const e of [a, b, c, d]) watchTruth(e, lies)
+    const stop = new AbortController()
+    const seenB: Array<string | null> = []
+    const observing = (async () => {
+      for await (const l of b.observe({ signal: stop.signal })) seenB.push(l?.candidate ?? null)
+    })().catch(() => {})
+    await a.campaign()
+    // In line: d, then b (both of a's id); c only watches.
+    const dWon = d.campaign()
+    await sleep(20)
+    const bWon = b.campaign()
+    const seenC: Array<string | null> = []
+    const watching = (async () => {
+      for await (const l of c.observe({ signal: stop.signal })) seenC.push(l?.candidate ?? null)
+    })().catch(() => {})
+    await sleep(50)
+    expect({ b: b.leader?.candidate, c: c.leader?.candidate }).toEqual({ b: 'a', c: 'a' })
+    await a.resign()
+    await dWon
+    await sleep(50)
+    // d's term, by another client of b's id while b waits, is news to b; and to a, which resigned.
+    expect({ a: a.leader?.candidate, b: b.leader?.candidate }).toEqual({ a: 'd', b: 'd' })
+    await d.resign()
+    await bWon
+    await sleep(50)
+    expect([a, b, c, d].map((e) => e.leader?.candidate)).toEqual(['b', 'b', 'b', 'b'])
+    stop.abort()
+    await Promise.all([observing, watching])
+    for (const x of [ca, cb, cc, cd]) await x.close()
+    expect(seenB.filter((l) => l !== null)).toEqual(['a', 'd', 'b'])
+    expect(seenC.filter((l) => l !== null)).toEqual(['a', 'd', 'b'])
+    expect(lies).toEqual([])
+  })
+})

@@ -17,6 +17,7 @@ import type { Value, WatchEvent } from '../contract/adapter'
 import { acquire } from '../acquire'
 import type { Context } from '../context'
 import { ClosedError, isZarisError } from '../contract/errors'
+import { randomId } from '../contract/ids'
 import { Hold } from '../hold/hold'
 import type { Lease } from '../hold/lease'
 import { Watch } from '../watch'
@@ -92,7 +93,7 @@ export class ElectionBody {
     const either = anyOf(signal, this.#closer.signal)
     this.#campaign = acquire(
       this.#ctx,
-      { kind: 'lease', key: this.name, value: { candidate: this.candidate }, won: (lease) => (this.#won = lease) },
+      { kind: 'lease', key: this.name, value: { candidate: this.candidate, client: clientOf(this.#ctx) }, won: (lease) => (this.#won = lease) },
       { ttl: this.#ttl, wait: Infinity, signal: either.signal, autoRenew: true, steal: false, inLine: undefined },
     ).then(
       (term) => {
@@ -154,14 +155,14 @@ export class ElectionBody {
     try {
       await watch.ready
       const entry = await this.#ctx.adapter.get(this.name)
-      let last = entry ? await this.#vouch(leaderOf(entry.value, entry.created), entry.owner === this.#ctx.id) : undefined
+      let last = entry ? await this.#vouch(leaderOf(entry.value, entry.created), this.#mine(entry.owner, entry.value)) : undefined
       let seen = entry?.revision ?? 0
       if (entry) this.#setLeader(last, entry.revision)
       yield last
       for await (const ev of watch) {
         if (ev.revision <= seen) continue
         seen = ev.revision
-        const next = await this.#vouch(ev.type === 'put' ? leaderOf(ev.value, ev.created!) : undefined, ev.type === 'put' && ev.owner === this.#ctx.id)
+        const next = await this.#vouch(ev.type === 'put' ? leaderOf(ev.value, ev.created!) : undefined, ev.type === 'put' && this.#mine(ev.owner, ev.value))
         // `leader` and its events say what this candidate last saw, observing included.
         this.#setLeader(next, ev.revision)
         if (next?.token === last?.token && next?.candidate === last?.candidate) continue
@@ -189,7 +190,7 @@ export class ElectionBody {
       try {
         await watch.ready
         const entry = await this.#ctx.adapter.get(this.name)
-        if (entry) this.#see(leaderOf(entry.value, entry.created), entry.revision, entry.owner === this.#ctx.id)
+        if (entry) this.#see(leaderOf(entry.value, entry.created), entry.revision, this.#mine(entry.owner, entry.value))
         for await (const ev of watch) this.#onEvent(ev)
       } catch {
         // The client closed or the store went away; `leader` simply stops changing.
@@ -198,7 +199,18 @@ export class ElectionBody {
   }
 
   #onEvent(ev: WatchEvent): void {
-    this.#see(ev.type === 'put' ? leaderOf(ev.value, ev.created!) : undefined, ev.revision, ev.type === 'put' && ev.owner === this.#ctx.id)
+    this.#see(ev.type === 'put' ? leaderOf(ev.value, ev.created!) : undefined, ev.revision, ev.type === 'put' && this.#mine(ev.owner, ev.value))
+  }
+
+  /**
+   * Whether this client wrote an entry of its owner and value: its id, and
+   * (a term written since terms carry it) its own client mark. Another client
+   * of the same id (a reload, a second tab or process) is another candidate.
+   */
+  #mine(owner: string | undefined, value: Value | undefined): boolean {
+    if (owner !== this.#ctx.id) return false
+    const client = typeof value === 'object' && value !== null && !Array.isArray(value) ? value.client : undefined
+    return client === undefined || client === clientOf(this.#ctx)
   }
 
   /** Tells `leader` (written by this client when `mine`), or keeps it until the campaign under way settles. */
@@ -269,6 +281,15 @@ const campaigning = new Set<ElectionBody>()
 
 /** "Not yet": the news waits for the campaign under way. */
 const LATER = Symbol('later')
+
+/** A mark of each client object, written in its terms: which client of an id wrote a term. */
+const marks = new WeakMap<Context, string>()
+
+function clientOf(ctx: Context): string {
+  let mark = marks.get(ctx)
+  if (mark === undefined) marks.set(ctx, (mark = randomId()))
+  return mark
+}
 
 function leaderOf(value: Value | undefined, created: number): Leader | undefined {
   const candidate = typeof value === 'object' && value !== null && !Array.isArray(value) ? value.candidate : undefined
