@@ -147,7 +147,7 @@ async function turn(run: Run, gate: WebLockGate | undefined): Promise<Stored | u
     const woke = await changed(run, false, grace, gate?.granted)
     // Frozen while it waited: a taker without the gate may have taken the key, and is taking the gate (this page hears of it late).
     if (woke === 'granted') return run.store.freezes === freezes ? e : null
-    if (woke === 'denied') throw new UnavailableError(`the gate of ${JSON.stringify(run.name)} was not granted: the browser's lock manager refused the request`)
+    if (woke === 'denied') throw new UnavailableError(`the browser's lock manager refused the gate of ${JSON.stringify(run.name)}`)
     if (woke === 'end') sawEnd = true
     if (woke !== 'grace') continue
     if (live) {

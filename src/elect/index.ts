@@ -192,7 +192,6 @@ export class TabElection extends EventTarget implements AsyncDisposable {
     this.#early = undefined
     const term = new Running(store, this.name, this.id, value, this.#ttl, won, (t) => this.#ended(t))
     this.#term = term
-    this.#took = term.token
     this.#setLeader({ candidate: this.candidate, token: term.token }, term.revision)
     if (!leading) this.dispatchEvent(new Event('elected'))
     return term
@@ -305,7 +304,7 @@ export class TabElection extends EventTarget implements AsyncDisposable {
     }
   }
 
-  #heard(records: LogRecord[], local: boolean): void {
+  #heard(records: LogRecord[], local?: boolean): void {
     for (const r of records) {
       for (const ev of r.events) {
         if (ev.key !== this.name || r.revision <= this.#seen) continue

@@ -33,7 +33,7 @@ import type { Stored } from '../adapters/kit/write'
 export const HISTORY = 10_000
 
 /** Hears the records of a commit; `local` when this page's store made it (another tab's, or a wake's empty list, otherwise). */
-export type Listener = (records: LogRecord[], local: boolean) => void
+export type Listener = (records: LogRecord[], local?: boolean) => void
 
 export class TermStore {
   readonly namespace: string
@@ -65,7 +65,7 @@ export class TermStore {
     const frozen = this.#frozen
     this.#frozen = undefined
     frozen?.resume()
-    for (const fn of this.#listeners) fn([], false)
+    for (const fn of this.#listeners) fn([])
   }
   /** A page being discarded says its registrations are gone, as the adapter's liveness does. */
   readonly #onHide = (ev: Event) => {
@@ -159,7 +159,7 @@ export class TermStore {
     }
   }
 
-  #heard(records: LogRecord[], local = false): void {
+  #heard(records: LogRecord[], local?: boolean): void {
     if (this.#closed) return
     const last = records[records.length - 1]
     if (last && last.revision > this.#revision) this.#revision = last.revision

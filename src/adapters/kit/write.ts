@@ -105,7 +105,7 @@ export function added(key: string, base: Value, delta: number): number {
 export function nextRevision(revision: number): number {
   if (revision >= Number.MAX_SAFE_INTEGER) {
     throw new RevisionExhaustedError(
-      `the store is at revision ${revision}, the largest safe integer: it can take no more writes without losing the order of its revisions; move its data to a new store`,
+      `the store is at revision ${revision}, the largest safe integer: it takes no more writes (move its data to a new store)`,
     )
   }
   return revision + 1

@@ -192,7 +192,7 @@ async function wait<H>(ctx: Context, claim: Claim<H>, gate: Gate, key: string, u
         after(grace, 'grace')
         off.push(ctx.onClose((reason) => settle(() => reject(reason))))
         void gate.granted.then((g) =>
-          settle(() => (g ? resolve('granted') : reject(new UnavailableError(`the gate of ${JSON.stringify(key)} was not granted: the browser's lock manager refused the request`)))),
+          settle(() => (g ? resolve('granted') : reject(new UnavailableError(`the browser's lock manager refused the gate of ${JSON.stringify(key)}`)))),
         )
         const signal = o.signal
         if (signal) {

@@ -208,9 +208,8 @@ export class ElectionBody {
    * of the same id (a reload, a second tab or process) is another candidate.
    */
   #mine(owner: string | undefined, value: Value | undefined): boolean {
-    if (owner !== this.#ctx.id) return false
-    const client = typeof value === 'object' && value !== null && !Array.isArray(value) ? value.client : undefined
-    return client === undefined || client === clientOf(this.#ctx)
+    const client = fieldOf(value, 'client')
+    return owner === this.#ctx.id && (client === undefined || client === clientOf(this.#ctx))
   }
 
   /** Tells `leader` (written by this client when `mine`), or keeps it until the campaign under way settles. */
@@ -292,8 +291,13 @@ function clientOf(ctx: Context): string {
 }
 
 function leaderOf(value: Value | undefined, created: number): Leader | undefined {
-  const candidate = typeof value === 'object' && value !== null && !Array.isArray(value) ? value.candidate : undefined
+  const candidate = fieldOf(value, 'candidate')
   return typeof candidate === 'string' ? { candidate, token: created } : undefined
+}
+
+/** A field of a term's value, if it is an object. */
+function fieldOf(value: Value | undefined, name: string): Value | undefined {
+  return typeof value === 'object' && value !== null && !Array.isArray(value) ? value[name] : undefined
 }
 
 /** A signal that aborts when either does, with that one's reason, and the function that detaches it (AbortSignal.any is newer than Node 20.0). */
