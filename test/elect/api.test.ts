@@ -456,3 +456,21 @@ it('tabs of one id: each sees the others lead (an entry of its id names it only 
     expect(seenB.filter((l) => l !== null)).toEqual(['tab-a', 'tab-d', 'tab-b'])
   })
 })
+
+it('two candidates of one page and name, of different ids, campaigning at once: the one in line names the other leader', async () => {
+  await withContext(async (open) => {
+    const tab = await open()
+    const r = await tab.evaluate(async (ns) => {
+      const a = window.zarisElect.election('leader:pair', { namespace: ns, id: 'A', candidate: 'a' })
+      const b = window.zarisElect.election('leader:pair', { namespace: ns, id: 'B', candidate: 'b' })
+      const won = await Promise.race([a.campaign().then(() => a), b.campaign().then(() => b)])
+      const waiting = won === a ? b : a
+      await new Promise((r) => setTimeout(r, 200))
+      const out = { winner: won.candidate, seen: waiting.leader?.candidate ?? null, waitingLeads: waiting.isLeader }
+      await Promise.all([a.close(), b.close()])
+      return out
+    }, fresh('pair'))
+    expect(r.seen).toBe(r.winner)
+    expect(r.waitingLeads).toBe(false)
+  })
+})
