@@ -74,6 +74,8 @@ export default defineConfig({
           include: ['test/**/*.browser.test.ts'],
           // A zaris node for test/http/node.browser.test.ts, with CORS for the test page.
           globalSetup: ['test/http/browser-setup.ts'],
+          // Page code mutated in place by Stryker: the mutant it runs is switched on in the test page too.
+          setupFiles: ['test/browser-harness/mutant-setup.ts'],
           testTimeout: 30_000,
           hookTimeout: 30_000,
           browser: {

@@ -10,6 +10,8 @@ declare module 'vitest' {
   export interface ProvidedContext {
     /** `http://127.0.0.1:PORT` of the node started for the browser tests. */
     zarisNodeUrl: string
+    /** The mutant a Stryker run switched on (test/browser-harness/mutant-setup.ts); empty outside one. */
+    activeMutant: string
   }
 }
 
@@ -20,6 +22,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
   const origins = [`http://localhost:${port}`, `http://127.0.0.1:${port}`]
   const node = await startNode(['--cors', ...origins])
   project.provide('zarisNodeUrl', node.url)
+  project.provide('activeMutant', process.env.__STRYKER_ACTIVE_MUTANT__ ?? '')
   return async () => {
     await node.stop()
   }

@@ -40,7 +40,7 @@ async function withTabs(n: number, fn: (tabs: Page[], store: string) => Promise<
  * Connects a client with `id` in `tab` and takes `key` with it; resolves the
  * token. `gateless`: as a lock of several keys (of one key here), which takes
  * no gate (a page that goes lets its gates go, and the next in line takes the
- * key over at once, whatever liveness says of the id: test/indexeddb/gates.test.ts).
+ * key over at once, whatever liveness says of the id: test/indexeddb/gate.browser.test.ts).
  */
 function hold(tab: Page, store: string, id: string, key: string, gateless = false): Promise<number> {
   return tab.evaluate(

@@ -8,7 +8,7 @@
  * keeps what Web Locks cannot: the token that rises with every holder,
  * TTLs, fenced writes, the data and the watch history.
  *
- * Facts of Chromium this relies on (test/indexeddb/gates.test.ts): a frozen
+ * Facts of Chromium this relies on (real frozen tabs in test/indexeddb/frozen.test.ts): a frozen
  * page keeps the Web Locks it holds, and is granted the ones it waits for
  * (its callback runs only when it resumes); `steal` takes a lock from a
  * frozen page at once, and that page learns it (the request's promise
