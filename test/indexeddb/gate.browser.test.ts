@@ -255,7 +255,7 @@ describe('the Web Lock gate', () => {
     expect(lost).toBe(0)
   })
 
-  it('steal of a gate already held changes nothing; of a gate granted before it could be withdrawn, nothing either', async () => {
+  it('steal of a gate already held changes nothing: granted, or held by an earlier steal', async () => {
     fresh()
     const a = gate()
     expect(await a.granted).toBe(true)
@@ -264,14 +264,31 @@ describe('the Web Lock gate', () => {
     await a.steal()
     await tick()
     expect([a.held, lost]).toEqual([true, 0])
-    // Granted while the steal began: the steal must not take the lock from itself.
+    await holdOutside(gateName(ns, 'k2'))
     const b = gate('k2')
-    const stealing = b.steal()
     b.onLost(() => lost++)
-    await stealing
+    await b.steal()
+    await b.steal()
     await tick()
     expect([b.held, lost]).toEqual([true, 0])
     expect((await query()).held.sort()).toEqual([`zaris:${ns}:gate:k/exclusive`, `zaris:${ns}:gate:k2/exclusive`])
+  })
+
+  it('steal while the grant of a free gate waits for a busy page: held once, nothing lost (in Chromium the withdrawal wins; where the grant would, the gate keeps it)', async () => {
+    fresh()
+    const g = gate()
+    let lost = 0
+    g.onLost(() => lost++)
+    // Keep the page busy while the lock manager grants the free lock: the grant's callback waits for the page.
+    const until = performance.now() + 100
+    while (performance.now() < until);
+    expect(g.held).toBe(false)
+    await g.steal()
+    // Chromium: a grant the page has not yet run counts as waiting, and the steal's withdrawal ends it.
+    expect(await g.granted).toBe(false)
+    await tick()
+    expect([g.held, lost]).toEqual([true, 0])
+    expect((await query()).held).toEqual([`zaris:${ns}:gate:k/exclusive`])
   })
 
   it('steal after release: a clear UNAVAILABLE error, and nothing is held', async () => {
@@ -330,6 +347,19 @@ describe('the Web Lock gate', () => {
     d.release()
     await tick()
     expect(await d.taken()).toBe(false)
+  })
+
+  it('taken() resolves false when the lock manager cannot say (a LockManager whose query fails: a fake around the real one)', async () => {
+    fresh()
+    const failing = { request: navigator.locks.request.bind(navigator.locks), query: () => Promise.reject(new DOMException('no', 'InvalidStateError')) } as unknown as LockManager
+    const a = gate()
+    expect(await a.granted).toBe(true)
+    const g = new WebLockGate(failing, ns, 'k', { ifAvailable: true })
+    made.push(g)
+    expect(await g.granted).toBe(false)
+    expect(await g.taken()).toBe(false)
+    // The same with the real lock manager says true: a holds it.
+    expect(await gate('k', { ifAvailable: true }).taken()).toBe(true)
   })
 
   it('through(): what a commit through it tells the store of its namespace — key, mode, held now; nothing for another namespace or a foreign gate', async () => {

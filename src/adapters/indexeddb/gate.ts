@@ -39,8 +39,6 @@ const asking = new Map<string, number>()
 export function asked(namespace: string, key: string): boolean {
   return asking.has(gateName(namespace, key))
 }
-let listening = false
-
 function onPageHide(ev: Event): void {
   // Kept in the back/forward cache: the page may come back, with its holds.
   if ((ev as PageTransitionEvent).persisted) return
@@ -81,10 +79,8 @@ export class WebLockGate implements Gate {
     this.key = key
     this.mode = mode
     this.#through = { key, mode: mode === 'shared' ? 's' : 'x', held: () => this.#held }
-    if (!listening && typeof addEventListener === 'function' && (globalThis as { document?: unknown }).document) {
-      listening = true
-      addEventListener('pagehide', onPageHide)
-    }
+    // A page's, not a worker's (which has no pagehide); one listener, since the same function is added once.
+    if ((globalThis as { document?: unknown }).document) addEventListener('pagehide', onPageHide)
     asking.set(this.#name, (asking.get(this.#name) ?? 0) + 1)
     // The Web Locks API takes no signal beside `ifAvailable` or `steal`: those are answered at once anyway.
     const once = options.ifAvailable === true || options.steal === true
@@ -113,9 +109,9 @@ export class WebLockGate implements Gate {
   async taken(): Promise<boolean> {
     try {
       // Once our own request is over (released, or never granted), the lock manager shows only the others'.
+      // Held is enough: a request waits only while another holds the lock.
       await this.#settled
-      const state = await this.#locks.query()
-      return [...(state.held ?? []), ...(state.pending ?? [])].some((l) => l.name === this.#name)
+      return (await this.#locks.query()).held!.some((l) => l.name === this.#name)
     } catch {
       return false
     }
@@ -144,20 +140,19 @@ export class WebLockGate implements Gate {
   /** One Web Locks request; resolves whether it was granted (and is held until {@link release}). */
   #request(options: LockOptions): Promise<boolean> {
     return new Promise<boolean>((resolve) => {
-      let mine = false
       const request = this.#locks
         .request(this.#name, options, (lock) => {
           // Denied (`ifAvailable`), or released before it was granted: let go at once.
           if (!lock || this.#done) return resolve(false)
-          mine = true
           this.#held = true
           holding.add(this)
           resolve(true)
           return new Promise<void>((r) => (this.#letGo = r))
         })
         .catch(() => {
-          // Withdrawn while it waited, or, once held, stolen by another client.
-          if (mine && this.#held) this.#lose()
+          // Withdrawn while it waited, or, once held, stolen by another client. Held, it is this request's
+          // hold: a steal asks only once the request it withdrew is over.
+          if (this.#held) this.#lose()
           resolve(false)
         })
       const before = this.#settled
