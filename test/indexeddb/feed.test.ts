@@ -110,12 +110,107 @@ describe('the IndexedDB watch feed (its log in memory)', () => {
     log.commit()
     const r2 = log.commit()
     feed.receive([r2])
+    feed.poll()
+    await settle()
     expect(feed.head).toBe(-1)
+    // Nothing is read before start: the revision it reads covers what was heard.
+    expect(log.reads).toEqual([])
     const s = sink()
     await feed.subscribe('', s)
     const r3 = log.commit()
     feed.receive([r2, r3])
-    expect(s.revisions()).toEqual([3])
+    feed.receive([log.commit()])
+    await settle()
+    expect(s.revisions()).toEqual([3, 4])
+    expect(log.reads).toEqual([Infinity])
+  })
+
+  it('a record heard again, or one older than head, is dropped without a log read', async () => {
+    const { log, feed } = feedOver()
+    await feed.start()
+    const s = sink()
+    await feed.subscribe('', s)
+    const r1 = log.commit()
+    const r2 = log.commit()
+    feed.receive([r1, r2])
+    feed.receive([r2])
+    feed.receive([r1])
+    feed.receive([log.commit()])
+    await settle()
+    expect(s.revisions()).toEqual([1, 2, 3])
+    expect(log.reads).toEqual([Infinity])
+  })
+
+  it('a read that covered everything heard meanwhile is not made again (nothing pending, nothing forced)', async () => {
+    const { log, feed } = feedOver()
+    await feed.start()
+    const s = sink()
+    await feed.subscribe('', s)
+    log.commit()
+    const r2 = log.commit()
+    const r3 = log.commit()
+    log.hold()
+    feed.receive([r3])
+    await settle()
+    feed.receive([r2])
+    log.release()
+    await settle()
+    expect(s.revisions()).toEqual([1, 2, 3])
+    expect(log.reads).toEqual([Infinity, 0])
+    // The same for a poll: its read covers the record heard while it waited.
+    log.commit()
+    const r5 = log.commit()
+    log.hold()
+    feed.poll()
+    await settle()
+    feed.receive([r5])
+    log.release()
+    await settle()
+    expect(s.revisions()).toEqual([1, 2, 3, 4, 5])
+    expect(log.reads).toEqual([Infinity, 0, 3])
+  })
+
+  it('a watch from a revision ahead of the store gets only what comes after it', async () => {
+    const { log, feed } = feedOver()
+    feed.receive([log.commit(), log.commit()])
+    await feed.start()
+    const s = sink()
+    await feed.subscribe('', s, 4)
+    for (let i = 0; i < 4; i++) feed.receive([log.commit()])
+    expect(s.revisions()).toEqual([5, 6])
+  })
+
+  it('the ring moves past the cursor while a watch reads the log: it reads again, and misses nothing', async () => {
+    const { log, feed } = feedOver(10_000)
+    for (let i = 0; i < 10; i++) log.commit()
+    await feed.start()
+    const s = sink()
+    log.hold()
+    const subscribing = feed.subscribe('', s, 0)
+    await settle()
+    for (let i = 0; i < 4_001; i++) feed.receive([log.commit()])
+    log.release()
+    await subscribing
+    expect(s.revisions()).toEqual(Array.from({ length: 4_011 }, (_, i) => i + 1))
+    expect(log.reads).toEqual([Infinity, 0, 10])
+  })
+
+  it('the store closing in the middle of a record (clear from a sink): the rest of that record is not handed on', async () => {
+    const { log, feed } = feedOver()
+    await feed.start()
+    const s = sink()
+    await feed.subscribe('', {
+      event: (e) => {
+        s.event(e)
+        feed.clear()
+      },
+      error: (e) => s.error(e),
+    })
+    const two: LogRecord = { revision: 1, events: [{ type: 'put', key: 'x', revision: 1, value: 1 }, { type: 'delete', key: 'y', revision: 1 }] }
+    log.records.push(two)
+    feed.receive([two])
+    expect(s.events.map((e) => e.key)).toEqual(['x'])
+    expect(s.errors).toEqual([])
   })
 
   it('a revision heard ahead of one missing waits while the log is read: both delivered in order, none doubled', async () => {
@@ -252,10 +347,15 @@ describe('the IndexedDB watch feed (its log in memory)', () => {
     expect(s.errors).toHaveLength(1)
     expect(s.errors[0]).toMatchObject({ code: 'COMPACTED', message: expect.stringContaining('watch fell behind: history up to revision 7 is gone') })
     expect(feed.head).toBe(10)
+    const reads = log.reads.length
     const next = sink()
     await feed.subscribe('', next)
     feed.receive([log.commit()])
     expect(next.revisions()).toEqual([11])
+    const from10 = sink()
+    await feed.subscribe('', from10, 10)
+    expect(from10.revisions()).toEqual([11])
+    expect(log.reads.length).toBe(reads)
     expect(s.errors).toHaveLength(1)
   })
 
@@ -273,6 +373,10 @@ describe('the IndexedDB watch feed (its log in memory)', () => {
     expect(b.events[0]!.value).toEqual({ n: 1 })
     a.events[0]!.key = 'changed'
     expect(b.events[0]!.key).toBe('a:1')
+    const del: LogRecord = { revision: 3, events: [{ type: 'delete', key: 'a:1', revision: 3 }] }
+    log.records.push(del)
+    feed.receive([del])
+    expect(Object.keys(a.events[1]!).sort()).toEqual(['key', 'revision', 'type'])
   })
 
   it('a sink that throws stops neither its own later events nor the other watchers', async () => {
@@ -318,18 +422,25 @@ describe('the IndexedDB watch feed (its log in memory)', () => {
     expect(feed.head).toBe(2)
   })
 
-  it('keeps at most 4 000 records in memory: a watch from before them reads the log', async () => {
+  it('keeps up to 4 000 records in memory, then the last 2 000: a watch from before them reads the log', async () => {
     const { log, feed } = feedOver(10_000)
     await feed.start()
-    for (let i = 0; i < 4_001; i++) feed.receive([log.commit()])
-    const reads = log.reads.length
-    const recent = sink()
-    await feed.subscribe('', recent, 2_001)
-    expect(recent.events).toHaveLength(2_000)
-    expect(log.reads.length).toBe(reads)
+    const fromMemory = async (from: number, count: number) => {
+      const reads = log.reads.length
+      const s = sink()
+      await feed.subscribe('', s, from)
+      expect(s.events).toHaveLength(count)
+      return log.reads.length === reads
+    }
+    for (let i = 0; i < 3_000; i++) feed.receive([log.commit()])
+    expect(await fromMemory(0, 3_000)).toBe(true)
+    for (let i = 0; i < 1_000; i++) feed.receive([log.commit()])
+    expect(await fromMemory(0, 4_000)).toBe(true)
+    feed.receive([log.commit()])
+    expect(await fromMemory(2_001, 2_000)).toBe(true)
+    expect(await fromMemory(2_000, 2_001)).toBe(false)
     const old = sink()
     await feed.subscribe('', old, 100)
-    expect(log.reads.length).toBe(reads + 1)
     expect(old.revisions()[0]).toBe(101)
     expect(old.events).toHaveLength(3_901)
   })

@@ -15,7 +15,7 @@
  *
  * @module
  */
-import type { Unsubscribe, Value, WatchEvent, WatchSink } from '../../core/contract/adapter'
+import type { Unsubscribe, WatchEvent, WatchSink } from '../../core/contract/adapter'
 import { CompactedError } from '../../core/contract/errors'
 import type { LogRecord } from './schema'
 
@@ -91,10 +91,8 @@ export class Feed {
         )
         return () => {}
       }
-      for (const record of records) {
-        if (record.revision > this.#head) break
-        if (record.revision === subscriber.cursor + 1) this.#deliver(subscriber, record)
-      }
+      // The log from the cursor on, without a gap: what it holds past `head` is committed too, and never handed twice.
+      for (const record of records) this.#deliver(subscriber, record)
       // The ring moved past what the log read covered: read again from where we are.
       if (subscriber.cursor < this.#oldest()) continue
       this.#replay(subscriber)
@@ -105,7 +103,7 @@ export class Feed {
 
   /** Records committed by this page or announced by another tab, in any order. */
   receive(records: LogRecord[]): void {
-    for (const r of records) if (r.revision > this.#head) this.#pending.set(r.revision, r)
+    for (const r of records) this.#pending.set(r.revision, r)
     this.#drain()
   }
 
@@ -133,8 +131,8 @@ export class Feed {
     s.cursor = Math.max(s.cursor, this.#head)
   }
 
+  /** Hands on what follows `head` without a gap, drops what it has had, and reads the log for a gap (not before `start`). */
   #drain(): void {
-    if (this.#head < 0) return // not started: `start` reads the revision and drains
     for (;;) {
       const next = this.#pending.get(this.#head + 1)
       if (!next) break
@@ -178,7 +176,7 @@ export class Feed {
             this.#pending.clear()
             continue
           }
-          for (const r of records) if (r.revision > this.#head) this.#pending.set(r.revision, r)
+          for (const r of records) this.#pending.set(r.revision, r)
           this.#drain()
         } while (this.#fillAgain)
       } catch {
@@ -204,7 +202,5 @@ export class Feed {
 }
 
 function copyEvent(event: WatchEvent): WatchEvent {
-  const value = event.value as Value | undefined
-  if (typeof value !== 'object' || value === null) return { ...event }
-  return { ...event, value: structuredClone(value) }
+  return 'value' in event ? { ...event, value: structuredClone(event.value) } : { ...event }
 }
