@@ -22,7 +22,7 @@
  * @module
  */
 import type { Check, CommitResult, Op } from '../core/contract/adapter'
-import { ClosedError, UnavailableError } from '../core/contract/errors'
+import { ClosedError, isZarisError, UnavailableError } from '../core/contract/errors'
 import { randomHex } from '../core/contract/ids'
 import { Connection } from '../adapters/indexeddb/connection'
 import { openStore, type LogRecord } from '../adapters/indexeddb/schema'
@@ -177,7 +177,8 @@ export class TermStore {
       try {
         return await fn(db)
       } catch (err) {
-        if (this.#freezes === freezes) throw err instanceof Error && 'code' in err ? err : new UnavailableError(`IndexedDB refused the transaction: ${String((err as Error)?.message ?? err)}`, { cause: err })
+        // A DOMException has a (numeric) code too: only zaris's errors pass as they are.
+        if (this.#freezes === freezes) throw isZarisError(err) ? err : new UnavailableError(`IndexedDB refused the transaction: ${String((err as Error)?.message ?? err)}`, { cause: err })
       }
     }
   }

@@ -1,0 +1,239 @@
+/**
+ * What the IndexedDB adapters of one page share per namespace
+ * (src/adapters/indexeddb/page-store.ts), in Chromium: one store per clock,
+ * history size and namespace, closed by its last release; group commit; the
+ * freeze rule (the page's `freeze` and `resume` events dispatched by the
+ * test: no transaction begins while frozen, one open at the freeze runs again
+ * once); a wake (resume, or shown again) reading what nobody announced; a
+ * database another tab deleted, and one that failed to open, named and
+ * retried. Real frozen tabs: test/indexeddb/frozen.test.ts.
+ */
+import { afterEach, describe, expect, it } from 'vitest'
+import type { WatchEvent } from 'zaris'
+import { systemClock, type Clock } from '../../src/core/time/clock'
+import { SharedStore } from '../../src/adapters/indexeddb/page-store'
+
+let ns = ''
+const acquired: SharedStore[] = []
+afterEach(async () => {
+  await Promise.all(acquired.splice(0).map((s) => s.release()))
+  await deleteDb()
+})
+
+function deleteDb(): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const r = indexedDB.deleteDatabase(`zaris:${ns}`)
+    r.onsuccess = r.onerror = r.onblocked = () => resolve()
+  })
+}
+
+function store(clock: Clock = systemClock, historySize = 100): SharedStore {
+  const s = SharedStore.acquire(ns, historySize, clock)
+  acquired.push(s)
+  return s
+}
+
+const fresh = () => (ns = `shared-${Math.random().toString(36).slice(2, 10)}`)
+const put = (key: string, value: unknown = 1) => [{ type: 'set' as const, key, value: value as never }]
+const tick = (ms = 30) => new Promise((r) => setTimeout(r, ms))
+const freeze = () => document.dispatchEvent(new Event('freeze'))
+const resume = () => document.dispatchEvent(new Event('resume'))
+
+/** Writes a log record of revision `revision` (a put at `key`) and the entry, through a connection of its own: another tab's commit nobody announced. */
+function unannounced(revision: number, key: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const open = indexedDB.open(`zaris:${ns}`)
+    open.onsuccess = () => {
+      const tx = open.result.transaction(['log', 'entries'], 'readwrite')
+      tx.objectStore('log').put({ revision, events: [{ type: 'put', key, revision, value: 1, created: revision }] })
+      tx.objectStore('entries').put({ key, value: 1, revision, created: revision })
+      tx.oncomplete = () => (open.result.close(), resolve())
+      tx.onerror = () => reject(tx.error)
+    }
+  })
+}
+
+/** Watches `s`'s feed from now; the revisions it is handed. */
+async function watch(s: SharedStore): Promise<number[]> {
+  const seen: number[] = []
+  await s.db()
+  await s.feed.subscribe('', { event: (e: WatchEvent) => seen.push(e.revision), error: () => {} })
+  return seen
+}
+
+describe("a page's shared IndexedDB store", () => {
+  it('one per clock, history size and namespace; the last release closes it, with a clear CLOSED', async () => {
+    fresh()
+    const a = store()
+    expect(store()).toBe(a)
+    const otherClock: Clock = { ...systemClock }
+    expect(store(otherClock)).not.toBe(a)
+    expect(store(systemClock, 50)).not.toBe(a)
+    await a.release()
+    expect((await a.commit([], put('k'))).ok).toBe(true)
+    await a.release()
+    await expect(a.commit([], put('k'))).rejects.toMatchObject({ code: 'CLOSED', message: 'the indexeddb store is closed' })
+    acquired.splice(0, 2)
+    // Released for good: the next acquire is a new store.
+    expect(store()).not.toBe(a)
+  })
+
+  it('commits asked together go in one transaction, each with its own revision and answer', async () => {
+    fresh()
+    const s = store()
+    await s.db()
+    const answers = await Promise.all([s.commit([], put('a')), s.commit([{ key: 'a', revision: null }], put('a', 2)), s.commit([], put('b'))])
+    expect(answers.map((r) => r.ok && r.revision)).toEqual([1, false, 2])
+  })
+
+  it('while frozen no transaction begins; on resume the commits run, once each', async () => {
+    fresh()
+    const s = store()
+    const seen = await watch(s)
+    freeze()
+    let done = 0
+    const commits = [s.commit([], put('a')), s.commit([], put('b'))].map((p) => p.then((r) => (done++, r)))
+    await tick(80)
+    expect(done).toBe(0)
+    resume()
+    expect((await Promise.all(commits)).every((r) => r.ok)).toBe(true)
+    expect(seen).toEqual([1, 2])
+  })
+
+  it('frozen while the database opens: nothing begins until the page resumes', async () => {
+    fresh()
+    const s = store()
+    let done = false
+    const committing = s.commit([], put('a')).then(() => (done = true))
+    freeze()
+    await tick(80)
+    expect(done).toBe(false)
+    resume()
+    await committing
+  })
+
+  it('a transaction open at the freeze is aborted and run again once the page resumes: written once', async () => {
+    fresh()
+    const s = store()
+    await s.db()
+    for (let i = 0; i < 3; i++) {
+      let ran = 0
+      const running = s.run((db) => {
+        ran++
+        return new Promise<number>((resolve, reject) => {
+          const tx = db.transaction(['entries'], 'readwrite')
+          tx.objectStore('entries').put({ key: `k${i}`, value: ran, revision: 1, created: 1 })
+          tx.oncomplete = () => resolve(ran)
+          tx.onabort = () => reject(tx.error ?? new DOMException('aborted', 'AbortError'))
+        })
+      })
+      await Promise.resolve()
+      await Promise.resolve()
+      freeze()
+      await tick()
+      expect(ran).toBe(1)
+      resume()
+      expect(await running).toBe(2)
+    }
+  })
+
+  it('an error no freeze caused is not run again', async () => {
+    fresh()
+    const s = store()
+    let ran = 0
+    await expect(s.run(() => (ran++, Promise.reject(new Error('once'))))).rejects.toThrow('once')
+    expect(ran).toBe(1)
+  })
+
+  it('a wake reads what nobody announced: on resume, and when the page is shown again, not when it is hidden (visibilityState faked by the test)', async () => {
+    fresh()
+    const s = store()
+    const seen = await watch(s)
+    await unannounced(1, 'a')
+    await tick()
+    expect(seen).toEqual([])
+    freeze()
+    resume()
+    await tick()
+    expect(seen).toEqual([1])
+    await unannounced(2, 'b')
+    document.dispatchEvent(new Event('visibilitychange'))
+    await tick()
+    expect(seen).toEqual([1, 2])
+    await unannounced(3, 'c')
+    const own = Object.getOwnPropertyDescriptor(Document.prototype, 'visibilityState')!
+    Object.defineProperty(document, 'visibilityState', { configurable: true, get: () => 'hidden' })
+    try {
+      document.dispatchEvent(new Event('visibilitychange'))
+      await tick()
+      expect(seen).toEqual([1, 2])
+    } finally {
+      delete (document as { visibilityState?: unknown }).visibilityState
+      expect(Object.getOwnPropertyDescriptor(Document.prototype, 'visibilityState')).toEqual(own)
+    }
+    document.dispatchEvent(new Event('visibilitychange'))
+    await tick()
+    expect(seen).toEqual([1, 2, 3])
+  })
+
+  it('a wake also sweeps what expired meanwhile; a sweep with nothing due tells no tab anything', async () => {
+    fresh()
+    const s = store()
+    const seen: WatchEvent[] = []
+    await s.db()
+    await s.feed.subscribe('', { event: (e) => seen.push(e), error: () => {} })
+    const channel = new BroadcastChannel(`zaris:idb:${ns}`)
+    const posted: unknown[] = []
+    channel.onmessage = (ev) => posted.push(ev.data)
+    freeze()
+    resume()
+    await tick()
+    expect(posted).toEqual([])
+    await s.commit([], [{ type: 'set', key: 'k', value: 1, ttl: 40 }])
+    await tick(120)
+    channel.close()
+    expect(seen.map((e) => `${e.type} ${e.key}`)).toEqual(['put k', 'expire k'])
+  })
+
+  it('after release, no freeze, wake or expiry timer of it runs: nothing more is read or written', async () => {
+    fresh()
+    const s = store()
+    await s.commit([], [{ type: 'set', key: 'k', value: 1, ttl: 40 }])
+    await s.release()
+    acquired.splice(0, 1)
+    freeze()
+    resume()
+    document.dispatchEvent(new Event('visibilitychange'))
+    await tick(100)
+    // The entry expired, and nobody swept it: its log still ends at the put.
+    const last = await new Promise<number>((resolve) => {
+      const open = indexedDB.open(`zaris:${ns}`)
+      open.onsuccess = () => {
+        const r = open.result.transaction('log').objectStore('log').openCursor(null, 'prev')
+        r.onsuccess = () => (resolve(r.result?.value.revision ?? 0), open.result.close())
+      }
+    })
+    expect(last).toBe(1)
+  })
+
+  it('a database another tab deleted: every call fails with UNAVAILABLE, naming it', async () => {
+    fresh()
+    const s = store()
+    await s.commit([], put('k'))
+    await deleteDb()
+    await expect(s.commit([], put('k'))).rejects.toMatchObject({ code: 'UNAVAILABLE', message: `the IndexedDB database of "${ns}" was deleted or upgraded by another tab` })
+  })
+
+  it('a database that failed to open is opened again by the next call', async () => {
+    fresh()
+    // Another tab's newer version: this page cannot open it.
+    await new Promise<void>((resolve) => {
+      const open = indexedDB.open(`zaris:${ns}`, 999)
+      open.onsuccess = () => (open.result.close(), resolve())
+    })
+    const s = store()
+    await expect(s.commit([], put('k'))).rejects.toMatchObject({ code: 'UNAVAILABLE', message: expect.stringContaining('IndexedDB refused the commit') })
+    await deleteDb()
+    expect((await s.commit([], put('k'))).ok).toBe(true)
+  })
+})
