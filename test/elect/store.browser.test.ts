@@ -10,6 +10,7 @@
  * liveness.test.ts.
  */
 import { afterEach, describe, expect, it } from 'vitest'
+import { freeze, freezeMidTransaction, resume } from '../browser-harness/page-events'
 import type { LogRecord } from '../../src/adapters/indexeddb/schema'
 import { FencedError } from '../../src/core/contract/errors'
 import { shareStore, TermStore, unshareStore } from '../../src/elect/store'
@@ -43,8 +44,6 @@ function hear(s: TermStore): Array<{ revisions: number[]; local: boolean | undef
 
 const put = (key: string, value: unknown = 1) => [{ type: 'set' as const, key, value: value as never }]
 const tick = (ms = 30) => new Promise((r) => setTimeout(r, ms))
-const freeze = () => document.dispatchEvent(new Event('freeze'))
-const resume = () => document.dispatchEvent(new Event('resume'))
 
 /** The Web Locks of this namespace held now, by name and mode. */
 async function held(): Promise<string[]> {
@@ -144,24 +143,7 @@ describe("zaris/elect's store", () => {
     const a = store()
     await a.read('warm')
     for (let i = 0; i < 5; i++) {
-      let ran = 0
-      const committing = a.run((db) => {
-        ran++
-        return new Promise<number>((resolve, reject) => {
-          const tx = db.transaction(['entries'], 'readwrite')
-          tx.objectStore('entries').put({ key: `k${i}`, value: ran, revision: 1, created: 1 })
-          tx.oncomplete = () => resolve(ran)
-          tx.onabort = () => reject(tx.error ?? new DOMException('aborted', 'AbortError'))
-        })
-      })
-      // The transaction has begun (run calls fn at once on an open database): the freeze aborts it.
-      await Promise.resolve()
-      await Promise.resolve()
-      freeze()
-      await tick()
-      expect(ran).toBe(1)
-      resume()
-      expect(await committing).toBe(2)
+      expect(await freezeMidTransaction((fn) => a.run(fn), `k${i}`)).toEqual({ atFreeze: 1, ran: 2 })
       expect((await a.read(`k${i}`))?.value).toBe(2)
     }
   })

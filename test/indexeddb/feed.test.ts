@@ -78,6 +78,15 @@ function feedOver(historySize = 100): { log: MemoryLog; feed: Feed } {
   return { log, feed: new Feed(log.source) }
 }
 
+/** A started feed over an empty log, and a watch of every key from now. */
+async function watched(historySize = 100): Promise<{ log: MemoryLog; feed: Feed; s: ReturnType<typeof sink> }> {
+  const { log, feed } = feedOver(historySize)
+  await feed.start()
+  const s = sink()
+  await feed.subscribe('', s)
+  return { log, feed, s }
+}
+
 describe('the IndexedDB watch feed (its log in memory)', () => {
   it('start learns the revision: a watch from now gets what comes after, in order, once each', async () => {
     const { log, feed } = feedOver()
@@ -126,10 +135,7 @@ describe('the IndexedDB watch feed (its log in memory)', () => {
   })
 
   it('a record heard again, or one older than head, is dropped without a log read', async () => {
-    const { log, feed } = feedOver()
-    await feed.start()
-    const s = sink()
-    await feed.subscribe('', s)
+    const { log, feed, s } = await watched()
     const r1 = log.commit()
     const r2 = log.commit()
     feed.receive([r1, r2])
@@ -142,10 +148,7 @@ describe('the IndexedDB watch feed (its log in memory)', () => {
   })
 
   it('a read that covered everything heard meanwhile is not made again (nothing pending, nothing forced)', async () => {
-    const { log, feed } = feedOver()
-    await feed.start()
-    const s = sink()
-    await feed.subscribe('', s)
+    const { log, feed, s } = await watched()
     log.commit()
     const r2 = log.commit()
     const r3 = log.commit()
@@ -214,10 +217,7 @@ describe('the IndexedDB watch feed (its log in memory)', () => {
   })
 
   it('a revision heard ahead of one missing waits while the log is read: both delivered in order, none doubled', async () => {
-    const { log, feed } = feedOver()
-    await feed.start()
-    const s = sink()
-    await feed.subscribe('', s)
+    const { log, feed, s } = await watched()
     log.commit()
     const r2 = log.commit()
     const r3 = log.commit()
@@ -230,10 +230,7 @@ describe('the IndexedDB watch feed (its log in memory)', () => {
   })
 
   it('what is heard while the log is read makes it read again from the new head', async () => {
-    const { log, feed } = feedOver()
-    await feed.start()
-    const s = sink()
-    await feed.subscribe('', s)
+    const { log, feed, s } = await watched()
     log.commit()
     const r2 = log.commit()
     log.hold()
@@ -251,10 +248,7 @@ describe('the IndexedDB watch feed (its log in memory)', () => {
   })
 
   it('poll reads the log for revisions nobody announced; without a change it delivers nothing', async () => {
-    const { log, feed } = feedOver()
-    await feed.start()
-    const s = sink()
-    await feed.subscribe('', s)
+    const { log, feed, s } = await watched()
     feed.poll()
     await settle()
     expect(s.revisions()).toEqual([])
@@ -267,10 +261,7 @@ describe('the IndexedDB watch feed (its log in memory)', () => {
   })
 
   it('a failed log read delivers nothing and breaks nothing: the next poll catches up', async () => {
-    const { log, feed } = feedOver()
-    await feed.start()
-    const s = sink()
-    await feed.subscribe('', s)
+    const { log, feed, s } = await watched()
     log.commit()
     log.failing = 1
     feed.poll()
@@ -336,10 +327,7 @@ describe('the IndexedDB watch feed (its log in memory)', () => {
   })
 
   it('a page that slept through more history than the log keeps: its watchers fail with COMPACTED, and the feed goes on from the store revision', async () => {
-    const { log, feed } = feedOver(3)
-    await feed.start()
-    const s = sink()
-    await feed.subscribe('', s)
+    const { log, feed, s } = await watched(3)
     for (let i = 0; i < 10; i++) log.commit()
     feed.poll()
     await settle()

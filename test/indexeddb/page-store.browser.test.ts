@@ -9,6 +9,7 @@
  * retried. Real frozen tabs: test/indexeddb/frozen.test.ts.
  */
 import { afterEach, describe, expect, it } from 'vitest'
+import { freeze, freezeMidTransaction, resume } from '../browser-harness/page-events'
 import type { WatchEvent } from 'zaris'
 import { systemClock, type Clock } from '../../src/core/time/clock'
 import { SharedStore } from '../../src/adapters/indexeddb/page-store'
@@ -36,8 +37,6 @@ function store(clock: Clock = systemClock, historySize = 100): SharedStore {
 const fresh = () => (ns = `shared-${Math.random().toString(36).slice(2, 10)}`)
 const put = (key: string, value: unknown = 1) => [{ type: 'set' as const, key, value: value as never }]
 const tick = (ms = 30) => new Promise((r) => setTimeout(r, ms))
-const freeze = () => document.dispatchEvent(new Event('freeze'))
-const resume = () => document.dispatchEvent(new Event('resume'))
 
 /** Writes a log record of revision `revision` (a put at `key`) and the entry, through a connection of its own: another tab's commit nobody announced. */
 function unannounced(revision: number, key: string): Promise<void> {
@@ -116,25 +115,7 @@ describe("a page's shared IndexedDB store", () => {
     fresh()
     const s = store()
     await s.db()
-    for (let i = 0; i < 3; i++) {
-      let ran = 0
-      const running = s.run((db) => {
-        ran++
-        return new Promise<number>((resolve, reject) => {
-          const tx = db.transaction(['entries'], 'readwrite')
-          tx.objectStore('entries').put({ key: `k${i}`, value: ran, revision: 1, created: 1 })
-          tx.oncomplete = () => resolve(ran)
-          tx.onabort = () => reject(tx.error ?? new DOMException('aborted', 'AbortError'))
-        })
-      })
-      await Promise.resolve()
-      await Promise.resolve()
-      freeze()
-      await tick()
-      expect(ran).toBe(1)
-      resume()
-      expect(await running).toBe(2)
-    }
+    for (let i = 0; i < 3; i++) expect(await freezeMidTransaction((fn) => s.run(fn), `k${i}`)).toEqual({ atFreeze: 1, ran: 2 })
   })
 
   it('an error no freeze caused is not run again', async () => {

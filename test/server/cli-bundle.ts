@@ -36,7 +36,7 @@ function sourceHash(dirs: string[]): string {
 
 /**
  * Bundles `entries` (paths from the repository root) into
- * node_modules/.cache/`name`/<hash>/<entry's name>.mjs, once per state of
+ * node_modules/.cache/`name`/<checkout>/<hash>/<entry's name>.mjs, once per state of
  * src/ and of `sources` (further folders the entries import from); resolves
  * the path of each output by its entry. Inside node_modules, so that their
  * imports of ioredis, zod ... resolve; `zaris` imports resolve to src/
@@ -46,7 +46,8 @@ export function bundle(name: string, entries: string[], sources: string[] = []):
   const key = `${name}\n${entries.join('\n')}`
   const known = built.get(key)
   if (known) return known
-  const cache = join(cacheRoot, name)
+  // One folder per checkout: worktrees that share node_modules (a Stryker run's) must not delete each other's builds.
+  const cache = join(cacheRoot, name, createHash('sha256').update(root).digest('hex').slice(0, 8))
   const dir = join(cache, sourceHash(['src', ...sources]))
   const outputs = Object.fromEntries(entries.map((e) => [e, join(dir, `${basename(e).replace(/\.ts$/, '')}.mjs`)]))
   if (!Object.values(outputs).every((f) => existsSync(f))) {
