@@ -138,6 +138,20 @@ describe("zaris/elect's store", () => {
     expect(heard.map((h) => h.revisions)).toEqual([[], [1], []])
   })
 
+  it('frozen twice before one resume: what waited since the first freeze runs at the resume; a resume with no freeze only wakes', async () => {
+    fresh()
+    const a = store()
+    await a.read('warm')
+    const heard = hear(a)
+    freeze()
+    const committing = a.commit([], put('k'))
+    freeze()
+    resume()
+    expect((await committing).ok).toBe(true)
+    resume()
+    expect(heard.map((h) => h.revisions)).toEqual([[], [1], []])
+  })
+
   it('a transaction open at the freeze is aborted and run again once the page resumes: written once', async () => {
     fresh()
     const a = store()

@@ -111,6 +111,20 @@ describe("a page's shared IndexedDB store", () => {
     await committing
   })
 
+  it('frozen twice before one resume: what waited since the first freeze runs at the resume; a resume with no freeze only wakes', async () => {
+    fresh()
+    const s = store()
+    const seen = await watch(s)
+    freeze()
+    const committing = s.commit([], put('a'))
+    freeze()
+    resume()
+    expect((await committing).ok).toBe(true)
+    resume()
+    await tick()
+    expect(seen).toEqual([1])
+  })
+
   it('a transaction open at the freeze is aborted and run again once the page resumes: written once', async () => {
     fresh()
     const s = store()
