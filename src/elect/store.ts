@@ -96,7 +96,7 @@ export class TermStore {
 
   /** One commit in a readwrite transaction of its own; announced to every tab once it completed. No counters: see `commitBatch`. */
   async commit(checks: Check[], ops: Array<Exclude<Op, { type: 'add' }>>, gate?: ThroughGate): Promise<CommitResult> {
-    const { results, outcome } = await this.run((db) => commitBatch(db, [gate ? { checks, ops, gate } : { checks, ops }], Date.now, HISTORY, this.#revision))
+    const { results, outcome } = await this.run((db) => commitBatch(db, [{ checks, ops, gate }], Date.now, HISTORY, this.#revision))
     this.tell(outcome)
     const r = results[0]!
     if (r instanceof Error) throw r

@@ -69,6 +69,16 @@ describe("zaris/elect's store", () => {
     expect(await b.read('other')).toBeUndefined()
   })
 
+  it('a commit through a gate marks the entry with its mode; one without leaves no mark', async () => {
+    fresh()
+    const a = store()
+    await a.commit([], put('plain'), undefined)
+    await a.commit([], put('k'), { key: 'k', mode: 's', held: () => true })
+    const mark = async (key: string) => ((await a.read(key)) as { gate?: string } | undefined)?.gate
+    expect(await mark('k')).toBe('s')
+    expect(await mark('plain')).toBeUndefined()
+  })
+
   it('a check that fails is an answer, not an error; a listener removed hears nothing more', async () => {
     fresh()
     const a = store()

@@ -155,7 +155,7 @@ export class SharedStore {
   /** Queues a commit for the next transaction. */
   commit(checks: Check[], ops: Op[], gate?: ThroughGate): Promise<CommitResult> {
     return new Promise<CommitResult>((resolve, reject) => {
-      this.#queue.push({ request: gate ? { checks, ops, gate } : { checks, ops }, resolve, reject })
+      this.#queue.push({ request: { checks, ops, gate }, resolve, reject })
       if (!this.#committing) void this.#flush()
     })
   }
