@@ -245,6 +245,16 @@ describe("zaris/elect's store", () => {
     gone.close()
   })
 
+  it('register answers even when the store closes before the browser granted anything, and holds nothing after', async () => {
+    fresh()
+    const a = store()
+    const registering = a.register('early')
+    a.close()
+    await registering
+    await tick()
+    expect(await held()).toEqual([])
+  })
+
   it('register resolves while another client probes the id (holds its shared name for an instant)', async () => {
     fresh()
     let letGo!: () => void
