@@ -81,7 +81,7 @@ export class ParkConnection {
 
   /** The connection is gone: its parked commits are dropped. */
   close(): void {
-    if (this.#closed) return
+    // Again is harmless: the signal aborts once, and the drops are gone.
     this.#closed = true
     this.#stop?.abort(CLOSED)
     for (const fn of [...this.#drops]) fn()
@@ -119,9 +119,6 @@ export interface ParkCounts {
   /** Commits waiting right now (their first try failed). */
   now: number
 }
-
-/** Why a parked wait ended. */
-type Ending = 'change' | 'timeout' | 'dropped'
 
 /** The parked commits of one node. */
 export class Parking {
@@ -164,7 +161,7 @@ export class Parking {
     }
     try {
       if (adapter.capabilities?.handover) return await this.#inStore(adapter, checks, ops, { ...options, waitChange: ms, keepParked: keep, parkOrder: wait.order, wakeOwner: wait.wakeOwner, orElse: wait.orElse, onAnswer: wait.onAnswer }, conn, parked)
-      return await this.#watched(adapter, checks, ops, options, ms, keep ? wait.wakeOwner ?? true : false, conn, parked)
+      return await this.#watched(adapter, checks, ops, options, ms, keep, keep ? wait.wakeOwner : undefined, conn, parked)
     } finally {
       this.#now--
       this.#bytes -= bytes
@@ -193,25 +190,27 @@ export class Parking {
     return r
   }
 
-  /** Any other store: the node watches the checked keys and tries again on a change. */
-  /** `keep`: false, or true, or the owner a try that fails at a key it holds is answered for (`wakeOwner`). */
-  async #watched(adapter: Adapter, checks: Check[], ops: Op[], options: CommitOptions | undefined, ms: number, keep: boolean | string, conn: ParkConnection | undefined, parked: () => void): Promise<CommitResult> {
+  /**
+   * Any other store: the node watches the checked keys and tries again on a
+   * change. With `keep`, `wakeOwner` is the owner a try that fails at a key
+   * it holds is answered for.
+   */
+  async #watched(adapter: Adapter, checks: Check[], ops: Op[], options: CommitOptions | undefined, ms: number, keep: boolean, wakeOwner: string | undefined, conn: ParkConnection | undefined, parked: () => void): Promise<CommitResult> {
     const spot = new Spot(checks)
     try {
       await spot.watch(adapter)
       const first = await adapter.commit(checks, ops, options)
-      if (first.ok || woken(first, keep)) return first
+      if (first.ok || woken(first, wakeOwner)) return first
       parked()
       const until = performance.now() + ms
       let last: Extract<CommitResult, { ok: false }> = first
       for (;;) {
-        const ending = await spot.wait(last, until - performance.now(), [this.#node, conn])
-        if (ending !== 'change') return last
+        if (!(await spot.wait(last, until - performance.now(), [this.#node, conn]))) return last
         this.counts.retried++
         spot.rearm()
         const r = await adapter.commit(checks, ops, options)
         // Without `keep`, the try after the change is the answer; with it, only one that went through or lost what held.
-        if (r.ok || !keep || lostHeld(first, r) || woken(r, keep)) return r
+        if (r.ok || !keep || lostHeld(first, r) || woken(r, wakeOwner)) return r
         last = r
       }
     } finally {
@@ -234,9 +233,10 @@ class Spot {
   #latest: Map<string, WatchEvent> | undefined = new Map()
   /** After it: which keys' checks failed. */
   #failed: Set<string> | undefined
-  #wake: ((ending: Ending) => void) | undefined
-  #woken: Ending | undefined
-  #ended = false
+  /** Resolves the wait: true on a change, false when it ended without one. */
+  #wake: ((changed: boolean) => void) | undefined
+  /** How the wait ended, once it did (it may end before it begins). */
+  #woken: boolean | undefined
 
   constructor(checks: Check[]) {
     this.#checks = checks
@@ -247,13 +247,13 @@ class Spot {
   async watch(adapter: Adapter): Promise<void> {
     await Promise.all(
       this.#keys.map(async (key) => {
-        const sink = { event: (ev: WatchEvent) => this.#event(key, ev), error: () => this.#end('change') }
+        // A watch that fails, or cannot be set up, counts as a change: a try is better than a blind wait.
+        const sink = { event: (ev: WatchEvent) => this.#event(key, ev), error: () => this.#end(true) }
         const unwatch = await adapter.watch(key, sink).catch(() => {
-          this.#end('change')
+          this.#end(true)
           return () => {}
         })
-        if (this.#ended) unwatch()
-        else this.#unwatch.push(unwatch)
+        this.#unwatch.push(unwatch)
       }),
     )
   }
@@ -266,36 +266,38 @@ class Spot {
     this.#woken = undefined
   }
 
-  /** Waits, after a try failed, for a change that may flip one of its checks, at most `ms`. */
-  wait(first: Extract<CommitResult, { ok: false }>, ms: number, conns: Array<ParkConnection | undefined>): Promise<Ending> {
+  /**
+   * Waits, after a try failed, for a change that may flip one of its checks:
+   * true on one; false after `ms` without one, or once a connection closes.
+   */
+  wait(first: Extract<CommitResult, { ok: false }>, ms: number, conns: Array<ParkConnection | undefined>): Promise<boolean> {
     this.#failed = new Set(first.failed.map((f) => f.key))
     const latest = this.#latest!
     this.#latest = undefined
-    for (const ev of latest.values()) if (this.#flips(ev)) this.#end('change')
-    if (this.#woken) return Promise.resolve(this.#woken)
-    return new Promise<Ending>((resolve) => {
-      const timer = setTimeout(() => this.#end('timeout'), ms)
-      const undrop = conns.map((c) => c?.onClose(() => this.#end('dropped')))
-      this.#wake = (ending) => {
+    for (const ev of latest.values()) if (this.#flips(ev)) this.#end(true)
+    if (this.#woken !== undefined) return Promise.resolve(this.#woken)
+    return new Promise<boolean>((resolve) => {
+      const timer = setTimeout(() => this.#end(false), ms)
+      const undrop = conns.map((c) => c?.onClose(() => this.#end(false)))
+      this.#wake = (changed) => {
         clearTimeout(timer)
         for (const u of undrop) u?.()
-        resolve(ending)
+        resolve(changed)
       }
-      if (conns.some((c) => c?.closed)) this.#end('dropped')
+      if (conns.some((c) => c?.closed)) this.#end(false)
     })
   }
 
   end(): void {
-    this.#ended = true
     for (const u of this.#unwatch) u()
     this.#unwatch.length = 0
   }
 
   #event(key: string, ev: WatchEvent): void {
     // A prefix watch: only the key itself counts.
-    if (ev.key !== key || this.#woken) return
+    if (ev.key !== key) return
     if (this.#latest) this.#latest.set(key, ev)
-    else if (this.#flips(ev)) this.#end('change')
+    else if (this.#flips(ev)) this.#end(true)
   }
 
   /** Whether, after `ev`, some check at its key would come out otherwise than in the first try. */
@@ -308,10 +310,10 @@ class Spot {
     return false
   }
 
-  #end(ending: Ending): void {
-    if (this.#woken) return
-    this.#woken = ending
-    this.#wake?.(ending)
+  /** Ends the wait (its first ending resolves it; a later one changes nothing). */
+  #end(changed: boolean): void {
+    this.#woken = changed
+    this.#wake?.(changed)
   }
 }
 
@@ -321,14 +323,14 @@ function lostHeld(first: Extract<CommitResult, { ok: false }>, r: Extract<Commit
   return r.failed.some((f) => !failedFirst.has(f.key))
 }
 
-/** Whether a failed try is answered for `wakeOwner` (`keep` when it is one): it failed at a key that owner holds. */
-function woken(r: Extract<CommitResult, { ok: false }>, keep: boolean | string): boolean {
-  return typeof keep === 'string' && r.failed.some((f) => f.entry?.owner === keep)
+/** Whether a failed try is answered for `wakeOwner`: it failed at a key that owner holds. */
+function woken(r: Extract<CommitResult, { ok: false }>, wakeOwner: string | undefined): boolean {
+  return wakeOwner !== undefined && r.failed.some((f) => f.entry?.owner === wakeOwner)
 }
 
 /** Whether check `c` holds once `ev` happened at its key. */
 function holdsAfter(c: Check, ev: WatchEvent): boolean {
-  const byRevision = 'revision' in c && c.revision !== undefined
+  const byRevision = 'revision' in c
   const want = byRevision ? c.revision : (c as { created: number | null }).created
   if (ev.type !== 'put') return want === null
   return byRevision ? want === ev.revision : want === (ev.created ?? ev.revision)
