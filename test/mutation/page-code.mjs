@@ -6,7 +6,7 @@
  * and runs `tests` once per mutant as a command; the harness page switches
  * the mutant on (test/browser-harness/server.ts, `activeMutant`). No
  * per-test coverage: every mutant runs every listed file. `MUTATE=a.ts,b.ts`
- * narrows a run to those files (`a.ts:10-40` to lines), `TESTS=x.test.ts,y.test.ts` runs
+ * narrows a run to those files (`a.ts:10-40` to lines), `TIMEOUT_MS` bounds a mutant's run, `TESTS=x.test.ts,y.test.ts` runs
  * those test files instead (a fast first pass; `recheck.ts` runs its survivors against the rest).
  * Stop a run with `pkill -x stryker` (its process title; `pkill -f 'stryker run'` misses it), then
  * `git checkout .` in its worktree; never two runs in one worktree. After adding tests, `--force`
@@ -25,7 +25,8 @@ export function pageCode(name, mutate, tests) {
     mutate: process.env.MUTATE ? process.env.MUTATE.split(',') : mutate,
     coverageAnalysis: 'off',
     concurrency: 1,
-    timeoutMS: 60_000,
+    // TIMEOUT_MS: shorter for a fast pass whose tests run in seconds (a hanging mutant costs the whole of it).
+    timeoutMS: Number(process.env.TIMEOUT_MS ?? 60_000),
     incrementalFile: `reports/stryker-incremental-${name}.json`,
     htmlReporter: { fileName: `reports/mutation-${name}/index.html` },
     jsonReporter: { fileName: `reports/mutation-${name}/mutation.json` },

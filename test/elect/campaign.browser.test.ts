@@ -1,0 +1,348 @@
+/**
+ * zaris/elect's campaign on its own (src/elect/campaign.ts `win`), in
+ * Chromium: each "tab" is a store of its own on one namespace (as another
+ * tab's, over the same database, channel and Web Locks). What a campaign
+ * must do: take a free key through its gate, wait its turn behind a holder,
+ * take over from a holder that stops renewing (past its TTL, stealing the
+ * gate) or from a grantee that never takes the key, wait out a plain write,
+ * lead early on the grant and say when that lead lapses, give up cleanly on
+ * abort, and, without Web Locks, take the key when it is free. Real frozen
+ * and closed tabs: test/elect/frozen.test.ts, liveness.test.ts.
+ */
+import { afterEach, describe, expect, it } from 'vitest'
+import { EXPIRED_GRACE, FREE_GRACE, win, type Run } from '../../src/elect/campaign'
+import { gateName, WebLockGate } from '../../src/adapters/indexeddb/gate'
+import { TermStore } from '../../src/elect/store'
+import type { EndCode } from '../../src/elect/term'
+
+let ns = ''
+const opened: TermStore[] = []
+const gates: WebLockGate[] = []
+const stops: AbortController[] = []
+afterEach(async () => {
+  for (const s of stops.splice(0)) s.abort(new Error('test over'))
+  for (const g of gates.splice(0)) g.release()
+  for (const s of opened.splice(0)) s.close()
+  await new Promise<void>((resolve) => {
+    const r = indexedDB.deleteDatabase(`zaris:${ns}`)
+    r.onsuccess = r.onerror = r.onblocked = () => resolve()
+  })
+})
+
+function fresh(): string {
+  return (ns = `campaign-${Math.random().toString(36).slice(2, 10)}`)
+}
+
+/** A tab's store (with Web Locks unless `locks` is false). */
+function tab(locks = true): TermStore {
+  const s = new TermStore(ns, locks ? navigator.locks : undefined)
+  opened.push(s)
+  return s
+}
+
+/** A campaign's run: its signal aborts with the test. */
+function run(store: TermStore, owner: string, more: Partial<Run> = {}): Run {
+  const stop = new AbortController()
+  stops.push(stop)
+  return { store, name: 'leader', owner, value: owner, ttl: 10_000, signal: stop.signal, ...more }
+}
+
+/** What a lead tells (./early's begin and lapse), in order. */
+function leadLog(): { log: string[]; lead: NonNullable<Run['lead']> } {
+  const log: string[] = []
+  return { log, lead: { begin: () => log.push('begin'), lapse: (code: EndCode) => log.push(`lapse:${code}`) } }
+}
+
+/** Whether the key's gate is held, and how many wait for it. */
+async function gateState(key = 'leader'): Promise<{ held: number; pending: number }> {
+  const s = await navigator.locks.query()
+  const name = gateName(ns, key)
+  return { held: (s.held ?? []).filter((l) => l.name === name).length, pending: (s.pending ?? []).filter((l) => l.name === name).length }
+}
+
+/** Holds the key's gate as another tab would, and writes the key through it (a holder that then stops renewing). */
+async function holder(store: TermStore, ttl?: number): Promise<{ gate: WebLockGate; token: number }> {
+  const gate = new WebLockGate(navigator.locks, ns, 'leader', {})
+  gates.push(gate)
+  expect(await gate.granted).toBe(true)
+  const r = await store.commit([{ key: 'leader', revision: null }], [{ type: 'set', key: 'leader', value: 'old', ttl, owner: 'old' }], WebLockGate.through(gate, ns))
+  if (!r.ok) throw new Error('setup: the holder could not take the key')
+  return { gate, token: r.entries[0]!.created }
+}
+
+const tick = (ms = 30) => new Promise((r) => setTimeout(r, ms))
+/** Resolves `'pending'` if `p` has not settled within `ms`. */
+const within = <T,>(p: Promise<T>, ms: number) => Promise.race([p, tick(ms).then(() => 'pending' as const)])
+
+describe("zaris/elect's campaign", () => {
+  it('a free key: taken through the gate at once; the won term carries its gate, the token is the entry life, the entry is marked as the gate\'s', async () => {
+    fresh()
+    const s = tab()
+    const t0 = performance.now()
+    const won = await win(run(s, 'a'))
+    expect(won.gate?.held).toBe(true)
+    expect(won.sentAt).toBeGreaterThanOrEqual(t0)
+    expect(won.sentAt).toBeLessThanOrEqual(performance.now())
+    const e = await s.read('leader')
+    expect(e?.owner).toBe('a')
+    expect(e?.created).toBe(won.token)
+    expect(e?.revision).toBe(won.revision)
+    expect(e?.ttl).toBe(10_000)
+    expect((e as { gate?: string }).gate).toBeDefined()
+    expect(await gateState()).toEqual({ held: 1, pending: 0 })
+  })
+
+  it('behind a holder it waits in the gate\'s line; when the holder lets the gate go (a closed tab), it takes over with a new life', async () => {
+    fresh()
+    const first = tab()
+    const old = await holder(first, 10_000)
+    const second = tab()
+    const p = win(run(second, 'b'))
+    expect(await within(p, 300)).toBe('pending')
+    expect(await gateState()).toEqual({ held: 1, pending: 1 })
+    old.gate.release()
+    const won = await p
+    expect(won.token).toBeGreaterThan(old.token)
+    expect((await second.read('leader'))?.owner).toBe('b')
+  })
+
+  it('a holder that stops renewing (frozen: keeps its gate) loses the key at its TTL + grace, and its gate is stolen', async () => {
+    fresh()
+    const first = tab()
+    const old = await holder(first, 400)
+    let lost = false
+    old.gate.onLost(() => (lost = true))
+    const t0 = performance.now()
+    const won = await win(run(tab(), 'b'))
+    const ms = performance.now() - t0
+    expect(ms).toBeGreaterThanOrEqual(400 - 50)
+    expect(ms).toBeLessThan(400 + EXPIRED_GRACE + 1_000)
+    expect(won.token).toBeGreaterThan(old.token)
+    expect(won.gate?.held).toBe(true)
+    await tick(50)
+    expect(lost).toBe(true)
+    expect(old.gate.held).toBe(false)
+  })
+
+  it('a grantee that holds the gate and never takes the key: after FREE_GRACE the key is taken without the gate, and the gate stolen', async () => {
+    fresh()
+    const gate = new WebLockGate(navigator.locks, ns, 'leader', {})
+    gates.push(gate)
+    expect(await gate.granted).toBe(true)
+    const t0 = performance.now()
+    const won = await win(run(tab(), 'b'))
+    const ms = performance.now() - t0
+    expect(ms).toBeGreaterThanOrEqual(FREE_GRACE - 50)
+    expect(ms).toBeLessThan(FREE_GRACE + 1_500)
+    expect(won.gate?.held).toBe(true)
+    expect(gate.held).toBe(false)
+  })
+
+  it('an expired entry with the gate held by its writer: taken after EXPIRED_GRACE, not FREE_GRACE', async () => {
+    fresh()
+    const first = tab()
+    await holder(first, 50)
+    await tick(150)
+    const t0 = performance.now()
+    const won = await win(run(tab(), 'b'))
+    const ms = performance.now() - t0
+    expect(ms).toBeLessThan(FREE_GRACE - 500)
+    expect(won.gate?.held).toBe(true)
+  })
+
+  it('a plain write at the key (not through a gate) with the gate free: the grant cannot take it over; the campaign waits for its TTL, then takes it', async () => {
+    fresh()
+    const s = tab()
+    const plain = await s.commit([], [{ type: 'set', key: 'leader', value: 'plain', ttl: 500, owner: 'plain' }])
+    if (!plain.ok) throw new Error('setup')
+    const { log, lead } = leadLog()
+    const t0 = performance.now()
+    const won = await win(run(tab(), 'b', { lead }))
+    const ms = performance.now() - t0
+    expect(ms).toBeGreaterThanOrEqual(450)
+    expect(ms).toBeLessThan(500 + 1_500)
+    expect(won.token).toBeGreaterThan(plain.entries[0]!.created)
+    // A live plain entry is not one the gated take takes over: no early lead on that grant.
+    expect(log.filter((l) => l === 'begin').length).toBeLessThanOrEqual(1)
+    expect(log).not.toContain('lapse:LOST')
+  })
+
+  it('a plain write with no TTL: held gate, refused take; a delete of it lets the campaign through', async () => {
+    fresh()
+    const s = tab()
+    await s.commit([], [{ type: 'set', key: 'leader', value: 'plain', owner: 'plain' }])
+    const p = win(run(tab(), 'b'))
+    expect(await within(p, 400)).toBe('pending')
+    expect(await gateState()).toEqual({ held: 1, pending: 0 })
+    await s.commit([], [{ type: 'delete', key: 'leader' }])
+    const won = await p
+    expect(won.gate?.held).toBe(true)
+  })
+
+  it('a free key: the term follows the grant at once; an early lead, if the grant woke a look, never lapses', async () => {
+    fresh()
+    const { log, lead } = leadLog()
+    const won = await win(run(tab(), 'a', { lead }))
+    expect(log.filter((l) => l !== 'begin')).toEqual([])
+    expect(log.length).toBeLessThanOrEqual(1)
+    expect(won.gate?.held).toBe(true)
+  })
+
+  it("leads early over the key a gone holder wrote through the gate; over a live holder's entry it waits for the grant", async () => {
+    fresh()
+    const first = tab()
+    const old = await holder(first, 10_000)
+    const { log, lead } = leadLog()
+    const p = win(run(tab(), 'b', { lead }))
+    await tick(200)
+    expect(log).toEqual([])
+    old.gate.release()
+    await p
+    expect(log).toEqual(['begin'])
+  })
+
+  it('an early lead whose take is refused (a plain write landed meanwhile) lapses as LOST, and the campaign goes on to win later', async () => {
+    fresh()
+    const s = tab()
+    const old = await holder(tab(), 10_000)
+    const { log, lead } = leadLog()
+    // The take of b is refused: a plain write is made between the grant's read and the take.
+    const other = tab()
+    let once = false
+    const realCommit = s.commit.bind(s)
+    s.commit = (async (checks, ops, gate) => {
+      if (!once && gate) {
+        once = true
+        await other.commit([], [{ type: 'set', key: 'leader', value: 'plain', ttl: 300, owner: 'plain' }])
+      }
+      return realCommit(checks, ops, gate)
+    }) as typeof s.commit
+    const p = win(run(s, 'b', { lead }))
+    await tick(200)
+    old.gate.release()
+    const won = await p
+    expect(log).toEqual(['begin', 'lapse:LOST'])
+    expect(won.gate?.held).toBe(true)
+    expect((await s.read('leader'))?.owner).toBe('b')
+  })
+
+  it('an early lead whose gate is stolen before the take lands lapses as STOLEN', async () => {
+    fresh()
+    const s = tab()
+    const old = await holder(tab(), 10_000)
+    const { log, lead } = leadLog()
+    const realCommit = s.commit.bind(s)
+    let stolen = false
+    s.commit = (async (checks, ops, gate) => {
+      if (!stolen && gate) {
+        stolen = true
+        const thief = new WebLockGate(navigator.locks, ns, 'leader', { steal: true })
+        gates.push(thief)
+        await thief.granted
+        await tick(20)
+      }
+      return realCommit(checks, ops, gate)
+    }) as typeof s.commit
+    const stop = new AbortController()
+    const p = win(run(s, 'b', { lead, signal: stop.signal }))
+    await tick(200)
+    old.gate.release()
+    await tick(300)
+    expect(log.slice(0, 2)).toEqual(['begin', 'lapse:STOLEN'])
+    stop.abort(new Error('enough'))
+    await p.catch(() => {})
+  })
+
+  it('aborted while it waits: rejects with the reason, withdraws from the line and leaves the key alone', async () => {
+    fresh()
+    const first = tab()
+    await holder(first, 10_000)
+    const stop = new AbortController()
+    const p = win(run(tab(), 'b', { signal: stop.signal }))
+    await tick(200)
+    expect(await gateState()).toEqual({ held: 1, pending: 1 })
+    const reason = new Error('gave up')
+    stop.abort(reason)
+    await expect(p).rejects.toBe(reason)
+    await tick(50)
+    expect(await gateState()).toEqual({ held: 1, pending: 0 })
+    expect((await first.read('leader'))?.owner).toBe('old')
+  })
+
+  it('aborted before it starts: rejects with the reason and holds nothing', async () => {
+    fresh()
+    const stop = new AbortController()
+    const reason = new Error('never mind')
+    stop.abort(reason)
+    const s = tab()
+    await expect(win(run(s, 'a', { signal: stop.signal }))).rejects.toBe(reason)
+    await tick(50)
+    expect(await gateState()).toEqual({ held: 0, pending: 0 })
+    expect(await s.read('leader')).toBeUndefined()
+  })
+
+  it('aborted while its take is in flight: the take that lands is undone, the gate let go, the reason thrown', async () => {
+    fresh()
+    const s = tab()
+    const old = await holder(tab(), 10_000)
+    const stop = new AbortController()
+    const reason = new Error('resigned at once')
+    const realCommit = s.commit.bind(s)
+    s.commit = (async (checks, ops, gate) => {
+      if (gate) stop.abort(reason)
+      return realCommit(checks, ops, gate)
+    }) as typeof s.commit
+    const { log, lead } = leadLog()
+    const p = win(run(s, 'a', { signal: stop.signal, lead }))
+    await tick(200)
+    old.gate.release()
+    await expect(p).rejects.toBe(reason)
+    await tick(100)
+    // The take landed over the gone holder's entry, and was deleted: nobody's entry is left.
+    expect(await s.read('leader')).toBeUndefined()
+    expect(await gateState()).toEqual({ held: 0, pending: 0 })
+    expect(log[0]).toBe('begin')
+  })
+
+  describe('without Web Locks', () => {
+    it('a free key is taken at once with no gate', async () => {
+      fresh()
+      const s = tab(false)
+      const won = await win(run(s, 'a'))
+      expect(won.gate).toBeUndefined()
+      expect((await s.read('leader'))?.owner).toBe('a')
+      expect(await gateState()).toEqual({ held: 0, pending: 0 })
+    })
+
+    it('a held key: waits for its delete (heard from another tab) or its TTL, then takes it with a new life', async () => {
+      fresh()
+      const a = tab(false)
+      const first = await win(run(a, 'a', { ttl: 10_000 }))
+      const b = tab(false)
+      const p = win(run(b, 'b'))
+      expect(await within(p, 300)).toBe('pending')
+      await a.commit([{ key: 'leader', created: first.token }], [{ type: 'delete', key: 'leader' }])
+      const second = await p
+      expect(second.token).toBeGreaterThan(first.token)
+      // And at a TTL nobody announces.
+      const c = tab(false)
+      await b.commit([{ key: 'leader', created: second.token }], [{ type: 'set', key: 'leader', value: 'b', ttl: 300, owner: 'b' }])
+      const t0 = performance.now()
+      const third = await win(run(c, 'c'))
+      expect(performance.now() - t0).toBeGreaterThanOrEqual(250)
+      expect(third.token).toBeGreaterThan(second.token)
+    })
+
+    it('aborted while it waits: rejects with the reason', async () => {
+      fresh()
+      const a = tab(false)
+      await win(run(a, 'a'))
+      const stop = new AbortController()
+      const p = win(run(tab(false), 'b', { signal: stop.signal }))
+      await tick(100)
+      const reason = new Error('stop')
+      stop.abort(reason)
+      await expect(p).rejects.toBe(reason)
+    })
+  })
+})
