@@ -1,0 +1,327 @@
+/**
+ * zaris/elect's `TabElection` (src/elect/index.ts) in one Chromium page:
+ * candidates of different ids on one namespace (each as another tab's would
+ * be, on the page's one store), and a second store of the namespace writing
+ * as another tab. What a user of the election sees: `elected` / `deposed`
+ * in turn with their codes, `isLeader`, `term`, `leader` and its event,
+ * `observe`, `put` fenced by a term, `resign`, `close`, and bad arguments
+ * named. Real tabs (closed, frozen, two pages): test/elect/*.test.ts.
+ */
+import { afterEach, describe, expect, it } from 'vitest'
+import { election, type Leader, type TabElection } from '../../src/elect/index'
+import { TermStore } from '../../src/elect/store'
+
+let ns = ''
+const made: TabElection[] = []
+const stores: TermStore[] = []
+afterEach(async () => {
+  for (const e of made.splice(0)) await e.close()
+  for (const s of stores.splice(0)) s.close()
+  await new Promise<void>((resolve) => {
+    const r = indexedDB.deleteDatabase(`zaris:${ns}`)
+    r.onsuccess = r.onerror = r.onblocked = () => resolve()
+  })
+})
+
+function fresh(): string {
+  return (ns = `election-${Math.random().toString(36).slice(2, 10)}`)
+}
+
+/** A candidate on this test's namespace. */
+function candidate(name: string, options: { ttl?: number; id?: string } = {}): TabElection {
+  const e = election('leader', { namespace: ns, candidate: name, id: options.id ?? `id-${name}`, ttl: options.ttl ?? 10_000 })
+  made.push(e)
+  return e
+}
+
+/** Another tab's store of the namespace. */
+function otherTab(): TermStore {
+  const s = new TermStore(ns, navigator.locks)
+  stores.push(s)
+  return s
+}
+
+/** Every `elected`, `deposed` (with its code) and `leader` (with its candidate) event of `e`, in order. */
+function events(e: TabElection): string[] {
+  const log: string[] = []
+  e.addEventListener('elected', () => log.push('elected'))
+  e.addEventListener('deposed', (ev) => log.push(`deposed:${(ev as CustomEvent<string>).detail}`))
+  e.addEventListener('leader', (ev) => log.push(`leader:${(ev as CustomEvent<Leader | undefined>).detail?.candidate ?? '-'}`))
+  return log
+}
+
+const tick = (ms = 30) => new Promise((r) => setTimeout(r, ms))
+async function until(what: () => boolean, ms = 3_000): Promise<void> {
+  const end = performance.now() + ms
+  while (!what()) {
+    if (performance.now() > end) throw new Error('timed out waiting')
+    await tick(10)
+  }
+}
+
+describe('zaris/elect: TabElection', () => {
+  it('bad arguments are named: name, namespace, ttl, id, candidate, options, signal', async () => {
+    fresh()
+    const bad: Array<[() => unknown, RegExp]> = [
+      [() => election('', { namespace: ns }), /name/],
+      [() => election('x', { namespace: '' }), /namespace/],
+      [() => election('x', { namespace: ns, ttl: -1 }), /ttl/],
+      [() => election('x', { namespace: ns, id: '' }), /id/],
+      [() => election('x', { namespace: ns, candidate: '' }), /candidate/],
+      [() => election('x', { namespace: ns, candidate: 5 as never }), /candidate/],
+      [() => election('x', 'options' as never), /options/],
+    ]
+    for (const [make, names] of bad) {
+      let err: { code?: string; message?: string } | undefined
+      try {
+        made.push(make() as TabElection)
+      } catch (e) {
+        err = e as typeof err
+      }
+      expect(err?.code).toBe('INVALID_ARGUMENT')
+      expect(err?.message).toMatch(names)
+    }
+    const e = candidate('a')
+    await expect(e.campaign({ signal: 'now' as never })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' })
+    expect(e.id).toBe('id-a')
+    expect(e.candidate).toBe('a')
+    expect(e.namespace).toBe(ns)
+    expect(e.name).toBe('leader')
+    // Defaults: a random id, shown as the candidate; the default namespace.
+    const d = election('leader-default')
+    made.push(d)
+    expect(d.candidate).toBe(d.id)
+    expect(d.id.length).toBeGreaterThan(8)
+    expect(d.namespace).toBe('default')
+  })
+
+  it('a free key: elected once, isLeader, a term with a token, the leader named (event and getter); campaign again gives the same term', async () => {
+    fresh()
+    const a = candidate('a')
+    const log = events(a)
+    expect(a.isLeader).toBe(false)
+    expect(a.term).toBeUndefined()
+    const term = await a.campaign()
+    expect(term).not.toBeNull()
+    expect(a.isLeader).toBe(true)
+    expect(a.term).toBe(term)
+    expect(a.leader).toEqual({ candidate: 'a', token: term!.token })
+    expect(term!.key).toBe('leader')
+    expect(term!.signal.aborted).toBe(false)
+    expect(await a.campaign()).toBe(term)
+    await tick(50)
+    expect(log.filter((l) => l === 'elected')).toEqual(['elected'])
+    expect(log).toContain('leader:a')
+    expect(log.filter((l) => l.startsWith('deposed'))).toEqual([])
+  })
+
+  it('two campaign calls at once share one campaign', async () => {
+    fresh()
+    const a = candidate('a')
+    const [t1, t2] = await Promise.all([a.campaign(), a.campaign()])
+    expect(t1).toBe(t2)
+  })
+
+  it('a second candidate waits, names the first; the first resigns: RELEASED, and the second is elected with a larger token; both name it', async () => {
+    fresh()
+    const a = candidate('a')
+    const b = candidate('b')
+    const logA = events(a)
+    const logB = events(b)
+    const ta = await a.campaign()
+    const pb = b.campaign()
+    await until(() => b.leader?.candidate === 'a')
+    expect(b.isLeader).toBe(false)
+    expect(await a.resign()).toBe(true)
+    expect(a.isLeader).toBe(false)
+    expect(a.term).toBeUndefined()
+    expect(ta!.signal.aborted).toBe(true)
+    expect((ta!.signal.reason as { code: string }).code).toBe('RELEASED')
+    const tb = await pb
+    expect(tb!.token).toBeGreaterThan(ta!.token)
+    await until(() => a.leader?.candidate === 'b')
+    expect(b.leader).toEqual({ candidate: 'b', token: tb!.token })
+    expect(a.leader).toEqual({ candidate: 'b', token: tb!.token })
+    expect(logA.filter((l) => l === 'elected' || l.startsWith('deposed'))).toEqual(['elected', 'deposed:RELEASED'])
+    expect(logB.filter((l) => l === 'elected' || l.startsWith('deposed'))).toEqual(['elected'])
+    // A resign while not leading: false, and nothing told.
+    expect(await a.resign()).toBe(false)
+  })
+
+  it('resign while leading on the grant (before the token came): true, the campaign resolves null, the take is undone', async () => {
+    fresh()
+    const a = candidate('a')
+    await a.campaign()
+    const b = candidate('b')
+    const logB = events(b)
+    let resigned: Promise<boolean> | undefined
+    b.addEventListener('elected', () => {
+      if (!b.term) resigned = b.resign()
+    })
+    const pb = b.campaign()
+    await until(() => b.leader?.candidate === 'a')
+    await a.resign()
+    const result = await pb
+    if (resigned) {
+      // Led on the grant: resigned then.
+      expect(await resigned).toBe(true)
+      expect(result).toBeNull()
+      expect(b.isLeader).toBe(false)
+      expect(logB).toContain('deposed:RELEASED')
+      await until(() => b.leader === undefined)
+    } else {
+      // The token came with the grant: a plain term, which the test resigns.
+      expect(result).not.toBeNull()
+    }
+  })
+
+  it('put: fenced by a live term it writes; after the term ends it is refused with FENCED and writes nothing; a bad fence is named', async () => {
+    fresh()
+    const a = candidate('a')
+    const term = (await a.campaign())!
+    const value = { n: 1 }
+    await a.put('cursor', value, { fence: term })
+    value.n = 2
+    const store = otherTab()
+    expect((await store.read('cursor'))?.value).toEqual({ n: 1 })
+    await a.resign()
+    await expect(a.put('cursor', 3, { fence: term })).rejects.toMatchObject({ code: 'FENCED' })
+    expect((await store.read('cursor'))?.value).toEqual({ n: 1 })
+    await expect(a.put('cursor', 3, { fence: null as never })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' })
+    await expect(a.put('cursor', 3, { fence: { key: 'leader', token: '1' as never } })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' })
+    await expect(a.put('', 3, { fence: term })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' })
+    await expect(a.put('cursor', () => 1, { fence: term })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' })
+    await expect(a.put('cursor', 1, undefined as never)).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' })
+  })
+
+  it("another tab's takeover of the key (a new life) ends the term at once: deposed STOLEN, the leader is the new one", async () => {
+    fresh()
+    const a = candidate('a')
+    const log = events(a)
+    const term = (await a.campaign())!
+    const store = otherTab()
+    const r = await store.commit([], [{ type: 'set', key: 'leader', value: { candidate: 'z' }, ttl: 10_000, owner: 'id-z' }])
+    if (!r.ok) throw new Error('setup')
+    await until(() => term.signal.aborted)
+    expect((term.signal.reason as { code: string }).code).toBe('STOLEN')
+    expect(a.isLeader).toBe(false)
+    await until(() => a.leader?.candidate === 'z')
+    expect(a.leader?.token).toBe(r.entries[0]!.created)
+    expect(log.filter((l) => l === 'elected' || l.startsWith('deposed'))).toEqual(['elected', 'deposed:STOLEN'])
+  })
+
+  it("another tab's delete of the key ends the term: EXPIRED, and nobody leads", async () => {
+    fresh()
+    const a = candidate('a')
+    const term = (await a.campaign())!
+    await otherTab().commit([], [{ type: 'delete', key: 'leader' }])
+    await until(() => term.signal.aborted)
+    expect((term.signal.reason as { code: string }).code).toBe('EXPIRED')
+    await until(() => a.leader === undefined)
+  })
+
+  it("observe: the leader now first, then each change; another tab's entry of odd shape names nobody; an entry's TTL passing unannounced names nobody", async () => {
+    fresh()
+    const watcher = candidate('w')
+    const stop = new AbortController()
+    const seen: Array<string | undefined> = []
+    const done = (async () => {
+      for await (const l of watcher.observe({ signal: stop.signal })) seen.push(l?.candidate)
+    })()
+    await until(() => seen.length === 1)
+    expect(seen).toEqual([undefined])
+    const store = otherTab()
+    await store.commit([], [{ type: 'set', key: 'leader', value: { candidate: 'x' }, ttl: 400, owner: 'id-x' }])
+    await until(() => seen.length === 2)
+    expect(seen[1]).toBe('x')
+    expect(watcher.leader?.candidate).toBe('x')
+    // Nobody writes the expiry: the election looks again at the entry's deadline.
+    await until(() => seen.length === 3, 2_000)
+    expect(seen[2]).toBeUndefined()
+    for (const value of [5, 'y', [1], { candidate: 7 }, null]) {
+      await store.commit([], [{ type: 'set', key: 'leader', value, owner: 'id-odd' }])
+    }
+    await store.commit([], [{ type: 'set', key: 'leader', value: { candidate: 'y' }, owner: 'id-y' }])
+    await until(() => seen.at(-1) === 'y')
+    expect(seen.filter((c) => c !== undefined && c !== 'x' && c !== 'y')).toEqual([])
+    stop.abort()
+    await done
+    const before = seen.length
+    await store.commit([], [{ type: 'set', key: 'leader', value: { candidate: 'q' }, owner: 'id-q' }])
+    await tick(100)
+    expect(seen.length).toBe(before)
+  })
+
+  it('observe ends when the election closes; a leader seen at the start is the entry there (also when written before the election existed)', async () => {
+    fresh()
+    const store = otherTab()
+    const r = await store.commit([], [{ type: 'set', key: 'leader', value: { candidate: 'early' }, ttl: 10_000, owner: 'id-early' }])
+    if (!r.ok) throw new Error('setup')
+    const e = candidate('w')
+    const seen: Array<Leader | undefined> = []
+    const done = (async () => {
+      for await (const l of e.observe()) seen.push(l)
+    })()
+    await until(() => seen.length === 1)
+    expect(seen[0]).toEqual({ candidate: 'early', token: r.entries[0]!.created })
+    await e.close()
+    await done
+  })
+
+  it('close: a campaign under way resolves null, a term is resigned (the next candidate takes over), nothing is told after; campaign after close is null', async () => {
+    fresh()
+    const a = candidate('a')
+    const b = candidate('b')
+    await a.campaign()
+    const pb = b.campaign()
+    await until(() => b.leader?.candidate === 'a')
+    await b.close()
+    expect(await pb).toBeNull()
+    expect(await b.campaign()).toBeNull()
+    const c = candidate('c')
+    const pc = c.campaign()
+    await until(() => c.leader?.candidate === 'a')
+    const logA = events(a)
+    await a.close()
+    expect(logA).toContain('deposed:RELEASED')
+    const tc = await pc
+    expect(tc).not.toBeNull()
+    await tick(50)
+    const after = logA.length
+    await c.resign()
+    await tick(100)
+    expect(logA.length).toBe(after)
+    await a.close()
+  })
+
+  it('campaign with a signal: aborting it while waiting rejects with the reason; the election can campaign again after', async () => {
+    fresh()
+    const a = candidate('a')
+    await a.campaign()
+    const b = candidate('b')
+    const stop = new AbortController()
+    const pb = b.campaign({ signal: stop.signal })
+    await tick(100)
+    const reason = new Error('not now')
+    stop.abort(reason)
+    await expect(pb).rejects.toBe(reason)
+    const again = b.campaign()
+    await a.resign()
+    expect(await again).not.toBeNull()
+    expect(b.isLeader).toBe(true)
+  })
+
+  it('two candidates of one id in one page are two candidates: the one in line names the other, and leads after it', async () => {
+    fresh()
+    const a = candidate('a', { id: 'same' })
+    const b = candidate('b', { id: 'same' })
+    const ta = await a.campaign()
+    const pb = b.campaign()
+    await until(() => b.leader?.candidate === 'a')
+    expect(b.leader?.token).toBe(ta!.token)
+    await a.resign()
+    const tb = await pb
+    await until(() => a.leader?.candidate === 'b')
+    expect(a.leader?.token).toBe(tb!.token)
+  })
+})
