@@ -71,7 +71,7 @@ export async function win(run: Run): Promise<Won> {
     lost = false
     g.onLost(() => {
       lost = true
-      if (early) lead?.lapse('STOLEN')
+      if (early) lead!.lapse('STOLEN')
     })
   }
   // Asked before registering: the gate's `pagehide` listener (it lets the gate go) then runs before the store's (it announces the tab gone).

@@ -90,6 +90,10 @@ describe("zaris/elect's campaign", () => {
     expect(e?.ttl).toBe(10_000)
     expect((e as { gate?: string }).gate).toBeDefined()
     expect(await gateState()).toEqual({ held: 1, pending: 0 })
+    // Registered: a full client's reaper can tell when this tab goes (its liveness locks are held).
+    const held = ((await navigator.locks.query()).held ?? []).map((l) => `${l.name}/${l.mode}`)
+    expect(held).toContain(`zaris:${ns}:owner:a/shared`)
+    expect(held.some((n) => n.startsWith(`zaris:${ns}:instance:`) && n.endsWith(':a/exclusive'))).toBe(true)
   })
 
   it('behind a holder it waits in the gate\'s line; when the holder lets the gate go (a closed tab), it takes over with a new life', async () => {
@@ -249,8 +253,65 @@ describe("zaris/elect's campaign", () => {
     old.gate.release()
     await tick(300)
     expect(log.slice(0, 2)).toEqual(['begin', 'lapse:STOLEN'])
+    // Its take refused, it asks again behind the thief and waits there: no busy loop of takes.
+    expect(await gateState()).toEqual({ held: 1, pending: 1 })
+    let commits = 0
+    s.commit = (async (checks, ops, gate) => (commits++, realCommit(checks, ops, gate))) as typeof s.commit
+    await tick(300)
+    expect(commits).toBe(0)
     stop.abort(new Error('enough'))
     await p.catch(() => {})
+  })
+
+  it('a gate stolen during a take that led nothing early: nothing lapses (a lapse is only ever of a lead begun)', async () => {
+    fresh()
+    const s = tab()
+    const { log, lead } = leadLog()
+    const realCommit = s.commit.bind(s)
+    let stolen = false
+    s.commit = (async (checks, ops, gate) => {
+      if (!stolen && gate) {
+        stolen = true
+        const thief = new WebLockGate(navigator.locks, ns, 'leader', { steal: true })
+        gates.push(thief)
+        await thief.granted
+        await tick(20)
+      }
+      return realCommit(checks, ops, gate)
+    }) as typeof s.commit
+    // The key is free: the take goes at once (a plain write through a gate not held takes a free key), and the gate is stolen back.
+    await win(run(s, 'a', { lead }))
+    expect(log.filter((l) => l.startsWith('lapse')).length).toBeLessThanOrEqual(log.filter((l) => l === 'begin').length)
+  })
+
+  it('a grant over an empty key (the holder let the gate go without writing): leads early', async () => {
+    fresh()
+    const gate = new WebLockGate(navigator.locks, ns, 'leader', {})
+    gates.push(gate)
+    expect(await gate.granted).toBe(true)
+    const { log, lead } = leadLog()
+    const p = win(run(tab(), 'b', { lead }))
+    await tick(200)
+    gate.release()
+    const won = await p
+    expect(log).toEqual(['begin'])
+    expect(won.gate?.held).toBe(true)
+  })
+
+  it("a grant over a live plain entry (not the gate's): no early lead; the campaign waits for the entry to end", async () => {
+    fresh()
+    const gate = new WebLockGate(navigator.locks, ns, 'leader', {})
+    gates.push(gate)
+    expect(await gate.granted).toBe(true)
+    const other = tab()
+    await other.commit([], [{ type: 'set', key: 'leader', value: 'plain', ttl: 700, owner: 'plain' }])
+    const { log, lead } = leadLog()
+    const p = win(run(tab(), 'b', { lead }))
+    await tick(150)
+    gate.release()
+    const won = await p
+    expect(log).toEqual([])
+    expect(won.gate?.held).toBe(true)
   })
 
   it('aborted while it waits: rejects with the reason, withdraws from the line and leaves the key alone', async () => {
@@ -281,15 +342,23 @@ describe("zaris/elect's campaign", () => {
     expect(await s.read('leader')).toBeUndefined()
   })
 
-  it('aborted while its take is in flight: the take that lands is undone, the gate let go, the reason thrown', async () => {
+  it('aborted while its take is in flight: the gate goes at once, the take leaves no entry, the reason is thrown', async () => {
     fresh()
     const s = tab()
     const old = await holder(tab(), 10_000)
     const stop = new AbortController()
     const reason = new Error('resigned at once')
     const realCommit = s.commit.bind(s)
+    let atAbort: { held: number; pending: number } | undefined
     s.commit = (async (checks, ops, gate) => {
-      if (gate) stop.abort(reason)
+      if (gate && !stop.signal.aborted) {
+        // Once the campaign is waiting for its take (a resign then, as the election's).
+        await Promise.resolve()
+        stop.abort(reason)
+        // The gate goes at the abort, before the take lands (the next in line need not wait for it).
+        await tick(20)
+        atAbort = await gateState()
+      }
       return realCommit(checks, ops, gate)
     }) as typeof s.commit
     const { log, lead } = leadLog()
@@ -298,17 +367,39 @@ describe("zaris/elect's campaign", () => {
     old.gate.release()
     await expect(p).rejects.toBe(reason)
     await tick(100)
-    // The take landed over the gone holder's entry, and was deleted: nobody's entry is left.
-    expect(await s.read('leader')).toBeUndefined()
+    // The take, sent through a gate let go meanwhile, was refused (or, landed first, undone): no entry of the campaign's is left.
+    expect((await s.read('leader'))?.owner).not.toBe('a')
     expect(await gateState()).toEqual({ held: 0, pending: 0 })
+    expect(atAbort).toEqual({ held: 0, pending: 0 })
     expect(log[0]).toBe('begin')
   })
 
+  it('aborted as its take lands: the landed take is deleted, the gate let go, the reason thrown', async () => {
+    fresh()
+    const s = tab()
+    const stop = new AbortController()
+    const reason = new Error('resigned as it landed')
+    const realCommit = s.commit.bind(s)
+    s.commit = (async (checks, ops, gate) => {
+      const r = await realCommit(checks, ops, gate)
+      if (gate && r.ok) stop.abort(reason)
+      return r
+    }) as typeof s.commit
+    await expect(win(run(s, 'a', { signal: stop.signal }))).rejects.toBe(reason)
+    await tick(100)
+    expect(await s.read('leader')).toBeUndefined()
+    expect(await gateState()).toEqual({ held: 0, pending: 0 })
+  })
+
   describe('without Web Locks', () => {
-    it('a free key is taken at once with no gate', async () => {
+    it('a free key is taken at once with no gate, and no early lead (there is no grant)', async () => {
       fresh()
       const s = tab(false)
-      const won = await win(run(s, 'a'))
+      const { log, lead } = leadLog()
+      const t0 = performance.now()
+      const won = await win(run(s, 'a', { lead }))
+      expect(performance.now() - t0).toBeLessThan(FREE_GRACE / 2)
+      expect(log).toEqual([])
       expect(won.gate).toBeUndefined()
       expect((await s.read('leader'))?.owner).toBe('a')
       expect(await gateState()).toEqual({ held: 0, pending: 0 })

@@ -190,7 +190,7 @@ describe('zaris/elect: TabElection', () => {
     await expect(a.put('cursor', 3, { fence: null as never })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' })
     await expect(a.put('cursor', 3, { fence: { key: 'leader', token: '1' as never } })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' })
     await expect(a.put('', 3, { fence: term })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' })
-    await expect(a.put('cursor', () => 1, { fence: term })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' })
+    await expect(a.put('cursor', (() => 1) as never, { fence: term })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' })
     await expect(a.put('cursor', 1, undefined as never)).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' })
   })
 
