@@ -115,6 +115,37 @@ describe('zaris/elect: TabElection', () => {
     expect(log.filter((l) => l.startsWith('deposed'))).toEqual([])
   })
 
+  it('the same candidate elected again is news: a leader event with the new token; at its own deposed the leader is already nobody', async () => {
+    fresh()
+    const a = candidate('a')
+    const tokens: Array<number | undefined> = []
+    a.addEventListener('leader', (ev) => tokens.push((ev as CustomEvent<Leader | undefined>).detail?.token))
+    const leaderAtDeposed: Array<Leader | undefined> = []
+    a.addEventListener('deposed', () => leaderAtDeposed.push(a.leader))
+    const t1 = (await a.campaign())!
+    await a.resign()
+    const t2 = (await a.campaign())!
+    expect(t2.token).toBeGreaterThan(t1.token)
+    await until(() => tokens.includes(t2.token))
+    expect(tokens.filter((t) => t !== undefined)).toEqual([t1.token, t2.token])
+    expect(a.leader).toEqual({ candidate: 'a', token: t2.token })
+    expect(leaderAtDeposed).toEqual([undefined])
+  })
+
+  it("a new term under the same candidate name, straight after the last (another tab's takeover), is news", async () => {
+    fresh()
+    const w = candidate('w')
+    const seen: Array<Leader | undefined> = []
+    w.addEventListener('leader', (ev) => seen.push((ev as CustomEvent<Leader | undefined>).detail))
+    await w.campaign()
+    const store = otherTab()
+    const r1 = await store.commit([], [{ type: 'set', key: 'leader', value: { candidate: 'x' }, ttl: 10_000, owner: 'o1' }])
+    const r2 = await store.commit([], [{ type: 'set', key: 'leader', value: { candidate: 'x' }, ttl: 10_000, owner: 'o2' }])
+    if (!r1.ok || !r2.ok) throw new Error('setup')
+    await until(() => seen.at(-1)?.token === r2.entries[0]!.created)
+    expect(seen.filter((l) => l?.candidate === 'x').map((l) => l!.token)).toEqual([r1.entries[0]!.created, r2.entries[0]!.created])
+  })
+
   it('two campaign calls at once share one campaign', async () => {
     fresh()
     const a = candidate('a')
