@@ -217,15 +217,24 @@ describe("zaris/elect's campaign", () => {
     s.commit = (async (checks, ops, gate) => {
       if (!once && gate) {
         once = true
-        await other.commit([], [{ type: 'set', key: 'leader', value: 'plain', ttl: 300, owner: 'plain' }])
+        await other.commit([], [{ type: 'set', key: 'leader', value: 'plain', ttl: 600, owner: 'plain' }])
       }
       return realCommit(checks, ops, gate)
     }) as typeof s.commit
     const p = win(run(s, 'b', { lead }))
     await tick(200)
     old.gate.release()
+    for (let i = 0; i < 100 && log.length < 2; i++) await tick(10)
+    // Its gate stolen while it waits out the plain write: no lead to lapse any more.
+    const thief = new WebLockGate(navigator.locks, ns, 'leader', { steal: true })
+    gates.push(thief)
+    await thief.granted
+    await tick(100)
+    thief.release()
     const won = await p
-    expect(log).toEqual(['begin', 'lapse:LOST'])
+    // (A grant over the plain entry once expired leads early again.)
+    expect(log.slice(0, 2)).toEqual(['begin', 'lapse:LOST'])
+    expect(log.filter((l) => l.startsWith('lapse'))).toEqual(['lapse:LOST'])
     expect(won.gate?.held).toBe(true)
     expect((await s.read('leader'))?.owner).toBe('b')
   })
@@ -389,6 +398,43 @@ describe("zaris/elect's campaign", () => {
     await tick(100)
     expect(await s.read('leader')).toBeUndefined()
     expect(await gateState()).toEqual({ held: 0, pending: 0 })
+  })
+
+  it('once won after an early lead, the campaign signal aborting later leaves the term its gate', async () => {
+    fresh()
+    const gate = new WebLockGate(navigator.locks, ns, 'leader', {})
+    gates.push(gate)
+    expect(await gate.granted).toBe(true)
+    const { log, lead } = leadLog()
+    const stop = new AbortController()
+    const p = win(run(tab(), 'b', { lead, signal: stop.signal }))
+    await tick(200)
+    gate.release()
+    const won = await p
+    expect(log).toEqual(['begin'])
+    stop.abort(new Error('the election closed later'))
+    await tick(50)
+    expect(won.gate?.held).toBe(true)
+    expect(await gateState()).toEqual({ held: 1, pending: 0 })
+  })
+
+  it("aborted as its take lands, with another tab's new life at the key already: that entry is left alone", async () => {
+    fresh()
+    const s = tab()
+    const other = tab()
+    const stop = new AbortController()
+    const realCommit = s.commit.bind(s)
+    s.commit = (async (checks, ops, gate) => {
+      const r = await realCommit(checks, ops, gate)
+      if (gate && r.ok) {
+        await other.commit([], [{ type: 'set', key: 'leader', value: 'z', ttl: 10_000, owner: 'z' }])
+        stop.abort(new Error('resigned'))
+      }
+      return r
+    }) as typeof s.commit
+    await expect(win(run(s, 'a', { signal: stop.signal }))).rejects.toThrow('resigned')
+    await tick(100)
+    expect((await s.read('leader'))?.owner).toBe('z')
   })
 
   describe('without Web Locks', () => {
