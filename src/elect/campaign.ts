@@ -108,7 +108,7 @@ export async function win(run: Run): Promise<Won> {
       early = false
       // Held, yet something the gate cannot take over is there (a plain write): wait for it to go, or for its
       // TTL to pass (nobody may announce that: an expiry is written only by a commit or sweep that meets it).
-      if (gate?.held) await changed(run, true, won + EXPIRY_GRACE)
+      if (gate?.held) await changed(run, won + EXPIRY_GRACE)
     }
   } catch (err) {
     gate?.release()
@@ -124,7 +124,7 @@ export async function win(run: Run): Promise<Won> {
 async function take(run: Run, through: ThroughGate | undefined): Promise<Omit<Won, 'gate'> | number> {
   const sentAt = performance.now()
   const r = await run.store.commit([{ key: run.name, revision: null }], [{ type: 'set', key: run.name, value: run.value, ttl: run.ttl, owner: run.owner }], through)
-  return r.ok ? { token: r.entries[0]!.created, revision: r.revision, sentAt } : (r.failed[0]?.entry?.ttl ?? Infinity)
+  return r.ok ? { token: r.entries[0]!.created, revision: r.revision, sentAt } : (r.failed[0]!.entry!.ttl ?? Infinity)
 }
 
 /**
@@ -144,7 +144,7 @@ async function turn(run: Run, gate: WebLockGate | undefined): Promise<Stored | u
     // Without a gate, a free key is taken at once.
     if (!live && !gate) return null
     const grace = live ? (e.expiresAt === undefined ? Infinity : e.expiresAt - now + EXPIRY_GRACE) : sawEnd ? EXPIRED_GRACE : FREE_GRACE
-    const woke = await changed(run, false, grace, gate?.granted)
+    const woke = await changed(run, grace, gate?.granted)
     // Frozen while it waited: a taker without the gate may have taken the key, and is taking the gate (this page hears of it late).
     if (woke === 'granted') return run.store.freezes === freezes ? e : null
     if (woke === 'denied') throw new UnavailableError(`the browser's lock manager refused the gate of ${JSON.stringify(run.name)}`)
@@ -163,7 +163,7 @@ async function turn(run: Run, gate: WebLockGate | undefined): Promise<Stored | u
  * a wake of the page counts as a change), after `ms` (`grace`), or when
  * `granted` settles (`granted` or `denied`); rejects with the signal's reason.
  */
-function changed(run: Run, anyChange: boolean, ms = Infinity, granted?: Promise<boolean>): Promise<'event' | 'end' | 'grace' | 'granted' | 'denied'> {
+function changed(run: Run, ms = Infinity, granted?: Promise<boolean>): Promise<'event' | 'end' | 'grace' | 'granted' | 'denied'> {
   const { signal, store, name } = run
   return new Promise((resolve, reject) => {
     let over = false
@@ -172,7 +172,7 @@ function changed(run: Run, anyChange: boolean, ms = Infinity, granted?: Promise<
     void granted?.then((g) => done(() => resolve(g ? 'granted' : 'denied')))
     const unlisten = store.listen((records) => {
       if (records.length === 0) return done(() => resolve('event'))
-      for (const r of records) for (const ev of r.events) if (ev.key === name) return done(() => resolve(ev.type === 'put' || anyChange ? 'event' : 'end'))
+      for (const r of records) for (const ev of r.events) if (ev.key === name) return done(() => resolve(ev.type === 'put' ? 'event' : 'end'))
     })
     function done(f: () => void) {
       if (over) return

@@ -70,6 +70,14 @@ async function holder(store: TermStore, ttl?: number): Promise<{ gate: WebLockGa
   return { gate, token: r.entries[0]!.created }
 }
 
+/** Counts the commits `store` makes from now on. */
+function counted(store: TermStore): () => number {
+  let n = 0
+  const real = store.commit.bind(store)
+  store.commit = ((...args: Parameters<TermStore['commit']>) => (n++, real(...args))) as TermStore['commit']
+  return () => n
+}
+
 const tick = (ms = 30) => new Promise((r) => setTimeout(r, ms))
 /** Resolves `'pending'` if `p` has not settled within `ms`. */
 const within = <T,>(p: Promise<T>, ms: number) => Promise.race([p, tick(ms).then(() => 'pending' as const)])
@@ -160,9 +168,13 @@ describe("zaris/elect's campaign", () => {
     const plain = await s.commit([], [{ type: 'set', key: 'leader', value: 'plain', ttl: 500, owner: 'plain' }])
     if (!plain.ok) throw new Error('setup')
     const { log, lead } = leadLog()
+    const b = tab()
+    const commits = counted(b)
     const t0 = performance.now()
-    const won = await win(run(tab(), 'b', { lead }))
+    const won = await win(run(b, 'b', { lead }))
     const ms = performance.now() - t0
+    // One refused take, then one after the entry's TTL (not a try before it, nor a loop of them).
+    expect(commits()).toBe(2)
     expect(ms).toBeGreaterThanOrEqual(450)
     expect(ms).toBeLessThan(500 + 1_500)
     expect(won.token).toBeGreaterThan(plain.entries[0]!.created)
@@ -175,8 +187,12 @@ describe("zaris/elect's campaign", () => {
     fresh()
     const s = tab()
     await s.commit([], [{ type: 'set', key: 'leader', value: 'plain', owner: 'plain' }])
-    const p = win(run(tab(), 'b'))
+    const b = tab()
+    const commits = counted(b)
+    const p = win(run(b, 'b'))
     expect(await within(p, 400)).toBe('pending')
+    // It waits for a change: one refused take, not a loop of them.
+    expect(commits()).toBe(1)
     expect(await gateState()).toEqual({ held: 1, pending: 0 })
     await s.commit([], [{ type: 'delete', key: 'leader' }])
     const won = await p
@@ -468,6 +484,25 @@ describe("zaris/elect's campaign", () => {
       const third = await win(run(c, 'c'))
       expect(performance.now() - t0).toBeGreaterThanOrEqual(250)
       expect(third.token).toBeGreaterThan(second.token)
+    })
+
+    it("a free key taken by another tab before its take lands: it waits for that entry's end, then takes it", async () => {
+      fresh()
+      const a = tab(false)
+      const other = tab(false)
+      const real = a.commit.bind(a)
+      let once = false
+      a.commit = (async (checks, ops, gate) => {
+        if (!once) {
+          once = true
+          await other.commit([], [{ type: 'set', key: 'leader', value: 'z', ttl: 300, owner: 'z' }])
+        }
+        return real(checks, ops, gate)
+      }) as typeof a.commit
+      const t0 = performance.now()
+      const won = await win(run(a, 'a'))
+      expect(performance.now() - t0).toBeGreaterThanOrEqual(250)
+      expect((await a.read('leader'))?.created).toBe(won.token)
     })
 
     it('aborted while it waits: rejects with the reason', async () => {
