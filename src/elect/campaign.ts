@@ -143,7 +143,7 @@ async function turn(run: Run, gate: WebLockGate | undefined): Promise<Stored | u
     if (e && !live) sawEnd = true
     // Without a gate, a free key is taken at once.
     if (!live && !gate) return null
-    const grace = live ? (e.expiresAt === undefined ? Infinity : e.expiresAt - now + EXPIRY_GRACE) : sawEnd ? EXPIRED_GRACE : FREE_GRACE
+    const grace = live ? (e.expiresAt ?? Infinity) - now + EXPIRY_GRACE : sawEnd ? EXPIRED_GRACE : FREE_GRACE
     const woke = await changed(run, grace, gate?.granted)
     // Frozen while it waited: a taker without the gate may have taken the key, and is taking the gate (this page hears of it late).
     if (woke === 'granted') return run.store.freezes === freezes ? e : null

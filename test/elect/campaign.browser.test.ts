@@ -13,6 +13,7 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { EXPIRED_GRACE, FREE_GRACE, win, type Run } from '../../src/elect/campaign'
 import { gateName, WebLockGate } from '../../src/adapters/indexeddb/gate'
 import { TermStore } from '../../src/elect/store'
+import { freeze, resume } from '../browser-harness/page-events'
 import type { EndCode } from '../../src/elect/term'
 
 let ns = ''
@@ -70,6 +71,14 @@ async function holder(store: TermStore, ttl?: number): Promise<{ gate: WebLockGa
   return { gate, token: r.entries[0]!.created }
 }
 
+/** Counts the reads `store` makes from now on. */
+function countedReads(store: TermStore): () => number {
+  let n = 0
+  const real = store.read.bind(store)
+  store.read = ((key: string) => (n++, real(key))) as TermStore['read']
+  return () => n
+}
+
 /** Counts the commits `store` makes from now on. */
 function counted(store: TermStore): () => number {
   let n = 0
@@ -109,8 +118,13 @@ describe("zaris/elect's campaign", () => {
     const first = tab()
     const old = await holder(first, 10_000)
     const second = tab()
+    const commits = counted(second)
     const p = win(run(second, 'b'))
-    expect(await within(p, 300)).toBe('pending')
+    expect(await within(p, 150)).toBe('pending')
+    // The holder renews meanwhile: news, but no reason for a take.
+    await first.commit([{ key: 'leader', created: old.token }], [{ type: 'set', key: 'leader', value: 'old', ttl: 10_000, owner: 'old' }], WebLockGate.through(old.gate, ns))
+    expect(await within(p, 150)).toBe('pending')
+    expect(commits()).toBe(0)
     expect(await gateState()).toEqual({ held: 1, pending: 1 })
     old.gate.release()
     const won = await p
@@ -124,9 +138,13 @@ describe("zaris/elect's campaign", () => {
     const old = await holder(first, 400)
     let lost = false
     old.gate.onLost(() => (lost = true))
+    const b = tab()
+    const reads = countedReads(b)
     const t0 = performance.now()
-    const won = await win(run(tab(), 'b'))
+    const won = await win(run(b, 'b'))
     const ms = performance.now() - t0
+    // It looks at the entry, then once past its deadline, then takes: no polling meanwhile.
+    expect(reads()).toBeLessThanOrEqual(4)
     expect(ms).toBeGreaterThanOrEqual(400 - 50)
     expect(ms).toBeLessThan(400 + EXPIRED_GRACE + 1_000)
     expect(won.token).toBeGreaterThan(old.token)
@@ -451,6 +469,59 @@ describe("zaris/elect's campaign", () => {
     await expect(win(run(s, 'a', { signal: stop.signal }))).rejects.toThrow('resigned')
     await tick(100)
     expect((await s.read('leader'))?.owner).toBe('z')
+  })
+
+  it('a grant after the page froze and resumed while it waited: no early lead (a taker without the gate may have moved meanwhile)', async () => {
+    fresh()
+    const old = await holder(tab(), 10_000)
+    const { log, lead } = leadLog()
+    const p = win(run(tab(), 'b', { lead }))
+    await tick(150)
+    freeze()
+    old.gate.release()
+    await tick(50)
+    resume()
+    const won = await p
+    expect(log).toEqual([])
+    expect(won.gate?.held).toBe(true)
+  })
+
+  it("the holder's entry deleted while it keeps its gate: taken without the gate after EXPIRED_GRACE, not FREE_GRACE", async () => {
+    fresh()
+    const first = tab()
+    const old = await holder(first, 10_000)
+    const p = win(run(tab(), 'b'))
+    await tick(150)
+    const t0 = performance.now()
+    await first.commit([{ key: 'leader', created: old.token }], [{ type: 'delete', key: 'leader' }])
+    const won = await p
+    expect(performance.now() - t0).toBeLessThan(FREE_GRACE / 2)
+    expect(won.gate?.held).toBe(true)
+    expect(old.gate.held).toBe(false)
+  })
+
+  it('a free key whose gate a grantee keeps: a wake of the page meanwhile does not cut FREE_GRACE short', async () => {
+    fresh()
+    const gate = new WebLockGate(navigator.locks, ns, 'leader', {})
+    gates.push(gate)
+    expect(await gate.granted).toBe(true)
+    const p = win(run(tab(), 'b'))
+    await tick(300)
+    freeze()
+    resume()
+    const t0 = performance.now()
+    await p
+    expect(performance.now() - t0).toBeGreaterThanOrEqual(FREE_GRACE - 100)
+  })
+
+  it('a lock manager that refuses every request (a fake): the campaign fails UNAVAILABLE naming the gate, not a loop', async () => {
+    fresh()
+    const refusing = { request: () => Promise.reject(new DOMException('refused', 'SecurityError')), query: () => navigator.locks.query() } as unknown as LockManager
+    const s = new TermStore(ns, refusing)
+    opened.push(s)
+    const err = await win(run(s, 'a')).catch((e: unknown) => e as { code?: string; message?: string })
+    expect(err).toMatchObject({ code: 'UNAVAILABLE' })
+    expect((err as { message: string }).message).toContain('"leader"')
   })
 
   describe('without Web Locks', () => {
