@@ -166,7 +166,6 @@ async function turn(run: Run, gate: WebLockGate | undefined): Promise<Stored | u
 function changed(run: Run, ms = Infinity, granted?: Promise<boolean>): Promise<'event' | 'end' | 'grace' | 'granted' | 'denied'> {
   const { signal, store, name } = run
   return new Promise((resolve, reject) => {
-    let over = false
     const timer = Number.isFinite(ms) ? setTimeout(() => done(() => resolve('grace')), Math.max(0, ms)) : undefined
     const onAbort = () => done(() => reject(signal.reason))
     void granted?.then((g) => done(() => resolve(g ? 'granted' : 'denied')))
@@ -174,9 +173,8 @@ function changed(run: Run, ms = Infinity, granted?: Promise<boolean>): Promise<'
       if (records.length === 0) return done(() => resolve('event'))
       for (const r of records) for (const ev of r.events) if (ev.key === name) return done(() => resolve(ev.type === 'put' ? 'event' : 'end'))
     })
+    // Whichever comes first settles it; a later call undoes nothing that is not undone already.
     function done(f: () => void) {
-      if (over) return
-      over = true
       clearTimeout(timer)
       unlisten()
       signal.removeEventListener('abort', onAbort)

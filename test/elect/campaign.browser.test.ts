@@ -372,8 +372,11 @@ describe("zaris/elect's campaign", () => {
     await tick(200)
     expect(await gateState()).toEqual({ held: 1, pending: 1 })
     const reason = new Error('gave up')
+    const t0 = performance.now()
     stop.abort(reason)
     await expect(p).rejects.toBe(reason)
+    // At the abort, not at the next look.
+    expect(performance.now() - t0).toBeLessThan(1_000)
     await tick(50)
     expect(await gateState()).toEqual({ held: 1, pending: 0 })
     expect((await first.read('leader'))?.owner).toBe('old')
@@ -530,6 +533,55 @@ describe("zaris/elect's campaign", () => {
     expect((err as { message: string }).message).toContain('"leader"')
   })
 
+  it('a campaign through waits, a refused take and a takeover leaves no listener on its signal', async () => {
+    fresh()
+    const first = tab()
+    const old = await holder(first, 400)
+    const stop = new AbortController()
+    const signal = stop.signal
+    let listening = 0
+    const add = signal.addEventListener.bind(signal)
+    const remove = signal.removeEventListener.bind(signal)
+    const fns = new Set<unknown>()
+    // Counts the 'abort' listeners on the signal (the browser keeps one per function and type).
+    signal.addEventListener = ((type: string, fn: EventListener, o?: AddEventListenerOptions) => {
+      if (type === 'abort' && !fns.has(fn)) listening++
+      if (type === 'abort') fns.add(fn)
+      add(type, fn, o)
+    }) as typeof signal.addEventListener
+    signal.removeEventListener = ((type: string, fn: EventListener, o?: EventListenerOptions) => {
+      if (type === 'abort' && fns.delete(fn)) listening--
+      remove(type, fn, o)
+    }) as typeof signal.removeEventListener
+    const b = tab()
+    const p = win(run(b, 'b', { signal }))
+    await tick(100)
+    // A plain write lands in the way meanwhile (news, and a refused take later).
+    await first.commit([], [{ type: 'set', key: 'other', value: 1 }])
+    await p
+    expect(old.gate.held).toBe(false)
+    expect(listening).toBe(0)
+  })
+
+  it('aborted while a refused take is in flight (no early lead): rejects at once, not at the entry\'s end', async () => {
+    fresh()
+    const s = tab()
+    await tab().commit([], [{ type: 'set', key: 'leader', value: 'plain', owner: 'plain' }])
+    const stop = new AbortController()
+    const reason = new Error('closed')
+    const realCommit = s.commit.bind(s)
+    s.commit = (async (checks, ops, gate) => {
+      const r = await realCommit(checks, ops, gate)
+      if (gate) stop.abort(reason)
+      return r
+    }) as typeof s.commit
+    const t0 = performance.now()
+    await expect(win(run(s, 'a', { signal: stop.signal }))).rejects.toBe(reason)
+    expect(performance.now() - t0).toBeLessThan(1_000)
+    await tick(50)
+    expect(await gateState()).toEqual({ held: 0, pending: 0 })
+  })
+
   describe('without Web Locks', () => {
     it('a free key is taken at once with no gate, and no early lead (there is no grant)', async () => {
       fresh()
@@ -590,8 +642,10 @@ describe("zaris/elect's campaign", () => {
       const p = win(run(tab(false), 'b', { signal: stop.signal }))
       await tick(100)
       const reason = new Error('stop')
+      const t0 = performance.now()
       stop.abort(reason)
       await expect(p).rejects.toBe(reason)
+      expect(performance.now() - t0).toBeLessThan(1_000)
     })
   })
 })
