@@ -15,6 +15,8 @@ import { gateName, WebLockGate } from '../../src/adapters/indexeddb/gate'
 import { TermStore } from '../../src/elect/store'
 import { freeze, resume } from '../browser-harness/page-events'
 import type { EndCode } from '../../src/elect/term'
+import type { CommitResult } from '../../src/core/contract/adapter'
+import { dropNamespace } from '../browser-harness/drop-namespace'
 
 let ns = ''
 const opened: TermStore[] = []
@@ -24,10 +26,7 @@ afterEach(async () => {
   for (const s of stops.splice(0)) s.abort(new Error('test over'))
   for (const g of gates.splice(0)) g.release()
   for (const s of opened.splice(0)) s.close()
-  await new Promise<void>((resolve) => {
-    const r = indexedDB.deleteDatabase(`zaris:${ns}`)
-    r.onsuccess = r.onerror = r.onblocked = () => resolve()
-  })
+  await dropNamespace(ns)
 })
 
 function fresh(): string {
@@ -69,6 +68,37 @@ async function holder(store: TermStore, ttl?: number): Promise<{ gate: WebLockGa
   const r = await store.commit([{ key: 'leader', revision: null }], [{ type: 'set', key: 'leader', value: 'old', ttl, owner: 'old' }], WebLockGate.through(gate, ns))
   if (!r.ok) throw new Error('setup: the holder could not take the key')
   return { gate, token: r.entries[0]!.created }
+}
+
+/** Runs `fn` once, just before the first commit `store` makes through a gate (the campaign's take). */
+function beforeTake(store: TermStore, fn: () => Promise<unknown>): void {
+  const real = store.commit.bind(store)
+  let done = false
+  store.commit = (async (checks, ops, gate) => {
+    if (!done && gate) {
+      done = true
+      await fn()
+    }
+    return real(checks, ops, gate)
+  }) as TermStore['commit']
+}
+
+/** Runs `fn` with the answer of each commit `store` makes through a gate, before the campaign sees it. */
+function afterTake(store: TermStore, fn: (r: CommitResult) => Promise<unknown> | unknown): void {
+  const real = store.commit.bind(store)
+  store.commit = (async (checks, ops, gate) => {
+    const r = await real(checks, ops, gate)
+    if (gate) await fn(r)
+    return r
+  }) as TermStore['commit']
+}
+
+/** Another tab steals the key's gate, as a taker without it does. */
+async function steal(): Promise<void> {
+  const thief = new WebLockGate(navigator.locks, ns, 'leader', { steal: true })
+  gates.push(thief)
+  await thief.granted
+  await tick(20)
 }
 
 /** Counts the reads `store` makes from now on. */
@@ -252,15 +282,7 @@ describe("zaris/elect's campaign", () => {
     const { log, lead } = leadLog()
     // The take of b is refused: a plain write is made between the grant's read and the take.
     const other = tab()
-    let once = false
-    const realCommit = s.commit.bind(s)
-    s.commit = (async (checks, ops, gate) => {
-      if (!once && gate) {
-        once = true
-        await other.commit([], [{ type: 'set', key: 'leader', value: 'plain', ttl: 600, owner: 'plain' }])
-      }
-      return realCommit(checks, ops, gate)
-    }) as typeof s.commit
+    beforeTake(s, () => other.commit([], [{ type: 'set', key: 'leader', value: 'plain', ttl: 600, owner: 'plain' }]))
     const p = win(run(s, 'b', { lead }))
     await tick(200)
     old.gate.release()
@@ -284,18 +306,7 @@ describe("zaris/elect's campaign", () => {
     const s = tab()
     const old = await holder(tab(), 10_000)
     const { log, lead } = leadLog()
-    const realCommit = s.commit.bind(s)
-    let stolen = false
-    s.commit = (async (checks, ops, gate) => {
-      if (!stolen && gate) {
-        stolen = true
-        const thief = new WebLockGate(navigator.locks, ns, 'leader', { steal: true })
-        gates.push(thief)
-        await thief.granted
-        await tick(20)
-      }
-      return realCommit(checks, ops, gate)
-    }) as typeof s.commit
+    beforeTake(s, steal)
     const stop = new AbortController()
     const p = win(run(s, 'b', { lead, signal: stop.signal }))
     await tick(200)
@@ -304,10 +315,9 @@ describe("zaris/elect's campaign", () => {
     expect(log.slice(0, 2)).toEqual(['begin', 'lapse:STOLEN'])
     // Its take refused, it asks again behind the thief and waits there: no busy loop of takes.
     expect(await gateState()).toEqual({ held: 1, pending: 1 })
-    let commits = 0
-    s.commit = (async (checks, ops, gate) => (commits++, realCommit(checks, ops, gate))) as typeof s.commit
+    const commits = counted(s)
     await tick(300)
-    expect(commits).toBe(0)
+    expect(commits()).toBe(0)
     stop.abort(new Error('enough'))
     await p.catch(() => {})
   })
@@ -316,18 +326,7 @@ describe("zaris/elect's campaign", () => {
     fresh()
     const s = tab()
     const { log, lead } = leadLog()
-    const realCommit = s.commit.bind(s)
-    let stolen = false
-    s.commit = (async (checks, ops, gate) => {
-      if (!stolen && gate) {
-        stolen = true
-        const thief = new WebLockGate(navigator.locks, ns, 'leader', { steal: true })
-        gates.push(thief)
-        await thief.granted
-        await tick(20)
-      }
-      return realCommit(checks, ops, gate)
-    }) as typeof s.commit
+    beforeTake(s, steal)
     // The key is free: the take goes at once (a plain write through a gate not held takes a free key), and the gate is stolen back.
     await win(run(s, 'a', { lead }))
     expect(log.filter((l) => l.startsWith('lapse')).length).toBeLessThanOrEqual(log.filter((l) => l === 'begin').length)
@@ -431,12 +430,7 @@ describe("zaris/elect's campaign", () => {
     const s = tab()
     const stop = new AbortController()
     const reason = new Error('resigned as it landed')
-    const realCommit = s.commit.bind(s)
-    s.commit = (async (checks, ops, gate) => {
-      const r = await realCommit(checks, ops, gate)
-      if (gate && r.ok) stop.abort(reason)
-      return r
-    }) as typeof s.commit
+    afterTake(s, (r) => r.ok && stop.abort(reason))
     await expect(win(run(s, 'a', { signal: stop.signal }))).rejects.toBe(reason)
     await tick(100)
     expect(await s.read('leader')).toBeUndefined()
@@ -466,15 +460,11 @@ describe("zaris/elect's campaign", () => {
     const s = tab()
     const other = tab()
     const stop = new AbortController()
-    const realCommit = s.commit.bind(s)
-    s.commit = (async (checks, ops, gate) => {
-      const r = await realCommit(checks, ops, gate)
-      if (gate && r.ok) {
-        await other.commit([], [{ type: 'set', key: 'leader', value: 'z', ttl: 10_000, owner: 'z' }])
-        stop.abort(new Error('resigned'))
-      }
-      return r
-    }) as typeof s.commit
+    afterTake(s, async (r) => {
+      if (!r.ok) return
+      await other.commit([], [{ type: 'set', key: 'leader', value: 'z', ttl: 10_000, owner: 'z' }])
+      stop.abort(new Error('resigned'))
+    })
     await expect(win(run(s, 'a', { signal: stop.signal }))).rejects.toThrow('resigned')
     await tick(100)
     expect((await s.read('leader'))?.owner).toBe('z')
@@ -569,12 +559,7 @@ describe("zaris/elect's campaign", () => {
     await tab().commit([], [{ type: 'set', key: 'leader', value: 'plain', owner: 'plain' }])
     const stop = new AbortController()
     const reason = new Error('closed')
-    const realCommit = s.commit.bind(s)
-    s.commit = (async (checks, ops, gate) => {
-      const r = await realCommit(checks, ops, gate)
-      if (gate) stop.abort(reason)
-      return r
-    }) as typeof s.commit
+    afterTake(s, () => stop.abort(reason))
     const t0 = performance.now()
     await expect(win(run(s, 'a', { signal: stop.signal }))).rejects.toBe(reason)
     expect(performance.now() - t0).toBeLessThan(1_000)

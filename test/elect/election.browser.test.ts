@@ -10,6 +10,7 @@
 import { afterEach, describe, expect, it } from 'vitest'
 import { election, type Leader, type TabElection } from '../../src/elect/index'
 import { TermStore } from '../../src/elect/store'
+import { dropNamespace } from '../browser-harness/drop-namespace'
 
 let ns = ''
 const made: TabElection[] = []
@@ -17,10 +18,7 @@ const stores: TermStore[] = []
 afterEach(async () => {
   for (const e of made.splice(0)) await e.close()
   for (const s of stores.splice(0)) s.close()
-  await new Promise<void>((resolve) => {
-    const r = indexedDB.deleteDatabase(`zaris:${ns}`)
-    r.onsuccess = r.onerror = r.onblocked = () => resolve()
-  })
+  await dropNamespace(ns)
 })
 
 function fresh(): string {

@@ -14,15 +14,13 @@ import { freeze, freezeMidTransaction, resume } from '../browser-harness/page-ev
 import type { LogRecord } from '../../src/adapters/indexeddb/schema'
 import { FencedError } from '../../src/core/contract/errors'
 import { shareStore, TermStore, unshareStore } from '../../src/elect/store'
+import { dropNamespace } from '../browser-harness/drop-namespace'
 
 let ns = ''
 const opened: TermStore[] = []
 afterEach(async () => {
   for (const s of opened.splice(0)) s.close()
-  await new Promise<void>((resolve) => {
-    const r = indexedDB.deleteDatabase(`zaris:${ns}`)
-    r.onsuccess = r.onerror = r.onblocked = () => resolve()
-  })
+  await dropNamespace(ns)
 })
 
 function fresh(): string {

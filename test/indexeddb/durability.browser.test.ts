@@ -10,6 +10,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { Client } from 'zaris'
 import { indexedDbAdapter } from 'zaris/indexeddb'
+import { dropNamespace } from '../browser-harness/drop-namespace'
 
 const seen: IDBTransactionDurability[] = []
 const original = IDBDatabase.prototype.transaction
@@ -30,10 +31,7 @@ afterEach(async () => {
   IDBDatabase.prototype.transaction = original
   await client?.close()
   client = undefined
-  await new Promise<void>((resolve) => {
-    const r = indexedDB.deleteDatabase(`zaris:${ns}`)
-    r.onsuccess = r.onerror = r.onblocked = () => resolve()
-  })
+  await dropNamespace(ns)
 })
 
 /** The durabilities of the readwrite transactions `step` makes. */

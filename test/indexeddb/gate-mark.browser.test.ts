@@ -9,15 +9,13 @@
 import { afterEach, describe, expect, it } from 'vitest'
 import type { Adapter, Op } from 'zaris'
 import { indexedDbAdapter } from 'zaris/indexeddb'
+import { dropNamespace } from '../browser-harness/drop-namespace'
 
 const opened: Adapter[] = []
 let ns = ''
 afterEach(async () => {
   await Promise.all(opened.splice(0).map((a) => a.close()))
-  await new Promise<void>((resolve) => {
-    const r = indexedDB.deleteDatabase(`zaris:${ns}`)
-    r.onsuccess = r.onerror = r.onblocked = () => resolve()
-  })
+  await dropNamespace(ns)
 })
 
 function adapter(): Adapter {
