@@ -63,7 +63,8 @@ const per = [...after].map(([k, v]) => [k, (v.calls - (before.get(k)?.calls ?? 0
 console.log(`Redis per cycle: ${per.map(([k, c, us]) => `${k} ${c.toFixed(2)} (${us.toFixed(1)} µs)`).join(', ')}`)
 if (profile) {
   const { profile: p } = await session.post('Profiler.stop')
-  console.log(summarise(p as never, 30))
+  if (process.env.SAVE) (await import('node:fs')).writeFileSync(process.env.SAVE, JSON.stringify(p))
+  console.log(summarise(p as never, Number(process.env.TOP ?? 30), process.env.FILTER))
 }
 await client.close()
 conn.disconnect()

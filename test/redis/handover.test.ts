@@ -138,4 +138,34 @@ describe('the Redis store hands over', () => {
       await Promise.all(all.map((a) => a.close()))
     }
   })
+
+  test("a namespace where nothing is parked skips the handover's reads: the park counter goes once nothing is parked, and comes back with the next park, which is handed over as before", async () => {
+    const { ns, all } = await fx.adapters(2)
+    const [h, w] = all as [RedisAdapter, RedisAdapter]
+    const [rev, , , , , , , parkKey, pkey] = namespaceKeys(ns) as [string, string, string, string, string, string, string, string, string]
+    const calls = async () => Number(/cmdstat_hget:calls=(\d+)/.exec(await raw().info('commandstats'))?.[1] ?? 0)
+    try {
+      for (let round = 1; round <= 2; round++) {
+        const held = ok(await h.commit([absent('lock')], [set('lock', 'h')]))
+        let parked = false
+        const take = w.commit([absent('lock')], [set('lock', 'w')], { ...park(), onParked: () => (parked = true) })
+        await until(() => parked)
+        expect(await raw().hexists(rev, 'pq')).toBe(1)
+        await h.commit([life('lock', held.revision)], [del('lock')])
+        const won = ok(await take)
+        expect(won.entries[0]).toMatchObject({ owner: 'w' })
+        // The waiter's own release finds nothing parked anywhere: the counter goes.
+        await w.commit([life('lock', won.revision)], [del('lock')])
+        expect(await raw().exists(parkKey, pkey)).toBe(0)
+        expect(await raw().hexists(rev, 'pq')).toBe(0)
+      }
+      // Now a take and a release read no park or key list: one HGET each (the request record's; the entry is read once).
+      const before = await calls()
+      const held = ok(await h.commit([absent('lock')], [set('lock', 'h')]))
+      await h.commit([life('lock', held.revision)], [del('lock')])
+      expect((await calls()) - before).toBe(4)
+    } finally {
+      await Promise.all(all.map((a) => a.close()))
+    }
+  })
 })

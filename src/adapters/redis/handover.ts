@@ -321,8 +321,9 @@ end
 -- Tries the parked commits on the keys this call changed, in their turn,
 -- until none goes through (a commit that goes through changes keys too).
 HOOK.handover = function()
-  if HANDING or next(CHANGED) == nil then return end
+  if HANDING or next(CHANGED) == nil or PARKS == false then return end
   HANDING = true
+  local found = false
   -- due stays sorted between tries: only commits newly found unsort it (a sort per try was most of a release's time
   -- with 15 waiters).
   local due, queued, sorted = {}, {}, true
@@ -332,6 +333,7 @@ HOOK.handover = function()
     for key in pairs(changed) do
       -- A turn whose place is gone ends (its waiter gave up): what it held back is tried in this call.
       for _, o in ipairs(turn_orders(key)) do
+        found = true
         local t = turn_of(o)
         if t then
           for _, c in ipairs(t.c) do
@@ -343,6 +345,7 @@ HOOK.handover = function()
         end
       end
       for _, id in ipairs(park_ids(key)) do
+        found = true
         local raw = not queued[id] and (redis.call('HGET', K_PARK, 's:' .. id) or redis.call('HGET', K_PARK, id))
         if raw then
           local p = cjson.decode(raw)
@@ -365,6 +368,8 @@ HOOK.handover = function()
       break
     end
   end
+  -- Nothing parked nor kept at all: the counter goes, so the next calls skip these reads (PARKS).
+  if not found and redis.call('EXISTS', K_PARK, K_PKEY) == 0 then redis.call('HDEL', K_REV, 'pq') end
   HANDING = false
 end
 

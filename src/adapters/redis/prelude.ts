@@ -29,8 +29,9 @@ export const CALL_STATE: ReadonlyArray<readonly [names: string, values: string]>
   // live's cache of the entries read (see live), kept up to date by every write.
   ['LIVE', '{}'],
   // The keys this call wrote, deleted or expired, for the parked commits they may let through (handover.ts),
-  // and whether that handover is under way.
-  ['CHANGED, HANDING', '{}, false'],
+  // and whether that handover is under way. PARKS: whether the namespace may hold parked commits or kept
+  // turns (rev's 'pq', read with the counter; nil: not read), so a call with none skips the handover's reads.
+  ['CHANGED, HANDING, PARKS', '{}, false, nil'],
 ]
 
 /** The common start of every script: the call's state and `init`, keys, clock, expiry, revisions. */
@@ -68,14 +69,17 @@ end
 -- fencing tokens still rise for every client that was connected. LOST is set
 -- to the newest revision Redis still had when it had lost later ones.
 -- OLDEST: no request record is older than this (rev's 'p', read with the
--- counter; nil: not known).
+-- counter; nil: not known). PARKS: rev's 'pq' (the parked commits' counter,
+-- there while any park or turn may be, handover.ts) is there, or the hash
+-- was lost (then it cannot be told).
 local MAXREV = 9007199254740991
 -- Returns nil, having written nothing, when the store has no revision left.
 local function next_rev()
   if not FLOOR then
-    local head = redis.call('HMGET', K_REV, 'n', 'g', 'p')
+    local head = redis.call('HMGET', K_REV, 'n', 'g', 'p', 'pq')
     local current = tonumber(head[1] or '0')
     OLDEST = tonumber(head[3])
+    if PARKS == nil then PARKS = head[4] ~= false or not head[2] end
     local newest = current
     -- The counter and the log change in the same scripts: while the hash
     -- holds its epoch (it was not lost or evicted) and no client has seen

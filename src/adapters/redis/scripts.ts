@@ -7,7 +7,8 @@
  *
  * 1. `rev`  hash    `n`: the store-wide revision counter (HINCRBY); `g`: the epoch, Redis's
  *                   time when the counter was created, which changes if Redis lost everything;
- *                   `p`: no `reqt` score is below it (when the records are next pruned; 0: now)
+ *                   `p`: no `reqt` score is below it (when the records are next pruned; 0: now);
+ *                   `pq`: the parked commits' counter, there only while `park` or `pkey` may hold anything
  * 2. `data` hash    key -> `<rev> <created> <deadline|-> <ttl|-> <value json>[\n<owner>]`
  * 3. `idx`  zset    every stored key at score 0 (as `ix(key)`, see below), for prefix ranges and pages (ZRANGEBYLEX)
  * 4. `exp`  zset    key -> deadline in microseconds on Redis's clock (TIME)
