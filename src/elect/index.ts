@@ -207,8 +207,9 @@ export class TabElection extends EventTarget implements AsyncDisposable {
   async resign(): Promise<boolean> {
     if (this.#early?.held) {
       // The gate goes at once; the campaign answers null once its take landed (and is undone).
-      this.#resigned?.abort()
-      await this.#campaign?.catch(() => {})
+      // (Leading on the grant is only ever inside a campaign: both are set.)
+      this.#resigned!.abort()
+      await this.#campaign!.catch(() => {})
       return true
     }
     const term = this.#term
@@ -314,8 +315,8 @@ export class TabElection extends EventTarget implements AsyncDisposable {
           this.#took = ev.created
           continue
         }
-        const leader = ev.type === 'put' ? this.#vouch(leaderOf(ev.value, ev.created!), ev.owner) : undefined
-        this.#setLeader(leader, r.revision, ev.type === 'put' && ev.ttl !== undefined ? Date.now() + ev.ttl : undefined)
+        // A delete or an expiry has no value: it names nobody.
+        this.#setLeader(this.#vouch(leaderOf(ev.value, ev.created!), ev.owner), r.revision, ev.ttl !== undefined ? Date.now() + ev.ttl : undefined)
       }
     }
   }
@@ -331,7 +332,7 @@ export class TabElection extends EventTarget implements AsyncDisposable {
     this.#seen = revision
     clearTimeout(this.#expiry)
     // Nobody writes an expiry here: look again when the leader's entry would have expired.
-    if (leader && expiresAt !== undefined) this.#expiry = setTimeout(() => void this.#read(), Math.max(0, expiresAt - Date.now()) + 5)
+    if (expiresAt !== undefined) this.#expiry = setTimeout(() => void this.#read(), Math.max(0, expiresAt - Date.now()) + 5)
     const before = this.#leader
     if (before?.token === leader?.token && before?.candidate === leader?.candidate) return
     this.#leader = leader
@@ -339,8 +340,9 @@ export class TabElection extends EventTarget implements AsyncDisposable {
   }
 
   #ended(term: Running): void {
-    if (this.#term === term) this.#term = undefined
-    if (this.#leader?.token === term.token && this.#leader.candidate === this.candidate) {
+    // (An ended term stays as #term until the next: every use asks whether it is held.)
+    // A token is one entry's life: the leader named by it is this term's.
+    if (this.#leader?.token === term.token) {
       this.#leader = undefined
       this.dispatchEvent(new CustomEvent('leader', { detail: undefined }))
     }

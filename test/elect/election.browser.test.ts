@@ -353,4 +353,110 @@ describe('zaris/elect: TabElection', () => {
     await until(() => a.leader?.candidate === 'b')
     expect(a.leader?.token).toBe(tb!.token)
   })
+
+  it('observe leaves nothing behind: its listeners on the election and on its signal go when it ends, by its signal or by a break', async () => {
+    fresh()
+    const e = candidate('w')
+    const listening = { leader: 0, abort: 0 }
+    const add = EventTarget.prototype.addEventListener
+    const remove = EventTarget.prototype.removeEventListener
+    const count = (target: EventTarget, type: string, by: number) => {
+      if (type === 'leader' && target === e) listening.leader += by
+      if (type === 'abort' && target instanceof AbortSignal) listening.abort += by
+    }
+    EventTarget.prototype.addEventListener = function (this: EventTarget, type: string, ...rest: [never, never]) {
+      count(this, type, 1)
+      return add.call(this, type, ...rest)
+    }
+    EventTarget.prototype.removeEventListener = function (this: EventTarget, type: string, ...rest: [never, never]) {
+      count(this, type, -1)
+      return remove.call(this, type, ...rest)
+    }
+    try {
+      const stop = new AbortController()
+      const seen: unknown[] = []
+      const byStop = (async () => {
+        for await (const l of e.observe({ signal: stop.signal })) seen.push(l)
+      })()
+      await until(() => seen.length === 1)
+      expect(listening).toEqual({ leader: 1, abort: 1 })
+      stop.abort()
+      await byStop
+      expect(listening).toEqual({ leader: 0, abort: 0 })
+      for await (const l of e.observe()) {
+        expect(l).toBeUndefined()
+        expect(listening).toEqual({ leader: 1, abort: 1 })
+        break
+      }
+      expect(listening).toEqual({ leader: 0, abort: 0 })
+    } finally {
+      EventTarget.prototype.addEventListener = add
+      EventTarget.prototype.removeEventListener = remove
+    }
+  })
+
+  it("an election of another name in the namespace is not this one's news; the leader renewing its own entry is no news either", async () => {
+    fresh()
+    const a = candidate('a')
+    const log = events(a)
+    const ta = (await a.campaign())!
+    const other = election('other', { namespace: ns, candidate: 'b', id: 'id-b' })
+    made.push(other)
+    expect(await other.campaign()).not.toBeNull()
+    await until(() => other.leader?.candidate === 'b')
+    // Another tab's leader, renewed in place (same owner, same life): one leader event for it, not two.
+    const store = otherTab()
+    await a.resign()
+    const put = await store.commit([], [{ type: 'set', key: 'leader', value: { candidate: 'z' }, ttl: 10_000, owner: 'id-z' }])
+    if (!put.ok) throw new Error('setup')
+    await until(() => a.leader?.candidate === 'z')
+    const renewed = await store.commit([{ key: 'leader', created: put.entries[0]!.created }], [{ type: 'set', key: 'leader', value: { candidate: 'z' }, ttl: 10_000, owner: 'id-z' }])
+    expect(renewed.ok && renewed.entries[0]!.created).toBe(put.entries[0]!.created)
+    await tick(150)
+    expect(a.leader).toEqual({ candidate: 'z', token: put.entries[0]!.created })
+    // Its own term's end: nobody leads here before deposed is told.
+    expect(log).toEqual(['leader:a', 'elected', 'leader:-', 'deposed:RELEASED', 'leader:z'])
+    expect(ta.token).toBeLessThan(put.entries[0]!.created)
+  })
+
+  it('close twice leaves the store to the page\'s other elections of the namespace, and tells nothing after, however many observe ran', async () => {
+    fresh()
+    const a = candidate('a')
+    const b = candidate('b')
+    const log = events(a)
+    const stop = new AbortController()
+    const views = [a.observe({ signal: stop.signal }), a.observe({ signal: stop.signal }), b.observe({ signal: stop.signal })]
+    await Promise.all(views.map((v) => v.next()))
+    await a.close()
+    await a.close()
+    // b's store (the page's one of the namespace) is still open: b campaigns and hears another tab.
+    expect(await b.campaign()).not.toBeNull()
+    await b.resign()
+    const store = otherTab()
+    await store.commit([], [{ type: 'set', key: 'leader', value: { candidate: 'z' }, ttl: 10_000, owner: 'id-z' }])
+    await until(() => b.leader?.candidate === 'z')
+    await tick(100)
+    expect(log).toEqual([])
+    stop.abort()
+    await Promise.all(views.map((v) => v.return(undefined)))
+  })
+
+  it("the namespace's last election to close (or be disposed of) closes its store: the page's liveness locks of the namespace go", async () => {
+    fresh()
+    const a = candidate('a')
+    const b = candidate('b')
+    const held = async () => ((await navigator.locks.query()).held ?? []).filter((l) => l.name?.startsWith(`zaris:${ns}:`)).length
+    await a.campaign()
+    const pb = b.campaign()
+    await until(() => b.leader?.candidate === 'a')
+    expect(await held()).toBeGreaterThan(0)
+    await a.close()
+    expect(await pb).not.toBeNull()
+    expect(await held()).toBeGreaterThan(0)
+    await b[Symbol.asyncDispose]()
+    expect(await b.campaign()).toBeNull()
+    // Let go as the store closes (their requests settle a moment later).
+    for (let end = performance.now() + 2_000; (await held()) > 0 && performance.now() < end; ) await tick(10)
+    expect(await held()).toBe(0)
+  })
 })
