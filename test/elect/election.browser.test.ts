@@ -9,7 +9,8 @@
  */
 import { afterEach, describe, expect, it } from 'vitest'
 import { election, type Leader, type TabElection } from '../../src/elect/index'
-import { TermStore } from '../../src/elect/store'
+import { commitBatch } from '../../src/adapters/indexeddb/transactions'
+import { HISTORY, TermStore } from '../../src/elect/store'
 import { dropNamespace } from '../browser-harness/drop-namespace'
 
 let ns = ''
@@ -221,6 +222,7 @@ describe('zaris/elect: TabElection', () => {
     await expect(a.put('', 3, { fence: term })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' })
     await expect(a.put('cursor', (() => 1) as never, { fence: term })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' })
     await expect(a.put('cursor', 1, undefined as never)).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' })
+    await expect(a.put('cursor', 1, { fence: { key: '', token: 1 } })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT', message: expect.stringMatching(/fence\.key/) })
   })
 
   it("another tab's takeover of the key (a new life) ends the term at once: deposed STOLEN, the leader is the new one", async () => {
@@ -458,5 +460,26 @@ describe('zaris/elect: TabElection', () => {
     // Let go as the store closes (their requests settle a moment later).
     for (let end = performance.now() + 2_000; (await held()) > 0 && performance.now() < end; ) await tick(10)
     expect(await held()).toBe(0)
+  })
+
+  it('a page that wakes reads the leader again: a change it never heard of (made while it slept) is seen at the wake', async () => {
+    fresh()
+    const e = candidate('w')
+    const seen: Array<string | undefined> = []
+    const stop = new AbortController()
+    const done = (async () => {
+      for await (const l of e.observe({ signal: stop.signal })) seen.push(l?.candidate)
+    })()
+    await until(() => seen.length === 1)
+    // Written with no message to any tab, as a change whose message a sleeping page missed.
+    await otherTab().run((db) => commitBatch(db, [{ checks: [], ops: [{ type: 'set', key: 'leader', value: { candidate: 'quiet' }, owner: 'id-q', ttl: 10_000 }] }], Date.now, HISTORY, 0))
+    await tick(100)
+    expect(seen).toEqual([undefined])
+    document.dispatchEvent(new Event('freeze'))
+    document.dispatchEvent(new Event('resume'))
+    await until(() => seen.length === 2)
+    expect(seen[1]).toBe('quiet')
+    stop.abort()
+    await done
   })
 })
