@@ -10,6 +10,7 @@ import { spawnSync } from 'node:child_process'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import type { Adapter, Check, CommitResult, Op } from 'zaris'
 import { redisAdapter } from 'zaris/redis'
+import { until } from '../conformance/util'
 import { firstInLineRounds } from '../setup/first-in-line'
 import { MAX_TURNS } from '../../src/adapters/redis/handover'
 import { REDIS_CLI, startRedis, type RedisServer } from './server'
@@ -72,7 +73,10 @@ describe('a waiter keeps its turn between two parks (Redis)', () => {
     const s = await between(100)
     await s.release()
     await s.w1.commit([], [del('q.w1')])
+    const left = performance.now()
     expect(await s.second).toMatchObject({ ok: true })
+    // In that script, not at its own wait's end (1.5 s).
+    expect(performance.now() - left).toBeLessThan(500)
     expect(await s.h.get('lock')).toMatchObject({ owner: 'w2' })
     await s.close()
   })
@@ -84,6 +88,105 @@ describe('a waiter keeps its turn between two parks (Redis)', () => {
     expect(await s.second).toMatchObject({ ok: true })
     // Its wait (1.5 s) ran out after the turn (1 s) had: its last try went through.
     expect(performance.now() - released).toBeGreaterThanOrEqual(900)
+    await s.close()
+  })
+})
+
+describe('turns and wake owners, case by case (Redis, as test/memory/turns.test.ts)', () => {
+  /** A lock held by h on a fresh namespace, and waiters that take a place and park takes in its order. */
+  async function lockWithLine(n: number) {
+    const ns = fresh()
+    const all = await Promise.all(Array.from({ length: n + 1 }, () => redisAdapter({ url: server.url(ns) })))
+    const h = all[0]!
+    const held = ok(await h.commit([absent('lock')], [set('lock', 'h')])).entries[0]!.created
+    const waiter = async (a: Adapter, id: string) => {
+      const place = ok(await a.commit([absent(`q.${id}`)], [set(`q.${id}`, id)])).entries[0]!.created
+      return { place, take: (ms: number) => a.commit([absent('lock'), life(`q.${id}`, place)], [set('lock', id), del(`q.${id}`)], { waitChange: ms, keepParked: true, parkOrder: place }), leave: () => a.commit([], [del(`q.${id}`)]) }
+    }
+    return { h, all, waiter, release: () => h.commit([life('lock', held)], [del('lock')]), close: () => Promise.all(all.map((a) => a.close())) }
+  }
+
+  test('a waiter that gives up with nothing else parked ends its turn: the next take goes through at once', async () => {
+    const s = await lockWithLine(2)
+    const first = await s.waiter(s.all[1]!, 'first')
+    expect(await first.take(50)).toMatchObject({ ok: false, failed: [{ key: 'lock' }] })
+    await s.release()
+    await first.leave()
+    const next = await s.waiter(s.all[2]!, 'next')
+    const t0 = performance.now()
+    expect(await next.take(5_000)).toMatchObject({ ok: true })
+    expect(performance.now() - t0).toBeLessThan(500)
+    await s.close()
+  })
+
+  test('a take that comes while an earlier turn is kept waits, though the lock is free; its wait ending meanwhile is answered with no check failed', async () => {
+    const s = await lockWithLine(2)
+    const first = await s.waiter(s.all[1]!, 'first')
+    expect(await first.take(50)).toMatchObject({ ok: false })
+    await s.release()
+    const late = await s.waiter(s.all[2]!, 'late')
+    expect(await late.take(200)).toEqual({ ok: false, failed: [] })
+    expect(await s.h.get('lock')).toBeUndefined()
+    // Its waiter comes back: its turn ends, and it takes the lock.
+    expect(await first.take(5_000)).toMatchObject({ ok: true })
+    await s.close()
+  })
+
+  test('a turn holds back only higher orders and only at its keys: a take of another lock, a waiting take with no order and a plain commit go through', async () => {
+    const s = await lockWithLine(1)
+    const first = await s.waiter(s.all[1]!, 'first')
+    expect(await first.take(50)).toMatchObject({ ok: false })
+    await s.release()
+    const [h] = s.all as [Adapter]
+    expect(await h.commit([absent('other')], [set('other', 'x')], { waitChange: 5_000, keepParked: true, parkOrder: 1e12 })).toMatchObject({ ok: true })
+    const unordered = ok(await h.commit([absent('lock')], [set('lock', 'u')], { waitChange: 5_000, keepParked: true }))
+    await h.commit([life('lock', unordered.revision)], [del('lock')])
+    expect(await h.commit([absent('lock')], [set('lock', 'plain')])).toMatchObject({ ok: true })
+    await s.close()
+  })
+
+  test('two turns kept at one key: the first ending (its waiter gives up) leaves the second holding back a later take; the second comes back and takes the lock', async () => {
+    const s = await lockWithLine(3)
+    const [first, second, third] = await Promise.all(['first', 'second', 'third'].map((id, i) => s.waiter(s.all[i + 1]!, id)))
+    expect(await first!.take(50)).toMatchObject({ ok: false })
+    expect(await second!.take(50)).toMatchObject({ ok: false })
+    await s.release()
+    const late = third!.take(600)
+    await sleep(100)
+    await first!.leave()
+    expect(await late).toEqual({ ok: false, failed: [] })
+    expect(await s.h.get('lock')).toBeUndefined()
+    expect(await second!.take(5_000)).toMatchObject({ ok: true })
+    await s.close()
+  })
+
+  test("wakeOwner: a waiting take whose key its wake owner holds is answered at once, not parked; one parked is answered when the key becomes the wake owner's", async () => {
+    const s = await lockWithLine(2)
+    const [h, me] = s.all as [Adapter, Adapter]
+    const mine = ok(await me.commit([absent('mine')], [set('mine', 'me')]))
+    let parked = false
+    const t0 = performance.now()
+    const r1 = await me.commit([absent('mine')], [set('mine', 'me2')], { waitChange: 5_000, keepParked: true, wakeOwner: 'me', onParked: () => (parked = true) })
+    expect(r1).toMatchObject({ ok: false, failed: [{ key: 'mine', entry: { owner: 'me' } }] })
+    expect(parked).toBe(false)
+    expect(performance.now() - t0).toBeLessThan(1_000)
+    // Parked while h holds the lock; h's lock becomes me's (a takeover over h's very entry): answered with that.
+    const lock = (await h.get('lock'))!
+    const waiting = me.commit([absent('lock')], [set('lock', 'me')], { waitChange: 5_000, keepParked: true, wakeOwner: 'me', onParked: () => (parked = true) })
+    await until(() => parked)
+    await h.commit([life('lock', lock.created)], [set('lock', 'me')])
+    const t1 = performance.now()
+    expect(await waiting).toMatchObject({ ok: false, failed: [{ key: 'lock', entry: { owner: 'me' } }] })
+    expect(performance.now() - t1).toBeLessThan(1_000)
+    expect(mine.revision).toBeGreaterThan(0)
+    // A failed check that finds no entry is nobody's: parked as any other.
+    parked = false
+    const stop = new AbortController()
+    await h.commit([absent('lock2')], [set('lock2', 'h')])
+    const gone = me.commit([absent('lock2'), life('q.gone', 12_345)], [set('lock2', 'me')], { waitChange: 5_000, keepParked: true, wakeOwner: 'me', signal: stop.signal, onParked: () => (parked = true) })
+    await until(() => parked)
+    stop.abort()
+    expect(await gone).toMatchObject({ ok: false })
     await s.close()
   })
 })
