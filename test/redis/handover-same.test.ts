@@ -37,9 +37,12 @@ const TURN_SAFE_MS = 700
 const PAUSE_MS = 1_300
 
 type Step =
-  | { t: 'place' | 'leave' | 'abort'; c: number }
+  | { t: 'place'; c: number }
+  | { t: 'leave'; c: number }
+  | { t: 'abort'; c: number }
   | { t: 'take'; c: number; key: string; short: boolean; keep: boolean; order: boolean; wake: boolean; orElse: boolean }
-  | { t: 'plain' | 'steal'; c: number; key: string }
+  | { t: 'plain'; c: number; key: string }
+  | { t: 'steal'; c: number; key: string }
   | { t: 'release'; key: string }
   | { t: 'pause' }
 
