@@ -137,7 +137,7 @@ describe('turns and wake owners, case by case (Redis, as test/memory/turns.test.
     const first = await s.waiter(s.all[1]!, 'first')
     expect(await first.take(50)).toMatchObject({ ok: false })
     await s.release()
-    const [h] = s.all as [Adapter]
+    const h = s.all[0]!
     expect(await h.commit([absent('other')], [set('other', 'x')], { waitChange: 5_000, keepParked: true, parkOrder: 1e12 })).toMatchObject({ ok: true })
     const unordered = ok(await h.commit([absent('lock')], [set('lock', 'u')], { waitChange: 5_000, keepParked: true }))
     await h.commit([life('lock', unordered.revision)], [del('lock')])
@@ -162,7 +162,7 @@ describe('turns and wake owners, case by case (Redis, as test/memory/turns.test.
 
   test("wakeOwner: a waiting take whose key its wake owner holds is answered at once, not parked; one parked is answered when the key becomes the wake owner's", async () => {
     const s = await lockWithLine(2)
-    const [h, me] = s.all as [Adapter, Adapter]
+    const [h, me] = [s.all[0]!, s.all[1]!]
     const mine = ok(await me.commit([absent('mine')], [set('mine', 'me')]))
     let parked = false
     const t0 = performance.now()
