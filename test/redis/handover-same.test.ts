@@ -5,8 +5,8 @@
  * with or without `keepParked`, `parkOrder`, `wakeOwner` and another way,
  * releases, plain takes, takeovers, give-ups, aborts, waits that run out and
  * the turns they keep), each step made on both stores at once; after each,
- * every client's answer so far and every entry must be the same on both,
- * revisions included. Real time on both (Redis's clock, the process's), so
+ * every client's answer so far, every entry and every event a watcher
+ * heard must be the same on both, revisions included. Real time on both (Redis's clock, the process's), so
  * waits and turns run out alike: a step lets 150 ms pass, a short wait is
  * 60 ms, and a turn (a second) is never left to end between two steps (a
  * pause of 1.3 s ends them all first).
@@ -82,6 +82,8 @@ const set = (key: string, o: string): Op => ({ type: 'set', key, value: null, ow
 /** One store's side: its clients, their answers so far (a pending one as `…`), and when the last turn may have begun. */
 class Side {
   readonly answers: string[] = Array.from({ length: CLIENTS }, () => '-')
+  /** Every event a watcher of the whole namespace heard (the probe's no-op deletes aside). */
+  readonly events: string[] = []
   readonly #pending = new Map<number, AbortController>()
   constructor(
     readonly name: string,
@@ -90,6 +92,13 @@ class Side {
 
   get reader(): Adapter {
     return this.clients[0]!
+  }
+
+  async listen(): Promise<void> {
+    await this.reader.watch('', {
+      event: (e) => e.key !== 'probe' && this.events.push(`${e.revision} ${e.type} ${e.key}${e.type === 'put' ? `=${e.owner} @${e.created}` : ''}`),
+      error: (err) => this.events.push(`error ${err.message}`),
+    })
   }
 
   async entry(key: string) {
@@ -152,7 +161,7 @@ class Side {
     const keys = [...LOCKS, ...Array.from({ length: CLIENTS }, (_, c) => place(c))]
     const entries = Object.fromEntries(await Promise.all(keys.map(async (k) => [k, (await this.entry(k)) ?? null] as const)))
     const probe = await this.reader.commit([{ key: 'probe', revision: null }], [{ type: 'delete', key: 'probe' }])
-    return { answers: [...this.answers], entries, revision: probe.ok ? probe.revision : 'failed' }
+    return { answers: [...this.answers], entries, revision: probe.ok ? probe.revision : 'failed', events: [...this.events].sort(byRevision) }
   }
 
   async close(): Promise<void> {
@@ -160,6 +169,11 @@ class Side {
     await new Promise((r) => setTimeout(r, 50))
     await Promise.all(this.clients.map((c) => c.close()))
   }
+}
+
+/** In revision order; within one revision by text (the order of a commit's events is each store's own). */
+function byRevision(a: string, b: string): number {
+  return parseInt(a) - parseInt(b) || (a < b ? -1 : a > b ? 1 : 0)
 }
 
 function said(r: CommitResult): string {
@@ -179,6 +193,7 @@ test(`${runs} random sequences of ${length} steps: Redis's parked commits answer
     const memory = new Side('memory', Array.from({ length: CLIENTS }, () => memoryAdapter({ namespace: ns })))
     const redis = new Side('redis', await Promise.all(Array.from({ length: CLIENTS }, () => redisAdapter({ url: server.url(ns) }))))
     const done: Step[] = []
+    await Promise.all([memory.listen(), redis.listen()])
     try {
       // Since the oldest wait that may have kept a turn began, in ms of steps.
       let turnAge: number | undefined
