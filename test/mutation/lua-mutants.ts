@@ -86,10 +86,12 @@ if (!file || tests.length === 0) {
   console.error('FILE and TESTS are required (see the module doc)')
   process.exit(2)
 }
-const [from, to] = (process.env.LINES ?? '1-100000').split('-').map(Number) as [number, number]
+// One range or several (`73-410,422-453`): a TypeScript comment inside a Lua export is left out so.
+const ranges = (process.env.LINES ?? '1-100000').split(',').map((r) => r.split('-').map(Number) as [number, number])
 const original = readFileSync(file, 'utf8')
 const lines = original.split('\n')
-let mutants = mutantsOf(original, from, to)
+let mutants = ranges.flatMap(([from, to]) => mutantsOf(original, from, to))
+mutants.forEach((m, i) => (m.id = i + 1))
 if (process.env.ONLY) {
   const only = new Set(process.env.ONLY.split(',').map(Number))
   mutants = mutants.filter((m) => only.has(m.id))
@@ -119,7 +121,7 @@ try {
     const by = /^\s*(?:×|FAIL)\s+(.+)$/m.exec(out)?.[1]?.slice(0, 160)
     results.push({ ...m, status, by })
     console.log(`#${m.id} (${results.length}/${mutants.length}) ${status.padEnd(8)} ${file}:${m.line}:${m.col} ${m.what} (${((Date.now() - t0) / 1000).toFixed(0)} s)${status === 'killed' && by ? ` by ${by}` : ''}`)
-    writeFileSync(report, JSON.stringify({ file, lines: [from, to], tests, results }, null, 1))
+    writeFileSync(report, JSON.stringify({ file, lines: ranges, tests, results }, null, 1))
   }
 } finally {
   put(original)

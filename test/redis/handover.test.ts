@@ -159,6 +159,17 @@ describe('the Redis store hands over', () => {
         expect(await raw().exists(parkKey, pkey)).toBe(0)
         expect(await raw().hexists(rev, 'pq')).toBe(0)
       }
+      // A park taken back (an abort) leaves nothing parked: the next commit drops the counter.
+      const stop = new AbortController()
+      let parkedAgain = false
+      const held2 = ok(await h.commit([absent('lock')], [set('lock', 'h')]))
+      const aborted = w.commit([absent('lock')], [set('lock', 'w')], { ...park(), signal: stop.signal, onParked: () => (parkedAgain = true) })
+      await until(() => parkedAgain)
+      stop.abort()
+      expect(await aborted).toMatchObject({ ok: false })
+      expect(await raw().hexists(rev, 'pq')).toBe(1)
+      await h.commit([life('lock', held2.revision)], [del('lock')])
+      expect(await raw().hexists(rev, 'pq')).toBe(0)
       // Now a take and a release read no park or key list: one HGET each (the request record's; the entry is read once).
       const before = await calls()
       const held = ok(await h.commit([absent('lock')], [set('lock', 'h')]))

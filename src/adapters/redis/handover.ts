@@ -321,8 +321,7 @@ end
 -- Tries the parked commits on the keys this call changed, in their turn,
 -- until none goes through (a commit that goes through changes keys too).
 HOOK.handover = function()
-  if HANDING or next(CHANGED) == nil or PARKS == false then return end
-  HANDING = true
+  if next(CHANGED) == nil or PARKS == false then return end
   local found = false
   -- due stays sorted between tries: only commits newly found unsort it (a sort per try was most of a release's time
   -- with 15 waiters).
@@ -370,7 +369,6 @@ HOOK.handover = function()
   end
   -- Nothing parked nor kept at all: the counter goes, so the next calls skip these reads (PARKS).
   if not found and redis.call('EXISTS', K_PARK, K_PKEY) == 0 then redis.call('HDEL', K_REV, 'pq') end
-  HANDING = false
 end
 
 -- Parks a commit whose first try failed with failed: its checks, its ops

@@ -28,10 +28,10 @@ export const CALL_STATE: ReadonlyArray<readonly [names: string, values: string]>
   ['EXP_HEAD, EXP_N, EXP_MORE, EXP_ADDED', 'nil, 0, true, nil'],
   // live's cache of the entries read (see live), kept up to date by every write.
   ['LIVE', '{}'],
-  // The keys this call wrote, deleted or expired, for the parked commits they may let through (handover.ts),
-  // and whether that handover is under way. PARKS: whether the namespace may hold parked commits or kept
+  // The keys this call wrote, deleted or expired, for the parked commits they may let through (handover.ts).
+  // (Nothing the handover calls runs it again: it needs no guard.) PARKS: whether the namespace may hold parked commits or kept
   // turns (rev's 'pq', read with the counter; nil: not read), so a call with none skips the handover's reads.
-  ['CHANGED, HANDING, PARKS', '{}, false, nil'],
+  ['CHANGED, PARKS', '{}, nil'],
 ]
 
 /** The common start of every script: the call's state and `init`, keys, clock, expiry, revisions. */
