@@ -482,4 +482,26 @@ describe('zaris/elect: TabElection', () => {
     stop.abort()
     await done
   })
+
+  it('a leader event that names this candidate comes with its term: the term is set and its token is the one named (its own take heard first is not news)', async () => {
+    fresh()
+    const a = candidate('a')
+    const b = candidate('b')
+    const wrong: string[] = []
+    for (const e of [a, b]) {
+      e.addEventListener('leader', (ev) => {
+        const l = (ev as CustomEvent<Leader | undefined>).detail
+        if (l?.candidate === e.candidate && e.term?.token !== l.token) wrong.push(`${e.candidate}: ${l.token} named, term ${e.term?.token}`)
+      })
+    }
+    await a.campaign()
+    const pb = b.campaign()
+    await until(() => b.leader?.candidate === 'a')
+    await a.resign()
+    await pb
+    await b.resign()
+    expect(await a.campaign()).not.toBeNull()
+    await until(() => b.leader?.candidate === 'a')
+    expect(wrong).toEqual([])
+  })
 })
