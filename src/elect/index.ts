@@ -334,7 +334,8 @@ export class TabElection extends EventTarget implements AsyncDisposable {
     // Nobody writes an expiry here: look again when the leader's entry would have expired.
     if (expiresAt !== undefined) this.#expiry = setTimeout(() => void this.#read(), Math.max(0, expiresAt - Date.now()) + 5)
     const before = this.#leader
-    if (before?.token === leader?.token && before?.candidate === leader?.candidate) return
+    // A token is one entry's life, and the entry names its candidate: the same token is the same leader.
+    if (before?.token === leader?.token) return
     this.#leader = leader
     this.dispatchEvent(new CustomEvent('leader', { detail: leader }))
   }

@@ -487,6 +487,8 @@ describe('zaris/elect: TabElection', () => {
     fresh()
     const a = candidate('a')
     const b = candidate('b')
+    // Nothing to give up yet.
+    expect(await a.resign()).toBe(false)
     const wrong: string[] = []
     for (const e of [a, b]) {
       e.addEventListener('leader', (ev) => {
