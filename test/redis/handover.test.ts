@@ -58,6 +58,27 @@ describe('the Redis store hands over', () => {
     }
   })
 
+  test("a watcher hears the handover as any commit: the release's delete, then the waiter's put at the next revision, with its owner and life", async () => {
+    const { all } = await fx.adapters(2)
+    const [h, w] = all as [RedisAdapter, RedisAdapter]
+    const heard: string[] = []
+    try {
+      await h.watch('lock', { event: (e) => heard.push(`${e.revision} ${e.type} ${e.key} ${e.owner ?? ''} ${e.created ?? ''}`.trim()), error: () => {} })
+      const held = ok(await h.commit([absent('lock')], [set('lock', 'h')]))
+      let parked = false
+      const take = w.commit([absent('lock')], [set('lock', 'w')], { ...park(), onParked: () => (parked = true) })
+      await until(() => parked)
+      const release = ok(await h.commit([life('lock', held.revision)], [del('lock')]))
+      const won = ok(await take)
+      const r = release.revision
+      await until(() => heard.length === 3)
+      expect(heard).toEqual([`${held.revision} put lock h ${held.revision}`, `${r} delete lock`, `${r + 1} put lock w ${r + 1}`])
+      expect(won.revision).toBe(r + 1)
+    } finally {
+      await Promise.all(all.map((a) => a.close()))
+    }
+  })
+
   test('parked takes go in parkOrder, whatever order they parked in; one behind costs no answer until its turn', async () => {
     const { ns, all } = await fx.adapters(4)
     const [h, ...ws] = all as [RedisAdapter, RedisAdapter, RedisAdapter, RedisAdapter]
