@@ -79,6 +79,31 @@ describe('the Redis store hands over', () => {
     }
   })
 
+  test("a parked take's last try at its deadline goes through its other way when only that holds then, its own way when both do (expiries nobody swept till the unpark's own script)", async () => {
+    const { all } = await fx.adapters(2)
+    const [h, w] = all as [RedisAdapter, RedisAdapter]
+    try {
+      await h.commit([absent('a')], [set('a', 'h')])
+      await h.commit([absent('b')], [set('b', 'h', 200)])
+      let parked = false
+      const take = w.commit([absent('a')], [set('a', 'w')], { waitChange: 400, keepParked: true, orElse: [{ checks: [absent('b')], ops: [set('b', 'w')] }], onParked: () => (parked = true) })
+      await until(() => parked)
+      const r = ok(await take)
+      expect(r.entries).toMatchObject([{ key: 'b', owner: 'w' }])
+      expect((await h.get('b'))?.owner).toBe('w')
+      expect((await h.get('a'))?.owner).toBe('h')
+      // Both ways hold at the last try (both keys expired unswept): the commit's own goes through.
+      await h.commit([absent('c')], [set('c', 'h', 200)])
+      await h.commit([absent('d')], [set('d', 'h', 200)])
+      parked = false
+      const both = w.commit([absent('c')], [set('c', 'w')], { waitChange: 400, keepParked: true, orElse: [{ checks: [absent('d')], ops: [set('d', 'w')] }], onParked: () => (parked = true) })
+      await until(() => parked)
+      expect(ok(await both).entries).toMatchObject([{ key: 'c', owner: 'w' }])
+    } finally {
+      await Promise.all(all.map((a) => a.close()))
+    }
+  })
+
   test('parked takes go in parkOrder, whatever order they parked in; one behind costs no answer until its turn', async () => {
     const { ns, all } = await fx.adapters(4)
     const [h, ...ws] = all as [RedisAdapter, RedisAdapter, RedisAdapter, RedisAdapter]
