@@ -104,6 +104,25 @@ describe('the Redis store hands over', () => {
     }
   })
 
+  test('a waiting commit without keepParked stays parked through a change that turns none of its checks (the holder renewing), and is answered by the one that does', async () => {
+    const { all } = await fx.adapters(2)
+    const [h, w] = all as [RedisAdapter, RedisAdapter]
+    try {
+      const held = ok(await h.commit([absent('lock')], [set('lock', 'h')]))
+      let answered = false
+      const take = w.commit([absent('lock')], [set('lock', 'w')], { waitChange: 5_000 }).then((r) => ((answered = true), r))
+      await new Promise((r) => setTimeout(r, 50))
+      const renewed = ok(await h.commit([life('lock', held.revision)], [set('lock', 'h')]))
+      expect(renewed.entries[0]!.created).toBe(held.revision)
+      await new Promise((r) => setTimeout(r, 100))
+      expect(answered).toBe(false)
+      await h.commit([life('lock', held.revision)], [del('lock')])
+      expect(await take).toMatchObject({ ok: true, entries: [{ key: 'lock', owner: 'w' }] })
+    } finally {
+      await Promise.all(all.map((a) => a.close()))
+    }
+  })
+
   test('parked takes go in parkOrder, whatever order they parked in; one behind costs no answer until its turn', async () => {
     const { ns, all } = await fx.adapters(4)
     const [h, ...ws] = all as [RedisAdapter, RedisAdapter, RedisAdapter, RedisAdapter]

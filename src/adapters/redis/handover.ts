@@ -284,7 +284,7 @@ end
 -- Past its deadline it is never applied (its adapter unparks it, or died):
 -- answered when it fails (a true failure), left for its adapter otherwise.
 local function retry(p)
-  local failed, lost = {}, false
+  local failed, lost, turned = {}, false, false
   for i, c in ipairs(p.c) do
     local raw = live(c[1])
     if not holds(raw, c[2], c[3]) then
@@ -292,6 +292,10 @@ local function retry(p)
       failed[#failed + 1] = raw
       -- keepParked: answered when a check that held fails (a waiter's place gone), or a key is held by wakeOwner.
       if p.h[i] == 1 or owned_by(raw, p.w) then lost = true end
+    elseif p.h[i] ~= 1 then
+      -- A check that failed on its first try holds now. (A change that turned no check, such as the
+      -- holder's renewal, leaves a commit without keepParked parked: as the local store.)
+      turned = true
     end
   end
   local expired = tonumber(p.d) <= NOW
@@ -310,7 +314,7 @@ local function retry(p)
     end
     return
   end
-  if lost or p.k ~= 1 or expired then answer(whole(p), 'F' .. cjson.encode(failed)) end
+  if lost or (p.k ~= 1 and turned) or expired then answer(whole(p), 'F' .. cjson.encode(failed)) end
 end
 
 local function by_turn(a, b)
