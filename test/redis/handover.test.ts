@@ -118,6 +118,15 @@ describe('the Redis store hands over', () => {
       expect(answered).toBe(false)
       await h.commit([life('lock', held.revision)], [del('lock')])
       expect(await take).toMatchObject({ ok: true, entries: [{ key: 'lock', owner: 'w' }] })
+      // Two checks failing: one turning is news, though the other still fails.
+      const a = ok(await h.commit([absent('a')], [set('a', 'h')]))
+      await h.commit([absent('b')], [set('b', 'h')])
+      answered = false
+      const both = w.commit([absent('a'), absent('b')], [set('a', 'w'), set('b', 'w')], { waitChange: 5_000 }).then((r) => ((answered = true), r))
+      await new Promise((r) => setTimeout(r, 50))
+      await h.commit([life('a', a.revision)], [del('a')])
+      await until(() => answered, 1_000)
+      expect(await both).toMatchObject({ ok: false, failed: [{ key: 'b', entry: { owner: 'h' } }] })
     } finally {
       await Promise.all(all.map((a) => a.close()))
     }
