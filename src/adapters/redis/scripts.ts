@@ -45,7 +45,7 @@
  * @module
  */
 
-import { HANDOVER_PARTS, UNPARK_BODY } from './handover'
+import { HANDOVER_PARTS, TURN_US } from './handover'
 import { CHECKED_PARTS, COMMIT_PARTS, PRELUDE } from './prelude'
 
 /** What every script holds after the prelude: a script that expires a key may hand it over (handover.ts). */
@@ -309,8 +309,48 @@ local now, next_in = finish()
 return {now, next_in, redis.call('HGET', K_REV, 'n') or '0', entries, g}
 ` }
 
-/** `unpark` (handover.ts): a parked commit whose adapter stops waiting. */
-export const UNPARK: ScriptSource = { parts: PARTS, body: UNPARK_BODY }
+/**
+ * `unpark` (handover.ts's parked commits): ARGV[4] = the request id of a parked commit whose adapter stops
+ * waiting; ARGV[5] = `last` at its deadline (one last try, as any commit),
+ * '' for its caller's abort or its close (never applied). The expiries this
+ * call makes hand over first. Returns `{'dup', now, nextIn, answer}` when it
+ * was answered (meanwhile: the message was lost or crossed; or now, by its
+ * last try); else `{'fail', now, nextIn, {key, raw, ...}}`, taken out of
+ * park: its failed checks now, or its first try's when they all hold now
+ * (an abort). `{'fail', now, nextIn, {}}` when neither is known (its
+ * answer's record is gone).
+ */
+export const UNPARK: ScriptSource = { parts: PARTS, body: `
+sweep()
+HOOK.handover()
+local request = ARGV[4]
+local id = redis.call('HGET', K_PARK, 'r:' .. request)
+local raw = id and redis.call('HGET', K_PARK, id)
+if raw then
+  local p = cjson.decode(raw)
+  p.id = id
+  local failed = failures(p.c)
+  local last = ARGV[5] == 'last'
+  p.r = tonumber(p.r) or math.huge
+  local way, w = nil, nil
+  if last and #failed > 0 then way, w = other_way(p.x, p.r) end
+  if way then
+    grant(p, way, w)
+  elseif last and #failed == 0 and not behind_turn(p.c, p.r) then
+    grant(p)
+  else
+    -- Its wait ran out: its waiter keeps its turn till it parks again; one held back by an earlier turn is told so.
+    if last then keep_turn(p, NOW + ${TURN_US}) end
+    unpark(p)
+    if last and #failed == 0 then return reply('behind', {}) end
+    if #failed == 0 then failed = p.f end
+    return reply('fail', failed)
+  end
+end
+local kept = redis.call('HGET', K_REQ, request)
+if kept then return reply('dup', kept) end
+return reply('fail', {})
+` }
 
 /** Every script, by the name the adapter runs it by. */
 export const SCRIPTS = { get: GET, list: LIST, commit: COMMIT, add: ADD, lock: LOCK, expire: EXPIRE, replay: REPLAY, unpark: UNPARK } as const
