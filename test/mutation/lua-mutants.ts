@@ -6,7 +6,7 @@
  * files run against it (stopping at the first failure), and the file is put
  * back. Killed: a test failed. Survived: all passed.
  *
- *   FILE=src/adapters/redis/handover.ts LINES=70-380 \
+ *   FILE=src/adapters/redis/handover.ts LINES=73-412 \
  *   TESTS="test/redis/handover.test.ts test/redis/turns.test.ts" \
  *   npx tsx test/mutation/lua-mutants.ts
  *

@@ -253,6 +253,19 @@ describe('commits', () => {
     await a.close()
   })
 
+  test("a commit reads the oldest request record's time with the revision counter: the records' index is read only once one may be due", async () => {
+    const ns = fresh()
+    const a = await redisAdapter({ url: server.url(ns) })
+    const zranges = async () => Number(/cmdstat_zrange:calls=(\d+)/.exec(await raw.info('commandstats'))?.[1] ?? 0)
+    await a.commit([], [{ type: 'set', key: 'k', value: 0 }], { requestId: 'first-request-0123456789' })
+    // The first record wrote the oldest time to rev's 'p': from now on a commit's one ZRANGE is its expiry sweep's.
+    expect(Number(await raw.hget(`zaris:{${ns}}:rev`, 'p'))).toBeGreaterThan(0)
+    const before = await zranges()
+    for (let i = 1; i <= 10; i++) await a.commit([], [{ type: 'set', key: 'k', value: i }], { requestId: `request-${i}-0123456789` })
+    expect((await zranges()) - before).toBe(10)
+    await a.close()
+  })
+
   const resendCases: Array<[string, (proxy: TcpProxy, ns: string) => Promise<{ client: Client; close(): Promise<void> }>]> = [
     ...LIBRARIES.map((library): (typeof resendCases)[number] => [
       `a redis:// URL over ${named(library)}`,
@@ -334,6 +347,18 @@ describe('revisions and the add op', () => {
     expect(await raw.hget(`zaris:{${ns}}:rev`, 'n')).toBe(String(MAX))
     await until(() => events.length >= 2)
     expect(events.map((e) => [e.type, e.revision])).toEqual([['expire', MAX - 1], ['put', MAX]])
+    await a.close()
+  })
+
+  test('the last safe revision is given; only the one after it is refused', async () => {
+    const ns = fresh()
+    const a = await redisAdapter({ url: server.url(ns) })
+    await a.commit([], [{ type: 'set', key: 'k', value: 0 }])
+    await raw.hset(`zaris:{${ns}}:rev`, 'n', String(MAX - 1))
+    const last = await a.commit([], [{ type: 'set', key: 'k', value: 1 }])
+    expect(last.ok && last.revision).toBe(MAX)
+    await expect(a.commit([], [{ type: 'set', key: 'k', value: 2 }])).rejects.toMatchObject({ code: 'REVISION_EXHAUSTED' })
+    expect((await a.get('k'))?.value).toBe(1)
     await a.close()
   })
 
