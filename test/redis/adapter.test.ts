@@ -362,6 +362,19 @@ describe('revisions and the add op', () => {
     await a.close()
   })
 
+  test("a revision hash lost while the log stands: the next revision follows the log, and no loss is marked when the client had seen no more than the log holds", async () => {
+    const ns = fresh()
+    const a = await redisAdapter({ url: server.url(ns) })
+    for (let i = 0; i < 3; i++) await a.commit([], [{ type: 'set', key: 'k', value: i }])
+    await raw.del(`zaris:{${ns}}:rev`)
+    const next = await a.commit([], [{ type: 'set', key: 'k', value: 3 }])
+    expect(next.ok && next.revision).toBe(4)
+    const log = await raw.xrange(`zaris:{${ns}}:log`, '-', '+')
+    expect(log.map(([id]) => id)).toEqual(['1-0', '2-0', '3-0', '4-0'])
+    expect(log.some(([, fields]) => fields[1] === 'x')).toBe(false)
+    await a.close()
+  })
+
   test('an add that cannot be made exactly takes no revision and writes no event: watchers never see a gap', async () => {
     const ns = fresh()
     const a = await redisAdapter({ url: server.url(ns) })
