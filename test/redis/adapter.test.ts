@@ -359,6 +359,19 @@ describe('revisions and the add op', () => {
     expect(last.ok && last.revision).toBe(MAX)
     await expect(a.commit([], [{ type: 'set', key: 'k', value: 2 }])).rejects.toMatchObject({ code: 'REVISION_EXHAUSTED' })
     expect((await a.get('k'))?.value).toBe(1)
+    // One script that needs a revision past the last: the expiries it could make stay made, the commit is refused.
+    for (const [start, due] of [[MAX - 1, 1], [MAX - 2, 2]] as const) {
+      const other = fresh()
+      const b = await redisAdapter({ url: server.url(other) })
+      for (let i = 0; i < due; i++) await b.commit([], [{ type: 'set', key: `due${i}`, value: 1, ttl: 40 }])
+      await raw.hset(`zaris:{${other}}:rev`, 'n', String(start))
+      await new Promise((resolve) => setTimeout(resolve, 70))
+      await expect(b.commit([], [{ type: 'set', key: 'k', value: 1 }])).rejects.toMatchObject({ code: 'REVISION_EXHAUSTED' })
+      expect(await raw.hget(`zaris:{${other}}:rev`, 'n')).toBe(String(MAX))
+      expect(await b.get('k')).toBeUndefined()
+      expect(await b.get('due0')).toBeUndefined()
+      await b.close()
+    }
     await a.close()
   })
 
@@ -372,7 +385,37 @@ describe('revisions and the add op', () => {
     const log = await raw.xrange(`zaris:{${ns}}:log`, '-', '+')
     expect(log.map(([id]) => id)).toEqual(['1-0', '2-0', '3-0', '4-0'])
     expect(log.some(([, fields]) => fields[1] === 'x')).toBe(false)
-    await a.close()
+    // Again, for a client that had seen less than the log holds: nothing it saw was lost either.
+    const b = await redisAdapter({ url: server.url(ns) })
+    await b.commit([], [{ type: 'set', key: 'b', value: 0 }])
+    for (let i = 0; i < 2; i++) await a.commit([], [{ type: 'set', key: 'k', value: 4 + i }])
+    await raw.del(`zaris:{${ns}}:rev`)
+    const fromB = await b.commit([], [{ type: 'set', key: 'b', value: 1 }])
+    expect(fromB.ok && fromB.revision).toBe(8)
+    expect((await raw.xrange(`zaris:{${ns}}:log`, '-', '+')).some(([, fields]) => fields[1] === 'x')).toBe(false)
+    await Promise.all([a.close(), b.close()])
+  })
+
+  test('the counter and the log lost under a client that had seen revision 4: the next revisions rise past it, the loss is marked once, and a watcher is told how far history stands', async () => {
+    const ns = fresh()
+    const a = await redisAdapter({ url: server.url(ns) })
+    for (let i = 0; i < 3; i++) await a.commit([], [{ type: 'set', key: 'k', value: i }])
+    await a.commit([], [{ type: 'set', key: 'due0', value: 1, ttl: 300 }, { type: 'set', key: 'due1', value: 1, ttl: 300 }])
+    const watcher = await redisAdapter({ url: server.url(ns) })
+    const errors: Error[] = []
+    const unwatch = await watcher.watch('', { event: () => {}, error: (e) => errors.push(e) }, 4)
+    await raw.del(`zaris:{${ns}}:rev`, `zaris:{${ns}}:log`)
+    // Both come due at once: one script expires them, at 5 (after the loss marker) and 6.
+    await until(async () => (await raw.exists(`zaris:{${ns}}:log`)) === 1, 3_000)
+    const next = await a.commit([], [{ type: 'set', key: 'k', value: 3 }])
+    expect(next.ok && next.revision).toBe(7)
+    const log = await raw.xrange(`zaris:{${ns}}:log`, '-', '+')
+    expect(log.map(([id, fields]) => [id, fields[1]])).toEqual([['5-0', 'x'], ['5-1', 'e'], ['6-0', 'e'], ['7-0', 'p']])
+    expect(log[0]![1].slice(0, 4)).toEqual(['t', 'x', 'a', '0'])
+    await until(() => errors.length > 0, 5_000)
+    expect(errors[0]).toMatchObject({ code: 'COMPACTED', message: expect.stringContaining('lost the history after revision 0') })
+    unwatch()
+    await Promise.all([a.close(), watcher.close()])
   })
 
   test('an add that cannot be made exactly takes no revision and writes no event: watchers never see a gap', async () => {
