@@ -12,7 +12,8 @@ import { Client, connect, type Adapter, type Check, type CommitResult, type Watc
 import { redisAdapter } from 'zaris/redis'
 import { scriptLibrary } from '../../src/adapters/redis/functions'
 import { loadLibrary } from '../../src/adapters/redis/load'
-import { LOCK_SCRIPT } from '../../src/adapters/redis/scripts'
+import { namespaceKeys } from '../../src/adapters/redis/codec'
+import { evalText, LOCK_SCRIPT, SCRIPTS } from '../../src/adapters/redis/scripts'
 import { until } from '../conformance/util'
 import { LIBRARIES, named, userClient, using } from './clients'
 import { TcpProxy } from './proxy'
@@ -304,6 +305,26 @@ describe('commits', () => {
     await lock!.release()
     await Promise.all([close(), observer.close()])
     await proxy.stop()
+  })
+
+  test("a commit's reply names the next deadline exp still holds: after deleting the earliest, the second's; after deleting the two its sweep read, the third's", async () => {
+    const deleting = async (keys: string[]) => {
+      const ns = fresh()
+      const a = await redisAdapter({ url: server.url(ns) })
+      await a.commit([], [{ type: 'set', key: 'A', value: 1, ttl: 4_000 }, { type: 'set', key: 'B', value: 1, ttl: 7_000 }, { type: 'set', key: 'C', value: 1, ttl: 9_000 }])
+      await a.close()
+      // The commit script run by hand, so that its reply is read as it comes: {status, now, nextIn (µs), answer}.
+      const ops = keys.flatMap((key) => ['d', key, '', '', '', ''])
+      const reply = (await raw.eval(evalText(SCRIPTS.commit), 9, ...namespaceKeys(ns), 10_000, 500, 0, '', 60_000, 0, keys.length, ...ops)) as string[]
+      expect(reply[0]).toBe('ok')
+      return Number(reply[2]) / 1000
+    }
+    const afterA = await deleting(['A'])
+    expect(afterA).toBeGreaterThan(6_000)
+    expect(afterA).toBeLessThanOrEqual(7_000)
+    const afterAB = await deleting(['A', 'B'])
+    expect(afterAB).toBeGreaterThan(8_000)
+    expect(afterAB).toBeLessThanOrEqual(9_000)
   })
 
   test('an expiry is one revision and one expire event, however many adapters run expiry timers', async () => {
