@@ -258,6 +258,8 @@ describe('commits', () => {
     const ns = fresh()
     const a = await redisAdapter({ url: server.url(ns) })
     const zranges = async () => Number(/cmdstat_zrange:calls=(\d+)/.exec(await raw.info('commandstats'))?.[1] ?? 0)
+    // Two entries with deadlines: the sweep's read of exp also tells the reply the next deadline (no second read).
+    await a.commit([], [{ type: 'set', key: 'later0', value: 0, ttl: 60_000 }, { type: 'set', key: 'later1', value: 0, ttl: 60_000 }])
     await a.commit([], [{ type: 'set', key: 'k', value: 0 }], { requestId: 'first-request-0123456789' })
     // The first record wrote the oldest time to rev's 'p': from now on a commit's one ZRANGE is its expiry sweep's.
     expect(Number(await raw.hget(`zaris:{${ns}}:rev`, 'p'))).toBeGreaterThan(0)
@@ -265,6 +267,40 @@ describe('commits', () => {
     for (let i = 1; i <= 10; i++) await a.commit([], [{ type: 'set', key: 'k', value: i }], { requestId: `request-${i}-0123456789` })
     expect((await zranges()) - before).toBe(10)
     await a.close()
+  })
+
+  test('a commit that checks a key and writes it reads its entry once', async () => {
+    const ns = fresh()
+    const a = await redisAdapter({ url: server.url(ns) })
+    const hgets = async () => Number(/cmdstat_hget:calls=(\d+)/.exec(await raw.info('commandstats'))?.[1] ?? 0)
+    const counted = async (commit: () => Promise<CommitResult>) => {
+      const before = await hgets()
+      expect((await commit()).ok).toBe(true)
+      return (await hgets()) - before
+    }
+    const first = await a.commit([], [{ type: 'set', key: 'k', value: 0 }])
+    const unchecked = await counted(() => a.commit([], [{ type: 'set', key: 'k', value: 1 }, { type: 'set', key: 'j', value: 1 }]))
+    // The same writes behind a check of one of their keys (the generic script): no more reads.
+    const checked = await counted(() => a.commit([{ key: 'k', created: first.ok ? first.revision : 0 }], [{ type: 'set', key: 'k', value: 2 }, { type: 'set', key: 'j', value: 2 }]))
+    expect(checked).toBe(unchecked)
+    await a.close()
+  })
+
+  test('an entry due beyond the sweep\'s limit is expired where a commit reads it, in its own revision before the commit\'s', async () => {
+    const ns = fresh()
+    const a = await redisAdapter({ url: server.url(ns) })
+    const seeded = await a.commit([], ['due0', 'due1', 'due2'].map((key) => ({ type: 'set' as const, key, value: 1, ttl: 40 })))
+    await a.close()
+    await new Promise((resolve) => setTimeout(resolve, 80))
+    // The commit script by hand with a sweep limit of 1: it expires due0; due2 is expired where its check reads it.
+    const reply = (await raw.eval(evalText(SCRIPTS.commit), 9, ...namespaceKeys(ns), 10_000, 1, 0, '', 60_000, 1, 'due2', 'r', '', 1, 's', 'due2', '2', '', '', '')) as unknown[]
+    const r = seeded.ok ? seeded.revision : 0
+    expect(reply[0]).toBe('ok')
+    expect(String(reply[3])).toMatch(new RegExp(`^${r + 3} `))
+    const log = await raw.xrange(`zaris:{${ns}}:log`, String(r + 1), '+')
+    expect(log.map(([id, fields]) => [id, fields[1], fields[3]])).toEqual([[`${r + 1}-0`, 'e', 'due0'], [`${r + 2}-0`, 'e', 'due2'], [`${r + 3}-0`, 'p', 'due2']])
+    // due1 waits for the next sweep.
+    expect(await raw.hexists(`zaris:{${ns}}:data`, 'due1')).toBe(1)
   })
 
   const resendCases: Array<[string, (proxy: TcpProxy, ns: string) => Promise<{ client: Client; close(): Promise<void> }>]> = [
@@ -380,6 +416,16 @@ describe('revisions and the add op', () => {
     expect(last.ok && last.revision).toBe(MAX)
     await expect(a.commit([], [{ type: 'set', key: 'k', value: 2 }])).rejects.toMatchObject({ code: 'REVISION_EXHAUSTED' })
     expect((await a.get('k'))?.value).toBe(1)
+    // No revision left: a due entry cannot be expired, so it stays, and reads still see it.
+    const stuck = fresh()
+    const c = await redisAdapter({ url: server.url(stuck) })
+    await c.commit([], [{ type: 'set', key: 'due', value: 1, ttl: 40 }])
+    await raw.hset(`zaris:{${stuck}}:rev`, 'n', String(MAX))
+    await new Promise((resolve) => setTimeout(resolve, 70))
+    expect((await c.get('due'))?.value).toBe(1)
+    // Its check that nothing is there fails: the entry still is.
+    expect(await c.commit([{ key: 'due', revision: null }], [{ type: 'set', key: 'due', value: 2 }])).toMatchObject({ ok: false })
+    await c.close()
     // One script that needs a revision past the last: the expiries it could make stay made, the commit is refused.
     for (const [start, due] of [[MAX - 1, 1], [MAX - 2, 2]] as const) {
       const other = fresh()
