@@ -431,7 +431,7 @@ describe('revisions and the add op', () => {
     await raw.hset(`zaris:{${ns}}:rev`, 'n', String(MAX - 1))
     const last = await a.commit([], [{ type: 'set', key: 'k', value: 1 }])
     expect(last.ok && last.revision).toBe(MAX)
-    await expect(a.commit([], [{ type: 'set', key: 'k', value: 2 }])).rejects.toMatchObject({ code: 'REVISION_EXHAUSTED' })
+    await expect(a.commit([], [{ type: 'set', key: 'k', value: 2 }])).rejects.toMatchObject({ code: 'REVISION_EXHAUSTED', message: expect.stringContaining(`at revision ${MAX},`) })
     expect((await a.get('k'))?.value).toBe(1)
     // No revision left: a due entry cannot be expired, so it stays, and reads still see it.
     const stuck = fresh()
