@@ -269,6 +269,8 @@ export function adapterCases(factory: FixtureFactory, t: Named): void {
       // A slow store may expire w/b before the delete of w/a lands; either order is a valid history.
       expect(events.slice(2).map((e) => `${e.type} ${e.key}`).sort()).toEqual(['delete w/a', 'expire w/b'])
       expect(events[0]).toMatchObject({ value: 1, owner: 'o1', created: events[0]!.revision })
+      expect(events[0]!.ttl, rule('watch', 'a put event carries the TTL it was written with, and none when it had none')).toBeUndefined()
+      expect(events[1], rule('watch', 'a put event carries the TTL it was written with')).toMatchObject({ value: 2, ttl: 50 })
       for (let i = 1; i < events.length; i++) expect(events[i]!.revision).toBeGreaterThan(events[i - 1]!.revision)
     }))
 

@@ -360,24 +360,27 @@ describe('commits', () => {
     await proxy.stop()
   })
 
-  test("a commit's reply names the next deadline exp still holds: after deleting the earliest, the second's; after deleting the two its sweep read, the third's", async () => {
-    const deleting = async (keys: string[]) => {
+  test("a commit's reply names the next deadline exp still holds: after deleting the earliest (or moving it later, or taking its TTL away), the second's; after deleting the two its sweep read, the third's", async () => {
+    // Each op as the commit script takes it: type, key, value json, ttl ms ('' none), owner, fresh.
+    const after = async (ops: string[][]) => {
       const ns = fresh()
       const a = await redisAdapter({ url: server.url(ns) })
       await a.commit([], [{ type: 'set', key: 'A', value: 1, ttl: 4_000 }, { type: 'set', key: 'B', value: 1, ttl: 7_000 }, { type: 'set', key: 'C', value: 1, ttl: 9_000 }])
       await a.close()
       // The commit script run by hand, so that its reply is read as it comes: {status, now, nextIn (µs), answer}.
-      const ops = keys.flatMap((key) => ['d', key, '', '', '', ''])
-      const reply = (await raw.eval(evalText(SCRIPTS.commit), 9, ...namespaceKeys(ns), 10_000, 500, 0, '', 60_000, 0, keys.length, ...ops)) as string[]
+      const reply = (await raw.eval(evalText(SCRIPTS.commit), 9, ...namespaceKeys(ns), 10_000, 500, 0, '', 60_000, 0, ops.length, ...ops.flat())) as string[]
       expect(reply[0]).toBe('ok')
       return Number(reply[2]) / 1000
     }
-    const afterA = await deleting(['A'])
-    expect(afterA).toBeGreaterThan(6_000)
-    expect(afterA).toBeLessThanOrEqual(7_000)
-    const afterAB = await deleting(['A', 'B'])
-    expect(afterAB).toBeGreaterThan(8_000)
-    expect(afterAB).toBeLessThanOrEqual(9_000)
+    const between = (ms: number, from: number, to: number) => {
+      expect(ms).toBeGreaterThan(from)
+      expect(ms).toBeLessThanOrEqual(to)
+    }
+    const del = (key: string) => ['d', key, '', '', '', '']
+    between(await after([del('A')]), 6_000, 7_000)
+    between(await after([['s', 'A', '2', '8000', '', ''], del('C')]), 6_000, 7_000)
+    between(await after([['s', 'A', '2', '', '', ''], del('C')]), 6_000, 7_000)
+    between(await after([del('A'), del('B')]), 8_000, 9_000)
   })
 
   test('an expiry is one revision and one expire event, however many adapters run expiry timers', async () => {
@@ -512,6 +515,10 @@ describe('revisions and the add op', () => {
     expect((await a.position()).revision).toBe(before)
     const next = await a.commit([], [{ type: 'add', key: 'big', delta: -MAX }])
     expect(next.ok && [next.revision, next.entries[0]!.value]).toEqual([before + 1, 0])
+    // Exactly the largest safe integer either way is made.
+    await a.commit([], [{ type: 'set', key: 'top', value: MAX - 1 }, { type: 'set', key: 'bottom', value: 1 - MAX }])
+    const reached = await a.commit([], [{ type: 'add', key: 'top', delta: 1 }, { type: 'add', key: 'bottom', delta: -1 }])
+    expect(reached.ok && reached.entries.map((e) => e.value)).toEqual([MAX, -MAX])
     await a.close()
   })
 
