@@ -177,6 +177,8 @@ describe('layout in Redis', () => {
     const members = (await raw.zrangeBuffer(idx, '0', '-1')).map((m) => m.toString('hex'))
     expect(members.some((m) => /^6b2f(ee|ef)/.test(m))).toBe(false)
     expect(members.filter((m) => /^6b2f(f5|f6)/.test(m))).toHaveLength(2)
+    // Marked, so later lists do not scan the index again.
+    expect(await raw.hget(`zaris:{${ns}}:rev`, 'ix')).toBe('1')
     await a.commit([], [{ type: 'delete', key: 'k/\uff01' }])
     expect((await a.list('k/')).entries.map((e) => e.key)).toEqual(['k/\ud83d\ude00', 'k/\ue000', 'k/a'].sort())
     expect(await raw.zcard(idx)).toBe(3)
@@ -284,6 +286,20 @@ describe('commits', () => {
     const checked = await counted(() => a.commit([{ key: 'k', created: first.ok ? first.revision : 0 }], [{ type: 'set', key: 'k', value: 2 }, { type: 'set', key: 'j', value: 2 }]))
     expect(checked).toBe(unchecked)
     await a.close()
+  })
+
+  test('a get or a list expires every due entry first, whatever key or prefix it reads', async () => {
+    for (const read of [(a: Adapter) => a.get('elsewhere'), (a: Adapter) => a.list('elsewhere/')]) {
+      const ns = fresh()
+      const a = await redisAdapter({ url: server.url(ns) }) // no watch here: no expiry timer runs
+      await a.commit([], [{ type: 'set', key: 'due0', value: 1, ttl: 40 }, { type: 'set', key: 'due1', value: 1, ttl: 40 }])
+      await new Promise((resolve) => setTimeout(resolve, 80))
+      expect(await raw.hlen(`zaris:{${ns}}:data`)).toBe(2)
+      await read(a)
+      expect(await raw.hlen(`zaris:{${ns}}:data`)).toBe(0)
+      expect((await raw.xrange(`zaris:{${ns}}:log`, '-', '+')).map(([, f]) => `${f[1]} ${f[3]}`)).toEqual(['p due0', 'p due1', 'e due0', 'e due1'])
+      await a.close()
+    }
   })
 
   test('an entry due beyond the sweep\'s limit is expired where a commit reads it, in its own revision before the commit\'s', async () => {
