@@ -302,6 +302,17 @@ describe('commits', () => {
     }
   })
 
+  test('a list without a limit reads the key index in batches: 300 keys come back, each once, in order', async () => {
+    const ns = fresh()
+    const a = await redisAdapter({ url: server.url(ns) })
+    const keys = Array.from({ length: 300 }, (_, i) => `many/${String(i).padStart(3, '0')}`)
+    for (let i = 0; i < keys.length; i += 50) await a.commit([], keys.slice(i, i + 50).map((key) => ({ type: 'set' as const, key, value: 1 })))
+    const page = await a.list('many/')
+    expect(page.entries.map((e) => e.key)).toEqual(keys)
+    expect(page.more).toBe(false)
+    await a.close()
+  })
+
   test('an entry due beyond the sweep\'s limit is expired where a commit reads it, in its own revision before the commit\'s', async () => {
     const ns = fresh()
     const a = await redisAdapter({ url: server.url(ns) })
