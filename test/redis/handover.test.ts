@@ -104,6 +104,22 @@ describe('the Redis store hands over', () => {
     }
   })
 
+  test("a waiting commit's other way is judged by its own checks' kinds: a revision check on an entry whose revision is past its created", async () => {
+    const { all } = await fx.adapters(2)
+    const [h, w] = all as [RedisAdapter, RedisAdapter]
+    try {
+      await h.commit([absent('a')], [set('a', 'h')])
+      const first = ok(await h.commit([], [set('b', 'h')]))
+      // The same owner writes again: the revision moves on, the life (created) stays.
+      const again = ok(await h.commit([], [set('b', 'h')]))
+      expect(again.entries[0]).toMatchObject({ created: first.revision, revision: again.revision })
+      const take = w.commit([absent('a')], [set('a', 'w')], { waitChange: 2_000, keepParked: true, orElse: [{ checks: [{ key: 'b', revision: again.revision }], ops: [set('b', 'w')] }] })
+      expect(ok(await take).entries).toMatchObject([{ key: 'b', owner: 'w' }])
+    } finally {
+      await Promise.all(all.map((a) => a.close()))
+    }
+  })
+
   test('a waiting commit without keepParked stays parked through a change that turns none of its checks (the holder renewing), and is answered by the one that does', async () => {
     const { all } = await fx.adapters(2)
     const [h, w] = all as [RedisAdapter, RedisAdapter]
