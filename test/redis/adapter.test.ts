@@ -347,7 +347,7 @@ describe('commits', () => {
     expect((await hmgets()) - before).toBe(1)
     const log = await raw.xrange(`zaris:{${ns}}:log`, String(r + 1), '+')
     expect(log.map(([, fields]) => [fields[1], fields[3]])).toEqual([['e', 'due0'], ['e', 'due1'], ['e', 'due2'], ['p', 'k']])
-    expect(await raw.zrange(`zaris:{${ns}}:exp`, 0, -1)).toEqual([])
+    expect(await raw.zrange(`zaris:{${ns}}:exp`, '0', '-1')).toEqual([])
     expect(reply[2]).toBe('-1')
   })
 
