@@ -120,6 +120,30 @@ describe('the Redis store hands over', () => {
     }
   })
 
+  test('taking a parked commit out of park walks each key it checks once, however many of its ways check it too', async () => {
+    const { all } = await fx.adapters(2)
+    const [h, w] = all as [RedisAdapter, RedisAdapter]
+    const hgets = async () => Number(/cmdstat_hget:calls=(\d+)/.exec(await raw().info('commandstats'))?.[1] ?? 0)
+    const abortCost = async (orElse?: Array<{ checks: Check[]; ops: Op[] }>) => {
+      const stop = new AbortController()
+      let parked = false
+      const take = w.commit([absent('a')], [set('a', 'w')], { ...park(), orElse, signal: stop.signal, onParked: () => (parked = true) })
+      await until(() => parked)
+      const before = await hgets()
+      stop.abort()
+      expect(await take).toMatchObject({ ok: false })
+      return (await hgets()) - before
+    }
+    try {
+      await h.commit([absent('a')], [set('a', 'h')])
+      const alone = await abortCost()
+      const withWays = await abortCost([{ checks: [absent('a')], ops: [set('b', 'w')] }, { checks: [absent('a')], ops: [set('c', 'w')] }])
+      expect(withWays).toBe(alone)
+    } finally {
+      await Promise.all(all.map((a) => a.close()))
+    }
+  })
+
   test('a waiting commit without keepParked stays parked through a change that turns none of its checks (the holder renewing), and is answered by the one that does', async () => {
     const { all } = await fx.adapters(2)
     const [h, w] = all as [RedisAdapter, RedisAdapter]
@@ -234,6 +258,7 @@ describe('the Redis store hands over', () => {
     const [h, w] = all as [RedisAdapter, RedisAdapter]
     const [rev, , , , , , , parkKey, pkey] = namespaceKeys(ns) as [string, string, string, string, string, string, string, string, string]
     const calls = async () => Number(/cmdstat_hget:calls=(\d+)/.exec(await raw().info('commandstats'))?.[1] ?? 0)
+    const existsCalls = async () => Number(/cmdstat_exists:calls=(\d+)/.exec(await raw().info('commandstats'))?.[1] ?? 0)
     try {
       for (let round = 1; round <= 2; round++) {
         const held = ok(await h.commit([absent('lock')], [set('lock', 'h')]))
@@ -241,7 +266,10 @@ describe('the Redis store hands over', () => {
         const take = w.commit([absent('lock')], [set('lock', 'w')], { ...park(), onParked: () => (parked = true) })
         await until(() => parked)
         expect(await raw().hexists(rev, 'pq')).toBe(1)
+        // A release that finds the key's parked take hands over without asking whether anything is parked at all.
+        const beforeRelease = await existsCalls()
         await h.commit([life('lock', held.revision)], [del('lock')])
+        expect((await existsCalls()) - beforeRelease).toBe(0)
         const won = ok(await take)
         expect(won.entries[0]).toMatchObject({ owner: 'w' })
         // The waiter's own release finds nothing parked anywhere: the counter goes.
