@@ -144,6 +144,32 @@ describe('the Redis store hands over', () => {
     }
   })
 
+  test("a release of two keys a parked take checks reads that take's record once, though both keys name it", async () => {
+    const { ns, all } = await fx.adapters(2)
+    const [h, w] = all as [RedisAdapter, RedisAdapter]
+    const parkKey = namespaceKeys(ns)[7]!
+    const monitor = await raw().monitor()
+    const reads: string[] = []
+    // MONITOR shows the calls a script makes, as they run.
+    monitor.on('monitor', (_time: string, args: string[]) => {
+      if (args[0]!.toLowerCase() === 'hget' && args[1] === parkKey && /^(s:)?\d+$/.test(args[2]!)) reads.push(args[2]!)
+    })
+    try {
+      const held = ok(await h.commit([absent('a'), absent('b')], [set('a', 'h'), set('b', 'h')]))
+      let parked = false
+      const take = w.commit([absent('a'), absent('b')], [set('a', 'w'), set('b', 'w')], { ...park(), onParked: () => (parked = true) })
+      await until(() => parked)
+      reads.length = 0
+      await h.commit([life('a', held.revision), life('b', held.revision)], [del('a'), del('b')])
+      expect(ok(await take).entries).toMatchObject([{ key: 'a', owner: 'w' }, { key: 'b', owner: 'w' }])
+      await until(() => reads.length > 0)
+      expect(new Set(reads).size).toBe(reads.length)
+    } finally {
+      monitor.disconnect()
+      await Promise.all(all.map((a) => a.close()))
+    }
+  })
+
   test('a waiting commit without keepParked stays parked through a change that turns none of its checks (the holder renewing), and is answered by the one that does', async () => {
     const { all } = await fx.adapters(2)
     const [h, w] = all as [RedisAdapter, RedisAdapter]
