@@ -170,6 +170,22 @@ describe('the Redis store hands over', () => {
     }
   })
 
+  test("a change at a key where a waiter keeps its turn (its wait ran out) looks at that turn without asking whether anything is parked at all", async () => {
+    const { all } = await fx.adapters(2)
+    const [h, w] = all as [RedisAdapter, RedisAdapter]
+    const existsCalls = async () => Number(/cmdstat_exists:calls=(\d+)/.exec(await raw().info('commandstats'))?.[1] ?? 0)
+    try {
+      const held = ok(await h.commit([absent('lock')], [set('lock', 'h')]))
+      // Its wait runs out while the lock is held: the waiter keeps its turn at the key (for TURN_US).
+      expect(await w.commit([absent('lock')], [set('lock', 'w')], park(150, 1))).toMatchObject({ ok: false })
+      const before = await existsCalls()
+      await h.commit([life('lock', held.revision)], [set('lock', 'h')])
+      expect((await existsCalls()) - before).toBe(0)
+    } finally {
+      await Promise.all(all.map((a) => a.close()))
+    }
+  })
+
   test('a waiting commit without keepParked stays parked through a change that turns none of its checks (the holder renewing), and is answered by the one that does', async () => {
     const { all } = await fx.adapters(2)
     const [h, w] = all as [RedisAdapter, RedisAdapter]
