@@ -17,7 +17,7 @@ import { evalText, LOCK_SCRIPT, SCRIPTS } from '../../src/adapters/redis/scripts
 import { until } from '../conformance/util'
 import { LIBRARIES, named, userClient, using } from './clients'
 import { TcpProxy } from './proxy'
-import { startRedis, type RedisServer } from './server'
+import { commandCalls, startRedis, type RedisServer } from './server'
 
 let server: RedisServer
 let raw: Redis
@@ -259,7 +259,7 @@ describe('commits', () => {
   test("a commit reads the oldest request record's time with the revision counter: the records' index is read only once one may be due", async () => {
     const ns = fresh()
     const a = await redisAdapter({ url: server.url(ns) })
-    const zranges = async () => Number(/cmdstat_zrange:calls=(\d+)/.exec(await raw.info('commandstats'))?.[1] ?? 0)
+    const zranges = () => commandCalls(raw, 'zrange')
     // Two entries with deadlines: the sweep's read of exp also tells the reply the next deadline (no second read).
     await a.commit([], [{ type: 'set', key: 'later0', value: 0, ttl: 60_000 }, { type: 'set', key: 'later1', value: 0, ttl: 60_000 }])
     await a.commit([], [{ type: 'set', key: 'k', value: 0 }], { requestId: 'first-request-0123456789' })
@@ -274,7 +274,7 @@ describe('commits', () => {
   test('a commit that checks a key and writes it reads its entry once', async () => {
     const ns = fresh()
     const a = await redisAdapter({ url: server.url(ns) })
-    const hgets = async () => Number(/cmdstat_hget:calls=(\d+)/.exec(await raw.info('commandstats'))?.[1] ?? 0)
+    const hgets = () => commandCalls(raw, 'hget')
     const counted = async (commit: () => Promise<CommitResult>) => {
       const before = await hgets()
       expect((await commit()).ok).toBe(true)
@@ -339,7 +339,7 @@ describe('commits', () => {
     // A deadline left in exp for a key data no longer holds (an older layout, a hand edit).
     await raw.zadd(`zaris:{${ns}}:exp`, 1, 'gone')
     await new Promise((resolve) => setTimeout(resolve, 80))
-    const hmgets = async () => Number(/cmdstat_hmget:calls=(\d+)/.exec(await raw.info('commandstats'))?.[1] ?? 0)
+    const hmgets = () => commandCalls(raw, 'hmget')
     const before = await hmgets()
     const reply = (await raw.eval(evalText(SCRIPTS.commit), 9, ...namespaceKeys(ns), 10_000, 500, 0, '', 60_000, 0, 1, 's', 'k', '1', '', '', '')) as unknown[]
     expect(String(reply[3])).toMatch(new RegExp(`^${r + 4} `))

@@ -13,6 +13,7 @@ import { namespaceKeys } from '../../src/adapters/redis/codec'
 import { evalText, SCRIPTS } from '../../src/adapters/redis/scripts'
 import { until } from '../conformance/util'
 import { absent, del, life, ok, parkedFixture, set } from './parked-fixture'
+import { commandCalls } from './server'
 
 const fx = parkedFixture('h')
 const raw = () => fx.raw
@@ -123,7 +124,7 @@ describe('the Redis store hands over', () => {
   test('taking a parked commit out of park walks each key it checks once, however many of its ways check it too', async () => {
     const { all } = await fx.adapters(2)
     const [h, w] = all as [RedisAdapter, RedisAdapter]
-    const hgets = async () => Number(/cmdstat_hget:calls=(\d+)/.exec(await raw().info('commandstats'))?.[1] ?? 0)
+    const hgets = () => commandCalls(raw(), 'hget')
     const abortCost = async (orElse?: Array<{ checks: Check[]; ops: Op[] }>) => {
       const stop = new AbortController()
       let parked = false
@@ -173,7 +174,7 @@ describe('the Redis store hands over', () => {
   test("a change at a key where a waiter keeps its turn (its wait ran out) looks at that turn without asking whether anything is parked at all", async () => {
     const { all } = await fx.adapters(2)
     const [h, w] = all as [RedisAdapter, RedisAdapter]
-    const existsCalls = async () => Number(/cmdstat_exists:calls=(\d+)/.exec(await raw().info('commandstats'))?.[1] ?? 0)
+    const existsCalls = () => commandCalls(raw(), 'exists')
     try {
       const held = ok(await h.commit([absent('lock')], [set('lock', 'h')]))
       // Its wait runs out while the lock is held: the waiter keeps its turn at the key (for TURN_US).
@@ -299,8 +300,8 @@ describe('the Redis store hands over', () => {
     const { ns, all } = await fx.adapters(2)
     const [h, w] = all as [RedisAdapter, RedisAdapter]
     const [rev, , , , , , , parkKey, pkey] = namespaceKeys(ns) as [string, string, string, string, string, string, string, string, string]
-    const calls = async () => Number(/cmdstat_hget:calls=(\d+)/.exec(await raw().info('commandstats'))?.[1] ?? 0)
-    const existsCalls = async () => Number(/cmdstat_exists:calls=(\d+)/.exec(await raw().info('commandstats'))?.[1] ?? 0)
+    const calls = () => commandCalls(raw(), 'hget')
+    const existsCalls = () => commandCalls(raw(), 'exists')
     try {
       for (let round = 1; round <= 2; round++) {
         const held = ok(await h.commit([absent('lock')], [set('lock', 'h')]))

@@ -204,3 +204,8 @@ function run(command: string, args: string[]): Promise<string> {
     child.once('exit', (code) => (code === 0 ? resolve(out) : reject(new Error(`${command} ${args.join(' ')} exited with ${code}:\n${out}`))))
   })
 }
+
+/** How many times Redis has run `command` (its own statistics, `INFO commandstats`), a script's calls included. */
+export async function commandCalls(redis: { info(section: string): Promise<string> }, command: string): Promise<number> {
+  return Number(new RegExp(`cmdstat_${command}:calls=(\\d+)`).exec(await redis.info('commandstats'))?.[1] ?? 0)
+}
