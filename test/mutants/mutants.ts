@@ -253,6 +253,14 @@ export const MUTANTS: Mutant[] = [
     tests: ['test/model/postgres.test.ts'],
   },
   {
+    name: 'postgres-handover-skips-checks',
+    bug: "the Postgres store's handover (and a waiting commit's first try) applies a way without judging its checks (a parked take granted over a live holder)",
+    file: 'src/adapters/postgres/sql/park.ts',
+    from: '      WHERE NOT EXISTS (SELECT 1 FROM ${CHECKS',
+    to: '      WHERE true OR NOT EXISTS (SELECT 1 FROM ${CHECKS',
+    tests: ['test/model/postgres.test.ts'],
+  },
+  {
     name: 'postgres-fence-takes-no-row-lock',
     bug: "fence(tx, lock) checks the token but takes no row lock: a takeover goes through while the fenced transaction is still open",
     file: 'src/adapters/postgres/fence.ts',

@@ -37,6 +37,12 @@ export interface Target {
    * the namespace's lock, one statement less.
    */
   contended: Set<string>
+  /**
+   * Until when (this process's clock, ms) commits are taken to be parked in
+   * the namespace (parked.ts): the lock-shaped statements, which step aside
+   * then, are not sent first (a statement that would do nothing).
+   */
+  lined: { until: number }
   /** Something was written in the namespace: this process's watches read the log now, not at their next poll. */
   changed(): void
   /** How long (ms) a commit's answer is kept for a retry. */
@@ -52,11 +58,13 @@ export interface Target {
 type Failed = Array<[number, ShownEntry | null]>
 /** A logged event as a retry's answer shows it: type, key, value, created, owner, deadline. */
 type LoggedEvent = [string, string, string | null, number | null, string | null, number | null]
-type Answer =
+export type Answer =
   | [0, number, number, unknown[]]
   | [1, number, Failed]
   | [3, number, [0, number, unknown[]] | [1, Failed]]
   | [4, number, number, LoggedEvent[]]
+  /** Parked (parked.ts), with its first try's failure. */
+  | [5, number, Failed]
 
 /**
  * Runs a commit; `requestId` is the caller's, if any. Throws
@@ -74,7 +82,10 @@ export async function runCommit(target: Target, checks: Check[], ops: Op[], requ
     const snapshot = !ids.retry && ids.ext === null && checks.some((c) => 'revision' in c && target.contended.has(c.key))
     let answer: Answer
     try {
-      const fast = shape !== undefined && !snapshot && !ids.retry ? await runLockShape(shape, { ...target, mine: ids.mine }, checks, ops, values[0]!) : undefined
+      const lined = target.lined.until > systemClock.now()
+      const fast = shape !== undefined && !snapshot && !ids.retry && !lined ? await runLockShape(shape, { ...target, mine: ids.mine }, checks, ops, values[0]!) : undefined
+      // It stepped aside for commits parked in the namespace: so will the next ones, for a while.
+      if (fast?.done === false && fast.parked) lineSeen(target)
       if (fast?.done) {
         answer = [0, fast.now, fast.revision, [shape === 'take' ? fast.revision : 1]]
         if (fast.prune) pruneSoon(target)
@@ -112,9 +123,17 @@ export async function runCommit(target: Target, checks: Check[], ops: Op[], requ
  * while both are in the log, odds of about one in 2^56 per id.
  */
 let lastRequestId = BigInt(`0x${randomHex(7)}`)
-function nextRequestId(): string {
+export function nextRequestId(): string {
   lastRequestId = (lastRequestId + 1n) & 0xff_ffff_ffff_ffffn
   return lastRequestId.toString()
+}
+
+/** How long (ms) commits are taken to be parked in a namespace after a sign of it. */
+const LINED_MS = 1_000
+
+/** Notes a sign that commits are parked in the namespace (see `Target.lined`). */
+export function lineSeen(target: Target): void {
+  target.lined.until = systemClock.now() + LINED_MS
 }
 
 /** Namespaces whose log a pruning call is under way for. */
@@ -210,7 +229,7 @@ async function answerOf(result: Promise<{ rows: Array<{ a: unknown }> }>): Promi
 }
 
 /** The result an answer stands for. */
-function decode(answer: Answer, checks: Check[], ops: Op[], values: Array<string | null>): CommitResult {
+export function decode(answer: Answer, checks: Check[], ops: Op[], values: Array<string | null>): CommitResult {
   const now = answer[1]
   let body: [0, number, unknown[]] | [1, Failed]
   if (answer[0] === 3) body = answer[2]

@@ -36,6 +36,7 @@ import { sharePool, shareUrl, type Connection } from './connection'
 import { Follower } from './follower'
 import { Listener } from './listener'
 import type { PgPool } from './load'
+import { ParkAnswers, runParked } from './parked'
 import { readEntry, readHistory, readPage } from './reads'
 import { checkSchema, DEFAULT_SCHEMA } from './sql'
 import { parsePostgresUrl, redactPostgresUrl } from './url'
@@ -151,7 +152,7 @@ export async function postgresAdapter(options: PostgresAdapterOptions): Promise<
   const key = followerKey(schema, namespace)
   // The namespace's follower in this process, if any, reads at once after a write here (see followerOf).
   const changed = () => (connection.spaces.get(key) as SharedFollower | undefined)?.follower.notify()
-  return new NamespaceAdapter({ connection, schema, namespace, known, contended: new Set(), changed, ...kept }, Listener.of(connection, schema, listen), pollInterval)
+  return new NamespaceAdapter({ connection, schema, namespace, known, contended: new Set(), lined: { until: 0 }, changed, ...kept }, Listener.of(connection, schema, listen), pollInterval)
 }
 
 /**
@@ -172,19 +173,25 @@ export const redact = redactPostgresUrl
 
 class NamespaceAdapter implements PostgresAdapter {
   readonly name = 'postgres'
-  readonly capabilities: Capabilities = { history: true }
+  /** The store hands over: waiting commits park in Postgres and are tried in the step of the change (sql/park.ts). */
+  readonly capabilities: Capabilities = { history: true, commitOnChange: true, keepParked: true, handover: true, orElse: true }
   readonly schema: string
   readonly #target: Target
   readonly #listener: Listener
   readonly #pollInterval: number
   readonly #life = new AdapterLife('postgres')
   #follower: { follower: Follower; release(): void } | undefined
+  readonly #answers: { answers: ParkAnswers; release(): void }
+  /** The waits of this adapter's parked commits (ended on close), and the commits still waiting. */
+  readonly #waits = new Set<() => void>()
+  readonly #parkedNow = new Set<Promise<unknown>>()
 
   constructor(target: Target, listener: Listener, pollInterval: number) {
     this.#target = target
     this.schema = target.schema
     this.#listener = listener
     this.#pollInterval = pollInterval
+    this.#answers = ParkAnswers.share(target, listener, pollInterval)
   }
 
   get listening(): boolean {
@@ -205,14 +212,23 @@ class NamespaceAdapter implements PostgresAdapter {
   }
 
   /**
-   * One commit, as one call. `options.seen` is not used: the revisions are a
+   * One commit, as one call; one sent with `waitChange` may park in the
+   * store (parked.ts). `options.seen` is not used: the revisions are a
    * Postgres sequence, which never goes back, also after a crash.
    */
   async commit(checks: Check[], ops: Op[], options?: CommitOptions): Promise<CommitResult> {
     checkCommitArgs(checks, ops)
     const requestId = checkRequestId(options?.requestId)
     this.#life.assertOpen()
-    return runCommit(this.#target, checks, ops, requestId)
+    const ms = options?.waitChange
+    if (ms === undefined || !(ms > 0)) return runCommit(this.#target, checks, ops, requestId)
+    const parked = runParked({ target: this.#target, answers: this.#answers.answers, waits: this.#waits }, checks, ops, ms, options!, requestId)
+    this.#parkedNow.add(parked)
+    try {
+      return await parked
+    } finally {
+      this.#parkedNow.delete(parked)
+    }
   }
 
   async watch(prefix: string, sink: WatchSink, fromRevision?: number): Promise<Unsubscribe> {
@@ -242,7 +258,12 @@ class NamespaceAdapter implements PostgresAdapter {
   }
 
   async close(): Promise<void> {
+    if (this.#life.closed) return
+    // Parked commits are taken out of park first (best effort: the store drops them after their deadline).
+    for (const cancel of [...this.#waits]) cancel()
+    await Promise.allSettled([...this.#parkedNow])
     if (!this.#life.close()) return
+    this.#answers.release()
     this.#follower?.release()
     await this.#target.connection.release()
   }

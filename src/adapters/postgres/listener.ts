@@ -31,6 +31,8 @@ export class Listener {
   readonly #options: Record<string, unknown> | false
   /** The wake of each followed namespace: its one follower on this connection (follower.ts). */
   readonly #followers = new Map<string, () => void>()
+  /** Who hears the answers of each namespace's parked commits (parked.ts), each adapter's own. */
+  readonly #answers = new Map<string, Set<(answer: string) => void>>()
   #client: PgClient | undefined
   #opening = false
   #working = false
@@ -73,12 +75,34 @@ export class Listener {
     this.#open()
     return () => {
       this.#followers.delete(namespace)
-      if (this.#followers.size === 0) this.#idle()
+      if (this.#users() === 0) this.#idle()
     }
   }
 
+  /**
+   * Calls `hear` with every parked commit's answer sent on `namespace` (the
+   * notification's payload after the namespace: `<id> <now> [<answer>]`,
+   * sql/park.ts) until the returned function is called.
+   */
+  hearAnswers(namespace: string, hear: (answer: string) => void): () => void {
+    let set = this.#answers.get(namespace)
+    if (!set) this.#answers.set(namespace, (set = new Set()))
+    set.add(hear)
+    this.#stopLinger()
+    this.#open()
+    return () => {
+      if (!set.delete(hear)) return
+      if (set.size === 0 && this.#answers.get(namespace) === set) this.#answers.delete(namespace)
+      if (this.#users() === 0) this.#idle()
+    }
+  }
+
+  #users(): number {
+    return this.#followers.size + this.#answers.size
+  }
+
   #open(): void {
-    if (this.#client || this.#opening || !this.#options || this.#followers.size === 0) return
+    if (this.#client || this.#opening || !this.#options || this.#users() === 0) return
     this.#opening = true
     void this.#connect().finally(() => (this.#opening = false))
   }
@@ -106,7 +130,7 @@ export class Listener {
       this.#failures = 0
       // Nobody follows any more (the last left while it opened, or close() came): not kept, also
       // through the rest of a linger, which only ends a connection that is there.
-      if (this.#followers.size === 0) return this.#end()
+      if (this.#users() === 0) return this.#end()
       await this.#check()
     } catch {
       onLost()
@@ -127,9 +151,13 @@ export class Listener {
     this.#heard = undefined
   }
 
-  #notified(namespace: string): void {
+  /** A payload is a namespace (a commit there), or a namespace, a space and a parked commit's answer. */
+  #notified(payload: string): void {
     this.#heard?.()
-    this.#followers.get(namespace)?.()
+    const space = payload.indexOf(' ')
+    if (space < 0) return this.#followers.get(payload)?.()
+    const answer = payload.slice(space + 1)
+    for (const hear of this.#answers.get(payload.slice(0, space)) ?? []) hear(answer)
   }
 
   /** Opens the connection again after a backoff, if anyone follows by then (see #open). */
@@ -150,6 +178,7 @@ export class Listener {
   /** Ends the connection at once (the adapter's connection is closing). */
   close(): void {
     this.#followers.clear()
+    this.#answers.clear()
     this.#stopLinger()
     this.#end()
   }

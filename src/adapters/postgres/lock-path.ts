@@ -13,7 +13,7 @@
  *
  * Each does its work only in the common case (take: no row holds the key,
  * live or expired; release: the entry is there with the token, live, and no
- * fence holds it) and otherwise writes nothing — or, when a row appeared
+ * fence holds it; and no commit is parked in the namespace) and otherwise writes nothing — or, when a row appeared
  * after the statement's snapshot, only the namespace's revision (a skipped
  * revision, as between namespaces) — and answers "not done": the caller
  * then runs the commit through `commit1`, which expires, checks, refuses a
@@ -49,16 +49,28 @@ export function lockShape(checks: Check[], ops: Op[]): LockShape | undefined {
   return undefined
 }
 
-/** Locks the namespace's row and takes a revision when `cond` holds (in the statement's snapshot); the clock is read after the lock. */
+/**
+ * Locks the namespace's row and takes a revision when `cond` holds (in the
+ * statement's snapshot) and nothing is parked in the namespace (a change
+ * must then be handed over: `commit1` does it); the clock is read after the lock.
+ */
 const store = (schema: string, cond: string) => `s AS (
-    UPDATE ${schema}.stores SET revision = nextval('${schema}.revisions'), logged = logged + 1 WHERE ns = $1::text AND ${cond}
+    UPDATE ${schema}.stores SET revision = nextval('${schema}.revisions'), logged = logged + 1 WHERE ns = $1::text AND parked = 0 AND ${cond}
       RETURNING revision, clock_timestamp() AS now, logged, pruned_at, watched
   )`
 
-/** What both statements answer: the revision, the clock (ms), whether the log is due a pruning, and a NOTIFY when watched. */
-const answer = (schema: string, done: string) => `SELECT s.revision, extract(epoch FROM s.now) * 1000 AS now, ${done} AS done,
+/**
+ * What both statements answer (one row, also when nothing was done): the
+ * revision, the clock (ms), whether the log is due a pruning, a NOTIFY when
+ * watched, and whether commits are parked in the namespace (as the
+ * statement's snapshot saw it: the caller then skips these statements for a while).
+ */
+const answer = (schema: string, done: string) => `SELECT s.revision, extract(epoch FROM s.now) * 1000 AS now, coalesce(${done}, false) AS done, q.parked > 0 AS parked,
     s.logged > $6::integer + greatest(100, $6::integer / 10) OR s.now > s.pruned_at + $5::integer * interval '100 microseconds' AS prune,
     (SELECT pg_notify('zaris:${schema}', $1::text) WHERE s.watched > s.now) AS notified`
+
+/** The namespace's count of parked commits, as one row `q` (none: null). */
+const lined = (schema: string) => `(SELECT (SELECT parked FROM ${schema}.stores WHERE ns = $1::text) AS parked) q`
 
 /** $1 ns, $2 request id, $3 key, $4 value, $5 retention, $6 history, $7 ttl, $8 owner. */
 function takeSql(schema: string): string {
@@ -70,7 +82,7 @@ function takeSql(schema: string): string {
     INSERT INTO ${schema}.events (ns, revision, seq, type, k, value, created, owner, ttl, deadline, req)
       SELECT $1::text, w.revision, 0, 'p', $3::bytea, $4::text, w.revision, $8::bytea, $7::double precision, w.expires_at, $2::bigint FROM w
   )
-  ${answer(schema, 'w.revision IS NOT NULL')} FROM s LEFT JOIN w ON true`
+  ${answer(schema, 'w.revision IS NOT NULL')} FROM ${lined(schema)} LEFT JOIN s ON true LEFT JOIN w ON true`
 }
 
 /** $1 ns, $2 request id, $3 key, $4 token, $5 retention, $6 history. */
@@ -83,7 +95,7 @@ function releaseSql(schema: string): string {
   ), l AS (
     INSERT INTO ${schema}.events (ns, revision, seq, type, k, req) SELECT $1::text, d.revision, 0, 'd', d.k, $2::bigint FROM d
   )
-  ${answer(schema, 'EXISTS (SELECT 1 FROM d)')} FROM s`
+  ${answer(schema, 's.revision IS NOT NULL AND EXISTS (SELECT 1 FROM d)')} FROM ${lined(schema)} LEFT JOIN s ON true`
 }
 
 /** The text of a shape's statement in a schema (bench/tools/postgres-parts.ts runs variants of it). */
@@ -116,7 +128,7 @@ function fnv(text: string): string {
 }
 
 /** The answer of a lock-shaped statement: done (with the revision and the clock), or not done (run `commit1`). */
-export type LockAnswer = { done: true; revision: number; now: number; prune: boolean } | { done: false }
+export type LockAnswer = { done: true; revision: number; now: number; prune: boolean } | { done: false; parked: boolean }
 
 /** What a lock-shaped statement needs besides the commit. */
 export interface LockCall {
@@ -143,9 +155,10 @@ export async function runLockShape(shape: LockShape, call: LockCall, checks: Che
     shape === 'take'
       ? [...head, value, retention, history, op.type === 'set' ? (op.ttl ?? null) : null, op.type === 'set' && op.owner !== undefined ? utf8(op.owner) : null]
       : [...head, (checks[0] as { created: number }).created, retention, history]
-  let rows: Array<{ revision: string; now: string | number; done: boolean; prune: boolean }>
+  type Row = { revision: string; now: string | number; done: boolean; prune: boolean; parked: boolean | null }
+  let rows: Row[]
   try {
-    rows = (await connection.query<{ revision: string; now: string | number; done: boolean; prune: boolean }>('commit', statement(shape, schema), args, callTimeout)).rows
+    rows = (await connection.query<Row>('commit', statement(shape, schema), args, callTimeout)).rows
   } catch (err) {
     const state = sqlState(err)
     // A pooler's server connection lacks the statement, or has it from another client: nothing ran.
@@ -156,6 +169,6 @@ export async function runLockShape(shape: LockShape, call: LockCall, checks: Che
     throw err
   }
   const row = rows[0]
-  if (row === undefined || !row.done) return { done: false }
+  if (row === undefined || !row.done) return { done: false, parked: row?.parked === true }
   return { done: true, revision: Number(row.revision), now: Number(row.now), prune: row.prune }
 }

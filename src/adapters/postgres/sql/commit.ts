@@ -49,11 +49,11 @@
  */
 
 /** Whether a check holds on row `e`: want `w` (null: no entry), by created `bc` or by revision. */
-const holds = (e: string, w: string, bc: string) =>
+export const holds = (e: string, w: string, bc: string) =>
   `(CASE WHEN ${w} IS NULL THEN ${e}.k IS NULL WHEN ${e}.k IS NULL THEN false WHEN ${bc} THEN ${e}.created = ${w} ELSE ${e}.revision = ${w} END)`
 
 /** A row as a failure answer shows it. */
-const shown = (e: string) =>
+export const shown = (e: string) =>
   `CASE WHEN ${e}.k IS NULL THEN NULL ELSE json_build_array(${e}.value, ${e}.revision, ${e}.created, ${e}.owner, extract(epoch FROM ${e}.expires_at) * 1000) END`
 
 const FENCED = `RAISE EXCEPTION 'zaris: the entry is held by a fence' USING ERRCODE = 'ZR001', DETAIL = encode(v_k, 'hex')`
@@ -95,7 +95,7 @@ const LOG = (type: string, cols: string) => `
  * Applies op `i` (type v_t, key v_k; the row now there in `e`) at v_rev:
  * each write and its log row in one statement; sets v_part.
  */
-const APPLY = (v: string, ttl: string, own: string, fresh: string, delta: string) => `
+export const APPLY = (v: string, ttl: string, own: string, fresh: string, delta: string) => `
   v_n := 0;
   IF v_t = 'd' THEN
     IF e.k IS NULL THEN
@@ -151,15 +151,20 @@ const APPLY = (v: string, ttl: string, own: string, fresh: string, delta: string
   END IF;
   v_seq := v_seq + v_n;`
 
-/** Logs an `n` row when nothing was, keeps the caller's id's answer, prunes when due, notifies watchers, answers. */
-const FINISH = `
+/**
+ * Logs an `n` row when nothing was, keeps the caller's id's answer, hands the
+ * changed keys (`keys`) over to the commits parked on them, prunes when due,
+ * notifies watchers, answers.
+ */
+const FINISH = (keys: string) => `
   IF v_seq = 0 THEN
     INSERT INTO @S.events (ns, revision, seq, type, k, req) VALUES (p_ns, v_rev, 0, 'n', '\\x', p_mine);
   END IF;
   IF p_ext IS NOT NULL THEN
     INSERT INTO @S.requests (ns, id, at, answer) VALUES (p_ns, p_ext, v_now, json_build_array(0, v_rev, v_parts));
   END IF;
-  IF v_fix THEN UPDATE @S.stores SET revision = v_rev WHERE ns = p_ns; END IF;
+  IF s.parked > 0 THEN v_hand := @S.hand_over(p_ns, ${keys}, v_now); END IF;
+  IF v_fix OR v_hand > 0 THEN UPDATE @S.stores SET revision = greatest(v_rev, v_hand) WHERE ns = p_ns; END IF;
   IF s.logged > p_history + greatest(100, p_history / 10) OR v_now > s.pruned_at + p_retention * interval '100 microseconds' THEN
     PERFORM @S.prune(p_ns, p_history, p_retention, v_now);
   END IF;
@@ -181,11 +186,15 @@ const FAILED = `
     END IF;
     RETURN json_build_array(1, extract(epoch FROM v_now) * 1000, v_failed);`
 
+/** After an expiry (`v_exp`): the commits parked on the expired keys are tried before this commit's checks (they were in line first). */
+const HAND_EXPIRED = `
+      IF s.parked > 0 THEN v_hand := @S.hand_over(p_ns, v_exp.keys, v_now); END IF;`
+
 const DECLARE = `
 DECLARE
   v_now timestamptz := clock_timestamp();
   s @S.stores; e @S.entries; c @S.entries;
-  v_rev bigint; v_was bigint; v_kept json; v_failed json; v_due boolean; v_fix boolean := false;
+  v_rev bigint; v_was bigint; v_kept json; v_failed json; v_due boolean; v_fix boolean := false; v_hand bigint := 0; v_exp record;
   v_t "char"; v_k bytea; v_cr bigint; v_sum numeric; v_part json; v_parts json[] := '{}';
   v_seq integer := 0; v_n integer;`
 
@@ -207,7 +216,8 @@ BEGIN
   END IF;
 ${LOCK('cardinality(p_ok)')}
   IF EXISTS (SELECT 1 FROM @S.entries WHERE ns = p_ns AND k = ANY (p_ck || p_ok) AND expires_at <= v_now) THEN
-    IF (@S.expire_due(p_ns, v_now, p_ck || p_ok)).n > 0 THEN
+    v_exp := @S.expire_due(p_ns, v_now, p_ck || p_ok, true);
+    IF v_exp.n > 0 THEN${HAND_EXPIRED}
       v_rev := nextval('@S.revisions');
       v_fix := true;
     END IF;
@@ -225,7 +235,7 @@ ${LOCK('cardinality(p_ok)')}
 ${APPLY('p_ov[i]', 'p_ottl[i]', 'p_oown[i]', 'p_ofresh[i]', 'p_odelta[i]')}
     v_parts := v_parts || v_part;
   END LOOP;
-${FINISH}
+${FINISH('p_ok')}
 END $$;
 `
 
@@ -253,7 +263,8 @@ ${LOCK('1')}
   SELECT * INTO e FROM @S.entries WHERE ns = p_ns AND k = p_k;
   IF p_ck = p_k THEN c := e; ELSIF p_ck IS NOT NULL THEN SELECT * INTO c FROM @S.entries WHERE ns = p_ns AND k = p_ck; END IF;
   IF e.expires_at <= v_now OR c.expires_at <= v_now THEN
-    IF (@S.expire_due(p_ns, v_now, CASE WHEN p_ck IS NULL THEN ARRAY[p_k] ELSE ARRAY[p_k, p_ck] END)).n > 0 THEN
+    v_exp := @S.expire_due(p_ns, v_now, CASE WHEN p_ck IS NULL THEN ARRAY[p_k] ELSE ARRAY[p_k, p_ck] END, true);
+    IF v_exp.n > 0 THEN${HAND_EXPIRED}
       v_rev := nextval('@S.revisions');
       v_fix := true;
       SELECT * INTO e FROM @S.entries WHERE ns = p_ns AND k = p_k;
@@ -265,6 +276,6 @@ ${LOCK('1')}
   END IF;
 ${APPLY('p_v', 'p_ttl', 'p_own', 'p_fresh', 'p_delta')}
   v_parts := ARRAY[v_part];
-${FINISH}
+${FINISH('ARRAY[p_k]')}
 END $$;
 `

@@ -9,6 +9,7 @@ import { InvalidArgumentError, UnauthorizedError, UnavailableError, UnsupportedE
 import { describe } from '../../../core/contract/validate'
 import { sqlState, type PgQueryable } from '../load'
 import { COMMIT, COMMIT1 } from './commit'
+import { PARK_FUNCTIONS, PARK_TABLES } from './park'
 import { HOUSEKEEPING, SCHEMA_VERSION, TABLES } from './tables'
 
 export { SCHEMA_VERSION } from './tables'
@@ -47,7 +48,7 @@ export function channelOf(schema: string): string {
  */
 export function schemaSql(schema: string = DEFAULT_SCHEMA): string {
   checkSchema(schema)
-  const body = [TABLES, HOUSEKEEPING, COMMIT, COMMIT1, `DELETE FROM @S.meta;\nINSERT INTO @S.meta (version) VALUES (${SCHEMA_VERSION});\n`].join('\n')
+  const body = [TABLES, PARK_TABLES, HOUSEKEEPING, PARK_FUNCTIONS, COMMIT, COMMIT1, `DELETE FROM @S.meta;\nINSERT INTO @S.meta (version) VALUES (${SCHEMA_VERSION});\n`].join('\n')
   return `-- zaris store, schema version ${SCHEMA_VERSION}\n${body.replaceAll('@S', schema)}`
 }
 

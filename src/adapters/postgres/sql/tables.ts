@@ -49,7 +49,7 @@
  */
 
 /** The schema this code writes; a store created by a newer zaris is refused. */
-export const SCHEMA_VERSION = 1
+export const SCHEMA_VERSION = 2
 
 /** The fewest pages `stores` and `entries` have (see the module's comment). */
 const MIN_PAGES = 16
@@ -137,14 +137,16 @@ CREATE TABLE IF NOT EXISTS @S.requests (
  * `watch` marks a namespace watched for a while and answers its revision.
  */
 export const HOUSEKEEPING = `
-CREATE OR REPLACE FUNCTION @S.expire_due(p_ns text, p_now timestamptz, p_keys bytea[], OUT last bigint, OUT n integer)
+DROP FUNCTION IF EXISTS @S.expire_due(text, timestamptz, bytea[]);
+CREATE OR REPLACE FUNCTION @S.expire_due(p_ns text, p_now timestamptz, p_keys bytea[], p_more boolean, OUT last bigint, OUT n integer, OUT keys bytea[])
 LANGUAGE plpgsql SET enable_seqscan = off AS $$
-DECLARE m integer; r bigint;
+DECLARE m integer; r bigint; g bytea[];
 BEGIN
-  last := 0; n := 0;
-  -- Pass 1: the given keys (all that are due); pass 2: the namespace's earliest due, 500 at most.
+  last := 0; n := 0; keys := '{}';
+  -- Pass 1: the given keys (all that are due); pass 2 (p_more): the namespace's earliest due, 500 at most.
   FOR pass IN 1 .. 2 LOOP
     CONTINUE WHEN pass = 1 AND p_keys IS NULL;
+    CONTINUE WHEN pass = 2 AND NOT p_more;
     WITH due AS (
       SELECT k, expires_at FROM @S.entries WHERE ns = p_ns AND expires_at <= p_now AND (pass = 2 OR k = ANY (p_keys))
       ORDER BY expires_at, k LIMIT CASE WHEN pass = 2 THEN 500 END FOR UPDATE SKIP LOCKED
@@ -152,21 +154,25 @@ BEGIN
       DELETE FROM @S.entries e USING due WHERE e.ns = p_ns AND e.k = due.k RETURNING e.k, e.expires_at
     ), logged AS (
       INSERT INTO @S.events (ns, revision, seq, type, k)
-      SELECT p_ns, nextval('@S.revisions'), 0, 'e', g.k FROM (SELECT k FROM gone ORDER BY expires_at, k) g RETURNING revision
-    ) SELECT count(*), coalesce(max(revision), 0) INTO m, r FROM logged;
-    n := n + m; last := greatest(last, r);
+      SELECT p_ns, nextval('@S.revisions'), 0, 'e', g.k FROM (SELECT k FROM gone ORDER BY expires_at, k) g RETURNING revision, k
+    ) SELECT count(*), coalesce(max(revision), 0), coalesce(array_agg(k), '{}') INTO m, r, g FROM logged;
+    n := n + m; last := greatest(last, r); keys := keys || g;
   END LOOP;
 END $$;
 
 CREATE OR REPLACE FUNCTION @S.prune(p_ns text, p_history integer, p_retention integer, p_now timestamptz) RETURNS void
 LANGUAGE plpgsql AS $$
-DECLARE v_cut bigint;
+DECLARE v_cut bigint; v_gone integer;
 BEGIN
   SELECT revision INTO v_cut FROM @S.events WHERE ns = p_ns ORDER BY revision DESC, seq DESC OFFSET p_history LIMIT 1;
   IF v_cut IS NOT NULL THEN
     DELETE FROM @S.events WHERE ns = p_ns AND revision <= v_cut;
   END IF;
   DELETE FROM @S.requests WHERE ns = p_ns AND at < p_now - p_retention * interval '1 millisecond';
+  -- Parked commits whose adapters never came back for them (their process died).
+  DELETE FROM @S.parked WHERE ns = p_ns AND deadline < p_now - p_retention * interval '1 millisecond';
+  GET DIAGNOSTICS v_gone = ROW_COUNT;
+  IF v_gone > 0 THEN UPDATE @S.stores SET parked = parked - v_gone WHERE ns = p_ns; END IF;
   UPDATE @S.stores SET logged = least(logged, p_history), compacted = greatest(compacted, coalesce(v_cut, 0)), pruned_at = p_now
     WHERE ns = p_ns;
 END $$;
@@ -183,14 +189,16 @@ BEGIN
 END $$;
 
 CREATE OR REPLACE FUNCTION @S.sweep(p_ns text, p_keys bytea[]) RETURNS integer LANGUAGE plpgsql SET enable_seqscan = off AS $$
-DECLARE s @S.stores; x record; v_now timestamptz; v_left integer;
+DECLARE s @S.stores; x record; v_now timestamptz; v_left integer; v_hand bigint := 0;
 BEGIN
   IF NOT EXISTS (SELECT 1 FROM @S.entries WHERE ns = p_ns AND expires_at <= clock_timestamp()) THEN RETURN -1; END IF;
   s := @S.lock_store(p_ns);
   v_now := clock_timestamp();
-  x := @S.expire_due(p_ns, v_now, p_keys);
+  x := @S.expire_due(p_ns, v_now, p_keys, true);
   IF x.n > 0 THEN
-    UPDATE @S.stores SET revision = greatest(revision, x.last), logged = logged + x.n WHERE ns = p_ns;
+    -- The expired keys go to the commits parked on them (park.ts), in this step.
+    IF s.parked > 0 THEN v_hand := @S.hand_over(p_ns, x.keys, v_now); END IF;
+    UPDATE @S.stores SET revision = greatest(revision, x.last, v_hand), logged = logged + x.n WHERE ns = p_ns;
     IF s.watched > v_now THEN PERFORM pg_notify('zaris:@S', p_ns); END IF;
   END IF;
   SELECT count(*) INTO v_left FROM @S.entries WHERE ns = p_ns AND expires_at <= v_now;
