@@ -10,9 +10,10 @@
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import type { Check, CommitResult, Op } from 'zaris'
-import { postgresAdapter, type PostgresAdapter } from 'zaris/postgres'
+import { fence, postgresAdapter, type PostgresAdapter } from 'zaris/postgres'
 import { until } from '../conformance/util'
-import { PgBouncer, startPostgres, type PostgresServer } from './server'
+import { PgBouncer } from './server'
+import { usePostgres } from './use-postgres'
 
 const set = (key: string, owner: string, ttl = 60_000): Op => ({ type: 'set', key, value: null, owner, ttl })
 const del = (key: string): Op => ({ type: 'delete', key })
@@ -23,28 +24,29 @@ const park = (ms = 10_000, order?: number) => ({ waitChange: ms, keepParked: tru
 /** The take of `lock` by owner `hand`, as `park` takes a way (UTF-16BE key bytes, JSON value). */
 const LOCK_WAY = JSON.stringify([{ ck: ['\\x006c006f0063006b'], cc: [false], cw: [null], ot: 's', ok: ['\\x006c006f0063006b'], ov: ['null'], ottl: [null], oown: ['\\x68616e64'], ofresh: [false], odelta: [null] }])
 
-let server: PostgresServer
-let admin: pg.Client
-let n = 0
-beforeAll(async () => {
-  server = await startPostgres()
-  admin = new pg.Client({ connectionString: server.url() })
-  await admin.connect()
-})
-afterAll(async () => {
-  await admin?.end()
-  await server?.dispose()
-})
+const db = usePostgres('h')
 
-/** `count` adapters of a fresh namespace, each on a pool of its own (as processes are). */
-async function adapters(count: number, url = (ns: string) => server.url(ns)): Promise<{ ns: string; all: PostgresAdapter[] }> {
-  const ns = `h${++n}`
+/**
+ * `count` adapters of a fresh namespace, each on a pool of its own (as
+ * processes are), closed when the `await using` block ends.
+ */
+async function adapters(count: number, url = (ns: string) => db.server.url(ns)) {
+  const ns = db.ns()
   const all = await Promise.all(Array.from({ length: count }, (_, i) => postgresAdapter({ url: url(ns), pg: { application_name: `a${i}` } })))
-  return { ns, all }
+  return { ns, all, [Symbol.asyncDispose]: () => Promise.all(all.map((a) => a.close())).then(() => {}) }
+}
+
+/** `w`'s place in line (`q.w`), then its take of `lock` parked behind it, as the core sends them. */
+async function waitInLine(w: PostgresAdapter): Promise<{ place: number; take: Promise<CommitResult> }> {
+  const place = ok(await w.commit([absent('q.w')], [set('q.w', 'w')])).revision
+  let parked = false
+  const take = w.commit([absent('lock'), life('q.w', place)], [set('lock', 'w'), del('q.w')], { ...park(), onParked: () => (parked = true) })
+  await until(() => parked)
+  return { place, take }
 }
 
 async function parkedRows(ns: string): Promise<number> {
-  const r = await admin.query('SELECT count(*)::int AS n, (SELECT parked FROM zaris.stores WHERE ns = $1) AS counted FROM zaris.parked WHERE ns = $1', [ns])
+  const r = await db.admin.query('SELECT count(*)::int AS n, (SELECT parked FROM zaris.stores WHERE ns = $1) AS counted FROM zaris.parked WHERE ns = $1', [ns])
   // The namespace's count of parked rows is what the lock-shaped statements trust: it must match.
   expect(r.rows[0].counted ?? 0).toBe(r.rows[0].n)
   return r.rows[0].n as number
@@ -52,311 +54,270 @@ async function parkedRows(ns: string): Promise<number> {
 
 describe('the Postgres store hands over', () => {
   test("a release hands the lock to the parked take in the release's own transaction; a barger right after fails", async () => {
-    const { ns, all } = await adapters(3)
-    const [h, w, b] = all as [PostgresAdapter, PostgresAdapter, PostgresAdapter]
-    try {
-      const held = ok(await h.commit([absent('lock')], [set('lock', 'h')]))
-      const place = ok(await w.commit([absent('q.w')], [set('q.w', 'w')]))
-      let parked = false
-      const take = w.commit([absent('lock'), life('q.w', place.revision)], [set('lock', 'w'), del('q.w')], { ...park(), onParked: () => (parked = true) })
-      await until(() => parked)
-      expect(await parkedRows(ns)).toBe(1)
-      const t0 = performance.now()
-      const release = ok(await h.commit([life('lock', held.revision)], [del('lock')]))
-      // The release's answer came after its transaction: the lock is the waiter's already.
-      const now = await b.get('lock')
-      expect(now).toMatchObject({ owner: 'w' })
-      expect(now!.created).toBeGreaterThan(release.revision)
-      expect((await b.commit([absent('lock')], [set('lock', 'barger')])).ok).toBe(false)
-      expect(await take).toMatchObject({ ok: true, revision: now!.created, deleted: ['q.w'], entries: [{ key: 'lock', owner: 'w', created: now!.created }] })
-      // Told by its notification, not by the safety poll (every second).
-      expect(performance.now() - t0).toBeLessThan(900)
-      expect(await parkedRows(ns)).toBe(0)
-    } finally {
-      await Promise.all(all.map((a) => a.close()))
-    }
+    await using store = await adapters(3)
+    const [h, w, b] = store.all as [PostgresAdapter, PostgresAdapter, PostgresAdapter]
+    const ns = store.ns
+    const held = ok(await h.commit([absent('lock')], [set('lock', 'h')]))
+    const { place, take } = await waitInLine(w)
+    expect(await parkedRows(ns)).toBe(1)
+    const t0 = performance.now()
+    const release = ok(await h.commit([life('lock', held.revision)], [del('lock')]))
+    // The release's answer came after its transaction: the lock is the waiter's already.
+    const now = await b.get('lock')
+    expect(now).toMatchObject({ owner: 'w' })
+    expect(now!.created).toBeGreaterThan(release.revision)
+    expect((await b.commit([absent('lock')], [set('lock', 'barger')])).ok).toBe(false)
+    expect(await take).toMatchObject({ ok: true, revision: now!.created, deleted: ['q.w'], entries: [{ key: 'lock', owner: 'w', created: now!.created }] })
+    // Told by its notification, not by the safety poll (every second).
+    expect(performance.now() - t0).toBeLessThan(900)
+    expect(await parkedRows(ns)).toBe(0)
   })
 
   test('a watcher hears the release, then the waiter\'s put at a later revision', async () => {
-    const { all } = await adapters(2)
-    const [h, w] = all as [PostgresAdapter, PostgresAdapter]
+    await using store = await adapters(2)
+    const [h, w] = store.all as [PostgresAdapter, PostgresAdapter]
     const heard: string[] = []
-    try {
-      await h.watch('lock', { event: (e) => heard.push(`${e.type} ${e.owner ?? ''}`.trim()), error: () => {} })
-      const held = ok(await h.commit([absent('lock')], [set('lock', 'h')]))
-      let parked = false
-      const take = w.commit([absent('lock')], [set('lock', 'w')], { ...park(), onParked: () => (parked = true) })
-      await until(() => parked)
-      const release = ok(await h.commit([life('lock', held.revision)], [del('lock')]))
-      expect(ok(await take).revision).toBeGreaterThan(release.revision)
-      await until(() => heard.length === 3)
-      expect(heard).toEqual(['put h', 'delete', 'put w'])
-    } finally {
-      await Promise.all(all.map((a) => a.close()))
-    }
+    await h.watch('lock', { event: (e) => heard.push(`${e.type} ${e.owner ?? ''}`.trim()), error: () => {} })
+    const held = ok(await h.commit([absent('lock')], [set('lock', 'h')]))
+    let parked = false
+    const take = w.commit([absent('lock')], [set('lock', 'w')], { ...park(), onParked: () => (parked = true) })
+    await until(() => parked)
+    const release = ok(await h.commit([life('lock', held.revision)], [del('lock')]))
+    expect(ok(await take).revision).toBeGreaterThan(release.revision)
+    await until(() => heard.length === 3)
+    expect(heard).toEqual(['put h', 'delete', 'put w'])
   })
 
   test('waiters get the lock in parkOrder, not in the order they parked', async () => {
-    const { all } = await adapters(4)
-    const [h, ...ws] = all as [PostgresAdapter, ...PostgresAdapter[]]
-    try {
-      await h.commit([absent('lock')], [set('lock', 'h')])
-      const order = [3, 1, 2]
-      const answered: string[] = []
-      let parked = 0
-      const takes = ws.map((w, i) =>
-        w.commit([absent('lock')], [set('lock', `w${order[i]}`)], { ...park(10_000, order[i]), onParked: () => parked++ }).then((r) => (answered.push(`w${order[i]}`), r)),
-      )
-      await until(() => parked === 3)
-      for (let i = 0; i < 3; i++) {
-        const now = (await h.get('lock'))!
-        await h.commit([life('lock', now.created)], [del('lock')])
-        await until(() => answered.length === i + 1)
-      }
-      await Promise.all(takes)
-      expect(answered).toEqual(['w1', 'w2', 'w3'])
-    } finally {
-      await Promise.all(all.map((a) => a.close()))
+    await using store = await adapters(4)
+    const [h, ...ws] = store.all as [PostgresAdapter, ...PostgresAdapter[]]
+    await h.commit([absent('lock')], [set('lock', 'h')])
+    const order = [3, 1, 2]
+    const answered: string[] = []
+    let parked = 0
+    const takes = ws.map((w, i) =>
+      w.commit([absent('lock')], [set('lock', `w${order[i]}`)], { ...park(10_000, order[i]), onParked: () => parked++ }).then((r) => (answered.push(`w${order[i]}`), r)),
+    )
+    await until(() => parked === 3)
+    for (let i = 0; i < 3; i++) {
+      const now = (await h.get('lock'))!
+      await h.commit([life('lock', now.created)], [del('lock')])
+      await until(() => answered.length === i + 1)
     }
+    await Promise.all(takes)
+    expect(answered).toEqual(['w1', 'w2', 'w3'])
   })
 
   test('a waiter that gave up its place is answered with that failure and never granted', async () => {
-    const { ns, all } = await adapters(2)
-    const [h, w] = all as [PostgresAdapter, PostgresAdapter]
-    try {
-      const held = ok(await h.commit([absent('lock')], [set('lock', 'h')]))
-      const place = ok(await w.commit([absent('q.w')], [set('q.w', 'w')]))
-      let parked = false
-      const take = w.commit([absent('lock'), life('q.w', place.revision)], [set('lock', 'w'), del('q.w')], { ...park(), onParked: () => (parked = true) })
-      await until(() => parked)
-      // The waiter's place is deleted (it gave up): its take is answered now (not at its wait's end), failed at its place.
-      const t0 = performance.now()
-      await h.commit([life('q.w', place.revision)], [del('q.w')])
-      const r = await take
-      expect(performance.now() - t0).toBeLessThan(2_000)
-      expect(r.ok).toBe(false)
-      expect(r.ok ? [] : r.failed.map((f) => f.key)).toContain('q.w')
-      await h.commit([life('lock', held.revision)], [del('lock')])
-      expect(await h.get('lock')).toBeUndefined()
-      expect(await parkedRows(ns)).toBe(0)
-    } finally {
-      await Promise.all(all.map((a) => a.close()))
-    }
+    await using store = await adapters(2)
+    const [h, w] = store.all as [PostgresAdapter, PostgresAdapter]
+    const ns = store.ns
+    const held = ok(await h.commit([absent('lock')], [set('lock', 'h')]))
+    const { place, take } = await waitInLine(w)
+    // The waiter's place is deleted (it gave up): its take is answered now (not at its wait's end), failed at its place.
+    const t0 = performance.now()
+    await h.commit([life('q.w', place)], [del('q.w')])
+    const r = await take
+    expect(performance.now() - t0).toBeLessThan(2_000)
+    expect(r.ok).toBe(false)
+    expect(r.ok ? [] : r.failed.map((f) => f.key)).toContain('q.w')
+    await h.commit([life('lock', held.revision)], [del('lock')])
+    expect(await h.get('lock')).toBeUndefined()
+    expect(await parkedRows(ns)).toBe(0)
   })
 
   test('an answer too long for a notification (over 7 000 bytes) is read from the store at once', async () => {
-    const { all } = await adapters(2)
-    const [h, w] = all as [PostgresAdapter, PostgresAdapter]
-    try {
-      const big = 'x'.repeat(8_000)
-      await h.commit([absent('lock')], [{ type: 'set', key: 'lock', value: big, owner: 'h' }])
-      const place = ok(await w.commit([absent('q.w')], [set('q.w', 'w')]))
-      let parked = false
-      const take = w.commit([absent('lock'), life('q.w', place.revision)], [set('lock', 'w'), del('q.w')], { ...park(), onParked: () => (parked = true) })
-      await until(() => parked)
-      const t0 = performance.now()
-      await h.commit([life('q.w', place.revision)], [del('q.w')])
-      const r = await take
-      expect(performance.now() - t0).toBeLessThan(900)
-      expect(r).toMatchObject({ ok: false, failed: [{ key: 'lock', entry: { value: big } }, { key: 'q.w' }] })
-    } finally {
-      await Promise.all(all.map((a) => a.close()))
-    }
+    await using store = await adapters(2)
+    const [h, w] = store.all as [PostgresAdapter, PostgresAdapter]
+    const big = 'x'.repeat(8_000)
+    await h.commit([absent('lock')], [{ type: 'set', key: 'lock', value: big, owner: 'h' }])
+    const { place, take } = await waitInLine(w)
+    const t0 = performance.now()
+    await h.commit([life('q.w', place)], [del('q.w')])
+    const r = await take
+    expect(performance.now() - t0).toBeLessThan(900)
+    expect(r).toMatchObject({ ok: false, failed: [{ key: 'lock', entry: { value: big } }, { key: 'q.w' }] })
   })
 
   test("a holder's TTL ends with nobody else writing: the parked waiter holds within the TTL and a few ms", async () => {
-    const { all } = await adapters(2)
-    const [h, w] = all as [PostgresAdapter, PostgresAdapter]
-    try {
-      await h.commit([absent('lock')], [set('lock', 'h', 300)])
-      const t0 = performance.now()
-      const r = ok(await w.commit([absent('lock')], [set('lock', 'w')], park()))
-      const waited = performance.now() - t0
-      expect(r.entries[0]).toMatchObject({ owner: 'w' })
-      expect(waited).toBeGreaterThan(250)
-      expect(waited).toBeLessThan(1_000)
-    } finally {
-      await Promise.all(all.map((a) => a.close()))
-    }
+    await using store = await adapters(2)
+    const [h, w] = store.all as [PostgresAdapter, PostgresAdapter]
+    await h.commit([absent('lock')], [set('lock', 'h', 300)])
+    const t0 = performance.now()
+    const r = ok(await w.commit([absent('lock')], [set('lock', 'w')], park()))
+    const waited = performance.now() - t0
+    expect(r.entries[0]).toMatchObject({ owner: 'w' })
+    expect(waited).toBeGreaterThan(250)
+    expect(waited).toBeLessThan(1_000)
   })
 
   test('a holder that renews keeps the lock: the waiter is not answered, and is handed the lock at the new deadline', async () => {
-    const { all } = await adapters(2)
-    const [h, w] = all as [PostgresAdapter, PostgresAdapter]
-    try {
-      const held = ok(await h.commit([absent('lock')], [set('lock', 'h', 300)]))
-      let answered = false
-      const take = w.commit([absent('lock')], [set('lock', 'w')], park()).then((r) => ((answered = true), r))
-      await new Promise((r) => setTimeout(r, 200))
-      await h.commit([life('lock', held.revision)], [set('lock', 'h', 400)])
-      await new Promise((r) => setTimeout(r, 250))
-      expect(answered).toBe(false)
-      expect(await h.get('lock')).toMatchObject({ owner: 'h' })
-      expect(ok(await take).entries[0]).toMatchObject({ owner: 'w' })
-    } finally {
-      await Promise.all(all.map((a) => a.close()))
-    }
+    await using store = await adapters(2)
+    const [h, w] = store.all as [PostgresAdapter, PostgresAdapter]
+    const held = ok(await h.commit([absent('lock')], [set('lock', 'h', 300)]))
+    let answered = false
+    const take = w.commit([absent('lock')], [set('lock', 'w')], park()).then((r) => ((answered = true), r))
+    await new Promise((r) => setTimeout(r, 200))
+    await h.commit([life('lock', held.revision)], [set('lock', 'h', 400)])
+    await new Promise((r) => setTimeout(r, 250))
+    expect(answered).toBe(false)
+    expect(await h.get('lock')).toMatchObject({ owner: 'h' })
+    expect(ok(await take).entries[0]).toMatchObject({ owner: 'w' })
   })
 
   test('a wait that runs out is answered with the failure and never applied after', async () => {
-    const { ns, all } = await adapters(2)
-    const [h, w] = all as [PostgresAdapter, PostgresAdapter]
-    try {
-      const held = ok(await h.commit([absent('lock')], [set('lock', 'h')]))
-      const t0 = performance.now()
-      const r = await w.commit([absent('lock')], [set('lock', 'w')], park(300))
-      expect(performance.now() - t0).toBeGreaterThanOrEqual(290)
-      expect(r).toMatchObject({ ok: false, failed: [{ key: 'lock', entry: { owner: 'h' } }] })
-      expect(await parkedRows(ns)).toBe(0)
-      await h.commit([life('lock', held.revision)], [del('lock')])
-      expect(await h.get('lock')).toBeUndefined()
-    } finally {
-      await Promise.all(all.map((a) => a.close()))
-    }
+    await using store = await adapters(2)
+    const [h, w] = store.all as [PostgresAdapter, PostgresAdapter]
+    const ns = store.ns
+    const held = ok(await h.commit([absent('lock')], [set('lock', 'h')]))
+    const t0 = performance.now()
+    const r = await w.commit([absent('lock')], [set('lock', 'w')], park(300))
+    expect(performance.now() - t0).toBeGreaterThanOrEqual(290)
+    expect(r).toMatchObject({ ok: false, failed: [{ key: 'lock', entry: { owner: 'h' } }] })
+    expect(await parkedRows(ns)).toBe(0)
+    await h.commit([life('lock', held.revision)], [del('lock')])
+    expect(await h.get('lock')).toBeUndefined()
   })
 
   test('an aborted wait is taken out of park and never applied; a close does the same for every wait', async () => {
-    const { ns, all } = await adapters(3)
-    const [h, w, c] = all as [PostgresAdapter, PostgresAdapter, PostgresAdapter]
-    try {
-      const held = ok(await h.commit([absent('lock')], [set('lock', 'h')]))
-      const stop = new AbortController()
-      let parked = 0
-      const aborted = w.commit([absent('lock')], [set('lock', 'w')], { ...park(), signal: stop.signal, onParked: () => parked++ })
-      const closed = c.commit([absent('lock')], [set('lock', 'c')], { ...park(), onParked: () => parked++ })
-      await until(() => parked === 2)
-      stop.abort()
-      expect(await aborted).toMatchObject({ ok: false })
-      await c.close()
-      expect(await closed).toMatchObject({ ok: false })
-      expect(await parkedRows(ns)).toBe(0)
-      await h.commit([life('lock', held.revision)], [del('lock')])
-      expect(await h.get('lock')).toBeUndefined()
-    } finally {
-      await Promise.all(all.map((a) => a.close()))
-    }
+    await using store = await adapters(3)
+    const [h, w, c] = store.all as [PostgresAdapter, PostgresAdapter, PostgresAdapter]
+    const ns = store.ns
+    const held = ok(await h.commit([absent('lock')], [set('lock', 'h')]))
+    const stop = new AbortController()
+    let parked = 0
+    const aborted = w.commit([absent('lock')], [set('lock', 'w')], { ...park(), signal: stop.signal, onParked: () => parked++ })
+    const closed = c.commit([absent('lock')], [set('lock', 'c')], { ...park(), onParked: () => parked++ })
+    await until(() => parked === 2)
+    stop.abort()
+    expect(await aborted).toMatchObject({ ok: false })
+    await c.close()
+    expect(await closed).toMatchObject({ ok: false })
+    expect(await parkedRows(ns)).toBe(0)
+    await h.commit([life('lock', held.revision)], [del('lock')])
+    expect(await h.get('lock')).toBeUndefined()
   })
 
   test("a permit's other ways: the first free slot goes to the first in line, in the release's transaction", async () => {
-    const { all } = await adapters(2)
-    const [h, w] = all as [PostgresAdapter, PostgresAdapter]
-    try {
-      const a = ok(await h.commit([absent('s1')], [set('s1', 'h')]))
-      await h.commit([absent('s2')], [set('s2', 'h')])
-      let parked = false
-      const take = w.commit([absent('s1')], [set('s1', 'w')], {
-        ...park(),
-        orElse: [{ checks: [absent('s2')], ops: [set('s2', 'w')] }],
-        onParked: () => (parked = true),
-      })
-      await until(() => parked)
-      await h.commit([life('s2', (await h.get('s2'))!.created)], [del('s2')])
-      // It went through its other way: the answer names s2.
-      expect(await take).toMatchObject({ ok: true, entries: [{ key: 's2', owner: 'w' }] })
-      expect(await h.get('s1')).toMatchObject({ owner: 'h', created: a.revision })
-    } finally {
-      await Promise.all(all.map((a) => a.close()))
-    }
+    await using store = await adapters(2)
+    const [h, w] = store.all as [PostgresAdapter, PostgresAdapter]
+    const a = ok(await h.commit([absent('s1')], [set('s1', 'h')]))
+    await h.commit([absent('s2')], [set('s2', 'h')])
+    let parked = false
+    const take = w.commit([absent('s1')], [set('s1', 'w')], {
+      ...park(),
+      orElse: [{ checks: [absent('s2')], ops: [set('s2', 'w')] }],
+      onParked: () => (parked = true),
+    })
+    await until(() => parked)
+    await h.commit([life('s2', (await h.get('s2'))!.created)], [del('s2')])
+    // It went through its other way: the answer names s2.
+    expect(await take).toMatchObject({ ok: true, entries: [{ key: 's2', owner: 'w' }] })
+    expect(await h.get('s1')).toMatchObject({ owner: 'h', created: a.revision })
   })
 
   test('a shared waiter (wakeOwner) is answered when its owner started the group at a key it checks', async () => {
-    const { all } = await adapters(2)
-    const [h, w] = all as [PostgresAdapter, PostgresAdapter]
-    try {
-      const held = ok(await h.commit([absent('g')], [set('g', 'h')]))
-      let parked = false
-      const take = w.commit([absent('g')], [set('g', 'w')], { ...park(), wakeOwner: 'group', onParked: () => (parked = true) })
-      await until(() => parked)
-      // The key passes to the group's owner: the waiter comes back to join it.
-      await h.commit([life('g', held.revision)], [set('g', 'group')])
-      expect(await take).toMatchObject({ ok: false, failed: [{ key: 'g', entry: { owner: 'group' } }] })
-      // And a first try that fails so does not park.
-      expect(await w.commit([absent('g')], [set('g', 'w')], { ...park(), wakeOwner: 'group' })).toMatchObject({ ok: false })
-    } finally {
-      await Promise.all(all.map((a) => a.close()))
-    }
+    await using store = await adapters(2)
+    const [h, w] = store.all as [PostgresAdapter, PostgresAdapter]
+    const held = ok(await h.commit([absent('g')], [set('g', 'h')]))
+    let parked = false
+    const take = w.commit([absent('g')], [set('g', 'w')], { ...park(), wakeOwner: 'group', onParked: () => (parked = true) })
+    await until(() => parked)
+    // The key passes to the group's owner: the waiter comes back to join it.
+    await h.commit([life('g', held.revision)], [set('g', 'group')])
+    expect(await take).toMatchObject({ ok: false, failed: [{ key: 'g', entry: { owner: 'group' } }] })
+    // And a first try that fails so does not park.
+    expect(await w.commit([absent('g')], [set('g', 'w')], { ...park(), wakeOwner: 'group' })).toMatchObject({ ok: false })
   })
 
   test('a plain waitChange (no keepParked) is answered at the first change that turns one of its checks, not at one that does not', async () => {
-    const { all } = await adapters(2)
-    const [h, w] = all as [PostgresAdapter, PostgresAdapter]
-    try {
-      const held = ok(await h.commit([absent('lock')], [set('lock', 'h')]))
-      let answered = false
-      const take = w.commit([absent('lock')], [set('lock', 'w')], { waitChange: 5_000 }).then((r) => ((answered = true), r))
-      await new Promise((r) => setTimeout(r, 100))
-      await h.commit([life('lock', held.revision)], [set('lock', 'h')])
-      await new Promise((r) => setTimeout(r, 150))
-      expect(answered).toBe(false)
-      await h.commit([life('lock', held.revision)], [del('lock')])
-      expect(await take).toMatchObject({ ok: true, entries: [{ key: 'lock', owner: 'w' }] })
-    } finally {
-      await Promise.all(all.map((a) => a.close()))
-    }
+    await using store = await adapters(2)
+    const [h, w] = store.all as [PostgresAdapter, PostgresAdapter]
+    const held = ok(await h.commit([absent('lock')], [set('lock', 'h')]))
+    let answered = false
+    const take = w.commit([absent('lock')], [set('lock', 'w')], { waitChange: 5_000 }).then((r) => ((answered = true), r))
+    await new Promise((r) => setTimeout(r, 100))
+    await h.commit([life('lock', held.revision)], [set('lock', 'h')])
+    await new Promise((r) => setTimeout(r, 150))
+    expect(answered).toBe(false)
+    await h.commit([life('lock', held.revision)], [del('lock')])
+    expect(await take).toMatchObject({ ok: true, entries: [{ key: 'lock', owner: 'w' }] })
   })
 
   test.each(['a commit', 'a read'])("an expiry that %s finds hands the key to the line first", async (by) => {
-    const { ns, all } = await adapters(2)
-    const [h, b] = all as [PostgresAdapter, PostgresAdapter]
+    await using store = await adapters(2)
+    const [h, b] = store.all as [PostgresAdapter, PostgresAdapter]
+    const ns = store.ns
+    await h.commit([absent('lock')], [set('lock', 'h', 200)])
+    // Parked by hand, as an adapter whose expiry timer has not fired yet.
+    const r = await db.admin.query('SELECT zaris.park($1, NULL, 7, $2, 10000, true, NULL, NULL, 60000, 10000) AS a', [ns, LOCK_WAY])
+    expect(r.rows[0].a[0]).toBe(5)
+    await new Promise((r) => setTimeout(r, 300))
+    if (by === 'a commit') expect((await b.commit([absent('lock')], [set('lock', 'barger')])).ok).toBe(false)
+    expect(await b.get('lock')).toMatchObject({ owner: 'hand' })
+    expect(await parkedRows(ns)).toBe(0)
+  })
+
+  test("a waiting commit whose first try would end a life a fence holds waits for the fence's transaction, then applies", async () => {
+    await using store = await adapters(2)
+    const [h, w] = store.all as [PostgresAdapter, PostgresAdapter]
+    const tx = new pg.Client({ connectionString: db.server.url() })
+    await tx.connect()
     try {
-      await h.commit([absent('lock')], [set('lock', 'h', 200)])
-      // Parked by hand, as an adapter whose expiry timer has not fired yet.
-      const r = await admin.query('SELECT zaris.park($1, NULL, 7, $2, 10000, true, NULL, NULL, 60000, 10000) AS a', [ns, LOCK_WAY])
-      expect(r.rows[0].a[0]).toBe(5)
-      await new Promise((r) => setTimeout(r, 300))
-      if (by === 'a commit') expect((await b.commit([absent('lock')], [set('lock', 'barger')])).ok).toBe(false)
-      expect(await b.get('lock')).toMatchObject({ owner: 'hand' })
-      expect(await parkedRows(ns)).toBe(0)
+      const held = ok(await h.commit([absent('lock')], [set('lock', 'h')]))
+      await tx.query('BEGIN')
+      await fence(tx, { key: 'lock', token: held.revision })
+      let done = false
+      const t0 = performance.now()
+      const take = w.commit([life('lock', held.revision)], [del('lock')], park(5_000)).then((r) => ((done = true), r))
+      await new Promise((r) => setTimeout(r, 200))
+      expect(done).toBe(false)
+      await tx.query('COMMIT')
+      expect(await take).toMatchObject({ ok: true, deleted: ['lock'] })
+      expect(performance.now() - t0).toBeGreaterThanOrEqual(190)
     } finally {
-      await Promise.all(all.map((a) => a.close()))
+      await tx.end()
     }
   })
 
   test('a parked commit whose adapter is gone is never applied past its deadline, and pruning drops its row', async () => {
-    const { ns, all } = await adapters(1)
-    const [h] = all as [PostgresAdapter]
-    try {
-      const held = ok(await h.commit([absent('lock')], [set('lock', 'h')]))
-      // A park by hand, as an adapter that then died would leave it.
-      const r = await admin.query('SELECT zaris.park($1, NULL, 42, $2, 100, true, NULL, NULL, 1, 10000) AS a', [ns, LOCK_WAY])
-      expect(r.rows[0].a[0]).toBe(5)
-      expect(await parkedRows(ns)).toBe(1)
-      await new Promise((r) => setTimeout(r, 150))
-      await h.commit([life('lock', held.revision)], [del('lock')])
-      expect(await h.get('lock')).toBeUndefined()
-      // Its row stays until a pruning finds it older than the retention (1 ms here).
-      await admin.query('SELECT zaris.prune($1, 10000, 1, clock_timestamp()) FROM zaris.lock_store($1)', [ns])
-      expect(await parkedRows(ns)).toBe(0)
-    } finally {
-      await Promise.all(all.map((a) => a.close()))
-    }
+    await using store = await adapters(1)
+    const [h] = store.all as [PostgresAdapter]
+    const ns = store.ns
+    const held = ok(await h.commit([absent('lock')], [set('lock', 'h')]))
+    // A park by hand, as an adapter that then died would leave it.
+    const r = await db.admin.query('SELECT zaris.park($1, NULL, 42, $2, 100, true, NULL, NULL, 1, 10000) AS a', [ns, LOCK_WAY])
+    expect(r.rows[0].a[0]).toBe(5)
+    expect(await parkedRows(ns)).toBe(1)
+    await new Promise((r) => setTimeout(r, 150))
+    await h.commit([life('lock', held.revision)], [del('lock')])
+    expect(await h.get('lock')).toBeUndefined()
+    // Its row stays until a pruning finds it older than the retention (1 ms here).
+    await db.admin.query('SELECT zaris.prune($1, 10000, 1, clock_timestamp()) FROM zaris.lock_store($1)', [ns])
+    expect(await parkedRows(ns)).toBe(0)
   })
 })
 
 describe('the Postgres store hands over behind PgBouncer (no notifications: answers are polled)', () => {
   let bouncer: PgBouncer
   beforeAll(async () => {
-    bouncer = await new PgBouncer(server).start()
+    bouncer = await new PgBouncer(db.server).start()
   })
   afterAll(async () => {
     await bouncer?.dispose()
   })
 
   test('a release hands the lock over and the waiter reads its answer within a few polls', async () => {
-    const { all } = await adapters(2, (ns) => bouncer.url(ns))
-    const [h, w] = all as [PostgresAdapter, PostgresAdapter]
-    try {
-      expect(h.listening).toBe(false)
-      const held = ok(await h.commit([absent('lock')], [set('lock', 'h')]))
-      let parked = false
-      const take = w.commit([absent('lock')], [set('lock', 'w')], { ...park(), onParked: () => (parked = true) })
-      await until(() => parked)
-      const t0 = performance.now()
-      await h.commit([life('lock', held.revision)], [del('lock')])
-      expect(ok(await take).entries[0]).toMatchObject({ owner: 'w' })
-      expect(performance.now() - t0).toBeLessThan(500)
-    } finally {
-      await Promise.all(all.map((a) => a.close()))
-    }
+    await using store = await adapters(2, (ns) => bouncer.url(ns))
+    const [h, w] = store.all as [PostgresAdapter, PostgresAdapter]
+    expect(h.listening).toBe(false)
+    const held = ok(await h.commit([absent('lock')], [set('lock', 'h')]))
+    let parked = false
+    const take = w.commit([absent('lock')], [set('lock', 'w')], { ...park(), onParked: () => (parked = true) })
+    await until(() => parked)
+    const t0 = performance.now()
+    await h.commit([life('lock', held.revision)], [del('lock')])
+    expect(ok(await take).entries[0]).toMatchObject({ owner: 'w' })
+    expect(performance.now() - t0).toBeLessThan(500)
   })
 })
