@@ -8,12 +8,13 @@
  * takes it out of park.
  */
 import pg from 'pg'
-import { afterAll, beforeAll, describe, expect, test } from 'vitest'
+import { afterAll, beforeAll, describe, expect, test, vi } from 'vitest'
+import { systemClock } from '../../src/core/time/clock'
 import type { Check, CommitResult, Op } from 'zaris'
 import { fence, postgresAdapter, type PostgresAdapter } from 'zaris/postgres'
 import { until } from '../conformance/util'
 import { PgBouncer } from './server'
-import { usePostgres } from './use-postgres'
+import { countedPool, usePostgres } from './use-postgres'
 
 const set = (key: string, owner: string, ttl = 60_000): Op => ({ type: 'set', key, value: null, owner, ttl })
 const del = (key: string): Op => ({ type: 'delete', key })
@@ -295,6 +296,54 @@ describe('the Postgres store hands over', () => {
     // Its row stays until a pruning finds it older than the retention (1 ms here).
     await db.admin.query('SELECT zaris.prune($1, 10000, 1, clock_timestamp()) FROM zaris.lock_store($1)', [ns])
     expect(await parkedRows(ns)).toBe(0)
+  })
+})
+
+describe("a waiter's ear: NOTIFY while it waits, a poll where NOTIFY does not arrive, nothing once answered", () => {
+  test('no LISTEN connection is kept for an adapter that waits no more (after the listener lingers 2 s)', async () => {
+    await using store = await adapters(2)
+    const [h, w] = store.all as [PostgresAdapter, PostgresAdapter]
+    const listening = async () => (await db.admin.query("SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = 'zaris listen'")).rows[0].n as number
+    const held = ok(await h.commit([absent('lock')], [set('lock', 'h')]))
+    let parked = false
+    const take = w.commit([absent('lock')], [set('lock', 'w')], { ...park(), onParked: () => (parked = true) })
+    await until(() => parked)
+    await until(async () => (await listening()) === 1)
+    await h.commit([life('lock', held.revision)], [del('lock')])
+    expect((await take).ok).toBe(true)
+    await new Promise((r) => setTimeout(r, 2_600))
+    expect(await listening()).toBe(0)
+  })
+
+  test('with listen: false the answer is read by a poll every few ms, and the reads stop with the wait', async () => {
+    await using store = await adapters(1)
+    const [h] = store.all as [PostgresAdapter]
+    const counted = countedPool(db.server.url(), 4)
+    const w = await postgresAdapter({ pool: counted.pool, namespace: store.ns, listen: false })
+    try {
+      const held = ok(await h.commit([absent('lock')], [set('lock', 'h')]))
+      let parked = false
+      const take = w.commit([absent('lock')], [set('lock', 'w')], { ...park(), onParked: () => (parked = true) })
+      await until(() => parked)
+      const before = counted.calls()
+      await new Promise((r) => setTimeout(r, 200))
+      const polls = counted.calls() - before
+      expect(polls).toBeGreaterThan(5)
+      const t0 = performance.now()
+      await h.commit([life('lock', held.revision)], [del('lock')])
+      expect((await take).ok).toBe(true)
+      expect(performance.now() - t0).toBeLessThan(200)
+      // No read, and no timer either (a poll loop that reads nothing still costs a wake-up every 5 ms).
+      const timers = vi.spyOn(systemClock, 'setTimeout')
+      const after = counted.calls()
+      await new Promise((r) => setTimeout(r, 200))
+      expect(counted.calls()).toBe(after)
+      expect(timers).not.toHaveBeenCalled()
+      timers.mockRestore()
+    } finally {
+      await w.close()
+      await counted.pool.end()
+    }
   })
 })
 

@@ -181,7 +181,7 @@ class NamespaceAdapter implements PostgresAdapter {
   readonly #pollInterval: number
   readonly #life = new AdapterLife('postgres')
   #follower: { follower: Follower; release(): void } | undefined
-  readonly #answers: { answers: ParkAnswers; release(): void }
+  readonly #answers: ParkAnswers
   /** The waits of this adapter's parked commits (ended on close), and the commits still waiting. */
   readonly #waits = new Set<() => void>()
   readonly #parkedNow = new Set<Promise<unknown>>()
@@ -191,7 +191,7 @@ class NamespaceAdapter implements PostgresAdapter {
     this.schema = target.schema
     this.#listener = listener
     this.#pollInterval = pollInterval
-    this.#answers = ParkAnswers.share(target, listener, pollInterval)
+    this.#answers = ParkAnswers.of(target, listener, pollInterval)
   }
 
   get listening(): boolean {
@@ -222,7 +222,7 @@ class NamespaceAdapter implements PostgresAdapter {
     this.#life.assertOpen()
     const ms = options?.waitChange
     if (ms === undefined || !(ms > 0)) return runCommit(this.#target, checks, ops, requestId)
-    const parked = runParked({ target: this.#target, answers: this.#answers.answers, waits: this.#waits }, checks, ops, ms, options!, requestId)
+    const parked = runParked({ target: this.#target, answers: this.#answers, waits: this.#waits }, checks, ops, ms, options!, requestId)
     this.#parkedNow.add(parked)
     try {
       return await parked
@@ -263,7 +263,6 @@ class NamespaceAdapter implements PostgresAdapter {
     for (const cancel of [...this.#waits]) cancel()
     await Promise.allSettled([...this.#parkedNow])
     if (!this.#life.close()) return
-    this.#answers.release()
     this.#follower?.release()
     await this.#target.connection.release()
   }

@@ -60,8 +60,8 @@ interface Heard {
   kept: unknown
 }
 
-/** The shared waiters of each listener's namespaces. */
-const shared = new WeakMap<Listener, Map<string, { answers: ParkAnswers; users: number }>>()
+/** Each listener's namespaces' waiters (an idle one holds nothing: no hearing, no poll). */
+const shared = new WeakMap<Listener, Map<string, ParkAnswers>>()
 
 /**
  * The waiters of a namespace's parked commits in this process (one per
@@ -75,24 +75,13 @@ export class ParkAnswers {
   #stopHearing: (() => void) | undefined
   #poll: TimerHandle | undefined
 
-  /** The namespace's waiters on `listener`, shared; `release` when the adapter closes. */
-  static share(target: Target, listener: Listener, pollInterval: number): { answers: ParkAnswers; release(): void } {
+  /** The namespace's waiters on `listener`, shared by the adapters of its pool. */
+  static of(target: Target, listener: Listener, pollInterval: number): ParkAnswers {
     let spaces = shared.get(listener)
     if (!spaces) shared.set(listener, (spaces = new Map()))
-    const map = spaces
-    let entry = map.get(target.namespace)
-    if (!entry) map.set(target.namespace, (entry = { answers: new ParkAnswers(target, listener, Math.min(pollInterval, ANSWER_POLL_MS)), users: 0 }))
-    const e = entry
-    e.users++
-    let released = false
-    return {
-      answers: e.answers,
-      release() {
-        if (released) return
-        released = true
-        if (--e.users === 0 && map.get(target.namespace) === e) map.delete(target.namespace)
-      },
-    }
+    let answers = spaces.get(target.namespace)
+    if (!answers) spaces.set(target.namespace, (answers = new ParkAnswers(target, listener, Math.min(pollInterval, ANSWER_POLL_MS))))
+    return answers
   }
 
   private constructor(target: Target, listener: Listener, pollInterval: number) {
@@ -108,8 +97,9 @@ export class ParkAnswers {
     this.#waiting.set(id, resolve)
     this.#stopHearing ??= this.#listener.hearAnswers(this.#target.namespace, (text) => this.#heard(text))
     this.#schedule()
+    // Ids are the adapter's own, one per commit: none is waited for twice.
     const done = () => {
-      if (this.#waiting.get(id) === resolve) this.#waiting.delete(id)
+      this.#waiting.delete(id)
       if (this.#waiting.size > 0) return
       this.#stopHearing?.()
       this.#stopHearing = undefined
