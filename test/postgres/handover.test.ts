@@ -74,6 +74,58 @@ describe('the Postgres store hands over', () => {
     expect(await parkedRows(ns)).toBe(0)
   })
 
+  test('a handed-over take writes its value, owner and TTL (counted from the grant); an add goes through the same way', async () => {
+    await using store = await adapters(2)
+    const [h, w] = store.all as [PostgresAdapter, PostgresAdapter]
+    const held = ok(await h.commit([absent('lock')], [set('lock', 'h')]))
+    const gate = ok(await h.commit([absent('gate')], [set('gate', 'h')]))
+    await h.commit([], [{ type: 'add', key: 'n', delta: 2 }])
+    let parked = 0
+    const take = w.commit([absent('lock')], [{ type: 'set', key: 'lock', value: { by: 'w' }, owner: 'w', ttl: 5_000 }], { ...park(), onParked: () => parked++ })
+    const add = w.commit([absent('gate')], [{ type: 'add', key: 'n', delta: 5 }], { waitChange: 10_000, onParked: () => parked++ })
+    await until(() => parked === 2)
+    await new Promise((r) => setTimeout(r, 300))
+    await h.commit([life('lock', held.revision)], [del('lock')])
+    expect(await take).toMatchObject({ ok: true, entries: [{ key: 'lock', value: { by: 'w' }, owner: 'w', ttl: 5_000 }] })
+    const now = (await h.get('lock'))!
+    expect(now).toMatchObject({ value: { by: 'w' }, owner: 'w' })
+    expect(now.ttl).toBeGreaterThan(4_500)
+    await h.commit([life('gate', gate.revision)], [del('gate')])
+    expect(await add).toMatchObject({ ok: true, entries: [{ key: 'n', value: 7 }] })
+  })
+
+  test('a wait past its deadline in the store gets one last try from its adapter: taken where its checks hold then', async () => {
+    await using store = await adapters(2)
+    const [h, w] = store.all as [PostgresAdapter, PostgresAdapter]
+    const ns = store.ns
+    const held = ok(await h.commit([absent('lock')], [set('lock', 'h')]))
+    let parked = false
+    const t0 = performance.now()
+    const take = w.commit([absent('lock')], [set('lock', 'w')], { ...park(600), onParked: () => (parked = true) })
+    await until(() => parked)
+    // Its deadline passed in the store (no change applies it now), the lock is free: its adapter's last try takes it.
+    await db.admin.query("UPDATE zaris.parked SET deadline = clock_timestamp() - interval '1 second' WHERE ns = $1", [ns])
+    await h.commit([life('lock', held.revision)], [del('lock')])
+    expect(await h.get('lock')).toBeUndefined()
+    expect(await take).toMatchObject({ ok: true, entries: [{ key: 'lock', owner: 'w' }] })
+    expect(performance.now() - t0).toBeGreaterThanOrEqual(590)
+    expect(await parkedRows(ns)).toBe(0)
+  })
+
+  test('a wait whose signal is already aborted is answered at once with its failure and left in no line', async () => {
+    await using store = await adapters(2)
+    const [h, w] = store.all as [PostgresAdapter, PostgresAdapter]
+    const held = ok(await h.commit([absent('lock')], [set('lock', 'h')]))
+    const stop = new AbortController()
+    stop.abort()
+    const t0 = performance.now()
+    expect(await w.commit([absent('lock')], [set('lock', 'w')], { ...park(5_000), signal: stop.signal })).toMatchObject({ ok: false, failed: [{ key: 'lock' }] })
+    expect(performance.now() - t0).toBeLessThan(2_000)
+    expect(await parkedRows(store.ns)).toBe(0)
+    await h.commit([life('lock', held.revision)], [del('lock')])
+    expect(await h.get('lock')).toBeUndefined()
+  })
+
   test('a watcher hears the release, then the waiter\'s put at a later revision', async () => {
     await using store = await adapters(2)
     const [h, w] = store.all as [PostgresAdapter, PostgresAdapter]
