@@ -174,6 +174,10 @@ describe('the Postgres store hands over', () => {
     expect(performance.now() - t0).toBeLessThan(2_000)
     expect(r.ok).toBe(false)
     expect(r.ok ? [] : r.failed.map((f) => f.key)).toContain('q.w')
+    // Read from the notification, with Postgres's clock: the holder's time left.
+    const lock = r.ok ? undefined : r.failed.find((f) => f.key === 'lock')?.entry
+    expect(lock?.ttl).toBeGreaterThan(50_000)
+    expect(lock?.ttl).toBeLessThanOrEqual(60_000)
     await h.commit([life('lock', held.revision)], [del('lock')])
     expect(await h.get('lock')).toBeUndefined()
     expect(await parkedRows(ns)).toBe(0)
@@ -267,6 +271,15 @@ describe('the Postgres store hands over', () => {
     // It went through its other way: the answer names s2.
     expect(await take).toMatchObject({ ok: true, entries: [{ key: 's2', owner: 'w' }] })
     expect(await h.get('s1')).toMatchObject({ owner: 'h', created: a.revision })
+  })
+
+  test('other ways count only with keepParked: a plain waitChange goes by its own checks', async () => {
+    await using store = await adapters(2)
+    const [h, w] = store.all as [PostgresAdapter, PostgresAdapter]
+    await h.commit([absent('s1')], [set('s1', 'h')])
+    const r = await w.commit([absent('s1')], [set('s1', 'w')], { waitChange: 200, orElse: [{ checks: [absent('s2')], ops: [set('s2', 'w')] }] })
+    expect(r).toMatchObject({ ok: false, failed: [{ key: 's1' }] })
+    expect(await h.get('s2')).toBeUndefined()
   })
 
   test('a shared waiter (wakeOwner) is answered when its owner started the group at a key it checks', async () => {
@@ -365,6 +378,31 @@ describe("a waiter's ear: NOTIFY while it waits, a poll where NOTIFY does not ar
     expect((await take).ok).toBe(true)
     await new Promise((r) => setTimeout(r, 2_600))
     expect(await listening()).toBe(0)
+  })
+
+  test('an answer that a notification carries costs the waiter no query', async () => {
+    await using store = await adapters(1)
+    const [h] = store.all as [PostgresAdapter]
+    const counted = countedPool(db.server.url(), 4)
+    const w = await postgresAdapter({ pool: counted.pool, namespace: store.ns, listen: db.server.url() })
+    try {
+      // The second of two waits: the first opened the LISTEN connection and proved it works.
+      for (const round of [1, 2]) {
+        const held = ok(await h.commit([absent('lock')], [set('lock', 'h')]))
+        let parked = false
+        const take = w.commit([absent('lock')], [set('lock', 'w')], { ...park(), onParked: () => (parked = true) })
+        await until(() => parked)
+        if (round === 1) await new Promise((r) => setTimeout(r, 1_200))
+        const before = counted.calls()
+        await h.commit([life('lock', held.revision)], [del('lock')])
+        const won = ok(await take)
+        if (round === 2) expect(counted.calls()).toBe(before)
+        await w.commit([life('lock', won.revision)], [del('lock')])
+      }
+    } finally {
+      await w.close()
+      await counted.pool.end()
+    }
   })
 
   test('with listen: false the answer is read by a poll every few ms, and the reads stop with the wait', async () => {
