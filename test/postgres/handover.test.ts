@@ -126,6 +126,52 @@ describe('the Postgres store hands over', () => {
     expect(await h.get('lock')).toBeUndefined()
   })
 
+  test("a caller's request id: a parked commit's answer is kept under it, so the commit sent again is answered, not tried again", async () => {
+    await using store = await adapters(2)
+    const [h, w] = store.all as [PostgresAdapter, PostgresAdapter]
+    const held = ok(await h.commit([absent('lock')], [set('lock', 'h')]))
+    let parked = false
+    const take = w.commit([absent('lock')], [set('lock', 'w')], { ...park(), requestId: 'r-1', onParked: () => (parked = true) })
+    await until(() => parked)
+    await h.commit([life('lock', held.revision)], [del('lock')])
+    const won = ok(await take)
+    expect(await w.commit([absent('lock')], [set('lock', 'w')], { requestId: 'r-1' })).toMatchObject({ ok: true, revision: won.revision })
+  })
+
+  test('a waiting commit that goes through at once is not parked, and leaves nothing running', async () => {
+    await using store = await adapters(1)
+    const counted = countedPool(db.server.url(), 4)
+    const w = await postgresAdapter({ pool: counted.pool, namespace: store.ns, listen: false })
+    try {
+      let parked = false
+      expect(await w.commit([absent('lock')], [set('lock', 'w')], { ...park(), onParked: () => (parked = true) })).toMatchObject({ ok: true })
+      // And one that fails at once (a key its wakeOwner owns), whose answer is kept nowhere.
+      expect(await w.commit([absent('lock')], [set('lock', 'x')], { ...park(), wakeOwner: 'w', onParked: () => (parked = true) })).toMatchObject({ ok: false })
+      expect(parked).toBe(false)
+      const after = counted.calls()
+      await new Promise((r) => setTimeout(r, 100))
+      expect(counted.calls()).toBe(after)
+    } finally {
+      await w.close()
+      await counted.pool.end()
+    }
+  })
+
+  test("an abort after the store's deadline passed does not give the commit a last try", async () => {
+    await using store = await adapters(2)
+    const [h, w] = store.all as [PostgresAdapter, PostgresAdapter]
+    const held = ok(await h.commit([absent('lock')], [set('lock', 'h')]))
+    const stop = new AbortController()
+    let parked = false
+    const take = w.commit([absent('lock')], [set('lock', 'w')], { ...park(), signal: stop.signal, onParked: () => (parked = true) })
+    await until(() => parked)
+    await db.admin.query("UPDATE zaris.parked SET deadline = clock_timestamp() - interval '1 second' WHERE ns = $1", [store.ns])
+    await h.commit([life('lock', held.revision)], [del('lock')])
+    stop.abort()
+    expect(await take).toMatchObject({ ok: false })
+    expect(await h.get('lock')).toBeUndefined()
+  })
+
   test('a watcher hears the release, then the waiter\'s put at a later revision', async () => {
     await using store = await adapters(2)
     const [h, w] = store.all as [PostgresAdapter, PostgresAdapter]
@@ -246,8 +292,10 @@ describe('the Postgres store hands over', () => {
     const aborted = w.commit([absent('lock')], [set('lock', 'w')], { ...park(), signal: stop.signal, onParked: () => parked++ })
     const closed = c.commit([absent('lock')], [set('lock', 'c')], { ...park(), onParked: () => parked++ })
     await until(() => parked === 2)
+    const t0 = performance.now()
     stop.abort()
     expect(await aborted).toMatchObject({ ok: false })
+    expect(performance.now() - t0).toBeLessThan(2_000)
     await c.close()
     expect(await closed).toMatchObject({ ok: false })
     expect(await parkedRows(ns)).toBe(0)
@@ -289,9 +337,11 @@ describe('the Postgres store hands over', () => {
     let parked = false
     const take = w.commit([absent('g')], [set('g', 'w')], { ...park(), wakeOwner: 'group', onParked: () => (parked = true) })
     await until(() => parked)
-    // The key passes to the group's owner: the waiter comes back to join it.
+    // The key passes to the group's owner: the waiter comes back to join it, at once (not at its wait's end).
+    const t0 = performance.now()
     await h.commit([life('g', held.revision)], [set('g', 'group')])
     expect(await take).toMatchObject({ ok: false, failed: [{ key: 'g', entry: { owner: 'group' } }] })
+    expect(performance.now() - t0).toBeLessThan(2_000)
     // And a first try that fails so does not park.
     expect(await w.commit([absent('g')], [set('g', 'w')], { ...park(), wakeOwner: 'group' })).toMatchObject({ ok: false })
   })
