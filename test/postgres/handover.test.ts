@@ -126,6 +126,20 @@ describe('the Postgres store hands over', () => {
     expect(await h.get('lock')).toBeUndefined()
   })
 
+  test('a handed-over write with fresh starts a new life of a key its owner already holds', async () => {
+    await using store = await adapters(2)
+    const [h, w] = store.all as [PostgresAdapter, PostgresAdapter]
+    const held = ok(await h.commit([absent('lock')], [set('lock', 'h')]))
+    const mine = ok(await w.commit([absent('mine')], [set('mine', 'w')]))
+    let parked = false
+    const take = w.commit([absent('lock')], [set('lock', 'w'), { ...set('mine', 'w'), fresh: true }], { ...park(), onParked: () => (parked = true) })
+    await until(() => parked)
+    await h.commit([life('lock', held.revision)], [del('lock')])
+    const won = ok(await take)
+    expect((await h.get('mine'))!.created).toBe(won.revision)
+    expect(won.revision).toBeGreaterThan(mine.revision)
+  })
+
   test("a caller's request id: a parked commit's answer is kept under it, so the commit sent again is answered, not tried again", async () => {
     await using store = await adapters(2)
     const [h, w] = store.all as [PostgresAdapter, PostgresAdapter]
@@ -259,6 +273,7 @@ describe('the Postgres store hands over', () => {
     const [h, w] = store.all as [PostgresAdapter, PostgresAdapter]
     const held = ok(await h.commit([absent('lock')], [set('lock', 'h', 300)]))
     let answered = false
+    const t0 = performance.now()
     const take = w.commit([absent('lock')], [set('lock', 'w')], park()).then((r) => ((answered = true), r))
     await new Promise((r) => setTimeout(r, 200))
     await h.commit([life('lock', held.revision)], [set('lock', 'h', 400)])
@@ -266,6 +281,8 @@ describe('the Postgres store hands over', () => {
     expect(answered).toBe(false)
     expect(await h.get('lock')).toMatchObject({ owner: 'h' })
     expect(ok(await take).entries[0]).toMatchObject({ owner: 'w' })
+    // At the renewed deadline (~600 ms), not at the wait's end.
+    expect(performance.now() - t0).toBeLessThan(1_500)
   })
 
   test('a wait that runs out is answered with the failure and never applied after', async () => {
