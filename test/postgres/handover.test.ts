@@ -132,7 +132,7 @@ describe('the Postgres store hands over', () => {
     const held = ok(await h.commit([absent('lock')], [set('lock', 'h')]))
     const mine = ok(await w.commit([absent('mine')], [set('mine', 'w')]))
     let parked = false
-    const take = w.commit([absent('lock')], [set('lock', 'w'), { ...set('mine', 'w'), fresh: true }], { ...park(), onParked: () => (parked = true) })
+    const take = w.commit([absent('lock')], [set('lock', 'w'), { type: 'set', key: 'mine', value: null, owner: 'w', ttl: 60_000, fresh: true }], { ...park(), onParked: () => (parked = true) })
     await until(() => parked)
     await h.commit([life('lock', held.revision)], [del('lock')])
     const won = ok(await take)
