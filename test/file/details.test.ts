@@ -17,10 +17,10 @@ import { collect, newFile, open, raw } from './helpers'
 const set = (key: string, value: unknown = 1, more: Record<string, unknown> = {}) => ({ type: 'set' as const, key, value: value as null, ...more })
 
 describe('the adapter', () => {
-  test('is named file and declares history and ownerGone; refuses calls once closed, saying so', async () => {
+  test('is named file and declares history, ownerGone and handover; refuses calls once closed, saying so', async () => {
     const a = await open()
     expect(a.name).toBe('file')
-    expect(a.capabilities).toEqual({ history: true, ownerGone: true })
+    expect(a.capabilities).toEqual({ history: true, ownerGone: true, commitOnChange: true, keepParked: true, handover: true, orElse: true })
     await a.close()
     await expect(a.get('k')).rejects.toMatchObject({ code: 'CLOSED', message: 'the file adapter is closed' })
   })

@@ -36,7 +36,7 @@ import type BetterSqlite3 from 'better-sqlite3'
 import type { Adapter, Capabilities } from '../../core/contract/adapter'
 import type { Clock } from '../../core/time/clock'
 import { InvalidArgumentError, UnavailableError } from '../../core/contract/errors'
-import { checkCommitArgs, checkKey, checkListOptions, checkOwner, checkPrefix, checkRequestId, checkWatchArgs, describe } from '../../core/contract/validate'
+import { checkCommitArgs, checkKey, checkListOptions, checkOrElse, checkOwner, checkPrefix, checkRequestId, checkSignal, checkWatchArgs, describe } from '../../core/contract/validate'
 import { AdapterLife } from '../kit/life'
 import { loadOptional } from '../kit/load'
 import { boundLog } from './checkpoint'
@@ -90,7 +90,10 @@ export interface FileAdapterOptions {
 /** How long SQLite itself waits for another process's write before answering busy (then the store waits without blocking), in ms. */
 const BUSY_TIMEOUT_MS = 5
 
-const CAPABILITIES: Capabilities = Object.freeze({ history: true, ownerGone: true })
+const CAPABILITIES: Capabilities = Object.freeze({ history: true, ownerGone: true, commitOnChange: true, keepParked: true, handover: true, orElse: true })
+
+/** The longest a commit parks in the file, in ms (a longer `waitChange` is cut to it; the core parks at most as long). */
+export const MAX_PARK_MS = 30_000
 
 /**
  * Opens a namespace of a SQLite file shared by the processes of this
@@ -184,7 +187,17 @@ function adapterOf(store: FileStore): Adapter {
     async commit(checks, ops, options) {
       checkCommitArgs(checks, ops)
       const requestId = checkRequestId(options?.requestId)
-      return run(() => store.commit(checks, ops, requestId))
+      // A wait of whole ms, cut to MAX_PARK_MS; none (undefined, 0, negative, NaN) does not park.
+      const wait = options?.waitChange
+      if (!(wait! > 0)) return run(() => store.commit(checks, ops, requestId))
+      life.assertOpen()
+      const { keepParked, wakeOwner, parkOrder, orElse, onParked } = options!
+      checkOrElse(orElse)
+      if (wakeOwner !== undefined && typeof wakeOwner !== 'string') throw new InvalidArgumentError(`wakeOwner must be a client id, got ${describe(wakeOwner)}`)
+      if (parkOrder !== undefined && !Number.isSafeInteger(parkOrder)) throw new InvalidArgumentError(`parkOrder must be a safe integer, got ${describe(parkOrder)}`)
+      const keep = keepParked === true
+      const req = { checks, ops, orElse: keep ? (orElse ?? []).map((w) => ({ checks: w.checks, ops: w.ops })) : [], keep, wakeOwner, order: parkOrder, requestId, ms: Math.min(Math.ceil(wait!), MAX_PARK_MS) }
+      return store.park(req, checkSignal(options!.signal), onParked)
     },
     async watch(prefix, sink, fromRevision) {
       checkWatchArgs(prefix, sink, fromRevision)

@@ -20,7 +20,13 @@
 import type { Check, CommitResult, Entry, Op } from '../../core/contract/adapter'
 import { fromRow, rowPlace, type EventRow } from '../kit/rows'
 import { hasRevisionLeft, nextRevision, toEntry, written, type Stored } from '../kit/write'
+import { dropParkedOf } from './parked'
 import { CLOCK_EVERY_MS, keyBytes, keyOf, type EntryRow, type OwnerRow, type Statements } from './schema'
+
+/** A commit's failure answer. */
+export type Failure = Extract<CommitResult, { ok: false }>
+/** A commit's success answer. */
+export type Success = Extract<CommitResult, { ok: true }>
 
 /** Revisions reserved on disk at a time: one synced transaction per this many. */
 export const RESERVE = 10_000
@@ -45,14 +51,16 @@ export class Ledger {
   readonly now: number
   /** Whether this transaction is synced to disk at commit. */
   readonly synced: boolean
-  readonly #sql: Statements
-  readonly #ns: string
+  /** Keys changed in this transaction and not yet looked at for parked commits (parked.ts). */
+  readonly changed = new Set<string>()
+  readonly sql: Statements
+  readonly ns: string
   readonly #file: string
   readonly #history: number
 
   constructor(sql: Statements, ns: string, file: string, now: number, synced: boolean, history: number) {
-    this.#sql = sql
-    this.#ns = ns
+    this.sql = sql
+    this.ns = ns
     this.#file = file
     this.now = now
     this.synced = synced
@@ -66,13 +74,13 @@ export class Ledger {
 
   /** The live entry at `key` (call after {@link expireDue}: nothing due is left). */
   entry(key: string): Stored | undefined {
-    const row = this.#sql.entry.get(this.#ns, keyBytes(key))
-    return row ? storedOf(row, this.#file, this.#ns) : undefined
+    const row = this.sql.entry.get(this.ns, keyBytes(key))
+    return row ? storedOf(row, this.#file, this.ns) : undefined
   }
 
   /** Ends every entry whose deadline has passed, each as an `expire` with a revision of its own. */
   expireDue(): void {
-    for (const row of this.#sql.due.all(this.#ns, this.now)) this.#end(row.k)
+    for (const row of this.sql.due.all(this.ns, this.now)) this.#end(row.k)
   }
 
   /**
@@ -83,27 +91,44 @@ export class Ledger {
    */
   endRegistrations(gone: OwnerRow[]): void {
     for (const r of gone) {
-      if (this.#sql.unregister.run(this.#ns, r.owner, r.nonce).changes === 0) continue
-      if (this.#sql.registrationsOf.get(this.#ns, r.owner)!.n > 0) continue
-      for (const row of this.#sql.owned.all(this.#ns, r.owner)) this.#end(row.k)
+      if (this.sql.unregister.run(this.ns, r.owner, r.nonce).changes === 0) continue
+      // Its adapter is gone (or closed): its parked commits must never be applied.
+      dropParkedOf(this, r.nonce)
+      if (this.sql.registrationsOf.get(this.ns, r.owner)!.n > 0) continue
+      for (const row of this.sql.owned.all(this.ns, r.owner)) this.#end(row.k)
     }
+  }
+
+  /** Whether `check` holds now. */
+  holds(check: Check): boolean {
+    const e = this.entry(check.key)
+    const want = 'revision' in check ? check.revision : check.created
+    return want === (e === undefined ? null : 'revision' in check ? e.revision : e.created)
+  }
+
+  /** The failure answer of `checks` now (each check that fails, with its key's live entry), or undefined when all hold. */
+  judge(checks: Check[]): Failure | undefined {
+    let failed: Failure['failed'] | undefined
+    for (const check of checks) {
+      if (this.holds(check)) continue
+      const e = this.entry(check.key)
+      ;(failed ??= []).push({ key: check.key, entry: e && toEntry(e, this.now) })
+    }
+    return failed && { ok: false, failed }
   }
 
   /** Applies a commit (see the adapter contract), in this transaction. */
   commit(checks: Check[], ops: Op[], requestId: string | undefined): CommitResult {
+    return this.judge(checks) ?? this.apply(ops, requestId)
+  }
+
+  /** Applies the ops of a commit whose checks were judged to hold, with the next revision; throws before any write where an op cannot be applied. */
+  apply(ops: Op[], requestId: string | undefined): Success {
     const read = new Map<string, Stored | undefined>()
     const current = (key: string) => {
       if (!read.has(key)) read.set(key, this.entry(key))
       return read.get(key)
     }
-    let failed: Array<{ key: string; entry: Entry | undefined }> | undefined
-    for (const check of checks) {
-      const e = current(check.key)
-      const want = 'revision' in check ? check.revision : check.created
-      const have = e === undefined ? null : 'revision' in check ? e.revision : e.created
-      if (want !== have) (failed ??= []).push({ key: check.key, entry: e && toEntry(e, this.now) })
-    }
-    if (failed) return { ok: false, failed }
 
     const revision = nextRevision(this.revision)
     const puts: Stored[] = []
@@ -114,21 +139,23 @@ export class Ledger {
         if (existing) deletes.push(op.key)
       } else puts.push(written(op, existing, revision, this.now))
     }
-    const sql = this.#sql
+    const sql = this.sql
     let seq = 0
     // The request id on the commit's first event (a commit that changed nothing writes a `none` row for it).
     const id = () => (seq === 0 ? (requestId ?? null) : null)
     for (const key of deletes) {
-      sql.del.run(this.#ns, keyBytes(key))
-      sql.event.run(this.#ns, revision, seq, 'delete', key, null, null, null, null, id()), seq++
+      this.changed.add(key)
+      sql.del.run(this.ns, keyBytes(key))
+      sql.event.run(this.ns, revision, seq, 'delete', key, null, null, null, null, id()), seq++
     }
     for (const e of puts) {
+      this.changed.add(e.key)
       const value = JSON.stringify(e.value)
-      sql.put.run(this.#ns, keyBytes(e.key), value, revision, e.created, e.owner ?? null, e.ttl ?? null, e.expiresAt ?? null)
-      sql.event.run(this.#ns, revision, seq, 'put', e.key, value, e.created, e.owner ?? null, e.ttl ?? null, id()), seq++
+      sql.put.run(this.ns, keyBytes(e.key), value, revision, e.created, e.owner ?? null, e.ttl ?? null, e.expiresAt ?? null)
+      sql.event.run(this.ns, revision, seq, 'put', e.key, value, e.created, e.owner ?? null, e.ttl ?? null, id()), seq++
     }
     // Every revision has an event (the namespace's revision is the last one's): a `none` row for a commit that changed nothing.
-    if (seq === 0) sql.event.run(this.#ns, revision, 0, 'none', '', null, null, null, null, requestId ?? null)
+    if (seq === 0) sql.event.run(this.ns, revision, 0, 'none', '', null, null, null, null, requestId ?? null)
     this.revision = revision
     return { ok: true, revision, entries: puts.map((e) => answered(e, this.now)), deleted: deletes }
   }
@@ -136,8 +163,8 @@ export class Ledger {
   /** The answer of the commit that made `revision` (a commit retried with its request id), from its events. */
   answer(revision: number): CommitResult {
     const out = { ok: true as const, revision, entries: [] as Entry[], deleted: [] as string[] }
-    for (const row of this.#sql.commitEvents.all(this.#ns, revision)) {
-      if (row.type === 'put') out.entries.push(eventEntry(row, this.#file, this.#ns))
+    for (const row of this.sql.commitEvents.all(this.ns, revision)) {
+      if (row.type === 'put') out.entries.push(eventEntry(row, this.#file, this.ns))
       else if (row.type !== 'none') out.deleted.push(row.key)
     }
     return out
@@ -161,18 +188,20 @@ export class Ledger {
     // Pruned a thousand revisions at a time, not at every commit (the last revision's events always stay).
     if (this.revision - this.compacted > this.#history + 1000) {
       this.compacted = this.revision - this.#history
-      this.#sql.prune.run(this.#ns, this.compacted)
+      this.sql.prune.run(this.ns, this.compacted)
       changed = true
     }
-    if (changed) this.#sql.setSpace.run(this.revision, this.reserved, this.compacted, this.now, this.#ns)
+    if (changed) this.sql.setSpace.run(this.revision, this.reserved, this.compacted, this.now, this.ns)
   }
 
   /** Deletes the entry of key bytes `k` as an expiry: a revision and an `expire` event of its own. */
   #end(k: Buffer): void {
     if (!hasRevisionLeft(this.revision)) return
     const revision = this.revision + 1
-    this.#sql.del.run(this.#ns, k)
-    this.#sql.event.run(this.#ns, revision, 0, 'expire', keyOf(k), null, null, null, null, null)
+    this.sql.del.run(this.ns, k)
+    const key = keyOf(k)
+    this.sql.event.run(this.ns, revision, 0, 'expire', key, null, null, null, null, null)
+    this.changed.add(key)
     this.revision = revision
   }
 }

@@ -18,6 +18,8 @@
  *   request id on its first row.
  * - `zaris_file_owners`: who is alive: one row per client id per adapter
  *   that registered it, with the process (pid and start time) it lives in.
+ * - `zaris_file_parked`, `zaris_file_parked_keys`: commits waiting in line
+ *   (capability `handover`, parked.ts), and the keys each checks.
  *
  * @module
  */
@@ -26,7 +28,7 @@ import { UnsupportedError } from '../../core/contract/errors'
 import type { EventRow } from '../kit/rows'
 
 /** The schema this code writes; a file of a newer one is refused. */
-export const SCHEMA = 2
+export const SCHEMA = 3
 
 /** An entry row as the statements read it: the key still as bytes. */
 export interface EntryRow {
@@ -95,8 +97,10 @@ export function migrate(db: BetterSqlite3.Database, file: string): void {
       const version = Number(row?.value)
       if (version > SCHEMA) throw new UnsupportedError(`${file} was written by a newer zaris (file store schema ${version}; this one reads ${SCHEMA})`)
       // Schema 1 wrote the revision into the namespace's row at every commit: the same tables, read as a floor
-      // now. Marked 2 so that a process of schema 1 (which reads only the row) no longer opens the file.
+      // now. Schema 2 had no parked commits: a process of it would release without handing over, so a file
+      // marked 3 is one it no longer opens.
       if (version < SCHEMA) db.prepare(`UPDATE zaris_file_meta SET value = ? WHERE name = 'schema'`).run(String(SCHEMA))
+      db.exec(PARKED_TABLES)
       // Files made before it was dropped have an index of owned entries (one page more in every commit that
       // takes or lets go of a hold). Dropped: both versions read the same rows, with or without it.
       db.exec('DROP INDEX IF EXISTS zaris_file_owned')
@@ -124,9 +128,36 @@ export function migrate(db: BetterSqlite3.Database, file: string): void {
         ns TEXT NOT NULL, owner TEXT NOT NULL, nonce TEXT NOT NULL, pid INTEGER NOT NULL, start TEXT NOT NULL, host TEXT NOT NULL,
         PRIMARY KEY (ns, owner, nonce)
       ) WITHOUT ROWID;
+      ${PARKED_TABLES}
     `)
     db.prepare(`INSERT INTO zaris_file_meta (name, value) VALUES ('schema', ?)`).run(String(SCHEMA))
   }).immediate()
+}
+
+/**
+ * Parked commits (schema 3): each row's `plan` is its checks, ops and other
+ * ways as JSON (parked.ts); `ends` is its deadline, then when it was
+ * answered (rows are pruned some seconds after). AUTOINCREMENT: an id is
+ * never given twice, so a waiter never reads another's answer.
+ */
+const PARKED_TABLES = `
+  CREATE TABLE IF NOT EXISTS zaris_file_parked (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, ns TEXT NOT NULL, ord INTEGER, deadline REAL NOT NULL, ends REAL NOT NULL,
+    plan TEXT NOT NULL, held TEXT NOT NULL, nonce TEXT NOT NULL, request_id TEXT, answer TEXT
+  );
+  CREATE INDEX IF NOT EXISTS zaris_file_parked_ends ON zaris_file_parked (ns, ends);
+  CREATE INDEX IF NOT EXISTS zaris_file_parked_nonce ON zaris_file_parked (ns, nonce) WHERE answer IS NULL;
+  CREATE INDEX IF NOT EXISTS zaris_file_parked_requests ON zaris_file_parked (ns, request_id) WHERE request_id IS NOT NULL;
+  CREATE TABLE IF NOT EXISTS zaris_file_parked_keys (ns TEXT NOT NULL, k BLOB NOT NULL, id INTEGER NOT NULL, PRIMARY KEY (ns, k, id)) WITHOUT ROWID;
+`
+
+/** A parked commit's row, as the store judges it. */
+export interface ParkedRow {
+  id: number
+  ord: number | null
+  deadline: number
+  plan: string
+  held: string
 }
 
 /** A statement that takes `P` and answers rows of `R`. */
@@ -160,6 +191,19 @@ export interface Statements {
   unregister: Query<[string, string, string]>
   registrationsOf: Query<[string, string], { n: number }>
   dataVersion: Query<[], { data_version: number }>
+  /** Unanswered parked commits that check key bytes `k`. */
+  parkedAt: Query<[string, Buffer], ParkedRow>
+  park: Query<[{ ns: string; ord: number | null; deadline: number; plan: string; held: string; nonce: string; request: string | null }]>
+  parkKey: Query<[string, Buffer, number]>
+  unparkKey: Query<[string, Buffer, number]>
+  setHeld: Query<[string, number]>
+  answerParked: Query<[string, number, number]>
+  parkedRow: Query<[number], ParkedRow & { answer: string | null }>
+  parkedRequest: Query<[string, string], { id: number; answer: string | null }>
+  dropParked: Query<[number]>
+  /** Parked rows whose time is over (deadline or answer) before the time given. */
+  parkedOver: Query<[string, number], { id: number; plan: string }>
+  parkedOf: Query<[string, string], { id: number; plan: string }>
 }
 
 export function prepare(db: BetterSqlite3.Database): Statements {
@@ -203,5 +247,21 @@ export function prepare(db: BetterSqlite3.Database): Statements {
     unregister: db.prepare('DELETE FROM zaris_file_owners WHERE ns = ? AND owner = ? AND nonce = ?'),
     registrationsOf: db.prepare('SELECT count(*) AS n FROM zaris_file_owners WHERE ns = ? AND owner = ?'),
     dataVersion: db.prepare('PRAGMA data_version'),
+    parkedAt: db.prepare(
+      `SELECT p.id AS id, p.ord AS ord, p.deadline AS deadline, p.plan AS plan, p.held AS held
+       FROM zaris_file_parked_keys k JOIN zaris_file_parked p ON p.id = k.id WHERE k.ns = ? AND k.k = ? AND p.answer IS NULL`,
+    ),
+    park: db.prepare(
+      `INSERT INTO zaris_file_parked (ns, ord, deadline, ends, plan, held, nonce, request_id) VALUES (@ns, @ord, @deadline, @deadline, @plan, @held, @nonce, @request)`,
+    ),
+    parkKey: db.prepare('INSERT OR IGNORE INTO zaris_file_parked_keys (ns, k, id) VALUES (?, ?, ?)'),
+    unparkKey: db.prepare('DELETE FROM zaris_file_parked_keys WHERE ns = ? AND k = ? AND id = ?'),
+    setHeld: db.prepare('UPDATE zaris_file_parked SET held = ? WHERE id = ?'),
+    answerParked: db.prepare('UPDATE zaris_file_parked SET answer = ?, ends = ? WHERE id = ?'),
+    parkedRow: db.prepare('SELECT id, ord, deadline, plan, held, answer FROM zaris_file_parked WHERE id = ?'),
+    parkedRequest: db.prepare('SELECT id, answer FROM zaris_file_parked WHERE ns = ? AND request_id = ?'),
+    dropParked: db.prepare('DELETE FROM zaris_file_parked WHERE id = ?'),
+    parkedOver: db.prepare('SELECT id, plan FROM zaris_file_parked WHERE ns = ? AND ends < ?'),
+    parkedOf: db.prepare('SELECT id, plan FROM zaris_file_parked WHERE ns = ? AND nonce = ? AND answer IS NULL'),
   }
 }

@@ -24,8 +24,10 @@ import { Checkpointer } from './checkpoint'
 import { bootId, thisProcess, type ProcessId } from './machine'
 import { Ledger, NeedsSyncError, storedOf } from './ledger'
 import { GoneWaiters, SWEEP_MS, Verdicts } from './owners'
+import { answerOf, handOver, type ParkRequest } from './parked'
 import { keyBytes, pastPrefix, prepare, type OwnerRow, type Statements } from './schema'
 import { Tail, wakeOthers } from './tail'
+import { FileWaits } from './waits'
 
 /** How long a write waits for another process's, at most, in ms. */
 export const BUSY_LIMIT_MS = 10_000
@@ -74,6 +76,7 @@ export class FileStore {
   readonly #verdicts: Verdicts
   readonly #waiters: GoneWaiters
   readonly #tail: Tail
+  readonly #parked: FileWaits
   readonly #checkpoints: Checkpointer
   readonly #tx: BetterSqlite3.Transaction<(fn: () => unknown) => unknown>
   readonly #read: BetterSqlite3.Transaction<(fn: () => unknown) => unknown>
@@ -115,6 +118,12 @@ export class FileStore {
       (active) => this.#activate(active),
       () => this.#scheduleExpiry(),
     )
+    this.#parked = new FileWaits({
+      clock: this.#clock,
+      write: (fn) => retry(this.file, () => this.#write(fn), this.busyLimitMs),
+      answer: (id) => answerOf({ sql: this.#sql }, id),
+      follow: (sink) => this.#tail.subscribe('', sink),
+    })
     // Synced: after a reboot this moves revisions past the reservation, which must be on disk before any is handed out.
     this.#setSynced(true)
     this.#tx.immediate(() => {
@@ -125,7 +134,9 @@ export class FileStore {
 
   /**
    * Runs `fn` in a write transaction: expiries due first, gone owners ended,
-   * then `fn`, then the namespace's row where it must change (ledger.ts). Synced when the store
+   * the keys they freed handed over to parked commits (parked.ts), then
+   * `fn` and the handover of what it changed, then the namespace's row
+   * where it must change (ledger.ts). Synced when the store
    * says so, or when the transaction raises the reservation (it is run
    * again, synced, if it was not going to be). Throws SQLITE_BUSY as it
    * comes: {@link retry} waits for it.
@@ -139,7 +150,10 @@ export class FileStore {
           const ledger = new Ledger(this.#sql, this.namespace, this.file, this.#clock.now(), synced, this.#history)
           ledger.expireDue()
           if (this.#verdicts.due(ledger.now)) ledger.endRegistrations(this.#verdicts.gone(this.#sql.owners.all(this.namespace), ledger.now))
+          // The line before the caller: a key an expiry freed goes to the first waiter, not to this commit.
+          handOver(ledger)
           const result = fn(ledger)
+          handOver(ledger)
           ledger.finish()
           return result
         }) as T
@@ -248,6 +262,11 @@ export class FileStore {
     })
   }
 
+  /** A commit that may park (capability `handover`): see parked.ts and waits.ts. */
+  park(req: Omit<ParkRequest, 'nonce'>, signal: AbortSignal | undefined, onParked: (() => void) | undefined): Promise<CommitResult> {
+    return this.#parked.commit({ ...req, nonce: this.#nonce }, signal, onParked)
+  }
+
   watch(prefix: string, sink: WatchSink, fromRevision: number | undefined): Unsubscribe {
     return this.#tail.subscribe(prefix, sink, fromRevision)
   }
@@ -329,6 +348,7 @@ export class FileStore {
   /** Ends this adapter's registrations (its clients' holds end, as a gone process's do) and its watches; closes the connection. */
   async close(): Promise<void> {
     this.#waiters.close()
+    await this.#parked.close()
     this.#checkpoints.close()
     this.#tail.close(new ClosedError('the file adapter was closed'))
     const mine: OwnerRow[] = [...this.#registered].map((owner) => ({ owner, nonce: this.#nonce, ...this.#self }))
@@ -356,6 +376,8 @@ function restartAfterBoot(sql: Statements, db: BetterSqlite3.Database, file: str
   const rebooted = stored !== undefined && (boot !== '' ? stored !== boot : now < latest - 1000)
   db.prepare(`INSERT INTO zaris_file_meta (name, value) VALUES ('boot', ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value`).run(boot)
   if (!rebooted) return
+  // Every waiter was of the old boot, and its deadline on the old clock.
+  db.exec('DELETE FROM zaris_file_parked_keys; DELETE FROM zaris_file_parked')
   db.prepare('UPDATE zaris_file_spaces SET revision = max(revision, reserved), clock = ?').run(now)
   db.prepare('UPDATE zaris_file_entries SET expires = ? + ttl WHERE ttl IS NOT NULL').run(now)
   // Where boots are not known, neither are the old boot's processes: each is judged by its pid, as ever.
