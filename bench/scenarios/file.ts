@@ -5,6 +5,9 @@
  * use. Two rows each:
  *
  * - acquire + release of an uncontended lock, one process;
+ * - 16 clients (16 connections of one process) contending for one lock:
+ *   zaris waits in its line (the file hands the lock over in the release's
+ *   transaction), proper-lockfile retries every 10-20 ms;
  * - a holder process killed with kill -9 while another process waits: the
  *   time from the kill to the next holder. zaris ends a dead process's locks
  *   at once (its pid and start time); proper-lockfile takes a lock over once
@@ -21,18 +24,19 @@ import { Client } from 'zaris'
 import { fileAdapter } from 'zaris/file'
 import { bundle } from '../../test/server/cli-bundle'
 import { alternate } from '../lib/compare'
-import { oneClient, zarisPeer } from '../lib/locks'
+import { contention, oneClient, zarisPeer, type LockPeer } from '../lib/locks'
 import { loop, type Trial } from '../lib/measure'
 import { tempDir } from '../lib/procs'
 import type { Scenario } from '../lib/report'
 import type { BenchContext } from './context'
+import { CLIENTS, contentionScenario } from './remote'
 
 const HOLDER = 'bench/lib/lock-holder.ts'
 
 export async function fileScenarios(ctx: BenchContext): Promise<Scenario[]> {
   const dir = tempDir('zaris-bench-file-')
   try {
-    return [await uncontended(ctx, dir.path), await killed(ctx, dir.path)]
+    return [await uncontended(ctx, dir.path), await contended(ctx, dir.path), await killed(ctx, dir.path)]
   } finally {
     dir.remove()
   }
@@ -73,6 +77,50 @@ async function uncontended(ctx: BenchContext, dir: string): Promise<Scenario> {
     }
   } finally {
     await zaris.close()
+  }
+}
+
+/** proper-lockfile as a contender: `lock(file)` retried every 10-20 ms until the wait runs out. */
+function lockfilePeer(dir: string): LockPeer {
+  let attempts = 0
+  return {
+    async acquire(key, waitMs) {
+      const target = join(dir, key.replaceAll(':', '-'))
+      writeFileSync(target, '', { flag: 'a' })
+      const end = performance.now() + waitMs
+      for (;;) {
+        attempts++
+        try {
+          const release = await lockfile.lock(target)
+          return () => release()
+        } catch (err) {
+          if ((err as { code?: string }).code !== 'ELOCKED' || performance.now() > end) return null
+          await new Promise((r) => setTimeout(r, 10 + Math.random() * 10))
+        }
+      }
+    },
+    attempts: async () => attempts,
+    close: async () => {},
+  }
+}
+
+async function contended(ctx: BenchContext, dir: string): Promise<Scenario> {
+  const path = join(dir, 'contended.db')
+  const zs = await Promise.all(Array.from({ length: CLIENTS }, async () => zarisPeer(await fileAdapter({ path, namespace: 'bench' }))))
+  const polls = Array.from({ length: CLIENTS }, () => lockfilePeer(dir))
+  const dur = ctx.quick ? 400 : 800
+  ctx.log(`file: ${CLIENTS} clients, file:// vs proper-lockfile`)
+  try {
+    const rows = await alternate(
+      [
+        { label: 'zaris file://, wait', zaris: true, trial: (i) => contention(zs, `lock:many:${i}`, dur) },
+        { label: 'proper-lockfile, retry every 10-20 ms', zaris: false, trial: (i) => contention(polls, `lock:many:lockfile:${i}`, dur) },
+      ],
+      ctx.trials,
+    )
+    return { ...contentionScenario('file-16', `One machine: ${CLIENTS} contending clients, file:// vs proper-lockfile`, rows) }
+  } finally {
+    await Promise.allSettled(zs.map((z) => z.close()))
   }
 }
 

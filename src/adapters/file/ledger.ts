@@ -57,6 +57,8 @@ export class Ledger {
   readonly ns: string
   readonly #file: string
   readonly #history: number
+  /** Entries read since the last write. */
+  readonly #read = new Map<string, Stored | undefined>()
 
   constructor(sql: Statements, ns: string, file: string, now: number, synced: boolean, history: number) {
     this.sql = sql
@@ -74,8 +76,12 @@ export class Ledger {
 
   /** The live entry at `key` (call after {@link expireDue}: nothing due is left). */
   entry(key: string): Stored | undefined {
+    // Read once between writes: a handover judges every waiter's checks at the same few keys.
+    if (this.#read.has(key)) return this.#read.get(key)
     const row = this.sql.entry.get(this.ns, keyBytes(key))
-    return row ? storedOf(row, this.#file, this.ns) : undefined
+    const e = row ? storedOf(row, this.#file, this.ns) : undefined
+    this.#read.set(key, e)
+    return e
   }
 
   /** Ends every entry whose deadline has passed, each as an `expire` with a revision of its own. */
@@ -124,17 +130,11 @@ export class Ledger {
 
   /** Applies the ops of a commit whose checks were judged to hold, with the next revision; throws before any write where an op cannot be applied. */
   apply(ops: Op[], requestId: string | undefined): Success {
-    const read = new Map<string, Stored | undefined>()
-    const current = (key: string) => {
-      if (!read.has(key)) read.set(key, this.entry(key))
-      return read.get(key)
-    }
-
     const revision = nextRevision(this.revision)
     const puts: Stored[] = []
     const deletes: string[] = []
     for (const op of ops) {
-      const existing = current(op.key)
+      const existing = this.entry(op.key)
       if (op.type === 'delete') {
         if (existing) deletes.push(op.key)
       } else puts.push(written(op, existing, revision, this.now))
@@ -143,6 +143,7 @@ export class Ledger {
     let seq = 0
     // The request id on the commit's first event (a commit that changed nothing writes a `none` row for it).
     const id = () => (seq === 0 ? (requestId ?? null) : null)
+    this.#read.clear()
     for (const key of deletes) {
       this.changed.add(key)
       sql.del.run(this.ns, keyBytes(key))
@@ -198,6 +199,7 @@ export class Ledger {
   #end(k: Buffer): void {
     if (!hasRevisionLeft(this.revision)) return
     const revision = this.revision + 1
+    this.#read.clear()
     this.sql.del.run(this.ns, k)
     const key = keyOf(k)
     this.sql.event.run(this.ns, revision, 0, 'expire', key, null, null, null, null, null)

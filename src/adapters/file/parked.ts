@@ -117,17 +117,25 @@ function firstTry(ledger: Ledger, req: ParkRequest): CommitResult | { first: Fai
  * the transaction's expiries and gone owners, and after its commit.
  */
 export function handOver(ledger: Ledger): void {
-  const due = new Map<number, ParkedRow>()
+  if (ledger.changed.size === 0) return
+  // Each row due a try, as read after the last change at its keys, with the keys changed since it was tried.
+  const due = new Map<number, { row: ParkedRow; keys: Set<string> }>()
   const look = () => {
-    for (const key of ledger.changed) for (const row of ledger.sql.parkedAt.all(ledger.ns, keyBytes(key))) if (row.deadline > ledger.now) due.set(row.id, row)
+    for (const key of ledger.changed) {
+      for (const row of ledger.sql.parkedAt.all(ledger.ns, keyBytes(key))) {
+        if (row.deadline <= ledger.now) continue
+        const keys = due.get(row.id)?.keys ?? new Set()
+        due.set(row.id, { row, keys: keys.add(key) })
+      }
+    }
     ledger.changed.clear()
   }
   look()
   while (due.size > 0) {
-    let next: ParkedRow | undefined
-    for (const row of due.values()) if (!next || before(row, next)) next = row
-    due.delete(next!.id)
-    retry(ledger, next!)
+    let next: { row: ParkedRow; keys: Set<string> } | undefined
+    for (const d of due.values()) if (!next || before(d.row, next.row)) next = d
+    due.delete(next!.row.id)
+    retry(ledger, next!.row, next!.keys)
     look()
   }
 }
@@ -159,10 +167,15 @@ export function dropParkedOf(ledger: Ledger, nonce: string): void {
   for (const row of ledger.sql.parkedOf.all(ledger.ns, nonce)) drop(ledger, row.id, JSON.parse(row.plan) as Plan)
 }
 
-/** One more try of a parked commit, in the step of a change at a key it checks. */
-function retry(ledger: Ledger, row: ParkedRow): void {
+/**
+ * One more try of a parked commit, in the step of a change at `changed`
+ * (keys it checks). Its other checks are as last judged (`held`: every
+ * change at a key it checks is judged, so they cannot have turned).
+ */
+function retry(ledger: Ledger, row: ParkedRow, changed: Set<string>): void {
   const plan = JSON.parse(row.plan) as Plan
-  const outcomes = plan.checks.map((c) => ledger.holds(c))
+  const held = JSON.parse(row.held) as boolean[]
+  const outcomes = plan.checks.map((c, i) => (changed.has(c.key) ? ledger.holds(c) : held[i]!))
   const way = outcomes.every(Boolean) ? plan : plan.orElse.find((w) => w.checks.every((c) => ledger.holds(c)))
   if (way) {
     let r: CommitResult
@@ -175,7 +188,6 @@ function retry(ledger: Ledger, row: ParkedRow): void {
     }
     return settle(ledger, row.id, plan, r)
   }
-  const held = JSON.parse(row.held) as boolean[]
   const answer = plan.keep
     ? outcomes.some((h, i) => !h && (plan.firstHeld[i] || (plan.wake !== undefined && ledger.entry(plan.checks[i]!.key)?.owner === plan.wake)))
     : outcomes.some((h, i) => h !== held[i])

@@ -26,7 +26,8 @@ import { Ledger, NeedsSyncError, storedOf } from './ledger'
 import { GoneWaiters, SWEEP_MS, Verdicts } from './owners'
 import { answerOf, handOver, type ParkRequest } from './parked'
 import { keyBytes, pastPrefix, prepare, type OwnerRow, type Statements } from './schema'
-import { Tail, wakeOthers } from './tail'
+import { joinTail, type TailHandle } from './shared-tail'
+import type { TailSource } from './tail'
 import { FileWaits } from './waits'
 
 /** How long a write waits for another process's, at most, in ms. */
@@ -75,7 +76,7 @@ export class FileStore {
   readonly #registered = new Set<string>()
   readonly #verdicts: Verdicts
   readonly #waiters: GoneWaiters
-  readonly #tail: Tail
+  readonly #tail: TailHandle
   readonly #parked: FileWaits
   readonly #checkpoints: Checkpointer
   readonly #tx: BetterSqlite3.Transaction<(fn: () => unknown) => unknown>
@@ -100,13 +101,13 @@ export class FileStore {
     this.#checkpoints = new Checkpointer(init.db)
     this.#tx = init.db.transaction((fn: () => unknown) => fn())
     this.#read = init.db.transaction((fn: () => unknown) => fn())
-    this.#tail = new Tail(
-      {
+    this.#tail = joinTail(this.namespace, { file: this.file, notify: init.notify, pollMs: init.pollMs }, this.#clock, `${this.#self.pid}/${this.#self.start}`, {
+      source: {
         read: (revision, seq, limit) =>
           this.#read.deferred(() => {
             const space = this.#sql.space.get(this.namespace)!
             return { ...space, events: limit === 0 ? [] : this.#sql.events.all({ ns: this.namespace, revision, seq, limit }) }
-          }) as ReturnType<ConstructorParameters<typeof Tail>[0]['read']>,
+          }) as ReturnType<TailSource['read']>,
         changed: () => {
           const v = this.#sql.dataVersion.get()!.data_version
           const changed = v !== this.#dataVersion
@@ -114,15 +115,16 @@ export class FileStore {
           return changed
         },
       },
-      { file: this.file, notify: init.notify, pollMs: init.pollMs },
-      (active) => this.#activate(active),
-      () => this.#scheduleExpiry(),
-    )
+      activate: (active) => this.#activate(active),
+      read: () => this.#scheduleExpiry(),
+      lookAt: (owner) => this.#lookAt(owner),
+    })
     this.#parked = new FileWaits({
       clock: this.#clock,
       write: (fn) => retry(this.file, () => this.#write(fn), this.busyLimitMs),
       answer: (id) => answerOf({ sql: this.#sql }, id),
       follow: (sink) => this.#tail.subscribe('', sink),
+      watchOwner: (owner, fn) => this.#tail.watchOwner(owner, fn),
     })
     // Synced: after a reboot this moves revisions past the reservation, which must be on disk before any is handed out.
     this.#setSynced(true)
@@ -176,8 +178,7 @@ export class FileStore {
   /** After a write: this adapter's watches see it now (a deadline it wrote sets the expiry timer), the process's other connections soon. */
   #afterWrite(): void {
     this.#checkpoints.wrote()
-    this.#tail.pump()
-    wakeOthers(this.file, this.#tail)
+    this.#tail.wrote()
   }
 
   /**
@@ -321,7 +322,7 @@ export class FileStore {
     this.#clock.clearTimeout(this.#expiry as TimerHandle)
     this.#expiry = undefined
     // (Not once the last watch ended: that can happen inside the read that set this timer.)
-    if (!this.#tail.active) return
+    if (!this.#tail.leading) return
     const at = this.#sql.nextExpiry.get(this.namespace)!.at
     if (at === null || !hasRevisionLeft(this.#sql.space.get(this.namespace)!.revision)) return
     this.#expiry = this.#clock.setTimeout(() => {

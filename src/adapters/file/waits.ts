@@ -9,8 +9,10 @@
  * a backstop). An answer is only ever written in a transaction that changed
  * a key the commit checks, so an event at one of its keys is when its row is
  * read. Following the log also runs the store's timers while anything
- * waits: a holder's TTL ends at its deadline, and a dead holder's process is
- * looked for, with nobody else writing; either hands the key over.
+ * waits: a holder's TTL ends at its deadline with nobody else writing. And
+ * each holder in a wait's way is looked at every few ms, as a waiter's
+ * `ownerGone` does: a dead holder's process is found at once. Either ends
+ * in a write that hands the key over.
  *
  * A wait ends at its deadline (taken out of park and given one last try:
  * its caller counts a hold's TTL from before it sent the commit), at its
@@ -19,7 +21,7 @@
  *
  * @module
  */
-import type { CommitResult, Unsubscribe, WatchSink } from '../../core/contract/adapter'
+import type { CommitResult, Unsubscribe, WatchEvent, WatchSink } from '../../core/contract/adapter'
 import type { Clock, TimerHandle } from '../../core/time/clock'
 import { keepAlive } from '../../core/time/keep-alive'
 import type { Failure, Ledger } from './ledger'
@@ -34,6 +36,8 @@ export interface WaitHost {
   answer(id: number): CommitResult | null | undefined
   /** Follows every change of the namespace. */
   follow(sink: WatchSink): Unsubscribe
+  /** Calls `fn` once client `owner` is gone and its entries ended (in a write that hands over what they held); returns what stops it. */
+  watchOwner(owner: string, fn: () => void): () => void
 }
 
 interface Wait {
@@ -44,8 +48,12 @@ interface Wait {
   readonly reject: (err: unknown) => void
   timer?: TimerHandle
   off?: () => void
+  /** The owner in its way looked at, by key (the holder there now), and what ends that look. */
+  readonly looks: Map<string, { owner: string; stop: () => void }>
   /** Lets the process end again (a wait keeps it running, as a socket would: its timers and the tail's do not). */
-  live?: () => void
+  readonly live: () => void
+  /** The puts that would show it granted ({@link grantsOf}); undefined: every change at its keys is read. */
+  readonly grants: Map<string, Set<string>> | undefined
   /** Being taken out of park (its end's write under way). */
   ending: boolean
   done: boolean
@@ -89,7 +97,7 @@ export class FileWaits {
     if (!('parked' in r)) return r
     const parked = r
     return new Promise<CommitResult>((resolve, reject) => {
-      const w: Wait = { id: parked.parked, req, first: parked.first, resolve, reject, ending: false, done: false, live: keepAlive() }
+      const w: Wait = { id: parked.parked, req, first: parked.first, resolve, reject, ending: false, done: false, live: keepAlive(), looks: new Map(), grants: grantsOf(req) }
       this.#waits.add(w)
       this.#follow()
       for (const key of keysOf(req)) {
@@ -103,6 +111,7 @@ export class FileWaits {
         signal.addEventListener('abort', abort, { once: true })
         w.off = () => signal.removeEventListener('abort', abort)
       }
+      for (const f of parked.first.failed) this.#lookAtOwner(w, f.key, f.entry?.owner)
       onParked?.()
       if (signal?.aborted) void this.#end(w, false)
       // Answered between its park and now (the tail may have shown that change before this wait was filed).
@@ -119,7 +128,10 @@ export class FileWaits {
   #follow(): void {
     this.#unfollow ??= this.#host.follow({
       event: (e) => {
-        for (const w of this.#byKey.get(e.key) ?? []) this.#look(w)
+        for (const w of this.#byKey.get(e.key) ?? []) {
+          if (mayAnswer(w, e)) this.#look(w)
+          this.#lookAtOwner(w, e.key, e.type === 'put' ? e.owner : undefined)
+        }
       },
       // The tail fell behind or ended: followed again, and every row read (an answer may be among what was missed).
       error: () => {
@@ -129,6 +141,21 @@ export class FileWaits {
         for (const w of this.#waits) this.#look(w)
       },
     })
+  }
+
+  /**
+   * Looks at `owner`, who holds `key` (a key `w` checks) now, as a waiter's
+   * `ownerGone` does (every few ms): a dead holder's process is found at
+   * once, and the write that ends its entries hands the key over. (The
+   * store's own sweep, which runs while the log is followed, looks only
+   * every 50 ms.) The look at the key's former holder ends.
+   */
+  #lookAtOwner(w: Wait, key: string, owner: string | undefined): void {
+    const look = w.looks.get(key)
+    if (look?.owner === owner) return
+    look?.stop()
+    w.looks.delete(key)
+    if (owner !== undefined) w.looks.set(key, { owner, stop: this.#host.watchOwner(owner, () => this.#look(w)) })
   }
 
   #idle(): void {
@@ -183,11 +210,47 @@ export class FileWaits {
     }
     if (w.timer !== undefined) this.#host.clock.clearTimeout(w.timer)
     w.off?.()
-    w.live?.()
+    w.live()
+    for (const look of w.looks.values()) look.stop()
     this.#idle()
     if (answer) w.resolve(answer)
     else w.reject(error)
   }
+}
+
+/**
+ * Whether the transaction that wrote `e` (at a key `w` checks) may have
+ * answered `w`, so that its row is worth a read: a put by `w`'s own owner
+ * at a key one of its ways writes (its grant); a change at a key whose check
+ * held on its first try (its place gone: `keepParked`'s failure); a put by
+ * its `wakeOwner`. Only for a `keepParked` commit whose every way sets an
+ * owned key (a take: every grant shows as such a put); any other is read at
+ * every change. A grant to the waiter ahead, the common event, is none of
+ * these.
+ */
+function mayAnswer(w: Wait, e: WatchEvent): boolean {
+  const { req, first, grants } = w
+  if (!grants) return true
+  if (e.type === 'put' && e.owner !== undefined && (e.owner === req.wakeOwner || grants.get(e.key)?.has(e.owner))) return true
+  return req.checks.some((c) => c.key === e.key) && !first.failed.some((f) => f.key === e.key)
+}
+
+/** The puts that would show `req` granted (key to owners), or undefined when a grant may show otherwise. */
+function grantsOf(req: ParkRequest): Map<string, Set<string>> | undefined {
+  if (!req.keep) return undefined
+  const out = new Map<string, Set<string>>()
+  for (const way of [req, ...req.orElse]) {
+    let shows = false
+    for (const op of way.ops) {
+      if (op.type !== 'set' || op.owner === undefined) continue
+      shows = true
+      let owners = out.get(op.key)
+      if (!owners) out.set(op.key, (owners = new Set()))
+      owners.add(op.owner)
+    }
+    if (!shows) return undefined
+  }
+  return out
 }
 
 /** Every key a parked commit checks. */
