@@ -196,6 +196,29 @@ describe('faults and the store-wide revision', () => {
   })
 })
 
+describe('gone owners', () => {
+  /** Sixteen owners each write a place (a commit that also checks `hub`, so that one partition holds them all), then are gone one by one. */
+  const places = () => {
+    const h = new HistoryBuilder()
+    for (let i = 1; i <= 16; i++) {
+      const set = { type: 'set', key: `q.${i}`, value: null, ttl: 60_000, owner: `c${i}` } as const
+      h.commit(i, [i * 10, i * 10 + 1], [{ key: 'hub', revision: null }], [set], { revision: i, entries: [{ key: `q.${i}`, value: null, revision: i, created: i, owner: `c${i}`, ttl: 60_000 }] })
+    }
+    for (let i = 1; i <= 16; i++) h.fault('owner-gone', 200 + i * 10, { owner: `c${i}` })
+    return h
+  }
+
+  test("a gone owner's entry at a key nothing later touches is forgotten: sixteen places whose owners are gone are decided (each would double the states)", () => {
+    const r = ok(places().get(99, [400, 401], 'hub', null))
+    expect(r.partitions).toHaveLength(1)
+  })
+
+  test("one that a later operation touches is kept: a read of a gone owner's place with a revision never written is a violation", () => {
+    violation(places().get(99, [400, 401], 'q.3', entry('q.3', null, 77, 77, 'c3', 59_000)))
+    ok(places().get(99, [400, 401], 'q.3', entry('q.3', null, 3, 3, 'c3', 59_000)).get(99, [402, 403], 'q.4', null))
+  })
+})
+
 describe('limits', () => {
   test('a partition undecided within the limits is checked on its writes alone, with fallback', () => {
     const h = new HistoryBuilder().grant(1, [0, 10], 'lock', 1000, 1).get(2, [1, 9], 'lock', entry('lock', null, 1, 1, 'c1', 995)).fenced(1, [11, 12], 'lock', 1, 'res', 'a', 2)

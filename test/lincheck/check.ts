@@ -21,7 +21,7 @@
  *
  * @module
  */
-import { MODELED, canonicalSet, initialState, keysOf, step, type ModelOptions, type State } from './model'
+import { MODELED, canonicalSet, forgetUnwatched, initialState, keysOf, step, type ModelOptions, type State } from './model'
 import { describeOperation } from './describe'
 import { pairHistory, type HistoryEvent, type Operation } from './history'
 
@@ -182,6 +182,15 @@ export function checkPartition(keys: string[], ops: Operation[], options: CheckO
     if (!e.call) returns.get(e.op)!.match = node
   }
   const local = new Map(ops.map((op, i) => [op, i]))
+  // How many operations not yet linearized touch each key: a gone owner's entry at a key none of them touches can
+  // change no verdict, so the states forget it (else each such entry, alive or ended, doubles the state sets for good).
+  const touches = ops.map(keysOf)
+  const pending = new Map<string, number>()
+  const count = (i: number, by: number) => {
+    for (const key of touches[i]!) pending.set(key, (pending.get(key) ?? 0) + by)
+  }
+  ops.forEach((_, i) => count(i, 1))
+  const watched = (key: string) => (pending.get(key) ?? 0) > 0
 
   const lift = (call: Node) => {
     call.prev!.next = call.next
@@ -258,11 +267,12 @@ export function checkPartition(keys: string[], ops: Operation[], options: CheckO
         if (r.ok) for (const t of r.states) next.push(t)
         else reason ||= r.reason
       }
-      if (next.length > maxStates) return { keys, size: n, verdict: 'unknown', steps, counterexample }
       if (next.length > 0) {
         const i = local.get(op)!
         flip(i)
-        const set = canonicalSet(next)
+        count(i, -1)
+        const set = canonicalSet(next.map((t) => forgetUnwatched(t, watched)))
+        if (set.states.length > maxStates) return { keys, size: n, verdict: 'unknown', steps, counterexample }
         if (!seen(set.key)) {
           stack.push({ node, states, key: statesKey, forced: set.key === statesKey })
           states = set.states
@@ -272,6 +282,7 @@ export function checkPartition(keys: string[], ops: Operation[], options: CheckO
           entry = head.next
         } else {
           flip(i)
+          count(i, 1)
           entry = node.next
         }
       } else {
@@ -293,6 +304,7 @@ export function checkPartition(keys: string[], ops: Operation[], options: CheckO
       let top = stack.pop()
       while (top?.forced) {
         flip(local.get(top.node.op!)!)
+        count(local.get(top.node.op!)!, 1)
         unlift(top.node)
         top = stack.pop()
       }
@@ -300,6 +312,7 @@ export function checkPartition(keys: string[], ops: Operation[], options: CheckO
       states = top.states
       statesKey = top.key
       flip(local.get(top.node.op!)!)
+      count(local.get(top.node.op!)!, 1)
       unlift(top.node)
       refusedHere = new Map()
       entry = top.node.next

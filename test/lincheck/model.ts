@@ -128,6 +128,23 @@ export type StepResult = { ok: true; states: State[] } | { ok: false; reason: st
 
 export const initialState = (): State => ({ keys: {}, max: 0, dead: [] })
 
+/**
+ * `state` without the entries of gone owners at keys no operation still to
+ * be placed touches (`watched` says which are): none can be observed again,
+ * and the store may end them at any point, so they only split the states
+ * (one with the entry, one without) to no purpose.
+ */
+export function forgetUnwatched(state: State, watched: (key: string) => boolean): State {
+  if (state.dead.length === 0) return state
+  let keys: Record<string, KeyState> | undefined
+  for (const [key, e] of Object.entries(state.keys)) {
+    if (e.owner === undefined || !state.dead.includes(e.owner) || watched(key)) continue
+    keys ??= { ...state.keys }
+    delete keys[key]
+  }
+  return keys ? { ...state, keys } : state
+}
+
 const isSym = (n: Num | undefined): n is Sym => typeof n === 'object' && n !== null
 const showNum = (n: Num) => (isSym(n) ? `(unknown > ${n.gt})` : String(n))
 

@@ -62,6 +62,13 @@ export class Verdicts {
     return out
   }
 
+  /** The registrations among `rows` whose process is gone, asking the system again (a look at these alone: the next look at every owner is still due). */
+  goneNow(rows: OwnerRow[], now: number): OwnerRow[] {
+    const out: OwnerRow[] = []
+    for (const r of rows) if (!this.#isAlive(r, now, true)) out.push(r)
+    return out
+  }
+
   #isAlive(p: ProcessId, now: number, fresh: boolean): boolean {
     const id = `${p.pid}:${p.start}:${p.host}`
     const known = this.#seen.get(id)

@@ -35,6 +35,13 @@ import { keyBytes, type ParkedRow } from './schema'
 /** How long a row is kept once its deadline passed or it was answered, in ms (its waiter reads the answer well within). */
 export const KEPT_MS = 10_000
 
+/**
+ * Whether the adapter `nonce` is gone, asked just before a grant to one of
+ * its parked commits: a dead process's registrations are ended then (its
+ * parked commits dropped, its entries ended), in the same transaction.
+ */
+export type GoneCheck = (nonce: string) => boolean
+
 /** One way a commit may go through: checks and ops. */
 export interface Way {
   checks: Check[]
@@ -116,7 +123,7 @@ function firstTry(ledger: Ledger, req: ParkRequest): CommitResult | { first: Fai
  * (see the module doc), until none goes through. Called by the store after
  * the transaction's expiries and gone owners, and after its commit.
  */
-export function handOver(ledger: Ledger): void {
+export function handOver(ledger: Ledger, gone: GoneCheck): void {
   if (ledger.changed.size === 0) return
   // Each row due a try, as read after the last change at its keys, with the keys changed since it was tried.
   const due = new Map<number, { row: ParkedRow; keys: Set<string> }>()
@@ -135,7 +142,7 @@ export function handOver(ledger: Ledger): void {
     let next: { row: ParkedRow; keys: Set<string> } | undefined
     for (const d of due.values()) if (!next || before(d.row, next.row)) next = d
     due.delete(next!.row.id)
-    retry(ledger, next!.row, next!.keys)
+    retry(ledger, next!.row, next!.keys, gone)
     look()
   }
 }
@@ -172,12 +179,14 @@ export function dropParkedOf(ledger: Ledger, nonce: string): void {
  * (keys it checks). Its other checks are as last judged (`held`: every
  * change at a key it checks is judged, so they cannot have turned).
  */
-function retry(ledger: Ledger, row: ParkedRow, changed: Set<string>): void {
+function retry(ledger: Ledger, row: ParkedRow, changed: Set<string>, gone: GoneCheck): void {
   const plan = JSON.parse(row.plan) as Plan
   const held = JSON.parse(row.held) as boolean[]
   const outcomes = plan.checks.map((c, i) => (changed.has(c.key) ? ledger.holds(c) : held[i]!))
   const way = outcomes.every(Boolean) ? plan : plan.orElse.find((w) => w.checks.every((c) => ledger.holds(c)))
   if (way) {
+    // Never granted to a process that died in line (one that dies after this transaction is as one that died right after its commit).
+    if (gone(row.nonce)) return
     let r: CommitResult
     try {
       r = ledger.apply(way.ops, plan.request)

@@ -154,6 +154,8 @@ const PARKED_TABLES = `
 /** A parked commit's row, as the store judges it. */
 export interface ParkedRow {
   id: number
+  /** The adapter that parked it (its registrations name its process). */
+  nonce: string
   ord: number | null
   deadline: number
   plan: string
@@ -204,6 +206,7 @@ export interface Statements {
   /** Parked rows whose time is over (deadline or answer) before the time given. */
   parkedOver: Query<[string, number], { id: number; plan: string }>
   parkedOf: Query<[string, string], { id: number; plan: string }>
+  ownersOfNonce: Query<[string, string], OwnerRow>
 }
 
 export function prepare(db: BetterSqlite3.Database): Statements {
@@ -248,7 +251,7 @@ export function prepare(db: BetterSqlite3.Database): Statements {
     registrationsOf: db.prepare('SELECT count(*) AS n FROM zaris_file_owners WHERE ns = ? AND owner = ?'),
     dataVersion: db.prepare('PRAGMA data_version'),
     parkedAt: db.prepare(
-      `SELECT p.id AS id, p.ord AS ord, p.deadline AS deadline, p.plan AS plan, p.held AS held
+      `SELECT p.id AS id, p.nonce AS nonce, p.ord AS ord, p.deadline AS deadline, p.plan AS plan, p.held AS held
        FROM zaris_file_parked_keys k JOIN zaris_file_parked p ON p.id = k.id WHERE k.ns = ? AND k.k = ? AND p.answer IS NULL`,
     ),
     park: db.prepare(
@@ -258,7 +261,8 @@ export function prepare(db: BetterSqlite3.Database): Statements {
     unparkKey: db.prepare('DELETE FROM zaris_file_parked_keys WHERE ns = ? AND k = ? AND id = ?'),
     setHeld: db.prepare('UPDATE zaris_file_parked SET held = ? WHERE id = ?'),
     answerParked: db.prepare('UPDATE zaris_file_parked SET answer = ?, ends = ? WHERE id = ?'),
-    parkedRow: db.prepare('SELECT id, ord, deadline, plan, held, answer FROM zaris_file_parked WHERE id = ?'),
+    parkedRow: db.prepare('SELECT id, nonce, ord, deadline, plan, held, answer FROM zaris_file_parked WHERE id = ?'),
+    ownersOfNonce: db.prepare('SELECT owner, nonce, pid, start, host FROM zaris_file_owners WHERE ns = ? AND nonce = ?'),
     parkedRequest: db.prepare('SELECT id, answer FROM zaris_file_parked WHERE ns = ? AND request_id = ?'),
     dropParked: db.prepare('DELETE FROM zaris_file_parked WHERE id = ?'),
     parkedOver: db.prepare('SELECT id, plan FROM zaris_file_parked WHERE ns = ? AND ends < ?'),

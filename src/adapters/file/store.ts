@@ -153,9 +153,10 @@ export class FileStore {
           ledger.expireDue()
           if (this.#verdicts.due(ledger.now)) ledger.endRegistrations(this.#verdicts.gone(this.#sql.owners.all(this.namespace), ledger.now))
           // The line before the caller: a key an expiry freed goes to the first waiter, not to this commit.
-          handOver(ledger)
+          const gone = (nonce: string) => this.#goneBeforeGrant(ledger, nonce)
+          handOver(ledger, gone)
           const result = fn(ledger)
-          handOver(ledger)
+          handOver(ledger, gone)
           ledger.finish()
           return result
         }) as T
@@ -167,6 +168,19 @@ export class FileStore {
         synced = true
       }
     }
+  }
+
+  /**
+   * Whether the adapter `nonce`, whose parked commit is about to be granted,
+   * stands for a dead process: then its registrations end here (its parked
+   * commits dropped, its clients' entries ended, as expiries). An adapter
+   * that registered nobody cannot be judged: taken as alive.
+   */
+  #goneBeforeGrant(ledger: Ledger, nonce: string): boolean {
+    const gone = this.#verdicts.goneNow(this.#sql.ownersOfNonce.all(this.namespace, nonce), ledger.now)
+    if (gone.length === 0) return false
+    ledger.endRegistrations(gone)
+    return true
   }
 
   #setSynced(synced: boolean): void {
