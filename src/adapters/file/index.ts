@@ -6,7 +6,9 @@
  * Everything the contract asks, across processes: compare-and-set commits,
  * the new-life rule, tokens that never go back, TTLs on the machine's
  * monotonic clock, watch from a revision, and the client features built on
- * them (the wait line, counters, election). And one more, capability
+ * them (the wait line, counters, election). The line hands over
+ * (capabilities `handover`, `keepParked`, `orElse`): a release grants the
+ * lock or permit to the first parked take in its own transaction. And one more, capability
  * `ownerGone`: a process that dies (`kill -9`, a crash, an exit without
  * closing) has its locks, leases and places in line ended at once, as
  * expiries, for every reader — within tens of milliseconds, not the TTL;
@@ -22,6 +24,9 @@
  * - `owners.ts`: registrations, and when who looks for the gone;
  * - `tail.ts`: watches follow the file's change log, woken by the kernel's
  *   note that the log was written (`fs.watch`), with a poll as backstop;
+ *   `shared-tail.ts`: one reader of the log per process and namespace;
+ * - `parked.ts`: parked commits as rows, handed over in each write;
+ *   `waits.ts`: this process's waits for their answers;
  * - `schema.ts`: the tables; `url.ts`: the connection string.
  *
  * Limits: one machine, a local file system (SQLite's locks are not

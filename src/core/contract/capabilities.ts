@@ -98,16 +98,16 @@ export interface Capabilities {
    * grant would be born expired. Honours `keepParked`, `signal` and
    * `onParked`, and may call `onAnswer`; implies `commitOnChange` and `keepParked`. Implementations:
    * src/adapters/kit/parked.ts (in process), src/adapters/redis/handover.ts
-   * (Lua), src/adapters/postgres/sql/park.ts (PL/pgSQL); test/memory/handover.test.ts
-   * and the conformance suite say what they must do. A store without it
-   * (etcd, IndexedDB, `file://`) leaves the core to
-   * wait on watch events and try again.
+   * (Lua), src/adapters/postgres/sql/park.ts (PL/pgSQL), src/adapters/file/parked.ts
+   * (rows of a SQLite file); test/memory/handover.test.ts and the
+   * conformance suite say what they must do. A store without it (etcd,
+   * IndexedDB) leaves the core to wait on watch events and try again.
    */
   handover?: boolean
   /**
    * The store honours `CommitOptions.orElse` on a commit sent with
    * `waitChange` and `keepParked`, choosing among the ways in one step
-   * (kit/parked.ts, redis/handover.ts, postgres/sql/park.ts; a node passes them to such a store,
+   * (kit/parked.ts, redis/handover.ts, postgres/sql/park.ts, file/parked.ts; a node passes them to such a store,
    * and refuses them over any other: the HTTP adapter then drops this).
    */
   orElse?: boolean
