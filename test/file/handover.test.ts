@@ -67,7 +67,8 @@ async function waitInLine(w: Adapter, name: string, order?: number): Promise<{ p
   return { place, take }
 }
 
-describe('the file store hands over', () => {
+// Every wait here may last 10 s: a test that passes only at a wait's deadline (its answer missed) fails on this timeout instead.
+describe('the file store hands over', { timeout: 4_000 }, () => {
   test("a release hands the lock to the parked take in the release's own transaction; a barger right after fails", async () => {
     const { path, all } = await adapters(3)
     const [h, w, b] = all as [Adapter, Adapter, Adapter]
@@ -239,7 +240,7 @@ describe('the file store hands over', () => {
     expect(await again).toMatchObject({ ok: false, failed: [{ key: 'lock', entry: { owner: 'w' } }] })
   })
 
-  test('an aborted wait is taken out of park and never applied; a close does the same for every wait', async () => {
+  test('an aborted wait is taken out of park at once and never applied; a close does the same for every wait', async () => {
     const { path, all } = await adapters(2)
     const [h, w] = all as [Adapter, Adapter]
     const held = ok(await h.commit([absent('lock')], [set('lock', 'h')]))
@@ -247,8 +248,10 @@ describe('the file store hands over', () => {
     let parked = 0
     const aborted = w.commit([absent('lock')], [set('lock', 'w')], { ...park(), signal: stop.signal, onParked: () => parked++ })
     await until(() => parked === 1)
+    const t0 = performance.now()
     stop.abort()
     expect(await aborted).toMatchObject({ ok: false, failed: [{ key: 'lock', entry: { owner: 'h' } }] })
+    expect(performance.now() - t0).toBeLessThan(1_000)
     expect(parkedRows(path).rows).toBe(0)
     const closed = [1, 2].map(() => w.commit([absent('lock')], [set('lock', 'w')], { ...park(), onParked: () => parked++ }))
     await until(() => parked === 3)
@@ -256,6 +259,26 @@ describe('the file store hands over', () => {
     for (const r of await Promise.all(closed)) expect(r).toMatchObject({ ok: false })
     expect(parkedRows(path).rows).toBe(0)
     await h.commit([life('lock', held.revision)], [del('lock')])
+    expect(await h.get('lock')).toBeUndefined()
+  })
+
+  test('an abort gives no last try: past its deadline in the store, with the lock free, an aborted take is answered with its first failure', async () => {
+    const clock = handClock(1_000)
+    const { all } = await adapters(2, { clock })
+    const [h, w] = all as [Adapter, Adapter]
+    const held = ok(await h.commit([absent('lock')], [set('lock', 'h')]))
+    const stop = new AbortController()
+    let parked = false
+    const take = w.commit([absent('lock')], [set('lock', 'w')], { ...park(600), signal: stop.signal, onParked: () => (parked = true) })
+    await until(() => parked)
+    clock.set(1_700)
+    await h.commit([life('lock', held.revision)], [del('lock')])
+    stop.abort()
+    expect(await take).toMatchObject({ ok: false, failed: [{ key: 'lock', entry: { owner: 'h' } }] })
+    expect(await h.get('lock')).toBeUndefined()
+    // Its deadline's timer, fired after, does nothing more.
+    clock.fire()
+    await new Promise((r) => setTimeout(r, 20))
     expect(await h.get('lock')).toBeUndefined()
   })
 
@@ -281,7 +304,9 @@ describe('the file store hands over', () => {
     const stop = new AbortController()
     stop.abort()
     let parked = false
+    const t0 = performance.now()
     expect(await w.commit([absent('lock')], [set('lock', 'w')], { ...park(5_000), signal: stop.signal, onParked: () => (parked = true) })).toMatchObject({ ok: false, failed: [{ key: 'lock' }] })
+    expect(performance.now() - t0).toBeLessThan(1_000)
     expect(parked).toBe(true)
     expect(parkedRows(path).rows).toBe(0)
   })
