@@ -20,7 +20,6 @@
 import type { Check, CommitResult, Entry, Op } from '../../core/contract/adapter'
 import { fromRow, rowPlace, type EventRow } from '../kit/rows'
 import { hasRevisionLeft, nextRevision, toEntry, written, type Stored } from '../kit/write'
-import { dropParkedOf } from './parked'
 import { CLOCK_EVERY_MS, keyBytes, keyOf, type EntryRow, type OwnerRow, type Statements } from './schema'
 
 /** A commit's failure answer. */
@@ -99,7 +98,7 @@ export class Ledger {
     for (const r of gone) {
       if (this.sql.unregister.run(this.ns, r.owner, r.nonce).changes === 0) continue
       // Its adapter is gone (or closed): its parked commits must never be applied.
-      dropParkedOf(this, r.nonce)
+      for (const row of this.sql.parkedOf.all(this.ns, r.nonce)) this.dropParked(row.id, (JSON.parse(row.plan) as { keys: string[] }).keys)
       if (this.sql.registrationsOf.get(this.ns, r.owner)!.n > 0) continue
       for (const row of this.sql.owned.all(this.ns, r.owner)) this.#end(row.k)
     }
@@ -121,6 +120,12 @@ export class Ledger {
       ;(failed ??= []).push({ key: check.key, entry: e && toEntry(e, this.now) })
     }
     return failed && { ok: false, failed }
+  }
+
+  /** Drops parked commit `id` (parked.ts), filed under `keys`. */
+  dropParked(id: number, keys: string[]): void {
+    for (const key of keys) this.sql.unparkKey.run(this.ns, keyBytes(key), id)
+    this.sql.dropParked.run(id)
   }
 
   /** Applies a commit (see the adapter contract), in this transaction. */

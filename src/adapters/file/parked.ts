@@ -155,7 +155,7 @@ export function handOver(ledger: Ledger, gone: GoneCheck): void {
  */
 export function unpark(ledger: Ledger, id: number, last: ParkRequest | undefined): CommitResult | undefined {
   const row = ledger.sql.parkedRow.get(id)
-  if (row) drop(ledger, row.id, JSON.parse(row.plan) as Plan)
+  if (row) ledger.dropParked(row.id, (JSON.parse(row.plan) as Plan).keys)
   if (row?.answer) return JSON.parse(row.answer) as CommitResult
   if (!last) return undefined
   const r = firstTry(ledger, last)
@@ -167,11 +167,6 @@ export function answerOf(ledger: Pick<Ledger, 'sql'>, id: number): CommitResult 
   const row = ledger.sql.parkedRow.get(id)
   if (!row) return undefined
   return row.answer === null ? null : (JSON.parse(row.answer) as CommitResult)
-}
-
-/** Drops the parked commits of adapter `nonce` (its registrations ended: it is gone or closed). */
-export function dropParkedOf(ledger: Ledger, nonce: string): void {
-  for (const row of ledger.sql.parkedOf.all(ledger.ns, nonce)) drop(ledger, row.id, JSON.parse(row.plan) as Plan)
 }
 
 /**
@@ -210,14 +205,9 @@ function settle(ledger: Ledger, id: number, plan: Plan, answer: CommitResult): v
   ledger.sql.answerParked.run(JSON.stringify(answer), ledger.now, id)
 }
 
-function drop(ledger: Ledger, id: number, plan: Plan): void {
-  for (const key of plan.keys) ledger.sql.unparkKey.run(ledger.ns, keyBytes(key), id)
-  ledger.sql.dropParked.run(id)
-}
-
 /** Drops rows whose deadline passed, or that were answered, more than {@link KEPT_MS} ago. */
 function prune(ledger: Ledger): void {
-  for (const row of ledger.sql.parkedOver.all(ledger.ns, ledger.now - KEPT_MS)) drop(ledger, row.id, JSON.parse(row.plan) as Plan)
+  for (const row of ledger.sql.parkedOver.all(ledger.ns, ledger.now - KEPT_MS)) ledger.dropParked(row.id, (JSON.parse(row.plan) as Plan).keys)
 }
 
 /** Whether `a` is tried before `b`: a lower `parkOrder` (none: after every one), then parked first. */
