@@ -274,6 +274,8 @@ describe('the file store hands over', { timeout: 4_000 }, () => {
     clock.set(1_700)
     await h.commit([life('lock', held.revision)], [del('lock')])
     stop.abort()
+    // Its deadline's timer fires while the abort's end is under way: one end, with no last try.
+    clock.fire()
     expect(await take).toMatchObject({ ok: false, failed: [{ key: 'lock', entry: { owner: 'h' } }] })
     expect(await h.get('lock')).toBeUndefined()
     // Its deadline's timer, fired after, does nothing more.
@@ -411,6 +413,30 @@ describe('the file store hands over', { timeout: 4_000 }, () => {
     const won = ok(await take)
     expect(await again).toEqual(won)
     expect(await w.commit([absent('lock')], [set('lock', 'w')], { requestId: 'r-1' })).toEqual(won)
+    // Sent again as a waiting commit after its grant: the grant, not a park behind itself.
+    let parkedAgain = false
+    expect(await w.commit([absent('lock')], [set('lock', 'w')], { ...park(), requestId: 'r-1', onParked: () => (parkedAgain = true) })).toEqual(won)
+    expect(parkedAgain).toBe(false)
+  })
+
+  test('a granted wait is done: its deadline, passed after its row was pruned, gives no second try (the lock let go stays free)', async () => {
+    const clock = handClock(1_000)
+    const { all } = await adapters(2, { clock })
+    const [h, w] = all as [Adapter, Adapter]
+    const held = ok(await h.commit([absent('lock')], [set('lock', 'h')]))
+    // A take with no place in line to check (nothing else would stop a second try of it).
+    let parked = false
+    const take = w.commit([absent('lock')], [set('lock', 'w')], { ...park(), onParked: () => (parked = true) })
+    await until(() => parked)
+    await h.commit([life('lock', held.revision)], [del('lock')])
+    const won = ok(await take)
+    await w.commit([life('lock', won.revision)], [del('lock')])
+    // Its answered row pruned by a later park, then its (cleared) deadline timer would fire.
+    clock.set(1_000 + KEPT_MS + 11_000)
+    await h.commit([absent('other')], [set('other', 'h')], { ...park() })
+    clock.fire()
+    await new Promise((r) => setTimeout(r, 20))
+    expect(await h.get('lock')).toBeUndefined()
   })
 
   test('a watcher hears the release, then the waiter\'s put at a later revision', async () => {

@@ -9,6 +9,7 @@
 import Database from 'better-sqlite3'
 import { afterEach, describe, expect, test } from 'vitest'
 import type { Adapter, Check, CommitResult, Op } from 'zaris'
+import { ManualClock } from 'zaris/testing'
 import { thisProcess, type ProcessId } from '../../src/adapters/file/machine'
 import { collect, newFile, open, until } from './helpers'
 
@@ -146,11 +147,79 @@ describe('a process whose commits wait in line', { timeout: 4_000 }, () => {
     const [wl, wo] = [collect(), collect()]
     await lead.watch('', wl.sink)
     await other.watch('', wo.sink)
+    // The deadline is written (the leader's timer set for it), then the leader goes: nothing is written after.
+    await other.commit([], [set('short', 'x', 150)])
+    await until(() => wo.events.length === 1)
     await lead.close()
-    await other.commit([], [set('short', 'x', 50)])
     await until(() => wo.events.some((e) => e.type === 'expire' && e.key === 'short'), 2_000)
-    expect(wl.events.filter((e) => e.key === 'short')).toEqual([])
+    expect(wl.events.map((e) => e.type)).not.toContain('expire')
     expect(wo.errors).toEqual([])
+  })
+
+  test('a take with no place of its own (no delete in its grant) is answered at its grant, by the put of its own owner', async () => {
+    const path = newFile()
+    const [h, w] = [await open({ path }), await open({ path })]
+    await h.registerOwner!('h')
+    await w.registerOwner!('w')
+    const held = ok(await h.commit([absent('lock')], [set('lock', 'h')]))
+    let parked = false
+    const take = w.commit([absent('lock')], [set('lock', 'w')], { waitChange: 10_000, keepParked: true, onParked: () => (parked = true) })
+    await until(() => parked)
+    const t0 = performance.now()
+    await h.commit([life('lock', held.revision)], [del('lock')])
+    expect(await take).toMatchObject({ ok: true, entries: [{ owner: 'w' }] })
+    expect(performance.now() - t0).toBeLessThan(1_000)
+  })
+
+  test('a waiter whose place another adapter deleted is answered with that failure at once', async () => {
+    const path = newFile()
+    const [h, w] = [await open({ path }), await open({ path })]
+    await h.registerOwner!('h')
+    await h.commit([absent('lock')], [set('lock', 'h')])
+    const { take } = await waitInLine(w, 'w')
+    const place = (await h.get('q.w'))!
+    const t0 = performance.now()
+    await h.commit([life('q.w', place.created)], [del('q.w')])
+    expect(await take).toMatchObject({ ok: false, failed: [{ key: 'lock' }, { key: 'q.w' }] })
+    expect(performance.now() - t0).toBeLessThan(1_000)
+  })
+
+  test('once nobody waits, nobody looks at the holder any more', async () => {
+    const path = newFile()
+    const looks = new Map<number, number>()
+    const alive = (p: ProcessId) => (looks.set(p.pid, (looks.get(p.pid) ?? 0) + 1), true)
+    const h = await open({ path, alive, self: { ...thisProcess(), pid: 70_012, start: 'x' } })
+    await h.registerOwner!('h')
+    const held = ok(await h.commit([absent('lock')], [set('lock', 'h')]))
+    const w = await open({ path, alive })
+    const { take } = await waitInLine(w, 'w')
+    await new Promise((r) => setTimeout(r, 50))
+    expect(looks.get(70_012) ?? 0).toBeGreaterThan(0)
+    await h.commit([life('lock', held.revision)], [del('lock')])
+    await take
+    const after = looks.get(70_012) ?? 0
+    await new Promise((r) => setTimeout(r, 100))
+    expect(looks.get(70_012) ?? 0).toBe(after)
+  })
+
+  test('adapters of one process on two files, or on one file with two clocks, share no tail: each hears its own file, on its own clock', async () => {
+    const [p1, p2] = [newFile(), newFile()]
+    const [a, b] = [await open({ path: p1 }), await open({ path: p2 })]
+    const [wa, wb] = [collect(), collect()]
+    await a.watch('', wa.sink)
+    await b.watch('', wb.sink)
+    await a.commit([], [{ type: 'set', key: 'in-1', value: 1 }])
+    await b.commit([], [{ type: 'set', key: 'in-2', value: 1 }])
+    await until(() => wa.events.length === 1 && wb.events.length === 1)
+    expect([wa.events[0]!.key, wb.events[0]!.key]).toEqual(['in-1', 'in-2'])
+    // A leader on a clock that never moves would keep the other's TTLs from ending.
+    const still = await open({ path: p1, clock: new ManualClock(0) })
+    const ws = collect()
+    await still.watch('', ws.sink)
+    const [later, wl] = [await open({ path: p1 }), collect()]
+    await later.watch('', wl.sink)
+    await later.commit([], [set('short', 'x', 50)])
+    await until(() => wl.events.some((e) => e.type === 'expire' && e.key === 'short'), 2_000)
   })
 
   test("closing one adapter ends its watches only: the process's other adapters go on hearing every commit", async () => {
