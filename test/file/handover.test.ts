@@ -439,6 +439,19 @@ describe('the file store hands over', { timeout: 4_000 }, () => {
     expect(await h.get('lock')).toBeUndefined()
   })
 
+  test("a take of two keys freed one after the other is granted at the second release (the first one's outcome remembered)", async () => {
+    const { all } = await adapters(3)
+    const [a, b, w] = all as [Adapter, Adapter, Adapter]
+    const ha = ok(await a.commit([absent('k1')], [set('k1', 'a')]))
+    const hb = ok(await b.commit([absent('k2')], [set('k2', 'b')]))
+    let parked = false
+    const take = w.commit([absent('k1'), absent('k2')], [set('k1', 'w'), set('k2', 'w')], { ...park(), onParked: () => (parked = true) })
+    await until(() => parked)
+    await a.commit([life('k1', ha.revision)], [del('k1')])
+    await b.commit([life('k2', hb.revision)], [del('k2')])
+    expect(await take).toMatchObject({ ok: true, entries: [{ key: 'k1', owner: 'w' }, { key: 'k2', owner: 'w' }] })
+  })
+
   test('a watcher hears the release, then the waiter\'s put at a later revision', async () => {
     const { all } = await adapters(2)
     const [h, w] = all as [Adapter, Adapter]
