@@ -74,11 +74,6 @@ export class FileWaits {
     this.#host = host
   }
 
-  /** How many commits wait now. */
-  get size(): number {
-    return this.#waits.size
-  }
-
   /**
    * Sends a commit that may park: its first try's answer, or the answer of
    * its wait. `onParked` is called once, if it parks.
