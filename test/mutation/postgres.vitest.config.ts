@@ -14,7 +14,7 @@ export default defineConfig({
   root: fileURLToPath(new URL('../..', import.meta.url)),
   resolve: base.resolve,
   test: {
-    include: ['test/postgres/unit.test.ts', 'test/postgres/handover.test.ts', 'test/postgres/adapter.test.ts', 'test/postgres/fence.test.ts', 'test/postgres/pgbouncer.test.ts', 'test/postgres/resilience.test.ts', 'test/postgres/listener.test.ts', 'test/postgres/pools.test.ts', 'test/postgres/follower.test.ts', 'test/postgres/contract.mutation.ts'],
+    include: ['test/postgres/unit.test.ts', 'test/postgres/handover.test.ts', 'test/postgres/parked-ways.test.ts', 'test/postgres/adapter.test.ts', 'test/postgres/fence.test.ts', 'test/postgres/pgbouncer.test.ts', 'test/postgres/resilience.test.ts', 'test/postgres/listener.test.ts', 'test/postgres/pools.test.ts', 'test/postgres/follower.test.ts', 'test/postgres/contract.mutation.ts'],
     globalSetup: ['test/mutation/postgres-setup.ts'],
     environment: 'node',
     testTimeout: 30_000,

@@ -10,32 +10,17 @@
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, test, vi } from 'vitest'
 import { systemClock } from '../../src/core/time/clock'
-import type { Check, CommitResult, Op } from 'zaris'
+import type { CommitResult } from 'zaris'
 import { fence, postgresAdapter, type PostgresAdapter } from 'zaris/postgres'
 import { until } from '../conformance/util'
 import { PgBouncer } from './server'
 import { countedPool, usePostgres } from './use-postgres'
+import { absent, adapters, del, life, ok, park, parkedRows, set } from './handover-kit'
 
-const set = (key: string, owner: string, ttl = 60_000): Op => ({ type: 'set', key, value: null, owner, ttl })
-const del = (key: string): Op => ({ type: 'delete', key })
-const absent = (key: string): Check => ({ key, revision: null })
-const life = (key: string, created: number): Check => ({ key, created })
-const ok = (r: CommitResult) => r as Extract<CommitResult, { ok: true }>
-const park = (ms = 10_000, order?: number) => ({ waitChange: ms, keepParked: true, parkOrder: order })
 /** The take of `lock` by owner `hand`, as `park` takes a way (UTF-16BE key bytes, JSON value). */
 const LOCK_WAY = JSON.stringify([{ ck: ['\\x006c006f0063006b'], cc: [false], cw: [null], ot: 's', ok: ['\\x006c006f0063006b'], ov: ['null'], ottl: [null], oown: ['\\x68616e64'], ofresh: [false], odelta: [null] }])
 
 const db = usePostgres('h')
-
-/**
- * `count` adapters of a fresh namespace, each on a pool of its own (as
- * processes are), closed when the `await using` block ends.
- */
-async function adapters(count: number, url = (ns: string) => db.server.url(ns)) {
-  const ns = db.ns()
-  const all = await Promise.all(Array.from({ length: count }, (_, i) => postgresAdapter({ url: url(ns), pg: { application_name: `a${i}` } })))
-  return { ns, all, [Symbol.asyncDispose]: () => Promise.all(all.map((a) => a.close())).then(() => {}) }
-}
 
 /** `w`'s place in line (`q.w`), then its take of `lock` parked behind it, as the core sends them. */
 async function waitInLine(w: PostgresAdapter): Promise<{ place: number; take: Promise<CommitResult> }> {
@@ -46,21 +31,14 @@ async function waitInLine(w: PostgresAdapter): Promise<{ place: number; take: Pr
   return { place, take }
 }
 
-async function parkedRows(ns: string): Promise<number> {
-  const r = await db.admin.query('SELECT count(*)::int AS n, (SELECT parked FROM zaris.stores WHERE ns = $1) AS counted FROM zaris.parked WHERE ns = $1', [ns])
-  // The namespace's count of parked rows is what the lock-shaped statements trust: it must match.
-  expect(r.rows[0].counted ?? 0).toBe(r.rows[0].n)
-  return r.rows[0].n as number
-}
-
 describe('the Postgres store hands over', () => {
   test("a release hands the lock to the parked take in the release's own transaction; a barger right after fails", async () => {
-    await using store = await adapters(3)
+    await using store = await adapters(db, 3)
     const [h, w, b] = store.all as [PostgresAdapter, PostgresAdapter, PostgresAdapter]
     const ns = store.ns
     const held = ok(await h.commit([absent('lock')], [set('lock', 'h')]))
     const { place, take } = await waitInLine(w)
-    expect(await parkedRows(ns)).toBe(1)
+    expect(await parkedRows(db, ns)).toBe(1)
     const t0 = performance.now()
     const release = ok(await h.commit([life('lock', held.revision)], [del('lock')]))
     // The release's answer came after its transaction: the lock is the waiter's already.
@@ -71,11 +49,11 @@ describe('the Postgres store hands over', () => {
     expect(await take).toMatchObject({ ok: true, revision: now!.created, deleted: ['q.w'], entries: [{ key: 'lock', owner: 'w', created: now!.created }] })
     // Told by its notification, not by the safety poll (every second).
     expect(performance.now() - t0).toBeLessThan(900)
-    expect(await parkedRows(ns)).toBe(0)
+    expect(await parkedRows(db, ns)).toBe(0)
   })
 
   test('a handed-over take writes its value, owner and TTL (counted from the grant); an add goes through the same way', async () => {
-    await using store = await adapters(2)
+    await using store = await adapters(db, 2)
     const [h, w] = store.all as [PostgresAdapter, PostgresAdapter]
     const held = ok(await h.commit([absent('lock')], [set('lock', 'h')]))
     const gate = ok(await h.commit([absent('gate')], [set('gate', 'h')]))
@@ -95,7 +73,7 @@ describe('the Postgres store hands over', () => {
   })
 
   test('a wait past its deadline in the store gets one last try from its adapter: taken where its checks hold then', async () => {
-    await using store = await adapters(2)
+    await using store = await adapters(db, 2)
     const [h, w] = store.all as [PostgresAdapter, PostgresAdapter]
     const ns = store.ns
     const held = ok(await h.commit([absent('lock')], [set('lock', 'h')]))
@@ -109,11 +87,11 @@ describe('the Postgres store hands over', () => {
     expect(await h.get('lock')).toBeUndefined()
     expect(await take).toMatchObject({ ok: true, entries: [{ key: 'lock', owner: 'w' }] })
     expect(performance.now() - t0).toBeGreaterThanOrEqual(590)
-    expect(await parkedRows(ns)).toBe(0)
+    expect(await parkedRows(db, ns)).toBe(0)
   })
 
   test('a wait whose signal is already aborted is answered at once with its failure and left in no line', async () => {
-    await using store = await adapters(2)
+    await using store = await adapters(db, 2)
     const [h, w] = store.all as [PostgresAdapter, PostgresAdapter]
     const held = ok(await h.commit([absent('lock')], [set('lock', 'h')]))
     const stop = new AbortController()
@@ -121,13 +99,13 @@ describe('the Postgres store hands over', () => {
     const t0 = performance.now()
     expect(await w.commit([absent('lock')], [set('lock', 'w')], { ...park(5_000), signal: stop.signal })).toMatchObject({ ok: false, failed: [{ key: 'lock' }] })
     expect(performance.now() - t0).toBeLessThan(2_000)
-    expect(await parkedRows(store.ns)).toBe(0)
+    expect(await parkedRows(db, store.ns)).toBe(0)
     await h.commit([life('lock', held.revision)], [del('lock')])
     expect(await h.get('lock')).toBeUndefined()
   })
 
   test('a handed-over write with fresh starts a new life of a key its owner already holds', async () => {
-    await using store = await adapters(2)
+    await using store = await adapters(db, 2)
     const [h, w] = store.all as [PostgresAdapter, PostgresAdapter]
     const held = ok(await h.commit([absent('lock')], [set('lock', 'h')]))
     const mine = ok(await w.commit([absent('mine')], [set('mine', 'w')]))
@@ -141,7 +119,7 @@ describe('the Postgres store hands over', () => {
   })
 
   test("a caller's request id: a parked commit's answer is kept under it, so the commit sent again is answered, not tried again", async () => {
-    await using store = await adapters(2)
+    await using store = await adapters(db, 2)
     const [h, w] = store.all as [PostgresAdapter, PostgresAdapter]
     const held = ok(await h.commit([absent('lock')], [set('lock', 'h')]))
     let parked = false
@@ -153,7 +131,7 @@ describe('the Postgres store hands over', () => {
   })
 
   test('a waiting commit that goes through at once is not parked, and leaves nothing running', async () => {
-    await using store = await adapters(1)
+    await using store = await adapters(db, 1)
     const counted = countedPool(db.server.url(), 4)
     const w = await postgresAdapter({ pool: counted.pool, namespace: store.ns, listen: false })
     try {
@@ -172,7 +150,7 @@ describe('the Postgres store hands over', () => {
   })
 
   test("an abort after the store's deadline passed does not give the commit a last try", async () => {
-    await using store = await adapters(2)
+    await using store = await adapters(db, 2)
     const [h, w] = store.all as [PostgresAdapter, PostgresAdapter]
     const held = ok(await h.commit([absent('lock')], [set('lock', 'h')]))
     const stop = new AbortController()
@@ -187,7 +165,7 @@ describe('the Postgres store hands over', () => {
   })
 
   test('a watcher hears the release, then the waiter\'s put at a later revision', async () => {
-    await using store = await adapters(2)
+    await using store = await adapters(db, 2)
     const [h, w] = store.all as [PostgresAdapter, PostgresAdapter]
     const heard: string[] = []
     await h.watch('lock', { event: (e) => heard.push(`${e.type} ${e.owner ?? ''}`.trim()), error: () => {} })
@@ -202,7 +180,7 @@ describe('the Postgres store hands over', () => {
   })
 
   test('waiters get the lock in parkOrder, not in the order they parked', async () => {
-    await using store = await adapters(4)
+    await using store = await adapters(db, 4)
     const [h, ...ws] = store.all as [PostgresAdapter, ...PostgresAdapter[]]
     await h.commit([absent('lock')], [set('lock', 'h')])
     const order = [3, 1, 2]
@@ -222,7 +200,7 @@ describe('the Postgres store hands over', () => {
   })
 
   test('a waiter that gave up its place is answered with that failure and never granted', async () => {
-    await using store = await adapters(2)
+    await using store = await adapters(db, 2)
     const [h, w] = store.all as [PostgresAdapter, PostgresAdapter]
     const ns = store.ns
     const held = ok(await h.commit([absent('lock')], [set('lock', 'h')]))
@@ -240,11 +218,11 @@ describe('the Postgres store hands over', () => {
     expect(lock?.ttl).toBeLessThanOrEqual(60_000)
     await h.commit([life('lock', held.revision)], [del('lock')])
     expect(await h.get('lock')).toBeUndefined()
-    expect(await parkedRows(ns)).toBe(0)
+    expect(await parkedRows(db, ns)).toBe(0)
   })
 
   test('an answer too long for a notification (over 7 000 bytes) is read from the store at once', async () => {
-    await using store = await adapters(2)
+    await using store = await adapters(db, 2)
     const [h, w] = store.all as [PostgresAdapter, PostgresAdapter]
     const big = 'x'.repeat(8_000)
     await h.commit([absent('lock')], [{ type: 'set', key: 'lock', value: big, owner: 'h' }])
@@ -257,7 +235,7 @@ describe('the Postgres store hands over', () => {
   })
 
   test("a holder's TTL ends with nobody else writing: the parked waiter holds within the TTL and a few ms", async () => {
-    await using store = await adapters(2)
+    await using store = await adapters(db, 2)
     const [h, w] = store.all as [PostgresAdapter, PostgresAdapter]
     await h.commit([absent('lock')], [set('lock', 'h', 300)])
     const t0 = performance.now()
@@ -269,7 +247,7 @@ describe('the Postgres store hands over', () => {
   })
 
   test('a holder that renews keeps the lock: the waiter is not answered, and is handed the lock at the new deadline', async () => {
-    await using store = await adapters(2)
+    await using store = await adapters(db, 2)
     const [h, w] = store.all as [PostgresAdapter, PostgresAdapter]
     const held = ok(await h.commit([absent('lock')], [set('lock', 'h', 300)]))
     let answered = false
@@ -286,7 +264,7 @@ describe('the Postgres store hands over', () => {
   })
 
   test('a wait that runs out is answered with the failure and never applied after', async () => {
-    await using store = await adapters(2)
+    await using store = await adapters(db, 2)
     const [h, w] = store.all as [PostgresAdapter, PostgresAdapter]
     const ns = store.ns
     const held = ok(await h.commit([absent('lock')], [set('lock', 'h')]))
@@ -294,13 +272,13 @@ describe('the Postgres store hands over', () => {
     const r = await w.commit([absent('lock')], [set('lock', 'w')], park(300))
     expect(performance.now() - t0).toBeGreaterThanOrEqual(290)
     expect(r).toMatchObject({ ok: false, failed: [{ key: 'lock', entry: { owner: 'h' } }] })
-    expect(await parkedRows(ns)).toBe(0)
+    expect(await parkedRows(db, ns)).toBe(0)
     await h.commit([life('lock', held.revision)], [del('lock')])
     expect(await h.get('lock')).toBeUndefined()
   })
 
   test('an aborted wait is taken out of park and never applied; a close does the same for every wait', async () => {
-    await using store = await adapters(3)
+    await using store = await adapters(db, 3)
     const [h, w, c] = store.all as [PostgresAdapter, PostgresAdapter, PostgresAdapter]
     const ns = store.ns
     const held = ok(await h.commit([absent('lock')], [set('lock', 'h')]))
@@ -315,13 +293,13 @@ describe('the Postgres store hands over', () => {
     expect(performance.now() - t0).toBeLessThan(2_000)
     await c.close()
     expect(await closed).toMatchObject({ ok: false })
-    expect(await parkedRows(ns)).toBe(0)
+    expect(await parkedRows(db, ns)).toBe(0)
     await h.commit([life('lock', held.revision)], [del('lock')])
     expect(await h.get('lock')).toBeUndefined()
   })
 
   test("a permit's other ways: the first free slot goes to the first in line, in the release's transaction", async () => {
-    await using store = await adapters(2)
+    await using store = await adapters(db, 2)
     const [h, w] = store.all as [PostgresAdapter, PostgresAdapter]
     const a = ok(await h.commit([absent('s1')], [set('s1', 'h')]))
     await h.commit([absent('s2')], [set('s2', 'h')])
@@ -339,7 +317,7 @@ describe('the Postgres store hands over', () => {
   })
 
   test('other ways count only with keepParked: a plain waitChange goes by its own checks', async () => {
-    await using store = await adapters(2)
+    await using store = await adapters(db, 2)
     const [h, w] = store.all as [PostgresAdapter, PostgresAdapter]
     await h.commit([absent('s1')], [set('s1', 'h')])
     const r = await w.commit([absent('s1')], [set('s1', 'w')], { waitChange: 200, orElse: [{ checks: [absent('s2')], ops: [set('s2', 'w')] }] })
@@ -348,7 +326,7 @@ describe('the Postgres store hands over', () => {
   })
 
   test('a shared waiter (wakeOwner) is answered when its owner started the group at a key it checks', async () => {
-    await using store = await adapters(2)
+    await using store = await adapters(db, 2)
     const [h, w] = store.all as [PostgresAdapter, PostgresAdapter]
     const held = ok(await h.commit([absent('g')], [set('g', 'h')]))
     let parked = false
@@ -364,7 +342,7 @@ describe('the Postgres store hands over', () => {
   })
 
   test('a plain waitChange (no keepParked) is answered at the first change that turns one of its checks, not at one that does not', async () => {
-    await using store = await adapters(2)
+    await using store = await adapters(db, 2)
     const [h, w] = store.all as [PostgresAdapter, PostgresAdapter]
     const held = ok(await h.commit([absent('lock')], [set('lock', 'h')]))
     let answered = false
@@ -378,7 +356,7 @@ describe('the Postgres store hands over', () => {
   })
 
   test.each(['a commit', 'a read'])("an expiry that %s finds hands the key to the line first", async (by) => {
-    await using store = await adapters(2)
+    await using store = await adapters(db, 2)
     const [h, b] = store.all as [PostgresAdapter, PostgresAdapter]
     const ns = store.ns
     await h.commit([absent('lock')], [set('lock', 'h', 200)])
@@ -388,11 +366,11 @@ describe('the Postgres store hands over', () => {
     await new Promise((r) => setTimeout(r, 300))
     if (by === 'a commit') expect((await b.commit([absent('lock')], [set('lock', 'barger')])).ok).toBe(false)
     expect(await b.get('lock')).toMatchObject({ owner: 'hand' })
-    expect(await parkedRows(ns)).toBe(0)
+    expect(await parkedRows(db, ns)).toBe(0)
   })
 
   test("a waiting commit whose first try would end a life a fence holds waits for the fence's transaction, then applies", async () => {
-    await using store = await adapters(2)
+    await using store = await adapters(db, 2)
     const [h, w] = store.all as [PostgresAdapter, PostgresAdapter]
     const tx = new pg.Client({ connectionString: db.server.url() })
     await tx.connect()
@@ -414,26 +392,26 @@ describe('the Postgres store hands over', () => {
   })
 
   test('a parked commit whose adapter is gone is never applied past its deadline, and pruning drops its row', async () => {
-    await using store = await adapters(1)
+    await using store = await adapters(db, 1)
     const [h] = store.all as [PostgresAdapter]
     const ns = store.ns
     const held = ok(await h.commit([absent('lock')], [set('lock', 'h')]))
     // A park by hand, as an adapter that then died would leave it.
     const r = await db.admin.query('SELECT zaris.park($1, NULL, 42, $2, 100, true, NULL, NULL, 1, 10000) AS a', [ns, LOCK_WAY])
     expect(r.rows[0].a[0]).toBe(5)
-    expect(await parkedRows(ns)).toBe(1)
+    expect(await parkedRows(db, ns)).toBe(1)
     await new Promise((r) => setTimeout(r, 150))
     await h.commit([life('lock', held.revision)], [del('lock')])
     expect(await h.get('lock')).toBeUndefined()
     // Its row stays until a pruning finds it older than the retention (1 ms here).
     await db.admin.query('SELECT zaris.prune($1, 10000, 1, clock_timestamp()) FROM zaris.lock_store($1)', [ns])
-    expect(await parkedRows(ns)).toBe(0)
+    expect(await parkedRows(db, ns)).toBe(0)
   })
 })
 
 describe("a waiter's ear: NOTIFY while it waits, a poll where NOTIFY does not arrive, nothing once answered", () => {
   test('no LISTEN connection is kept for an adapter that waits no more (after the listener lingers 2 s)', async () => {
-    await using store = await adapters(2)
+    await using store = await adapters(db, 2)
     const [h, w] = store.all as [PostgresAdapter, PostgresAdapter]
     const listening = async () => (await db.admin.query("SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = 'zaris listen'")).rows[0].n as number
     const held = ok(await h.commit([absent('lock')], [set('lock', 'h')]))
@@ -448,7 +426,7 @@ describe("a waiter's ear: NOTIFY while it waits, a poll where NOTIFY does not ar
   })
 
   test('an answer that a notification carries costs the waiter no query', async () => {
-    await using store = await adapters(1)
+    await using store = await adapters(db, 1)
     const [h] = store.all as [PostgresAdapter]
     const counted = countedPool(db.server.url(), 4)
     const w = await postgresAdapter({ pool: counted.pool, namespace: store.ns, listen: db.server.url() })
@@ -473,7 +451,7 @@ describe("a waiter's ear: NOTIFY while it waits, a poll where NOTIFY does not ar
   })
 
   test('with listen: false the answer is read by a poll every few ms, and the reads stop with the wait', async () => {
-    await using store = await adapters(1)
+    await using store = await adapters(db, 1)
     const [h] = store.all as [PostgresAdapter]
     const counted = countedPool(db.server.url(), 4)
     const w = await postgresAdapter({ pool: counted.pool, namespace: store.ns, listen: false })
@@ -514,7 +492,7 @@ describe('the Postgres store hands over behind PgBouncer (no notifications: answ
   })
 
   test('a release hands the lock over and the waiter reads its answer within a few polls', async () => {
-    await using store = await adapters(2, (ns) => bouncer.url(ns))
+    await using store = await adapters(db, 2, (ns) => bouncer.url(ns))
     const [h, w] = store.all as [PostgresAdapter, PostgresAdapter]
     expect(h.listening).toBe(false)
     const held = ok(await h.commit([absent('lock')], [set('lock', 'h')]))

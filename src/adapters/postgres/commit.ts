@@ -63,8 +63,8 @@ export type Answer =
   | [1, number, Failed]
   | [3, number, [0, number, unknown[]] | [1, Failed]]
   | [4, number, number, LoggedEvent[]]
-  /** Parked (parked.ts), with its first try's failure. */
-  | [5, number, Failed]
+  /** Parked (parked.ts), with its first try's failure and the ms until the first deadline at a key its ways check. */
+  | [5, number, Failed, number | null]
 
 /**
  * Runs a commit; `requestId` is the caller's, if any. Throws

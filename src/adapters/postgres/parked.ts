@@ -22,7 +22,7 @@
  */
 import type { Check, CommitOptions, CommitResult, Op } from '../../core/contract/adapter'
 import { isZarisError, UnavailableError } from '../../core/contract/errors'
-import { checkCommitArgs, checkOrElse, checkValue } from '../../core/contract/validate'
+import { checkOrElse, checkValue } from '../../core/contract/validate'
 import { sleep, systemClock, type TimerHandle } from '../../core/time/clock'
 import { keyBytes, utf8 } from './codec'
 import { decode, lineSeen, nextRequestId, runCommit, type Answer, type Target } from './commit'
@@ -175,10 +175,12 @@ export interface ParkContext {
 export async function runParked(ctx: ParkContext, checks: Check[], ops: Op[], ms: number, options: CommitOptions, requestId: string | undefined): Promise<CommitResult> {
   checkOrElse(options.orElse)
   const keep = options.keepParked === true
-  const ways = [{ checks, ops }, ...(keep ? (options.orElse ?? []) : [])].map((w, i) => {
-    if (i > 0) checkCommitArgs(w.checks, w.ops)
-    return { checks: w.checks, ops: w.ops, values: w.ops.map((op, j) => (op.type === 'set' ? JSON.stringify(checkValue(op.value, `ops[${j}].value`)) : null)) }
-  })
+  // checkOrElse checked every other way as a commit: here only each set's value is turned to JSON.
+  const ways = [{ checks, ops }, ...(keep ? (options.orElse ?? []) : [])].map((w) => ({
+    checks: w.checks,
+    ops: w.ops,
+    values: w.ops.map((op, j) => (op.type === 'set' ? JSON.stringify(checkValue(op.value, `ops[${j}].value`)) : null)),
+  }))
   const json = JSON.stringify(ways.map(wayJson))
   const park = { keep, order: options.parkOrder ?? null, wake: options.wakeOwner === undefined ? null : utf8(options.wakeOwner), ext: requestId === undefined ? null : utf8(requestId) }
   const mine = nextRequestId()
@@ -204,7 +206,7 @@ export async function runParked(ctx: ParkContext, checks: Check[], ops: Op[], ms
     last = true
     waiter.cancel()
   }, Math.min(ms, MAX_PARK_MS) + UNPARK_SLACK_MS)
-  const expiry = expireAtDeadlines(ctx.target, checks, reply)
+  const expiry = expireAtDeadlines(ctx.target, ways, reply)
   const signal = options.signal
   signal?.addEventListener('abort', waiter.cancel, { once: true })
   if (signal?.aborted) waiter.cancel()
@@ -287,12 +289,12 @@ function answerOf(target: Target, answer: Answer, ways: Way[]): CommitResult {
 
 /**
  * While a commit waits: a timer at the earliest deadline among the entries
- * its first try failed on, which expires them (handing their keys over) and
- * is set again at the next deadline there (a holder renews).
+ * at the keys its ways check, which expires them (handing their keys over)
+ * and is set again at the next deadline there (a holder renews); the
+ * park's answer says when the first is.
  */
-function expireAtDeadlines(target: Target, checks: Check[], reply: Answer): { stop(): void } {
-  const failed = decode(reply, checks, [], [])
-  const keys = failed.ok ? [] : failed.failed.filter((f) => f.entry?.ttl !== undefined).map((f) => keyBytes(f.key))
+function expireAtDeadlines(target: Target, ways: Way[], reply: Answer): { stop(): void } {
+  const keys = [...new Set(ways.flatMap((w) => w.checks.map((c) => c.key)))].map(keyBytes)
   let timer: TimerHandle | undefined
   let stopped = false
   const at = (ms: number) => {
@@ -307,8 +309,8 @@ function expireAtDeadlines(target: Target, checks: Check[], reply: Answer): { st
       )
     }, ms)
   }
-  const first = failed.ok ? [] : failed.failed.map((f) => f.entry?.ttl).filter((t): t is number => t !== undefined)
-  if (keys.length > 0) at(Math.max(1, Math.min(...first) + 1))
+  const due = reply[0] === 5 ? reply[3] : undefined
+  if (typeof due === 'number') at(Math.max(1, due + 1))
   return {
     stop() {
       stopped = true

@@ -9,7 +9,9 @@
  * - `park` is a waiting commit's first try: its ways (the commit itself, then
  *   its `orElse`) are judged in order and the first whose checks all hold is
  *   applied; else, with a wait, it parks (with which of its own checks held,
- *   for `keepParked`) and answers `[5, now, failed]`.
+ *   for `keepParked`) and answers `[5, now, failed, due]`: `due`, the ms until
+ *   the first deadline at a key any of its ways checks, lets its adapter
+ *   expire that key when nobody writes (a permit's other slots included).
  * - `hand_over(keys)` tries the parked commits that check any of `keys`, in
  *   `parkOrder` (`ord`, none last), then in the order they parked (`seq`);
  *   each that goes through takes a revision of its own, and the keys it
@@ -35,6 +37,9 @@
 import { APPLY, holds, shown } from './commit'
 
 /** The key a parked commit's answer is kept under in `requests`. */
+/** ms from `now` until the first deadline among the entries at `keys` (null: none has one). */
+const DUE_IN = (keys: string, now: string) =>
+  `(SELECT extract(epoch FROM min(expires_at) - ${now}) * 1000 FROM @S.entries WHERE ns = p_ns AND k = ANY (${keys}) AND expires_at IS NOT NULL)`
 const ANSWER_ID = (id: string) => `'\\xff'::bytea || int8send(${id})`
 
 /** The parked commits' table, the `way` type and the namespace's count of parked rows. */
@@ -186,7 +191,8 @@ BEGIN
 END $$;
 
 -- A commit that may wait: its first try (ways in order), then, failing, its park (p_ms > 0).
--- Answers [3, now, kept] (applied: [0, revision, parts, way]; or [1, failed]), [1, now, failed], or [5, now, failed] (parked).
+-- Answers [3, now, kept] (applied: [0, revision, parts, way]; or [1, failed]), [1, now, failed], or [5, now, failed, due]
+-- (parked; due: ms until the first deadline at a key any of its ways checks, or null).
 CREATE OR REPLACE FUNCTION @S.park(
   p_ns text, p_ext bytea, p_mine bigint, p_ways json, p_ms integer, p_keep boolean, p_order bigint, p_wake bytea,
   p_retention integer, p_history integer
@@ -209,7 +215,7 @@ BEGIN
   END IF;
   IF EXISTS (SELECT 1 FROM @S.parked WHERE ns = p_ns AND id = p_mine) THEN
     w := v_ways[1];
-    RETURN json_build_array(5, extract(epoch FROM v_now) * 1000, ${FAILURE('w')});
+    RETURN json_build_array(5, extract(epoch FROM v_now) * 1000, ${FAILURE('w')}, ${DUE_IN('v_keys', 'v_now')});
   END IF;
   -- Entries past their deadlines at its keys go first; what was parked on them before it is tried first.
   IF EXISTS (SELECT 1 FROM @S.entries WHERE ns = p_ns AND k = ANY (v_all) AND expires_at <= v_now) THEN
@@ -251,7 +257,7 @@ BEGIN
   INSERT INTO @S.parked (ns, id, ext, ord, keys, ways, held, keep, wake, deadline)
     VALUES (p_ns, p_mine, p_ext, p_order, v_keys, v_ways, v_held, p_keep, p_wake, v_now + p_ms * interval '1 millisecond');
   UPDATE @S.stores SET parked = parked + 1 WHERE ns = p_ns;
-  RETURN json_build_array(5, extract(epoch FROM v_now) * 1000, v_failed);
+  RETURN json_build_array(5, extract(epoch FROM v_now) * 1000, v_failed, ${DUE_IN('v_keys', 'v_now')});
 END $$;
 
 -- Takes a parked commit out of park: its answer if it was answered ([3, now, kept]), else null (it never will be).
@@ -270,6 +276,6 @@ END $$;
 CREATE OR REPLACE FUNCTION @S.due_in(p_ns text, p_keys bytea[]) RETURNS double precision LANGUAGE plpgsql SET enable_seqscan = off AS $$
 BEGIN
   PERFORM @S.sweep(p_ns, p_keys);
-  RETURN (SELECT extract(epoch FROM min(expires_at) - clock_timestamp()) * 1000 FROM @S.entries WHERE ns = p_ns AND k = ANY (p_keys) AND expires_at IS NOT NULL);
+  RETURN ${DUE_IN('p_keys', 'clock_timestamp()')};
 END $$;
 `

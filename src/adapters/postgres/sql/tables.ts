@@ -49,7 +49,7 @@
  */
 
 /** The schema this code writes; a store created by a newer zaris is refused. */
-export const SCHEMA_VERSION = 2
+export const SCHEMA_VERSION = 3
 
 /** The fewest pages `stores` and `entries` have (see the module's comment). */
 const MIN_PAGES = 16

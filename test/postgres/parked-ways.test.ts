@@ -1,0 +1,118 @@
+/**
+ * A parked commit's ways as the Postgres adapter sends them (parked.ts
+ * `wayJson`, `runParked`), against a real Postgres: every field of a way is
+ * judged and applied at the grant as the commit would be at once, a bad
+ * other way is refused before anything is sent, a park Postgres cancels is
+ * sent again, and a wait behind slots of different TTLs is handed the first
+ * to end.
+ */
+import { describe, expect, test } from 'vitest'
+import type { CommitResult } from 'zaris'
+import type { PostgresAdapter } from 'zaris/postgres'
+import { until } from '../conformance/util'
+import { absent, adapters, del, life, ok, park, parkedRows, set } from './handover-kit'
+import { usePostgres } from './use-postgres'
+
+const db = usePostgres('w')
+
+/** A commit of `w`, once parked (its onParked seen). */
+async function parked(w: PostgresAdapter, ...[checks, ops, options]: Parameters<PostgresAdapter['commit']>): Promise<{ take: Promise<CommitResult> }> {
+  let seen = false
+  const take = w.commit(checks, ops, { ...options, onParked: () => (seen = true) })
+  await until(() => seen)
+  return { take }
+}
+
+describe("a parked commit's ways at the grant", () => {
+  test('a check by life is judged by created, not by revision: a group whose count moved on is still the same life', async () => {
+    await using store = await adapters(db, 2)
+    const [h, w] = store.all as [PostgresAdapter, PostgresAdapter]
+    const held = ok(await h.commit([absent('lock')], [set('lock', 'h')]))
+    const group = ok(await h.commit([absent('g')], [{ type: 'set', key: 'g', value: 1, owner: 'group' }]))
+    await h.commit([life('g', group.revision)], [{ type: 'add', key: 'g', delta: 1 }])
+    // Its revision is past its created now: judged by revision, the check would fail.
+    expect((await h.get('g'))!.revision).toBeGreaterThan(group.revision)
+    const { take } = await parked(w, [absent('lock'), life('g', group.revision)], [set('lock', 'w')], park())
+    await h.commit([life('lock', held.revision)], [del('lock')])
+    expect(await take).toMatchObject({ ok: true, entries: [{ key: 'lock', owner: 'w' }] })
+  })
+
+  test('a handed-over set over an entry its owner holds keeps its life (fresh only when asked)', async () => {
+    await using store = await adapters(db, 2)
+    const [h, w] = store.all as [PostgresAdapter, PostgresAdapter]
+    const held = ok(await h.commit([absent('lock')], [set('lock', 'h')]))
+    const mine = ok(await w.commit([absent('mine')], [set('mine', 'w')]))
+    const { take } = await parked(w, [absent('lock')], [set('lock', 'w'), { type: 'set', key: 'mine', value: 2, owner: 'w', ttl: 60_000 }], park())
+    await h.commit([life('lock', held.revision)], [del('lock')])
+    const won = ok(await take)
+    expect(won.revision).toBeGreaterThan(mine.revision)
+    expect(await h.get('mine')).toMatchObject({ value: 2, created: mine.revision })
+    expect(await h.get('lock')).toMatchObject({ owner: 'w', created: won.revision })
+  })
+})
+
+describe('what a waiting commit is refused, and what it survives', () => {
+  test('an add past the safe integers in a waiting commit that goes through at once is refused, naming the key; nothing parks', async () => {
+    await using store = await adapters(db, 1)
+    const [w] = store.all as [PostgresAdapter]
+    await w.commit([], [{ type: 'set', key: 'n', value: Number.MAX_SAFE_INTEGER }])
+    const err = await w.commit([], [{ type: 'add', key: 'n', delta: 1 }], park(5_000)).catch((e: unknown) => e)
+    expect(err).toMatchObject({ code: 'INVALID_ARGUMENT' })
+    expect((err as Error).message).toContain('n')
+    expect(await w.get('n')).toMatchObject({ value: Number.MAX_SAFE_INTEGER })
+    expect(await parkedRows(db, store.ns)).toBe(0)
+  })
+
+  test('an other way (orElse) is checked as a commit is: a bad key or value is refused before anything is sent', async () => {
+    await using store = await adapters(db, 2)
+    const [h, w] = store.all as [PostgresAdapter, PostgresAdapter]
+    await h.commit([absent('s1')], [set('s1', 'h')])
+    const badKey = await w.commit([absent('s1')], [set('s1', 'w')], { ...park(2_000), orElse: [{ checks: [absent('s2')], ops: [set('', 'w')] }] }).catch((e: unknown) => e)
+    expect(badKey).toMatchObject({ code: 'INVALID_ARGUMENT' })
+    const badValue = await w
+      .commit([absent('s1')], [set('s1', 'w')], { ...park(2_000), orElse: [{ checks: [absent('s2')], ops: [{ type: 'set', key: 's2', value: Number.NaN }] }] })
+      .catch((e: unknown) => e)
+    expect(badValue).toMatchObject({ code: 'INVALID_ARGUMENT' })
+    expect((badValue as Error).message).toContain('ops[0].value')
+    expect(await h.get('s2')).toBeUndefined()
+    expect(await parkedRows(db, store.ns)).toBe(0)
+  })
+
+  test('a park that Postgres cancels (57014) is sent again, and goes through once the namespace is free', async () => {
+    await using store = await adapters(db, 1)
+    const [w] = store.all as [PostgresAdapter]
+    await w.commit([absent('warm')], [set('warm', 'w')])
+    const admin = db.admin
+    await admin.query('BEGIN')
+    let cancelled = false
+    try {
+      // The namespace's row is the first thing a commit locks: the park waits behind this transaction.
+      await admin.query('SELECT 1 FROM zaris.stores WHERE ns = $1 FOR UPDATE', [store.ns])
+      const take = w.commit([absent('lock')], [set('lock', 'w')], park(5_000))
+      await until(async () => {
+        const r = await admin.query("SELECT pg_cancel_backend(pid) AS c FROM pg_stat_activity WHERE application_name = 'a0' AND wait_event_type = 'Lock'")
+        cancelled ||= r.rows.some((row: { c: boolean }) => row.c)
+        return cancelled
+      })
+      await new Promise((r) => setTimeout(r, 100))
+      await admin.query('COMMIT')
+      expect(await take).toMatchObject({ ok: true, entries: [{ key: 'lock', owner: 'w' }] })
+    } finally {
+      if (!cancelled) await admin.query('ROLLBACK')
+    }
+    expect(cancelled).toBe(true)
+  })
+})
+
+describe('a wait behind entries with TTLs', () => {
+  test('behind two slots of different TTLs, the wait is handed the first to end, not the last', async () => {
+    await using store = await adapters(db, 2)
+    const [h, w] = store.all as [PostgresAdapter, PostgresAdapter]
+    await h.commit([absent('s1')], [set('s1', 'h', 300)])
+    await h.commit([absent('s2')], [set('s2', 'h', 4_000)])
+    const t0 = performance.now()
+    const r = await w.commit([absent('s2')], [set('s2', 'w')], { ...park(), orElse: [{ checks: [absent('s1')], ops: [set('s1', 'w')] }] })
+    expect(r).toMatchObject({ ok: true, entries: [{ key: 's1', owner: 'w' }] })
+    expect(performance.now() - t0).toBeLessThan(2_500)
+  })
+})
