@@ -7,8 +7,8 @@
  * to end.
  */
 import { describe, expect, test } from 'vitest'
-import type { CommitResult } from 'zaris'
-import type { PostgresAdapter } from 'zaris/postgres'
+import type { CommitResult, WatchEvent } from 'zaris'
+import { postgresAdapter, type PostgresAdapter } from 'zaris/postgres'
 import { until } from '../conformance/util'
 import { absent, adapters, del, life, ok, park, parkedRows, set } from './handover-kit'
 import { usePostgres } from './use-postgres'
@@ -101,6 +101,26 @@ describe('what a waiting commit is refused, and what it survives', () => {
       if (!cancelled) await admin.query('ROLLBACK')
     }
     expect(cancelled).toBe(true)
+  })
+})
+
+describe("what a grant tells the waiter's process", () => {
+  test("a granted take wakes its own adapter's watches at once, though they poll every 5 s with no notifications", async () => {
+    await using store = await adapters(db, 1)
+    const [h] = store.all as [PostgresAdapter]
+    const w = await postgresAdapter({ url: db.server.url(store.ns), listen: false, pollInterval: 5_000 })
+    try {
+      const held = ok(await h.commit([absent('lock')], [set('lock', 'h')]))
+      const seen: WatchEvent[] = []
+      await w.watch('lock', { event: (e) => seen.push(e), error() {} }, held.revision)
+      const { take } = await parked(w, [absent('lock')], [set('lock', 'w')], park())
+      await h.commit([life('lock', held.revision)], [del('lock')])
+      const won = ok(await take)
+      // The grant's put, read by the watch now: not at its next poll, seconds away.
+      await until(() => seen.some((e) => e.type === 'put' && e.revision === won.revision), 1_500)
+    } finally {
+      await w.close()
+    }
   })
 })
 
