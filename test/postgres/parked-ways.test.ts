@@ -11,7 +11,7 @@ import type { CommitResult, WatchEvent } from 'zaris'
 import { postgresAdapter, type PostgresAdapter } from 'zaris/postgres'
 import { until } from '../conformance/util'
 import { absent, adapters, del, life, ok, park, parkedRows, set } from './handover-kit'
-import { usePostgres } from './use-postgres'
+import { countedPool, usePostgres } from './use-postgres'
 
 const db = usePostgres('w')
 
@@ -134,5 +134,24 @@ describe('a wait behind entries with TTLs', () => {
     const r = await w.commit([absent('s2')], [set('s2', 'w')], { ...park(), orElse: [{ checks: [absent('s1')], ops: [set('s1', 'w')] }] })
     expect(r).toMatchObject({ ok: true, entries: [{ key: 's1', owner: 'w' }] })
     expect(performance.now() - t0).toBeLessThan(2_500)
+  })
+
+  test('a wait handed the lock by an expiry leaves no timer behind: no call once it is answered', async () => {
+    await using store = await adapters(db, 1)
+    const [h] = store.all as [PostgresAdapter]
+    const counted = countedPool(db.server.url(), 4)
+    const w = await postgresAdapter({ pool: counted.pool, namespace: store.ns, listen: db.server.url() })
+    try {
+      await h.commit([absent('lock')], [set('lock', 'h', 300)])
+      // Its own hold is short too: a timer left running would look at the key again when it ends.
+      const won = ok(await w.commit([absent('lock')], [set('lock', 'w', 300)], park()))
+      expect(won.entries[0]).toMatchObject({ owner: 'w' })
+      const after = counted.calls()
+      await new Promise((r) => setTimeout(r, 700))
+      expect(counted.calls()).toBe(after)
+    } finally {
+      await w.close()
+      await counted.pool.end()
+    }
   })
 })
