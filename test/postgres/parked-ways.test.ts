@@ -124,6 +124,30 @@ describe("what a grant tells the waiter's process", () => {
   })
 })
 
+describe('a wait that ends as it is granted', () => {
+  test('an abort whose notification is held up (listener backend SIGSTOPped) still returns the grant the store kept', async () => {
+    await using store = await adapters(db, 2)
+    const [h, w] = store.all as [PostgresAdapter, PostgresAdapter]
+    const held = ok(await h.commit([absent('lock')], [set('lock', 'h')]))
+    const stop = new AbortController()
+    const { take } = await parked(w, [absent('lock')], [set('lock', 'w')], { ...park(), signal: stop.signal })
+    const r = await db.admin.query("SELECT pid FROM pg_stat_activity WHERE application_name = 'zaris listen'")
+    const pids = r.rows.map((row: { pid: number }) => row.pid)
+    expect(pids.length).toBeGreaterThan(0)
+    for (const pid of pids) process.kill(pid, 'SIGSTOP')
+    try {
+      await h.commit([life('lock', held.revision)], [del('lock')])
+      // Granted in the release's transaction; its notification cannot reach the waiter: the abort ends the wait first.
+      stop.abort()
+      const won = ok(await take)
+      expect(won.entries[0]).toMatchObject({ key: 'lock', owner: 'w' })
+      expect(await h.get('lock')).toMatchObject({ owner: 'w', created: won.revision })
+    } finally {
+      for (const pid of pids) process.kill(pid, 'SIGCONT')
+    }
+  })
+})
+
 describe('a wait behind entries with TTLs', () => {
   test('behind two slots of different TTLs, the wait is handed the first to end, not the last', async () => {
     await using store = await adapters(db, 2)
