@@ -11,13 +11,26 @@
 import { afterAll, beforeAll, expect, test } from 'vitest'
 import { RedisServer } from '../redis/server'
 import { nodeMetric, until } from '../server/node-metrics'
-import { startNode, type NodeProcess } from '../server/node-process'
+import { startNode } from '../server/node-process'
+import { createHandler, listen, memoryBackend } from 'zaris/server'
 
-let node: NodeProcess
+let node: { url: string; stop(): Promise<unknown> }
+
+/**
+ * The node: a `zaris serve` process; with ZARIS_NODE_IN_PROCESS=1 (the
+ * mutation run of src/server/calls.ts) the same node served from this
+ * process, over the same HTTP, so that a mutant reaches it.
+ */
+async function memoryNode(): Promise<typeof node> {
+  if (process.env.ZARIS_NODE_IN_PROCESS !== '1') return startNode(['--insecure'])
+  const backend = memoryBackend()
+  const served = await listen(createHandler({ adapterFor: backend.adapterFor, positionOf: backend.positionOf, log: () => {} }), { port: 0 })
+  return { url: served.url, stop: () => served.close().then(() => backend.close()) }
+}
 let nsCount = 0
 
 beforeAll(async () => {
-  node = await startNode(['--insecure'])
+  node = await memoryNode()
 }, 30_000)
 
 afterAll(async () => {
