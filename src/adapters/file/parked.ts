@@ -124,7 +124,6 @@ function firstTry(ledger: Ledger, req: ParkRequest): CommitResult | { first: Fai
  * the transaction's expiries and gone owners, and after its commit.
  */
 export function handOver(ledger: Ledger, gone: GoneCheck): void {
-  if (ledger.changed.size === 0) return
   // Each row due a try, as read after the last change at its keys, with the keys changed since it was tried.
   const due = new Map<number, { row: ParkedRow; keys: Set<string> }>()
   const look = () => {
