@@ -81,7 +81,7 @@ export class Calls {
       default: {
         const { checks, ops, requestId, seen, waitChange, keepParked, parkOrder, wakeOwner, answerOn, orElse } = parseWith(commitRequest, body, 'body')
         // Other ways are the store's to choose among in one step: a store that cannot (etcd, Postgres) refuses them, and the client sends none again.
-        if (orElse && !(adapter.capabilities?.orElse && adapter.capabilities.handover)) throw new InvalidArgumentError(`orElse: this node's store (${adapter.name}) takes no other ways; send the commit without them`)
+        if (orElse && adapter.capabilities?.orElse !== true) throw new InvalidArgumentError(`orElse: this node's store (${adapter.name}) takes no other ways; send the commit without them`)
         const metrics = this.#metrics
         const parking = this.parking
         // A page's commit: its wait holds no connection; once parked, its outcome goes on its stream (none: no wait).

@@ -19,6 +19,7 @@ export default defineConfig({
       'test/server/hold-metrics.test.ts',
       'test/server/listener.test.ts',
       'test/http/stream-answer.test.ts',
+      'test/server/calls.test.ts',
     ],
     // stream-answer.test.ts serves its node from this process (a node process runs the bundle, out of a mutant's reach).
     env: { ZARIS_NODE_IN_PROCESS: '1' },
