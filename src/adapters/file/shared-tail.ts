@@ -51,7 +51,8 @@ export interface TailHandle {
 class SharedTail {
   readonly tail: Tail
   readonly members: TailMember[] = []
-  readonly looks = new OwnerLooks((owner) => this.members[0]?.lookAt(owner) ?? false)
+  // (With no member left, the look throws: #poll takes that as not gone.)
+  readonly looks = new OwnerLooks((owner) => this.members[0]!.lookAt(owner))
   active = false
 
   constructor(
@@ -66,9 +67,9 @@ class SharedTail {
       options,
       (active) => {
         this.active = active
-        this.members[0]?.activate(active)
+        this.members[0]!.activate(active)
       },
-      () => this.members[0]?.read(),
+      () => this.members[0]!.read(),
     )
   }
 }
@@ -141,11 +142,15 @@ export function joinTail(namespace: string, options: TailOptions, clock: Clock, 
   group.members.push(member)
   // This adapter's watches (each forgotten when the tail ends it: a watch that fell behind the log).
   const mine = new Set<{ sink: WatchSink; off: Unsubscribe }>()
+  let closed = false
   return {
     get leading() {
       return group.active && group.members[0] === member
     },
     subscribe(prefix, sink, fromRevision) {
+      // Asked by a sink its close ends (the waits of a commit still being sent follow again): opened, it would
+      // keep the tail reading through a member that is gone.
+      if (closed) return () => {}
       const watch = { sink, off: () => {} }
       mine.add(watch)
       watch.off = group.tail.subscribe(prefix, { event: (e) => sink.event(e), error: (err) => (mine.delete(watch), sink.error(err)) }, fromRevision)
@@ -162,22 +167,23 @@ export function joinTail(namespace: string, options: TailOptions, clock: Clock, 
       wakeOthers(options.file, group.tail)
     },
     close(error) {
+      closed = true
       for (const watch of [...mine]) {
         mine.delete(watch)
         watch.off()
         watch.sink.error(error)
       }
+      // (Called once: the store's close runs once.)
       const at = group.members.indexOf(member)
-      if (at < 0) return
       group.members.splice(at, 1)
       if (group.members.length === 0) {
         group.looks.close()
-        if (shared.get(group.key) === group) shared.delete(group.key)
+        shared.delete(group.key)
       }
       // The leader's timers stop with it; the next adapter's start, if the tail is still active.
       if (at === 0 && group.active) {
         member.activate(false)
-        group.members[0]?.activate(true)
+        group.members[0]!.activate(true)
       }
     },
   }
