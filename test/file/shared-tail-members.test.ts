@@ -156,6 +156,20 @@ describe("a process's adapters on one file share a tail", { timeout: 4_000 }, ()
     await sleep(250)
     expect(owners() - before).toBe(1)
   })
+
+  test("an adapter that does not lead closing leaves the leader's timers as they are; the leader's close hands them on", async () => {
+    const deadlines = countRuns('SELECT min(expires) AS at FROM zaris_file_entries WHERE ns = ? AND expires IS NOT NULL')
+    const clock = new ManualClock(1_000)
+    const path = newFile()
+    const [lead, other, next] = [await open({ path, clock }), await open({ path, clock }), await open({ path, clock })]
+    for (const a of [lead, other, next]) await a.watch('', collect().sink)
+    // Timers started again read the next deadline again (the clock stands still: nothing else reads it).
+    const before = deadlines()
+    await other.close()
+    expect(deadlines() - before).toBe(0)
+    await lead.close()
+    expect(deadlines() - before).toBe(1)
+  })
 })
 
 describe("a process's one look at each holder in its waits' way", { timeout: 4_000 }, () => {
