@@ -8,6 +8,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { createHandler, etcdBackend, listen, memoryBackend, type Backend, type Listening } from 'zaris/server'
 import { EtcdCluster } from '../etcd/server'
+import { nodeMetric } from './node-metrics'
 
 const served: Array<{ node: Listening; backend: Backend }> = []
 let mem: Listening
@@ -33,6 +34,14 @@ async function post(path: string, body: string | object, type = 'application/jso
 }
 
 const ns = () => `calls-${++nsCount}`
+
+/** The id of the watch stream `res` opened, once it is ready. */
+async function readyStream(res: Response): Promise<string> {
+  const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader()
+  let text = ''
+  while (!/event: ready\ndata: (.*)\n/.test(text)) text += (await reader.read()).value ?? ''
+  return JSON.parse(/event: ready\ndata: (.*)\n/.exec(text)![1]!).stream as string
+}
 
 describe('a POST to the node', () => {
   test('a body that does not fit its route is refused, naming the place: the field, or the body itself', async () => {
@@ -73,15 +82,47 @@ describe('a POST to the node', () => {
     for (const r of [first, again]) expect(r.headers.get('content-type')).toMatch(/^application\/json/)
   })
 
+  test("a commit's seen reaches the store: a store that lost its state answers above what the client saw", async () => {
+    const n = ns()
+    const r = await post(`/v1/${n}/commit`, { checks: [], ops: [{ type: 'set', key: 'k', value: 1 }], seen: 500 })
+    expect(r.json).toMatchObject({ ok: true })
+    expect(r.json.revision).toBeGreaterThan(500)
+  })
+
+  test('commits applied and commits refused are counted apart at /metrics', async () => {
+    const n = ns()
+    const before = { ok: await nodeMetric(mem.url, 'zaris_commits_total'), no: await nodeMetric(mem.url, 'zaris_commit_conflicts_total') }
+    const take = { checks: [{ key: 'k', revision: null }], ops: [{ type: 'set', key: 'k', value: 1 }] }
+    expect((await post(`/v1/${n}/commit`, take)).json).toMatchObject({ ok: true })
+    expect((await post(`/v1/${n}/commit`, take)).json).toMatchObject({ ok: false })
+    expect((await post(`/v1/${n}/commit`, take)).json).toMatchObject({ ok: false })
+    expect(await nodeMetric(mem.url, 'zaris_commits_total')).toBe(before.ok + 1)
+    expect(await nodeMetric(mem.url, 'zaris_commit_conflicts_total')).toBe(before.no + 2)
+  })
+
+  test('a commit naming a stream but no request id does not wait: answered at once, as a page never sends it', async () => {
+    const n = ns()
+    const stop = new AbortController()
+    const res = await fetch(`${mem.url}/v1/${n}/watch?prefixes=${encodeURIComponent(JSON.stringify(['k']))}`, { signal: stop.signal })
+    try {
+      const stream = await readyStream(res)
+      const take = { checks: [{ key: 'k', revision: null }], ops: [{ type: 'set', key: 'k', value: 1 }] }
+      expect((await post(`/v1/${n}/commit`, take)).json).toMatchObject({ ok: true })
+      const t0 = performance.now()
+      const r = await post(`/v1/${n}/commit`, { ...take, waitChange: 3_000, keepParked: true, answerOn: stream })
+      expect(r.json).toMatchObject({ ok: false })
+      expect(performance.now() - t0).toBeLessThan(2_000)
+    } finally {
+      stop.abort()
+    }
+  })
+
   test("a stream's filter is its own route: the prefixes change, the version answered", async () => {
     const n = ns()
     const stop = new AbortController()
     const res = await fetch(`${mem.url}/v1/${n}/watch?prefixes=${encodeURIComponent(JSON.stringify(['a/']))}`, { signal: stop.signal })
     try {
-      const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader()
-      let text = ''
-      while (!/event: ready\ndata: (.*)\n/.test(text)) text += (await reader.read()).value ?? ''
-      const stream = JSON.parse(/event: ready\ndata: (.*)\n/.exec(text)![1]!).stream as string
+      const stream = await readyStream(res)
       const r = await post(`/v1/${n}/filter`, { stream, version: 1, prefixes: ['b/'] })
       expect(r.status).toBe(200)
       expect(r.json).toMatchObject({ version: 1 })
