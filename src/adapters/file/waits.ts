@@ -129,9 +129,10 @@ export class FileWaits {
         }
       },
       // The tail fell behind or ended: followed again, and every row read (an answer may be among what was missed).
+      // (Only a live subscription hears this, and one lives only while a commit waits or is being sent: #idle ends it
+      // in the same step as the last of them, and neither ends inside another sink's call.)
       error: () => {
         this.#unfollow = undefined
-        if (this.#waits.size === 0 && this.#sending === 0) return
         this.#follow()
         for (const w of this.#waits) this.#look(w)
       },
