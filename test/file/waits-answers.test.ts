@@ -409,6 +409,17 @@ describe('a parked commit hears its answer', { timeout: 4_000 }, () => {
     expect(await wait).toMatchObject({ ok: true, entries: [{ key: 'lock', value: 'w' }] })
   })
 
+  test('a take whose add carries a stray owner (not an owned put: the store ignores it) is read at every change, and answered', async () => {
+    const path = newFile()
+    const [h, w] = [await open({ path }), await open({ path })]
+    const gate = ok(await h.commit([], [put('gate')]))
+    // As a JavaScript caller may send it (the contract's add has no owner): it writes no put by 'w' at any key.
+    const add = { type: 'add', key: 'n', delta: 1, owner: 'w' } as Op
+    const { wait } = await parked(w, [absent('gate')], [add], park())
+    await h.commit([life('gate', gate.revision)], [del('gate')])
+    expect(await wait).toMatchObject({ ok: true, entries: [{ key: 'n', value: 1 }] })
+  })
+
   test('a take whose ways put one key for different owners is answered whichever way goes through', async () => {
     const path = newFile()
     const [h, w] = [await open({ path }), await open({ path })]
