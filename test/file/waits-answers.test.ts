@@ -185,6 +185,46 @@ describe('a parked commit hears its answer', { timeout: 4_000 }, () => {
     expect(await h.get('lock')).toBeUndefined()
   })
 
+  test('a close while a waiting commit\'s first try waits out a busy file ends it with CLOSED, not a raw SQLite error', async () => {
+    const path = newFile()
+    const [h, w] = [await open({ path }), await open({ path })]
+    await h.commit([absent('lock')], [set('lock', 'h')])
+    const lock = raw(path)
+    lock.exec('BEGIN IMMEDIATE')
+    const take = w.commit([absent('lock')], [set('lock', 'w')], park()).then(
+      (r) => r,
+      (e: unknown) => e,
+    )
+    // Nothing of w's to end at its close: the connection closes while the take still waits for the file.
+    await w.close()
+    lock.exec('COMMIT')
+    expect(await take).toMatchObject({ code: 'CLOSED' })
+    expect((lock.prepare('SELECT count(*) AS n FROM zaris_file_parked').get() as { n: number }).n).toBe(0)
+  })
+
+  test('a close racing a waiting commit\'s first try for a busy file: the commit is answered or CLOSED, and leaves no row parked', async () => {
+    for (let round = 0; round < 6; round++) {
+      const path = newFile()
+      const [h, w] = [await open({ path }), await open({ path })]
+      await h.commit([absent('lock')], [set('lock', 'h')])
+      // Registered: its close writes too, so the close and the take both wait for the file, and either may go first.
+      await w.registerOwner!('w')
+      const lock = raw(path)
+      lock.exec('BEGIN IMMEDIATE')
+      const take = w.commit([absent('lock')], [set('lock', 'w')], park()).then(
+        (r) => r,
+        (e: unknown) => e,
+      )
+      const closed = w.close()
+      await new Promise((r) => setTimeout(r, 20))
+      lock.exec('COMMIT')
+      await closed
+      const r = await take
+      if ((r as { code?: string }).code !== 'CLOSED') expect(r).toMatchObject({ ok: false, failed: [{ key: 'lock', entry: { owner: 'h' } }] })
+      expect((lock.prepare('SELECT count(*) AS n FROM zaris_file_parked').get() as { n: number }).n).toBe(0)
+    }
+  })
+
   test("a close gives no last try: past its deadline in the store, with the lock free, a parked take is answered with its first failure", async () => {
     const clock = handClock(1_000)
     const path = newFile()

@@ -85,6 +85,8 @@ export class FileStore {
   #expiry: TimerHandle | undefined
   #sweep: ReturnType<typeof setInterval> | undefined
   #dataVersion: number | undefined
+  /** The connection is closed (the last step of close). */
+  #closed = false
 
   constructor(init: FileStoreInit) {
     this.file = init.file
@@ -121,7 +123,8 @@ export class FileStore {
     })
     this.#parked = new FileWaits({
       clock: this.#clock,
-      write: (fn) => retry(this.file, () => this.#write(fn), this.busyLimitMs),
+      // A wait's write that waited out a busy file past the close finds the connection closed: CLOSED, not SQLite's TypeError.
+      write: (fn) => retry(this.file, () => (this.#closed ? closedError() : this.#write(fn)), this.busyLimitMs),
       answer: (id) => answerOf({ sql: this.#sql }, id),
       follow: (sink) => this.#tail.subscribe('', sink),
       watchOwner: (owner, fn) => this.#tail.watchOwner(owner, fn),
@@ -372,8 +375,13 @@ export class FileStore {
     } catch {
       // The file is failing: this process's registrations end when it does.
     }
+    this.#closed = true
     this.#db.close()
   }
+}
+
+function closedError(): never {
+  throw new ClosedError('the file adapter was closed')
 }
 
 /**

@@ -69,6 +69,7 @@ export class FileWaits {
   /** Commits between their first try and their wait (the log is followed from before the try). */
   #sending = 0
   #unfollow: Unsubscribe | undefined
+  #closed = false
 
   constructor(host: WaitHost) {
     this.#host = host
@@ -79,7 +80,7 @@ export class FileWaits {
    * its wait. `onParked` is called once, if it parks.
    */
   async commit(req: ParkRequest, signal: AbortSignal | undefined, onParked: (() => void) | undefined): Promise<CommitResult> {
-    // Followed before the try: an answer written by another process right after it is an event the tail sees.
+    // Followed while the try runs (its wait, once filed, reads its row at once: what came between is not lost).
     this.#sending++
     this.#follow()
     let r: Awaited<ReturnType<typeof park>>
@@ -91,6 +92,11 @@ export class FileWaits {
     }
     if (!('parked' in r)) return r
     const parked = r
+    if (this.#closed) {
+      // The adapter closed while the try waited out a busy file: out of park at once, as a close ends any wait.
+      const answer = await this.#host.write((ledger) => unpark(ledger, parked.parked, undefined)).catch(() => undefined)
+      return answer ?? parked.first
+    }
     return new Promise<CommitResult>((resolve, reject) => {
       const w: Wait = { id: parked.parked, req, first: parked.first, resolve, reject, ending: false, done: false, live: keepAlive(), looks: new Map(), grants: grantsOf(req) }
       this.#waits.add(w)
@@ -116,6 +122,7 @@ export class FileWaits {
 
   /** Ends every wait (the adapter closes): each taken out of park, answered with its first try's failure or the answer it got. */
   async close(): Promise<void> {
+    this.#closed = true
     await Promise.all([...this.#waits].map((w) => this.#end(w, false)))
   }
 
