@@ -12,25 +12,26 @@ import { afterAll, beforeAll, expect, test } from 'vitest'
 import { RedisServer } from '../redis/server'
 import { nodeMetric, until } from '../server/node-metrics'
 import { startNode } from '../server/node-process'
-import { createHandler, listen, memoryBackend } from 'zaris/server'
+import { createHandler, listen, memoryBackend, redisBackend } from 'zaris/server'
 
 let node: { url: string; stop(): Promise<unknown> }
+let nsCount = 0
 
 /**
- * The node: a `zaris serve` process; with ZARIS_NODE_IN_PROCESS=1 (the
- * mutation run of src/server/calls.ts) the same node served from this
- * process, over the same HTTP, so that a mutant reaches it.
+ * A node (memory, or in front of the Redis at `redisUrl`): a `zaris serve`
+ * process; with ZARIS_NODE_IN_PROCESS=1 (the mutation run of
+ * src/server/calls.ts) the same node served from this process, over the
+ * same HTTP, so that a mutant reaches it.
  */
-async function memoryNode(): Promise<typeof node> {
-  if (process.env.ZARIS_NODE_IN_PROCESS !== '1') return startNode(['--insecure'])
-  const backend = memoryBackend()
+async function serveNode(redisUrl?: string): Promise<typeof node> {
+  if (process.env.ZARIS_NODE_IN_PROCESS !== '1') return startNode(redisUrl ? ['--insecure', '--redis', redisUrl] : ['--insecure'])
+  const backend = redisUrl ? await redisBackend(redisUrl) : memoryBackend()
   const served = await listen(createHandler({ adapterFor: backend.adapterFor, positionOf: backend.positionOf, log: () => {} }), { port: 0 })
   return { url: served.url, stop: () => served.close().then(() => backend.close()) }
 }
-let nsCount = 0
 
 beforeAll(async () => {
-  node = await memoryNode()
+  node = await serveNode()
 }, 30_000)
 
 afterAll(async () => {
@@ -157,7 +158,7 @@ test('a wait that runs out is told on the stream too; a stream that keeps being 
 
 test('on a node in front of Redis (it parks on its watch of the store): parked at once, the outcome on the stream after the release', async () => {
   const redis = await new RedisServer().start()
-  const front = await startNode(['--insecure', '--redis', `redis://127.0.0.1:${redis.port}/0`])
+  const front = await serveNode(`redis://127.0.0.1:${redis.port}/0`)
   try {
     const ns = `answer-redis-${nsCount++}`
     const held = await post(ns, { ...take('k'), requestId: 'holder-0001' }, front.url)
