@@ -9,45 +9,11 @@
 import { spawn } from 'node:child_process'
 import { resolve } from 'node:path'
 import { describe, expect, test } from 'vitest'
-import type { Adapter, Check, CommitResult, Op } from 'zaris'
-import type { TimerHandle } from '../../src/core/time/clock'
+import type { Adapter, CommitResult } from 'zaris'
 import { machineClock, thisProcess, type ProcessId } from '../../src/adapters/file/machine'
 import { KEPT_MS } from '../../src/adapters/file/parked'
 import { collect, newFile, open, raw, until } from './helpers'
-
-const set = (key: string, owner: string, ttl = 60_000): Op => ({ type: 'set', key, value: null, owner, ttl })
-const del = (key: string): Op => ({ type: 'delete', key })
-const absent = (key: string): Check => ({ key, revision: null })
-const life = (key: string, created: number): Check => ({ key, created })
-const ok = (r: CommitResult) => r as Extract<CommitResult, { ok: true }>
-const park = (ms = 10_000, order?: number) => ({ waitChange: ms, keepParked: true, parkOrder: order })
-
-/** A clock moved by hand whose timers fire only when told (`fire`): a store's own timers then never run unasked. */
-function handClock(start: number) {
-  let now = start
-  let next = 0
-  const timers = new Map<number, { at: number; fn: () => void }>()
-  return {
-    now: () => now,
-    setTimeout: (fn: () => void, ms: number) => {
-      timers.set(++next, { at: now + ms, fn })
-      return next as unknown as TimerHandle
-    },
-    clearTimeout: (h: TimerHandle) => void timers.delete(h as unknown as number),
-    set: (t: number) => void (now = t),
-    fire: () => {
-      for (const [h, t] of [...timers]) if (t.at <= now && timers.delete(h)) t.fn()
-    },
-  }
-}
-
-/** `n` adapters on one new file (as `n` processes would open it). */
-async function adapters(n: number, more: Parameters<typeof open>[0] = {}): Promise<{ path: string; all: Adapter[] }> {
-  const path = newFile()
-  const all: Adapter[] = []
-  for (let i = 0; i < n; i++) all.push(await open({ path, ...more }))
-  return { path, all }
-}
+import { absent, adapters, del, handClock, life, ok, park, set } from './park-kit'
 
 /** Rows of the parked table, and their keys' rows (which must go with them). */
 function parkedRows(path: string): { rows: number; waiting: number; keys: number } {

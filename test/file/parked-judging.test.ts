@@ -6,47 +6,14 @@
  * statements a store runs are counted at better-sqlite3, as in waits.test.ts.
  */
 import Database from 'better-sqlite3'
-import { afterEach, describe, expect, test } from 'vitest'
+import { describe, expect, test } from 'vitest'
 import type { Adapter, Check, CommitResult, Op } from 'zaris'
-import type { TimerHandle } from '../../src/core/time/clock'
 import { thisProcess, type ProcessId } from '../../src/adapters/file/machine'
 import { newFile, open, raw, until } from './helpers'
+import { absent, adapters, afterTest, countRuns, del, handClock, life, ok, park, set } from './park-kit'
 
-const set = (key: string, owner: string, ttl = 60_000): Op => ({ type: 'set', key, value: null, owner, ttl })
 /** A value with no owner (a setting, not a hold). */
 const plain = (key: string, value: string | number = 1): Op => ({ type: 'set', key, value })
-const del = (key: string): Op => ({ type: 'delete', key })
-const absent = (key: string): Check => ({ key, revision: null })
-const life = (key: string, created: number): Check => ({ key, created })
-const ok = (r: CommitResult) => r as Extract<CommitResult, { ok: true }>
-const park = (ms = 10_000) => ({ waitChange: ms, keepParked: true })
-
-/** A clock moved by hand whose timers fire only when told (`fire`). */
-function handClock(start: number) {
-  let now = start
-  let next = 0
-  const timers = new Map<number, { at: number; fn: () => void }>()
-  return {
-    now: () => now,
-    setTimeout: (fn: () => void, ms: number) => {
-      timers.set(++next, { at: now + ms, fn })
-      return next as unknown as TimerHandle
-    },
-    clearTimeout: (h: TimerHandle) => void timers.delete(h as unknown as number),
-    set: (t: number) => void (now = t),
-    fire: () => {
-      for (const [h, t] of [...timers]) if (t.at <= now && timers.delete(h)) t.fn()
-    },
-  }
-}
-
-/** `n` adapters on one new file. */
-async function adapters(n: number, more: Parameters<typeof open>[0] = {}): Promise<{ path: string; all: Adapter[] }> {
-  const path = newFile()
-  const all: Adapter[] = []
-  for (let i = 0; i < n; i++) all.push(await open({ path, ...more }))
-  return { path, all }
-}
 
 /** Parked rows still waiting for an answer: the answer is written in the transaction that decides it, so this is exact right after a commit. */
 function waiting(path: string): number {
@@ -64,32 +31,6 @@ async function parkOf(a: Adapter, checks: Check[], ops: Op[], options: Record<st
   )
   await until(() => parked || settled)
   return { answer, parked }
-}
-
-/** Counts the runs of every statement prepared from now on whose text contains `part` (until the test ends). */
-const unpatch: Array<() => void> = []
-afterEach(() => {
-  for (const f of unpatch.splice(0)) f()
-})
-function countRuns(part: string): () => number {
-  const proto = Database.prototype as unknown as { prepare(sql: string): Record<string, (...a: unknown[]) => unknown> }
-  const prepare = proto.prepare
-  let n = 0
-  proto.prepare = function (this: unknown, sql: string) {
-    const st = prepare.call(this, sql)
-    if (sql.includes(part)) {
-      for (const m of ['get', 'all', 'run', 'iterate'] as const) {
-        const f = st[m]!
-        st[m] = function (this: unknown, ...a: unknown[]) {
-          n++
-          return f.apply(this, a)
-        }
-      }
-    }
-    return st
-  }
-  unpatch.push(() => (proto.prepare = prepare))
-  return () => n
 }
 
 // Every wait here may last 10 s: a test that passes only at a wait's deadline (its answer missed) fails on this timeout instead.
@@ -311,7 +252,7 @@ describe('the file store judges its parked commits', { timeout: 4_000 }, () => {
       dbs.add(this)
       return prepare.call(this, sql)
     }
-    unpatch.push(() => (proto.prepare = prepare))
+    afterTest(() => (proto.prepare = prepare))
     const { path, all } = await adapters(2)
     const [h, w] = all as [Adapter, Adapter]
     const held = ok(await h.commit([absent('lock')], [set('lock', 'h')]))

@@ -7,43 +7,15 @@
  * never moves keeps the store's own sweep (which looks only when 20 ms of
  * the store's clock went by) out of those counts.
  */
-import Database from 'better-sqlite3'
-import { afterEach, describe, expect, test } from 'vitest'
-import type { Adapter, Check, CommitResult, Op } from 'zaris'
+import { describe, expect, test } from 'vitest'
+import type { Adapter, CommitResult } from 'zaris'
 import { ManualClock } from 'zaris/testing'
 import { thisProcess, type ProcessId } from '../../src/adapters/file/machine'
 import { collect, newFile, open, raw, until } from './helpers'
+import { absent, countRuns, set } from './park-kit'
 
-const set = (key: string, owner: string, ttl = 60_000): Op => ({ type: 'set', key, value: null, owner, ttl })
-const absent = (key: string): Check => ({ key, revision: null })
 const park = { waitChange: 10_000, keepParked: true }
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
-
-/** Counts the runs of every statement prepared from now on whose text is `sql` (until the test ends); a run that throws counts. */
-const unpatch: Array<() => void> = []
-afterEach(() => {
-  for (const f of unpatch.splice(0)) f()
-})
-function countRuns(sql: string): () => number {
-  const proto = Database.prototype as unknown as { prepare(sql: string): Record<string, (...a: unknown[]) => unknown> }
-  const prepare = proto.prepare
-  let n = 0
-  proto.prepare = function (this: unknown, text: string) {
-    const st = prepare.call(this, text)
-    if (text === sql) {
-      for (const m of ['get', 'all', 'run', 'iterate'] as const) {
-        const f = st[m]!
-        st[m] = function (this: unknown, ...a: unknown[]) {
-          n++
-          return f.apply(this, a)
-        }
-      }
-    }
-    return st
-  }
-  unpatch.push(() => (proto.prepare = prepare))
-  return () => n
-}
 
 /** Liveness that counts the looks at each process (all alive, unless `failing` names it: then the look throws). */
 function counted() {
@@ -142,7 +114,7 @@ describe("a process's adapters on one file share a tail", { timeout: 4_000 }, ()
   })
 
   test('a leader that closes runs no timers after: only the adapter that leads now looks for gone owners', async () => {
-    const owners = countRuns('SELECT owner, nonce, pid, start, host FROM zaris_file_owners WHERE ns = ?')
+    const owners = countRuns('SELECT owner, nonce, pid, start, host FROM zaris_file_owners WHERE ns = ?', { exact: true })
     const clock = new ManualClock(1_000)
     const path = newFile()
     const [lead, next] = [await open({ path, clock }), await open({ path, clock })]
@@ -158,7 +130,7 @@ describe("a process's adapters on one file share a tail", { timeout: 4_000 }, ()
   })
 
   test("an adapter that does not lead closing leaves the leader's timers as they are; the leader's close hands them on", async () => {
-    const deadlines = countRuns('SELECT min(expires) AS at FROM zaris_file_entries WHERE ns = ? AND expires IS NOT NULL')
+    const deadlines = countRuns('SELECT min(expires) AS at FROM zaris_file_entries WHERE ns = ? AND expires IS NOT NULL', { exact: true })
     const clock = new ManualClock(1_000)
     const path = newFile()
     const [lead, other, next] = [await open({ path, clock }), await open({ path, clock }), await open({ path, clock })]
@@ -252,7 +224,7 @@ describe("a process's one look at each holder in its waits' way", { timeout: 4_0
   })
 
   test('a holder found gone with nothing to end (an id nobody registered) is looked at once, not again', async () => {
-    const looks = countRuns('SELECT count(*) AS n FROM zaris_file_owners WHERE ns = ? AND owner = ?')
+    const looks = countRuns('SELECT count(*) AS n FROM zaris_file_owners WHERE ns = ? AND owner = ?', { exact: true })
     const path = newFile()
     const [h, w] = [await open({ path }), await open({ path })]
     await h.commit([absent('lock')], [set('lock', 'ghost')])

@@ -8,72 +8,19 @@
 import { execFile } from 'node:child_process'
 import { getEventListeners } from 'node:events'
 import { resolve } from 'node:path'
-import Database from 'better-sqlite3'
-import { afterEach, describe, expect, test } from 'vitest'
+import { describe, expect, test } from 'vitest'
 import type { Adapter, Check, CommitResult, Op } from 'zaris'
-import type { TimerHandle } from '../../src/core/time/clock'
 import { thisProcess, type ProcessId } from '../../src/adapters/file/machine'
 import { newFile, open, raw, rawPut, until } from './helpers'
+import { absent, countRuns, del, handClock, life, ok, park, set } from './park-kit'
 
-const set = (key: string, owner: string, ttl = 60_000): Op => ({ type: 'set', key, value: null, owner, ttl })
 /** A put with no TTL (no expiry timer on the store's clock) and, without `owner`, no holder to look at. */
 const put = (key: string, owner?: string): Op => (owner === undefined ? { type: 'set', key, value: 1 } : { type: 'set', key, value: null, owner })
-const del = (key: string): Op => ({ type: 'delete', key })
-const absent = (key: string): Check => ({ key, revision: null })
-const life = (key: string, created: number): Check => ({ key, created })
-const ok = (r: CommitResult) => r as Extract<CommitResult, { ok: true }>
-const park = (ms = 10_000, order?: number) => ({ waitChange: ms, keepParked: true, parkOrder: order })
 type Options = NonNullable<Parameters<Adapter['commit']>[2]>
 
 const ROW = 'SELECT id, nonce, ord, deadline, plan, held, answer FROM zaris_file_parked WHERE id = ?'
 const REGISTRATIONS = 'SELECT count(*) AS n FROM zaris_file_owners WHERE ns = ? AND owner = ?'
 const OWNERS_OF = 'FROM zaris_file_owners WHERE ns = ? AND owner = ?'
-
-/** Counts the runs of every statement prepared from now on whose text contains `part` (and whose arguments `pick`), until the test ends. */
-const unpatch: Array<() => void> = []
-afterEach(() => {
-  for (const f of unpatch.splice(0)) f()
-})
-function countRuns(part: string, pick: (args: unknown[]) => boolean = () => true): () => number {
-  const proto = Database.prototype as unknown as { prepare(sql: string): Record<string, (...a: unknown[]) => unknown> }
-  const prepare = proto.prepare
-  let n = 0
-  proto.prepare = function (this: unknown, sql: string) {
-    const st = prepare.call(this, sql)
-    if (sql.includes(part)) {
-      for (const m of ['get', 'all', 'run', 'iterate'] as const) {
-        const f = st[m]!
-        st[m] = function (this: unknown, ...a: unknown[]) {
-          if (pick(a)) n++
-          return f.apply(this, a)
-        }
-      }
-    }
-    return st
-  }
-  unpatch.push(() => (proto.prepare = prepare))
-  return () => n
-}
-
-/** A clock moved by hand whose timers fire only when told, and that says how many are set. */
-function handClock(start: number) {
-  let now = start
-  let next = 0
-  const timers = new Map<number, { at: number; fn: () => void }>()
-  return {
-    now: () => now,
-    setTimeout: (fn: () => void, ms: number) => {
-      timers.set(++next, { at: now + ms, fn })
-      return next as unknown as TimerHandle
-    },
-    clearTimeout: (h: TimerHandle) => void timers.delete(h as unknown as number),
-    set: (t: number) => void (now = t),
-    fire: () => {
-      for (const [h, t] of [...timers]) if (t.at <= now && timers.delete(h)) t.fn()
-    },
-    pending: () => timers.size,
-  }
-}
 
 /** Sends a commit that parks; resolves once it has (its answer is `wait`). */
 async function parked(a: Adapter, checks: Check[], ops: Op[], options: Options): Promise<{ wait: Promise<CommitResult> }> {
@@ -145,7 +92,7 @@ describe('a parked commit hears its answer', { timeout: 4_000 }, () => {
   })
 
   test('a key freed in the way of a take of two keys is looked at for nobody: only the key still held has a holder to look at', async () => {
-    const nobody = countRuns(OWNERS_OF, (args) => args[1] === undefined)
+    const nobody = countRuns(OWNERS_OF, { pick: (args) => args[1] === undefined })
     const path = newFile()
     const [h, w] = [await open({ path }), await open({ path })]
     await h.registerOwner!('h')
@@ -338,7 +285,7 @@ describe('a parked commit hears its answer', { timeout: 4_000 }, () => {
   })
 
   test('a wait that is answered is forgotten at its keys: a later holder there is not looked at for it', async () => {
-    const looksAtH2 = countRuns(REGISTRATIONS, (args) => args[1] === 'h2')
+    const looksAtH2 = countRuns(REGISTRATIONS, { pick: (args) => args[1] === 'h2' })
     const path = newFile()
     const [h, w, h2] = [await open({ path }), await open({ path }), await open({ path })]
     await h.registerOwner!('h')

@@ -6,44 +6,12 @@
  * whichever adapter leads hands its timers on when it closes. Counted at
  * better-sqlite3's statements and at the liveness the store is given.
  */
-import Database from 'better-sqlite3'
-import { afterEach, describe, expect, test } from 'vitest'
-import type { Adapter, Check, CommitResult, Op } from 'zaris'
+import { describe, expect, test } from 'vitest'
+import type { Adapter, CommitResult } from 'zaris'
 import { ManualClock } from 'zaris/testing'
 import { thisProcess, type ProcessId } from '../../src/adapters/file/machine'
 import { collect, newFile, open, until } from './helpers'
-
-const set = (key: string, owner: string, ttl = 60_000): Op => ({ type: 'set', key, value: null, owner, ttl })
-const del = (key: string): Op => ({ type: 'delete', key })
-const absent = (key: string): Check => ({ key, revision: null })
-const life = (key: string, created: number): Check => ({ key, created })
-const ok = (r: CommitResult) => r as Extract<CommitResult, { ok: true }>
-
-/** Counts the runs of every statement prepared from now on whose text contains `part` (until the test ends). */
-const unpatch: Array<() => void> = []
-afterEach(() => {
-  for (const f of unpatch.splice(0)) f()
-})
-function countRuns(part: string): () => number {
-  const proto = Database.prototype as unknown as { prepare(sql: string): Record<string, (...a: unknown[]) => unknown> }
-  const prepare = proto.prepare
-  let n = 0
-  proto.prepare = function (this: unknown, sql: string) {
-    const st = prepare.call(this, sql)
-    if (sql.includes(part)) {
-      for (const m of ['get', 'all', 'run', 'iterate'] as const) {
-        const f = st[m]!
-        st[m] = function (this: unknown, ...a: unknown[]) {
-          n++
-          return f.apply(this, a)
-        }
-      }
-    }
-    return st
-  }
-  unpatch.push(() => (proto.prepare = prepare))
-  return () => n
-}
+import { absent, countRuns, del, life, ok, set } from './park-kit'
 
 /** `name`'s place in line, then its take of `lock` parked behind it. */
 async function waitInLine(w: Adapter, name: string): Promise<{ take: Promise<CommitResult> }> {

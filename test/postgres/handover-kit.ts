@@ -4,16 +4,10 @@
  * (as processes are), and the namespace's count of parked rows.
  */
 import { expect } from 'vitest'
-import type { Check, CommitResult, Op } from 'zaris'
 import { postgresAdapter, type PostgresAdapter } from 'zaris/postgres'
 import type { TestPostgres } from './use-postgres'
 
-export const set = (key: string, owner: string, ttl = 60_000): Op => ({ type: 'set', key, value: null, owner, ttl })
-export const del = (key: string): Op => ({ type: 'delete', key })
-export const absent = (key: string): Check => ({ key, revision: null })
-export const life = (key: string, created: number): Check => ({ key, created })
-export const ok = (r: CommitResult) => r as Extract<CommitResult, { ok: true }>
-export const park = (ms = 10_000, order?: number) => ({ waitChange: ms, keepParked: true, parkOrder: order })
+export { absent, del, life, ok, park, set } from '../commit-terms'
 
 /** `count` adapters of a fresh namespace, each on a pool of its own, closed when the `await using` block ends. */
 export async function adapters(db: TestPostgres, count: number, url = (ns: string) => db.server.url(ns)) {
