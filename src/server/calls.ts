@@ -85,7 +85,8 @@ export class Calls {
         const metrics = this.#metrics
         const parking = this.parking
         // A page's commit: its wait holds no connection; once parked, its outcome goes on its stream (none: no wait).
-        const stream = answerOn === undefined || waitChange === undefined || requestId === undefined ? undefined : this.#answerStream(ns, answerOn)
+        // (One with no wait gets its answer in the POST, stream or not: `wait` below.)
+        const stream = answerOn === undefined || requestId === undefined ? undefined : this.#answerStream(ns, answerOn)
         const wait = answerOn !== undefined && !stream ? undefined : waitChange
         // The request's text: what a retry must match, and what a parked commit counts against the node's bound
         // (made before the commit only for a commit that may park; a release's waits until its store step is done).

@@ -8,6 +8,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { createHandler, etcdBackend, listen, memoryBackend, type Backend, type Listening } from 'zaris/server'
 import { EtcdCluster } from '../etcd/server'
+import { until } from '../conformance/util'
 import { nodeMetric } from './node-metrics'
 
 const served: Array<{ node: Listening; backend: Backend }> = []
@@ -91,13 +92,30 @@ describe('a POST to the node', () => {
 
   test('commits applied and commits refused are counted apart at /metrics', async () => {
     const n = ns()
-    const before = { ok: await nodeMetric(mem.url, 'zaris_commits_total'), no: await nodeMetric(mem.url, 'zaris_commit_conflicts_total') }
+    const before = { ok: await nodeMetric(mem.url, 'commits_total'), no: await nodeMetric(mem.url, 'commit_conflicts_total') }
+    expect(Number.isInteger(before.ok) && Number.isInteger(before.no)).toBe(true)
     const take = { checks: [{ key: 'k', revision: null }], ops: [{ type: 'set', key: 'k', value: 1 }] }
     expect((await post(`/v1/${n}/commit`, take)).json).toMatchObject({ ok: true })
     expect((await post(`/v1/${n}/commit`, take)).json).toMatchObject({ ok: false })
     expect((await post(`/v1/${n}/commit`, take)).json).toMatchObject({ ok: false })
-    expect(await nodeMetric(mem.url, 'zaris_commits_total')).toBe(before.ok + 1)
-    expect(await nodeMetric(mem.url, 'zaris_commit_conflicts_total')).toBe(before.no + 2)
+    expect(await nodeMetric(mem.url, 'commits_total')).toBe(before.ok + 1)
+    expect(await nodeMetric(mem.url, 'commit_conflicts_total')).toBe(before.no + 2)
+  })
+
+  test("a permit handed over through an other way ends its holder's hold as released, not stolen (/metrics)", async () => {
+    const n = ns()
+    const take = (key: string, owner: string) => ({ checks: [{ key, revision: null }], ops: [{ type: 'set', key, value: null, owner, ttl: 60_000 }] })
+    const ends = async (reason: string) => (await nodeMetric(mem.url, `hold_seconds_count{reason="${reason}"}`)) || 0
+    expect((await post(`/v1/${n}/commit`, take('s1', 'x'))).json).toMatchObject({ ok: true })
+    const a = (await post(`/v1/${n}/commit`, take('s2', 'a'))).json
+    const before = { stolen: await ends('stolen'), released: await ends('released') }
+    const parkedBefore = await nodeMetric(mem.url, 'commits_parked')
+    const waiting = post(`/v1/${n}/commit`, { ...take('s1', 'b'), waitChange: 5_000, keepParked: true, orElse: [take('s2', 'b')] })
+    await until(async () => (await nodeMetric(mem.url, 'commits_parked')) === parkedBefore + 1)
+    expect((await post(`/v1/${n}/commit`, { checks: [{ key: 's2', created: a.revision }], ops: [{ type: 'delete', key: 's2' }] })).json).toMatchObject({ ok: true })
+    expect((await waiting).json).toMatchObject({ ok: true, entries: [{ key: 's2', owner: 'b' }] })
+    expect(await ends('stolen')).toBe(before.stolen)
+    expect(await ends('released')).toBe(before.released + 1)
   })
 
   test('a commit naming a stream but no request id does not wait: answered at once, as a page never sends it', async () => {
