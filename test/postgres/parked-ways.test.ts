@@ -7,7 +7,7 @@
  * to end.
  */
 import { describe, expect, test } from 'vitest'
-import type { CommitResult, WatchEvent } from 'zaris'
+import type { CommitResult, Op, WatchEvent } from 'zaris'
 import { postgresAdapter, type PostgresAdapter } from 'zaris/postgres'
 import { until } from '../conformance/util'
 import { absent, adapters, del, life, ok, park, parkedRows, set } from './handover-kit'
@@ -35,6 +35,24 @@ describe("a parked commit's ways at the grant", () => {
     const { take } = await parked(w, [absent('lock'), life('g', group.revision)], [set('lock', 'w')], park())
     await h.commit([life('lock', held.revision)], [del('lock')])
     expect(await take).toMatchObject({ ok: true, entries: [{ key: 'lock', owner: 'w' }] })
+  })
+
+  test("fields an op of another type does not have (a JavaScript caller's strays) are not sent: the grant goes through", async () => {
+    await using store = await adapters(db, 2)
+    const [h, w] = store.all as [PostgresAdapter, PostgresAdapter]
+    const held = ok(await h.commit([absent('lock')], [set('lock', 'h')]))
+    await h.commit([], [set('gone', 'h')])
+    const stray = [
+      { type: 'set', key: 'lock', value: null, owner: 'w', ttl: 60_000, delta: 'x' },
+      { type: 'delete', key: 'gone', ttl: 'x', owner: 5, fresh: 'x' },
+      { type: 'add', key: 'n', delta: 2, ttl: 'x', owner: 5, fresh: 'x' },
+    ] as unknown as Op[]
+    const { take } = await parked(w, [absent('lock')], stray, park())
+    await h.commit([life('lock', held.revision)], [del('lock')])
+    expect(await take).toMatchObject({ ok: true })
+    expect(await h.get('lock')).toMatchObject({ owner: 'w' })
+    expect(await h.get('gone')).toBeUndefined()
+    expect(await h.get('n')).toMatchObject({ value: 2 })
   })
 
   test('a handed-over set over an entry its owner holds keeps its life (fresh only when asked)', async () => {
@@ -144,6 +162,42 @@ describe('a wait that ends as it is granted', () => {
       expect(await h.get('lock')).toMatchObject({ owner: 'w', created: won.revision })
     } finally {
       for (const pid of pids) process.kill(pid, 'SIGCONT')
+    }
+  })
+})
+
+describe('waits of one adapter', () => {
+  test('two waits of one adapter: the first answered, the second still hears its own grant at once (not at its deadline)', async () => {
+    await using store = await adapters(db, 2)
+    const [h, w] = store.all as [PostgresAdapter, PostgresAdapter]
+    const one = ok(await h.commit([absent('one')], [set('one', 'h')]))
+    const two = ok(await h.commit([absent('two')], [set('two', 'h')]))
+    const first = await parked(w, [absent('one')], [set('one', 'w')], park())
+    const second = await parked(w, [absent('two')], [set('two', 'w')], park())
+    await h.commit([life('one', one.revision)], [del('one')])
+    expect(await first.take).toMatchObject({ ok: true })
+    const t0 = performance.now()
+    await h.commit([life('two', two.revision)], [del('two')])
+    expect(await second.take).toMatchObject({ ok: true })
+    expect(performance.now() - t0).toBeLessThan(3_000)
+  })
+
+  test('a park Postgres does not answer in time fails UNAVAILABLE, saying the commit may or may not have been applied', async () => {
+    const n = db.ns()
+    const w = await postgresAdapter({ url: db.server.url(n), callTimeout: 200, timeout: 300 })
+    await w.commit([absent('warm')], [set('warm', 'w')])
+    const admin = db.admin
+    await admin.query('BEGIN')
+    try {
+      await admin.query('SELECT 1 FROM zaris.stores WHERE ns = $1 FOR UPDATE', [n])
+      const t0 = performance.now()
+      const err = await w.commit([absent('lock')], [set('lock', 'w')], park(5_000)).catch((e: unknown) => e)
+      // callTimeout, a pause of 25 ms, callTimeout again: past the 300 ms it may keep trying, so it says so.
+      expect(performance.now() - t0).toBeLessThan(1_200)
+      expect(err).toMatchObject({ code: 'UNAVAILABLE', message: expect.stringContaining('commit did not answer within 200 ms (it may or may not have been applied)') })
+    } finally {
+      await admin.query('ROLLBACK')
+      await w.close()
     }
   })
 })

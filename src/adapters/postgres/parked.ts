@@ -117,7 +117,7 @@ export class ParkAnswers {
     const id = text.slice(0, a)
     const resolve = this.#waiting.get(id)
     if (!resolve) return
-    if (b < 0) return void this.#read()
+    if (b === -1) return void this.#read()
     resolve({ now: Number(text.slice(a + 1, b)), kept: JSON.parse(text.slice(b + 1)) })
   }
 
@@ -134,8 +134,8 @@ export class ParkAnswers {
 
   /** Reads the kept answers of the commits waited for. */
   async #read(): Promise<void> {
+    // Never empty: a poll is cleared when the last wait ends, and a notification reads only for a wait.
     const ids = [...this.#waiting.keys()]
-    if (ids.length === 0) return
     const { connection, schema, namespace, callTimeout } = this.#target
     try {
       const r = await connection.query<{ id: Buffer; answer: unknown; now: number }>(
