@@ -6,8 +6,9 @@
  * ways refused by a store that cannot choose among them (etcd, a real member).
  */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
-import { createHandler, etcdBackend, listen, memoryBackend, type Backend, type Listening } from 'zaris/server'
+import { createHandler, etcdBackend, listen, memoryBackend, redisBackend, type Backend, type Listening } from 'zaris/server'
 import { EtcdCluster } from '../etcd/server'
+import { RedisServer } from '../redis/server'
 import { until } from '../conformance/util'
 import { nodeMetric } from './node-metrics'
 
@@ -183,3 +184,30 @@ describe('a node over etcd (a real member)', () => {
     expect(r.json).toMatchObject({ ok: true })
   })
 })
+
+describe('two nodes in front of one Redis (a real server), as behind a load balancer', () => {
+  let redis: RedisServer
+  let a: Listening
+  let b: Listening
+  beforeAll(async () => {
+    redis = await new RedisServer().start()
+    const url = `redis://127.0.0.1:${redis.port}/0`
+    a = await serve(await redisBackend(url))
+    b = await serve(await redisBackend(url))
+  }, 30_000)
+  afterAll(async () => {
+    await redis?.dispose()
+  })
+
+  test("a commit sent again to the other node is answered from the store's record of its request id, not applied twice", async () => {
+    const n = ns()
+    const commit = { checks: [{ key: 'k', revision: null }], ops: [{ type: 'set', key: 'k', value: 1 }], requestId: 'request-lb-1' }
+    const first = await post(`/v1/${n}/commit`, commit, 'application/json', a.url)
+    expect(first.json).toMatchObject({ ok: true })
+    // The other node never saw it: its replay cache misses, and the store answers the request id.
+    const again = await post(`/v1/${n}/commit`, commit, 'application/json', b.url)
+    expect(again.json).toEqual(first.json)
+    expect((await post(`/v1/${n}/get`, { key: 'k' }, 'application/json', b.url)).json).toMatchObject({ entry: { revision: first.json.revision } })
+  })
+})
+

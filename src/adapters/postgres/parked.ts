@@ -206,7 +206,7 @@ export async function runParked(ctx: ParkContext, checks: Check[], ops: Op[], ms
     last = true
     waiter.cancel()
   }, Math.min(ms, MAX_PARK_MS) + UNPARK_SLACK_MS)
-  const expiry = expireAtDeadlines(ctx.target, ways, reply)
+  const expiry = expireAtDeadlines(ctx.target, ways, reply[3])
   const signal = options.signal
   signal?.addEventListener('abort', waiter.cancel, { once: true })
   if (signal?.aborted) waiter.cancel()
@@ -290,10 +290,10 @@ function answerOf(target: Target, answer: Answer, ways: Way[]): CommitResult {
 /**
  * While a commit waits: a timer at the earliest deadline among the entries
  * at the keys its ways check, which expires them (handing their keys over)
- * and is set again at the next deadline there (a holder renews); the
- * park's answer says when the first is.
+ * and is set again at the next deadline there (a holder renews); `due`,
+ * from the park's answer, says when the first is (null: none has one).
  */
-function expireAtDeadlines(target: Target, ways: Way[], reply: Answer): { stop(): void } {
+function expireAtDeadlines(target: Target, ways: Way[], due: number | null): { stop(): void } {
   const keys = [...new Set(ways.flatMap((w) => w.checks.map((c) => c.key)))].map(keyBytes)
   let timer: TimerHandle | undefined
   let stopped = false
@@ -309,8 +309,7 @@ function expireAtDeadlines(target: Target, ways: Way[], reply: Answer): { stop()
       )
     }, ms)
   }
-  const due = reply[0] === 5 ? reply[3] : undefined
-  if (typeof due === 'number') at(Math.max(1, due + 1))
+  if (due !== null) at(Math.max(1, due + 1))
   return {
     stop() {
       stopped = true
