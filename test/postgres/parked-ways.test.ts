@@ -232,4 +232,32 @@ describe('a wait behind entries with TTLs', () => {
       await counted.pool.end()
     }
   })
+
+  test('behind a holder that renews, the wait looks at the deadline once per deadline, not every 100 ms', async () => {
+    await using store = await adapters(db, 1)
+    const [h] = store.all as [PostgresAdapter]
+    const counted = countedPool(db.server.url(), 4)
+    const w = await postgresAdapter({ pool: counted.pool, namespace: store.ns, listen: db.server.url() })
+    try {
+      // A first wait opens the LISTEN connection and proves it (its answers then cost no poll but a safety one a second).
+      const warm = ok(await h.commit([absent('warm')], [set('warm', 'h')]))
+      const { take: first } = await parked(w, [absent('warm')], [set('warm', 'w')], park())
+      await new Promise((r) => setTimeout(r, 1_200))
+      await h.commit([life('warm', warm.revision)], [del('warm')])
+      expect(await first).toMatchObject({ ok: true })
+      const held = ok(await h.commit([absent('lock')], [set('lock', 'h', 300)]))
+      const before = counted.calls()
+      const t0 = performance.now()
+      const take = w.commit([absent('lock')], [set('lock', 'w')], park())
+      await new Promise((r) => setTimeout(r, 150))
+      await h.commit([life('lock', held.revision)], [set('lock', 'h', 1_200)])
+      expect(await take).toMatchObject({ ok: true })
+      expect(performance.now() - t0).toBeGreaterThan(1_200)
+      // The park, a look at the first deadline, one at the renewed one, a safety read or two: not one every 100 ms.
+      expect(counted.calls() - before).toBeLessThanOrEqual(6)
+    } finally {
+      await w.close()
+      await counted.pool.end()
+    }
+  })
 })
