@@ -108,7 +108,7 @@ describe('what a waiting commit is refused, and what it survives', () => {
       await admin.query('SELECT 1 FROM zaris.stores WHERE ns = $1 FOR UPDATE', [store.ns])
       const take = w.commit([absent('lock')], [set('lock', 'w')], park(5_000))
       await until(async () => {
-        const r = await admin.query("SELECT pg_cancel_backend(pid) AS c FROM pg_stat_activity WHERE application_name = 'a0' AND wait_event_type = 'Lock'")
+        const r = await admin.query("SELECT pg_cancel_backend(pid) AS c FROM pg_stat_activity WHERE application_name = 'a0' AND wait_event_type = 'Lock' AND datname = current_database()")
         cancelled ||= r.rows.some((row: { c: boolean }) => row.c)
         return cancelled
       })
@@ -149,7 +149,7 @@ describe('a wait that ends as it is granted', () => {
     const held = ok(await h.commit([absent('lock')], [set('lock', 'h')]))
     const stop = new AbortController()
     const { take } = await parked(w, [absent('lock')], [set('lock', 'w')], { ...park(), signal: stop.signal })
-    const r = await db.admin.query("SELECT pid FROM pg_stat_activity WHERE application_name = 'zaris listen'")
+    const r = await db.admin.query("SELECT pid FROM pg_stat_activity WHERE application_name = 'zaris listen' AND datname = current_database()")
     const pids = r.rows.map((row: { pid: number }) => row.pid)
     expect(pids.length).toBeGreaterThan(0)
     for (const pid of pids) process.kill(pid, 'SIGSTOP')
