@@ -6,12 +6,13 @@
  * sent again, and a wait behind slots of different TTLs is handed the first
  * to end.
  */
+import { getEventListeners } from 'node:events'
 import { describe, expect, test } from 'vitest'
 import type { CommitResult, Op, WatchEvent } from 'zaris'
 import { postgresAdapter, type PostgresAdapter } from 'zaris/postgres'
 import { until } from '../conformance/util'
 import { absent, adapters, del, life, ok, park, parkedRows, set } from './handover-kit'
-import { countedPool, usePostgres } from './use-postgres'
+import { countedPool, queryCountingPool, usePostgres } from './use-postgres'
 
 const db = usePostgres('w')
 
@@ -261,3 +262,81 @@ describe('a wait behind entries with TTLs', () => {
     }
   })
 })
+
+describe("a wait's looks at deadlines and its bounds, counted", () => {
+  /** Adapter `w` on a pool counting its `due_in` calls (the expiry timer's looks), beside holder `h`. */
+  async function counting(part = 'due_in', options: Record<string, unknown> = {}) {
+    const store = await adapters(db, 1)
+    const counted = queryCountingPool(db.server.url(), part, 4)
+    const w = await postgresAdapter({ pool: counted.pool, namespace: store.ns, listen: db.server.url(), ...options })
+    return {
+      h: store.all[0]!,
+      w,
+      ns: store.ns,
+      calls: counted.calls,
+      [Symbol.asyncDispose]: async () => {
+        await w.close()
+        await counted.pool.end()
+        await store[Symbol.asyncDispose]()
+      },
+    }
+  }
+
+  test('behind a holder with no TTL the wait never looks at a deadline; behind one with a TTL it looks once, when it ends', async () => {
+    await using t = await counting()
+    const held = ok(await t.h.commit([absent('lock')], [{ type: 'set', key: 'lock', value: null, owner: 'h' }]))
+    const { take } = await parked(t.w, [absent('lock')], [set('lock', 'w')], park())
+    await new Promise((r) => setTimeout(r, 300))
+    expect(t.calls()).toBe(0)
+    await t.h.commit([life('lock', held.revision)], [del('lock')])
+    expect(await take).toMatchObject({ ok: true })
+    await t.h.commit([absent('ttl')], [set('ttl', 'h', 400)])
+    const t0 = performance.now()
+    expect(await t.w.commit([absent('ttl')], [set('ttl', 'w')], park())).toMatchObject({ ok: true })
+    expect(performance.now() - t0).toBeGreaterThanOrEqual(390)
+    expect(t.calls()).toBe(1)
+  })
+
+  test('once the entry with a TTL in its way has ended, a wait still held by one with none looks no more', async () => {
+    await using t = await counting()
+    await t.h.commit([absent('a')], [set('a', 'h', 300)])
+    const b = ok(await t.h.commit([absent('b')], [{ type: 'set', key: 'b', value: null, owner: 'h' }]))
+    const { take } = await parked(t.w, [absent('a'), absent('b')], [set('a', 'w'), set('b', 'w')], park())
+    await new Promise((r) => setTimeout(r, 900))
+    expect(await t.h.get('a')).toBeUndefined()
+    expect(t.calls()).toBe(1)
+    await t.h.commit([life('b', b.revision)], [del('b')])
+    expect(await take).toMatchObject({ ok: true })
+  })
+
+  test("a park's row lasts as long as its wait, and an answered wait leaves no listener on its caller's signal", async () => {
+    await using t = await counting()
+    const held = ok(await t.h.commit([absent('lock')], [set('lock', 'h')]))
+    const stop = new AbortController()
+    const { take } = await parked(t.w, [absent('lock')], [set('lock', 'w')], { ...park(2_000), signal: stop.signal })
+    const r = await db.admin.query('SELECT extract(epoch FROM deadline - clock_timestamp()) * 1000 AS ms FROM zaris.parked WHERE ns = $1', [t.ns])
+    expect(Number(r.rows[0].ms)).toBeLessThan(2_100)
+    await t.h.commit([life('lock', held.revision)], [del('lock')])
+    expect(await take).toMatchObject({ ok: true })
+    expect(getEventListeners(stop.signal, 'abort')).toHaveLength(0)
+  })
+
+  test('while Postgres cannot answer, a park is sent again with growing pauses, not in a tight loop', async () => {
+    await using t = await counting('.park(', { callTimeout: 50, timeout: 5_000 })
+    await t.w.commit([absent('warm')], [set('warm', 'w')])
+    await db.admin.query('BEGIN')
+    try {
+      await db.admin.query('SELECT 1 FROM zaris.stores WHERE ns = $1 FOR UPDATE', [t.ns])
+      const take = t.w.commit([absent('lock')], [set('lock', 'w')], park(5_000))
+      await new Promise((r) => setTimeout(r, 2_000))
+      // 50 ms a call, then 25, 50, 100 … ms between: about seven in 2 s (pauses that shrink would make ~35).
+      expect(t.calls()).toBeLessThanOrEqual(12)
+      await db.admin.query('COMMIT')
+      expect(await take).toMatchObject({ ok: true })
+    } catch (err) {
+      await db.admin.query('ROLLBACK')
+      throw err
+    }
+  })
+})
+

@@ -54,3 +54,26 @@ export function countedPool(connectionString: string, max = 2): { pool: pg.Pool;
   }) as typeof pool.connect
   return { pool, calls: () => calls }
 }
+
+/** A pool of `connectionString` whose clients count the queries whose text contains `part` (a real pool; only `connect` is wrapped). */
+export function queryCountingPool(connectionString: string, part: string, max = 2): { pool: pg.Pool; calls: () => number } {
+  const pool = new pg.Pool({ connectionString, max })
+  pool.on('error', () => {})
+  const connect = pool.connect.bind(pool)
+  const wrapped = new WeakSet<object>()
+  let calls = 0
+  pool.connect = (async () => {
+    const client = await connect()
+    if (!wrapped.has(client)) {
+      wrapped.add(client)
+      const query = client.query.bind(client) as (...a: unknown[]) => unknown
+      client.query = ((...a: unknown[]) => {
+        const q = a[0] as string | { text?: string }
+        if ((typeof q === 'string' ? q : (q?.text ?? '')).includes(part)) calls++
+        return query(...a)
+      }) as typeof client.query
+    }
+    return client
+  }) as typeof pool.connect
+  return { pool, calls: () => calls }
+}

@@ -101,7 +101,8 @@ export class ParkAnswers {
     const done = () => {
       this.#waiting.delete(id)
       if (this.#waiting.size > 0) return
-      this.#stopHearing?.()
+      // Set by the first expect since the last stop: this wait's own.
+      this.#stopHearing!()
       this.#stopHearing = undefined
       systemClock.clearTimeout(this.#poll as TimerHandle)
       this.#poll = undefined
@@ -239,7 +240,8 @@ function wayJson(w: Way): Record<string, unknown> {
     ov: w.values,
     ottl: w.ops.map((o) => (o.type === 'set' ? (o.ttl ?? null) : null)),
     oown: w.ops.map((o) => (o.type === 'set' && o.owner !== undefined ? hex(utf8(o.owner)) : null)),
-    ofresh: w.ops.map((o) => o.type === 'set' && o.fresh === true),
+    // Only a set reads it (the SQL): a stray on another op is harmless, and only `true` counts.
+    ofresh: w.ops.map((o) => (o as { fresh?: unknown }).fresh === true),
     odelta: w.ops.map((o) => (o.type === 'add' ? o.delta : null)),
   }
 }
