@@ -1,10 +1,14 @@
 /**
- * A parked commit's ways as the Postgres adapter sends them (parked.ts
- * `wayJson`, `runParked`), against a real Postgres: every field of a way is
- * judged and applied at the grant as the commit would be at once, a bad
- * other way is refused before anything is sent, a park Postgres cancels is
- * sent again, and a wait behind slots of different TTLs is handed the first
- * to end.
+ * A parked commit as the Postgres adapter sends and waits for it (parked.ts
+ * `wayJson`, `runParked`, `ParkAnswers`, the expiry timer), against a real
+ * Postgres: every field of a way is judged and applied at the grant as the
+ * commit would be at once (strays of other op types not sent), a bad other
+ * way is refused before anything is sent, a park Postgres cancels or does
+ * not answer in time is sent again with growing pauses, then fails naming
+ * the commit; a grant wakes the waiter's watches, survives an abort whose
+ * notification is held up (the listener's backend SIGSTOPped), and is heard
+ * by each of an adapter's waits; a wait behind slots of different TTLs is
+ * handed the first to end, and looks at deadlines once each (counted).
  */
 import { getEventListeners } from 'node:events'
 import { describe, expect, test } from 'vitest'
