@@ -13,7 +13,8 @@
 import { getEventListeners } from 'node:events'
 import { describe, expect, test } from 'vitest'
 import type { CommitResult, Op, WatchEvent } from 'zaris'
-import { postgresAdapter, type PostgresAdapter } from 'zaris/postgres'
+import pg from 'pg'
+import { fence, postgresAdapter, type PostgresAdapter } from 'zaris/postgres'
 import { until } from '../conformance/util'
 import { absent, adapters, del, life, ok, park, parkedRows, set } from './handover-kit'
 import { countedPool, queryCountingPool, usePostgres } from './use-postgres'
@@ -340,6 +341,45 @@ describe("a wait's looks at deadlines and its bounds, counted", () => {
     } catch (err) {
       await db.admin.query('ROLLBACK')
       throw err
+    }
+  })
+
+  test('a holder past its deadline that a fence keeps is looked at every 100 ms or so, not in a tight loop; the wait holds once the fence ends', async () => {
+    await using t = await counting()
+    const held = ok(await t.h.commit([absent('lock')], [set('lock', 'h', 200)]))
+    const tx = new pg.Client({ connectionString: db.server.url() })
+    await tx.connect()
+    try {
+      await tx.query('BEGIN')
+      await fence(tx, { key: 'lock', token: held.revision })
+      const { take } = await parked(t.w, [absent('lock')], [set('lock', 'w')], park())
+      await new Promise((r) => setTimeout(r, 800))
+      // Past due at ~200 ms, kept by the fence: a look every 100 ms since (a tight loop would make hundreds).
+      expect(t.calls()).toBeGreaterThanOrEqual(2)
+      expect(t.calls()).toBeLessThanOrEqual(12)
+      await tx.query('COMMIT')
+      expect(await take).toMatchObject({ ok: true })
+    } finally {
+      await tx.end()
+    }
+  })
+
+  test('a look at a deadline that fails (its function gone a while) is made again 100 ms later: the wait holds soon after', async () => {
+    await using t = await counting()
+    await t.h.commit([absent('lock')], [set('lock', 'h', 300)])
+    await db.admin.query('ALTER FUNCTION zaris.due_in(text, bytea[]) RENAME TO due_in_away')
+    let back = false
+    try {
+      const t0 = performance.now()
+      const take = t.w.commit([absent('lock')], [set('lock', 'w')], park())
+      await new Promise((r) => setTimeout(r, 600))
+      await db.admin.query('ALTER FUNCTION zaris.due_in_away(text, bytea[]) RENAME TO due_in')
+      back = true
+      expect(await take).toMatchObject({ ok: true })
+      // Not at the wait's 10 s end: a look made again after the failures found the deadline past.
+      expect(performance.now() - t0).toBeLessThan(3_000)
+    } finally {
+      if (!back) await db.admin.query('ALTER FUNCTION zaris.due_in_away(text, bytea[]) RENAME TO due_in')
     }
   })
 })
