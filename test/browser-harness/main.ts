@@ -8,6 +8,7 @@ import * as indexeddb from 'zaris/indexeddb'
 import * as elect from 'zaris/elect'
 import * as tabsEntry from 'zaris/tabs'
 import { recordElections } from '../elect/record'
+import { anchoredClock } from '../lincheck/anchored-clock'
 import type { HistoryEvent } from '../lincheck/history'
 import { recordingAdapter, streamSink } from '../lincheck/recorder'
 
@@ -30,17 +31,20 @@ declare global {
      */
     zarisRecorded(namespace: string, id: string, node?: string): Promise<zaris.Client>
     zarisOp?(event: HistoryEvent): Promise<void>
+    /** Now on the clock every tab and the test process share (test/lincheck/anchored-clock.ts): time what tabs record on it. */
+    zarisNow(): number
   }
 }
 
+window.zarisNow = anchoredClock().now
 window.zaris = zaris
 window.zarisIndexedDb = indexeddb
 window.zarisElect = elect
 window.zarisTabs = tabsEntry
-window.zarisRecordElect = (id) => recordElections(id, (e) => window.zarisOp?.(e).catch(() => {}) ?? Promise.resolve())
+window.zarisRecordElect = (id) => recordElections(id, (e) => window.zarisOp?.(e).catch(() => {}) ?? Promise.resolve(), window.zarisNow)
 window.kept = {}
 window.zarisRecorded = async (namespace, id, node) => {
-  const now = () => performance.timeOrigin + performance.now()
+  const now = window.zarisNow
   // Process numbers of its own: tabs number theirs apart at random (2^20 blocks of 1000).
   const sink = streamSink((e) => window.zarisOp?.(e).catch(() => {}), now, (1 + Math.floor(Math.random() * 2 ** 20)) * 1000)
   const store = node ? (await zaris.connect(`${node}/${namespace}`, { id: `${id}-inner` })).adapter : await indexeddb.openIndexedDb({ namespace })

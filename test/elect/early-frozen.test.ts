@@ -29,7 +29,7 @@ interface Seen {
 async function candidate(tab: Page, store: string, id: string, ttl: number): Promise<void> {
   await tab.evaluate(
     ({ store, id, key, ttl }) => {
-      const now = () => performance.timeOrigin + performance.now()
+      const now = window.zarisNow
       const e = window.zarisElect.election(key, { namespace: store, id, ttl })
       const seen: Seen = { events: [], campaign: null, lifecycle: [] }
       window.kept.election = e

@@ -40,7 +40,7 @@ interface Seen {
 async function candidate(tab: Page, store: string, id: string, onElected?: 'resign' | 'close' | 'spin' | 'signal'): Promise<void> {
   await tab.evaluate(
     ({ store, id, key, onElected }) => {
-      const now = () => performance.timeOrigin + performance.now()
+      const now = window.zarisNow
       const e = window.zarisElect.election(key, { namespace: store, id, ttl: 30_000 })
       const seen: Seen = { events: [], campaign: null }
       window.kept.election = e
@@ -245,7 +245,7 @@ describe('zaris/elect leads on the grant', () => {
           new BroadcastChannel('early-test').onmessage = () => {
             void navigator.locks.request(name, { steal: true }, async () => {
               // When the steal landed (granted), not when it was asked for: under load the two lie apart.
-              stole(performance.timeOrigin + performance.now())
+              stole(window.zarisNow())
               await new Promise((r) => setTimeout(r, 800))
             })
           }

@@ -29,7 +29,7 @@ type Kind = 'elect' | 'full'
  */
 function rounds(tab: Page, args: { store: string; id: string; kind: Kind; rounds: number }): Promise<{ tokens: number[]; refused: number; led: Array<[number, number]>; early: number }> {
   return tab.evaluate(async ({ store, id, kind, rounds }) => {
-    const now = () => performance.timeOrigin + performance.now()
+    const now = window.zarisNow
     const record = (r: HistoryRecord) => void window.zarisRecord(r).catch(() => {})
     type Fence = { key: string; token: number }
     let campaign: () => Promise<Fence>

@@ -19,6 +19,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import type { BrowserContext, Page } from 'playwright'
 import { launchRealTabs, UNTHROTTLED_ARGS, type RealTabsBrowser } from '../browser-harness/real-tabs'
 import { startHarness, type Harness } from '../browser-harness/server'
+import { anchoredClock } from '../lincheck/anchored-clock'
 import type { HistoryEvent } from '../lincheck/history'
 import { startNode } from '../server/node-process'
 import { assertHistory, type HistoryRecord } from './checker'
@@ -60,7 +61,7 @@ async function recordFrom(ctx: BrowserContext, push: (record: HistoryRecord) => 
   // A tab's unhandled rejection is a failure of the run, like a process's.
   await ctx.addInitScript(() => {
     window.addEventListener('unhandledrejection', (e) => {
-      void window.zarisRecord({ type: 'unhandled', client: String(window.kept?.id ?? 'tab'), error: String((e.reason as Error)?.message ?? e.reason), at: performance.timeOrigin + performance.now() })
+      void window.zarisRecord({ type: 'unhandled', client: String(window.kept?.id ?? 'tab'), error: String((e.reason as Error)?.message ?? e.reason), at: window.zarisNow?.() ?? Date.now() })
     })
   })
 }
@@ -91,7 +92,7 @@ function opener(ctx: BrowserContext, url: string): () => Promise<Page> {
  */
 function startClient(page: Page, args: { store: string; id: string; lock: string; rounds: number; ttl: number; workMs?: number; node?: string }): Promise<void> {
   return page.evaluate(async ({ store, id, lock: lockKey, rounds, ttl, workMs, node }) => {
-    const now = () => performance.timeOrigin + performance.now()
+    const now = window.zarisNow
     const record = (r: HistoryRecord) => void window.zarisRecord(r).catch(() => {})
     window.kept.id = id
     const c = await window.zarisRecorded(store, id, node)
@@ -171,13 +172,15 @@ function startClient(page: Page, args: { store: string; id: string; lock: string
 }
 
 /** A tab closed or crashed: from now on the store may end its client's entries at once (the model's owner-gone). */
-const ownerGone = (owner: string): HistoryEvent => ({ process: 'nemesis', type: 'info', f: 'owner-gone', value: { owner }, time: Math.round((performance.timeOrigin + performance.now()) * 1e6) })
+/** The test process's time on the tabs' clock (test/lincheck/anchored-clock.ts), for what it records beside them. */
+const testNow = anchoredClock().now
+const ownerGone = (owner: string): HistoryEvent => ({ process: 'nemesis', type: 'info', f: 'owner-gone', value: { owner }, time: Math.round(testNow() * 1e6) })
 
 /** Follows `prefix` in `page`, recording every event (through the adapter, below the client's de-duplication). */
 function startObserver(page: Page, store: string, prefix: string): Promise<void> {
   return page.evaluate(
     async ({ store, prefix }) => {
-      const now = () => performance.timeOrigin + performance.now()
+      const now = window.zarisNow
       const c = await window.zarisRecorded(store, 'observer')
       window.kept.observerLast = 0
       void window.zarisRecord({ type: 'watch-start', client: 'observer', watch: 'w', prefix, from: 0, at: now() })
@@ -229,7 +232,7 @@ describe('a holder tab that goes away', () => {
           await holder.waitForFunction(() => typeof window.kept.token === 'number', undefined, { polling: 20 })
           await startClient(waiter, { store, id: 'waiter', lock: 'lock:a', rounds: 3, ttl: 30_000 })
           await sleep(300) // the waiter is waiting, the holder writing
-          const at = performance.timeOrigin + performance.now()
+          const at = testNow()
           operations.push(ownerGone('holder'))
           await inflict(fault, ctx, holder)
           await waiter.waitForFunction(() => window.kept.running !== undefined, undefined, { polling: 20 })
@@ -308,11 +311,11 @@ describe('takeover after a clean release', () => {
         await waiter.evaluate(() => {
           window.kept.waiting = (window.kept.client as import('zaris').Client).locks
             .acquire('lock:handover', { ttl: 30_000, wait: 10_000 })
-            .then((l) => ((window.kept.lock = l), performance.timeOrigin + performance.now()))
+            .then((l) => ((window.kept.lock = l), window.zarisNow()))
         })
         await sleep(15)
         const released = await holder.evaluate(async () => {
-          const at = performance.timeOrigin + performance.now()
+          const at = window.zarisNow()
           await (window.kept.lock as import('zaris').Lock).release()
           return at
         })
@@ -357,7 +360,7 @@ describe('tabs opened at once elect a leader while busy loops stall them', () =>
         tabs.map((tab, i) =>
           tab.evaluate(
             async ({ store, id, seed }) => {
-              const now = () => performance.timeOrigin + performance.now()
+              const now = window.zarisNow
               const record = (r: HistoryRecord) => void window.zarisRecord(r).catch(() => {})
               let s = seed
               const rand = () => ((s = (s * 1103515245 + 12345) % 2147483648) / 2147483648)
@@ -577,7 +580,7 @@ describe('tabs taking one lock in rounds while tabs are closed, crashed and froz
       const acquisitions = history.filter((r) => r.type === 'acquire').length
       const lastAccepted = Math.max(...history.flatMap((r) => (r.type === 'write' && r.outcome === 'accepted' ? [r.revision!] : [])))
       await observer.waitForFunction((n) => (window.kept.observerLast as number) >= n, lastAccepted, { polling: 50 })
-      history.push({ type: 'watch-end', client: 'observer', watch: 'w', reason: 'closed', through: lastAccepted, at: performance.timeOrigin + performance.now() })
+      history.push({ type: 'watch-end', client: 'observer', watch: 'w', reason: 'closed', through: lastAccepted, at: testNow() })
       const stats = assertHistory(history, operations, { clockMargin: 5 })
       expect(acquisitions).toBeGreaterThanOrEqual(tabsN * rounds)
       // Every freeze was past the TTL, checked by the checker: the frozen holder's writes after resuming refused, its signal aborted.

@@ -26,7 +26,7 @@ it('a zaris/tabs lock frozen past its TTL: the waiting tab holds within TTL + 1 
     const take = (tab: typeof holder, id: string) =>
       tab.evaluate(
         async ({ store, id, ttl }) => {
-          const now = () => performance.timeOrigin + performance.now()
+          const now = window.zarisNow
           const events: Array<[string, number]> = []
           window.kept.lifecycle = events
           for (const type of ['freeze', 'resume']) document.addEventListener(type, () => events.push([type, now()]))

@@ -25,7 +25,7 @@ type Kind = 'tabs' | 'full'
  */
 function rounds(tab: Page, args: { store: string; id: string; kind: Kind; rounds: number }): Promise<{ tokens: number[]; refused: number }> {
   return tab.evaluate(async ({ store, id, kind, rounds }) => {
-    const now = () => performance.timeOrigin + performance.now()
+    const now = window.zarisNow
     const record = (r: HistoryRecord) => void window.zarisRecord(r).catch(() => {})
     type Fence = { key: string; token: number }
     let acquire: () => Promise<Fence & { release(): Promise<boolean> }>
