@@ -4,7 +4,9 @@
  * a held gate is marked, and the next holder of the gate takes the key over
  * it in a new life; a gate asked to wait marks its entry held or not (a
  * waiter's takeover before it steals the gate); an entry written without a
- * gate is one no gate holder may take over.
+ * gate is one no gate holder may take over. Shared gates (a group of
+ * readers) take over an exclusive mark but never a reader's own: readers
+ * hold beside each other.
  */
 import { afterEach, describe, expect, it } from 'vitest'
 import type { Adapter, Op } from 'zaris'
@@ -75,5 +77,99 @@ describe('indexeddb gate marks', () => {
     const over = await a.commit([{ key: 'k', revision: null }], take('b'), { gate: next })
     expect(over.ok).toBe(true)
     next.release()
+  })
+
+  it('a shared gate does not take over the mark of another shared holder (readers hold beside each other)', async () => {
+    ns = `mark-${Math.random().toString(36).slice(2, 10)}`
+    const a = adapter()
+    const first = a.gate!('k', { mode: 'shared' })
+    expect(await first.granted).toBe(true)
+    const r = await a.commit([{ key: 'k', revision: null }], take('a'), { gate: first })
+    expect(r.ok).toBe(true)
+    const second = a.gate!('k', { mode: 'shared' })
+    expect(await second.granted).toBe(true)
+    const over = await a.commit([{ key: 'k', revision: null }], take('b'), { gate: second })
+    expect(over.ok).toBe(false)
+    if (!over.ok) expect(over.failed[0]!.entry?.owner).toBe('a')
+    // Let go by the first reader, its entry is still another reader's mark to the second: not taken over.
+    first.release()
+    expect((await a.commit([{ key: 'k', revision: null }], take('b'), { gate: second })).ok).toBe(false)
+    second.release()
+  })
+
+  it('a shared gate takes over an exclusive mark, and an exclusive gate a shared one, each in a new life', async () => {
+    ns = `mark-${Math.random().toString(36).slice(2, 10)}`
+    const a = adapter()
+    const writer = a.gate!('k')
+    expect(await writer.granted).toBe(true)
+    const w = await a.commit([{ key: 'k', revision: null }], take('w'), { gate: writer })
+    expect(w.ok).toBe(true)
+    writer.release()
+    const reader = a.gate!('k', { mode: 'shared' })
+    expect(await reader.granted).toBe(true)
+    const r = await a.commit([{ key: 'k', revision: null }], take('r'), { gate: reader })
+    expect(r.ok && r.entries[0]!.created).toBeGreaterThan(w.ok ? w.revision : Infinity)
+    reader.release()
+    const next = a.gate!('k')
+    expect(await next.granted).toBe(true)
+    const x = await a.commit([{ key: 'k', revision: null }], take('x'), { gate: next })
+    expect(x.ok && x.entries[0]!.created).toBeGreaterThan(r.ok ? r.revision : Infinity)
+    next.release()
+  })
+
+  it('a take over a marked entry is a new life even by the same owner, and only a check that the key is free is taken over', async () => {
+    ns = `mark-${Math.random().toString(36).slice(2, 10)}`
+    const a = adapter()
+    const first = a.gate!('k')
+    expect(await first.granted).toBe(true)
+    const r = await a.commit([{ key: 'k', revision: null }], take('a'), { gate: first })
+    expect(r.ok).toBe(true)
+    first.release()
+    const next = a.gate!('k')
+    expect(await next.granted).toBe(true)
+    // A check of another revision at the key is judged as it stands, gate or not.
+    const stale = await a.commit([{ key: 'k', revision: 999 }], take('a'), { gate: next })
+    expect(stale.ok).toBe(false)
+    const again = await a.commit([{ key: 'k', revision: null }], take('a'), { gate: next })
+    expect(again.ok && again.entries[0]!.created, 'the old token must die').toBeGreaterThan(r.ok ? r.entries[0]!.created : Infinity)
+    next.release()
+  })
+
+  it('a renewal without the gate keeps the mark; a new life written without it carries none', async () => {
+    ns = `mark-${Math.random().toString(36).slice(2, 10)}`
+    const a = adapter()
+    const holder = a.gate!('k')
+    expect(await holder.granted).toBe(true)
+    const r = await a.commit([{ key: 'k', revision: null }], take('a'), { gate: holder })
+    if (!r.ok) throw new Error('the take failed')
+    // The holder renews as a hold does, without its gate, then is frozen past its gate's release.
+    const created = r.entries[0]!.created
+    expect((await a.commit([{ key: 'k', created }], take('a'))).ok).toBe(true)
+    holder.release()
+    const next = a.gate!('k')
+    expect(await next.granted).toBe(true)
+    const over = await a.commit([{ key: 'k', revision: null }], take('b'), { gate: next })
+    expect(over.ok, 'the renewed entry lost its mark').toBe(true)
+    if (!over.ok) return
+    // A plain write of a new life over it (no gate): no gate holder may take that over.
+    const plain = await a.commit([{ key: 'k', created: over.entries[0]!.created }], [{ ...take('p')[0]!, fresh: true } as Op])
+    expect(plain.ok).toBe(true)
+    expect((await a.commit([{ key: 'k', revision: null }], take('c'), { gate: next })).ok).toBe(false)
+    next.release()
+  })
+
+  it("a commit through a key's gate marks only that key's entry", async () => {
+    ns = `mark-${Math.random().toString(36).slice(2, 10)}`
+    const a = adapter()
+    const gate = a.gate!('k')
+    expect(await gate.granted).toBe(true)
+    const ops: Op[] = [...take('a'), { type: 'set', key: 'j', value: null, ttl: 60_000, owner: 'a' }]
+    expect((await a.commit([{ key: 'k', revision: null }], ops, { gate })).ok).toBe(true)
+    gate.release()
+    const ofJ = a.gate!('j')
+    expect(await ofJ.granted).toBe(true)
+    const over = await a.commit([{ key: 'j', revision: null }], [{ type: 'set', key: 'j', value: null, ttl: 60_000, owner: 'b' }], { gate: ofJ })
+    expect(over.ok).toBe(false)
+    ofJ.release()
   })
 })

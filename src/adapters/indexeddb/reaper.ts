@@ -254,7 +254,7 @@ function readOwned(db: Database, now: number): Promise<{ revision: number; entri
 export function reapTx(db: Database, lives: Array<Pick<Life, 'key' | 'owner' | 'created'>>, historySize: number): Promise<Outcome> {
   return writeTx(db, (tx, guard, done) => {
     const entries = tx.objectStore('entries')
-    const found: Array<Stored | undefined> = new Array(lives.length)
+    const found: Array<Stored | undefined> = []
     let revision = 0
     // The writes go from the callback of the last read to arrive.
     let pending = lives.length + 1

@@ -69,7 +69,7 @@ export function durabilityOf(requests: Array<Pick<CommitRequest, 'ops'>>): IDBTr
 
 /**
  * Runs `body` in a readwrite transaction of both stores (`durability`, see
- * {@link durabilityOf}: the browser's default unless given) and resolves
+ * {@link durabilityOf}) and resolves
  * what it hands to `done` once the transaction has committed. `body` issues its
  * requests and does its writes from their callbacks, through `guard`, so the
  * transaction stays alive from the first request to the last write. An
@@ -80,7 +80,7 @@ export function durabilityOf(requests: Array<Pick<CommitRequest, 'ops'>>): IDBTr
 export function writeTx<T>(
   db: Database,
   body: (tx: IDBTransaction, guard: Guard, done: (value: T) => void) => void,
-  durability: IDBTransactionDurability = 'default',
+  durability: IDBTransactionDurability,
 ): Promise<T> {
   return new Promise<T>((resolve, reject) => {
     const tx = db.transaction(['entries', 'log'], 'readwrite', { durability })
@@ -124,7 +124,6 @@ export interface Outcome {
  * records in between are never relied on.
  */
 export function finish(tx: IDBTransaction, revision: number, records: LogRecord[], historySize: number): void {
-  if (records.length === 0) return
   const log = tx.objectStore('log')
   for (const r of records) log.put(r)
   const before = revision - records.length
@@ -184,7 +183,7 @@ export function commitBatch(
   return writeTx(db, (tx, guard, done) => {
     const entries = tx.objectStore('entries')
     const keys = [...new Set(requests.flatMap((r) => [...r.checks.map((c) => c.key), ...r.ops.map((o) => o.key)]))]
-    const found: Array<Stored | undefined> = new Array(keys.length)
+    const found: Array<Stored | undefined> = []
     let stored = 0
     // The writes go from the callback of the last read to arrive, so no turn of the event loop passes in between.
     let pending = keys.length + 1
@@ -276,7 +275,8 @@ function apply(
         // `count` is missing only for stores whose commits take no `add` (their types say so).
         if (op.type === 'add') w = count!(op, existing, at)
         else w = setWritten(op.key === over ? { ...op, fresh: true } : op, existing, at, now)
-        if (gate && op.key === gate.key && op.type === 'set') w.gate = gate.mode
+        // Every entry written at the gate's key is marked (the contract's rule); a delete leaves none.
+        if (gate && op.key === gate.key) w.gate = gate.mode
         else if (existing?.gate && w.created === existing.created) w.gate = existing.gate
         writes.push(w)
       }
@@ -315,7 +315,7 @@ function apply(
 
 /**
  * Deletes every due entry and resolves the records written and the earliest
- * deadline left: the revision and the due entries are read together, the
+ * deadline left: the due entries and the revision are read together, the
  * deletes and log records go from the callback of the last, then the
  * earliest deadline is read after them.
  */
@@ -323,38 +323,30 @@ export function sweepTx(db: Database, now: number, historySize: number): Promise
   return writeTx(db, (tx, guard, done) => {
     const entries = tx.objectStore('entries')
     const byExpiry = entries.index('expiresAt')
+    // Asked first: the requests of a transaction succeed in the order they were made, so the due
+    // entries are in by the time the revision is.
     const due = byExpiry.getAll(IDBKeyRange.upperBound(now))
-    let dueRead = false
-    let revision: number | undefined
-    const expire = () => {
-      if (!dueRead || revision === undefined) return
-      const records: LogRecord[] = []
-      for (const e of due.result as Stored[]) {
-        // A store with no revision left expires nothing (see RevisionExhaustedError).
-        if (!hasRevisionLeft(revision)) break
-        revision++
-        entries.delete(e.key)
-        records.push({ revision, events: [{ type: 'expire', key: e.key, revision }] })
-      }
-      finish(tx, revision, records, historySize)
-      const outcome: Outcome = { records }
-      done(outcome)
-      const first = byExpiry.openKeyCursor()
-      first.onsuccess = guard(() => {
-        if (first.result) outcome.nextExpiry = first.result.key as number
-        tx.commit?.()
-      })
-    }
-    lastRevision(tx.objectStore('log'), 0, (r) =>
+    lastRevision(tx.objectStore('log'), 0, (stored) =>
       guard(() => {
-        revision = r
-        expire()
+        let revision = stored
+        const records: LogRecord[] = []
+        for (const e of due.result as Stored[]) {
+          // A store with no revision left expires nothing (see RevisionExhaustedError).
+          if (!hasRevisionLeft(revision)) break
+          revision++
+          entries.delete(e.key)
+          records.push({ revision, events: [{ type: 'expire', key: e.key, revision }] })
+        }
+        finish(tx, revision, records, historySize)
+        const outcome: Outcome = { records }
+        done(outcome)
+        const first = byExpiry.openKeyCursor()
+        first.onsuccess = guard(() => {
+          if (first.result) outcome.nextExpiry = first.result.key as number
+          tx.commit?.()
+        })
       })(),
     )
-    due.onsuccess = guard(() => {
-      dueRead = true
-      expire()
-    })
   }, 'relaxed')
 }
 
