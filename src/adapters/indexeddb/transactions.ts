@@ -364,22 +364,23 @@ export function readEntry(db: Database, key: string): Promise<Stored | undefined
 /**
  * Up to `count` stored entries whose key starts with `prefix`, after the key
  * `after`, in key order (possibly expired: the caller decides). IndexedDB
- * orders string keys by UTF-16 code units, as the contract does.
+ * orders string keys by UTF-16 code units, as the contract does, so the
+ * range holds exactly the keys under the prefix.
  */
 export async function readPrefix(db: Database, prefix: string, after?: string, count?: number): Promise<Stored[]> {
   const range = pageRange(prefix, after)
   if (range === null) return []
-  const all = await settled(() => db.transaction('entries').objectStore('entries').getAll(range, count) as IDBRequest<Stored[]>)
-  return all.filter((e) => e.key.startsWith(prefix))
+  return settled(() => db.transaction('entries').objectStore('entries').getAll(range, count) as IDBRequest<Stored[]>)
 }
 
 /** The keys under `prefix` after `after`; null when there are none. */
 function pageRange(prefix: string, after: string | undefined): IDBKeyRange | undefined | null {
   const whole = prefixRange(prefix)
   if (after === undefined || after < prefix) return whole
+  // Past the prefix's keys: none left. Under it (it starts with the prefix): below the range's end.
   if (!after.startsWith(prefix)) return null
   if (!whole || whole.upper === undefined) return IDBKeyRange.lowerBound(after, true)
-  return after >= whole.upper ? null : IDBKeyRange.bound(after, whole.upper, true, true)
+  return IDBKeyRange.bound(after, whole.upper, true, true)
 }
 
 /** The store's revision and every log record after `after`, read together. */
