@@ -8,7 +8,6 @@ import * as indexeddb from 'zaris/indexeddb'
 import * as elect from 'zaris/elect'
 import * as tabsEntry from 'zaris/tabs'
 import { recordElections } from '../elect/record'
-import { anchoredClock } from '../lincheck/anchored-clock'
 import type { HistoryEvent } from '../lincheck/history'
 import { recordingAdapter, streamSink } from '../lincheck/recorder'
 
@@ -31,12 +30,19 @@ declare global {
      */
     zarisRecorded(namespace: string, id: string, node?: string): Promise<zaris.Client>
     zarisOp?(event: HistoryEvent): Promise<void>
-    /** Now on the clock every tab and the test process share (test/lincheck/anchored-clock.ts): time what tabs record on it. */
+    /** Now on the machine's monotonic clock, which every tab and the test process share (test/browser-harness/tab-clock.ts): time what tabs record on it. Throws until the test process has calibrated the tab. */
     zarisNow(): number
+    /** Set by the test process (`calibrateTabClock`): the machine's monotonic clock at this tab's `performance.now()` origin. */
+    zarisSetClockOffset(offset: number): void
   }
 }
 
-window.zarisNow = anchoredClock().now
+let clockOffset: number | undefined
+window.zarisSetClockOffset = (offset) => void (clockOffset = offset)
+window.zarisNow = () => {
+  if (clockOffset === undefined) throw new Error("this tab's clock was never calibrated (calibrateTabClock, test/browser-harness/tab-clock.ts)")
+  return clockOffset + performance.now()
+}
 window.zaris = zaris
 window.zarisIndexedDb = indexeddb
 window.zarisElect = elect

@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url'
 import { chromium, type Browser, type BrowserContext, type LaunchOptions, type Page } from 'playwright'
 import { createServer, type Plugin, type ViteDevServer } from 'vite'
 import { chromiumLaunchOptions } from './chromium'
+import { calibrateTabClock } from './tab-clock'
 
 const here = (path: string) => fileURLToPath(new URL(path, import.meta.url))
 
@@ -93,7 +94,7 @@ export async function startHarness(launch: LaunchOptions | BrowserLauncher = chr
 
 /**
  * A new tab of the harness page in `ctx`, once its script has set
- * `window.harnessReady`. Page errors are printed (a test that fails for them
+ * `window.harnessReady`, its clock calibrated (./tab-clock.ts). Page errors are printed (a test that fails for them
  * says why). `before` runs between the tab's creation and its load (a route
  * that holds back or fails a chunk). Polled, not per animation frame: a tab
  * that is not in front gets no frames.
@@ -108,5 +109,6 @@ export async function openHarnessTab(
   if (before) await before(page)
   await page.goto(url)
   await page.waitForFunction(() => (window as unknown as { harnessReady?: boolean }).harnessReady === true, undefined, { polling: 50 })
+  await calibrateTabClock(page)
   return page
 }

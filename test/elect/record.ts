@@ -16,7 +16,7 @@ import { TermStore } from '../../src/elect/store'
 import type { HistoryEvent } from '../lincheck/history'
 import { recordingAdapter, streamSink } from '../lincheck/recorder'
 
-/** Makes every election-only store of this page record its commits as client `id` through `push`, timed on `now` (the tabs' shared clock). */
+/** Makes every election-only store of this page record its commits as client `id` through `push`, timed on `now` (the tabs' shared clock, test/browser-harness/tab-clock.ts). */
 export function recordElections(id: string, push: (event: HistoryEvent) => Promise<void>, now: () => number): void {
   // Process numbers of its own, apart from the page's recorded clients (2^20 blocks of 1000).
   const sink = streamSink(push, now, (1 + Math.floor(Math.random() * 2 ** 20)) * 1000)

@@ -19,7 +19,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import type { BrowserContext, Page } from 'playwright'
 import { launchRealTabs, UNTHROTTLED_ARGS, type RealTabsBrowser } from '../browser-harness/real-tabs'
 import { startHarness, type Harness } from '../browser-harness/server'
-import { anchoredClock } from '../lincheck/anchored-clock'
+import { calibrateTabClock, machineNow } from '../browser-harness/tab-clock'
 import type { HistoryEvent } from '../lincheck/history'
 import { startNode } from '../server/node-process'
 import { assertHistory, type HistoryRecord } from './checker'
@@ -60,8 +60,15 @@ async function recordFrom(ctx: BrowserContext, push: (record: HistoryRecord) => 
   await ctx.exposeBinding('zarisOp', (_source, event: HistoryEvent) => void pushOperation(event))
   // A tab's unhandled rejection is a failure of the run, like a process's.
   await ctx.addInitScript(() => {
+    const at = () => {
+      try {
+        return window.zarisNow()
+      } catch {
+        return NaN // before the harness page has loaded and been calibrated
+      }
+    }
     window.addEventListener('unhandledrejection', (e) => {
-      void window.zarisRecord({ type: 'unhandled', client: String(window.kept?.id ?? 'tab'), error: String((e.reason as Error)?.message ?? e.reason), at: window.zarisNow?.() ?? Date.now() })
+      void window.zarisRecord({ type: 'unhandled', client: String(window.kept?.id ?? 'tab'), error: String((e.reason as Error)?.message ?? e.reason), at: at() })
     })
   })
 }
@@ -74,6 +81,7 @@ function opener(ctx: BrowserContext, url: string): () => Promise<Page> {
     await page.goto(url, { timeout: 120_000 })
     // Polled, not per animation frame: a tab that is not in front gets no frames.
     await page.waitForFunction(() => window.harnessReady === true, undefined, { timeout: 120_000, polling: 50 })
+    await calibrateTabClock(page)
     return page
   }
 }
@@ -172,8 +180,8 @@ function startClient(page: Page, args: { store: string; id: string; lock: string
 }
 
 /** A tab closed or crashed: from now on the store may end its client's entries at once (the model's owner-gone). */
-/** The test process's time on the tabs' clock (test/lincheck/anchored-clock.ts), for what it records beside them. */
-const testNow = anchoredClock().now
+/** The test process's time on the tabs' clock (test/browser-harness/tab-clock.ts), for what it records beside them. */
+const testNow = machineNow
 const ownerGone = (owner: string): HistoryEvent => ({ process: 'nemesis', type: 'info', f: 'owner-gone', value: { owner }, time: Math.round(testNow() * 1e6) })
 
 /** Follows `prefix` in `page`, recording every event (through the adapter, below the client's de-duplication). */

@@ -158,6 +158,21 @@ describe('indexeddb gate marks', () => {
     next.release()
   })
 
+  it("a key's gate takes over a marked entry at its own key only", async () => {
+    ns = `mark-${Math.random().toString(36).slice(2, 10)}`
+    const a = adapter()
+    const ofJ = a.gate!('j')
+    expect(await ofJ.granted).toBe(true)
+    expect((await a.commit([{ key: 'j', revision: null }], [{ type: 'set', key: 'j', value: null, ttl: 60_000, owner: 'a' }], { gate: ofJ })).ok).toBe(true)
+    ofJ.release()
+    const ofK = a.gate!('k')
+    expect(await ofK.granted).toBe(true)
+    const both = await a.commit([{ key: 'k', revision: null }, { key: 'j', revision: null }], take('b'), { gate: ofK })
+    expect(both.ok).toBe(false)
+    if (!both.ok) expect(both.failed.map((f) => f.key)).toEqual(['j'])
+    ofK.release()
+  })
+
   it("a commit through a key's gate marks only that key's entry", async () => {
     ns = `mark-${Math.random().toString(36).slice(2, 10)}`
     const a = adapter()

@@ -85,15 +85,13 @@ export function writeTx<T>(
   return new Promise<T>((resolve, reject) => {
     const tx = db.transaction(['entries', 'log'], 'readwrite', { durability })
     let value: T
-    let failed = false
     tx.oncomplete = () => resolve(value)
     tx.onabort = () => reject(tx.error ?? new DOMException('the transaction was aborted', 'AbortError'))
+    // Once aborted, a transaction's requests fail: no guarded callback runs after a throw.
     const guard: Guard = (fn) => () => {
-      if (failed) return
       try {
         fn()
       } catch (err) {
-        failed = true
         reject(err)
         try {
           tx.abort()
@@ -127,7 +125,8 @@ export function finish(tx: IDBTransaction, revision: number, records: LogRecord[
   const log = tx.objectStore('log')
   for (const r of records) log.put(r)
   const before = revision - records.length
-  if (revision > historySize && Math.floor(revision / TRIM_EVERY) > Math.floor(before / TRIM_EVERY)) {
+  // (Below historySize revisions the range is empty: a request that deletes nothing.)
+  if (Math.floor(revision / TRIM_EVERY) > Math.floor(before / TRIM_EVERY)) {
     log.delete(IDBKeyRange.upperBound(revision - historySize))
   }
 }
