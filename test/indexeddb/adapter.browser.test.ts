@@ -100,6 +100,31 @@ describe('indexeddb adapter', () => {
     expect((await a.get('k'))?.revision).toBe(42)
   })
 
+  it('a commit sent again with its request id is answered as the first time, not applied again', async () => {
+    const a = adapterOn(namespace())
+    const first = await a.commit([], [{ type: 'set', key: 'k', value: 1 }], { requestId: 'r-1' })
+    const again = await a.commit([], [{ type: 'set', key: 'k', value: 1 }], { requestId: 'r-1' })
+    expect(again).toEqual(first)
+    expect((await a.get('k'))?.revision).toBe(1)
+    const other = await a.commit([], [{ type: 'set', key: 'k', value: 2 }], { requestId: 'r-2' })
+    expect(other.ok && other.revision).toBe(2)
+  })
+
+  it("a commit's values are its own: changing the value given, or the one answered, changes neither the store nor what watchers see", async () => {
+    const a = adapterOn(namespace())
+    const w = collect(a, 'k')
+    await w.ready
+    const given = { n: 1 }
+    const committing = a.commit([], [{ type: 'set', key: 'k', value: given }])
+    given.n = 2
+    const r = await committing
+    if (!r.ok) throw new Error('the commit failed')
+    ;(r.entries[0]!.value as { n: number }).n = 3
+    await until(() => w.events.length === 1)
+    expect(w.events[0]).toMatchObject({ type: 'put', key: 'k', value: { n: 1 } })
+    expect((await a.get('k'))?.value).toEqual({ n: 1 })
+  })
+
   it('rejects a commit that names a key twice', async () => {
     const a = adapterOn(namespace())
     const err = await a
