@@ -142,6 +142,24 @@ describe('indexeddb adapter options', () => {
     }
   })
 
+  it('a closed adapter refuses reads and watches while another adapter of the page keeps the store open', async () => {
+    const ns = namespace()
+    const other = keep(indexedDbAdapter({ namespace: ns }))
+    await other.commit([], [{ type: 'set', key: 'k', value: 1 }])
+    const a = indexedDbAdapter({ namespace: ns })
+    expect((await a.get('k'))?.value).toBe(1)
+    await a.close()
+    for (const call of [() => a.get('k'), () => a.list(''), () => a.watch('', { event: () => {}, error: () => {} })]) {
+      const e = await call().then(
+        () => undefined,
+        (x: unknown) => x,
+      )
+      expect(isZarisError(e, 'CLOSED')).toBe(true)
+      expect((e as Error).message).toMatch(/the indexeddb adapter is closed/)
+    }
+    expect((await other.get('k'))?.value).toBe(1)
+  })
+
   it('on its store clock (option `clock`) past an entry\'s deadline, before any sweep: get and list see it gone', async () => {
     let now = Date.now()
     // A clock whose timers never fire: no sweep runs, the entries stay stored past their deadlines.

@@ -147,9 +147,8 @@ class IndexedDbStore {
     this.adapter = this.#makeAdapter()
   }
 
-  /** The open database. */
+  /** The open database (a closed adapter's watch is refused by its life's `track`). */
   db(): Promise<Database> {
-    if (this.#life.closed) return Promise.reject(new ClosedError('the indexeddb adapter is closed'))
     return this.#shared.db()
   }
 
