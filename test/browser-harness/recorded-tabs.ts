@@ -1,6 +1,6 @@
 /**
  * A test file's harness (Vite + Chromium, started before its tests and
- * stopped after them) and `withContext`: a fresh browser context whose
+ * stopped after them: `useHarness`) and `withContext`: a fresh browser context whose
  * pages record (the `zarisRecord` and `zarisOp` bindings, for the checker:
  * test/faults/checker.ts), closed after `fn`.
  */
@@ -14,10 +14,8 @@ import { openHarnessTab, startHarness, type Harness } from './server'
 /** Opens a harness tab of the context. */
 export type OpenTab = () => Promise<Page>
 
-/** Registers the file's `beforeAll`/`afterAll`; call `withContext` inside tests. */
-export function useRecordedTabs(): {
-  withContext(fn: (open: OpenTab, records: HistoryRecord[], operations: HistoryEvent[]) => Promise<void>): Promise<void>
-} {
+/** The file's harness, started before its tests and closed after them: read `url` and `browser` inside tests. */
+export function useHarness(): Harness {
   let harness: Harness | undefined
   beforeAll(async () => {
     harness = await startHarness()
@@ -26,14 +24,30 @@ export function useRecordedTabs(): {
     await harness?.close()
   })
   return {
+    get url() {
+      return harness!.url
+    },
+    get browser() {
+      return harness!.browser
+    },
+    close: () => harness!.close(),
+  }
+}
+
+/** Registers the file's `beforeAll`/`afterAll`; call `withContext` inside tests. */
+export function useRecordedTabs(): {
+  withContext(fn: (open: OpenTab, records: HistoryRecord[], operations: HistoryEvent[]) => Promise<void>): Promise<void>
+} {
+  const harness = useHarness()
+  return {
     async withContext(fn) {
-      const ctx = await harness!.browser.newContext()
+      const ctx = await harness.browser.newContext()
       const records: HistoryRecord[] = []
       const operations: HistoryEvent[] = []
       await ctx.exposeBinding('zarisRecord', (_s, r: HistoryRecord) => void records.push(r))
       await ctx.exposeBinding('zarisOp', (_s, e: HistoryEvent) => void operations.push(e))
       try {
-        await fn(() => openHarnessTab(ctx, harness!.url), records, operations)
+        await fn(() => openHarnessTab(ctx, harness.url), records, operations)
       } finally {
         await ctx.close()
       }

@@ -5,18 +5,13 @@
  * tab in a new renderer process (after a crash) alike, and it stays so; a
  * tab never calibrated refuses to tell the time rather than tell it wrong.
  */
-import { afterAll, beforeAll, describe, expect, test } from 'vitest'
+import { describe, expect, test } from 'vitest'
 import type { CDPSession, Page } from 'playwright'
-import { openHarnessTab, startHarness, type Harness } from './server'
+import { useHarness } from './recorded-tabs'
+import { openHarnessTab } from './server'
 import { calibrateTabClock, machineNow } from './tab-clock'
 
-let harness: Harness
-beforeAll(async () => {
-  harness = await startHarness()
-}, 60_000)
-afterAll(async () => {
-  await harness?.close()
-})
+const harness = useHarness()
 
 /** Checks that `page`'s clock reads the machine's, `times` times: each reading between the two of the test process around it, give or take `slack` ms. */
 async function agrees(page: Page, slack: number, times = 5): Promise<void> {

@@ -18,6 +18,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import type { BrowserContext, Page } from 'playwright'
 import { launchRealTabs, UNTHROTTLED_ARGS, type RealTabsBrowser } from '../browser-harness/real-tabs'
+import { useHarness } from '../browser-harness/recorded-tabs'
 import { startHarness, type Harness } from '../browser-harness/server'
 import { calibrateTabClock, machineNow } from '../browser-harness/tab-clock'
 import type { HistoryEvent } from '../lincheck/history'
@@ -26,13 +27,7 @@ import { assertHistory, type HistoryRecord } from './checker'
 import { FaultProxy } from './proxy'
 import { count, figure, LONG, prng, quantiles, seedFor, timeout } from './scale'
 
-let harness: Harness
-beforeAll(async () => {
-  harness = await startHarness()
-}, 60_000)
-afterAll(async () => {
-  await harness?.close()
-})
+const harness = useHarness()
 
 declare global {
   interface Window {

@@ -5,19 +5,11 @@
  * holder tabs here dispatch a synthetic `pagehide` and stay alive, so their
  * Web Locks stay held: whatever the waiter does, the announcement made it.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import type { Page } from 'playwright'
-import { startHarness, type Harness } from '../browser-harness/server'
+import { useHarness } from '../browser-harness/recorded-tabs'
 
-let harness: Harness
-
-beforeAll(async () => {
-  harness = await startHarness()
-}, 60_000)
-
-afterAll(async () => {
-  await harness?.close()
-})
+const harness = useHarness()
 
 async function withTabs(n: number, fn: (tabs: Page[], store: string) => Promise<void>): Promise<void> {
   const ctx = await harness.browser.newContext()

@@ -4,19 +4,11 @@
  * (test/browser-harness). Figures (failover, watch latency) are printed, not
  * asserted.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import type { BrowserContext, Page } from 'playwright'
-import { startHarness, type Harness } from '../browser-harness/server'
+import { useHarness } from '../browser-harness/recorded-tabs'
 
-let harness: Harness
-
-beforeAll(async () => {
-  harness = await startHarness()
-}, 60_000)
-
-afterAll(async () => {
-  await harness?.close()
-})
+const harness = useHarness()
 
 async function withContext(fn: (ctx: BrowserContext, open: () => Promise<Page>) => Promise<void>): Promise<void> {
   const ctx = await harness.browser.newContext()

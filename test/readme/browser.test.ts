@@ -7,18 +7,12 @@
  * is also run in two tabs: one leads, the other waits, and when the leader's
  * tab closes the other leads with a larger token.
  */
-import { afterAll, beforeAll, describe, expect, test } from 'vitest'
+import { describe, expect, test } from 'vitest'
 import type { BrowserContext, Page } from 'playwright'
-import { startHarness, type Harness } from '../browser-harness/server'
+import { useHarness } from '../browser-harness/recorded-tabs'
 import { blocksFor, blocksOf, snippetFile, titleOf } from './snippets'
 
-let harness: Harness
-beforeAll(async () => {
-  harness = await startHarness()
-}, 60_000)
-afterAll(async () => {
-  await harness?.close()
-})
+const harness = useHarness()
 
 interface Run {
   logs: string[]
