@@ -241,10 +241,11 @@ export function checkPartition(keys: string[], ops: Operation[], options: CheckO
     return false
   }
 
-  // A frame is `forced` when its operation changed nothing (the same states: a read that every
-  // possible state agrees with, say): placed as soon as it fits, it needs no other place. Placing it
-  // later cannot help any other operation (the state is the same), and every operation that had to
-  // precede it already does; so the way back skips it.
+  // A frame is `forced` when its operation writes nothing (a read, a refused commit) and changed no
+  // state here (every possible state agrees with it): placed as soon as it fits, it needs no other
+  // place. Placing it later cannot help any other operation (the state is the same), and every
+  // operation that had to precede it already does; so the way back skips it. Not so a write that
+  // happened to change nothing here (an unknown delete of a key absent now): later, it may (run 69).
   const stack: Array<{ node: Node; states: State[]; key: string; forced: boolean }> = []
   let states: State[] = [initialState()]
   let statesKey = canonicalSet(states).key
@@ -274,7 +275,7 @@ export function checkPartition(keys: string[], ops: Operation[], options: CheckO
         const set = canonicalSet(next.map((t) => forgetUnwatched(t, watched)))
         if (set.states.length > maxStates) return { keys, size: n, verdict: 'unknown', steps, counterexample }
         if (!seen(set.key)) {
-          stack.push({ node, states, key: statesKey, forced: set.key === statesKey })
+          stack.push({ node, states, key: statesKey, forced: set.key === statesKey && writesNothing(op) })
           states = set.states
           statesKey = set.key
           lift(node)
