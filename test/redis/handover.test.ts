@@ -296,6 +296,25 @@ describe('the Redis store hands over', () => {
     }
   })
 
+  test("an aborted parked commit is answered with its first try's failure, not what fails at the abort (as the local store: handover-same seed 829635396)", async () => {
+    const { all } = await fx.adapters(3)
+    const [h, w, s] = all as [RedisAdapter, RedisAdapter, RedisAdapter]
+    try {
+      const held = ok(await h.commit([absent('lock')], [set('lock', 'h')]))
+      const stop = new AbortController()
+      let parked = false
+      const aborted = w.commit([absent('lock')], [set('lock', 'w')], { ...park(), signal: stop.signal, onParked: () => (parked = true) })
+      await until(() => parked)
+      // Another owner takes the lock over: the parked take is tried again, fails again, stays parked.
+      ok(await s.commit([life('lock', held.revision)], [set('lock', 's')]))
+      stop.abort()
+      expect(await aborted).toMatchObject({ ok: false, failed: [{ key: 'lock', entry: { owner: 'h' } }] })
+      expect(await h.get('lock')).toMatchObject({ owner: 's' })
+    } finally {
+      await Promise.all(all.map((a) => a.close()))
+    }
+  })
+
   test("a namespace where nothing is parked skips the handover's reads: the park counter goes once nothing is parked, and comes back with the next park, which is handed over as before", async () => {
     const { ns, all } = await fx.adapters(2)
     const [h, w] = all as [RedisAdapter, RedisAdapter]

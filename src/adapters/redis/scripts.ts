@@ -316,8 +316,8 @@ return {now, next_in, redis.call('HGET', K_REV, 'n') or '0', entries, g}
  * call makes hand over first. Returns `{'dup', now, nextIn, answer}` when it
  * was answered (meanwhile: the message was lost or crossed; or now, by its
  * last try); else `{'fail', now, nextIn, {key, raw, ...}}`, taken out of
- * park: its failed checks now, or its first try's when they all hold now
- * (an abort). `{'fail', now, nextIn, {}}` when neither is known (its
+ * park: at its deadline its failed checks now, at an abort or a close its
+ * first try's (`CommitOptions.signal`). `{'fail', now, nextIn, {}}` when neither is known (its
  * answer's record is gone).
  */
 export const UNPARK: ScriptSource = { parts: PARTS, body: `
@@ -343,7 +343,8 @@ if raw then
     if last then keep_turn(p, NOW + ${TURN_US}) end
     unpark(p)
     if last and #failed == 0 then return reply('behind', {}) end
-    if #failed == 0 then failed = p.f end
+    -- An abort or a close answers with its first try's failure, as the local store does (the contract).
+    if not last then failed = p.f end
     return reply('fail', failed)
   end
 end
