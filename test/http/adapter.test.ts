@@ -358,13 +358,14 @@ describe('dead streams and metrics', () => {
     const writer = c!.locks.acquire('doc', { ttl: 10_000, wait: 10_000 }) // waits: a line entry and an intent
     const lease = await d!.locks.acquire('lease', { ttl: 10_000 })
     const permit = await d!.semaphores.acquire('sem', { limit: 2, ttl: 10_000 })
-    for (let i = 0; i < 200 && (await a!.locks.query()).pending.length < 1; i++) await new Promise((r) => setTimeout(r, 20))
+    // The store holds more owned entries than locks.query() lists: the group, two shares, the line, the intent, a permit.
+    // The writer writes its intent a step after its place in line (once it sees itself first): wait for both.
+    const owned = async () => ((await (await fetch(`${n.url}/v1/family/list`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ prefix: '' }) })).json()) as { entries: Array<{ owner?: string }> }).entries.filter((e) => e.owner !== undefined).length
+    for (let i = 0; i < 200 && ((await a!.locks.query()).pending.length < 1 || (await owned()) < 7); i++) await new Promise((r) => setTimeout(r, 20))
     const query = await a!.locks.query()
     expect(query.pending).toHaveLength(1)
     expect(query.held.map((h) => h.mode).sort()).toEqual(['exclusive', 'shared', 'shared'])
-    // The store holds more owned entries than that: the group, two shares, the line, the intent, a permit.
-    const owned = ((await (await fetch(`${n.url}/v1/family/list`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ prefix: '' }) })).json()) as { entries: Array<{ owner?: string }> }).entries.filter((e) => e.owner !== undefined)
-    expect(owned.length).toBeGreaterThanOrEqual(7)
+    expect(await owned()).toBeGreaterThanOrEqual(7)
     const locksHeld = async () => Number(/^zaris_locks_held (\d+)$/m.exec(await (await fetch(`${n.url}/metrics`)).text())![1])
     expect(await locksHeld()).toBe(query.held.length)
     for (const r of readers) await r!.release()
