@@ -22,8 +22,8 @@ function namespace(): string {
   return ns
 }
 
-function adapterOn(ns: string, clock?: Clock): Adapter {
-  const a = indexedDbAdapter(clock ? { namespace: ns, clock } : { namespace: ns })
+function adapterOn(ns: string, clock?: Clock, liveness = true): Adapter {
+  const a = indexedDbAdapter({ namespace: ns, ...(clock ? { clock } : {}), ...(liveness ? {} : { liveness: false }) })
   opened.push(a)
   return a
 }
@@ -143,6 +143,50 @@ describe('the reaper (IndexedDB, one page)', () => {
     expect(events.filter((e) => e.key === 'lock:new').map((e) => e.type)).toEqual(['put'])
     expect((await second.locks.holder('lock:new'))?.token).toBe(kept!.token)
     expect(kept!.held).toBe(true)
+  })
+
+  it("an id used by two clients, the second's entry written with no gate (none of this page's gates hides it): one closing ends only what the reaper saw before it listened", async () => {
+    const ns = namespace()
+    const first = clientOn(ns, 'same')
+    const events = await record(adapterOn(ns, otherTab()))
+    expect(await first.leases.grant('presence:old', { ttl: 60_000 })).not.toBeNull()
+    await sleep(100) // the reapers listen for "same" since they saw presence:old
+    const second = clientOn(ns, 'same')
+    // The second registers as it opens; a commit of its own adapter, owned by it, asks no gate.
+    await second.get('presence:new')
+    expect((await second.adapter.commit([{ key: 'presence:new', revision: null }], [{ type: 'set', key: 'presence:new', value: null, ttl: 60_000, owner: 'same' }])).ok).toBe(true)
+    await until(() => events.some((e) => e.key === 'presence:new'), 2_000)
+    await first.adapter.close()
+    await until(() => events.some((e) => e.key === 'presence:old' && e.type === 'expire'), 2_000)
+    await sleep(300)
+    expect(events.filter((e) => e.key === 'presence:new').map((e) => e.type)).toEqual(['put'])
+    expect((await second.get('presence:new'))?.owner).toBe('same')
+  })
+
+  it("two adapters of one page's store share its reaper: closing one leaves it reaping for the other", async () => {
+    const ns = namespace()
+    const dead = clientOn(ns, 'dead') // its own store: its reaper goes with it
+    const tab = otherTab()
+    const [one] = [adapterOn(ns, tab), adapterOn(ns, tab)]
+    const events = await record(adapterOn(ns, otherTab(), false))
+    expect(await dead.locks.acquire('lock:a', { ttl: 60_000 })).not.toBeNull()
+    await sleep(100)
+    await one!.close()
+    await dead.adapter.close()
+    await until(() => events.some((e) => e.key === 'lock:a' && e.type === 'expire'), 2_000)
+  })
+
+  it('a reaper whose adapters all closed ends nothing, even for an owner it was listening for', async () => {
+    const ns = namespace()
+    const dead = clientOn(ns, 'dead')
+    const events = await record(adapterOn(ns, otherTab(), false))
+    const reaping = adapterOn(ns, otherTab())
+    expect(await dead.locks.acquire('lock:a', { ttl: 60_000 })).not.toBeNull()
+    await sleep(100) // its reaper listens for "dead"
+    await reaping.close()
+    await dead.adapter.close()
+    await sleep(500)
+    expect(events.filter((e) => e.key === 'lock:a').map((e) => e.type)).toEqual(['put'])
   })
 
   it('an owner that never registered keeps its entries until their TTL', async () => {
