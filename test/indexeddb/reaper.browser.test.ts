@@ -111,6 +111,22 @@ describe('the reaper (IndexedDB, one page)', () => {
     await other.release()
   })
 
+  it('a reaper opened after the entries were written finds them in its first read and ends them (an entry with no owner stays)', async () => {
+    const ns = namespace()
+    const dead = clientOn(ns, 'dead')
+    expect(await dead.locks.acquire('lock:a', { ttl: 60_000 })).not.toBeNull()
+    expect(await dead.leases.grant('presence:dead', { ttl: 60_000 })).not.toBeNull()
+    expect((await dead.adapter.commit([], [{ type: 'set', key: 'plain', value: 1 }])).ok).toBe(true)
+    // Read before the reaper opens: its first read finds them, no event tells it.
+    const events = await record(adapterOn(ns, otherTab(), false))
+    adapterOn(ns, otherTab())
+    await sleep(200)
+    await dead.adapter.close()
+    await until(() => ['lock:a', 'presence:dead'].every((k) => events.some((e) => e.key === k && e.type === 'expire')), 2_000)
+    await sleep(200)
+    expect(events.filter((e) => e.type === 'expire').map((e) => e.key).sort()).toEqual(['lock:a', 'presence:dead'])
+  })
+
   it('two reapers at once end each entry once', async () => {
     const ns = namespace()
     const dead = clientOn(ns, 'dead')
@@ -233,6 +249,13 @@ describe('the reaper (IndexedDB, one page)', () => {
       expect(outcome.records[0]!.revision).toBe(mine.revision + 1)
       expect((await raw.list('k:')).entries.map((e) => e.key)).toEqual(['k:other', 'k:relived'])
       expect(events.length).toBe(before) // told nobody: reapTx alone does not announce (the store's write() does)
+      // The log holds the history as written and one expire after it: nothing before it rewritten.
+      const replay: Array<[string, string, number]> = []
+      // (Read by a store of its own: this one's feed was told of no write after revision 4.)
+      const stop = await adapterOn(ns, otherTab(), false).watch('', { event: (e) => replay.push([e.type, e.key, e.revision]), error: () => {} }, 0)
+      await until(() => replay.length >= 5, 2_000)
+      stop()
+      expect(replay).toEqual([['put', 'k:relived', 1], ['put', 'k:relived', 2], ['put', 'k:other', 3], ['put', 'k:mine', 4], ['expire', 'k:mine', 5]])
     } finally {
       db.close()
     }
