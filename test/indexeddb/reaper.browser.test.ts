@@ -127,6 +127,26 @@ describe('the reaper (IndexedDB, one page)', () => {
     expect(events.filter((e) => e.type === 'expire').map((e) => e.key).sort()).toEqual(['lock:a', 'presence:dead'])
   })
 
+  it('a lock manager that cannot say who is registered (query() failing, by hand) is asked again a second later; the owner is then followed and reaped, and a client registering meanwhile registers', async () => {
+    const ns = namespace()
+    const dead = clientOn(ns, 'dead')
+    expect(await dead.locks.acquire('lock:a', { ttl: 60_000 })).not.toBeNull()
+    const events = await record(adapterOn(ns, otherTab(), false))
+    const locks = navigator.locks as LockManager & { query: LockManager['query'] }
+    locks.query = () => Promise.reject(new DOMException('failing by hand', 'InvalidStateError'))
+    try {
+      adapterOn(ns, otherTab()) // its reaper finds lock:a and asks about "dead": no answer
+      // A client that registers meanwhile is registered by its grant (its query's failure is no unhandled rejection).
+      await clientOn(ns, 'meanwhile', otherTab()).get('k')
+      await sleep(300)
+    } finally {
+      delete (locks as { query?: unknown }).query // the prototype's again
+    }
+    await sleep(1_200) // asked again
+    await dead.adapter.close()
+    await until(() => events.some((e) => e.key === 'lock:a' && e.type === 'expire'), 2_000)
+  })
+
   it('two reapers at once end each entry once', async () => {
     const ns = namespace()
     const dead = clientOn(ns, 'dead')

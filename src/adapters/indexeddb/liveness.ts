@@ -271,9 +271,11 @@ export class Liveness {
         if (mode === 'shared') {
           // Queued (a prober holds the name for an instant, or waits in front of
           // us while a twin of this id is alive): the id is alive either way.
-          void this.#locks.query().then((state) => {
-            if (state.held?.some((l) => l.name === name)) resolve()
-          })
+          // A lock manager that cannot answer: the grant resolves it instead (no unhandled rejection).
+          this.#locks.query().then(
+            (state) => state.held?.some((l) => l.name === name) && resolve(),
+            () => {},
+          )
         }
       })
     // The lock of its own first, so a waiter's query that sees this client's shared lock sees it too.
