@@ -281,3 +281,59 @@ describe('the reaper (IndexedDB, one page)', () => {
     }
   })
 })
+
+/**
+ * A registration made by hand, as src/adapters/indexeddb/liveness.ts makes one: the id's shared lock and an
+ * exclusive lock of its own. `release()` lets both go with no announcement, as the browser does for a crashed tab.
+ */
+function registration(ns: string, owner: string): { held: Promise<unknown>; release(): void } {
+  const nonce = Math.random().toString(16).slice(2, 14)
+  let release!: () => void
+  const gone = new Promise<void>((r) => (release = r))
+  const hold = (name: string, mode: LockMode) => new Promise<void>((granted) => void navigator.locks.request(name, { mode }, () => (granted(), gone)))
+  return { held: Promise.all([hold(`zaris:${ns}:instance:${nonce}:${owner}`, 'exclusive'), hold(`zaris:${ns}:owner:${owner}`, 'shared')]), release }
+}
+
+describe("the reaper's probe: an owner gone with no word (its Web Locks released by hand, as for a crashed tab)", () => {
+  /** A store with a recorder and a reaper of its own, and an entry of `owner`'s written by a raw adapter. */
+  async function setUp(owner: string) {
+    const ns = namespace()
+    const raw = adapterOn(ns, otherTab(), false)
+    const events = await record(raw)
+    const first = registration(ns, owner)
+    await first.held
+    expect((await raw.commit([{ key: 'lock:a', revision: null }], [{ type: 'set', key: 'lock:a', value: null, ttl: 60_000, owner }])).ok).toBe(true)
+    adapterOn(ns, otherTab()) // the reaper: it sees the entry, finds the owner registered and queues its probe
+    await sleep(200)
+    const ended = () => events.some((e) => e.key === 'lock:a' && e.type === 'expire')
+    return { ns, first, ended }
+  }
+
+  it("is reaped once its locks are gone: the probe is granted (another lock's shared request waiting meanwhile does not hold it up)", async () => {
+    const { ns, first, ended } = await setUp('crashed')
+    expect(ended()).toBe(false)
+    // Some other lock, held, with a shared request waiting for it.
+    let free!: () => void
+    const other = `zaris:${ns}:other`
+    await new Promise<void>((granted) => void navigator.locks.request(other, () => (granted(), new Promise<void>((r) => (free = r)))))
+    const waiting = navigator.locks.request(other, { mode: 'shared' }, () => {})
+    try {
+      first.release()
+      await until(ended, 2_000)
+    } finally {
+      free()
+      await waiting
+    }
+  })
+
+  it('a registration of the same id queued behind the probe keeps it alive; once that one goes too, it is reaped', async () => {
+    const { ns, first, ended } = await setUp('twin')
+    const second = registration(ns, 'twin') // queued behind the probe's exclusive request
+    first.release() // the probe is granted, and sees the second waiting: not gone
+    await second.held
+    await sleep(300)
+    expect(ended()).toBe(false)
+    second.release()
+    await until(ended, 2_000)
+  })
+})
