@@ -286,13 +286,98 @@ describe('the reaper (IndexedDB, one page)', () => {
  * A registration made by hand, as src/adapters/indexeddb/liveness.ts makes one: the id's shared lock and an
  * exclusive lock of its own. `release()` lets both go with no announcement, as the browser does for a crashed tab.
  */
-function registration(ns: string, owner: string): { held: Promise<unknown>; release(): void } {
+function registration(ns: string, owner: string, own = true): { nonce: string; held: Promise<unknown>; release(): void } {
   const nonce = Math.random().toString(16).slice(2, 14)
   let release!: () => void
   const gone = new Promise<void>((r) => (release = r))
   const hold = (name: string, mode: LockMode) => new Promise<void>((granted) => void navigator.locks.request(name, { mode }, () => (granted(), gone)))
-  return { held: Promise.all([hold(`zaris:${ns}:instance:${nonce}:${owner}`, 'exclusive'), hold(`zaris:${ns}:owner:${owner}`, 'shared')]), release }
+  const shared = hold(`zaris:${ns}:owner:${owner}`, 'shared')
+  return { nonce, held: own ? Promise.all([hold(`zaris:${ns}:instance:${nonce}:${owner}`, 'exclusive'), shared]) : shared, release }
 }
+
+/** Posts `message` on the namespace's liveness channel, as a closing tab's word would come (by hand). */
+function say(ns: string, message: unknown): void {
+  const channel = new BroadcastChannel(`zaris:idb:${ns}:gone`)
+  channel.postMessage(message)
+  channel.close()
+}
+
+describe('the words of closing tabs (announcements posted by hand; the registrations, made by hand, keep their Web Locks)', () => {
+  /** A recorder, a reaper, and an entry `lock:<owner>` of each owner written by a raw adapter while its registrations are held. */
+  async function setUp(ns: string, owners: Record<string, Array<ReturnType<typeof registration>>>) {
+    const raw = adapterOn(ns, otherTab(), false)
+    const events = await record(raw)
+    for (const [owner, regs] of Object.entries(owners)) {
+      await Promise.all(regs.map((r) => r.held))
+      expect((await raw.commit([], [{ type: 'set', key: `lock:${owner}`, value: null, ttl: 60_000, owner }])).ok).toBe(true)
+    }
+    adapterOn(ns, otherTab()) // the reaper
+    await sleep(200) // it has looked the owners up
+    return (owner: string) => events.some((e) => e.key === `lock:${owner}` && e.type === 'expire')
+  }
+
+  it('a word naming the registration ends its entries at once; garbage, or a word for another nonce, does not', async () => {
+    const ns = namespace()
+    const reg = registration(ns, 'x')
+    const ended = await setUp(ns, { x: [reg] })
+    const errors: string[] = []
+    const onError = (e: ErrorEvent) => errors.push(e.message)
+    addEventListener('error', onError)
+    try {
+      for (const junk of [null, 'x', 42, { owner: 'x' }, { nonce: reg.nonce }, { owner: 7, nonce: reg.nonce }, { owner: 'x', nonce: 'not-its-nonce' }]) say(ns, junk)
+      await sleep(300)
+      expect(ended('x')).toBe(false)
+      expect(errors, 'garbage on the channel is dropped, not thrown on').toEqual([])
+      say(ns, { owner: 'x', nonce: reg.nonce })
+      await until(() => ended('x'), 2_000)
+    } finally {
+      removeEventListener('error', onError)
+      reg.release()
+    }
+  })
+
+  it('two registrations of one id: a word for one is not enough; words for both are', async () => {
+    const ns = namespace()
+    const [one, two] = [registration(ns, 'x'), registration(ns, 'x')]
+    const ended = await setUp(ns, { x: [one, two] })
+    try {
+      say(ns, { owner: 'x', nonce: one.nonce })
+      await sleep(300)
+      expect(ended('x')).toBe(false)
+      say(ns, { owner: 'x', nonce: two.nonce })
+      await until(() => ended('x'), 2_000)
+    } finally {
+      one.release()
+      two.release()
+    }
+  })
+
+  it("an id that ends in ':<another id>' is not that id's registration: a word for the other id ends the other's entries only", async () => {
+    const ns = namespace()
+    const [a, ba] = [registration(ns, 'a'), registration(ns, 'b:a')]
+    const ended = await setUp(ns, { a: [a], 'b:a': [ba] })
+    try {
+      say(ns, { owner: 'a', nonce: a.nonce })
+      await until(() => ended('a'), 2_000)
+      await sleep(200)
+      expect(ended('b:a')).toBe(false)
+    } finally {
+      a.release()
+      ba.release()
+    }
+  })
+
+  it('a registration with no lock of its own (an older zaris) is covered by no word: its entries wait for its Web Lock', async () => {
+    const ns = namespace()
+    const old = registration(ns, 'x', false)
+    const ended = await setUp(ns, { x: [old] })
+    say(ns, { owner: 'x', nonce: old.nonce })
+    await sleep(300)
+    expect(ended('x')).toBe(false)
+    old.release() // the browser frees it: the probe is granted
+    await until(() => ended('x'), 2_000)
+  })
+})
 
 describe("the reaper's probe: an owner gone with no word (its Web Locks released by hand, as for a crashed tab)", () => {
   /** A store with a recorder and a reaper of its own, and an entry of `owner`'s written by a raw adapter. */
