@@ -133,16 +133,19 @@ describe('the reaper (IndexedDB, one page)', () => {
     expect(await dead.locks.acquire('lock:a', { ttl: 60_000 })).not.toBeNull()
     const events = await record(adapterOn(ns, otherTab(), false))
     const locks = navigator.locks as LockManager & { query: LockManager['query'] }
-    locks.query = () => Promise.reject(new DOMException('failing by hand', 'InvalidStateError'))
+    let asked = 0
+    locks.query = () => (asked++, Promise.reject(new DOMException('failing by hand', 'InvalidStateError')))
     try {
-      adapterOn(ns, otherTab()) // its reaper finds lock:a and asks about "dead": no answer
       // A client that registers meanwhile is registered by its grant (its query's failure is no unhandled rejection).
       await clientOn(ns, 'meanwhile', otherTab()).get('k')
-      await sleep(300)
+      const before = asked
+      adapterOn(ns, otherTab()) // its reaper finds lock:a and asks about "dead": no answer
+      await until(() => asked > before)
+      await sleep(100)
     } finally {
       delete (locks as { query?: unknown }).query // the prototype's again
     }
-    await sleep(1_200) // asked again
+    await sleep(2_000) // asked again a second after it failed
     await dead.adapter.close()
     await until(() => events.some((e) => e.key === 'lock:a' && e.type === 'expire'), 2_000)
   })
@@ -281,6 +284,12 @@ function registration(ns: string, owner: string, own = true): { nonce: string; h
   return { nonce, held: own ? Promise.all([hold(`zaris:${ns}:instance:${nonce}:${owner}`, 'exclusive'), shared]) : shared, release }
 }
 
+/** Resolves once a reaper's probe for `owner` waits in the lock manager: the reaper found the owner registered and follows it. */
+async function probing(ns: string, owner: string): Promise<void> {
+  const name = `zaris:${ns}:owner:${owner}`
+  await until(async () => ((await navigator.locks.query()).pending ?? []).some((l) => l.name === name && l.mode === 'exclusive'), 5_000)
+}
+
 /** Posts `message` on the namespace's liveness channel, as a closing tab's word would come (by hand). */
 function say(ns: string, message: unknown): void {
   const channel = new BroadcastChannel(`zaris:idb:${ns}:gone`)
@@ -298,7 +307,7 @@ describe('the words of closing tabs (announcements posted by hand; the registrat
       expect((await raw.commit([], [{ type: 'set', key: `lock:${owner}`, value: null, ttl: 60_000, owner }])).ok).toBe(true)
     }
     adapterOn(ns, otherTab()) // the reaper
-    await sleep(200) // it has looked the owners up
+    for (const [owner, regs] of Object.entries(owners)) if (regs.length > 0) await probing(ns, owner) // it follows them
     return (owner: string) => events.some((e) => e.key === `lock:${owner}` && e.type === 'expire')
   }
 
@@ -375,7 +384,7 @@ describe("the reaper's probe: an owner gone with no word (its Web Locks released
     await first.held
     expect((await raw.commit([{ key: 'lock:a', revision: null }], [{ type: 'set', key: 'lock:a', value: null, ttl: 60_000, owner }])).ok).toBe(true)
     adapterOn(ns, otherTab()) // the reaper: it sees the entry, finds the owner registered and queues its probe
-    await sleep(200)
+    await probing(ns, owner)
     const ended = () => events.some((e) => e.key === 'lock:a' && e.type === 'expire')
     return { ns, first, ended }
   }
