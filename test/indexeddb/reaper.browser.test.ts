@@ -386,7 +386,7 @@ describe("the reaper's probe: an owner gone with no word (its Web Locks released
     adapterOn(ns, otherTab()) // the reaper: it sees the entry, finds the owner registered and queues its probe
     await probing(ns, owner)
     const ended = () => events.some((e) => e.key === 'lock:a' && e.type === 'expire')
-    return { ns, first, ended }
+    return { ns, raw, first, ended }
   }
 
   it("is reaped once its locks are gone: the probe is granted (another lock's shared request waiting meanwhile does not hold it up)", async () => {
@@ -404,6 +404,15 @@ describe("the reaper's probe: an owner gone with no word (its Web Locks released
       free()
       await waiting
     }
+  })
+
+  it('an entry it wrote after the probe began is ended too, by a second look (the owner was seen registered; no word came)', async () => {
+    const { raw, first, ended } = await setUp('crashed')
+    expect((await raw.commit([], [{ type: 'set', key: 'lock:b', value: null, ttl: 60_000, owner: 'crashed' }])).ok).toBe(true)
+    await sleep(100) // the reaper saw it, after its probe began
+    first.release()
+    await until(ended, 2_000)
+    await until(() => raw.get('lock:b').then((e) => e === undefined), 2_000)
   })
 
   it('a registration of the same id queued behind the probe keeps it alive; once that one goes too, it is reaped', async () => {
