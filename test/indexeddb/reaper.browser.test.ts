@@ -362,6 +362,33 @@ describe('the words of closing tabs (announcements posted by hand; the registrat
     }
   })
 
+  it('an entry that lands after its owner said it is gone is ended by a reaper that never saw the owner registered (the word is remembered)', async () => {
+    const ns = namespace()
+    const raw = adapterOn(ns, otherTab(), false)
+    const events = await record(raw)
+    adapterOn(ns, otherTab()) // the reaper, listening to the channel
+    const late = registration(ns, 'late')
+    await late.held
+    late.release()
+    say(ns, { owner: 'late', nonce: late.nonce })
+    await sleep(100)
+    // A write of the gone client that was still on its way.
+    expect((await raw.commit([], [{ type: 'set', key: 'lock:late', value: null, ttl: 60_000, owner: 'late' }])).ok).toBe(true)
+    await until(() => events.some((e) => e.key === 'lock:late' && e.type === 'expire'), 2_000)
+  })
+
+  it("a page's own pagehide word (synthetic, not persisted) is for the other tabs: nothing in this page is ended by it", async () => {
+    const ns = namespace()
+    const alive = clientOn(ns, 'alive')
+    const events = await record(adapterOn(ns, otherTab(), false))
+    adapterOn(ns, otherTab()) // a reaper in this page
+    expect(await alive.locks.acquire('lock:a', { ttl: 60_000 })).not.toBeNull()
+    await probing(ns, 'alive')
+    dispatchEvent(new PageTransitionEvent('pagehide', { persisted: false }))
+    await sleep(300)
+    expect(events.filter((e) => e.key === 'lock:a').map((e) => e.type)).toEqual(['put'])
+  })
+
   it('a registration with no lock of its own (an older zaris) is covered by no word: its entries wait for its Web Lock', async () => {
     const ns = namespace()
     const old = registration(ns, 'x', false)
