@@ -442,6 +442,20 @@ describe("the reaper's probe: an owner gone with no word (its Web Locks released
     await until(() => raw.get('lock:b').then((e) => e === undefined), 2_000)
   })
 
+  it('an owner that holds nothing any more is let go: its probe leaves the lock manager (after 5 s idle and a 2 s linger), not before 4 s', async () => {
+    const ns = namespace()
+    const x = clientOn(ns, 'x')
+    adapterOn(ns, otherTab())
+    const lock = (await x.locks.acquire('lock:a', { ttl: 60_000 }))!
+    await probing(ns, 'x')
+    await lock.release()
+    const name = `zaris:${ns}:owner:x`
+    const probed = async () => ((await navigator.locks.query()).pending ?? []).some((l) => l.name === name && l.mode === 'exclusive')
+    await sleep(4_000)
+    expect(await probed(), 'still followed a while: its next hold costs no query').toBe(true)
+    await until(async () => !(await probed()), 6_000)
+  })
+
   it('a registration of the same id queued behind the probe keeps it alive; once that one goes too, it is reaped', async () => {
     const { ns, first, ended } = await setUp('twin')
     const second = registration(ns, 'twin') // queued behind the probe's exclusive request
