@@ -15,7 +15,8 @@
  *
  * Run it in a worktree of its own (it edits the file in place); the tests
  * are first run once unmutated, and must pass. Prints one line a mutant and
- * the ids still surviving. `IDS=3,17` runs only those mutants; `CONFIG=`
+ * the ids still surviving. `IDS=3,17` runs only those mutants; `TIMEOUT_MS=60000`
+ * counts a run that long as a kill (a mutant that hangs its page; default 10 min); `CONFIG=`
  * a vitest config (test/mutation/postgres.vitest.config.ts runs
  * contract.mutation.ts, the conformance suite on one shared Postgres).
  *
@@ -56,7 +57,7 @@ function offset(text: string, line: number, column: number): number {
 function run(): { ok: boolean; seconds: number } {
   const t = performance.now()
   const config = process.env.CONFIG ? ['--config', process.env.CONFIG] : []
-  const r = spawnSync('npx', ['vitest', 'run', '--bail=1', ...config, ...tests], { stdio: 'ignore', timeout: 600_000 })
+  const r = spawnSync('npx', ['vitest', 'run', '--bail=1', ...config, ...tests], { stdio: 'ignore', timeout: Number(process.env.TIMEOUT_MS ?? 600_000), killSignal: 'SIGKILL' })
   return { ok: r.status === 0, seconds: (performance.now() - t) / 1000 }
 }
 
