@@ -57,7 +57,7 @@ function offset(text: string, line: number, column: number): number {
 function run(): { ok: boolean; seconds: number } {
   const t = performance.now()
   const config = process.env.CONFIG ? ['--config', process.env.CONFIG] : []
-  const r = spawnSync('npx', ['vitest', 'run', '--bail=1', ...config, ...tests], { stdio: 'ignore', timeout: Number(process.env.TIMEOUT_MS ?? 600_000), killSignal: 'SIGKILL' })
+  const r = spawnSync('npx', ['vitest', 'run', '--bail=1', ...config, ...tests], { stdio: 'ignore', timeout: Number(process.env.TIMEOUT_MS ?? 600_000) })
   return { ok: r.status === 0, seconds: (performance.now() - t) / 1000 }
 }
 
