@@ -377,16 +377,28 @@ describe('the words of closing tabs (announcements posted by hand; the registrat
     await until(() => events.some((e) => e.key === 'lock:late' && e.type === 'expire'), 2_000)
   })
 
-  it("a page's own pagehide word (synthetic, not persisted) is for the other tabs: nothing in this page is ended by it", async () => {
+  it("a page's own pagehide word (synthetic) goes to the other tabs only when the page is discarded, and ends nothing in this page", async () => {
     const ns = namespace()
     const alive = clientOn(ns, 'alive')
     const events = await record(adapterOn(ns, otherTab(), false))
     adapterOn(ns, otherTab()) // a reaper in this page
     expect(await alive.locks.acquire('lock:a', { ttl: 60_000 })).not.toBeNull()
     await probing(ns, 'alive')
-    dispatchEvent(new PageTransitionEvent('pagehide', { persisted: false }))
-    await sleep(300)
-    expect(events.filter((e) => e.key === 'lock:a').map((e) => e.type)).toEqual(['put'])
+    const heard: unknown[] = []
+    const channel = new BroadcastChannel(`zaris:idb:${ns}:gone`) // what another tab hears
+    channel.onmessage = (e) => heard.push(e.data)
+    try {
+      dispatchEvent(new PageTransitionEvent('pagehide', { persisted: true })) // into the back/forward cache: it may come back
+      await sleep(200)
+      expect(heard).toEqual([])
+      dispatchEvent(new PageTransitionEvent('pagehide', { persisted: false }))
+      await until(() => heard.length > 0, 2_000)
+      expect(heard).toContainEqual(expect.objectContaining({ owner: 'alive' }))
+      await sleep(300)
+      expect(events.filter((e) => e.key === 'lock:a').map((e) => e.type)).toEqual(['put'])
+    } finally {
+      channel.close()
+    }
   })
 
   it('a registration with no lock of its own (an older zaris) is covered by no word: its entries wait for its Web Lock', async () => {
