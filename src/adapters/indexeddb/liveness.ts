@@ -28,6 +28,7 @@
  *
  * @module
  */
+import { ClosedError } from '../../core/contract/errors'
 import { randomHex } from '../../core/contract/ids'
 
 /** One Web Locks request per owner per page, shared by every waiter for that owner. */
@@ -51,7 +52,7 @@ async function waitUntilGone(locks: LockManager, name: string, signal: AbortSign
   for (;;) {
     const gone = await locks.request(name, { mode: 'exclusive', signal }, async () => {
       const state = await locks.query()
-      return !state.pending?.some((l) => l.name === name && l.mode === 'shared')
+      return !state.pending!.some((l) => l.name === name && l.mode === 'shared')
     })
     if (gone) return
   }
@@ -79,6 +80,7 @@ interface Seen {
 
 /** A waiter listening for an owner's death. */
 interface Ear {
+  owner: string
   onGone(): void
   /** What the lock manager showed after the waiter saw the entry; undefined until the query answers, null if it failed. */
   seen?: Seen | null
@@ -96,7 +98,8 @@ class Hub {
   readonly #instancePrefix: string
   readonly #channel: BroadcastChannel
   readonly #heard = new Map<string, { nonces: Set<string>; at: number }>()
-  readonly #ears = new Map<string, Set<Ear>>()
+  /** Few (one per owner a waiter or the reaper follows): a word is weighed for each. */
+  readonly #ears = new Set<Ear>()
   refs = 0
 
   constructor(locks: LockManager, namespace: string) {
@@ -121,7 +124,7 @@ class Hub {
    * Tells the other tabs (synchronously: the page may be dying) and, unless
    * `here` is false, this page's waiters and reaper.
    */
-  announce(a: Announcement, here = true): void {
+  announce(a: Announcement, here: boolean): void {
     try {
       this.#channel.postMessage(a)
     } catch {
@@ -139,18 +142,13 @@ class Hub {
    * manager is slow to answer while a tab is being torn down).
    */
   listen(owner: string, onGone: () => void): () => void {
-    let ears = this.#ears.get(owner)
-    if (!ears) this.#ears.set(owner, (ears = new Set()))
-    const ear: Ear = { onGone }
-    ears.add(ear)
+    const ear: Ear = { owner, onGone }
+    this.#ears.add(ear)
     void this.#lookUp(owner).then((seen) => {
       ear.seen = seen
-      if (ears.has(ear)) this.#decide(owner, ear)
+      if (this.#ears.has(ear)) this.#decide(ear)
     })
-    return () => {
-      ears.delete(ear)
-      if (ears.size === 0 && this.#ears.get(owner) === ears) this.#ears.delete(owner)
-    }
+    return () => this.#ears.delete(ear)
   }
 
   close(): void {
@@ -162,7 +160,8 @@ class Hub {
   /** Whether the lock manager holds or queues a registration of `owner` now; null if it cannot say. */
   async registered(owner: string): Promise<boolean | null> {
     const seen = await this.#lookUp(owner)
-    return seen && (seen.shared > 0 || seen.nonces.size > 0)
+    // (A registration asks for its own lock and its id's in one task: a snapshot shows both or neither.)
+    return seen && seen.shared > 0
   }
 
   /** Whether a registration of `owner` was announced gone lately. */
@@ -177,13 +176,14 @@ class Hub {
     if (!h) this.#heard.set(a.owner, (h = { nonces: new Set(), at: now }))
     h.nonces.add(a.nonce)
     h.at = now
-    for (const ear of [...(this.#ears.get(a.owner) ?? [])]) this.#decide(a.owner, ear)
+    // (Weighing another owner's ear again changes nothing: its verdict stands on what it saw and heard.)
+    for (const ear of this.#ears) this.#decide(ear)
   }
 
   /** Tells `ear` its owner is gone if every registration it saw has been announced gone. */
-  #decide(owner: string, ear: Ear): void {
+  #decide(ear: Ear): void {
     const seen = ear.seen
-    const announced = this.#heard.get(owner)?.nonces
+    const announced = this.#heard.get(ear.owner)?.nonces
     if (!seen || !announced) return
     for (const nonce of seen.nonces) if (!announced.has(nonce)) return
     // Every shared registration lock must belong to an announced registration.
@@ -202,8 +202,9 @@ class Hub {
     const ownerLock = this.ownerLock(owner)
     const suffix = `:${owner}`
     const seen: Seen = { nonces: new Set(), shared: 0 }
-    for (const l of [...(state.held ?? []), ...(state.pending ?? [])]) {
-      const name = l.name ?? ''
+    // (The Web Locks spec's query() always fills both lists and every lock's name and mode.)
+    for (const l of [...state.held!, ...state.pending!]) {
+      const name = l.name!
       if (name === ownerLock) {
         if (l.mode === 'shared') seen.shared++
         continue
@@ -220,7 +221,6 @@ const hubs = new Map<string, Hub>()
 
 /** Every open Liveness of this page: what `pagehide` announces. */
 const openLiveness = new Set<Liveness>()
-let listening = false
 
 function onPageHide(ev: Event): void {
   // Kept in the back/forward cache: the page may come back, alive, with its holds.
@@ -247,10 +247,8 @@ export class Liveness {
     this.#hub = hub
     openLiveness.add(this)
     const g = globalThis as { addEventListener?: typeof addEventListener; document?: unknown }
-    if (!listening && g.document && typeof g.addEventListener === 'function') {
-      listening = true
-      g.addEventListener('pagehide', onPageHide)
-    }
+    // (Added once: the DOM keeps one listener per function.)
+    if (g.document && typeof g.addEventListener === 'function') g.addEventListener('pagehide', onPageHide)
   }
 
   /** Holds `owner`'s liveness locks until {@link close}; resolves once they are held (or queued behind a live twin). */
@@ -265,15 +263,14 @@ export class Liveness {
             resolve()
             return new Promise<void>((release) => signal.addEventListener('abort', () => release(), { once: true }))
           })
-          .catch((err: unknown) => {
-            if (!signal.aborted) reject(err)
-          })
+          // Closed before the grant: a hold awaiting this registration fails, as its write would, instead of waiting forever.
+          .catch((err: unknown) => reject(signal.aborted ? new ClosedError('the indexeddb adapter is closed') : err))
         if (mode === 'shared') {
           // Queued (a prober holds the name for an instant, or waits in front of
           // us while a twin of this id is alive): the id is alive either way.
           // A lock manager that cannot answer: the grant resolves it instead (no unhandled rejection).
           this.#locks.query().then(
-            (state) => state.held?.some((l) => l.name === name) && resolve(),
+            (state) => state.held!.some((l) => l.name === name) && resolve(),
             () => {},
           )
         }
@@ -303,8 +300,7 @@ export class Liveness {
     }
     const shared = probe
     shared.users++
-    if (shared.linger !== undefined) clearTimeout(shared.linger)
-    shared.linger = undefined
+    clearTimeout(shared.linger) // (a cleared timer never runs, even one due)
     return new Promise<void>((resolve, reject) => {
       let done = false
       let unlisten = () => {}
@@ -316,7 +312,6 @@ export class Liveness {
         if (--shared.users === 0) {
           // Waiters come and go with every change of holder: keep the request queued a moment for the next one.
           shared.linger = setTimeout(() => {
-            if (shared.users > 0) return
             if (probes.get(name) === shared) probes.delete(name)
             shared.controller.abort(new Error('no waiter left'))
           }, LINGER)
@@ -350,14 +345,14 @@ export class Liveness {
   }
 
   /** Says that every client registered here is gone (the page is being discarded, or this adapter closes). */
-  announce(here = true): void {
+  announce(here: boolean): void {
     for (const r of this.#registrations) this.#hub.announce(r, here)
   }
 
   /** Announces, then releases every liveness lock this adapter holds and ends its probes. */
   close(): void {
     if (this.#closing.signal.aborted) return
-    this.announce()
+    this.announce(true)
     this.#closing.abort(new Error('closed'))
     openLiveness.delete(this)
     if (--this.#hub.refs === 0) {

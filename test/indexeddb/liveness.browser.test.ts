@@ -1,0 +1,297 @@
+/**
+ * Liveness in real Chromium, one page (src/adapters/indexeddb/liveness.ts):
+ * the Web Locks a client holds while alive, the words closing tabs post, and
+ * how a listener for an owner's end (the reaper's, a waiter's `ownerGone`)
+ * weighs them. Registrations and words are made by hand (by-hand.ts), so a
+ * test can end them as a crash would and post what a broken tab might.
+ */
+import { describe, expect, it } from 'vitest'
+import { Client, ClosedError } from 'zaris'
+import { adapterOn, cleanUpAfterEach, clientOn, namespace, otherTab, probing, realQuery, record, registration, say, sleep, until } from './by-hand'
+
+cleanUpAfterEach()
+
+/** A recorder, a reaper, and an entry `lock:<owner>` of each owner written by a raw adapter while its registrations are held. */
+async function setUp(ns: string, owners: Record<string, Array<ReturnType<typeof registration>>>) {
+  const raw = adapterOn(ns, otherTab(), false)
+  const events = await record(raw)
+  for (const [owner, regs] of Object.entries(owners)) {
+    await Promise.all(regs.map((r) => r.held))
+    expect((await raw.commit([], [{ type: 'set', key: `lock:${owner}`, value: null, ttl: 60_000, owner }])).ok).toBe(true)
+  }
+  adapterOn(ns, otherTab()) // the reaper
+  for (const [owner, regs] of Object.entries(owners)) if (regs.length > 0) await probing(ns, owner) // it follows them
+  return { raw, events, ended: (owner: string) => events.some((e) => e.key === `lock:${owner}` && e.type === 'expire') }
+}
+
+/** Makes `navigator.locks.query()` wait until `free()` (a slow lock manager, by hand); `calls` counts the calls. */
+function slowQuery(): { calls: () => number; free(): void; restore(): void } {
+  const locks = navigator.locks as LockManager & { query: LockManager['query'] }
+  const waiting: Array<() => void> = []
+  let calls = 0
+  let held = true
+  locks.query = () => {
+    calls++
+    return held ? new Promise((resolve) => waiting.push(() => resolve(realQuery()))) : realQuery()
+  }
+  return {
+    calls: () => calls,
+    free() {
+      held = false
+      for (const w of waiting.splice(0)) w()
+    },
+    restore() {
+      this.free()
+      delete (locks as { query?: unknown }).query
+    },
+  }
+}
+
+describe('liveness (IndexedDB, one page): the probe and the words', () => {
+  it("another tab's probe for the same owner, queued behind this page's, does not hold up the verdict", async () => {
+    const ns = namespace('live')
+    const reg = registration(ns, 'x')
+    const { ended } = await setUp(ns, { x: [reg] })
+    // Another tab's prober: an exclusive request of the same name, queued behind ours, held once granted.
+    const stop = new AbortController()
+    let rivalHolds = false
+    const rival = navigator.locks
+      .request(`zaris:${ns}:owner:x`, { mode: 'exclusive', signal: stop.signal }, () => {
+        rivalHolds = true
+        return new Promise<void>((r) => stop.signal.addEventListener('abort', () => r()))
+      })
+      .catch(() => {})
+    try {
+      reg.release()
+      // Granted first, ours sees only an exclusive request behind it: no registration, so the owner is gone.
+      await until(() => ended('x'), 2_000)
+      await until(() => rivalHolds, 2_000) // and it let the name go at once
+    } finally {
+      stop.abort()
+      await rival
+    }
+  })
+
+  it('a word whose nonce is no string makes nobody heard: an entry of an owner never seen registered keeps its TTL', async () => {
+    const ns = namespace('live')
+    const raw = adapterOn(ns, otherTab(), false)
+    const events = await record(raw)
+    adapterOn(ns, otherTab()) // the reaper, listening to the channel
+    say(ns, { owner: 'ghost', nonce: 7 })
+    say(ns, { owner: 'ghost' })
+    await sleep(100)
+    expect((await raw.commit([], [{ type: 'set', key: 'lock:ghost', value: null, ttl: 60_000, owner: 'ghost' }])).ok).toBe(true)
+    await sleep(500) // the reaper's look: not registered, and (rightly) never heard
+    expect(events.filter((e) => e.key === 'lock:ghost').map((e) => e.type)).toEqual(['put'])
+  })
+
+  it('a word is remembered for a minute, not longer (the clock moved by hand): a later entry of that owner keeps its TTL', async () => {
+    const ns = namespace('live')
+    const raw = adapterOn(ns, otherTab(), false)
+    const events = await record(raw)
+    adapterOn(ns, otherTab())
+    say(ns, { owner: 'late', nonce: 'n1' })
+    await sleep(100)
+    const realNow = Date.now
+    Date.now = () => realNow() + 61_000
+    try {
+      say(ns, { owner: 'other', nonce: 'n2' }) // hearing a word forgets those heard over a minute ago
+      await sleep(100)
+    } finally {
+      Date.now = realNow
+    }
+    expect((await raw.commit([], [{ type: 'set', key: 'lock:late', value: null, ttl: 60_000, owner: 'late' }])).ok).toBe(true)
+    await sleep(500)
+    expect(events.filter((e) => e.key === 'lock:late').map((e) => e.type)).toEqual(['put'])
+  })
+
+  it("two listeners for one owner in this page (the reapers and a waiter's ownerGone) all hear one word", async () => {
+    const ns = namespace('live')
+    const reg = registration(ns, 'x')
+    const { ended } = await setUp(ns, { x: [reg] })
+    const waiter = adapterOn(ns, otherTab())
+    let told = false
+    void waiter.ownerGone!('x', new AbortController().signal).then(() => (told = true))
+    await sleep(300) // its look at the lock manager answered
+    try {
+      say(ns, { owner: 'x', nonce: reg.nonce })
+      await until(() => told && ended('x'), 2_000)
+    } finally {
+      reg.release()
+    }
+  })
+
+  it('a word heard while a listener still waits for its look at the lock manager counts once the look answers', async () => {
+    const ns = namespace('live')
+    const reg = registration(ns, 'x')
+    await setUp(ns, { x: [reg] })
+    const waiter = adapterOn(ns, otherTab())
+    await sleep(300) // its reaper's looks are done
+    const slow = slowQuery()
+    try {
+      let told = false
+      const before = slow.calls()
+      void waiter.ownerGone!('x', new AbortController().signal).then(() => (told = true))
+      expect(slow.calls()).toBe(before + 1) // its look, held
+      say(ns, { owner: 'x', nonce: reg.nonce })
+      await sleep(300)
+      expect(told, 'no look yet: it cannot know the word covers every registration').toBe(false)
+      slow.free()
+      await until(() => told, 2_000)
+    } finally {
+      slow.restore()
+      reg.release()
+    }
+  })
+
+  it("pagehide of a discarded page posts each open registration's word once, and nothing else", async () => {
+    const ns = namespace('live')
+    const [a, b, c] = [clientOn(ns, 'a'), clientOn(ns, 'b', otherTab()), clientOn(ns, 'c', otherTab())]
+    await Promise.all([a.get('k'), b.get('k'), c.get('k')]) // all registered
+    await c.adapter.close() // its word went out as it closed: pagehide does not say it again
+    const heard: unknown[] = []
+    const channel = new BroadcastChannel(`zaris:idb:${ns}:gone`) // what another tab hears
+    channel.onmessage = (e) => heard.push(e.data)
+    try {
+      dispatchEvent(new PageTransitionEvent('pagehide', { persisted: false }))
+      await until(() => heard.length >= 2, 2_000)
+      await sleep(300)
+      expect(heard.map((w) => (w as { owner: string }).owner).sort()).toEqual(['a', 'b'])
+      for (const w of heard) expect(w).toEqual({ owner: expect.any(String), nonce: expect.stringMatching(/^[0-9a-f]{24}$/) })
+    } finally {
+      channel.close()
+    }
+  })
+})
+
+describe("liveness (IndexedDB, one page): a client's registration", () => {
+  /** The liveness locks of `owner` in namespace `ns` the lock manager holds or queues. */
+  async function locksOf(ns: string, owner: string): Promise<string[]> {
+    const state = await realQuery()
+    return [...(state.held ?? []), ...(state.pending ?? [])]
+      .map((l) => `${l.mode} ${l.name ?? ''}`)
+      .filter((n) => n.endsWith(`:${owner}`) && (n.includes(`zaris:${ns}:owner:`) || n.includes(`zaris:${ns}:instance:`)))
+  }
+
+  it('holds a shared lock of its id and an exclusive one of its own while its adapter is open, and lets both go when it closes', async () => {
+    const ns = namespace('live')
+    const c = clientOn(ns, 'x', otherTab())
+    await c.get('k')
+    expect((await locksOf(ns, 'x')).map((n) => n.split(' ')[0]).sort()).toEqual(['exclusive', 'shared'])
+    await c.adapter.close()
+    await until(async () => (await locksOf(ns, 'x')).length === 0, 2_000)
+  })
+
+  it('an adapter closed before its registration is granted: the next write fails with ClosedError, it does not hang', async () => {
+    const ns = namespace('live')
+    // Its id's lock held by another tab's prober, and the lock manager slow to say so: the registration waits.
+    let free!: () => void
+    await new Promise<void>((granted) => void navigator.locks.request(`zaris:${ns}:owner:y`, () => (granted(), new Promise<void>((r) => (free = r)))))
+    const slow = slowQuery()
+    try {
+      const adapter = adapterOn(ns, otherTab())
+      const client = new Client(adapter, { id: 'y' }) // it registers at once
+      const acquiring = client.locks.acquire('lock:a', { ttl: 10_000 }).then(() => 'acquired', (e: unknown) => e)
+      await sleep(100) // the acquire waits for the registration
+      await adapter.close()
+      expect(await Promise.race([acquiring, sleep(3_000).then(() => 'hung')])).toBeInstanceOf(ClosedError)
+    } finally {
+      slow.restore()
+      free()
+    }
+  })
+
+  it("a lock manager that refuses the registration (by hand): the client's write fails with its error; the next registers again", async () => {
+    const ns = namespace('live')
+    const locks = navigator.locks as LockManager & { request: LockManager['request'] }
+    const refusal = new DOMException('refused by hand', 'InvalidStateError')
+    locks.request = ((name: string, ...rest: unknown[]) =>
+      name.startsWith(`zaris:${ns}:owner:`) ? Promise.reject(refusal) : (LockManager.prototype.request as (...a: unknown[]) => Promise<unknown>).call(navigator.locks, name, ...rest)) as LockManager['request']
+    const client = clientOn(ns, 'x', otherTab())
+    try {
+      await expect(client.locks.acquire('lock:a', { ttl: 10_000 })).rejects.toBe(refusal)
+    } finally {
+      delete (locks as { request?: unknown }).request
+    }
+    expect(await client.locks.acquire('lock:a', { ttl: 10_000 })).not.toBeNull()
+  })
+})
+
+describe("liveness (IndexedDB, one page): a waiter's ownerGone and its probe", () => {
+  /** The exclusive requests (probes) waiting for `owner`'s registration lock. */
+  async function probes(ns: string, owner: string): Promise<number> {
+    return (await realQuery()).pending!.filter((l) => l.name === `zaris:${ns}:owner:${owner}` && l.mode === 'exclusive').length
+  }
+
+  it('an already aborted signal rejects at once with its reason; an abort later rejects with that reason', async () => {
+    const ns = namespace('live')
+    const reg = registration(ns, 'x')
+    await reg.held
+    const waiter = adapterOn(ns, otherTab())
+    const reason = new Error('given up')
+    await expect(waiter.ownerGone!('x', AbortSignal.abort(reason))).rejects.toBe(reason)
+    const stop = new AbortController()
+    const waiting = waiter.ownerGone!('x', stop.signal)
+    await sleep(100)
+    stop.abort(reason)
+    await expect(waiting).rejects.toBe(reason)
+    reg.release()
+  })
+
+  it("listeners for one owner share one probe; the last one leaving withdraws it after a linger (~2 s), a listener arriving meanwhile keeps it", async () => {
+    const ns = namespace('live')
+    const reg = registration(ns, 'x')
+    await reg.held
+    const waiter = adapterOn(ns, otherTab(), true)
+    const [one, two] = [new AbortController(), new AbortController()]
+    for (const c of [one, two]) void waiter.ownerGone!('x', c.signal).catch(() => {})
+    await until(async () => (await probes(ns, 'x')) > 0)
+    await sleep(100)
+    expect(await probes(ns, 'x')).toBe(1)
+    one.abort()
+    two.abort()
+    await sleep(1_000)
+    expect(await probes(ns, 'x'), 'lingers for the next waiter').toBe(1)
+    const three = new AbortController()
+    void waiter.ownerGone!('x', three.signal).catch(() => {})
+    await sleep(1_500) // past the first linger's end
+    expect(await probes(ns, 'x')).toBe(1)
+    three.abort()
+    await until(async () => (await probes(ns, 'x')) === 0, 4_000)
+    reg.release()
+  })
+
+  it('a probe that saw its owner gone is not used again: a later registration of that id is waited for', async () => {
+    const ns = namespace('live')
+    const first = registration(ns, 'x')
+    await first.held
+    const waiter = adapterOn(ns, otherTab())
+    const gone = waiter.ownerGone!('x', new AbortController().signal)
+    await until(async () => (await probes(ns, 'x')) > 0)
+    first.release()
+    await gone
+    const second = registration(ns, 'x') // the id starts again (a reload with a fixed id)
+    await second.held
+    let told = false
+    void waiter.ownerGone!('x', new AbortController().signal).then(() => (told = true))
+    await sleep(300)
+    expect(told).toBe(false)
+    second.release()
+    await until(() => told, 2_000)
+  })
+
+  it('closing one of two adapters of a namespace in this page leaves the other hearing words', async () => {
+    const ns = namespace('live')
+    const reg = registration(ns, 'x')
+    await reg.held
+    const tab = otherTab()
+    const [closing, staying] = [adapterOn(ns, tab), adapterOn(ns, otherTab())]
+    await closing.close()
+    let told = false
+    void staying.ownerGone!('x', new AbortController().signal).then(() => (told = true))
+    await sleep(300)
+    say(ns, { owner: 'x', nonce: reg.nonce })
+    await until(() => told, 2_000)
+    reg.release()
+  })
+})
