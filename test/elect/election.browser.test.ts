@@ -12,6 +12,7 @@ import { election, type Leader, type TabElection } from '../../src/elect/index'
 import { commitBatch } from '../../src/adapters/indexeddb/transactions'
 import { HISTORY, TermStore } from '../../src/elect/store'
 import { dropNamespace } from '../browser-harness/drop-namespace'
+import { WebLockGate } from '../../src/adapters/indexeddb/gate'
 
 let ns = ''
 const made: TabElection[] = []
@@ -505,5 +506,30 @@ describe('zaris/elect: TabElection', () => {
     expect(await a.campaign()).not.toBeNull()
     await until(() => b.leader?.candidate === 'a')
     expect(wrong).toEqual([])
+  })
+
+  it('a term that ended here while its entry stands (its gate stolen) names nobody here, also when read afresh; another candidate still names it', async () => {
+    fresh()
+    const a = candidate('a')
+    const b = candidate('b')
+    const term = (await a.campaign())!
+    const pb = b.campaign()
+    pb.catch(() => {})
+    await until(() => b.leader?.candidate === 'a')
+    // Another tab steals the key's gate, as a taker without it does, and has not written yet.
+    const thief = new WebLockGate(navigator.locks, ns, 'leader', { steal: true })
+    try {
+      await thief.granted
+      await until(() => term.signal.aborted)
+      expect((term.signal.reason as { code: string }).code).toBe('STOLEN')
+      expect(a.leader).toBeUndefined()
+      // A fresh read finds a's entry standing: it is a's own take, vouched for only while its term lasts here.
+      const seen = a.observe()
+      expect((await seen.next()).value).toBeUndefined()
+      await seen.return(undefined)
+      expect(b.leader?.candidate).toBe('a')
+    } finally {
+      thief.release()
+    }
   })
 })
