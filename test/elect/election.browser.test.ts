@@ -532,4 +532,45 @@ describe('zaris/elect: TabElection', () => {
       thief.release()
     }
   })
+
+  it("while it campaigns, only this candidate's own take is no news: another tab's take under its id, and another candidate's take in this page, are", async () => {
+    fresh()
+    const a = candidate('a')
+    const b = candidate('b', { id: 'same' })
+    const c = candidate('c')
+    const ta = (await a.campaign())!
+    const [pb, pc] = [b.campaign(), c.campaign()]
+    pb.catch(() => {})
+    pc.catch(() => {})
+    await until(() => b.leader?.candidate === 'a' && c.leader?.candidate === 'a')
+    // Another tab, under b's id, takes the key over (a new life): news to b, though the owner is b's id.
+    const r = await otherTab().commit([], [{ type: 'set', key: 'leader', value: { candidate: 'z' }, ttl: 10_000, owner: 'same', fresh: true }])
+    if (!r.ok) throw new Error('setup')
+    await until(() => ta.signal.aborted)
+    await until(() => b.leader?.candidate === 'z' && c.leader?.candidate === 'z')
+    // z's entry deleted: the next in line here takes it; the other, still campaigning in this page, names it.
+    await otherTab().commit([], [{ type: 'delete', key: 'leader' }])
+    const first = await Promise.race([pb.then(() => b), pc.then(() => c)])
+    const other = first === b ? c : b
+    await until(() => other.leader?.candidate === first.candidate)
+    expect(other.isLeader).toBe(false)
+  })
+
+  it("a candidate of the same id that only observes in this page names the other's take: it is not its own", async () => {
+    fresh()
+    const watcher = candidate('w', { id: 'same' })
+    const seen: Array<string | undefined> = []
+    const stop = new AbortController()
+    const observing = (async () => {
+      for await (const l of watcher.observe({ signal: stop.signal })) seen.push(l?.candidate)
+    })()
+    await until(() => seen.length === 1)
+    const a = candidate('a', { id: 'same' })
+    const ta = (await a.campaign())!
+    await until(() => watcher.leader?.candidate === 'a')
+    expect(watcher.leader?.token).toBe(ta.token)
+    stop.abort()
+    await observing
+    expect(seen).toEqual([undefined, 'a'])
+  })
 })
