@@ -105,6 +105,20 @@ describe('liveness (IndexedDB, one page): the probe and the words', () => {
     expect(events.filter((e) => e.key === 'lock:late').map((e) => e.type)).toEqual(['put'])
   })
 
+  it("a word for one owner does not make this page forget another's heard a moment before", async () => {
+    const ns = namespace('live')
+    const raw = adapterOn(ns, otherTab(), false)
+    const events = await record(raw)
+    adapterOn(ns, otherTab())
+    say(ns, { owner: 'late', nonce: 'n1' })
+    await sleep(50)
+    say(ns, { owner: 'other', nonce: 'n2' })
+    await sleep(50)
+    // A write of the gone client that was still on its way: still ended.
+    expect((await raw.commit([], [{ type: 'set', key: 'lock:late', value: null, ttl: 60_000, owner: 'late' }])).ok).toBe(true)
+    await until(() => events.some((e) => e.key === 'lock:late' && e.type === 'expire'), 2_000)
+  })
+
   it("two listeners for one owner in this page (the reapers and a waiter's ownerGone) all hear one word", async () => {
     const ns = namespace('live')
     const reg = registration(ns, 'x')
