@@ -8,6 +8,7 @@ import { afterEach } from 'vitest'
 import type { Adapter, Clock, WatchEvent } from 'zaris'
 import { Client } from 'zaris'
 import { indexedDbAdapter } from 'zaris/indexeddb'
+import { dropNamespace } from '../browser-harness/drop-namespace'
 
 const opened: Array<{ close(): Promise<unknown> }> = []
 const names: string[] = []
@@ -18,15 +19,7 @@ export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 export function cleanUpAfterEach(): void {
   afterEach(async () => {
     await Promise.all(opened.splice(0).map((o) => o.close().catch(() => {})))
-    await Promise.all(
-      names.splice(0).map(
-        (ns) =>
-          new Promise<void>((resolve) => {
-            const r = indexedDB.deleteDatabase(`zaris:${ns}`)
-            r.onsuccess = r.onerror = r.onblocked = () => resolve()
-          }),
-      ),
-    )
+    await Promise.all(names.splice(0).map(dropNamespace))
   })
 }
 

@@ -74,9 +74,7 @@ describe('liveness (IndexedDB, one page): the probe and the words', () => {
 
   it('a word whose nonce is no string makes nobody heard: an entry of an owner never seen registered keeps its TTL', async () => {
     const ns = namespace('live')
-    const raw = adapterOn(ns, otherTab(), false)
-    const events = await record(raw)
-    adapterOn(ns, otherTab()) // the reaper, listening to the channel
+    const { raw, events } = await setUp(ns, {}) // a reaper, listening to the channel
     say(ns, { owner: 'ghost', nonce: 7 })
     say(ns, { owner: 'ghost' })
     await sleep(100)
@@ -87,29 +85,31 @@ describe('liveness (IndexedDB, one page): the probe and the words', () => {
 
   it('a word is remembered for a minute, not longer (the clock moved by hand): a later entry of that owner keeps its TTL', async () => {
     const ns = namespace('live')
-    const raw = adapterOn(ns, otherTab(), false)
-    const events = await record(raw)
-    adapterOn(ns, otherTab())
+    const { raw, events } = await setUp(ns, {}) // a reaper, listening to the channel
     say(ns, { owner: 'late', nonce: 'n1' })
     await sleep(100)
+    // The clock moves on for the rest of the test, so a late word is weighed in it whenever it arrives.
     const realNow = Date.now
     Date.now = () => realNow() + 61_000
+    const ear = new BroadcastChannel(`zaris:idb:${ns}:gone`)
     try {
+      let delivered = false
+      ear.onmessage = () => (delivered = true)
       say(ns, { owner: 'other', nonce: 'n2' }) // hearing a word forgets those heard over a minute ago
-      await sleep(100)
+      await until(() => delivered, 2_000)
+      await sleep(50)
+      expect((await raw.commit([], [{ type: 'set', key: 'lock:late', value: null, ttl: 60_000, owner: 'late' }])).ok).toBe(true)
+      await sleep(500)
+      expect(events.filter((e) => e.key === 'lock:late').map((e) => e.type)).toEqual(['put'])
     } finally {
+      ear.close()
       Date.now = realNow
     }
-    expect((await raw.commit([], [{ type: 'set', key: 'lock:late', value: null, ttl: 60_000, owner: 'late' }])).ok).toBe(true)
-    await sleep(500)
-    expect(events.filter((e) => e.key === 'lock:late').map((e) => e.type)).toEqual(['put'])
   })
 
   it("a word for one owner does not make this page forget another's heard a moment before", async () => {
     const ns = namespace('live')
-    const raw = adapterOn(ns, otherTab(), false)
-    const events = await record(raw)
-    adapterOn(ns, otherTab())
+    const { raw, events } = await setUp(ns, {}) // a reaper, listening to the channel
     say(ns, { owner: 'late', nonce: 'n1' })
     await sleep(50)
     say(ns, { owner: 'other', nonce: 'n2' })
