@@ -196,6 +196,24 @@ describe("liveness (IndexedDB, one page): a client's registration", () => {
     await until(async () => (await locksOf(ns, 'x')).length === 0, 2_000)
   })
 
+  it("a client registering behind a prober's request (its id alive in another tab, a reaper waiting for it) goes ahead: its first acquire does not wait for the prober", async () => {
+    const ns = namespace('live')
+    const twin = registration(ns, 'x') // another tab's client of id x, alive
+    await twin.held
+    const stop = new AbortController()
+    // A prober waits for x's end: a new registration's shared request queues behind it while the twin lives.
+    const probe = navigator.locks.request(`zaris:${ns}:owner:x`, { mode: 'exclusive', signal: stop.signal }, () => {}).catch(() => {})
+    try {
+      const client = clientOn(ns, 'x', otherTab())
+      const outcome = await Promise.race([client.locks.acquire('lock:a', { ttl: 10_000 }).then((l) => (l ? 'held' : 'refused')), sleep(2_000).then(() => 'waited')])
+      expect(outcome).toBe('held')
+    } finally {
+      stop.abort()
+      twin.release()
+      await probe
+    }
+  })
+
   it('an adapter closed before its registration is granted: the next write fails with ClosedError, it does not hang', async () => {
     const ns = namespace('live')
     // Its id's lock held by another tab's prober, and the lock manager slow to say so: the registration waits.

@@ -293,10 +293,8 @@ export class Liveness {
       const settled = probe
       probes.set(name, probe)
       // A settled probe is not reused: a client of the same id may start later.
-      probe.promise.then(
-        () => probes.get(name) === settled && probes.delete(name),
-        () => probes.get(name) === settled && probes.delete(name),
-      )
+      const forget = () => probes.get(name) === settled && probes.delete(name)
+      probe.promise.then(forget, forget)
     }
     const shared = probe
     shared.users++
