@@ -11,6 +11,7 @@ import { Client, type Adapter, type Clock, type WatchEvent } from 'zaris'
 import { indexedDbAdapter } from 'zaris/indexeddb'
 import { reapTx } from '../../src/adapters/indexeddb/reaper'
 import { openStore } from '../../src/adapters/indexeddb/schema'
+import { commitBatch } from '../../src/adapters/indexeddb/transactions'
 
 const opened: Array<{ close(): Promise<unknown> }> = []
 const names: string[] = []
@@ -60,6 +61,7 @@ async function until(cond: () => boolean | Promise<boolean>, timeout = 5_000): P
 }
 
 afterEach(async () => {
+  delete (navigator.locks as { query?: unknown }).query // a spy's (looks()): the prototype's again
   await Promise.all(opened.splice(0).map((o) => o.close().catch(() => {})))
   await Promise.all(
     names.splice(0).map(
@@ -284,10 +286,47 @@ function registration(ns: string, owner: string, own = true): { nonce: string; h
   return { nonce, held: own ? Promise.all([hold(`zaris:${ns}:instance:${nonce}:${owner}`, 'exclusive'), shared]) : shared, release }
 }
 
+/** The lock manager's state, asked past any spy (so the tests' own looks are not counted). */
+const snapshot = () => LockManager.prototype.query.call(navigator.locks)
+
+/** Whether a reaper's probe for `owner` waits in the lock manager. */
+async function probed(ns: string, owner: string): Promise<boolean> {
+  const name = `zaris:${ns}:owner:${owner}`
+  return ((await snapshot()).pending ?? []).some((l) => l.name === name && l.mode === 'exclusive')
+}
+
 /** Resolves once a reaper's probe for `owner` waits in the lock manager: the reaper found the owner registered and follows it. */
 async function probing(ns: string, owner: string): Promise<void> {
-  const name = `zaris:${ns}:owner:${owner}`
-  await until(async () => ((await navigator.locks.query()).pending ?? []).some((l) => l.name === name && l.mode === 'exclusive'), 5_000)
+  await until(() => probed(ns, owner), 5_000)
+}
+
+/** A spy over `navigator.locks.query` (an own property over the prototype's; afterEach deletes it) counting the reapers' looks; `failing` refuses them. */
+function looks(): { calls: number; failing: boolean } {
+  const spy = { calls: 0, failing: false }
+  ;(navigator.locks as { query: LockManager['query'] }).query = () =>
+    spy.failing ? (spy.calls++, Promise.reject(new DOMException('failing by hand', 'InvalidStateError'))) : (spy.calls++, snapshot())
+  return spy
+}
+
+/** Writes `key` through `adapter` (no gate), owned by `owner` unless undefined; its revision. */
+async function put(adapter: Adapter, key: string, owner: string | undefined, fresh = false): Promise<number> {
+  const r = await adapter.commit([], [{ type: 'set', key, value: null, ttl: 60_000, ...(owner === undefined ? {} : { owner }), ...(fresh ? { fresh } : {}) }])
+  if (!r.ok) throw new Error(`put ${key} failed`)
+  return r.revision
+}
+
+async function drop(adapter: Adapter, key: string): Promise<void> {
+  if (!(await adapter.commit([], [{ type: 'delete', key }])).ok) throw new Error(`delete ${key} failed`)
+}
+
+/** Writes `entries` (and `log`) records straight into the namespace's database, as no store would. */
+async function writeByHand(ns: string, entries: object[], log: object[] = []): Promise<void> {
+  const db = await openStore(ns, () => {})
+  const tx = db.transaction(['entries', 'log'], 'readwrite')
+  for (const e of entries) tx.objectStore('entries').put(e)
+  for (const r of log) tx.objectStore('log').put(r)
+  await new Promise((resolve, reject) => ((tx.oncomplete = resolve), (tx.onabort = () => reject(tx.error))))
+  db.close()
 }
 
 /** Posts `message` on the namespace's liveness channel, as a closing tab's word would come (by hand). */
@@ -454,18 +493,27 @@ describe("the reaper's probe: an owner gone with no word (its Web Locks released
     await until(() => raw.get('lock:b').then((e) => e === undefined), 2_000)
   })
 
-  it('an owner that holds nothing any more is let go: its probe leaves the lock manager (after 5 s idle and a 2 s linger), not before 4 s', async () => {
+  it('an owner that holds nothing any more is let go: its probe leaves the lock manager (after 5 s idle and a 2 s linger), not before 4 s (one never seen registered, with no probe, is let go without an error)', async () => {
     const ns = namespace()
     const x = clientOn(ns, 'x')
+    const raw = adapterOn(ns, otherTab(), false)
     adapterOn(ns, otherTab())
     const lock = (await x.locks.acquire('lock:a', { ttl: 60_000 }))!
+    await put(raw, 'lock:ghost', 'ghost')
     await probing(ns, 'x')
-    await lock.release()
-    const name = `zaris:${ns}:owner:x`
-    const probed = async () => ((await navigator.locks.query()).pending ?? []).some((l) => l.name === name && l.mode === 'exclusive')
-    await sleep(4_000)
-    expect(await probed(), 'still followed a while: its next hold costs no query').toBe(true)
-    await until(async () => !(await probed()), 6_000)
+    const errors: string[] = []
+    const onError = (e: ErrorEvent) => errors.push(e.message)
+    addEventListener('error', onError)
+    try {
+      await lock.release()
+      await drop(raw, 'lock:ghost')
+      await sleep(4_000)
+      expect(await probed(ns, 'x'), 'still followed a while: its next hold costs no query').toBe(true)
+      await until(async () => !(await probed(ns, 'x')), 6_000)
+      expect(errors).toEqual([])
+    } finally {
+      removeEventListener('error', onError)
+    }
   })
 
   it('a registration of the same id queued behind the probe keeps it alive; once that one goes too, it is reaped', async () => {
@@ -477,5 +525,228 @@ describe("the reaper's probe: an owner gone with no word (its Web Locks released
     expect(ended()).toBe(false)
     second.release()
     await until(ended, 2_000)
+  })
+})
+
+describe("the reaper's own costs and lifetime (lock-manager looks counted by a spy over navigator.locks.query)", () => {
+  it('closing the last adapter of a reaper withdraws its probes (after their 2 s linger) and closes cleanly, an owner it never saw registered included', async () => {
+    const ns = namespace()
+    const raw = adapterOn(ns, otherTab(), false)
+    const x = registration(ns, 'x')
+    await x.held
+    try {
+      await put(raw, 'lock:x', 'x')
+      await put(raw, 'lock:ghost', 'ghost') // looked at once: no probe of its own
+      const reaping = adapterOn(ns, otherTab())
+      await probing(ns, 'x')
+      await sleep(100)
+      await reaping.close()
+      await until(async () => !(await probed(ns, 'x')), 4_000)
+    } finally {
+      x.release()
+    }
+  })
+
+  it('a store kept open by an adapter without liveness gets a reaper anew with its next adapter, each time the last one closed (once at once, before its first read)', async () => {
+    const ns = namespace()
+    const tab = otherTab()
+    const events = await record(adapterOn(ns, tab, false)) // keeps this "tab's" store open
+    await adapterOn(ns, tab).close()
+    const second = adapterOn(ns, tab)
+    await sleep(200) // its reaper follows the store's changes
+    await second.close()
+    adapterOn(ns, tab)
+    const dead = clientOn(ns, 'dead') // its own store: its reaper goes with it
+    expect(await dead.locks.acquire('lock:a', { ttl: 60_000 })).not.toBeNull()
+    await probing(ns, 'dead')
+    await dead.adapter.close()
+    await until(() => events.some((e) => e.key === 'lock:a' && e.type === 'expire'), 2_000)
+  })
+
+  it("a followed owner costs two looks, once per store; its renewal, new life and further entry, and entries with no owner, cost none; its end costs one (its probe's), and ends each life", async () => {
+    const ns = namespace()
+    const raw = adapterOn(ns, otherTab(), false)
+    const events = await record(raw)
+    const ended = (key: string) => events.some((e) => e.key === key && e.type === 'expire')
+    const [x, w] = [registration(ns, 'x'), registration(ns, 'w')]
+    await Promise.all([x.held, w.held])
+    const spy = looks()
+    try {
+      const life = await put(raw, 'lock:x', 'x')
+      await put(raw, 'lock:w', 'w')
+      const tab = otherTab()
+      for (let i = 0; i < 2; i++) adapterOn(ns, tab)
+      await probing(ns, 'x')
+      await probing(ns, 'w')
+      await sleep(100)
+      expect(spy.calls, 'two looks per owner (is it registered; which registrations), for two adapters of one store').toBe(4)
+      spy.calls = 0
+      await put(raw, 'lock:x', 'x') // a renewal: the same life
+      expect((await raw.get('lock:x'))?.created).toBe(life)
+      await put(raw, 'lock:w', 'w', true) // a new life of the same owner
+      await put(raw, 'lock:w2', 'w')
+      await put(raw, 'plain', undefined)
+      await drop(raw, 'plain')
+      await until(() => events.some((e) => e.key === 'plain' && e.type === 'delete'))
+      await sleep(300)
+      expect(spy.calls, 'no look for what a followed owner or nobody writes').toBe(0)
+      x.release()
+      await until(() => ended('lock:x'), 2_000)
+      await sleep(300)
+      expect(spy.calls, "the probe's one look, then nothing: the renewal was no new life to look at again").toBe(1)
+      w.release()
+      await until(() => ended('lock:w') && ended('lock:w2'), 2_000)
+    } finally {
+      x.release()
+      w.release()
+    }
+  })
+
+  it('an owner never seen registered is looked at once per new entry (a second apart at most once), and not again once it holds nothing', async () => {
+    const ns = namespace()
+    const raw = adapterOn(ns, otherTab(), false)
+    const events = await record(raw)
+    adapterOn(ns, otherTab())
+    await sleep(100) // its first read: nothing to look at
+    const spy = looks()
+    await put(raw, 'a:1', 'a')
+    await put(raw, 'b:1', 'b')
+    await until(() => spy.calls === 2)
+    await put(raw, 'a:2', 'a') // looked at a second after the first look, unless it holds nothing by then
+    await put(raw, 'b:2', 'b')
+    for (const key of ['a:1', 'a:2']) await drop(raw, key)
+    await until(() => events.filter((e) => e.type === 'delete').length === 2)
+    await until(() => spy.calls === 3, 3_000) // b's second look
+    await sleep(1_500)
+    expect(spy.calls, 'no more looks: nothing new was written').toBe(3)
+  })
+
+  it("a reaper's first read follows live owned entries only: an entry ended before, one with no owner and an expired one cost no look", async () => {
+    const ns = namespace()
+    const raw = adapterOn(ns, otherTab(), false)
+    const events = await record(raw)
+    await put(raw, 'old', 'g')
+    await drop(raw, 'old')
+    await put(raw, 'plain', undefined)
+    const revision = await put(raw, 'lock:k', 'k')
+    // Expired, and not yet swept (put by hand, with no timer armed for it): the reaper's store sweeps it after its first read.
+    await writeByHand(ns, [{ key: 'lock:h', value: null, revision, created: revision, owner: 'h', ttl: 1, expiresAt: 1 }])
+    const spy = looks()
+    adapterOn(ns, otherTab())
+    await until(() => events.some((e) => e.key === 'lock:h' && e.type === 'expire'), 2_000)
+    await until(() => spy.calls >= 1) // k, never registered: looked at once
+    await sleep(300)
+    expect(spy.calls).toBe(1)
+  })
+
+  it('a lock manager that cannot answer the second look at an owner seen registered ends nothing until it answers (query() failing, by hand)', async () => {
+    const ns = namespace()
+    const raw = adapterOn(ns, otherTab(), false)
+    const events = await record(raw)
+    const ended = (key: string) => events.some((e) => e.key === key && e.type === 'expire')
+    const x = registration(ns, 'x')
+    await x.held
+    await put(raw, 'lock:a', 'x')
+    adapterOn(ns, otherTab())
+    await probing(ns, 'x')
+    await put(raw, 'lock:b', 'x') // seen after the probe began: a second look follows the first
+    await sleep(100)
+    const spy = looks()
+    try {
+      spy.failing = true
+      x.release() // the probe is granted, and its own look fails: the owner is looked at again, and that fails too
+      await until(() => spy.calls >= 2, 2_000)
+      await sleep(500)
+      expect(ended('lock:a') || ended('lock:b'), 'no end on no answer').toBe(false)
+      spy.failing = false
+      await until(() => ended('lock:a') && ended('lock:b'), 3_000)
+    } finally {
+      x.release()
+    }
+  })
+
+  it('a reaper whose first read a freeze aborted (a synthetic freeze and resume) reads again, and reaps', async () => {
+    const ns = namespace()
+    const raw = adapterOn(ns, otherTab(), false)
+    const events = await record(raw)
+    const x = registration(ns, 'x')
+    await x.held
+    await put(raw, 'lock:a', 'x')
+    // A writer on another connection holds the first read back, so that the freeze finds it open.
+    const db = await openStore(ns, () => {})
+    let blocking = true
+    const blocker = db.transaction('entries', 'readwrite')
+    const spin = () => void (blocking && (blocker.objectStore('entries').get('-').onsuccess = spin))
+    spin()
+    try {
+      adapterOn(ns, otherTab())
+      await sleep(200)
+      document.dispatchEvent(new Event('freeze'))
+      blocking = false
+      await new Promise((r) => (blocker.oncomplete = r))
+      document.dispatchEvent(new Event('resume'))
+      await probing(ns, 'x')
+      x.release()
+      await until(() => events.some((e) => e.key === 'lock:a' && e.type === 'expire'), 2_000)
+    } finally {
+      blocking = false
+      db.close()
+      x.release()
+    }
+  })
+
+  it('a reaper that fell behind the change log reads the entries again: an owner whose entries ended or changed hands meanwhile is let go; one that still holds an entry is followed on, and ended by a word with no look', async () => {
+    const ns = namespace()
+    const raw = adapterOn(ns, otherTab(), false)
+    const events = await record(raw)
+    const [x, v] = [registration(ns, 'x'), registration(ns, 'v')]
+    await Promise.all([x.held, v.held])
+    const spy = looks()
+    try {
+      for (const [key, owner] of [['lock:x1', 'x'], ['lock:x2', 'x'], ['lock:v', 'v'], ['lock:v2', 'v']] as const) await put(raw, key, owner)
+      // The reaper's store keeps one revision of history: a revision its page misses is a gap the log cannot fill.
+      const reaping = indexedDbAdapter({ namespace: ns, clock: otherTab(), historySize: 1 })
+      opened.push(reaping)
+      await probing(ns, 'x')
+      await probing(ns, 'v')
+      await drop(raw, 'lock:v2') // v still holds lock:v: followed on
+      await sleep(100)
+      // Written straight to the database, announced to no page; the next write announced shows the gap.
+      const db = await openStore(ns, () => {})
+      try {
+        const ops = [{ type: 'delete', key: 'lock:x2' }, { type: 'set', key: 'lock:x1', value: null, ttl: 60_000, owner: 'y' }] as const
+        await commitBatch(db, [{ checks: [], ops: [...ops] }], () => Date.now(), 10_000)
+      } finally {
+        db.close()
+      }
+      spy.calls = 0
+      await put(raw, 'nudge', undefined)
+      await until(() => spy.calls === 1, 2_000) // y, first seen in the second read (and never registered)
+      const reloaded = performance.now()
+      await until(async () => !(await probed(ns, 'x')), 10_000) // x holds nothing: let go after 5 s idle and a 2 s linger
+      expect(performance.now() - reloaded).toBeGreaterThan(4_000)
+      spy.calls = 0
+      say(ns, { owner: 'v', nonce: v.nonce })
+      await until(() => events.some((e) => e.key === 'lock:v' && e.type === 'expire'), 2_000)
+      expect(spy.calls, 'lock:v is the life the probe began with: ended by the word alone').toBe(0)
+    } finally {
+      x.release()
+      v.release()
+    }
+  })
+
+  it('a store with no revision left ends nothing (as its sweep does not)', async () => {
+    const ns = namespace()
+    await writeByHand(ns, [{ key: 'lock:a', value: null, revision: 5, created: 5, owner: 'x' }], [{ revision: Number.MAX_SAFE_INTEGER, events: [] }])
+    const db = await openStore(ns, () => {})
+    try {
+      const outcome = await reapTx(db, [{ key: 'lock:a', owner: 'x', created: 5 }], 10_000)
+      expect(outcome.records).toEqual([])
+      const kept = db.transaction('entries').objectStore('entries').get('lock:a')
+      await new Promise((r) => (kept.onsuccess = r))
+      expect(kept.result).toMatchObject({ key: 'lock:a', owner: 'x' })
+    } finally {
+      db.close()
+    }
   })
 })

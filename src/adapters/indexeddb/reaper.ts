@@ -123,9 +123,9 @@ export class Reaper {
       for (const e of entries) this.#saw(e.key, e.owner!, e.created)
       const unsubscribe = await this.#store.feed.subscribe('', {
         event: (ev) => this.#event(ev),
-        // History this page slept through is gone: read the entries again.
+        // History this page slept through is gone: read the entries again. (The feed drops a
+        // subscriber before it errs it: there is nothing to unsubscribe.)
         error: () => {
-          this.#unsubscribe?.()
           if (!this.#closed) void this.#load()
         },
       }, revision)
@@ -162,13 +162,14 @@ export class Reaper {
     const life = this.#lives.get(key)
     if (!life) return
     this.#lives.delete(key)
-    const o = this.#owners.get(life.owner)
-    if (!o) return
+    // An owner is dropped only once it holds no life (or with every life, by release): it is there.
+    const o = this.#owners.get(life.owner)!
     o.lives.delete(life)
-    if (o.lives.size === 0 && o.idle === undefined) {
+    if (o.lives.size === 0) {
+      // No timer is set yet: lives went from one to none, and the life added since the last one (#saw) cleared it.
+      // Nothing can be in the way when it fires: a new life clears it, and only it (or release, which clears it) drops `o`.
       o.idle = setTimeout(() => {
         o.idle = undefined
-        if (o.lives.size > 0 || this.#owners.get(life.owner) !== o) return
         o.stop?.abort()
         clearTimeout(o.later)
         this.#owners.delete(life.owner)
@@ -183,7 +184,8 @@ export class Reaper {
     if (wait > 0) {
       o.later = setTimeout(() => {
         o.later = undefined
-        if (this.#owners.get(owner) === o && o.lives.size > 0) this.#follow(owner, o)
+        // (An owner let go holds nothing, and its timer was cleared anyway.)
+        if (o.lives.size > 0) this.#follow(owner, o)
       }, wait)
       return
     }
@@ -215,7 +217,7 @@ export class Reaper {
       // Stopped (the owner holds nothing any more, or this page closes), or the store went away.
     } finally {
       o.running = false
-      if (o.stop === stop) o.stop = undefined
+      o.stop = undefined // (one check at a time: `running`)
     }
     if (this.#closed || this.#owners.get(owner) !== o) return
     // Lives first seen while we listened are judged on their own.
