@@ -30,10 +30,14 @@ export function namespace(prefix = 'hand'): string {
   return ns
 }
 
+/** Closes `thing` after the test. */
+export function track<T extends { close(): Promise<unknown> }>(thing: T): T {
+  opened.push(thing)
+  return thing
+}
+
 export function adapterOn(ns: string, clock?: Clock, liveness = true): Adapter {
-  const a = indexedDbAdapter({ namespace: ns, ...(clock ? { clock } : {}), ...(liveness ? {} : { liveness: false }) })
-  opened.push(a)
-  return a
+  return track(indexedDbAdapter({ namespace: ns, ...(clock ? { clock } : {}), ...(liveness ? {} : { liveness: false }) }))
 }
 
 export function clientOn(ns: string, id: string, clock?: Clock): Client {

@@ -7,71 +7,16 @@
  * same with real tabs closed and crashed: reaper.test.ts.
  */
 import { afterEach, describe, expect, it } from 'vitest'
-import { Client, type Adapter, type Clock, type WatchEvent } from 'zaris'
+import type { Adapter } from 'zaris'
 import { indexedDbAdapter } from 'zaris/indexeddb'
 import { reapTx } from '../../src/adapters/indexeddb/reaper'
 import { openStore } from '../../src/adapters/indexeddb/schema'
 import { commitBatch } from '../../src/adapters/indexeddb/transactions'
+import { adapterOn, cleanUpAfterEach, clientOn, namespace, otherTab, probed, probing, realQuery, record, registration, say, sleep, track, until } from './by-hand'
 
-const opened: Array<{ close(): Promise<unknown> }> = []
-const names: string[] = []
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
-
-function namespace(): string {
-  const ns = `reap-${Math.random().toString(36).slice(2, 10)}`
-  names.push(ns)
-  return ns
-}
-
-function adapterOn(ns: string, clock?: Clock, liveness = true): Adapter {
-  const a = indexedDbAdapter({ namespace: ns, ...(clock ? { clock } : {}), ...(liveness ? {} : { liveness: false }) })
-  opened.push(a)
-  return a
-}
-
-function clientOn(ns: string, id: string, clock?: Clock): Client {
-  const c = new Client(adapterOn(ns, clock), { id })
-  opened.push(c)
-  return c
-}
-
-/** Wall time with its own identity: adapters given it share a store of their own in this page, as another tab would. */
-function otherTab(): Clock {
-  return {
-    now: () => Date.now(),
-    setTimeout: (fn, ms) => setTimeout(fn, Math.max(0, ms)) as never,
-    clearTimeout: (h) => clearTimeout(h as never),
-  }
-}
-
-/** Every event of the store (wait-line keys included) through a raw adapter. */
-async function record(adapter: Adapter): Promise<WatchEvent[]> {
-  const events: WatchEvent[] = []
-  await adapter.watch('', { event: (ev) => events.push(ev), error: () => {} })
-  return events
-}
-
-async function until(cond: () => boolean | Promise<boolean>, timeout = 5_000): Promise<number> {
-  const start = performance.now()
-  while (!(await cond())) {
-    if (performance.now() - start > timeout) throw new Error(`condition not met within ${timeout} ms`)
-    await sleep(2)
-  }
-  return performance.now() - start
-}
-
-afterEach(async () => {
+cleanUpAfterEach()
+afterEach(() => {
   delete (navigator.locks as { query?: unknown }).query // a spy's (looks()): the prototype's again
-  await Promise.all(opened.splice(0).map((o) => o.close().catch(() => {})))
-  await Promise.all(
-    names.splice(0).map(
-      (ns) =>
-        new Promise<void>((resolve) => {
-          const r = indexedDB.deleteDatabase(`zaris:${ns}`)
-          r.onsuccess = r.onerror = r.onblocked = () => resolve()
-        }),
-    ),
-  )
 })
 
 describe('the reaper (IndexedDB, one page)', () => {
@@ -273,38 +218,11 @@ describe('the reaper (IndexedDB, one page)', () => {
   })
 })
 
-/**
- * A registration made by hand, as src/adapters/indexeddb/liveness.ts makes one: the id's shared lock and an
- * exclusive lock of its own. `release()` lets both go with no announcement, as the browser does for a crashed tab.
- */
-function registration(ns: string, owner: string, own = true): { nonce: string; held: Promise<unknown>; release(): void } {
-  const nonce = Math.random().toString(16).slice(2, 14)
-  let release!: () => void
-  const gone = new Promise<void>((r) => (release = r))
-  const hold = (name: string, mode: LockMode) => new Promise<void>((granted) => void navigator.locks.request(name, { mode }, () => (granted(), gone)))
-  const shared = hold(`zaris:${ns}:owner:${owner}`, 'shared')
-  return { nonce, held: own ? Promise.all([hold(`zaris:${ns}:instance:${nonce}:${owner}`, 'exclusive'), shared]) : shared, release }
-}
-
-/** The lock manager's state, asked past any spy (so the tests' own looks are not counted). */
-const snapshot = () => LockManager.prototype.query.call(navigator.locks)
-
-/** Whether a reaper's probe for `owner` waits in the lock manager. */
-async function probed(ns: string, owner: string): Promise<boolean> {
-  const name = `zaris:${ns}:owner:${owner}`
-  return ((await snapshot()).pending ?? []).some((l) => l.name === name && l.mode === 'exclusive')
-}
-
-/** Resolves once a reaper's probe for `owner` waits in the lock manager: the reaper found the owner registered and follows it. */
-async function probing(ns: string, owner: string): Promise<void> {
-  await until(() => probed(ns, owner), 5_000)
-}
-
 /** A spy over `navigator.locks.query` (an own property over the prototype's; afterEach deletes it) counting the reapers' looks; `failing` refuses them. */
 function looks(): { calls: number; failing: boolean } {
   const spy = { calls: 0, failing: false }
   ;(navigator.locks as { query: LockManager['query'] }).query = () =>
-    spy.failing ? (spy.calls++, Promise.reject(new DOMException('failing by hand', 'InvalidStateError'))) : (spy.calls++, snapshot())
+    spy.failing ? (spy.calls++, Promise.reject(new DOMException('failing by hand', 'InvalidStateError'))) : (spy.calls++, realQuery())
   return spy
 }
 
@@ -327,13 +245,6 @@ async function writeByHand(ns: string, entries: object[], log: object[] = []): P
   for (const r of log) tx.objectStore('log').put(r)
   await new Promise((resolve, reject) => ((tx.oncomplete = resolve), (tx.onabort = () => reject(tx.error))))
   db.close()
-}
-
-/** Posts `message` on the namespace's liveness channel, as a closing tab's word would come (by hand). */
-function say(ns: string, message: unknown): void {
-  const channel = new BroadcastChannel(`zaris:idb:${ns}:gone`)
-  channel.postMessage(message)
-  channel.close()
 }
 
 describe('the words of closing tabs (announcements posted by hand; the registrations, made by hand, keep their Web Locks)', () => {
@@ -705,8 +616,7 @@ describe("the reaper's own costs and lifetime (lock-manager looks counted by a s
     try {
       for (const [key, owner] of [['lock:x1', 'x'], ['lock:x2', 'x'], ['lock:v', 'v'], ['lock:v2', 'v']] as const) await put(raw, key, owner)
       // The reaper's store keeps one revision of history: a revision its page misses is a gap the log cannot fill.
-      const reaping = indexedDbAdapter({ namespace: ns, clock: otherTab(), historySize: 1 })
-      opened.push(reaping)
+      track(indexedDbAdapter({ namespace: ns, clock: otherTab(), historySize: 1 }))
       await probing(ns, 'x')
       await probing(ns, 'v')
       await drop(raw, 'lock:v2') // v still holds lock:v: followed on
