@@ -104,3 +104,16 @@ export function say(ns: string, message: unknown): void {
   channel.postMessage(message)
   channel.close()
 }
+
+/** A recorder, a reaper, and an entry `lock:<owner>` of each owner written by a raw adapter while its registrations are held. */
+export async function followed(ns: string, owners: Record<string, Array<ReturnType<typeof registration>>>) {
+  const raw = adapterOn(ns, otherTab(), false)
+  const events = await record(raw)
+  for (const [owner, regs] of Object.entries(owners)) {
+    await Promise.all(regs.map((r) => r.held))
+    if (!(await raw.commit([], [{ type: 'set', key: `lock:${owner}`, value: null, ttl: 60_000, owner }])).ok) throw new Error(`setting up lock:${owner} failed`)
+  }
+  adapterOn(ns, otherTab()) // the reaper
+  for (const [owner, regs] of Object.entries(owners)) if (regs.length > 0) await probing(ns, owner) // it follows them
+  return { raw, events, ended: (owner: string) => events.some((e) => e.key === `lock:${owner}` && e.type === 'expire') }
+}

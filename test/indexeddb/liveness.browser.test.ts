@@ -7,22 +7,11 @@
  */
 import { describe, expect, it } from 'vitest'
 import { Client, ClosedError } from 'zaris'
-import { adapterOn, cleanUpAfterEach, clientOn, namespace, otherTab, probing, realQuery, record, registration, say, sleep, until } from './by-hand'
+import { adapterOn, cleanUpAfterEach, clientOn, namespace, otherTab, probing, realQuery, record, registration, say, sleep, until, followed } from './by-hand'
 
 cleanUpAfterEach()
 
-/** A recorder, a reaper, and an entry `lock:<owner>` of each owner written by a raw adapter while its registrations are held. */
-async function setUp(ns: string, owners: Record<string, Array<ReturnType<typeof registration>>>) {
-  const raw = adapterOn(ns, otherTab(), false)
-  const events = await record(raw)
-  for (const [owner, regs] of Object.entries(owners)) {
-    await Promise.all(regs.map((r) => r.held))
-    expect((await raw.commit([], [{ type: 'set', key: `lock:${owner}`, value: null, ttl: 60_000, owner }])).ok).toBe(true)
-  }
-  adapterOn(ns, otherTab()) // the reaper
-  for (const [owner, regs] of Object.entries(owners)) if (regs.length > 0) await probing(ns, owner) // it follows them
-  return { raw, events, ended: (owner: string) => events.some((e) => e.key === `lock:${owner}` && e.type === 'expire') }
-}
+const setUp = followed // a recorder, a reaper, and each owner's entry `lock:<owner>`, followed
 
 /** Makes `navigator.locks.query()` wait until `free()` (a slow lock manager, by hand); `calls` counts the calls. */
 function slowQuery(): { calls: () => number; free(): void; restore(): void } {

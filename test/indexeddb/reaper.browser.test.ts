@@ -12,7 +12,7 @@ import { indexedDbAdapter } from 'zaris/indexeddb'
 import { reapTx } from '../../src/adapters/indexeddb/reaper'
 import { openStore } from '../../src/adapters/indexeddb/schema'
 import { commitBatch } from '../../src/adapters/indexeddb/transactions'
-import { adapterOn, cleanUpAfterEach, clientOn, namespace, otherTab, probed, probing, realQuery, record, registration, say, sleep, track, until } from './by-hand'
+import { adapterOn, cleanUpAfterEach, clientOn, namespace, otherTab, probed, probing, realQuery, record, registration, say, sleep, track, until, followed } from './by-hand'
 
 cleanUpAfterEach()
 afterEach(() => {
@@ -248,18 +248,7 @@ async function writeByHand(ns: string, entries: object[], log: object[] = []): P
 }
 
 describe('the words of closing tabs (announcements posted by hand; the registrations, made by hand, keep their Web Locks)', () => {
-  /** A recorder, a reaper, and an entry `lock:<owner>` of each owner written by a raw adapter while its registrations are held. */
-  async function setUp(ns: string, owners: Record<string, Array<ReturnType<typeof registration>>>) {
-    const raw = adapterOn(ns, otherTab(), false)
-    const events = await record(raw)
-    for (const [owner, regs] of Object.entries(owners)) {
-      await Promise.all(regs.map((r) => r.held))
-      expect((await raw.commit([], [{ type: 'set', key: `lock:${owner}`, value: null, ttl: 60_000, owner }])).ok).toBe(true)
-    }
-    adapterOn(ns, otherTab()) // the reaper
-    for (const [owner, regs] of Object.entries(owners)) if (regs.length > 0) await probing(ns, owner) // it follows them
-    return (owner: string) => events.some((e) => e.key === `lock:${owner}` && e.type === 'expire')
-  }
+  const setUp = async (ns: string, owners: Parameters<typeof followed>[1]) => (await followed(ns, owners)).ended
 
   it('a word naming the registration ends its entries at once; garbage, or a word for another nonce, does not', async () => {
     const ns = namespace()
