@@ -6,7 +6,9 @@
  * writes the way that way must catch: a raw connection's commit stands for
  * another process's.
  */
+import { appendFileSync, writeFileSync } from 'node:fs'
 import { afterEach, describe, expect, test, vi } from 'vitest'
+import { Tail } from '../../src/adapters/file/tail'
 import { collect, newFile, open, rawPut, until } from './helpers'
 
 const HOUR = 3_600_000
@@ -190,5 +192,37 @@ test('watches leave no timers behind once they end', async () => {
     expect(vi.getTimerCount()).toBe(before)
   } finally {
     vi.useRealTimers()
+  }
+})
+
+// The log read by hand (a real SQLite writer cannot be paused between its last write to the log and the commit's
+// publication in the log's shared-memory index): a real kernel note, of a write whose commit is seen only later.
+test('a kernel note that comes before its commit can be seen is looked at again: the commit is delivered without the poll (the log read by hand)', async () => {
+  const file = newFile()
+  writeFileSync(`${file}-wal`, '')
+  let published = false
+  const row = { revision: 1, seq: 1, type: 'put', key: 'k', value: '1', created: 1, owner: null, ttl: null }
+  let looks = 0
+  const tail = new Tail(
+    {
+      read: (revision) => ({ revision: published ? 1 : 0, compacted: 0, events: published && revision < 1 ? [row] : [] }),
+      changed: () => (looks++, published),
+    },
+    { file, notify: true, pollMs: HOUR },
+    () => {},
+    () => {},
+  )
+  const w = collect()
+  const stop = tail.subscribe('', w.sink)
+  try {
+    appendFileSync(`${file}-wal`, 'frames')
+    await until(() => looks > 0)
+    await new Promise((r) => setTimeout(r, 10))
+    expect(w.events).toEqual([])
+    published = true
+    await until(() => w.events.length === 1, 1_000)
+    expect(w.events[0]).toMatchObject({ key: 'k', value: 1, revision: 1 })
+  } finally {
+    stop()
   }
 })

@@ -7,7 +7,9 @@
  * - soon (a microtask) after a commit of another connection of this process;
  * - when the kernel says the file's write-ahead log was written (`fs.watch`
  *   on `<file>-wal`: inotify on Linux, FSEvents on macOS) — another
- *   process's commit, typically under a millisecond after it;
+ *   process's commit, typically under a millisecond after it (and again
+ *   a few times in the next ~300 ms: the note can come before the commit
+ *   can be seen);
  * - and every {@link POLL_MS} in any case, when SQLite's `data_version` says
  *   another connection committed: the backstop where file-change
  *   notifications do not work (some network and container file systems).
@@ -31,6 +33,8 @@ const { watch: watchFile } = builtin<typeof import('node:fs')>('node:fs')
 
 /** How often the log is looked at when no notification came, in ms. */
 export const POLL_MS = 100
+/** After the kernel's note of a write, when to look again, in ms (see Tail's `#noted`: the note can come before its commit can be seen). */
+const SETTLE_MS = [1, 4, 16, 64, 256]
 /** Events read from the file at a time. */
 const PAGE = 500
 
@@ -74,6 +78,8 @@ export class Tail {
   #again = false
   #watcher: FSWatcher | undefined
   #poll: ReturnType<typeof setInterval> | undefined
+  #settle: ReturnType<typeof setTimeout> | undefined
+  #settleStep = 0
 
   /** `onActive`: told when the first watch starts and the last one ends; `onRead`: after each read of the log (deadlines may have changed). */
   constructor(source: TailSource, options: TailOptions, onActive: (active: boolean) => void, onRead: () => void) {
@@ -197,9 +203,40 @@ export class Tail {
    * not a read (with 20 adapters in a process, half the reads per commit).
    */
   schedule(): void {
-    queueMicrotask(() => {
-      if (this.#subscribers.size > 0 && this.#source.changed()) this.pump()
-    })
+    queueMicrotask(() => this.#look())
+  }
+
+  #look(): void {
+    if (this.#subscribers.size > 0 && this.#source.changed()) this.pump()
+  }
+
+  /**
+   * The kernel's note of a write to the log: a look soon, and again after
+   * each of {@link SETTLE_MS} until the poll would look anyway. The note can
+   * come before its commit can be seen: SQLite publishes a commit in the
+   * log's shared-memory index after its last write, and a writer can be put
+   * off the CPU between the two. (Seen on a loaded machine: every note of a
+   * release came before it was published, and its waiter, polling each
+   * minute, slept.) A later note starts the looks over: its commit is the
+   * one that may not be seen yet.
+   */
+  #noted(): void {
+    this.schedule()
+    this.#settleStep = 0
+    this.#settleLater()
+  }
+
+  #settleLater(): void {
+    clearTimeout(this.#settle)
+    this.#settle = undefined
+    const ms = SETTLE_MS[this.#settleStep]
+    if (ms === undefined || ms >= this.#options.pollMs) return
+    this.#settle = setTimeout(() => {
+      this.#settleStep++
+      this.#look()
+      this.#settleLater()
+    }, ms)
+    this.#settle.unref()
   }
 
   #start(): void {
@@ -224,6 +261,8 @@ export class Tail {
     this.#watcher = undefined
     clearInterval(this.#poll)
     this.#poll = undefined
+    clearTimeout(this.#settle)
+    this.#settle = undefined
     this.#onActive(false)
   }
 
@@ -237,7 +276,7 @@ export class Tail {
           watcher.close()
           if (this.#watcher === watcher) this.#watcher = undefined
         }
-        this.schedule()
+        this.#noted()
       })
       watcher.on('error', () => {
         watcher.close()
