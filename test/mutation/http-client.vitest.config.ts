@@ -1,0 +1,23 @@
+/** The tests Stryker runs against the HTTP client (http-client.stryker.config.mjs here): in Node, the client in this process, each node a process of its own (the built bundle). */
+import { fileURLToPath } from 'node:url'
+import { defineConfig } from 'vitest/config'
+import base from '../../vite.config'
+
+export default defineConfig({
+  root: fileURLToPath(new URL('../..', import.meta.url)),
+  resolve: base.resolve,
+  test: {
+    include: [
+      'test/http/park.test.ts',
+      'test/http/permit-handover.test.ts',
+      'test/http/stream-answer.test.ts',
+      'test/http/pending-call.test.ts',
+      'test/http/shared-stream.test.ts',
+      'test/http/older-node-park.test.ts',
+      'test/http/answers.test.ts',
+      'test/http/adapter.test.ts',
+    ],
+    environment: 'node',
+    testTimeout: 30_000,
+  },
+})
