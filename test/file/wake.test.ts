@@ -201,26 +201,31 @@ test('a kernel note that comes before its commit can be seen is looked at again:
   const file = newFile()
   writeFileSync(`${file}-wal`, '')
   let published = false
+  let seenBefore = -1
   const row = { revision: 1, seq: 1, type: 'put', key: 'k', value: '1', created: 1, owner: null, ttl: null }
-  let looks = 0
+  const w = collect()
+  // The commit is published 5 ms after the note's first look (timers keep their order on a stalled machine).
+  let looked = false
   const tail = new Tail(
     {
       read: (revision) => ({ revision: published ? 1 : 0, compacted: 0, events: published && revision < 1 ? [row] : [] }),
-      changed: () => (looks++, published),
+      changed: () => {
+        if (!looked) {
+          looked = true
+          setTimeout(() => ((seenBefore = w.events.length), (published = true)), 5)
+        }
+        return published
+      },
     },
     { file, notify: true, pollMs: HOUR },
     () => {},
     () => {},
   )
-  const w = collect()
   const stop = tail.subscribe('', w.sink)
   try {
     appendFileSync(`${file}-wal`, 'frames')
-    await until(() => looks > 0)
-    await new Promise((r) => setTimeout(r, 10))
-    expect(w.events).toEqual([])
-    published = true
-    await until(() => w.events.length === 1, 1_000)
+    await until(() => w.events.length === 1, 2_000)
+    expect(seenBefore).toBe(0)
     expect(w.events[0]).toMatchObject({ key: 'k', value: 1, revision: 1 })
   } finally {
     stop()
