@@ -22,6 +22,7 @@ export default defineConfig({
       'test/http/filtered-stream.test.ts',
       'test/http/figures.test.ts',
       'test/http/client-options.test.ts',
+      'test/http/refused-fields.test.ts',
     ],
     environment: 'node',
     testTimeout: 30_000,
