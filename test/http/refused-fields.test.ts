@@ -7,15 +7,14 @@
  * older node can be started from this tree, so the refusing node is a fake
  * and the test names say so: a real node (in this process, over real HTTP)
  * behind a small proxy that refuses a commit carrying a field with the
- * words zod gives, and forwards everything else (no frames: the upgrade is
- * answered 404, so every request passes the proxy).
+ * words zod gives, and forwards everything else (./front-node).
  */
-import { createServer, request, type IncomingMessage } from 'node:http'
 import { z } from 'zod'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import type { Adapter, CommitOptions } from 'zaris'
 import { httpAdapter } from 'zaris/http'
 import { createHandler, listen, memoryBackend } from 'zaris/server'
+import { frontNode } from './front-node'
 
 type Body = Record<string, unknown>
 const cleanup: Array<() => Promise<unknown>> = []
@@ -38,35 +37,19 @@ function unrecognized(fields: string[]): string {
 
 /** A fake node in front of the real one: a commit for which `refuse` gives a message is answered with it (400 INVALID_ARGUMENT unless it says). */
 async function refusingNode(refuse: (body: Body) => string | { status: number; code: string; message: string } | undefined): Promise<{ url: string; commits: Body[] }> {
-  const commits: Body[] = []
-  const server = createServer((req, res) => {
-    const chunks: Buffer[] = []
-    req.on('data', (c: Buffer) => chunks.push(c))
-    req.on('end', () => {
-      const body = Buffer.concat(chunks)
-      if (req.url!.endsWith('/commit')) {
-        const json = JSON.parse(body.toString('utf8')) as Body
-        commits.push(json)
-        const refusal = refuse(json)
-        if (refusal !== undefined) {
-          const { status, code, message } = typeof refusal === 'string' ? { status: 400, code: 'INVALID_ARGUMENT', message: refusal } : refusal
-          res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { code, message } }))
-          return
-        }
-      }
-      const upstream = request({ host: '127.0.0.1', port: nodePort, method: req.method, path: req.url, headers: req.headers }, (answer: IncomingMessage) => {
-        res.writeHead(answer.statusCode!, answer.headers)
-        answer.pipe(res)
-      })
-      upstream.on('error', () => res.destroy())
-      res.on('close', () => upstream.destroy())
-      upstream.end(body)
-    })
+  const front = await frontNode(nodePort, ({ path, body }) => {
+    const refusal = path.endsWith('/commit') ? refuse(body!) : undefined
+    if (refusal === undefined) return undefined
+    const { status, code, message } = typeof refusal === 'string' ? { status: 400, code: 'INVALID_ARGUMENT', message: refusal } : refusal
+    return { status, json: { error: { code, message } } }
   })
-  server.on('upgrade', (_req, socket) => socket.end('HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n'))
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
-  cleanup.push(() => new Promise<void>((r) => (server.closeAllConnections(), server.close(() => r()))))
-  return { url: `http://127.0.0.1:${(server.address() as { port: number }).port}`, commits }
+  cleanup.push(() => front.close())
+  return {
+    url: front.url,
+    get commits() {
+      return front.seen.filter((s) => s.path.endsWith('/commit')).map((s) => s.body!)
+    },
+  }
 }
 
 const fieldsOf = (b: Body) => ['waitChange', 'keepParked', 'parkOrder', 'wakeOwner', 'orElse'].filter((f) => b[f] !== undefined)

@@ -23,6 +23,7 @@ export default defineConfig({
       'test/http/figures.test.ts',
       'test/http/client-options.test.ts',
       'test/http/refused-fields.test.ts',
+      'test/http/client-calls.test.ts',
     ],
     environment: 'node',
     testTimeout: 30_000,

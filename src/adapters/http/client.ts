@@ -164,10 +164,8 @@ class HttpAdapter implements Adapter {
   async list(prefix: string, options?: ListOptions): Promise<ListPage> {
     checkPrefix(prefix)
     const { after, limit } = checkListOptions(options)
-    const body: { prefix: string; after?: string; limit?: number } = { prefix }
-    if (after !== undefined) body.after = after
-    if (limit !== undefined) body.limit = limit
-    const page = await this.#call('list', body, readList)
+    // (An option not given is undefined: JSON leaves it out.)
+    const page = await this.#call('list', { prefix, after, limit }, readList)
     for (const e of page.entries) this.#saw(e.revision)
     return page
   }
@@ -268,10 +266,9 @@ class HttpAdapter implements Adapter {
       return fetchTransport()
     })()
     this.#transport = pending
+    // (Settled after a close, it is set on a closed adapter, whose calls refuse before they look.)
     pending.then(
-      (t) => {
-        if (this.#transport === pending) this.#ready = t
-      },
+      (t) => (this.#ready = t),
       () => {},
     )
     return pending

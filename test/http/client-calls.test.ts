@@ -1,0 +1,146 @@
+/**
+ * How the HTTP client sends its calls, seen by a fake node in front of a
+ * real one (./front-node; the real node in this process, over real HTTP):
+ * a node that answers 502, 503 or 504 is passed over for the next address
+ * and any other failure is the caller's; the last error is the cause of
+ * UNAVAILABLE; `transport` picks frames or plain fetch; a watch's requests
+ * carry the token; every revision the client saw (a get, a list, a failed check, a
+ * watch event) goes with its next commit as `seen`.
+ */
+import { afterAll, beforeAll, describe, expect, test } from 'vitest'
+import { isZarisError, type Adapter, type WatchEvent } from 'zaris'
+import { httpAdapter, type HttpAdapterOptions } from 'zaris/http'
+import { createHandler, listen, memoryBackend } from 'zaris/server'
+import { frontNode, type Answer, type FrontNode } from './front-node'
+
+const TOKEN = 'a-long-enough-token'
+const cleanup: Array<() => Promise<unknown>> = []
+let port = 0
+beforeAll(async () => {
+  const backend = memoryBackend()
+  const served = await listen(createHandler({ adapterFor: backend.adapterFor, positionOf: backend.positionOf, token: TOKEN, log: () => {} }), { port: 0 })
+  port = Number(new URL(served.url).port)
+  cleanup.push(() => served.close().then(() => backend.close()))
+})
+afterAll(async () => {
+  for (const c of cleanup.reverse()) await c().catch(() => {})
+})
+
+async function front(answer?: Parameters<typeof frontNode>[1]): Promise<FrontNode> {
+  const f = await frontNode(port, answer)
+  cleanup.push(() => f.close())
+  return f
+}
+
+let n = 0
+function adapter(endpoints: string[], options: Partial<HttpAdapterOptions> = {}): Adapter {
+  const a = httpAdapter({ endpoints, namespace: `calls-${++n}`, token: TOKEN, retries: 0, ...options })
+  cleanup.push(() => a.close())
+  return a
+}
+
+const failing = (status: number): Answer => ({ status, json: { error: { code: 'UNAVAILABLE', message: `down (${status})` } } })
+const commits = (f: FrontNode) => f.seen.filter((s) => s.path.endsWith('/commit'))
+
+describe('a node that cannot serve now is passed over; any other failure is the caller\'s (fakes in front of a real node)', () => {
+  test.each([502, 503, 504])('%i: the next address answers', async (status) => {
+    const [down, up] = [await front(() => failing(status)), await front()]
+    const a = adapter([down.url, up.url])
+    expect(await a.commit([], [{ type: 'set', key: 'k', value: status }])).toMatchObject({ ok: true })
+    expect([commits(down).length, commits(up).length]).toEqual([1, 1])
+    // Requests stay with the node that answered.
+    await a.get('k')
+    expect(down.seen.length).toBe(1)
+  })
+
+  test.each([500, 409])('%i: thrown as it came, the next address not asked', async (status) => {
+    const [bad, up] = [await front(() => ({ status, json: { error: { code: 'INTERNAL', message: `broken (${status})` } } })), await front()]
+    const a = adapter([bad.url, up.url])
+    const err = await a.commit([], [{ type: 'set', key: 'k', value: 1 }]).catch((e: unknown) => e)
+    expect(err).toMatchObject({ code: 'INTERNAL', message: `broken (${status})` })
+    expect(up.seen.length).toBe(0)
+  })
+
+  test('every address down: UNAVAILABLE naming them, the last failure its cause', async () => {
+    const [a1, a2] = [await front(() => failing(503)), await front(() => failing(502))]
+    const a = adapter([a1.url, a2.url], { retries: 1 })
+    const err = await a.get('k').catch((e: unknown) => e)
+    expect(isZarisError(err) && err.code).toBe('UNAVAILABLE')
+    expect((err as Error).message).toContain(`no zaris node answered get (${a1.url}, ${a2.url})`)
+    expect((err as Error).message).toContain('down (502)')
+    expect((err as Error).cause).toMatchObject({ message: 'down (502)' })
+    // One round and one retry, over both.
+    expect([a1.seen.length, a2.seen.length]).toEqual([2, 2])
+  })
+})
+
+describe('transport', () => {
+  test.each([
+    ['fetch', 0],
+    ['node', 1],
+    ['auto', 1],
+  ] as const)('%s: asks for frames %i time(s), and works over plain HTTP', async (transport, upgrades) => {
+    const f = await front()
+    const a = adapter([f.url], { transport })
+    expect(await a.commit([], [{ type: 'set', key: 'k', value: 1 }])).toMatchObject({ ok: true })
+    expect(await a.get('k')).toMatchObject({ value: 1 })
+    expect(f.upgrades).toBe(upgrades)
+  })
+})
+
+test('a watch from an older revision, with the stream open, gets what it missed: its GET and POSTs carry the token', async () => {
+  const f = await front()
+  const a = adapter([f.url], { transport: 'fetch' })
+  // The stream opens now: a watch from an older revision then reads what it missed from the history.
+  const stopOther = await a.watch('other', { event() {}, error() {} })
+  const first = await a.commit([], [{ type: 'set', key: 'w', value: 1 }])
+  if (!first.ok) throw new Error('not written')
+  await a.commit([], [{ type: 'set', key: 'w', value: 2 }])
+  const events: WatchEvent[] = []
+  const errors: unknown[] = []
+  const stop = await a.watch('w', { event: (e) => void events.push(e), error: (e) => void errors.push(e) }, first.revision - 1)
+  try {
+    await expect.poll(() => events.map((e) => e.type === 'put' && e.value)).toEqual([1, 2])
+  } finally {
+    stop()
+    stopOther()
+  }
+  expect(errors).toEqual([])
+  expect(f.seen.filter((s) => s.method === 'GET').length).toBe(1)
+})
+
+describe('every revision the client saw goes with its next commit as `seen`', () => {
+  async function seenAfter(saw: (a: Adapter, writer: Adapter) => Promise<unknown>): Promise<{ sent: unknown; revision: number }> {
+    const f = await front()
+    const a = adapter([f.url])
+    const ns = `calls-${n}`
+    const writer = httpAdapter({ endpoints: [`http://127.0.0.1:${port}`], namespace: ns, token: TOKEN })
+    cleanup.push(() => writer.close())
+    for (let i = 0; i < 5; i++) await writer.commit([], [{ type: 'set', key: `filler${i}`, value: i }])
+    const w = await writer.commit([], [{ type: 'set', key: 'k', value: 'v', owner: 'o' }])
+    if (!w.ok) throw new Error('not written')
+    await saw(a, writer)
+    await a.commit([], [{ type: 'set', key: 'mine', value: 1 }])
+    return { sent: commits(f).at(-1)!.body!.seen, revision: w.revision }
+  }
+
+  test('from a get', async () => {
+    const { sent, revision } = await seenAfter((a) => a.get('k'))
+    expect(sent).toBe(revision)
+  })
+
+  test('from a list', async () => {
+    const { sent, revision } = await seenAfter((a) => a.list('k'))
+    expect(sent).toBe(revision)
+  })
+
+  test('from a failed check', async () => {
+    const { sent, revision } = await seenAfter((a) => a.commit([{ key: 'k', revision: null }], []))
+    expect(sent).toBe(revision)
+  })
+
+  test('nothing seen: no `seen` sent', async () => {
+    const { sent } = await seenAfter(async () => {})
+    expect(sent).toBeUndefined()
+  })
+})

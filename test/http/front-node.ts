@@ -1,0 +1,64 @@
+/**
+ * A fake node for the HTTP client's tests, and the tests name it so: a
+ * small HTTP server in front of a real node (over real HTTP) that answers
+ * a request itself where `answer` says, and forwards everything else. It
+ * declines frames (the upgrade is answered 404), so every request passes
+ * it as plain HTTP and can be seen.
+ */
+import { createServer, request, type IncomingMessage } from 'node:http'
+
+/** A request as the front saw it: its method, path and query, and its JSON body (a POST's). */
+export interface Seen {
+  method: string
+  path: string
+  body: Record<string, unknown> | undefined
+}
+
+/** What the front answers itself: a status and a JSON body. */
+export interface Answer {
+  status: number
+  json: unknown
+}
+
+export interface FrontNode {
+  url: string
+  /** Every request that came, in order. */
+  seen: Seen[]
+  /** Upgrade requests (frames asked for) that came. */
+  upgrades: number
+  close(): Promise<void>
+}
+
+/** A front for the node at `targetPort`: `answer` gives what to answer a request with, or undefined to forward it. */
+export async function frontNode(targetPort: number, answer: (seen: Seen) => Answer | undefined = () => undefined): Promise<FrontNode> {
+  const front: FrontNode = { url: '', seen: [], upgrades: 0, close: async () => {} }
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = []
+    req.on('data', (c: Buffer) => chunks.push(c))
+    req.on('end', () => {
+      const raw = Buffer.concat(chunks)
+      const seen: Seen = { method: req.method!, path: req.url!, body: raw.length > 0 ? (JSON.parse(raw.toString('utf8')) as Record<string, unknown>) : undefined }
+      front.seen.push(seen)
+      const own = answer(seen)
+      if (own) {
+        res.writeHead(own.status, { 'content-type': 'application/json' }).end(JSON.stringify(own.json))
+        return
+      }
+      const upstream = request({ host: '127.0.0.1', port: targetPort, method: req.method, path: req.url, headers: req.headers }, (up: IncomingMessage) => {
+        res.writeHead(up.statusCode!, up.headers)
+        up.pipe(res)
+      })
+      upstream.on('error', () => res.destroy())
+      res.on('close', () => upstream.destroy())
+      upstream.end(raw)
+    })
+  })
+  server.on('upgrade', (_req, socket) => {
+    front.upgrades++
+    socket.end('HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n')
+  })
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
+  front.url = `http://127.0.0.1:${(server.address() as { port: number }).port}`
+  front.close = () => new Promise<void>((r) => (server.closeAllConnections(), server.close(() => r())))
+  return front
+}
