@@ -74,6 +74,37 @@ describe('a node that cannot serve now is passed over; any other failure is the 
   })
 })
 
+describe('a node that never answers', () => {
+  test.each(['node', 'fetch'] as const)('%s: each attempt ends at the timeout, and the call fails UNAVAILABLE saying so', async (transport) => {
+    const f = await front(() => 'hang')
+    const a = adapter([f.url], { transport, timeout: 150 })
+    const t0 = performance.now()
+    const err = await a.get('k').catch((e: unknown) => e)
+    expect(isZarisError(err) && err.code).toBe('UNAVAILABLE')
+    expect((err as Error).message).toContain('no answer within 150 ms')
+    expect(performance.now() - t0).toBeGreaterThanOrEqual(140)
+  })
+
+  test.each(['node', 'fetch'] as const)('%s: a close ends a call in flight with CLOSED', async (transport) => {
+    const f = await front(() => 'hang')
+    // A timeout of a minute: the call ends by the close, not by the timeout.
+    const a = adapter([f.url], { transport, timeout: 60_000 })
+    const call = a.get('k').catch((e: unknown) => e)
+    await expect.poll(() => f.seen.length).toBe(1)
+    await a.close()
+    expect(await Promise.race([call, new Promise((r) => setTimeout(() => r('still waiting'), 5_000))])).toMatchObject({ code: 'CLOSED' })
+  })
+
+  test.each(['node', 'fetch'] as const)('%s: a node that refuses connections is not taken for one that did not answer', async (transport) => {
+    const f = await front()
+    await f.close()
+    const a = adapter([f.url], { transport })
+    const err = await a.get('k').catch((e: unknown) => e)
+    expect(isZarisError(err) && err.code).toBe('UNAVAILABLE')
+    expect((err as Error).message).not.toContain('no answer within')
+  })
+})
+
 describe('transport', () => {
   test.each([
     ['fetch', 0],

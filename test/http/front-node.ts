@@ -29,8 +29,8 @@ export interface FrontNode {
   close(): Promise<void>
 }
 
-/** A front for the node at `targetPort`: `answer` gives what to answer a request with, or undefined to forward it. */
-export async function frontNode(targetPort: number, answer: (seen: Seen) => Answer | undefined = () => undefined): Promise<FrontNode> {
+/** A front for the node at `targetPort`: `answer` gives what to answer a request with, `'hang'` for nothing ever, or undefined to forward it. */
+export async function frontNode(targetPort: number, answer: (seen: Seen) => Answer | 'hang' | undefined = () => undefined): Promise<FrontNode> {
   const front: FrontNode = { url: '', seen: [], upgrades: 0, close: async () => {} }
   const server = createServer((req, res) => {
     const chunks: Buffer[] = []
@@ -40,6 +40,7 @@ export async function frontNode(targetPort: number, answer: (seen: Seen) => Answ
       const seen: Seen = { method: req.method!, path: req.url!, body: raw.length > 0 ? (JSON.parse(raw.toString('utf8')) as Record<string, unknown>) : undefined }
       front.seen.push(seen)
       const own = answer(seen)
+      if (own === 'hang') return
       if (own) {
         res.writeHead(own.status, { 'content-type': 'application/json' }).end(JSON.stringify(own.json))
         return

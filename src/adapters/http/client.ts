@@ -401,9 +401,9 @@ function errorOf(status: number, text: string, endpoint: string): ZarisError {
 }
 
 
-/** The adapter's close signal as is, for a transport that keeps the deadline itself. */
+/** The adapter's close signal as is, for a transport that keeps the deadline itself (a closed adapter's call never asks `timedOut`). */
 function untimed(closed: AbortSignal, deadline: number): { signal: AbortSignal; timedOut(): boolean; dispose(): void } {
-  return { signal: closed, timedOut: () => !closed.aborted && performance.now() >= deadline - 1, dispose() {} }
+  return { signal: closed, timedOut: () => performance.now() >= deadline - 1, dispose() {} }
 }
 
 /** Aborts on the adapter's close or after `ms`, whichever is first. */
