@@ -9,7 +9,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { isZarisError, type Adapter, type WatchEvent } from 'zaris'
-import { httpAdapter, type HttpAdapterOptions } from 'zaris/http'
+import { fetchTransport, httpAdapter, type HttpAdapterOptions, type Transport } from 'zaris/http'
 import { createHandler, listen, memoryBackend } from 'zaris/server'
 import { frontNode, type Answer, type FrontNode } from './front-node'
 
@@ -74,6 +74,19 @@ describe('a node that cannot serve now is passed over; any other failure is the 
   })
 })
 
+test('a watch that found a node first leads the calls after it there', async () => {
+  const [down, up] = [await front(() => failing(503)), await front()]
+  const a = adapter([down.url, up.url], { transport: 'fetch' })
+  const stop = await a.watch('x', { event() {}, error() {} })
+  try {
+    const asked = down.seen.length
+    expect(await a.commit([], [{ type: 'set', key: 'x', value: 1 }])).toMatchObject({ ok: true })
+    expect(down.seen.length).toBe(asked)
+  } finally {
+    stop()
+  }
+})
+
 describe('a node that never answers', () => {
   test.each(['node', 'fetch'] as const)('%s: each attempt ends at the timeout, and the call fails UNAVAILABLE saying so', async (transport) => {
     const f = await front(() => 'hang')
@@ -106,6 +119,21 @@ describe('a node that never answers', () => {
 })
 
 describe('transport', () => {
+  test('one of the caller\'s own carries every call, and is closed with the adapter', async () => {
+    const f = await front()
+    const inner = fetchTransport()
+    const sent: string[] = []
+    let closed = 0
+    const own: Transport = { name: 'own', send: (r) => (sent.push(r.url), inner.send(r)), close: () => void closed++ }
+    const a = adapter([f.url], { transport: own })
+    expect(a.name).toBe('http')
+    expect(await a.commit([], [{ type: 'set', key: 'k', value: 1 }])).toMatchObject({ ok: true })
+    expect(await a.get('k')).toMatchObject({ value: 1 })
+    expect(sent.map((u) => u.split('/').at(-1))).toEqual(['commit', 'get'])
+    await a.close()
+    expect(closed).toBe(1)
+  })
+
   test.each([
     ['fetch', 0],
     ['node', 1],
