@@ -5,7 +5,7 @@
  * declines frames (the upgrade is answered 404), so every request passes
  * it as plain HTTP and can be seen.
  */
-import { createServer, request, type IncomingMessage } from 'node:http'
+import { createServer, request, type IncomingMessage, type ServerResponse } from 'node:http'
 
 /** A request as the front saw it: its method, path and query, and its JSON body (a POST's). */
 export interface Seen {
@@ -26,12 +26,15 @@ export interface FrontNode {
   seen: Seen[]
   /** Upgrade requests (frames asked for) that came. */
   upgrades: number
+  /** Cuts every watch stream open through it (the client sees its stream break). */
+  cutWatches(): void
   close(): Promise<void>
 }
 
 /** A front for the node at `targetPort`: `answer` gives what to answer a request with, `'hang'` for nothing ever, or undefined to forward it. */
 export async function frontNode(targetPort: number, answer: (seen: Seen) => Answer | 'hang' | undefined = () => undefined): Promise<FrontNode> {
-  const front: FrontNode = { url: '', seen: [], upgrades: 0, close: async () => {} }
+  const watches = new Set<ServerResponse>()
+  const front: FrontNode = { url: '', seen: [], upgrades: 0, cutWatches: () => watches.forEach((res) => res.destroy()), close: async () => {} }
   const server = createServer((req, res) => {
     const chunks: Buffer[] = []
     req.on('data', (c: Buffer) => chunks.push(c))
@@ -44,6 +47,10 @@ export async function frontNode(targetPort: number, answer: (seen: Seen) => Answ
       if (own) {
         res.writeHead(own.status, { 'content-type': 'application/json' }).end(JSON.stringify(own.json))
         return
+      }
+      if (req.url!.includes('/watch')) {
+        watches.add(res)
+        res.on('close', () => watches.delete(res))
       }
       const upstream = request({ host: '127.0.0.1', port: targetPort, method: req.method, path: req.url, headers: req.headers }, (up: IncomingMessage) => {
         res.writeHead(up.statusCode!, up.headers)

@@ -24,6 +24,7 @@ export default defineConfig({
       'test/http/client-options.test.ts',
       'test/http/refused-fields.test.ts',
       'test/http/client-calls.test.ts',
+      'test/http/stream-answers.test.ts',
     ],
     environment: 'node',
     testTimeout: 30_000,

@@ -76,8 +76,8 @@ export class StreamAnswers {
         answerOn &&
         (await ctx.commit({ ...body, answerOn }, readParked).catch((err: unknown) => {
           const refused = err instanceof ZarisError && err.code === 'INVALID_ARGUMENT' ? err.message : ''
-          if (refused.includes('answerOn')) return ctx.older()
-          if (!(body.orElse && ctx.noOtherWays(refused))) throw err
+          if (refused.includes('answerOn')) ctx.older()
+          else if (!(body.orElse && ctx.noOtherWays(refused))) throw err
         }))
       // No stream to name (a node that does not filter streams), or a node that refused a field: no wait.
       if (first === undefined || first === '') return await ctx.commit(plain, readCommit)
