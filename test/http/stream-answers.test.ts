@@ -112,6 +112,8 @@ describe('a page\'s waiting commit, answered on its watch stream (the page\'s pa
     await other.commit([{ key: 'lock', revision: held }], [{ type: 'delete', key: 'lock' }])
     const r = await waiting.catch((e: unknown) => e)
     expect(r).toMatchObject({ code: 'INVALID_ARGUMENT', message: 'add "n": the key holds "text", not a number' })
+    // Told, not asked for again.
+    expect(posts(front).length).toBe(1)
   })
 
   test('a node that refuses answerOn (older): sent again plain, and the adapter waits no more', async () => {
@@ -133,11 +135,16 @@ describe('a page\'s waiting commit, answered on its watch stream (the page\'s pa
     expect(page.capabilities?.commitOnChange).toBe(true)
   })
 
-  test('any other refusal is thrown as it came', async () => {
-    const { page, other, front } = await setUp((s) => (s.body?.answerOn !== undefined ? { status: 400, json: { error: { code: 'INVALID_ARGUMENT', message: 'checks[0]: wrong' } } } : undefined))
+  test.each([
+    ['a refusal of something else', 400, 'INVALID_ARGUMENT', 'checks[0]: wrong'],
+    ['another code whose words name the fields', 409, 'CONFLICT', 'answerOn orElse: busy'],
+  ])('%s is thrown as it came, and nothing dropped', async (_, status, code, message) => {
+    const { page, other, front } = await setUp((s) => (s.body?.answerOn !== undefined ? { status, json: { error: { code, message } } } : undefined))
     await hold(other)
-    const err = await page.commit(take.checks, take.ops, { waitChange: 5_000, keepParked: true }).catch((e: unknown) => e)
-    expect(err).toMatchObject({ code: 'INVALID_ARGUMENT', message: 'checks[0]: wrong' })
+    const orElse = [{ checks: [{ key: 'spare', revision: null }], ops: [] }]
+    const err = await page.commit(take.checks, take.ops, { waitChange: 5_000, keepParked: true, orElse }).catch((e: unknown) => e)
+    expect(err).toMatchObject({ code, message })
     expect(posts(front).length).toBe(1)
+    expect(page.capabilities).toMatchObject({ commitOnChange: true, keepParked: true, orElse: true })
   })
 })
