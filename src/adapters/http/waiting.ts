@@ -39,8 +39,7 @@ export function plainOf(body: CommitBody): CommitBody {
 /** The most ms a commit asks a node to wait (nodes cut it to their own bound, 30 s by default). */
 const MAX_WAIT_CHANGE = 30_000
 
-/** A `waitChange` option as sent: a whole number of ms, 0 for none. */
+/** A `waitChange` option as sent: a whole number of ms; none, 0 or below, or NaN: not above 0 (no wait). */
 export function waitOf(ms: number | undefined): number {
-  if (ms === undefined || !(ms > 0)) return 0
-  return Math.min(Math.ceil(ms), MAX_WAIT_CHANGE)
+  return Math.min(Math.ceil(ms ?? 0), MAX_WAIT_CHANGE)
 }
