@@ -28,13 +28,15 @@ export interface FrontNode {
   upgrades: number
   /** Cuts every watch stream open through it (the client sees its stream break). */
   cutWatches(): void
+  /** How many watch streams are open through it. */
+  openWatches(): number
   close(): Promise<void>
 }
 
 /** A front for the node at `targetPort`: `answer` gives what to answer a request with, `'hang'` for nothing ever, or undefined to forward it. */
 export async function frontNode(targetPort: number, answer: (seen: Seen) => Answer | 'hang' | undefined = () => undefined): Promise<FrontNode> {
   const watches = new Set<ServerResponse>()
-  const front: FrontNode = { url: '', seen: [], upgrades: 0, cutWatches: () => watches.forEach((res) => res.destroy()), close: async () => {} }
+  const front: FrontNode = { url: '', seen: [], upgrades: 0, cutWatches: () => watches.forEach((res) => res.destroy()), openWatches: () => watches.size, close: async () => {} }
   const server = createServer((req, res) => {
     const chunks: Buffer[] = []
     req.on('data', (c: Buffer) => chunks.push(c))

@@ -33,10 +33,10 @@ afterEach(() => {
 })
 
 let n = 0
-async function setUp(answer?: (seen: Seen) => Answer | 'hang' | undefined, timeout?: number): Promise<{ page: Adapter; other: Adapter; front: FrontNode }> {
+async function setUp(answer?: (seen: Seen) => Answer | 'hang' | undefined, timeout?: number, watchLinger?: number): Promise<{ page: Adapter; other: Adapter; front: FrontNode }> {
   const front = await frontNode(port, answer)
   const ns = `page-${++n}`
-  const page = httpAdapter({ endpoints: [front.url], namespace: ns, transport: 'fetch', timeout })
+  const page = httpAdapter({ endpoints: [front.url], namespace: ns, transport: 'fetch', timeout, watchLinger })
   delete g.document
   const other = httpAdapter({ endpoints: [`http://127.0.0.1:${port}`], namespace: ns })
   g.document = {}
@@ -66,6 +66,17 @@ describe('a page\'s waiting commit, answered on its watch stream (the page\'s pa
     expect(r).toMatchObject({ ok: true, entries: [{ key: 'lock', owner: 'page' }] })
     if (released.ok && r.ok) expect(r.revision).toBe(released.revision + 1)
     expect(posts(front).length).toBe(1)
+  })
+
+  test('once answered, the commit\'s watch of its key ends (with no linger, the stream closes)', async () => {
+    const { page, other, front } = await setUp(undefined, undefined, 0)
+    const held = await hold(other)
+    const waiting = page.commit(take.checks, take.ops, { waitChange: 10_000, keepParked: true })
+    await expect.poll(() => posts(front).length).toBe(1)
+    expect(front.openWatches()).toBe(1)
+    await other.commit([{ key: 'lock', revision: held }], [{ type: 'delete', key: 'lock' }])
+    expect(await waiting).toMatchObject({ ok: true })
+    await expect.poll(() => front.openWatches()).toBe(0)
   })
 
   test('a first try that goes through is answered by the POST itself', async () => {
