@@ -476,6 +476,32 @@ describe('liveness (IndexedDB, one page): one Liveness, by hand', () => {
     y.release()
   })
 
+  it("a registration of the id queued behind the probe keeps its owner alive, a shared request of another name does not: the waiter is told once that one goes too", async () => {
+    const ns = namespace('live')
+    const l = livenessOn(ns)
+    const first = registration(ns, 'x')
+    await first.held
+    let told = false
+    void l.gone('x', new AbortController().signal).then(() => (told = true))
+    await until(async () => (await probes(ns, 'x')) > 0)
+    const second = registration(ns, 'x') // its shared request queues behind the probe
+    // Another name's shared request, queued behind an exclusive holder, for the probe's look to pass over.
+    let freeOther!: () => void
+    await new Promise<void>((held) => void navigator.locks.request(`other-${ns}`, () => (held(), new Promise<void>((r) => (freeOther = r)))))
+    const other = navigator.locks.request(`other-${ns}`, { mode: 'shared' }, () => {})
+    try {
+      first.release()
+      await second.held
+      await sleep(300)
+      expect(told, 'the id lives on in the registration queued behind the probe').toBe(false)
+      second.release()
+      await until(() => told, 2_000)
+    } finally {
+      freeOther()
+      await other
+    }
+  })
+
   it("a probe's linger after its owner went leaves the probe of the id's next client in place: a waiter arriving later shares it", async () => {
     const ns = namespace('live')
     const l = livenessOn(ns)
