@@ -7,7 +7,8 @@
  */
 import { describe, expect, it } from 'vitest'
 import { Client, ClosedError } from 'zaris'
-import { adapterOn, cleanUpAfterEach, clientOn, namespace, otherTab, probing, realQuery, record, registration, say, sleep, until, followed } from './by-hand'
+import { Liveness, listenersIn } from '../../src/adapters/indexeddb/liveness'
+import { adapterOn, cleanUpAfterEach, clientOn, namespace, otherTab, probing, realQuery, record, registration, say, sleep, track, until, followed } from './by-hand'
 
 cleanUpAfterEach()
 
@@ -314,5 +315,230 @@ describe("liveness (IndexedDB, one page): a waiter's ownerGone and its probe", (
     say(ns, { owner: 'x', nonce: reg.nonce })
     await until(() => told, 2_000)
     reg.release()
+  })
+})
+
+describe('liveness (IndexedDB, one page): one Liveness, by hand', () => {
+  /** A Liveness of namespace `ns` in this page, as an adapter or a reaper makes one; closed after the test. */
+  function livenessOn(ns: string): Liveness {
+    const l = new Liveness(navigator.locks, ns)
+    track({ close: async () => l.close() })
+    return l
+  }
+
+  /** Counts the `abort` listeners added to `signal` and not removed since (a spy on that one signal). */
+  function abortListeners(signal: AbortSignal): () => number {
+    const live = new Set<unknown>()
+    const add = signal.addEventListener.bind(signal)
+    const remove = signal.removeEventListener.bind(signal)
+    Object.assign(signal, {
+      addEventListener(type: string, fn: EventListener, options?: AddEventListenerOptions) {
+        if (type === 'abort') live.add(fn)
+        add(type, fn, options)
+      },
+      removeEventListener(type: string, fn: EventListener, options?: EventListenerOptions) {
+        if (type === 'abort') live.delete(fn)
+        remove(type, fn, options)
+      },
+    })
+    return () => live.size
+  }
+
+  /** The exclusive requests (probes) waiting for `owner`'s registration lock. */
+  async function probes(ns: string, owner: string): Promise<number> {
+    return (await realQuery()).pending!.filter((l) => l.name === `zaris:${ns}:owner:${owner}` && l.mode === 'exclusive').length
+  }
+
+  it('a word that is null, or no object, is ignored without an error, and the words after it are heard', async () => {
+    const ns = namespace('live')
+    const l = livenessOn(ns)
+    // (An error thrown in the channel's handler fails the run: vitest reports the page's uncaught errors.)
+    for (const junk of [null, 'x', 7, { nonce: 'n1' }]) say(ns, junk)
+    say(ns, { owner: 'x', nonce: 'n1' })
+    await until(() => l.heard('x'), 2_000)
+    await sleep(50)
+  })
+
+  it('a word is remembered for a minute to the ms (the clock held by hand): still heard at 60 000 ms, forgotten at 60 001', async () => {
+    const ns = namespace('live')
+    const l = livenessOn(ns)
+    const realNow = Date.now
+    const start = realNow()
+    let now = start
+    Date.now = () => now
+    try {
+      say(ns, { owner: 'late', nonce: 'n1' })
+      await until(() => l.heard('late'), 2_000)
+      now = start + 60_000
+      say(ns, { owner: 'b', nonce: 'n2' }) // hearing a word forgets those heard over a minute before
+      await until(() => l.heard('b'), 2_000)
+      expect(l.heard('late')).toBe(true)
+      now = start + 60_001
+      say(ns, { owner: 'c', nonce: 'n3' })
+      await until(() => l.heard('c'), 2_000)
+      expect([l.heard('late'), l.heard('b')]).toEqual([false, true])
+    } finally {
+      Date.now = realNow
+    }
+  })
+
+  it('a registration asks the lock manager once, for its id\'s shared lock (its own lock is never queued)', async () => {
+    const ns = namespace('live')
+    const l = livenessOn(ns)
+    const locks = navigator.locks as LockManager & { query: LockManager['query'] }
+    let calls = 0
+    locks.query = () => (calls++, realQuery())
+    try {
+      await l.register('x')
+      await sleep(50)
+      expect(calls).toBe(1)
+    } finally {
+      delete (locks as { query?: unknown }).query
+    }
+  })
+
+  it('a liveness closed twice closes once: the other liveness of its namespace in this page still hears words', async () => {
+    const ns = namespace('live')
+    const [closing, staying] = [livenessOn(ns), livenessOn(ns)]
+    closing.close()
+    closing.close()
+    say(ns, { owner: 'x', nonce: 'n1' })
+    await until(() => staying.heard('x'), 2_000)
+  })
+
+  it('the last liveness of a namespace to close closes its channel and forgets its words; one made after has a new channel that hears', async () => {
+    const ns = namespace('live')
+    const name = `zaris:idb:${ns}:gone`
+    const closed: string[] = []
+    const close = BroadcastChannel.prototype.close
+    BroadcastChannel.prototype.close = function (this: BroadcastChannel) {
+      closed.push(this.name)
+      close.call(this)
+    }
+    try {
+      const [first, last] = [livenessOn(ns), livenessOn(ns)]
+      say(ns, { owner: 'x', nonce: 'n1' })
+      await until(() => last.heard('x'), 2_000)
+      closed.length = 0 // (say() closes a channel of that name too)
+      first.close()
+      expect(closed.filter((n) => n === name)).toEqual([])
+      last.close()
+      expect(closed.filter((n) => n === name)).toEqual([name])
+      expect([last.heard('x'), listenersIn(ns)]).toEqual([false, undefined])
+      const next = livenessOn(ns)
+      expect(listenersIn(ns)).toBe(0)
+      say(ns, { owner: 'y', nonce: 'n2' })
+      await until(() => next.heard('y'), 2_000)
+    } finally {
+      BroadcastChannel.prototype.close = close
+    }
+  })
+
+  it("pagehide's words go to the other tabs only; a closing liveness's words are heard at once in this page too", async () => {
+    const ns = namespace('live')
+    const [a, b] = [livenessOn(ns), livenessOn(ns)]
+    await a.register('x')
+    const heard: unknown[] = []
+    const otherTabs = new BroadcastChannel(`zaris:idb:${ns}:gone`)
+    otherTabs.onmessage = (e) => heard.push(e.data)
+    try {
+      dispatchEvent(new PageTransitionEvent('pagehide', { persisted: true }))
+      await sleep(200)
+      expect(heard, 'kept in the back/forward cache: it may come back alive').toEqual([])
+      dispatchEvent(new PageTransitionEvent('pagehide', { persisted: false }))
+      await until(() => heard.length > 0, 2_000)
+      await sleep(200)
+      expect(b.heard('x'), 'the dying page starts no takeover of its own').toBe(false)
+      a.close()
+      expect(b.heard('x')).toBe(true)
+    } finally {
+      otherTabs.close()
+    }
+  })
+
+  it("a waiter leaves nothing behind, whether the probe, a word or an abort ended it: no listener on its caller's signal, none in the hub", async () => {
+    const ns = namespace('live')
+    const l = livenessOn(ns)
+    const [x, y] = [registration(ns, 'x'), registration(ns, 'y')]
+    await Promise.all([x.held, y.held])
+    const [byProbe, byWord, byAbort] = [new AbortController(), new AbortController(), new AbortController()]
+    const left = [byProbe, byWord, byAbort].map((c) => abortListeners(c.signal))
+    const waits = [l.gone('x', byProbe.signal), l.gone('y', byWord.signal), l.gone('z', byAbort.signal).catch((e: unknown) => e)]
+    expect([left.map((n) => n()), listenersIn(ns)]).toEqual([[1, 1, 1], 3])
+    await sleep(300) // the looks at the lock manager answered
+    x.release()
+    await waits[0]
+    say(ns, { owner: 'y', nonce: y.nonce })
+    await waits[1]
+    byAbort.abort()
+    await waits[2]
+    expect([left.map((n) => n()), listenersIn(ns)]).toEqual([[0, 0, 0], 0])
+    y.release()
+  })
+
+  it("a registration of the id queued behind the probe keeps its owner alive, a shared request of another name does not: the waiter is told once that one goes too", async () => {
+    const ns = namespace('live')
+    const l = livenessOn(ns)
+    const first = registration(ns, 'x')
+    await first.held
+    let told = false
+    void l.gone('x', new AbortController().signal).then(() => (told = true))
+    await until(async () => (await probes(ns, 'x')) > 0)
+    const second = registration(ns, 'x') // its shared request queues behind the probe
+    // Another name's shared request, queued behind an exclusive holder, for the probe's look to pass over.
+    let freeOther!: () => void
+    await new Promise<void>((held) => void navigator.locks.request(`other-${ns}`, () => (held(), new Promise<void>((r) => (freeOther = r)))))
+    const other = navigator.locks.request(`other-${ns}`, { mode: 'shared' }, () => {})
+    try {
+      first.release()
+      await second.held
+      await sleep(300)
+      expect(told, 'the id lives on in the registration queued behind the probe').toBe(false)
+      second.release()
+      await until(() => told, 2_000)
+    } finally {
+      freeOther()
+      await other
+    }
+  })
+
+  it("a probe's linger after its owner went leaves the probe of the id's next client in place: a waiter arriving later shares it", async () => {
+    const ns = namespace('live')
+    const l = livenessOn(ns)
+    const first = registration(ns, 'x')
+    await first.held
+    const gone = l.gone('x', new AbortController().signal)
+    await until(async () => (await probes(ns, 'x')) > 0)
+    first.release()
+    await gone // its probe settled; its waiter left: its linger runs ~2 s from now
+    const second = registration(ns, 'x')
+    await second.held
+    const stop = new AbortController()
+    void l.gone('x', stop.signal).catch(() => {})
+    await until(async () => (await probes(ns, 'x')) === 1)
+    await sleep(2_300) // past the first probe's linger
+    void l.gone('x', stop.signal).catch(() => {})
+    await sleep(200)
+    expect(await probes(ns, 'x')).toBe(1)
+    stop.abort()
+    second.release()
+  })
+
+  it("a lock manager that fails the probe's look once granted (by hand): its waiter's ownerGone rejects with that error", async () => {
+    const ns = namespace('live')
+    const l = livenessOn(ns)
+    const x = registration(ns, 'x')
+    await x.held
+    const failure = new DOMException('refused by hand', 'InvalidStateError')
+    const locks = navigator.locks as LockManager & { query: LockManager['query'] }
+    locks.query = () => Promise.reject(failure)
+    try {
+      const waiting = l.gone('x', new AbortController().signal)
+      await until(async () => (await probes(ns, 'x')) > 0)
+      x.release()
+      expect(await Promise.race([waiting.then(() => 'told', (e: unknown) => e), sleep(2_000).then(() => 'waited')])).toBe(failure)
+    } finally {
+      delete (locks as { query?: unknown }).query
+    }
   })
 })

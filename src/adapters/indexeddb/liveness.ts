@@ -31,16 +31,6 @@
 import { ClosedError } from '../../core/contract/errors'
 import { randomHex } from '../../core/contract/ids'
 
-/** One Web Locks request per owner per page, shared by every waiter for that owner. */
-interface Probe {
-  promise: Promise<void>
-  users: number
-  controller: AbortController
-  linger?: ReturnType<typeof setTimeout>
-}
-
-const probes = new Map<string, Probe>()
-
 /** How long a probe stays queued after its last waiter left, in ms. */
 const LINGER = 2_000
 
@@ -58,6 +48,62 @@ async function waitUntilGone(locks: LockManager, name: string, signal: AbortSign
   }
 }
 
+/**
+ * One Web Locks request per owner name per page, shared by every waiter for
+ * that owner. It is in {@link probes} from its start until it settles (the
+ * owner is gone) or is withdrawn (no waiter left for {@link LINGER} ms):
+ * never reused after, as a client of the same id may start later.
+ */
+class Probe {
+  /** Resolves once the owner is gone; rejects once withdrawn, or if the lock manager fails. */
+  readonly promise: Promise<void>
+  readonly #name: string
+  readonly #controller = new AbortController()
+  readonly #waiters = new Set<object>()
+  #linger?: ReturnType<typeof setTimeout>
+
+  /** The probe of `name` in this page, started if there is none, with `waiter` among its waiters until it leaves. */
+  static join(locks: LockManager, name: string, waiter: object): Probe {
+    let probe = probes.get(name)
+    if (!probe) probes.set(name, (probe = new Probe(locks, name)))
+    probe.#waiters.add(waiter)
+    clearTimeout(probe.#linger) // (a cleared timer never runs, even one due)
+    return probe
+  }
+
+  private constructor(locks: LockManager, name: string) {
+    this.#name = name
+    this.promise = waitUntilGone(locks, name, this.#controller.signal)
+    const forget = () => this.#forget()
+    this.promise.then(forget, forget)
+  }
+
+  /**
+   * `waiter` left (once more: nothing changes). The last one to leave
+   * withdraws the request after {@link LINGER} ms, unless another joins meanwhile.
+   */
+  leave(waiter: object): void {
+    if (!this.#waiters.delete(waiter) || this.#waiters.size > 0) return
+    // Waiters come and go with every change of holder: keep the request queued a moment for the next one.
+    this.#linger = setTimeout(() => {
+      this.#forget()
+      this.#controller.abort()
+    }, LINGER)
+  }
+
+  /**
+   * Takes this probe out of the map, unless a successor took its place: a
+   * settled probe's linger runs after its waiters leave, when a new probe
+   * of the name may have started.
+   */
+  #forget(): void {
+    if (probes.get(this.#name) === this) probes.delete(this.#name)
+  }
+}
+
+/** The probe of each owner name in this page. */
+const probes = new Map<string, Probe>()
+
 /** "Registration `nonce` of client `owner` is gone", as posted on the channel. */
 interface Announcement {
   owner: string
@@ -65,8 +111,8 @@ interface Announcement {
 }
 
 function isAnnouncement(data: unknown): data is Announcement {
-  const a = data as Partial<Announcement> | null
-  return typeof a === 'object' && a !== null && typeof a.owner === 'string' && typeof a.nonce === 'string'
+  const a = data as Partial<Announcement> | null | undefined
+  return typeof a?.owner === 'string' && typeof a.nonce === 'string'
 }
 
 
@@ -149,6 +195,11 @@ class Hub {
       if (this.#ears.has(ear)) this.#decide(ear)
     })
     return () => this.#ears.delete(ear)
+  }
+
+  /** How many listeners wait here (for tests: one left behind is a leak). */
+  get listeners(): number {
+    return this.#ears.size
   }
 
   close(): void {
@@ -246,9 +297,9 @@ export class Liveness {
     hub.refs++
     this.#hub = hub
     openLiveness.add(this)
-    const g = globalThis as { addEventListener?: typeof addEventListener; document?: unknown }
-    // (Added once: the DOM keeps one listener per function.)
-    if (g.document && typeof g.addEventListener === 'function') g.addEventListener('pagehide', onPageHide)
+    // (Added once: the DOM keeps one listener per function. A Worker has
+    // `addEventListener` but no page to hide: its listener is never called.)
+    ;(globalThis as { addEventListener?: typeof addEventListener }).addEventListener?.('pagehide', onPageHide)
   }
 
   /** Holds `owner`'s liveness locks until {@link close}; resolves once they are held (or queued behind a live twin). */
@@ -261,16 +312,18 @@ export class Liveness {
         this.#locks
           .request(name, { mode, signal }, () => {
             resolve()
-            return new Promise<void>((release) => signal.addEventListener('abort', () => release(), { once: true }))
+            return new Promise<void>((release) => signal.addEventListener('abort', () => release()))
           })
           // Closed before the grant: a hold awaiting this registration fails, as its write would, instead of waiting forever.
           .catch((err: unknown) => reject(signal.aborted ? new ClosedError('the indexeddb adapter is closed') : err))
         if (mode === 'shared') {
           // Queued (a prober holds the name for an instant, or waits in front of
           // us while a twin of this id is alive): the id is alive either way.
+          // The lock manager answers in order, so its answer comes once it has
+          // our request, granted or queued; queued, some client holds the name.
           // A lock manager that cannot answer: the grant resolves it instead (no unhandled rejection).
           this.#locks.query().then(
-            (state) => state.held!.some((l) => l.name === name) && resolve(),
+            () => resolve(),
             () => {},
           )
         }
@@ -285,43 +338,21 @@ export class Liveness {
   /** Resolves when no live client of `owner` is left; rejects with `signal`'s reason on abort. */
   gone(owner: string, signal: AbortSignal): Promise<void> {
     signal.throwIfAborted()
-    const name = this.#hub.ownerLock(owner)
-    let probe = probes.get(name)
-    if (!probe) {
-      const controller = new AbortController()
-      probe = { promise: waitUntilGone(this.#locks, name, controller.signal), users: 0, controller }
-      const settled = probe
-      probes.set(name, probe)
-      // A settled probe is not reused: a client of the same id may start later.
-      const forget = () => probes.get(name) === settled && probes.delete(name)
-      probe.promise.then(forget, forget)
-    }
-    const shared = probe
-    shared.users++
-    clearTimeout(shared.linger) // (a cleared timer never runs, even one due)
+    const waiter = {}
+    const probe = Probe.join(this.#locks, this.#hub.ownerLock(owner), waiter)
     return new Promise<void>((resolve, reject) => {
-      let done = false
-      let unlisten = () => {}
+      // The first of the word, the probe and the abort settles it; leaving again changes nothing.
       const leave = () => {
-        if (done) return false
-        done = true
         unlisten()
         signal.removeEventListener('abort', onAbort)
-        if (--shared.users === 0) {
-          // Waiters come and go with every change of holder: keep the request queued a moment for the next one.
-          shared.linger = setTimeout(() => {
-            if (probes.get(name) === shared) probes.delete(name)
-            shared.controller.abort(new Error('no waiter left'))
-          }, LINGER)
-        }
-        return true
+        probe.leave(waiter)
       }
-      const onAbort = () => leave() && reject(signal.reason)
-      signal.addEventListener('abort', onAbort, { once: true })
-      unlisten = this.#hub.listen(owner, () => leave() && resolve())
-      shared.promise.then(
-        () => leave() && resolve(),
-        (err: unknown) => leave() && reject(err),
+      const onAbort = () => (leave(), reject(signal.reason))
+      signal.addEventListener('abort', onAbort)
+      const unlisten = this.#hub.listen(owner, () => (leave(), resolve()))
+      probe.promise.then(
+        () => (leave(), resolve()),
+        (err: unknown) => (leave(), reject(err)),
       )
     })
   }
@@ -351,11 +382,16 @@ export class Liveness {
   close(): void {
     if (this.#closing.signal.aborted) return
     this.announce(true)
-    this.#closing.abort(new Error('closed'))
+    this.#closing.abort()
     openLiveness.delete(this)
-    if (--this.#hub.refs === 0) {
-      this.#hub.close()
-      if (hubs.get(this.#namespace) === this.#hub) hubs.delete(this.#namespace)
-    }
+    // (Once per hub: it is in the map from its first Liveness until its last closes.)
+    if (--this.#hub.refs > 0) return
+    this.#hub.close()
+    hubs.delete(this.#namespace)
   }
+}
+
+/** @internal For tests: how many listeners wait in this page's hub of `namespace`; undefined when it has none open. */
+export function listenersIn(namespace: string): number | undefined {
+  return hubs.get(namespace)?.listeners
 }
