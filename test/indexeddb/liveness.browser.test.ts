@@ -476,14 +476,21 @@ describe('liveness (IndexedDB, one page): one Liveness, by hand', () => {
     y.release()
   })
 
-  it("a registration of the id queued behind the probe keeps its owner alive, a shared request of another name does not: the waiter is told once that one goes too", async () => {
+  /** A Liveness of a new namespace, client `x` registered, and `gone('x')` asked: its probe queued. */
+  async function probingFirst() {
     const ns = namespace('live')
     const l = livenessOn(ns)
     const first = registration(ns, 'x')
     await first.held
-    let told = false
-    void l.gone('x', new AbortController().signal).then(() => (told = true))
+    const gone = l.gone('x', new AbortController().signal)
     await until(async () => (await probes(ns, 'x')) > 0)
+    return { ns, l, first, gone }
+  }
+
+  it("a registration of the id queued behind the probe keeps its owner alive, a shared request of another name does not: the waiter is told once that one goes too", async () => {
+    const { ns, first, gone } = await probingFirst()
+    let told = false
+    void gone.then(() => (told = true))
     const second = registration(ns, 'x') // its shared request queues behind the probe
     // Another name's shared request, queued behind an exclusive holder, for the probe's look to pass over.
     let freeOther!: () => void
@@ -503,12 +510,7 @@ describe('liveness (IndexedDB, one page): one Liveness, by hand', () => {
   })
 
   it("a probe's linger after its owner went leaves the probe of the id's next client in place: a waiter arriving later shares it", async () => {
-    const ns = namespace('live')
-    const l = livenessOn(ns)
-    const first = registration(ns, 'x')
-    await first.held
-    const gone = l.gone('x', new AbortController().signal)
-    await until(async () => (await probes(ns, 'x')) > 0)
+    const { ns, l, first, gone } = await probingFirst()
     first.release()
     await gone // its probe settled; its waiter left: its linger runs ~2 s from now
     const second = registration(ns, 'x')
