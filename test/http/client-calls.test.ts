@@ -61,6 +61,19 @@ describe('a node that cannot serve now is passed over; any other failure is the 
     expect(up.seen.length).toBe(0)
   })
 
+  test.each([
+    [401, 'UNAUTHORIZED', 'refused the credentials'],
+    [500, 'UNAVAILABLE', 'answered HTTP 500'],
+    [418, 'INTERNAL', 'answered HTTP 418; is it a zaris node?'],
+  ])('%i with a body that is not a zaris error: %s', async (status, code, words) => {
+    const [odd, up] = [await front(() => ({ status, text: 'not json' })), await front()]
+    const a = adapter([odd.url, up.url])
+    const err = await a.get('k').catch((e: unknown) => e)
+    expect(err).toMatchObject({ code })
+    expect((err as Error).message).toBe(`${odd.url} ${words}`)
+    expect(up.seen.length).toBe(0)
+  })
+
   test('every address down: UNAVAILABLE naming them, the last failure its cause', async () => {
     const [a1, a2] = [await front(() => failing(503)), await front(() => failing(502))]
     const a = adapter([a1.url, a2.url], { retries: 1 })
@@ -96,6 +109,23 @@ describe('a node that never answers', () => {
     expect(isZarisError(err) && err.code).toBe('UNAVAILABLE')
     expect((err as Error).message).toContain('no answer within 150 ms')
     expect(performance.now() - t0).toBeGreaterThanOrEqual(140)
+  })
+
+  test('however many retries, at most 3 attempts that run out their timeout', async () => {
+    const f = await front(() => 'hang')
+    const a = adapter([f.url], { timeout: 100, retries: 6 })
+    const err = await a.get('k').catch((e: unknown) => e)
+    expect(isZarisError(err) && err.code).toBe('UNAVAILABLE')
+    // (Two or three: the budget, 3 timeouts, is looked at before each round, after a jittered pause.)
+    expect(f.seen.length).toBeGreaterThanOrEqual(2)
+    expect(f.seen.length).toBeLessThanOrEqual(3)
+  })
+
+  test('a commit that may wait at the node is given its wait on top of the timeout', async () => {
+    const f = await front(() => 'hang')
+    const a = adapter([f.url], { timeout: 100 })
+    const err = await a.commit([{ key: 'k', revision: 1 }], [], { waitChange: 300 }).catch((e: unknown) => e)
+    expect((err as Error).message).toContain('no answer within 400 ms')
   })
 
   test.each(['node', 'fetch'] as const)('%s: a close ends a call in flight with CLOSED', async (transport) => {

@@ -14,10 +14,11 @@ export interface Seen {
   body: Record<string, unknown> | undefined
 }
 
-/** What the front answers itself: a status and a JSON body. */
+/** What the front answers itself: a status and a JSON body (or `text`, sent as it is). */
 export interface Answer {
   status: number
-  json: unknown
+  json?: unknown
+  text?: string
 }
 
 export interface FrontNode {
@@ -47,7 +48,7 @@ export async function frontNode(targetPort: number, answer: (seen: Seen) => Answ
       const own = answer(seen)
       if (own === 'hang') return
       if (own) {
-        res.writeHead(own.status, { 'content-type': 'application/json' }).end(JSON.stringify(own.json))
+        res.writeHead(own.status, { 'content-type': own.text === undefined ? 'application/json' : 'text/plain' }).end(own.text ?? JSON.stringify(own.json))
         return
       }
       if (req.url!.includes('/watch')) {

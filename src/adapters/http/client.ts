@@ -439,8 +439,9 @@ const MAX_BACKOFF_MS = 1_000
 
 function positive(value: unknown, fallback: number, name: string): number {
   if (value === undefined) return fallback
-  if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) {
+  // (Number.isFinite takes no string or other kind for a number.)
+  if (!Number.isFinite(value) || (value as number) <= 0) {
     throw new InvalidArgumentError(`${name} must be a positive number, got ${String(value)}`)
   }
-  return value
+  return value as number
 }
