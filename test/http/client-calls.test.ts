@@ -148,6 +148,13 @@ describe('a node that never answers', () => {
   })
 })
 
+test('an adapter that made no call closes, and refuses calls after', async () => {
+  const a = adapter(['http://127.0.0.1:1'])
+  await a.close()
+  await a.close()
+  expect(await a.get('k').catch((e: unknown) => e)).toMatchObject({ code: 'CLOSED' })
+})
+
 describe('transport', () => {
   test('one of the caller\'s own carries every call, and is closed with the adapter', async () => {
     const f = await front()
@@ -225,6 +232,14 @@ describe('every revision the client saw goes with its next commit as `seen`', ()
 
   test('from a failed check', async () => {
     const { sent, revision } = await seenAfter((a) => a.commit([{ key: 'k', revision: null }], []))
+    expect(sent).toBe(revision)
+  })
+
+  test('the highest: a later read of an older entry does not lower it', async () => {
+    const { sent, revision } = await seenAfter(async (a) => {
+      await a.get('k')
+      await a.get('filler0')
+    })
     expect(sent).toBe(revision)
   })
 

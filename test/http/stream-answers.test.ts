@@ -146,6 +146,13 @@ describe('a page\'s waiting commit, answered on its watch stream (the page\'s pa
     expect(page.capabilities?.commitOnChange).toBe(true)
   })
 
+  test('a node that answers the POST with nonsense: INTERNAL, naming it', async () => {
+    const { page, other } = await setUp((s) => (s.body?.answerOn !== undefined ? { status: 200, json: null } : undefined))
+    await hold(other)
+    const err = await page.commit(take.checks, take.ops, { waitChange: 5_000, keepParked: true }).catch((e: unknown) => e)
+    expect(err).toMatchObject({ code: 'INTERNAL', message: expect.stringContaining('sent an invalid commit response') })
+  })
+
   test.each([
     ['a refusal of something else', 400, 'INVALID_ARGUMENT', 'checks[0]: wrong'],
     ['another code whose words name the fields', 409, 'CONFLICT', 'answerOn orElse: busy'],

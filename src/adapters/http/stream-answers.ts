@@ -72,15 +72,15 @@ export class StreamAnswers {
       const hub = ctx.hub()
       unwatch = await hub.watch(body.checks[0]!.key, { event() {}, error: lose, reconnecting: lose }).catch(() => undefined)
       const answerOn = hub.answerTo
-      const first =
-        answerOn &&
-        (await ctx.commit({ ...body, answerOn }, readParked).catch((err: unknown) => {
-          const refused = err instanceof ZarisError && err.code === 'INVALID_ARGUMENT' ? err.message : ''
-          if (refused.includes('answerOn')) ctx.older()
-          else if (!(body.orElse && ctx.noOtherWays(refused))) throw err
-        }))
+      const first = answerOn
+        ? await ctx.commit({ ...body, answerOn }, readParked).catch((err: unknown) => {
+            const refused = err instanceof ZarisError && err.code === 'INVALID_ARGUMENT' ? err.message : ''
+            if (refused.includes('answerOn')) ctx.older()
+            else if (!(body.orElse && ctx.noOtherWays(refused))) throw err
+          })
+        : undefined
       // No stream to name (a node that does not filter streams), or a node that refused a field: no wait.
-      if (first === undefined || first === '') return await ctx.commit(plain, readCommit)
+      if (first === undefined) return await ctx.commit(plain, readCommit)
       if (first !== PARKED) return first
       timer = setTimeout(lose, wait + ctx.timeoutMs)
       const r = await told
@@ -100,7 +100,8 @@ export class StreamAnswers {
     const settle = this.#pending.get(requestId as string)
     if (!settle) return
     try {
-      const wire = error === undefined ? undefined : readError({ error })
+      // (No error, or one not of a node's shape: read as a result, which asks again if it is none.)
+      const wire = readError({ error })
       settle(wire ? errorFromJSON(wire) : readCommit(result))
     } catch {
       settle(undefined)
