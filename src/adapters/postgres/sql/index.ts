@@ -81,14 +81,30 @@ export async function ensureSchema(db: PgQueryable, schema: string, create: bool
     )
   }
   // One simple-protocol message: Postgres runs its statements as one transaction. A schema name
-  // holds no quote (checkSchema).
-  const script = `SELECT pg_advisory_xact_lock(hashtext('zaris schema ${schema}'));\n${schemaSql(schema)}`
+  // holds no quote (checkSchema). Under the lock the version is read again: a process that waited
+  // for another's setup must not run the script again, whose DDL takes locks that the first one's
+  // commits, under way by then, hold in another order (a deadlock, seen with 3 workers starting at once).
+  const script = `SELECT pg_advisory_xact_lock(hashtext('zaris schema ${schema}'));\n${doneAlready(schema)}\n${schemaSql(schema)}`
   try {
     await db.query(script)
   } catch (err) {
+    if (sqlState(err) === DONE_ALREADY) return
     if (sqlState(err) === '42501') throw new UnauthorizedError(`Postgres refused to let this role create the zaris tables in schema ${schema}: ${(err as Error).message}; ${howTo(schema)}, and open the adapter with createSchema: false`)
     throw err
   }
+}
+
+/** The state {@link doneAlready} ends the setup's transaction with: the tables are this version's. */
+const DONE_ALREADY = 'ZR001'
+
+/** A statement that ends the setup's transaction when `schema` already holds this version's tables. */
+function doneAlready(schema: string): string {
+  return `DO $zaris$ DECLARE v integer; BEGIN
+  IF to_regclass('${schema}.meta') IS NOT NULL THEN
+    EXECUTE 'SELECT max(version) FROM ${schema}.meta' INTO v;
+    IF v = ${SCHEMA_VERSION} THEN RAISE EXCEPTION 'zaris schema already set up' USING ERRCODE = '${DONE_ALREADY}'; END IF;
+  END IF;
+END $zaris$;`
 }
 
 function howTo(schema: string): string {
