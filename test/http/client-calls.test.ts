@@ -7,35 +7,24 @@
  * carry the token; every revision the client saw (a get, a list, a failed check, a
  * watch event) goes with its next commit as `seen`.
  */
-import { afterAll, beforeAll, describe, expect, test } from 'vitest'
+import { describe, expect, test } from 'vitest'
 import { isZarisError, type Adapter, type WatchEvent } from 'zaris'
 import { fetchTransport, httpAdapter, type HttpAdapterOptions, type Transport } from 'zaris/http'
-import { createHandler, listen, memoryBackend } from 'zaris/server'
-import { frontNode, type Answer, type FrontNode } from './front-node'
+import { frontNode, nodeForFile, type Answer, type FrontNode } from './front-node'
 
 const TOKEN = 'a-long-enough-token'
-const cleanup: Array<() => Promise<unknown>> = []
-let port = 0
-beforeAll(async () => {
-  const backend = memoryBackend()
-  const served = await listen(createHandler({ adapterFor: backend.adapterFor, positionOf: backend.positionOf, token: TOKEN, log: () => {} }), { port: 0 })
-  port = Number(new URL(served.url).port)
-  cleanup.push(() => served.close().then(() => backend.close()))
-})
-afterAll(async () => {
-  for (const c of cleanup.reverse()) await c().catch(() => {})
-})
+const node = nodeForFile(TOKEN)
 
 async function front(answer?: Parameters<typeof frontNode>[1]): Promise<FrontNode> {
-  const f = await frontNode(port, answer)
-  cleanup.push(() => f.close())
+  const f = await frontNode(node.port, answer)
+  node.later(() => f.close())
   return f
 }
 
 let n = 0
 function adapter(endpoints: string[], options: Partial<HttpAdapterOptions> = {}): Adapter {
   const a = httpAdapter({ endpoints, namespace: `calls-${++n}`, token: TOKEN, retries: 0, ...options })
-  cleanup.push(() => a.close())
+  node.later(() => a.close())
   return a
 }
 
@@ -210,8 +199,8 @@ describe('every revision the client saw goes with its next commit as `seen`', ()
     const f = await front()
     const a = adapter([f.url])
     const ns = `calls-${n}`
-    const writer = httpAdapter({ endpoints: [`http://127.0.0.1:${port}`], namespace: ns, token: TOKEN })
-    cleanup.push(() => writer.close())
+    const writer = httpAdapter({ endpoints: [node.url], namespace: ns, token: TOKEN })
+    node.later(() => writer.close())
     for (let i = 0; i < 5; i++) await writer.commit([], [{ type: 'set', key: `filler${i}`, value: i }])
     const w = await writer.commit([], [{ type: 'set', key: 'k', value: 'v', owner: 'o' }])
     if (!w.ok) throw new Error('not written')

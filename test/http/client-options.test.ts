@@ -5,22 +5,13 @@
  * `listen`): a token sent as a bearer, a wrong one refused with
  * UNAUTHORIZED, endpoints with trailing slashes, a namespace at its limits.
  */
-import { afterAll, beforeAll, describe, expect, test } from 'vitest'
+import { describe, expect, test } from 'vitest'
 import { isZarisError } from 'zaris'
 import { httpAdapter, type HttpAdapterOptions } from 'zaris/http'
-import { createHandler, listen, memoryBackend } from 'zaris/server'
+import { nodeForFile } from './front-node'
 
 const TOKEN = 'a-long-enough-token'
-let url = ''
-let stop: () => Promise<unknown> = async () => {}
-
-beforeAll(async () => {
-  const backend = memoryBackend()
-  const served = await listen(createHandler({ adapterFor: backend.adapterFor, positionOf: backend.positionOf, token: TOKEN, log: () => {} }), { port: 0 })
-  url = served.url
-  stop = () => served.close().then(() => backend.close())
-})
-afterAll(() => stop())
+const node = nodeForFile(TOKEN)
 
 function refusal(options: unknown): { code: string; message: string } {
   try {
@@ -75,7 +66,7 @@ describe('bad options are refused with INVALID_ARGUMENT, naming the field', () =
 
 describe('against a node that asks for a token', () => {
   test('the token goes as a bearer: calls succeed, with trailing slashes on the endpoint', async () => {
-    const a = httpAdapter({ endpoints: [`${url}//`], namespace: 'ns', token: TOKEN })
+    const a = httpAdapter({ endpoints: [`${node.url}//`], namespace: 'ns', token: TOKEN })
     try {
       expect(await a.commit([], [{ type: 'set', key: 'k', value: 1 }])).toMatchObject({ ok: true })
       expect(await a.get('k')).toMatchObject({ value: 1 })
@@ -88,7 +79,7 @@ describe('against a node that asks for a token', () => {
     ['no token', undefined],
     ['a wrong token', 'another-long-token'],
   ])('%s: refused with UNAUTHORIZED (not taken for a node that is down)', async (_, token) => {
-    const a = httpAdapter({ endpoints: [url], namespace: 'ns', token, retries: 3 })
+    const a = httpAdapter({ endpoints: [node.url], namespace: 'ns', token, retries: 3 })
     try {
       const err = await a.get('k').catch((e: unknown) => e)
       expect(isZarisError(err) && err.code).toBe('UNAUTHORIZED')

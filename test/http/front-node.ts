@@ -6,6 +6,33 @@
  * it as plain HTTP and can be seen.
  */
 import { createServer, request, type IncomingMessage, type ServerResponse } from 'node:http'
+import { afterAll, beforeAll } from 'vitest'
+import { createHandler, listen, memoryBackend } from 'zaris/server'
+
+/** A real node (memory) served in this process for one test file; `url` and `port` are set once its `beforeAll` ran. */
+export interface FileNode {
+  url: string
+  port: number
+  /** Runs these when the file ends, before the node closes (last given, first run). */
+  later(...close: Array<() => Promise<unknown>>): void
+}
+
+/** Serves a real node in this process on a free port for the test file that calls it (at its top level). */
+export function nodeForFile(token?: string): FileNode {
+  const cleanup: Array<() => Promise<unknown>> = []
+  const node: FileNode = { url: '', port: 0, later: (...close) => cleanup.push(...close) }
+  beforeAll(async () => {
+    const backend = memoryBackend()
+    const served = await listen(createHandler({ adapterFor: backend.adapterFor, positionOf: backend.positionOf, token, log: () => {} }), { port: 0 })
+    node.url = served.url
+    node.port = Number(new URL(served.url).port)
+    node.later(() => served.close().then(() => backend.close()))
+  })
+  afterAll(async () => {
+    for (const close of cleanup.reverse()) await close().catch(() => {})
+  })
+  return node
+}
 
 /** A request as the front saw it: its method, path and query, and its JSON body (a POST's). */
 export interface Seen {

@@ -10,24 +10,13 @@
  * words zod gives, and forwards everything else (./front-node).
  */
 import { z } from 'zod'
-import { afterAll, beforeAll, describe, expect, test } from 'vitest'
+import { describe, expect, test } from 'vitest'
 import type { Adapter, CommitOptions } from 'zaris'
 import { httpAdapter } from 'zaris/http'
-import { createHandler, listen, memoryBackend } from 'zaris/server'
-import { frontNode } from './front-node'
+import { frontNode, nodeForFile } from './front-node'
 
 type Body = Record<string, unknown>
-const cleanup: Array<() => Promise<unknown>> = []
-let nodePort = 0
-beforeAll(async () => {
-  const backend = memoryBackend()
-  const served = await listen(createHandler({ adapterFor: backend.adapterFor, positionOf: backend.positionOf, log: () => {} }), { port: 0 })
-  nodePort = Number(new URL(served.url).port)
-  cleanup.push(() => served.close().then(() => backend.close()))
-})
-afterAll(async () => {
-  for (const c of cleanup.reverse()) await c().catch(() => {})
-})
+const node = nodeForFile()
 
 /** What a strict schema without `fields` said of a body that had them. */
 function unrecognized(fields: string[]): string {
@@ -37,13 +26,13 @@ function unrecognized(fields: string[]): string {
 
 /** A fake node in front of the real one: a commit for which `refuse` gives a message is answered with it (400 INVALID_ARGUMENT unless it says). */
 async function refusingNode(refuse: (body: Body) => string | { status: number; code: string; message: string } | undefined): Promise<{ url: string; commits: Body[] }> {
-  const front = await frontNode(nodePort, ({ path, body }) => {
+  const front = await frontNode(node.port, ({ path, body }) => {
     const refusal = path.endsWith('/commit') ? refuse(body!) : undefined
     if (refusal === undefined) return undefined
     const { status, code, message } = typeof refusal === 'string' ? { status: 400, code: 'INVALID_ARGUMENT', message: refusal } : refusal
     return { status, json: { error: { code, message } } }
   })
-  cleanup.push(() => front.close())
+  node.later(() => front.close())
   return {
     url: front.url,
     get commits() {
@@ -63,7 +52,7 @@ const refusing =
 let n = 0
 function adapterOn(url: string): Adapter {
   const a = httpAdapter({ endpoints: [url], namespace: `refused-${++n}` })
-  cleanup.push(() => a.close())
+  node.later(() => a.close())
   return a
 }
 
@@ -79,8 +68,8 @@ describe('a node that refuses a waiting commit\'s fields (a fake: a real node be
   test('keepParked refused (a node that knew only waitChange): sent again with waitChange alone, which still waits; never sent again', async () => {
     const fake = await refusingNode(refusing('keepParked', 'parkOrder', 'wakeOwner'))
     const a = adapterOn(fake.url)
-    const other = httpAdapter({ endpoints: [`http://127.0.0.1:${nodePort}`], namespace: `refused-${n}` })
-    cleanup.push(() => other.close())
+    const other = httpAdapter({ endpoints: [node.url], namespace: `refused-${n}` })
+    node.later(() => other.close())
     expect(a.capabilities).toMatchObject({ commitOnChange: true, keepParked: true })
     const r = await waitingTake(a, other, { keepParked: true, parkOrder: 7, wakeOwner: 'me' })
     // The wait was kept: answered by the release's change, with the take through.
@@ -96,8 +85,8 @@ describe('a node that refuses a waiting commit\'s fields (a fake: a real node be
   test('waitChange refused (a node older still): sent again as a plain commit, answered at once; waitChange never sent again', async () => {
     const fake = await refusingNode(refusing('waitChange', 'keepParked', 'parkOrder', 'wakeOwner'))
     const a = adapterOn(fake.url)
-    const other = httpAdapter({ endpoints: [`http://127.0.0.1:${nodePort}`], namespace: `refused-${n}` })
-    cleanup.push(() => other.close())
+    const other = httpAdapter({ endpoints: [node.url], namespace: `refused-${n}` })
+    node.later(() => other.close())
     const r = await waitingTake(a, other, {})
     // No wait: the plain try fails at once at the held lock.
     expect(r).toMatchObject({ ok: false, failed: [{ key: 'lock', entry: { owner: 'other' } }] })
@@ -111,8 +100,8 @@ describe('a node that refuses a waiting commit\'s fields (a fake: a real node be
   test('other ways refused (a node whose store takes none): the commit is tried once as it is, plain, and orElse never sent again; keepParked still is', async () => {
     const fake = await refusingNode((b) => (b.orElse !== undefined ? `orElse: this node's store (etcd) takes no other ways; send the commit without them` : undefined))
     const a = adapterOn(fake.url)
-    const other = httpAdapter({ endpoints: [`http://127.0.0.1:${nodePort}`], namespace: `refused-${n}` })
-    cleanup.push(() => other.close())
+    const other = httpAdapter({ endpoints: [node.url], namespace: `refused-${n}` })
+    node.later(() => other.close())
     expect(a.capabilities?.orElse).toBe(true)
     const orElse = [{ checks: [{ key: 'spare', revision: null }], ops: [{ type: 'set' as const, key: 'spare', value: 'mine', owner: 'me' }] }]
     const r = await waitingTake(a, other, { keepParked: true, orElse })

@@ -7,23 +7,12 @@
  * real node in this process, through a fake in front, ./front-node, that
  * can refuse and cut). In real pages: test/http/node.browser.test.ts.
  */
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, test } from 'vitest'
+import { afterEach, beforeEach, describe, expect, test } from 'vitest'
 import type { Adapter, CommitResult } from 'zaris'
 import { httpAdapter } from 'zaris/http'
-import { createHandler, listen, memoryBackend } from 'zaris/server'
-import { frontNode, type Answer, type FrontNode, type Seen } from './front-node'
+import { frontNode, nodeForFile, type Answer, type FrontNode, type Seen } from './front-node'
 
-const cleanup: Array<() => Promise<unknown>> = []
-let port = 0
-beforeAll(async () => {
-  const backend = memoryBackend()
-  const served = await listen(createHandler({ adapterFor: backend.adapterFor, positionOf: backend.positionOf, log: () => {} }), { port: 0 })
-  port = Number(new URL(served.url).port)
-  cleanup.push(() => served.close().then(() => backend.close()))
-})
-afterAll(async () => {
-  for (const c of cleanup.reverse()) await c().catch(() => {})
-})
+const node = nodeForFile()
 const g = globalThis as { document?: unknown }
 beforeEach(() => {
   g.document = {}
@@ -34,13 +23,13 @@ afterEach(() => {
 
 let n = 0
 async function setUp(answer?: (seen: Seen) => Answer | 'hang' | undefined, timeout?: number, watchLinger?: number): Promise<{ page: Adapter; other: Adapter; front: FrontNode }> {
-  const front = await frontNode(port, answer)
+  const front = await frontNode(node.port, answer)
   const ns = `page-${++n}`
   const page = httpAdapter({ endpoints: [front.url], namespace: ns, transport: 'fetch', timeout, watchLinger })
   delete g.document
-  const other = httpAdapter({ endpoints: [`http://127.0.0.1:${port}`], namespace: ns })
+  const other = httpAdapter({ endpoints: [node.url], namespace: ns })
   g.document = {}
-  cleanup.push(() => page.close(), () => other.close(), () => front.close())
+  node.later(() => page.close(), () => other.close(), () => front.close())
   return { page, other, front }
 }
 
