@@ -77,12 +77,24 @@ describe("a page's shared IndexedDB store", () => {
     expect(store()).not.toBe(a)
   })
 
-  it('commits asked together go in one transaction, each with its own revision and answer', async () => {
+  it('commits asked while one is in flight go together in the next transaction, each with its own revision and answer', async () => {
     fresh()
     const s = store()
     await s.db()
-    const answers = await Promise.all([s.commit([], put('a')), s.commit([{ key: 'a', revision: null }], put('a', 2)), s.commit([], put('b'))])
-    expect(answers.map((r) => r.ok && r.revision)).toEqual([1, false, 2])
+    const begin = IDBDatabase.prototype.transaction
+    let writes = 0
+    IDBDatabase.prototype.transaction = function (this: IDBDatabase, ...args: Parameters<typeof begin>) {
+      if (args[1] === 'readwrite') writes++
+      return begin.apply(this, args)
+    } as typeof begin
+    try {
+      const answers = await Promise.all([s.commit([], put('a')), s.commit([{ key: 'a', revision: null }], put('a', 2)), s.commit([], put('b'))])
+      expect(answers.map((r) => r.ok && r.revision)).toEqual([1, false, 2])
+    } finally {
+      IDBDatabase.prototype.transaction = begin
+    }
+    // The first went alone (nothing was in flight); the two asked meanwhile went in one.
+    expect(writes).toBe(2)
   })
 
   it('while frozen no transaction begins; on resume the commits run, once each', async () => {
@@ -169,6 +181,35 @@ describe("a page's shared IndexedDB store", () => {
     document.dispatchEvent(new Event('visibilitychange'))
     await tick()
     expect(seen).toEqual([1, 2, 3])
+  })
+
+  it("another store's commit (another tab's) is heard on the channel `zaris:idb:<namespace>` and reaches this store's watchers without a read", async () => {
+    fresh()
+    const here = store()
+    const elsewhere = store({ ...systemClock })
+    const seen = await watch(here)
+    const raw = new BroadcastChannel(`zaris:idb:${ns}`)
+    const posted: Array<{ records: Array<{ revision: number }> }> = []
+    raw.onmessage = (ev) => posted.push(ev.data)
+    await elsewhere.commit([], put('k'))
+    await tick()
+    raw.close()
+    expect(posted.map((o) => o.records.map((r) => r.revision))).toEqual([[1]])
+    expect(seen).toEqual([1])
+  })
+
+  it('a store opened on a database that holds an entry with a deadline expires it then, with no commit or wake of its own', async () => {
+    fresh()
+    const before = store()
+    await before.commit([], [{ type: 'set', key: 'k', value: 1, ttl: 150 }])
+    await before.release()
+    acquired.splice(0, 1)
+    const s = store()
+    const seen: WatchEvent[] = []
+    await s.db()
+    await s.feed.subscribe('', { event: (e) => seen.push(e), error: () => {} })
+    await tick(300)
+    expect(seen.map((e) => `${e.type} ${e.key} ${e.revision}`)).toEqual(['expire k 2'])
   })
 
   it('a wake also sweeps what expired meanwhile; a sweep with nothing due tells no tab anything', async () => {

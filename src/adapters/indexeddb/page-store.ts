@@ -79,8 +79,8 @@ export class SharedStore {
    * then is never finished, and IndexedDB holds every other tab's writes
    * behind it until the browser tears the page down (bench/FINDINGS.md §18).
    */
-  readonly #onShown = () => {
-    if ((globalThis as { document?: Document }).document?.visibilityState !== 'hidden') this.#wake()
+  readonly #onShown = (ev: Event) => {
+    if ((ev.currentTarget as Document).visibilityState !== 'hidden') this.#wake()
   }
 
   /** The page's store of a namespace, shared by every adapter that asks; {@link release} when done. */
@@ -123,9 +123,8 @@ export class SharedStore {
           // Closed or gone before it was read: nothing to expire here.
           this.run(earliestExpiry).then((at) => this.#armExpiry(at), () => {})
         },
-        () => {
-          if (this.#db === opening) this.#db = undefined // a failed open is retried by the next call
-        },
+        // A failed open is retried by the next call (a release meanwhile cleared it already, and closed the store).
+        () => (this.#db = undefined),
       )
     }
     return this.#db
