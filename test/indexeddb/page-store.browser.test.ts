@@ -212,6 +212,43 @@ describe("a page's shared IndexedDB store", () => {
     expect(seen.map((e) => `${e.type} ${e.key} ${e.revision}`)).toEqual(['expire k 2'])
   })
 
+  it("a commit reads the log from the highest revision this page has seen, its own or another store's, never from a lower one announced late", async () => {
+    fresh()
+    const s = store()
+    const other = store({ ...systemClock })
+    await s.commit([], put('a'))
+    await other.commit([], put('b'))
+    await tick()
+    const read = IDBObjectStore.prototype.getAllKeys
+    const from: unknown[] = []
+    IDBObjectStore.prototype.getAllKeys = function (this: IDBObjectStore, ...args: Parameters<typeof read>) {
+      if (this.name === 'log') from.push((args[0] as IDBKeyRange).lower)
+      return read.apply(this, args)
+    } as typeof read
+    try {
+      await s.commit([], put('c'))
+      // Another tab's old news, arriving late: the page has seen further.
+      const raw = new BroadcastChannel(`zaris:idb:${ns}`)
+      raw.postMessage({ records: [{ revision: 1, events: [] }] })
+      raw.close()
+      await tick()
+      await s.commit([], put('d'))
+    } finally {
+      IDBObjectStore.prototype.getAllKeys = read
+    }
+    expect(from).toEqual([2, 3])
+  })
+
+  it('an expiry timer that fires before the deadline (a clock whose timers run 20 ms early, by hand) sweeps nothing and is armed again: the entry expires', async () => {
+    fresh()
+    const early: Clock = { ...systemClock, setTimeout: (fn, ms) => systemClock.setTimeout(fn, ms - 20) }
+    const s = store(early)
+    const seen = await watch(s)
+    await s.commit([], [{ type: 'set', key: 'k', value: 1, ttl: 60 }])
+    await tick(250)
+    expect(seen).toEqual([1, 2])
+  })
+
   it('a wake also sweeps what expired meanwhile; a sweep with nothing due tells no tab anything', async () => {
     fresh()
     const s = store()
@@ -268,7 +305,7 @@ describe("a page's shared IndexedDB store", () => {
       open.onsuccess = () => (open.result.close(), resolve())
     })
     const s = store()
-    await expect(s.commit([], put('k'))).rejects.toMatchObject({ code: 'UNAVAILABLE', message: expect.stringContaining('IndexedDB refused the commit') })
+    await expect(s.commit([], put('k'))).rejects.toMatchObject({ code: 'UNAVAILABLE', message: expect.stringContaining('IndexedDB refused the commit'), cause: { name: 'VersionError' } })
     await deleteDb()
     expect((await s.commit([], put('k'))).ok).toBe(true)
   })

@@ -174,7 +174,7 @@ export class SharedStore {
             else q.resolve(r)
           })
         } catch (err) {
-          const error = isZarisError(err) ? err : new UnavailableError(`IndexedDB refused the commit: ${(err as Error)?.message ?? String(err)}`, { cause: err })
+          const error = isZarisError(err) ? err : new UnavailableError(`IndexedDB refused the commit: ${(err as Error).message}`, { cause: err })
           for (const q of batch) q.reject(error)
         }
       }
@@ -205,11 +205,10 @@ export class SharedStore {
   }
 
   #received(outcome: Outcome): void {
-    if (this.#closed) return
     const last = outcome.records[outcome.records.length - 1]
     if (last && last.revision > this.#revision) this.#revision = last.revision
     this.feed.receive(outcome.records)
-    if (outcome.nextExpiry !== undefined) this.#armExpiry(outcome.nextExpiry)
+    this.#armExpiry(outcome.nextExpiry)
   }
 
   /** Makes sure this page's expiry timer fires by `at` (store time). */
