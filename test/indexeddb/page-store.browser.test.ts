@@ -11,7 +11,7 @@
 import { afterEach, describe, expect, it } from 'vitest'
 import { freeze, freezeMidTransaction, resume } from '../browser-harness/page-events'
 import type { WatchEvent } from 'zaris'
-import { systemClock, type Clock } from '../../src/core/time/clock'
+import { systemClock, type Clock, type TimerHandle } from '../../src/core/time/clock'
 import { SharedStore } from '../../src/adapters/indexeddb/page-store'
 
 let ns = ''
@@ -52,6 +52,43 @@ function unannounced(revision: number, key: string): Promise<void> {
   })
 }
 
+/** A clock the test moves by hand (a fake, named so): its timers run only when `advance` passes them. */
+function manualClock() {
+  let now = 1_000_000
+  let ids = 0
+  const timers = new Map<number, { at: number; fn: () => void }>()
+  const clock: Clock = {
+    now: () => now,
+    setTimeout: (fn, ms) => (timers.set(++ids, { at: now + Math.max(0, ms), fn }), ids as unknown as TimerHandle),
+    clearTimeout: (handle) => void timers.delete(handle as unknown as number),
+  }
+  return {
+    clock,
+    /** The pending timers, as ms from now. */
+    pending: () => [...timers.values()].map((t) => t.at - now).sort((a, b) => a - b),
+    advance(ms: number) {
+      now += ms
+      for (const [id, t] of [...timers]) if (t.at <= now) (timers.delete(id), t.fn())
+    },
+  }
+}
+
+/** How many readwrite transactions this page began while `run` ran (a spy on `IDBDatabase.prototype.transaction`). */
+async function writesDuring(run: () => Promise<unknown>): Promise<number> {
+  const begin = IDBDatabase.prototype.transaction
+  let writes = 0
+  IDBDatabase.prototype.transaction = function (this: IDBDatabase, ...args: Parameters<typeof begin>) {
+    if (args[1] === 'readwrite') writes++
+    return begin.apply(this, args)
+  } as typeof begin
+  try {
+    await run()
+  } finally {
+    IDBDatabase.prototype.transaction = begin
+  }
+  return writes
+}
+
 /** Watches `s`'s feed from now; the revisions it is handed. */
 async function watch(s: SharedStore): Promise<number[]> {
   const seen: number[] = []
@@ -81,18 +118,10 @@ describe("a page's shared IndexedDB store", () => {
     fresh()
     const s = store()
     await s.db()
-    const begin = IDBDatabase.prototype.transaction
-    let writes = 0
-    IDBDatabase.prototype.transaction = function (this: IDBDatabase, ...args: Parameters<typeof begin>) {
-      if (args[1] === 'readwrite') writes++
-      return begin.apply(this, args)
-    } as typeof begin
-    try {
+    const writes = await writesDuring(async () => {
       const answers = await Promise.all([s.commit([], put('a')), s.commit([{ key: 'a', revision: null }], put('a', 2)), s.commit([], put('b'))])
       expect(answers.map((r) => r.ok && r.revision)).toEqual([1, false, 2])
-    } finally {
-      IDBDatabase.prototype.transaction = begin
-    }
+    })
     // The first went alone (nothing was in flight); the two asked meanwhile went in one.
     expect(writes).toBe(2)
   })
@@ -237,6 +266,54 @@ describe("a page's shared IndexedDB store", () => {
       IDBObjectStore.prototype.getAllKeys = read
     }
     expect(from).toEqual([2, 3])
+  })
+
+  it('the expiry timer follows the earliest deadline: none for a commit without one, an earlier one replaces it, a later one leaves it (a clock moved by hand)', async () => {
+    fresh()
+    const manual = manualClock()
+    const s = store(manual.clock)
+    const seen = await watch(s)
+    await s.commit([], put('plain'))
+    expect(manual.pending()).toEqual([])
+    await s.commit([], [{ type: 'set', key: 'late', value: 1, ttl: 250 }])
+    expect(manual.pending()).toEqual([250])
+    await s.commit([], [{ type: 'set', key: 'soon', value: 1, ttl: 50 }])
+    expect(manual.pending()).toEqual([50])
+    await s.commit([], [{ type: 'set', key: 'later', value: 1, ttl: 400 }])
+    expect(manual.pending()).toEqual([50])
+    manual.advance(50)
+    await tick()
+    expect(seen).toEqual([1, 2, 3, 4, 5])
+    expect(manual.pending()).toEqual([200])
+  })
+
+  it('a commit that lands after the release arms no timer (a clock moved by hand)', async () => {
+    fresh()
+    const manual = manualClock()
+    const s = store(manual.clock)
+    await s.db()
+    const landing = s.commit([], [{ type: 'set', key: 'k', value: 1, ttl: 50 }])
+    await s.release()
+    acquired.splice(0, 1)
+    expect((await landing).ok).toBe(true)
+    expect(manual.pending()).toEqual([])
+  })
+
+  it('wakes that come while a sweep runs cost one more sweep after it, not one each; a store never used opens nothing on a wake', async () => {
+    fresh()
+    const unused = store()
+    resume()
+    await tick()
+    expect((await indexedDB.databases()).map((d) => d.name)).not.toContain(`zaris:${ns}`)
+    await unused.db()
+    await tick()
+    const writes = await writesDuring(async () => {
+      resume()
+      resume()
+      resume()
+      await tick(100)
+    })
+    expect(writes).toBe(2)
   })
 
   it('an expiry timer that fires before the deadline (a clock whose timers run 20 ms early, by hand) sweeps nothing and is armed again: the entry expires', async () => {

@@ -229,7 +229,6 @@ export class SharedStore {
 
   /** Commits the expiry of what is due; whichever tab gets there first does it. */
   async #sweep(): Promise<void> {
-    if (this.#closed) return
     if (this.#sweeping) {
       this.#sweepAgain = true
       return
@@ -249,7 +248,7 @@ export class SharedStore {
 
   /** The page woke (shown again, unfrozen): catch up on what it may have slept through. */
   #wake(): void {
-    if (this.#closed || !this.#db) return
+    if (!this.#db) return // never used, or released (its listeners are gone too)
     this.feed.poll()
     void this.#sweep()
   }
