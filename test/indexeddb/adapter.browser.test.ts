@@ -209,6 +209,39 @@ describe('indexeddb adapter', () => {
     ])
   })
 
+  it("a read that finds an entry past its deadline that this page never armed a timer for (another tab's, unannounced) has it swept at once: a get, then a list", async () => {
+    // The store's time moved by hand; its timers are real.
+    let now = 1_000_000
+    const clock = { now: () => now, setTimeout: (fn: () => void, ms: number) => setTimeout(fn, Math.max(0, ms)) as never, clearTimeout: (h: never) => clearTimeout(h) }
+    const ns = namespace()
+    const a = indexedDbAdapter({ namespace: ns, clock })
+    opened.push(a)
+    const w = collect(a, '')
+    await w.ready
+    await a.commit([], [{ type: 'set', key: 'opened', value: 1 }])
+    /** Another tab's entry of deadline now + 50, whose announcement this page never heard: written directly. */
+    const unannounced = (key: string, revision: number) =>
+      new Promise<void>((resolve, reject) => {
+        const open = indexedDB.open(`zaris:${ns}`)
+        open.onsuccess = () => {
+          const tx = open.result.transaction(['log', 'entries'], 'readwrite')
+          tx.objectStore('log').put({ revision, events: [{ type: 'put', key, revision, value: 1, created: revision, ttl: 50 }] })
+          tx.objectStore('entries').put({ key, value: 1, revision, created: revision, ttl: 50, expiresAt: now + 50 })
+          tx.oncomplete = () => (open.result.close(), resolve())
+          tx.onerror = () => reject(tx.error)
+        }
+      })
+    await unannounced('got', 2)
+    now += 100
+    expect(await a.get('got')).toBeUndefined()
+    await until(() => w.events.some((e) => e.type === 'expire'))
+    await unannounced('listed', 4)
+    now += 100
+    expect((await a.list('')).entries.map((e) => e.key)).toEqual(['opened'])
+    await until(() => w.events.length >= 5)
+    expect(w.events.map((e) => `${e.type} ${e.key} ${e.revision}`)).toEqual(['put opened 1', 'put got 2', 'expire got 3', 'put listed 4', 'expire listed 5'])
+  })
+
   it('trims the change log to about historySize records, and still replays the last historySize revisions', async () => {
     const ns = namespace()
     const a = adapterOn(ns, { historySize: 5 })

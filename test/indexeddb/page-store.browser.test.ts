@@ -366,6 +366,44 @@ describe("a page's shared IndexedDB store", () => {
     expect(last).toBe(1)
   })
 
+  it('the last release takes back its listeners on the document, clears its timer and closes its connection (spies on the document and IDBDatabase)', async () => {
+    fresh()
+    const manual = manualClock()
+    const ours = ['freeze', 'resume', 'visibilitychange']
+    const on: Array<[string, unknown]> = []
+    const add = document.addEventListener
+    const remove = document.removeEventListener
+    const close = IDBDatabase.prototype.close
+    let closed = 0
+    document.addEventListener = function (this: Document, ...args: Parameters<typeof add>) {
+      if (ours.includes(args[0])) on.push([args[0], args[1]])
+      return add.apply(this, args)
+    } as typeof add
+    document.removeEventListener = function (this: Document, ...args: Parameters<typeof remove>) {
+      const i = on.findIndex(([type, fn]) => type === args[0] && fn === args[1])
+      if (i >= 0) on.splice(i, 1)
+      return remove.apply(this, args)
+    } as typeof remove
+    IDBDatabase.prototype.close = function (this: IDBDatabase) {
+      closed++
+      return close.call(this)
+    }
+    try {
+      const s = SharedStore.acquire(ns, 100, manual.clock)
+      await s.commit([], [{ type: 'set', key: 'k', value: 1, ttl: 50 }])
+      expect(on.map(([type]) => type).sort()).toEqual(ours)
+      expect(manual.pending()).toEqual([50])
+      await s.release()
+      expect(on).toEqual([])
+      expect(manual.pending()).toEqual([])
+      expect(closed).toBe(1)
+    } finally {
+      document.addEventListener = add
+      document.removeEventListener = remove
+      IDBDatabase.prototype.close = close
+    }
+  })
+
   it('a database another tab deleted: every call fails with UNAVAILABLE, naming it', async () => {
     fresh()
     const s = store()

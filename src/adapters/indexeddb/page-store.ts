@@ -262,7 +262,7 @@ export class SharedStore {
   async release(): Promise<void> {
     if (--this.#refs > 0) return
     this.#closed = true
-    stores.get(this.clock)?.delete(this.#key)
+    stores.get(this.clock)!.delete(this.#key)
     if (this.#timer !== undefined) this.clock.clearTimeout(this.#timer)
     const doc = (globalThis as { document?: Document }).document
     doc?.removeEventListener('visibilitychange', this.#onShown)
