@@ -171,14 +171,13 @@ export class TermStore {
     for (;;) {
       if (this.#frozen) await this.#frozen.resumed
       if (this.#closed) throw new ClosedError('the election was closed')
-      const db = await this.#open()
+      const db = await this.#open().catch((err: unknown) => Promise.reject(refused(err)))
       if (this.#frozen) continue
       const freezes = this.#freezes
       try {
         return await fn(db)
       } catch (err) {
-        // A DOMException has a (numeric) code too: only zaris's errors pass as they are.
-        if (this.#freezes === freezes) throw isZarisError(err) ? err : new UnavailableError(`IndexedDB refused the transaction: ${String((err as Error)?.message ?? err)}`, { cause: err })
+        if (this.#freezes === freezes) throw refused(err)
       }
     }
   }
@@ -208,6 +207,11 @@ export class TermStore {
     this.#frozen?.resume()
     void this.#db?.then((c) => c.close(), () => {})
   }
+}
+
+/** A failure as the caller gets it: a DOMException has a (numeric) code too, so only zaris's errors pass as they are. */
+function refused(err: unknown): Error {
+  return isZarisError(err) ? err : new UnavailableError(`IndexedDB refused the transaction: ${(err as Error).message}`, { cause: err })
 }
 
 /** One store per namespace per page, shared by the elections, locks and watches of `zaris/elect` and `zaris/tabs`. */

@@ -284,6 +284,48 @@ describe("zaris/elect's store", () => {
     gone.close()
   })
 
+  it("a commit reads the log from the highest revision this page has seen, its own or another tab's, never from a lower one announced late (a spy on getAllKeys)", async () => {
+    fresh()
+    const a = store()
+    const other = store()
+    await a.commit([], put('a'))
+    await other.commit([], put('b'))
+    await tick()
+    const read = IDBObjectStore.prototype.getAllKeys
+    const from: unknown[] = []
+    IDBObjectStore.prototype.getAllKeys = function (this: IDBObjectStore, ...args: Parameters<typeof read>) {
+      if (this.name === 'log') from.push((args[0] as IDBKeyRange).lower)
+      return read.apply(this, args)
+    } as typeof read
+    try {
+      await a.commit([], put('c'))
+      const raw = new BroadcastChannel(`zaris:idb:${ns}`)
+      raw.postMessage({ records: [{ revision: 1, events: [] }] })
+      raw.close()
+      await tick()
+      await a.commit([], put('d'))
+    } finally {
+      IDBObjectStore.prototype.getAllKeys = read
+    }
+    expect(from).toEqual([2, 3])
+  })
+
+  it('a database that failed to open is opened again by the next call; one another tab deleted is opened anew', async () => {
+    fresh()
+    // Another tab's newer version: this page cannot open it.
+    await new Promise<void>((resolve) => {
+      const open = indexedDB.open(`zaris:${ns}`, 999)
+      open.onsuccess = () => (open.result.close(), resolve())
+    })
+    const a = store()
+    await expect(a.commit([], put('k'))).rejects.toMatchObject({ code: 'UNAVAILABLE', cause: { name: 'VersionError' } })
+    await dropNamespace(ns)
+    expect((await a.commit([], put('k'))).ok).toBe(true)
+    await dropNamespace(ns)
+    const again = await a.commit([], put('k'))
+    expect(again.ok && again.revision).toBe(1)
+  })
+
   it('one store per namespace per page: shared, closed by the last unshare only; a store not shared is left alone', async () => {
     const n1 = fresh()
     const s = shareStore(n1)

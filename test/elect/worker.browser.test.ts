@@ -30,7 +30,8 @@ function candidate(name: string, candidate: string) {
     for (const w of waiters.splice(0)) w()
   }
   worker.onerror = (e) => said.push({ type: 'error', code: e.message })
-  worker.postMessage({ do: 'campaign', name, namespace, candidate })
+  const mutant = (globalThis as { __stryker__?: { activeMutant?: string } }).__stryker__?.activeMutant
+  worker.postMessage({ do: 'campaign', name, namespace, candidate, mutant })
   /** Resolves with the first message of `type`, waiting up to `ms`. */
   const told = async (type: string, ms = 5_000): Promise<Said> => {
     const deadline = performance.now() + ms
