@@ -37,6 +37,7 @@ import { planCommit, runCommit } from './commit'
 import { shareConnection, type Connection } from './connection'
 import { entryOf, Layout, type RawKv } from './layout'
 import { parseEtcdUrl, redactEtcdUrl } from './url'
+import { watchFromPast } from './watch-start'
 
 export { parseEtcdUrl } from './url'
 
@@ -213,6 +214,8 @@ class NamespaceAdapter implements EtcdAdapter {
     this.#open()
     // Without a revision: from the newest this process has seen, so a member that lags cannot start the watch in the past.
     const from = fromRevision !== undefined ? fromRevision + 1 : this.#connection.seen > 0 ? this.#connection.seen + 1 : 0
+    // From a revision: served at once by a watcher from now when nothing changed meanwhile (watch-start.ts).
+    if (fromRevision !== undefined) return this.#life.track(await watchFromPast(this.#connection, this.#layout, prefix, sink, from))
     return this.#life.track(await this.#connection.watches.subscribe(this.#layout, prefix, sink, from, this.#connection.options.timeout))
   }
 
