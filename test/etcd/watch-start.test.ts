@@ -12,7 +12,7 @@ import type { Adapter, WatchEvent } from 'zaris'
 import { etcdAdapter } from 'zaris/etcd'
 import { shareConnection, type Connection } from '../../src/adapters/etcd/connection'
 import { Layout } from '../../src/adapters/etcd/layout'
-import { MAX_WINDOW, unchanged } from '../../src/adapters/etcd/watch-start'
+import { MAX_WINDOW, unchanged, watchFromPast } from '../../src/adapters/etcd/watch-start'
 import { EtcdCluster } from './server'
 
 let etcd: EtcdCluster
@@ -161,8 +161,76 @@ describe('a watch from a past revision delivers every event from it, in order, o
     }
     writing = false
     await writes
-    const last = written.at(-1)!
-    await until(() => watches.every((w) => w.seen.at(-1) === last))
+    // One write of the key after every watch began, so that each has one to wait for.
+    const r = await writer.commit([], [{ type: 'set', key: 'k', value: -1 }])
+    if (!r.ok) throw new Error('commit failed')
+    written.push(r.revision)
+    await until(() => watches.every((w) => w.seen.at(-1) === r.revision)).catch(() => {}) // else the comparison below says what is missing
     for (const w of watches) expect(w.seen).toEqual(written.filter((rev) => rev > w.from))
+  })
+
+  /**
+   * The connection, with its look before a watch held until `open()`: the
+   * events that reach the watcher from now meanwhile are the ones it holds.
+   */
+  function gated(): { connection: Connection; open(): void } {
+    let open!: () => void
+    const gate = new Promise<void>((resolve) => (open = resolve))
+    const c = Object.create(connection) as Connection
+    c.txn = async (what, req) => {
+      await gate
+      return connection.txn(what, req)
+    }
+    return { connection: c, open }
+  }
+
+  test('changes made while the look is under way are held, then delivered once, after those before', async () => {
+    const ns = `wsd${++n}`
+    const a = await adapter(ns)
+    const r = await a.commit([], [{ type: 'set', key: 'k', value: 1 }])
+    if (!r.ok) throw new Error('commit failed')
+    await elsewhere(0)
+    const g = gated()
+    const events: WatchEvent[] = []
+    const watching = watchFromPast(g.connection, new Layout(ns), 'k', { event: (e) => events.push(e), error: () => {} }, r.revision + 1)
+    await new Promise((res) => setTimeout(res, 100))
+    const during = await a.commit([], [{ type: 'set', key: 'k', value: 2 }])
+    await new Promise((res) => setTimeout(res, 100))
+    expect(events).toEqual([]) // held while the look has not answered
+    g.open()
+    const stop = await watching
+    const after = await a.commit([], [{ type: 'set', key: 'k', value: 3 }])
+    if (!during.ok || !after.ok) throw new Error('commit failed')
+    await until(() => events.length >= 2)
+    await new Promise((res) => setTimeout(res, 100))
+    stop()
+    expect(events.map((e) => [e.value, e.revision])).toEqual([
+      [2, during.revision],
+      [3, after.revision],
+    ])
+  })
+
+  test('a look that finds a change drops what the watcher from now held: each event comes once, from the past', async () => {
+    const ns = `wse${++n}`
+    const a = await adapter(ns)
+    const r = await a.commit([], [{ type: 'set', key: 'k', value: 1 }])
+    if (!r.ok) throw new Error('commit failed')
+    const before = await a.commit([], [{ type: 'set', key: 'k', value: 2 }]) // in the window: the look finds it
+    const g = gated()
+    const events: WatchEvent[] = []
+    const watching = watchFromPast(g.connection, new Layout(ns), 'k', { event: (e) => events.push(e), error: () => {} }, r.revision + 1)
+    await new Promise((res) => setTimeout(res, 100))
+    const during = await a.commit([], [{ type: 'set', key: 'k', value: 3 }])
+    await new Promise((res) => setTimeout(res, 100))
+    g.open()
+    const stop = await watching
+    if (!before.ok || !during.ok) throw new Error('commit failed')
+    await until(() => events.length >= 2)
+    await new Promise((res) => setTimeout(res, 300))
+    stop()
+    expect(events.map((e) => [e.value, e.revision])).toEqual([
+      [2, before.revision],
+      [3, during.revision],
+    ])
   })
 })

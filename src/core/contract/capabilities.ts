@@ -113,7 +113,7 @@ export interface Capabilities {
    * after the release, the grant costs a read of the parked takes and a
    * second write on every release with waiters — slower than the first
    * waiter's own take after the release's watch event (bench handover-8,
-   * etcd adapter: p50 3.4 ms) — and an expiry, which no client's
+   * etcd adapter: p50 2.5-3.4 ms) — and an expiry, which no client's
    * transaction makes, is still handed over only by the next commit at the
    * key. The etcd adapter instead serves a waiter's watch from the past at
    * once when nothing changed since (src/adapters/etcd/watch-start.ts).
