@@ -80,6 +80,25 @@ describe('whether a range changed since a revision (the look before a watch from
     expect(await unchanged(connection, layout.prefix(''), from, await revision())).toBe(false)
   })
 
+  test('a key deleted at the window\'s last revision: changed', async () => {
+    const layout = new Layout(`ws${++n}`)
+    await raw.put(layout.slot('k', 0)).value('\0\0"v"')
+    const from = (await revision()) + 1
+    await elsewhere(0)
+    await raw.delete().key(layout.slot('k', 0))
+    expect(await unchanged(connection, layout.prefix('k'), from, await revision())).toBe(false)
+  })
+
+  test('a window etcd has compacted away: taken as changed (the watch from the past then reports it)', async () => {
+    const layout = new Layout(`ws${++n}`)
+    const from = (await revision()) + 1
+    await elsewhere(0)
+    await elsewhere(1)
+    const now = await revision()
+    await raw.kv.compact({ revision: now, physical: true })
+    expect(await unchanged(connection, layout.prefix('k'), from, now)).toBe(false)
+  })
+
   test('a key made and expired inside the window, leaving the range as it was at both ends: changed', async () => {
     const layout = new Layout(`ws${++n}`)
     await raw.put(layout.slot('k', 0)).value('\0\0"v"')
@@ -232,5 +251,159 @@ describe('a watch from a past revision delivers every event from it, in order, o
       [2, before.revision],
       [3, during.revision],
     ])
+  })
+})
+
+/**
+ * The connection as watchFromPast sees it, with its parts in the test's
+ * hands: etcd watchers counted and stopped as made, the watcher from now
+ * optionally started `lag` revisions early (as a member behind would), its
+ * sink kept, and the watcher from the past held until `openPast()`.
+ */
+function instrumented(options: { lag?: number } = {}) {
+  let openPast!: () => void
+  const pastGate = new Promise<void>((resolve) => (openPast = resolve))
+  const made: Array<{ from: number; stopped: boolean }> = []
+  let nowSink: import('zaris').WatchSink | undefined
+  const c = Object.create(connection) as Connection
+  // The connection's own methods read its private fields: called on it, not on this stand-in.
+  c.txn = (what, req) => connection.txn(what, req)
+  const watches = Object.create(connection.watches) as Connection['watches']
+  watches.subscribe = async (layout, prefix, sink, from, timeout, started) => {
+    const record = { from, stopped: false }
+    made.push(record)
+    if (from === 0) nowSink = sink
+    else await pastGate
+    const lagged = from === 0 && options.lag !== undefined ? connection.seen + 1 - options.lag : from
+    const stop = await connection.watches.subscribe(layout, prefix, sink, lagged, timeout, started)
+    return () => {
+      record.stopped = true
+      stop()
+    }
+  }
+  Object.defineProperty(c, 'watches', { value: watches })
+  return { connection: c, made, openPast, nowSink: () => nowSink! }
+}
+
+describe('the watcher from now and the watcher from the past', () => {
+  test('a quiet window is served by the watcher from now alone, from the revision right after the one asked for', async () => {
+    const ns = `wsf${++n}`
+    const a = await adapter(ns)
+    const r = await a.commit([], [{ type: 'set', key: 'k', value: 1 }])
+    if (!r.ok) throw new Error('commit failed')
+    const t = instrumented()
+    const events: WatchEvent[] = []
+    const stop = await watchFromPast(t.connection, new Layout(ns), 'k', { event: (e) => events.push(e), error: () => {} }, r.revision + 1)
+    const next = await a.commit([], [{ type: 'set', key: 'k', value: 2 }])
+    if (!next.ok) throw new Error('commit failed')
+    await until(() => events.length >= 1)
+    stop()
+    expect(t.made).toEqual([{ from: 0, stopped: true }])
+    expect(events.map((e) => e.revision)).toEqual([next.revision])
+  })
+
+  test('a watcher from now that starts before the revision asked for (a member behind) delivers nothing before it', async () => {
+    const ns = `wsg${++n}`
+    const a = await adapter(ns)
+    const r1 = await a.commit([], [{ type: 'set', key: 'k', value: 1 }])
+    const r2 = await a.commit([], [{ type: 'set', key: 'k', value: 2 }])
+    if (!r1.ok || !r2.ok) throw new Error('commit failed')
+    const t = instrumented({ lag: 2 }) // starts at r1's revision
+    const events: WatchEvent[] = []
+    const stop = await watchFromPast(t.connection, new Layout(ns), 'k', { event: (e) => events.push(e), error: () => {} }, r2.revision + 1)
+    const r3 = await a.commit([], [{ type: 'set', key: 'k', value: 3 }])
+    if (!r3.ok) throw new Error('commit failed')
+    await until(() => events.some((e) => e.revision === r3.revision))
+    stop()
+    expect(events.map((e) => e.revision)).toEqual([r3.revision])
+  })
+
+  test('on a change in the window, the watcher from now is stopped and what reaches it meanwhile is not delivered twice', async () => {
+    const ns = `wsh${++n}`
+    const a = await adapter(ns)
+    const r = await a.commit([], [{ type: 'set', key: 'k', value: 1 }])
+    const before = await a.commit([], [{ type: 'set', key: 'k', value: 2 }])
+    if (!r.ok || !before.ok) throw new Error('commit failed')
+    const t = instrumented()
+    const events: WatchEvent[] = []
+    const errors: Error[] = []
+    const watching = watchFromPast(t.connection, new Layout(ns), 'k', { event: (e) => events.push(e), error: (e) => errors.push(e) }, r.revision + 1)
+    await until(() => t.made.length === 2) // the look found the change; the watcher from the past waits on the gate
+    const during = await a.commit([], [{ type: 'set', key: 'k', value: 3 }])
+    if (!during.ok) throw new Error('commit failed')
+    await new Promise((res) => setTimeout(res, 100)) // the watcher from now hears it
+    t.nowSink().error(new Error('the watcher from now failed after it was dropped')) // not the caller's
+    t.openPast()
+    const stop = await watching
+    await until(() => events.length >= 2)
+    await new Promise((res) => setTimeout(res, 200))
+    stop()
+    expect(t.made).toEqual([
+      { from: 0, stopped: true },
+      { from: r.revision + 1, stopped: true },
+    ])
+    expect(events.map((e) => e.revision)).toEqual([before.revision, during.revision])
+    expect(errors).toEqual([])
+  })
+
+  test('an error, a reconnection and events of the watcher from now reach the caller once it is live', async () => {
+    const ns = `wsi${++n}`
+    const a = await adapter(ns)
+    const r = await a.commit([], [{ type: 'set', key: 'k', value: 1 }])
+    if (!r.ok) throw new Error('commit failed')
+    const t = instrumented()
+    const seen: string[] = []
+    const stop = await watchFromPast(
+      t.connection,
+      new Layout(ns),
+      'k',
+      { event: (e) => seen.push(`event ${e.revision}`), error: (e) => seen.push(`error ${e.message}`), reconnecting: () => seen.push('reconnecting') },
+      r.revision + 1,
+    )
+    t.nowSink().reconnecting!()
+    t.nowSink().error(new Error('stream gone'))
+    stop()
+    expect(seen).toEqual(['reconnecting', 'error stream gone'])
+  })
+
+  test('a sink without reconnecting (it is optional) is not told of a reconnection', async () => {
+    const ns = `wsk${++n}`
+    const a = await adapter(ns)
+    const r = await a.commit([], [{ type: 'set', key: 'k', value: 1 }])
+    if (!r.ok) throw new Error('commit failed')
+    const t = instrumented()
+    const stop = await watchFromPast(t.connection, new Layout(ns), 'k', { event: () => {}, error: () => {} }, r.revision + 1)
+    expect(() => t.nowSink().reconnecting!()).not.toThrow()
+    stop()
+  })
+
+  test('an error of the watcher from now while the look is under way reaches the caller after the events held before it', async () => {
+    const ns = `wsj${++n}`
+    const a = await adapter(ns)
+    const r = await a.commit([], [{ type: 'set', key: 'k', value: 1 }])
+    if (!r.ok) throw new Error('commit failed')
+    await elsewhere(0) // a window to look at: the look is made
+    const t = instrumented()
+    const g = Object.create(t.connection) as Connection
+    let openLook!: () => void
+    const look = new Promise<void>((resolve) => (openLook = resolve))
+    g.txn = async (what, req) => {
+      await look
+      return connection.txn(what, req)
+    }
+    const seen: string[] = []
+    const watching = watchFromPast(g, new Layout(ns), 'k', { event: (e) => seen.push(`event ${e.value}`), error: (e) => seen.push(`error ${e.message}`), reconnecting: () => seen.push('reconnecting') }, r.revision + 1)
+    await until(() => t.made.length === 1 && t.nowSink() !== undefined)
+    await new Promise((res) => setTimeout(res, 50))
+    await a.commit([], [{ type: 'set', key: 'k', value: 2 }])
+    await new Promise((res) => setTimeout(res, 100))
+    t.nowSink().reconnecting!() // not told: the watch has not begun for the caller yet
+    t.nowSink().error(new Error('stream gone'))
+    t.nowSink().error(new Error('a second one'))
+    expect(seen).toEqual([])
+    openLook()
+    const stop = await watching
+    stop()
+    expect(seen).toEqual(['event 2', 'error stream gone'])
   })
 })

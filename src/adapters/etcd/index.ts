@@ -20,7 +20,10 @@
  *   `capabilities.ttlGranularity` ms after it (plus one lease TTL after a
  *   leader change).
  * - watch: etcd watches from a revision (`watch.ts`); an expiry is told from
- *   a user delete by the tombstone a user delete writes (`events.ts`).
+ *   a user delete by the tombstone a user delete writes (`events.ts`). A
+ *   watch from a past revision starts from now when one read shows nothing
+ *   under it changed since, so that etcd serves it at once rather than from
+ *   its 100 ms catch-up loop (`watch-start.ts`).
  * - add: a read and a compare-and-swap, retried (`commit.ts`).
  * - failover: calls go to any member of the list, again elsewhere when one
  *   fails or hangs; a commit sent again is answered, not applied twice.

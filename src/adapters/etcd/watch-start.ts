@@ -72,8 +72,8 @@ export async function watchFromPast(connection: Connection, layout: Layout, pref
   const stop = await connection.watches.subscribe(layout, prefix, fromNow, 0, timeout, (first) => (start = first))
   if (await unchanged(connection, layout.prefix(prefix), from, start - 1)) {
     state = 'live'
-    for (const ev of held) if (state === 'live') sink.event(ev)
-    if (failure && state === 'live') sink.error(failure)
+    for (const ev of held) sink.event(ev)
+    if (failure) sink.error(failure)
     return stop
   }
   state = 'dropped'
