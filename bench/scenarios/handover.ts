@@ -12,6 +12,7 @@ import { Redis } from 'ioredis'
 import { Etcd3 } from 'etcd3'
 import { httpAdapter } from 'zaris/http'
 import { redisAdapter } from 'zaris/redis'
+import { etcdAdapter } from 'zaris/etcd'
 import { alternate, type Contender } from '../lib/compare'
 import { etcdLockPeer, handovers } from '../lib/handover'
 import { zarisPeer, type LockPeer } from '../lib/locks'
@@ -54,6 +55,11 @@ export async function handoverScenarios(ctx: BenchContext): Promise<Scenario[]> 
       { label: 'zaris redis adapter', zaris: true, trial: (i) => handovers(redisPeers, `lock:handover:${i}`, rounds, SETTLE_MS) },
     ]
     if (etcd) {
+      // Each zaris client opens its own adapter; the adapter shares one etcd3 connection per host list, as one process would.
+      const adapterPeers = await Promise.all(
+        Array.from({ length: clients }, async () => make(zarisPeer(await etcdAdapter({ url: `etcd://${etcd!.url.replace(/^http:\/\//, '')}/bench` })))),
+      )
+      contenders.push({ label: 'zaris etcd adapter', zaris: true, trial: (i) => handovers(adapterPeers, `lock:handover:adapter:${i}`, rounds, SETTLE_MS) })
       const etcdPeers = Array.from({ length: clients }, () => {
         const c = new Etcd3({ hosts: etcd!.url })
         etcds.push(c)
@@ -75,6 +81,7 @@ export async function handoverScenarios(ctx: BenchContext): Promise<Scenario[]> 
         columns,
         notes: [
           "zaris: waiters stand in line in the store, each with its take parked there; the release hands the lock to the first in line in its own step (node: memory store; Redis: the release's script), and the new holder learns it from its take's answer.",
+          'zaris etcd adapter: waiters stand in line in etcd; the first in line watches the lock key and tries again when it is released (etcd runs no code of ours, so the release cannot take for the waiter).',
           'etcd3 lock(): a lease grant, a put-if-absent on the key, the lease revoked to release; etcd3 has no waiting lock, so each waiter watches the key and tries again at every delete (all 8 try; one wins).',
           ...(why ? [`etcd row missing: ${why}`] : []),
         ],

@@ -43,6 +43,8 @@ interface Subscription {
   /** The first revision not yet delivered in full; 0 until etcd says where a watch without one starts. */
   next: number
   ready: (err?: Error) => void
+  /** Told the first revision watched, once, when etcd creates the watcher. */
+  started?: (first: number) => void
 }
 
 export class WatchHub {
@@ -63,9 +65,10 @@ export class WatchHub {
   /**
    * Watches the zaris keys under `prefix` from revision `from` (the first
    * revision to deliver; 0 for "from now"). Resolves once etcd has created
-   * the watcher.
+   * the watcher; `started`, if given, is told first the first revision it
+   * watches (for "from now": the one after etcd's revision then).
    */
-  subscribe(layout: Layout, prefix: string, sink: WatchSink, from: number, timeoutMs: number): Promise<Unsubscribe> {
+  subscribe(layout: Layout, prefix: string, sink: WatchSink, from: number, timeoutMs: number, started?: (first: number) => void): Promise<Unsubscribe> {
     const id = ++this.#ids
     return new Promise<Unsubscribe>((resolve, reject) => {
       const unsubscribe = () => this.#drop(id)
@@ -79,6 +82,7 @@ export class WatchHub {
         range: layout.prefix(prefix),
         sink,
         next: from,
+        started,
         ready: (err) => {
           systemClock.clearTimeout(timer)
           if (err) {
@@ -210,6 +214,8 @@ export class WatchHub {
     }
     if (res.created) {
       if (sub.next === 0) sub.next = Number(res.header.revision) + 1
+      sub.started?.(sub.next)
+      sub.started = undefined
       sub.ready()
       return
     }

@@ -102,6 +102,21 @@ export interface Capabilities {
    * (rows of a SQLite file); test/memory/handover.test.ts and the
    * conformance suite say what they must do. A store without it (etcd,
    * IndexedDB) leaves the core to wait on watch events and try again.
+   *
+   * Why etcd does not declare it: etcd runs no code of ours, so the
+   * committer would have to apply a parked take for its waiter. In the
+   * release's own transaction, the release and the grant would share one
+   * etcd revision (one transaction is one revision), where this contract
+   * gives each commit a revision of its own above the step's, and etcd
+   * refuses a delete and a put of one key in a transaction (merged, a
+   * watcher would see no end of the old hold); in a transaction of its own
+   * after the release, the grant costs a read of the parked takes and a
+   * second write on every release with waiters — slower than the first
+   * waiter's own take after the release's watch event (bench handover-8,
+   * etcd adapter: p50 2.5-3.4 ms) — and an expiry, which no client's
+   * transaction makes, is still handed over only by the next commit at the
+   * key. The etcd adapter instead serves a waiter's watch from the past at
+   * once when nothing changed since (src/adapters/etcd/watch-start.ts).
    */
   handover?: boolean
   /**
