@@ -184,9 +184,9 @@ describe('a watch from a past revision delivers every event from it, in order, o
     const r = await writer.commit([], [{ type: 'set', key: 'k', value: -1 }])
     if (!r.ok) throw new Error('commit failed')
     written.push(r.revision)
-    await until(() => watches.every((w) => w.seen.at(-1) === r.revision)).catch(() => {}) // else the comparison below says what is missing
+    await until(() => watches.every((w) => w.seen.at(-1) === r.revision), 30_000).catch(() => {}) // else the comparison below says what is missing
     for (const w of watches) expect(w.seen).toEqual(written.filter((rev) => rev > w.from))
-  })
+  }, 90_000) // on a loaded machine (CI's 2 cores) the 30 looks and the writer share etcd: slow, but every event must come
 
   /**
    * The connection, with its look before a watch held until `open()`: the
