@@ -125,15 +125,18 @@ export class TermStore {
         locks
           .request(name, { mode, signal }, () => {
             resolve()
-            return new Promise<void>((r) => signal.addEventListener('abort', () => r(), { once: true }))
+            return new Promise<void>((r) => signal.addEventListener('abort', () => r()))
           })
           .catch(() => resolve())
-        // A prober may hold the shared name for an instant: queued, the id counts as alive.
-        if (mode === 'shared') void locks.query().then((s) => s.held?.some((l) => l.name === name) && resolve(), () => {})
       })
+    const instance = hold(`zaris:${this.namespace}:instance:${nonce}:${owner}`, 'exclusive')
+    const id = `zaris:${this.namespace}:owner:${owner}`
+    const shared = hold(id, 'shared')
+    // A prober may hold the id's name for an instant: queued behind it (asked after the request), the id counts as alive already.
+    const queued = new Promise<void>((resolve) => void locks.query().then((s) => s.held?.some((l) => l.name === id) && resolve(), () => {}))
     // Listened for from the first registration on (there is nothing to announce before): after the gates' own listener, which lets them go first.
     if (this.#nonces.length === 0) globalThis.addEventListener?.('pagehide', this.#onHide)
-    done = Promise.all([hold(`zaris:${this.namespace}:instance:${nonce}:${owner}`, 'exclusive'), hold(`zaris:${this.namespace}:owner:${owner}`, 'shared')]).then(() => {})
+    done = Promise.all([instance, Promise.race([shared, queued])]).then(() => {})
     this.#registered.set(owner, done)
     this.#nonces.push({ owner, nonce })
     return done
