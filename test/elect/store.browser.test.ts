@@ -195,6 +195,25 @@ describe("zaris/elect's store", () => {
     expect(heard).toEqual([])
   })
 
+  it('a commit in flight when the store closes lands, and no listener hears it', async () => {
+    fresh()
+    const a = store()
+    await a.read('k') // open
+    const heard = hear(a)
+    // Closed as soon as the commit's transaction has begun.
+    const begin = IDBDatabase.prototype.transaction
+    IDBDatabase.prototype.transaction = function (this: IDBDatabase, ...args: Parameters<typeof begin>) {
+      IDBDatabase.prototype.transaction = begin
+      const tx = begin.apply(this, args)
+      a.close()
+      return tx
+    } as typeof begin
+    const landing = a.commit([], put('k'))
+    expect((await landing).ok).toBe(true)
+    await tick()
+    expect(heard).toEqual([])
+  })
+
   it('close stops listening to the page: a freeze after it counts nothing and wakes nobody', async () => {
     fresh()
     const a = store()
@@ -271,7 +290,6 @@ describe("zaris/elect's store", () => {
     fresh()
     const a = store()
     await a.register('x')
-    await a.register('y')
     const gone = new BroadcastChannel(`zaris:idb:${ns}:gone`)
     const told: Array<{ owner: string }> = []
     gone.onmessage = (ev) => told.push(ev.data)
@@ -280,7 +298,11 @@ describe("zaris/elect's store", () => {
     expect(told).toEqual([])
     dispatchEvent(new PageTransitionEvent('pagehide', { persisted: false }))
     await tick()
-    expect(told.map((t) => t.owner)).toEqual(['x', 'y'])
+    expect(told.map((t) => t.owner)).toEqual(['x'])
+    await a.register('y')
+    dispatchEvent(new PageTransitionEvent('pagehide', { persisted: false }))
+    await tick()
+    expect(told.map((t) => t.owner)).toEqual(['x', 'x', 'y'])
     gone.close()
   })
 
