@@ -11,6 +11,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest'
 import { freeze, freezeMidTransaction, resume } from '../browser-harness/page-events'
+import { announceLate, logReadsFrom } from '../browser-harness/idb-spies'
 import type { LogRecord } from '../../src/adapters/indexeddb/schema'
 import { FencedError } from '../../src/core/contract/errors'
 import { shareStore, TermStore, unshareStore } from '../../src/elect/store'
@@ -313,22 +314,12 @@ describe("zaris/elect's store", () => {
     await a.commit([], put('a'))
     await other.commit([], put('b'))
     await tick()
-    const read = IDBObjectStore.prototype.getAllKeys
-    const from: unknown[] = []
-    IDBObjectStore.prototype.getAllKeys = function (this: IDBObjectStore, ...args: Parameters<typeof read>) {
-      if (this.name === 'log') from.push((args[0] as IDBKeyRange).lower)
-      return read.apply(this, args)
-    } as typeof read
-    try {
+    const from = await logReadsFrom(async () => {
       await a.commit([], put('c'))
-      const raw = new BroadcastChannel(`zaris:idb:${ns}`)
-      raw.postMessage({ records: [{ revision: 1, events: [] }] })
-      raw.close()
+      announceLate(ns, 1)
       await tick()
       await a.commit([], put('d'))
-    } finally {
-      IDBObjectStore.prototype.getAllKeys = read
-    }
+    })
     expect(from).toEqual([2, 3])
   })
 

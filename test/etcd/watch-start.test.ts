@@ -14,6 +14,7 @@ import { shareConnection, type Connection } from '../../src/adapters/etcd/connec
 import { Layout } from '../../src/adapters/etcd/layout'
 import { MAX_WINDOW, unchanged, watchFromPast } from '../../src/adapters/etcd/watch-start'
 import { EtcdCluster } from './server'
+import { until as waitFor } from '../conformance/util'
 
 let etcd: EtcdCluster
 let raw: Etcd3
@@ -38,13 +39,7 @@ async function adapter(namespace: string): Promise<Adapter> {
   opened.push(a)
   return a
 }
-const until = async (cond: () => boolean, ms = 10_000) => {
-  const end = Date.now() + ms
-  while (!cond()) {
-    if (Date.now() > end) throw new Error(`not within ${ms} ms`)
-    await new Promise((r) => setTimeout(r, 10))
-  }
-}
+const until = (cond: () => boolean, ms = 10_000) => waitFor(cond, ms)
 /** etcd's revision now. */
 const revision = async () => Number((await raw.kv.range({ key: Buffer.from('zaris-test-probe') })).header.revision)
 /** A write outside every watched range: moves etcd's revision on. */

@@ -10,6 +10,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest'
 import { freeze, freezeMidTransaction, resume } from '../browser-harness/page-events'
+import { announceLate, logReadsFrom, writesDuring } from '../browser-harness/idb-spies'
 import type { WatchEvent } from 'zaris'
 import { systemClock, type Clock, type TimerHandle } from '../../src/core/time/clock'
 import { SharedStore } from '../../src/adapters/indexeddb/page-store'
@@ -71,22 +72,6 @@ function manualClock() {
       for (const [id, t] of [...timers]) if (t.at <= now) (timers.delete(id), t.fn())
     },
   }
-}
-
-/** How many readwrite transactions this page began while `run` ran (a spy on `IDBDatabase.prototype.transaction`). */
-async function writesDuring(run: () => Promise<unknown>): Promise<number> {
-  const begin = IDBDatabase.prototype.transaction
-  let writes = 0
-  IDBDatabase.prototype.transaction = function (this: IDBDatabase, ...args: Parameters<typeof begin>) {
-    if (args[1] === 'readwrite') writes++
-    return begin.apply(this, args)
-  } as typeof begin
-  try {
-    await run()
-  } finally {
-    IDBDatabase.prototype.transaction = begin
-  }
-  return writes
 }
 
 /** Watches `s`'s feed from now; the revisions it is handed. */
@@ -248,23 +233,12 @@ describe("a page's shared IndexedDB store", () => {
     await s.commit([], put('a'))
     await other.commit([], put('b'))
     await tick()
-    const read = IDBObjectStore.prototype.getAllKeys
-    const from: unknown[] = []
-    IDBObjectStore.prototype.getAllKeys = function (this: IDBObjectStore, ...args: Parameters<typeof read>) {
-      if (this.name === 'log') from.push((args[0] as IDBKeyRange).lower)
-      return read.apply(this, args)
-    } as typeof read
-    try {
+    const from = await logReadsFrom(async () => {
       await s.commit([], put('c'))
-      // Another tab's old news, arriving late: the page has seen further.
-      const raw = new BroadcastChannel(`zaris:idb:${ns}`)
-      raw.postMessage({ records: [{ revision: 1, events: [] }] })
-      raw.close()
+      announceLate(ns, 1)
       await tick()
       await s.commit([], put('d'))
-    } finally {
-      IDBObjectStore.prototype.getAllKeys = read
-    }
+    })
     expect(from).toEqual([2, 3])
   })
 
