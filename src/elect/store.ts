@@ -192,7 +192,7 @@ export class TermStore {
         this.#db = undefined
       }).then((db) => (this.#connection = new Connection(db)))
       this.#db = opening
-      opening.catch(() => this.#db === opening && (this.#db = undefined))
+      opening.catch(() => (this.#db = undefined)) // retried by the next call (no other open can have begun: this one was pending)
     }
     return this.#db
   }

@@ -242,7 +242,7 @@ describe("zaris/elect's store", () => {
     ])
   })
 
-  it('register holds the id shared and the registration exclusive, once per owner, until close; close says the registration is gone', async () => {
+  it('register holds the id shared and the registration exclusive, once per owner, until close; close says the registration is gone, once', async () => {
     fresh()
     const a = store()
     const gone = new BroadcastChannel(`zaris:idb:${ns}:gone`)
@@ -257,8 +257,11 @@ describe("zaris/elect's store", () => {
     expect(locks[1]).toBe(`zaris:${ns}:owner:me/shared`)
     const nonce = locks[0]!.split(':')[3]
     a.close()
+    a.close()
+    dispatchEvent(new PageTransitionEvent('pagehide', { persisted: false }))
     await tick()
     expect(await held()).toEqual([])
+    // Once: a second close, and a pagehide after the close, say nothing more.
     expect(told).toEqual([{ owner: 'me', nonce }])
     gone.close()
   })

@@ -86,6 +86,9 @@ test('workers lead one at a time; a terminated leader is followed at once with a
   expect((await b.told('resigned')).was).toBe(true)
   const third = await c.told('term', 5_000)
   expect(third.token!).toBeGreaterThan(second.token!)
+  // A worker's election closes cleanly (its store listens to no document).
+  c.post({ do: 'close' })
+  await c.told('closed')
   b.worker.terminate()
   c.worker.terminate()
   await page.close()
