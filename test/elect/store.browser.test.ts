@@ -120,6 +120,18 @@ describe("zaris/elect's store", () => {
     expect(err).toMatchObject({ code: 'UNAVAILABLE', message: 'IndexedDB refused the transaction: the disk is full', cause: plain })
   })
 
+  it('frozen while the database opens: nothing begins until the page resumes', async () => {
+    fresh()
+    const a = store()
+    let done = false
+    const committing = a.commit([], put('a')).then(() => (done = true))
+    freeze()
+    await tick(80)
+    expect(done).toBe(false)
+    resume()
+    await committing
+  })
+
   it('while frozen no transaction begins; on resume it runs once and every listener is told to read again', async () => {
     fresh()
     const a = store()
@@ -350,6 +362,7 @@ describe("zaris/elect's store", () => {
     const other = shareStore(`${n1}-b`)
     expect(other).not.toBe(s)
     unshareStore(store())
+    unshareStore(store(`${n1}-never-shared`))
     unshareStore(s)
     expect((await s.commit([], put('k'))).ok).toBe(true)
     unshareStore(s)
