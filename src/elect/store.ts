@@ -238,6 +238,5 @@ export function unshareStore(store: TermStore): void {
 
 /** The Web Locks API, where the platform has it. */
 function webLocks(): LockManager | undefined {
-  const l = (globalThis as { navigator?: { locks?: LockManager } }).navigator?.locks
-  return l && typeof l.request === 'function' ? l : undefined
+  return (globalThis as { navigator?: { locks?: LockManager } }).navigator?.locks
 }
