@@ -58,13 +58,23 @@ export interface FrontNode {
   cutWatches(): void
   /** How many watch streams are open through it. */
   openWatches(): number
+  /** Writes `text` (whole server-sent events) into every watch stream open through it, as if the node had sent it. */
+  say(text: string): void
   close(): Promise<void>
 }
 
 /** A front for the node at `targetPort`: `answer` gives what to answer a request with, `'hang'` for nothing ever, or undefined to forward it. */
 export async function frontNode(targetPort: number, answer: (seen: Seen) => Answer | 'hang' | undefined = () => undefined): Promise<FrontNode> {
   const watches = new Set<ServerResponse>()
-  const front: FrontNode = { url: '', seen: [], upgrades: 0, cutWatches: () => watches.forEach((res) => res.destroy()), openWatches: () => watches.size, close: async () => {} }
+  const front: FrontNode = {
+    url: '',
+    seen: [],
+    upgrades: 0,
+    cutWatches: () => watches.forEach((res) => res.destroy()),
+    openWatches: () => watches.size,
+    say: (text) => watches.forEach((res) => res.write(text)),
+    close: async () => {},
+  }
   const server = createServer((req, res) => {
     const chunks: Buffer[] = []
     req.on('data', (c: Buffer) => chunks.push(c))

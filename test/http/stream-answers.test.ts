@@ -102,6 +102,42 @@ describe('a page\'s waiting commit, answered on its watch stream (the page\'s pa
     expect(posts(front).slice(1).every((b) => b.requestId === id && b.answerOn === undefined)).toBe(true)
   })
 
+  test('an answer on the stream for no commit of this page is passed over: the stream stays, the parked commit still gets its grant there', async () => {
+    const { page, other, front } = await setUp()
+    const held = await hold(other)
+    const waiting = page.commit(take.checks, take.ops, { waitChange: 10_000, keepParked: true })
+    await expect.poll(() => posts(front).length).toBe(1)
+    front.say(`event: answer\ndata: ${JSON.stringify({ requestId: 'not-mine', result: { ok: true, revision: 1, entries: [] } })}\n\n`)
+    await new Promise((r) => setTimeout(r, 50))
+    await other.commit([{ key: 'lock', revision: held }], [{ type: 'delete', key: 'lock' }])
+    expect(await waiting).toMatchObject({ ok: true, entries: [{ key: 'lock', owner: 'page' }] })
+    expect(posts(front).length).toBe(1)
+    expect(front.seen.filter((s) => s.path.includes('/watch')).length).toBe(1)
+  })
+
+  test('an answer on the stream that does not read as an outcome: the commit asks for it again at once, with its request id', async () => {
+    // Without the re-ask the commit would wait for its wait (3 s) and the call's timeout (10 s) before asking.
+    const { page, other, front } = await setUp()
+    await hold(other)
+    const waiting = page.commit(take.checks, take.ops, { waitChange: 3_000, keepParked: true })
+    await expect.poll(() => posts(front).length).toBe(1)
+    const id = posts(front)[0]!.requestId
+    front.say(`event: answer\ndata: ${JSON.stringify({ requestId: id, result: { ok: 'perhaps' } })}\n\n`)
+    await expect.poll(() => posts(front).length, { timeout: 3_000 }).toBe(2)
+    expect(posts(front)[1]).toMatchObject({ requestId: id })
+    expect(posts(front)[1]!.answerOn).toBeUndefined()
+    // Asked again, the node answers the request id when its wait ends: the wait's first failure.
+    expect(await waiting).toMatchObject({ ok: false, failed: [{ key: 'lock', entry: { owner: 'other' } }] })
+  })
+
+  test('a watch stream the node refuses: the commit goes plain, and its answer comes back', async () => {
+    const { page, other, front } = await setUp((s) => (s.path.includes('/watch') ? { status: 403, json: { error: { code: 'PERMISSION_DENIED', message: 'no watching here' } } } : undefined))
+    await hold(other)
+    const r = await page.commit(take.checks, take.ops, { waitChange: 5_000, keepParked: true })
+    expect(r).toMatchObject({ ok: false, failed: [{ key: 'lock', entry: { owner: 'other' } }] })
+    expect(posts(front).map((b) => b.answerOn)).toEqual([undefined])
+  })
+
   test('an error told on the stream is thrown', async () => {
     const { page, other, front } = await setUp()
     const held = await hold(other)
