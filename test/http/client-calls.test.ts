@@ -164,13 +164,42 @@ describe('transport', () => {
     ['fetch', 0],
     ['node', 1],
     ['auto', 1],
+    ['not given', 1],
   ] as const)('%s: asks for frames %i time(s), and works over plain HTTP', async (transport, upgrades) => {
     const f = await front()
-    const a = adapter([f.url], { transport })
+    const a = adapter([f.url], transport === 'not given' ? {} : { transport })
     expect(await a.commit([], [{ type: 'set', key: 'k', value: 1 }])).toMatchObject({ ok: true })
     expect(await a.get('k')).toMatchObject({ value: 1 })
     expect(f.upgrades).toBe(upgrades)
   })
+})
+
+test.each(['node', 'fetch'] as const)('%s: every call asks for JSON, its token with it', async (transport) => {
+  const f = await front()
+  const a = adapter([f.url], { transport })
+  await a.commit([], [{ type: 'set', key: 'k', value: 1 }])
+  await a.get('k')
+  await a.list('')
+  expect(f.seen.length).toBe(3)
+  for (const s of f.seen) expect(s.headers).toMatchObject({ accept: 'application/json', authorization: `Bearer ${TOKEN}` })
+})
+
+test.each(['node', 'fetch'] as const)('%s: a node\'s refusal keeps its code and words (frames carry it parsed)', async (transport) => {
+  // Straight to the node: over `node`, the answer comes in a frame.
+  const a = adapter([node.url], { transport })
+  await a.commit([], [{ type: 'set', key: 'n', value: 'text' }])
+  const err = await a.commit([], [{ type: 'add', key: 'n', delta: 1 }]).catch((e: unknown) => e)
+  expect(err).toMatchObject({ code: 'INVALID_ARGUMENT', message: 'add "n": the key holds "text", not a number' })
+})
+
+test('a commit that may wait longer than the timeout is still tried again after a node that could not serve', async () => {
+  // Its budget of attempts counts its wait: 3 x (timeout + wait), not 3 x timeout (here less than one wait).
+  let first = true
+  const f = await front((s) => (s.path.endsWith('/commit') && first ? ((first = false), failing(503)) : undefined))
+  const a = adapter([f.url], { timeout: 200, retries: 2 })
+  const r = await a.commit([{ key: 'free', revision: null }], [{ type: 'set', key: 'free', value: 1 }], { waitChange: 1_000 })
+  expect(r).toMatchObject({ ok: true })
+  expect(commits(f).length).toBe(2)
 })
 
 test('a watch from an older revision, with the stream open, gets what it missed: its GET and POSTs carry the token', async () => {
@@ -192,6 +221,36 @@ test('a watch from an older revision, with the stream open, gets what it missed:
   }
   expect(errors).toEqual([])
   expect(f.seen.filter((s) => s.method === 'GET').length).toBe(1)
+})
+
+test('a watch whose missed history is longer than a page reads the rest with GETs that carry the token', async () => {
+  const f = await front()
+  const a = adapter([f.url], { transport: 'fetch' })
+  // The stream open first: a later watch's missed history then comes with its filter answer and, past a page, by GET.
+  const stopOther = await a.watch('other', { event() {}, error() {} })
+  const big = 'x'.repeat(60_000)
+  const first = await a.commit([], [{ type: 'set', key: 'big', value: `${big}0` }])
+  if (!first.ok) throw new Error('not written')
+  // ~1.2 MB of history after it: more than one page (the node's pages are ~1 MB).
+  for (let i = 1; i < 20; i++) await a.commit([], [{ type: 'set', key: 'big', value: `${big}${i}` }])
+  const seen: string[] = []
+  const stop = await a.watch('big', { event: (e) => void seen.push(e.type === 'put' ? String(e.value).slice(60_000) : e.type), error() {} }, first.revision - 1)
+  try {
+    await expect.poll(() => seen.length).toBe(20)
+  } finally {
+    stop()
+    stopOther()
+  }
+  expect(seen).toEqual(Array.from({ length: 20 }, (_, i) => String(i)))
+  const gets = f.seen.filter((s) => s.method === 'GET' && s.path.includes('/events'))
+  expect(gets.length).toBeGreaterThan(0)
+  for (const g of gets) {
+    expect(g.headers.authorization).toBe(`Bearer ${TOKEN}`)
+    expect(g.body).toBeUndefined()
+    // After a revision, in the life (epoch) of the node the stream is on: a node restarted since must not answer another history.
+    const query = new URL(g.path, f.url).searchParams
+    expect([query.get('prefix'), Number(query.get('after')) >= first.revision - 1, query.get('epoch')?.length]).toEqual(['big', true, expect.any(Number)])
+  }
 })
 
 describe('every revision the client saw goes with its next commit as `seen`', () => {

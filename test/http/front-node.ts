@@ -5,7 +5,7 @@
  * declines frames (the upgrade is answered 404), so every request passes
  * it as plain HTTP and can be seen.
  */
-import { createServer, request, type IncomingMessage, type ServerResponse } from 'node:http'
+import { createServer, request, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http'
 import { afterAll, beforeAll } from 'vitest'
 import { createHandler, listen, memoryBackend } from 'zaris/server'
 
@@ -39,6 +39,7 @@ export interface Seen {
   method: string
   path: string
   body: Record<string, unknown> | undefined
+  headers: IncomingHttpHeaders
 }
 
 /** What the front answers itself: a status and a JSON body (or `text`, sent as it is). */
@@ -80,7 +81,8 @@ export async function frontNode(targetPort: number, answer: (seen: Seen) => Answ
     req.on('data', (c: Buffer) => chunks.push(c))
     req.on('end', () => {
       const raw = Buffer.concat(chunks)
-      const seen: Seen = { method: req.method!, path: req.url!, body: raw.length > 0 ? (JSON.parse(raw.toString('utf8')) as Record<string, unknown>) : undefined }
+      const body = raw.length > 0 ? (JSON.parse(raw.toString('utf8')) as Record<string, unknown>) : undefined
+      const seen: Seen = { method: req.method!, path: req.url!, body, headers: req.headers }
       front.seen.push(seen)
       const own = answer(seen)
       if (own === 'hang') return
