@@ -643,4 +643,25 @@ describe('zaris/elect: TabElection', () => {
     expect(a.leader).toEqual({ candidate: 'a', token: term.token })
     expect(log).toEqual([])
   })
+
+  it("observe says nobody leads with undefined throughout, its own term's end too; the leader event's detail says it with null (as a full client's)", async () => {
+    fresh()
+    const a = candidate('a')
+    const details: unknown[] = []
+    a.addEventListener('leader', (ev) => details.push((ev as CustomEvent).detail))
+    const seen: unknown[] = []
+    const stop = new AbortController()
+    const observing = (async () => {
+      for await (const l of a.observe({ signal: stop.signal })) seen.push(l)
+    })()
+    await until(() => seen.length === 1)
+    const term = (await a.campaign())!
+    await a.resign()
+    await until(() => seen.length === 3)
+    const leader = { candidate: 'a', token: term.token }
+    expect(seen).toStrictEqual([undefined, leader, undefined])
+    expect(details).toStrictEqual([leader, null])
+    stop.abort()
+    await observing
+  })
 })
