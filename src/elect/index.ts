@@ -61,7 +61,7 @@ export function election(name: string, options?: TabElectionOptions): TabElectio
 /**
  * One election, seen from one candidate: `campaign`, `resign`, `observe`,
  * and events `elected`, `deposed` and `leader` (a `CustomEvent` whose
- * `detail` is the {@link Leader}, or `undefined` while nobody leads).
+ * `detail` is the {@link Leader}, or `null` while nobody leads).
  *
  * `elected` fires when this candidate starts leading and `deposed` (a
  * `CustomEvent` whose `detail` is the {@link EndCode}) when it stops; they
@@ -246,7 +246,8 @@ export class TabElection extends EventTarget implements AsyncDisposable {
     const stop = signal ? AbortSignal.any([signal, this.#closer.signal]) : this.#closer.signal
     const queue: Array<Leader | undefined> = []
     let wake: (n?: number) => void = () => {}
-    const onLeader = (ev: Event) => wake(queue.push((ev as CustomEvent<Leader | undefined>).detail))
+    // The event says nobody with `null` (a CustomEvent's detail is never undefined); observe says it with `undefined` throughout.
+    const onLeader = (ev: Event) => wake(queue.push((ev as CustomEvent<Leader | null>).detail ?? undefined))
     const onStop = () => wake()
     this.addEventListener('leader', onLeader)
     stop.addEventListener('abort', onStop)
@@ -345,7 +346,7 @@ export class TabElection extends EventTarget implements AsyncDisposable {
     // A token is one entry's life: the leader named by it is this term's.
     if (this.#leader?.token === term.token) {
       this.#leader = undefined
-      this.dispatchEvent(new CustomEvent('leader', { detail: undefined }))
+      this.dispatchEvent(new CustomEvent('leader'))
     }
     this.dispatchEvent(new CustomEvent('deposed', { detail: (term.signal.reason as { code: EndCode }).code }))
   }

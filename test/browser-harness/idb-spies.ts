@@ -20,6 +20,22 @@ export async function writesDuring(run: () => Promise<unknown>): Promise<number>
   return writes
 }
 
+/** How many reads of one entry (a `get` on `entries` outside any commit: a readonly transaction) this page made while `run` ran. */
+export async function entryReadsDuring(run: () => Promise<unknown>): Promise<number> {
+  const get = IDBObjectStore.prototype.get
+  let reads = 0
+  IDBObjectStore.prototype.get = function (this: IDBObjectStore, ...args: Parameters<typeof get>) {
+    if (this.name === 'entries' && this.transaction.mode === 'readonly') reads++
+    return get.apply(this, args)
+  } as typeof get
+  try {
+    await run()
+  } finally {
+    IDBObjectStore.prototype.get = get
+  }
+  return reads
+}
+
 /** The lower bounds of the change log's key reads (`getAllKeys` on `log`) while `run` ran: where each commit looked for the revision. */
 export async function logReadsFrom(run: () => Promise<unknown>): Promise<unknown[]> {
   const read = IDBObjectStore.prototype.getAllKeys

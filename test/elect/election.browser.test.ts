@@ -13,6 +13,7 @@ import { commitBatch } from '../../src/adapters/indexeddb/transactions'
 import { HISTORY, TermStore } from '../../src/elect/store'
 import { dropNamespace } from '../browser-harness/drop-namespace'
 import { WebLockGate } from '../../src/adapters/indexeddb/gate'
+import { entryReadsDuring } from '../browser-harness/idb-spies'
 
 let ns = ''
 const made: TabElection[] = []
@@ -572,5 +573,95 @@ describe('zaris/elect: TabElection', () => {
     stop.abort()
     await observing
     expect(seen).toEqual([undefined, 'a'])
+  })
+
+  it('an observer reads the entry again only at a deadline it heard of: never while nobody leads or for an entry without a TTL, once for one with', async () => {
+    fresh()
+    const watcher = candidate('w')
+    const seen: Array<string | undefined> = []
+    const stop = new AbortController()
+    const observing = (async () => {
+      for await (const l of watcher.observe({ signal: stop.signal })) seen.push(l?.candidate)
+    })()
+    await until(() => seen.length === 1)
+    const store = otherTab()
+    // Nobody leads: there is no deadline to look at again.
+    expect(await entryReadsDuring(() => tick(300))).toBe(0)
+    const noTtl = await entryReadsDuring(async () => {
+      await store.commit([], [{ type: 'set', key: 'leader', value: { candidate: 'x' }, owner: 'id-x' }])
+      await until(() => seen.length === 2)
+      await tick(300)
+    })
+    expect(noTtl).toBe(0)
+    // Nobody renews it or writes its expiry: one look, after its deadline, finds it gone.
+    const withTtl = await entryReadsDuring(async () => {
+      await store.commit([], [{ type: 'set', key: 'leader', value: { candidate: 'y' }, owner: 'id-y', ttl: 500 }])
+      await until(() => seen.length === 4)
+      await tick(300)
+    })
+    expect(seen).toEqual([undefined, 'x', 'y', undefined])
+    expect(withTtl).toBe(1)
+    stop.abort()
+    await observing
+  })
+
+  it("observe yields changes in the order they were made, also when one message brings several (another tab's commits grouped in one transaction)", async () => {
+    fresh()
+    const watcher = candidate('w')
+    const seen: Array<string | undefined> = []
+    const stop = new AbortController()
+    const observing = (async () => {
+      for await (const l of watcher.observe({ signal: stop.signal })) seen.push(l?.candidate)
+    })()
+    await until(() => seen.length === 1)
+    // As a full client's page store commits what was queued together: one transaction, one message of two records.
+    const store = otherTab()
+    const take = (candidate: string) => ({ checks: [], ops: [{ type: 'set' as const, key: 'leader', value: { candidate }, owner: `id-${candidate}`, ttl: 10_000 }] })
+    const { outcome } = await store.run((db) => commitBatch(db, [take('x'), take('y')], Date.now, HISTORY, 0))
+    expect(outcome.records.length).toBe(2)
+    store.tell(outcome)
+    await until(() => seen.length === 3)
+    await tick(100)
+    expect(seen).toEqual([undefined, 'x', 'y'])
+    expect(watcher.leader?.candidate).toBe('y')
+    stop.abort()
+    await observing
+  })
+
+  it('a leader that reads its entry again (an observe begun while it leads, a wake) still names itself, with its term\'s token', async () => {
+    fresh()
+    const a = candidate('a')
+    const term = (await a.campaign())!
+    const log = events(a)
+    const seen = a.observe()
+    expect((await seen.next()).value).toEqual({ candidate: 'a', token: term.token })
+    await seen.return(undefined)
+    document.dispatchEvent(new Event('freeze'))
+    document.dispatchEvent(new Event('resume'))
+    await tick(200)
+    expect(a.isLeader).toBe(true)
+    expect(a.leader).toEqual({ candidate: 'a', token: term.token })
+    expect(log).toEqual([])
+  })
+
+  it("observe says nobody leads with undefined throughout, its own term's end too; the leader event's detail says it with null (as a full client's)", async () => {
+    fresh()
+    const a = candidate('a')
+    const details: unknown[] = []
+    a.addEventListener('leader', (ev) => details.push((ev as CustomEvent).detail))
+    const seen: unknown[] = []
+    const stop = new AbortController()
+    const observing = (async () => {
+      for await (const l of a.observe({ signal: stop.signal })) seen.push(l)
+    })()
+    await until(() => seen.length === 1)
+    const term = (await a.campaign())!
+    await a.resign()
+    await until(() => seen.length === 3)
+    const leader = { candidate: 'a', token: term.token }
+    expect(seen).toStrictEqual([undefined, leader, undefined])
+    expect(details).toStrictEqual([leader, null])
+    stop.abort()
+    await observing
   })
 })
