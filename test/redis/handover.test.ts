@@ -20,7 +20,7 @@ const raw = () => fx.raw
 const park = (ms = 10_000, order?: number) => ({ waitChange: ms, keepParked: true, parkOrder: order })
 
 /** The commit script run by hand with park arguments: a parked commit whose adapter listens on no channel (its messages are lost). */
-async function parkBlind(ns: string, request: string, checks: Check[], ops: Op[], ms: number): Promise<unknown[]> {
+async function parkBlind(ns: string, request: string, checks: Check[], ops: Op[], ms: number, order?: number): Promise<unknown[]> {
   const args: Array<string | number> = [checks.length]
   for (const c of checks) args.push(c.key, 'revision' in c ? 'r' : 'c', ('revision' in c ? c.revision : c.created) ?? '')
   args.push(ops.length)
@@ -28,7 +28,7 @@ async function parkBlind(ns: string, request: string, checks: Check[], ops: Op[]
     if (o.type === 'delete') args.push('d', o.key, '', '', '', '')
     else if (o.type === 'set') args.push('s', o.key, JSON.stringify(o.value), o.ttl === undefined ? '' : String(o.ttl), o.owner === undefined ? '' : '=' + o.owner, '')
   }
-  args.push(ms, '1', '', '', `nobody-listens-${request}`)
+  args.push(ms, '1', order === undefined ? '' : String(order), '', `nobody-listens-${request}`)
   return (await raw().eval(evalText(SCRIPTS.commit), 9, ...namespaceKeys(ns), 10_000, 500, 0, request, 60_000, ...args)) as unknown[]
 }
 
@@ -269,6 +269,24 @@ describe('the Redis store hands over', () => {
       expect(await h.get('lock3')).toBeUndefined()
       expect((await unparkBlind(ns, 'late-1', 'last'))[0]).toBe('dup')
       expect((await h.get('lock3'))?.owner).toBe('late')
+    } finally {
+      await h.close()
+    }
+  })
+
+  test("a take past its deadline whose own turn a change kept meanwhile still gets its last try: a turn holds back later orders, never its own", async () => {
+    const { ns, all } = await fx.adapters(1)
+    const [h] = all as [RedisAdapter]
+    try {
+      const held = ok(await h.commit([absent('lock')], [set('lock', 'h')]))
+      const place = ok(await h.commit([absent('q.p')], [set('q.p', 'p')])).revision
+      expect((await parkBlind(ns, 'own-1', [absent('lock'), life('q.p', place)], [set('lock', 'p'), del('q.p')], 50, place))[0]).toBe('parked')
+      await new Promise((r) => setTimeout(r, 120))
+      // The release finds it past its deadline: not applied, its waiter's turn kept.
+      await h.commit([life('lock', held.revision)], [del('lock')])
+      expect(await h.get('lock')).toBeUndefined()
+      expect((await unparkBlind(ns, 'own-1', 'last'))[0]).toBe('dup')
+      expect(await h.get('lock')).toMatchObject({ owner: 'p' })
     } finally {
       await h.close()
     }

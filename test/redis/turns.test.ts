@@ -145,6 +145,19 @@ describe('turns and wake owners, case by case (Redis, as test/memory/turns.test.
     await s.close()
   })
 
+  test('a waiter that comes back ends its turn, though its take checks no place: once it has had the lock and let it go, a later take goes through', async () => {
+    const s = await lockWithLine(2)
+    const [w1, w2] = [s.all[1]!, s.all[2]!]
+    // No place checked: only its waiter's return (or its end, a second on) ends w1's turn.
+    const take = (a: Adapter, id: string, order: number, ms: number) => a.commit([absent('lock')], [set('lock', id)], { waitChange: ms, keepParked: true, parkOrder: order })
+    expect(await take(w1, 'w1', 1, 50)).toMatchObject({ ok: false })
+    await s.release()
+    const had = ok(await take(w1, 'w1', 1, 5_000))
+    await w1.commit([life('lock', had.revision)], [del('lock')])
+    expect(await take(w2, 'w2', 2, 300)).toMatchObject({ ok: true, entries: [{ key: 'lock', owner: 'w2' }] })
+    await s.close()
+  })
+
   test('two turns kept at one key: the first ending (its waiter gives up) leaves the second holding back a later take; the second comes back and takes the lock', async () => {
     const s = await lockWithLine(3)
     const [first, second, third] = await Promise.all(['first', 'second', 'third'].map((id, i) => s.waiter(s.all[i + 1]!, id)))
