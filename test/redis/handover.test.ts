@@ -292,6 +292,37 @@ describe('the Redis store hands over', () => {
     }
   })
 
+  test("a take held back by an earlier turn when its wait ran out keeps its own turn a second from its adapter's last try, however late that came, not from its deadline", async () => {
+    const { ns, all } = await fx.adapters(2)
+    const [h, x] = all as [RedisAdapter, RedisAdapter]
+    const sleepTill = (at: number) => new Promise((r) => setTimeout(r, Math.max(0, at - performance.now())))
+    try {
+      const held = ok(await h.commit([absent('lock')], [set('lock', 'h')]))
+      const a = ok(await h.commit([absent('q.a')], [set('q.a', 'a')])).revision
+      const p = ok(await h.commit([absent('q.p')], [set('q.p', 'p')])).revision
+      // Two waiters whose adapters never unpark in time (blind): a first, p behind it.
+      expect((await parkBlind(ns, 'a-1', [absent('lock'), life('q.a', a)], [set('lock', 'a'), del('q.a')], 50, a))[0]).toBe('parked')
+      const parkedAt = performance.now()
+      expect((await parkBlind(ns, 'p-1', [absent('lock'), life('q.p', p)], [set('lock', 'p'), del('q.p')], 50, p))[0]).toBe('parked')
+      const deadline = parkedAt + 50
+      await sleepTill(deadline + 100)
+      // The release finds both past their deadlines: neither applied, each keeps its turn (a second from its deadline).
+      await h.commit([life('lock', held.revision)], [del('lock')])
+      await sleepTill(deadline + 600)
+      // p's adapter, late, makes its last try: a's turn holds it back, and p's own turn now runs a second from here.
+      expect((await unparkBlind(ns, 'p-1', 'last'))[0]).toBe('behind')
+      await h.commit([], [del('q.a')])
+      await sleepTill(deadline + 1_200)
+      // Past a second from p's deadline, within a second of its last try: a later take is still held back.
+      const later = { waitChange: 100, keepParked: true, parkOrder: p + 1_000 }
+      expect(await x.commit([absent('lock')], [set('lock', 'x')], later)).toEqual({ ok: false, failed: [] })
+      await sleepTill(deadline + 1_800)
+      expect(await x.commit([absent('lock')], [set('lock', 'x')], later)).toMatchObject({ ok: true })
+    } finally {
+      await Promise.all(all.map((c) => c.close()))
+    }
+  })
+
   test("an abort takes the parked commit out of park: it is answered with its failure and never applied; a close does the same for all of an adapter's", async () => {
     const { all } = await fx.adapters(3)
     const [h, w, c] = all as [RedisAdapter, RedisAdapter, RedisAdapter]
