@@ -364,6 +364,21 @@ describe('the Redis store hands over', () => {
     }
   })
 
+  test('a waiting take without parkOrder whose wait ran out keeps no turn: once its key changes, nothing is left parked or kept, and the park counter goes', async () => {
+    const { ns, all } = await fx.adapters(2)
+    const [h, w] = all as [RedisAdapter, RedisAdapter]
+    const [rev, , , , , , , parkKey, pkey] = namespaceKeys(ns) as [string, string, string, string, string, string, string, string, string]
+    try {
+      const held = ok(await h.commit([absent('lock')], [set('lock', 'h')]))
+      expect(await w.commit([absent('lock')], [set('lock', 'w')], { waitChange: 50, keepParked: true })).toMatchObject({ ok: false })
+      await h.commit([life('lock', held.revision)], [del('lock')])
+      expect(await raw().exists(parkKey, pkey)).toBe(0)
+      expect(await raw().hexists(rev, 'pq')).toBe(0)
+    } finally {
+      await Promise.all(all.map((a) => a.close()))
+    }
+  })
+
   test("a namespace where nothing is parked skips the handover's reads: the park counter goes once nothing is parked, and comes back with the next park, which is handed over as before", async () => {
     const { ns, all } = await fx.adapters(2)
     const [h, w] = all as [RedisAdapter, RedisAdapter]
