@@ -158,6 +158,19 @@ describe('turns and wake owners, case by case (Redis, as test/memory/turns.test.
     await s.close()
   })
 
+  test("an earlier turn holds back a later take's other way too: while it is kept, neither way goes through", async () => {
+    const s = await lockWithLine(2)
+    const [h, w1, w2] = [s.all[0]!, s.all[1]!, s.all[2]!]
+    const b = ok(await h.commit([absent('b')], [set('b', 'h')]))
+    expect(await w1.commit([absent('b')], [set('b', 'w1')], { waitChange: 50, keepParked: true, parkOrder: 1 })).toMatchObject({ ok: false })
+    await h.commit([life('b', b.revision)], [del('b')])
+    // The lock is h's; b is free, but w1 keeps its turn there.
+    const orElse = [{ checks: [absent('b')], ops: [set('b', 'w2')] }]
+    expect(await w2.commit([absent('lock')], [set('lock', 'w2')], { waitChange: 200, keepParked: true, parkOrder: 2, orElse })).toMatchObject({ ok: false, failed: [{ key: 'lock' }] })
+    expect(await h.get('b')).toBeUndefined()
+    await s.close()
+  })
+
   test('two turns kept at one key: the first ending (its waiter gives up) leaves the second holding back a later take; the second comes back and takes the lock', async () => {
     const s = await lockWithLine(3)
     const [first, second, third] = await Promise.all(['first', 'second', 'third'].map((id, i) => s.waiter(s.all[i + 1]!, id)))
