@@ -171,6 +171,15 @@ describe('turns and wake owners, case by case (Redis, as test/memory/turns.test.
     await s.close()
   })
 
+  test('a waiting take without keepParked keeps no turn when its wait runs out, though it has an order: a later take goes through', async () => {
+    const s = await lockWithLine(2)
+    const [w1, w2] = [s.all[1]!, s.all[2]!]
+    expect(await w1.commit([absent('lock')], [set('lock', 'w1')], { waitChange: 50, parkOrder: 1 })).toMatchObject({ ok: false })
+    await s.release()
+    expect(await w2.commit([absent('lock')], [set('lock', 'w2')], { waitChange: 300, keepParked: true, parkOrder: 2 })).toMatchObject({ ok: true })
+    await s.close()
+  })
+
   test('two turns kept at one key: the first ending (its waiter gives up) leaves the second holding back a later take; the second comes back and takes the lock', async () => {
     const s = await lockWithLine(3)
     const [first, second, third] = await Promise.all(['first', 'second', 'third'].map((id, i) => s.waiter(s.all[i + 1]!, id)))
