@@ -250,6 +250,27 @@ describe('turns are bounded (Redis)', () => {
     expect(turns(ns)).toBe(1)
     await Promise.all([h, peer].map((a) => a!.close()))
   }, 30_000)
+
+  test(`at the cap, a turn that ended out of line makes room: the next turn is kept, the one after is not`, async () => {
+    const ns = fresh()
+    const [h, peer] = await Promise.all([0, 1].map(() => redisAdapter({ url: server.url(ns) })))
+    const n = MAX_TURNS
+    const keys = Array.from({ length: n + 2 }, (_, i) => i)
+    await Promise.all(keys.map((i) => h!.commit([absent(`lock${i}`)], [set(`lock${i}`, 'h')])))
+    const places = await Promise.all(keys.map(async (i) => ok(await peer!.commit([absent(`q${i}`)], [set(`q${i}`, 'peer')])).entries[0]!.created))
+    const take = (i: number) => peer!.commit([absent(`lock${i}`), life(`q${i}`, places[i]!)], [set(`lock${i}`, 'peer'), del(`q${i}`)], { waitChange: 30, keepParked: true, parkOrder: places[i] })
+    // The first turn kept stays the oldest (and live) throughout; the last of the rest ends early, its waiter gone.
+    expect((await take(0)).ok).toBe(false)
+    expect((await Promise.all(keys.slice(1, n).map(take))).every((r) => !r.ok)).toBe(true)
+    expect(turns(ns)).toBe(MAX_TURNS)
+    await peer!.commit([], [del(`q${n - 1}`)])
+    expect(turns(ns)).toBe(MAX_TURNS - 1)
+    await take(n)
+    expect(turns(ns)).toBe(MAX_TURNS)
+    await take(n + 1)
+    expect(turns(ns)).toBe(MAX_TURNS)
+    await Promise.all([h, peer].map((a) => a!.close()))
+  }, 30_000)
 })
 
 describe('real clients on Redis, the first waiter slow to park again (its answers 40 ms late, its park 100 ms)', () => {
