@@ -240,6 +240,27 @@ describe('the Redis store hands over', () => {
     }
   })
 
+  test("a parked commit tried in a release's script and failing is tried again there when a commit handed over after it frees what it waits for", async () => {
+    const { all } = await fx.adapters(3)
+    const [h, w1, w2] = all as [RedisAdapter, RedisAdapter, RedisAdapter]
+    try {
+      const a = ok(await h.commit([absent('a')], [set('a', 'h')]))
+      await h.commit([absent('b')], [set('b', 'h')])
+      let parked = 0
+      // First in line, but it needs b too; the second, once a is free, lets b go.
+      const first = w1.commit([absent('a'), absent('b')], [set('a', 'w1'), set('b', 'w1')], { ...park(10_000, 1), onParked: () => parked++ })
+      const second = w2.commit([absent('a')], [del('b')], { ...park(10_000, 2), onParked: () => parked++ })
+      await until(() => parked === 2)
+      await h.commit([life('a', a.revision)], [del('a')])
+      // Both in the release's script: the second's delete, then the first's take.
+      expect(await h.get('b')).toMatchObject({ owner: 'w1' })
+      expect(await second).toMatchObject({ ok: true, deleted: ['b'] })
+      expect(await first).toMatchObject({ ok: true, entries: [{ key: 'a', owner: 'w1' }, { key: 'b', owner: 'w1' }] })
+    } finally {
+      await Promise.all(all.map((c) => c.close()))
+    }
+  })
+
   test('an answer whose message was lost is kept: unpark finds it (the grant), and a take past its deadline is never applied', async () => {
     const { ns, all } = await fx.adapters(1)
     const [h] = all as [RedisAdapter]
