@@ -261,6 +261,25 @@ describe('the Redis store hands over', () => {
     }
   })
 
+  test('commits parked at different keys and freed by one change go through in the order they parked, each at its revision', async () => {
+    const { all } = await fx.adapters(5)
+    const [h, ...ws] = all as [RedisAdapter, ...RedisAdapter[]]
+    try {
+      const held = ok(await h.commit([absent('a'), absent('b')], [set('a', 'h'), set('b', 'h')]))
+      const takes: Array<Promise<unknown>> = []
+      for (const [i, w] of ws.entries()) {
+        let parked = false
+        takes.push(w.commit([absent(i % 2 === 0 ? 'a' : 'b')], [set(`got${i}`, `w${i}`)], { waitChange: 10_000, keepParked: true, onParked: () => (parked = true) }))
+        await until(() => parked)
+      }
+      const release = ok(await h.commit([life('a', held.revision), life('b', held.revision)], [del('a'), del('b')]))
+      const r = release.revision
+      expect(await Promise.all(takes)).toMatchObject([1, 2, 3, 4].map((n) => ({ ok: true, revision: r + n })))
+    } finally {
+      await Promise.all(all.map((c) => c.close()))
+    }
+  })
+
   test('an answer whose message was lost is kept: unpark finds it (the grant), and a take past its deadline is never applied', async () => {
     const { ns, all } = await fx.adapters(1)
     const [h] = all as [RedisAdapter]
