@@ -171,6 +171,34 @@ describe('the Redis store hands over', () => {
     }
   })
 
+  test("a change that leaves a parked take parked reads only what a retry needs of it (its 's:' record), never the whole", async () => {
+    const { ns, all } = await fx.adapters(2)
+    const [h, w] = all as [RedisAdapter, RedisAdapter]
+    const parkKey = namespaceKeys(ns)[7]!
+    const monitor = await raw().monitor()
+    const reads: string[] = []
+    monitor.on('monitor', (_time: string, args: string[]) => {
+      if (args[0]!.toLowerCase() === 'hget' && args[1] === parkKey && /^(s:)?\d+$/.test(args[2]!)) reads.push(args[2]!)
+    })
+    try {
+      const held = ok(await h.commit([absent('lock')], [set('lock', 'h')]))
+      let parked = false
+      const take = w.commit([absent('lock')], [set('lock', 'w')], { ...park(), onParked: () => (parked = true) })
+      await until(() => parked)
+      reads.length = 0
+      // The holder renews: the take is tried again, fails again, stays parked.
+      await h.commit([life('lock', held.revision)], [set('lock', 'h')])
+      await until(() => reads.length > 0)
+      await h.get('lock')
+      expect(reads.every((f) => f.startsWith('s:'))).toBe(true)
+      await h.commit([life('lock', held.revision)], [del('lock')])
+      expect(ok(await take).entries).toMatchObject([{ key: 'lock', owner: 'w' }])
+    } finally {
+      monitor.disconnect()
+      await Promise.all(all.map((a) => a.close()))
+    }
+  })
+
   test("a change at a key where a waiter keeps its turn (its wait ran out) looks at that turn without asking whether anything is parked at all", async () => {
     const { all } = await fx.adapters(2)
     const [h, w] = all as [RedisAdapter, RedisAdapter]
