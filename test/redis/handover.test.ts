@@ -243,6 +243,25 @@ describe('the Redis store hands over', () => {
     }
   })
 
+  test("a waiting commit without keepParked is woken by a release that frees its key, though the release hands that key to a waiter ahead of it in the same script (as the local store: handover-same seed 848754521)", async () => {
+    const { all } = await fx.adapters(3)
+    const [h, w0, w1] = all as [RedisAdapter, RedisAdapter, RedisAdapter]
+    try {
+      const held = ok(await h.commit([absent('lock')], [set('lock', 'h')]))
+      let parked = 0
+      let answered = false
+      const watcher = w0.commit([absent('lock')], [set('lock', 'w0')], { waitChange: 10_000, onParked: () => parked++ }).then((r) => ((answered = true), r))
+      const taker = w1.commit([absent('lock')], [set('lock', 'w1')], { ...park(10_000, 1), onParked: () => parked++ })
+      await until(() => parked === 2)
+      await h.commit([life('lock', held.revision)], [del('lock')])
+      expect(ok(await taker).entries).toMatchObject([{ key: 'lock', owner: 'w1' }])
+      await until(() => answered, 1_000)
+      expect(await watcher).toMatchObject({ ok: false, failed: [{ key: 'lock', entry: { owner: 'w1' } }] })
+    } finally {
+      await Promise.all(all.map((c) => c.close()))
+    }
+  })
+
   test('parked takes go in parkOrder, whatever order they parked in; one behind costs no answer until its turn', async () => {
     const { ns, all } = await fx.adapters(4)
     const [h, ...ws] = all as [RedisAdapter, RedisAdapter, RedisAdapter, RedisAdapter]

@@ -314,7 +314,15 @@ local function retry(p)
     end
     return
   end
-  if lost or (p.k ~= 1 and turned) or expired then answer(whole(p), 'F' .. cjson.encode(failed)) end
+  if lost or (p.k ~= 1 and (turned or p.woken)) or expired then answer(whole(p), 'F' .. cjson.encode(failed)) end
+end
+
+-- Marks p (without keepParked) woken if the change at key turned one of its checks there, judged when the change is
+-- made: a commit handed over before p's try, in this call, may turn it back (as the local store judges it).
+local function judge_at(p, key)
+  for i, c in ipairs(p.c) do
+    if c[1] == key and (holds(live(key), c[2], c[3]) and 1 or 0) ~= p.h[i] then p.woken = true end
+  end
 end
 
 local function by_turn(a, b)
@@ -328,7 +336,7 @@ HOOK.handover = function()
   if next(CHANGED) == nil or PARKS == false then return end
   local found = false
   -- due stays sorted between tries: only commits newly found unsort it (a sort per try was most of a release's time
-  -- with 15 waiters).
+  -- with 15 waiters). queued: the commits in due by id (one found again is judged again, not read again).
   local due, queued, sorted = {}, {}, true
   while true do
     local changed = CHANGED
@@ -349,14 +357,18 @@ HOOK.handover = function()
       end
       for _, id in ipairs(park_ids(key)) do
         found = true
-        local raw = not queued[id] and (redis.call('HGET', K_PARK, 's:' .. id) or redis.call('HGET', K_PARK, id))
-        if raw then
-          local p = cjson.decode(raw)
-          p.id, p.r = id, tonumber(p.r) or math.huge
-          queued[id] = true
-          due[#due + 1] = p
-          sorted = false
+        local p = queued[id]
+        if not p then
+          local raw = redis.call('HGET', K_PARK, 's:' .. id) or redis.call('HGET', K_PARK, id)
+          if raw then
+            p = cjson.decode(raw)
+            p.id, p.r = id, tonumber(p.r) or math.huge
+            queued[id] = p
+            due[#due + 1] = p
+            sorted = false
+          end
         end
+        if p and p.k ~= 1 and not p.woken then judge_at(p, key) end
       end
     end
     if #due > 0 then
