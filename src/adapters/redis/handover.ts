@@ -320,8 +320,11 @@ end
 -- Marks p (without keepParked) woken if the change at key turned one of its checks there, judged when the change is
 -- made: a commit handed over before p's try, in this call, may turn it back (as the local store judges it).
 local function judge_at(p, key)
+  if p.k == 1 then return end
   for i, c in ipairs(p.c) do
-    if c[1] == key and (holds(live(key), c[2], c[3]) and 1 or 0) ~= p.h[i] then p.woken = true end
+    if c[1] == key then
+      if (holds(live(key), c[2], c[3]) and 1 or 0) ~= p.h[i] then p.woken = true end
+    end
   end
 end
 
@@ -368,7 +371,7 @@ HOOK.handover = function()
             sorted = false
           end
         end
-        if p and p.k ~= 1 and not p.woken then judge_at(p, key) end
+        if p then judge_at(p, key) end
       end
     end
     if #due > 0 then
