@@ -7,7 +7,9 @@
  * `-wal` files, real fs.watch and real timers: a real SQLite writer cannot
  * be made to replace its log under a connection that stays open.
  */
+import { execFile } from 'node:child_process'
 import { appendFileSync, unlinkSync, writeFileSync } from 'node:fs'
+import { resolve } from 'node:path'
 import { describe, expect, test } from 'vitest'
 import { Tail, wakeOthers, type TailSource } from '../../src/adapters/file/tail'
 import { collect, newFile, open, until } from './helpers'
@@ -86,6 +88,17 @@ describe('the kernel\'s notes', () => {
       stop()
     }
   })
+  test('an open watch keeps no process alive: one that has nothing else to do exits, its watch still open', async () => {
+    const path = newFile()
+    const code = `const { fileAdapter } = await import(${JSON.stringify(resolve(import.meta.dirname, '../../src/adapters/file/index.ts'))})
+      const a = await fileAdapter({ path: ${JSON.stringify(path)}, namespace: 'test', notify: true })
+      await a.watch('', { event: () => {}, error: () => {} })
+      console.log('watching')`
+    const out = await new Promise<string>((done, fail) =>
+      execFile(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code], { timeout: 15_000 }, (err, stdout, stderr) => (err ? fail(new Error(`${err.message} ${stderr}`)) : done(stdout))),
+    )
+    expect(out.trim()).toBe('watching')
+  }, 20_000)
 })
 
 describe('the tails of a process on one file', () => {
