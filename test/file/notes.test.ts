@@ -8,7 +8,8 @@
  * be made to replace its log under a connection that stays open.
  */
 import { execFile } from 'node:child_process'
-import { appendFileSync, unlinkSync, writeFileSync } from 'node:fs'
+import { EventEmitter } from 'node:events'
+import { appendFileSync, unlinkSync, writeFileSync, type FSWatcher } from 'node:fs'
 import { resolve } from 'node:path'
 import { describe, expect, test } from 'vitest'
 import { Tail, wakeOthers, type TailSource } from '../../src/adapters/file/tail'
@@ -88,6 +89,40 @@ describe('the kernel\'s notes', () => {
       stop()
     }
   })
+  test('a watcher that fails (its error emitted by hand: the kernel\'s watch of a file cannot be made to fail for real) is dropped, and listened to again from the next poll', async () => {
+    const pollMs = 3_000
+    const file = newFile()
+    writeFileSync(`${file}-wal`, '')
+    const log = handLog()
+    const w = collect()
+    // The tail's real watcher, caught as the tail hears its errors.
+    const watchers: FSWatcher[] = []
+    const on = EventEmitter.prototype.on
+    EventEmitter.prototype.on = function (this: EventEmitter, name: string | symbol, fn: (...args: unknown[]) => void) {
+      if (this.constructor.name === 'FSWatcher' && name === 'error') watchers.push(this as FSWatcher)
+      return on.call(this, name, fn)
+    }
+    let stop: () => void
+    try {
+      stop = new Tail(log.source, { file, notify: true, pollMs }, nothing, nothing).subscribe('', w.sink)
+    } finally {
+      EventEmitter.prototype.on = on
+    }
+    try {
+      expect(watchers).toHaveLength(1)
+      expect(() => watchers[0]!.emit('error', new Error('ENOSPC'))).not.toThrow()
+      log.publish('by-poll')
+      await until(() => w.events.length === 1, pollMs + 5_000)
+      log.publish('noted')
+      const at = performance.now()
+      appendFileSync(`${file}-wal`, 'frames')
+      await until(() => w.events.length === 2, pollMs + 5_000)
+      expect(performance.now() - at, 'before the next poll').toBeLessThan(pollMs / 3)
+    } finally {
+      stop()
+    }
+  }, 30_000)
+
   test('an open watch keeps no process alive: one that has nothing else to do exits, its watch still open', async () => {
     const path = newFile()
     const code = `const { fileAdapter } = await import(${JSON.stringify(resolve(import.meta.dirname, '../../src/adapters/file/index.ts'))})
