@@ -89,11 +89,6 @@ export class Tail {
     this.#onRead = onRead
   }
 
-  /** Whether any watch is open. */
-  get active(): boolean {
-    return this.#subscribers.size > 0
-  }
-
   /**
    * A watch of `prefix`: from `fromRevision` (replayed from the log first),
    * or from the file's revision now.
@@ -254,9 +249,10 @@ export class Tail {
   }
 
   #stop(): void {
-    const set = tails.get(this.#options.file)
-    set?.delete(this)
-    if (set?.size === 0) tails.delete(this.#options.file)
+    // (Started, so in the set: #start put it there, and only this removes it.)
+    const set = tails.get(this.#options.file)!
+    set.delete(this)
+    if (set.size === 0) tails.delete(this.#options.file)
     this.#watcher?.close()
     this.#watcher = undefined
     clearInterval(this.#poll)
@@ -270,21 +266,20 @@ export class Tail {
   #listen(): void {
     if (!this.#options.notify) return
     try {
-      const watcher = watchFile(`${this.#options.file}-wal`, { persistent: false }, (type) => {
-        // A log replaced (deleted and made again) is followed afresh at the next poll.
-        if (type === 'rename') {
-          watcher.close()
-          if (this.#watcher === watcher) this.#watcher = undefined
-        }
-        this.#noted()
-      })
-      watcher.on('error', () => {
+      // Closed, and dropped if still the one followed: the next poll listens again.
+      const drop = () => {
         watcher.close()
         if (this.#watcher === watcher) this.#watcher = undefined
+      }
+      const watcher = watchFile(`${this.#options.file}-wal`, { persistent: false }, (type) => {
+        // A log replaced (deleted and made again) is followed afresh at the next poll.
+        if (type === 'rename') drop()
+        this.#noted()
       })
+      watcher.on('error', drop)
       this.#watcher = watcher
     } catch {
-      this.#watcher = undefined
+      // (No log to follow yet: #watcher is unset, so the next poll tries again.)
     }
   }
 }
