@@ -51,6 +51,17 @@ function events(e: TabElection): string[] {
   return log
 }
 
+/** Observes `e` (its candidates' names, undefined for nobody) until `stop()`; resolves once the first value came. */
+async function observed(e: TabElection): Promise<{ seen: Array<string | undefined>; stop(): Promise<void> }> {
+  const seen: Array<string | undefined> = []
+  const stopping = new AbortController()
+  const observing = (async () => {
+    for await (const l of e.observe({ signal: stopping.signal })) seen.push(l?.candidate)
+  })()
+  await until(() => seen.length === 1)
+  return { seen, stop: () => (stopping.abort(), observing) }
+}
+
 const tick = (ms = 30) => new Promise((r) => setTimeout(r, ms))
 async function until(what: () => boolean, ms = 3_000): Promise<void> {
   const end = performance.now() + ms
@@ -256,12 +267,7 @@ describe('zaris/elect: TabElection', () => {
   it("observe: the leader now first, then each change; another tab's entry of odd shape names nobody; an entry's TTL passing unannounced names nobody", async () => {
     fresh()
     const watcher = candidate('w')
-    const stop = new AbortController()
-    const seen: Array<string | undefined> = []
-    const done = (async () => {
-      for await (const l of watcher.observe({ signal: stop.signal })) seen.push(l?.candidate)
-    })()
-    await until(() => seen.length === 1)
+    const { seen, stop } = await observed(watcher)
     expect(seen).toEqual([undefined])
     const store = otherTab()
     await store.commit([], [{ type: 'set', key: 'leader', value: { candidate: 'x' }, ttl: 400, owner: 'id-x' }])
@@ -277,8 +283,7 @@ describe('zaris/elect: TabElection', () => {
     await store.commit([], [{ type: 'set', key: 'leader', value: { candidate: 'y' }, owner: 'id-y' }])
     await until(() => seen.at(-1) === 'y')
     expect(seen.filter((c) => c !== undefined && c !== 'x' && c !== 'y')).toEqual([])
-    stop.abort()
-    await done
+    await stop()
     const before = seen.length
     await store.commit([], [{ type: 'set', key: 'leader', value: { candidate: 'q' }, owner: 'id-q' }])
     await tick(100)
@@ -466,13 +471,7 @@ describe('zaris/elect: TabElection', () => {
 
   it('a page that wakes reads the leader again: a change it never heard of (made while it slept) is seen at the wake', async () => {
     fresh()
-    const e = candidate('w')
-    const seen: Array<string | undefined> = []
-    const stop = new AbortController()
-    const done = (async () => {
-      for await (const l of e.observe({ signal: stop.signal })) seen.push(l?.candidate)
-    })()
-    await until(() => seen.length === 1)
+    const { seen, stop } = await observed(candidate('w'))
     // Written with no message to any tab, as a change whose message a sleeping page missed.
     await otherTab().run((db) => commitBatch(db, [{ checks: [], ops: [{ type: 'set', key: 'leader', value: { candidate: 'quiet' }, owner: 'id-q', ttl: 10_000 }] }], Date.now, HISTORY, 0))
     await tick(100)
@@ -481,8 +480,7 @@ describe('zaris/elect: TabElection', () => {
     document.dispatchEvent(new Event('resume'))
     await until(() => seen.length === 2)
     expect(seen[1]).toBe('quiet')
-    stop.abort()
-    await done
+    await stop()
   })
 
   it('a leader event that names this candidate comes with its term: the term is set and its token is the one named (its own take heard first is not news)', async () => {
@@ -560,30 +558,19 @@ describe('zaris/elect: TabElection', () => {
   it("a candidate of the same id that only observes in this page names the other's take: it is not its own", async () => {
     fresh()
     const watcher = candidate('w', { id: 'same' })
-    const seen: Array<string | undefined> = []
-    const stop = new AbortController()
-    const observing = (async () => {
-      for await (const l of watcher.observe({ signal: stop.signal })) seen.push(l?.candidate)
-    })()
-    await until(() => seen.length === 1)
+    const { seen, stop } = await observed(watcher)
     const a = candidate('a', { id: 'same' })
     const ta = (await a.campaign())!
     await until(() => watcher.leader?.candidate === 'a')
     expect(watcher.leader?.token).toBe(ta.token)
-    stop.abort()
-    await observing
+    await stop()
     expect(seen).toEqual([undefined, 'a'])
   })
 
   it('an observer reads the entry again only at a deadline it heard of: never while nobody leads or for an entry without a TTL, once for one with', async () => {
     fresh()
     const watcher = candidate('w')
-    const seen: Array<string | undefined> = []
-    const stop = new AbortController()
-    const observing = (async () => {
-      for await (const l of watcher.observe({ signal: stop.signal })) seen.push(l?.candidate)
-    })()
-    await until(() => seen.length === 1)
+    const { seen, stop } = await observed(watcher)
     const store = otherTab()
     // Nobody leads: there is no deadline to look at again.
     expect(await entryReadsDuring(() => tick(300))).toBe(0)
@@ -601,19 +588,13 @@ describe('zaris/elect: TabElection', () => {
     })
     expect(seen).toEqual([undefined, 'x', 'y', undefined])
     expect(withTtl).toBe(1)
-    stop.abort()
-    await observing
+    await stop()
   })
 
   it("observe yields changes in the order they were made, also when one message brings several (another tab's commits grouped in one transaction)", async () => {
     fresh()
     const watcher = candidate('w')
-    const seen: Array<string | undefined> = []
-    const stop = new AbortController()
-    const observing = (async () => {
-      for await (const l of watcher.observe({ signal: stop.signal })) seen.push(l?.candidate)
-    })()
-    await until(() => seen.length === 1)
+    const { seen, stop } = await observed(watcher)
     // As a full client's page store commits what was queued together: one transaction, one message of two records.
     const store = otherTab()
     const take = (candidate: string) => ({ checks: [], ops: [{ type: 'set' as const, key: 'leader', value: { candidate }, owner: `id-${candidate}`, ttl: 10_000 }] })
@@ -624,8 +605,7 @@ describe('zaris/elect: TabElection', () => {
     await tick(100)
     expect(seen).toEqual([undefined, 'x', 'y'])
     expect(watcher.leader?.candidate).toBe('y')
-    stop.abort()
-    await observing
+    await stop()
   })
 
   it('a leader that reads its entry again (an observe begun while it leads, a wake) still names itself, with its term\'s token', async () => {

@@ -20,6 +20,18 @@ const raw = () => fx.raw
 const park = (ms = 10_000, order?: number) => ({ waitChange: ms, keepParked: true, parkOrder: order })
 
 /** The commit script run by hand with park arguments: a parked commit whose adapter listens on no channel (its messages are lost). */
+/** The parked commits' records (a whole one, or its short `s:` one) read from namespace `ns`'s park hash, by field, as the scripts read them. */
+async function parkedRecordReads(ns: string): Promise<{ reads: string[]; monitor: { disconnect(): void } }> {
+  const parkKey = namespaceKeys(ns)[7]!
+  const monitor = await raw().monitor()
+  const reads: string[] = []
+  // MONITOR shows the calls a script makes, as they run.
+  monitor.on('monitor', (_time: string, args: string[]) => {
+    if (args[0]!.toLowerCase() === 'hget' && args[1] === parkKey && /^(s:)?\d+$/.test(args[2]!)) reads.push(args[2]!)
+  })
+  return { reads, monitor }
+}
+
 async function parkBlind(ns: string, request: string, checks: Check[], ops: Op[], ms: number, order?: number): Promise<unknown[]> {
   const args: Array<string | number> = [checks.length]
   for (const c of checks) args.push(c.key, 'revision' in c ? 'r' : 'c', ('revision' in c ? c.revision : c.created) ?? '')
@@ -148,13 +160,7 @@ describe('the Redis store hands over', () => {
   test("a release of two keys a parked take checks reads that take's record once, though both keys name it", async () => {
     const { ns, all } = await fx.adapters(2)
     const [h, w] = all as [RedisAdapter, RedisAdapter]
-    const parkKey = namespaceKeys(ns)[7]!
-    const monitor = await raw().monitor()
-    const reads: string[] = []
-    // MONITOR shows the calls a script makes, as they run.
-    monitor.on('monitor', (_time: string, args: string[]) => {
-      if (args[0]!.toLowerCase() === 'hget' && args[1] === parkKey && /^(s:)?\d+$/.test(args[2]!)) reads.push(args[2]!)
-    })
+    const { reads, monitor } = await parkedRecordReads(ns)
     try {
       const held = ok(await h.commit([absent('a'), absent('b')], [set('a', 'h'), set('b', 'h')]))
       let parked = false
@@ -174,12 +180,7 @@ describe('the Redis store hands over', () => {
   test("a change that leaves a parked take parked reads only what a retry needs of it (its 's:' record), never the whole", async () => {
     const { ns, all } = await fx.adapters(2)
     const [h, w] = all as [RedisAdapter, RedisAdapter]
-    const parkKey = namespaceKeys(ns)[7]!
-    const monitor = await raw().monitor()
-    const reads: string[] = []
-    monitor.on('monitor', (_time: string, args: string[]) => {
-      if (args[0]!.toLowerCase() === 'hget' && args[1] === parkKey && /^(s:)?\d+$/.test(args[2]!)) reads.push(args[2]!)
-    })
+    const { reads, monitor } = await parkedRecordReads(ns)
     try {
       const held = ok(await h.commit([absent('lock')], [set('lock', 'h')]))
       let parked = false
